@@ -1,0 +1,79 @@
+# Makefile: builds pacefs out of tree (build/, or build-san/ with SAN=...),
+# one static library per module, and runs the tests.
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+SAN ?=
+
+ifeq ($(SAN),)
+BUILD ?= build
+else
+BUILD ?= build-san
+endif
+
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+PKGS := fuse3 libcurl libcrypto lmdb
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+
+VERSION := 0.1.0
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla
+ifneq ($(CI),)
+WARN += -Werror
+endif
+CFLAGS ?= -O2 -g
+SANFLAGS := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all)
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
+	-DFUSE_USE_VERSION=312 -DPACEFS_VERSION='"$(VERSION)"' \
+	$(WARN) $(CFLAGS) $(SANFLAGS) -I. -MMD -MP
+ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS) -pthread
+
+.PHONY: all check check-run demo install format clean deps bench
+all: $(BUILD)/pacefs
+
+include pacing/module.mk
+include cache/module.mk
+include fetch/module.mk
+include fs/module.mk
+include tests/module.mk
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+$(BUILD)/lib%.a:
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+deps:
+	contrib/install-deps.sh
+
+# check and demo install what they need first, then re-read this Makefile so
+# that pkg-config sees the freshly installed libraries.
+check: deps
+	+$(MAKE) --no-print-directory check-run
+
+check-run: all $(TEST_BINS)
+	tests/run.sh $(BUILD)
+
+demo: deps
+	+$(MAKE) --no-print-directory all
+	contrib/demo.sh $(BUILD)/pacefs
+
+bench: deps
+	+$(MAKE) --no-print-directory all
+	contrib/bench/run.sh $(BUILD)/pacefs
+
+install: $(BUILD)/pacefs
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0755 $(BUILD)/pacefs $(DESTDIR)$(PREFIX)/bin/pacefs
+	install -m 0644 docs/pacefs.1 $(DESTDIR)$(PREFIX)/share/man/man1/pacefs.1
+
+format:
+	clang-format -i $(wildcard */*.c */*.h tests/*/*.c contrib/*/*.c)
+
+clean:
+	rm -rf build build-san
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,191 @@
+/* pacing: the pure scheduler that decides which byte ranges to request, on
+ * which lane and when, from what readers consume. */
+#ifndef PACE_H
+#define PACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Contract.
+ *
+ * The scheduler is a pure state machine: no I/O, no threads, no clock, no
+ * allocation after pace_new() and pace_blob_add(). Every call that observes
+ * time takes `now_ns` (a monotonic clock read once by the caller per event);
+ * time never goes backwards (asserted). It is not thread-safe: the caller
+ * serialises all calls on one instance with its own lock.
+ *
+ * Ids are small integers handed out by the scheduler: blobs, sources and
+ * readers from their *_add/open calls, lanes 0 .. max_lanes-1.
+ *
+ * Functions return 0 or a negative errno: -EINVAL for a bad argument or
+ * configuration, -ENOSPC when a configured capacity is exhausted, -ENOENT for
+ * an unknown id.
+ */
+
+#define PACE_NONE UINT32_MAX
+
+/* How a source serves its blob; probed by the caller, never assumed. */
+enum pace_caps {
+	PACE_CAPS_FULL,		/* ranges honoured, strong validator */
+	PACE_CAPS_NO_VALIDATOR, /* ranges honoured, no validator: one source */
+	PACE_CAPS_NO_RANGES,	/* ranges ignored: whole-object stream */
+	PACE_CAPS_NO_LENGTH,	/* length unknown: one stream */
+};
+
+/* How a lane's transfer ended, as reported by pace_on_done(). */
+enum pace_outcome {
+	PACE_OUT_OK,	    /* the requested range arrived whole */
+	PACE_OUT_CANCELLED, /* ended after a PACE_ACT_CANCEL */
+	PACE_OUT_TRANSIENT, /* 5xx, reset, short body, timeout: retry, back off */
+	PACE_OUT_THROTTLED, /* 429/503: suspend the source until retry_after */
+	PACE_OUT_GONE,	    /* 403/404/410: exclude the source */
+	PACE_OUT_FATAL,	    /* validator, size or content mismatch: exclude */
+	PACE_OUT_LOCAL,	    /* a local error, never blamed on the source */
+};
+
+enum pace_action_kind {
+	PACE_ACT_START,	  /* open a range request [start, end) on lane */
+	PACE_ACT_SET_END, /* the lane's open request now ends at `end` */
+	PACE_ACT_CANCEL,  /* abort the lane's request; expect pace_on_done */
+};
+
+struct pace_action {
+	enum pace_action_kind kind;
+	uint32_t lane;
+	uint32_t blob;
+	uint32_t source;
+	uint64_t start;
+	uint64_t end;
+};
+
+struct pace_config {
+	uint32_t max_blobs;   /* capacity: blobs */
+	uint32_t max_sources; /* capacity: sources over all blobs */
+	uint32_t max_readers; /* capacity: open readers */
+	uint32_t max_waits;   /* capacity: reads waiting at once */
+	uint32_t max_lanes;   /* global lane budget (-o lanes=N) */
+	uint32_t lanes_per_source; /* cap on one source's lanes */
+	uint64_t align;	      /* requests start and end on multiples of
+				 this (the cache block), blob end aside */
+	uint64_t min_request; /* smallest read-ahead request, bytes */
+	uint64_t max_request; /* largest single request, bytes */
+	uint64_t window_min;  /* read-ahead window of a fresh reader */
+	uint64_t window_max;  /* cap on any reader's window */
+	uint64_t stall_ns;    /* no progress this long: reclaim the lane */
+	uint64_t deadline_ns; /* a waiting read fails after this long */
+	uint64_t backoff_ns;  /* first backoff after a transient fault */
+	uint64_t backoff_max_ns;
+};
+
+/* Defaults suitable for a mount; the caller may override fields. */
+void pace_config_default(struct pace_config *cfg);
+
+/* Checks every field; on error writes the offending field's name to
+ * *field (a static string) and returns -EINVAL. */
+int pace_config_check(const struct pace_config *cfg, const char **field);
+
+/* Creates a scheduler. Writes *out only on success. Errors: -EINVAL (bad
+ * configuration), -ENOMEM. */
+int pace_new(const struct pace_config *cfg, struct pace **out);
+
+/* Frees p and everything it holds; pace_free(NULL) is a no-op. */
+void pace_free(struct pace *p);
+
+/* Adds a blob of `size` bytes; allocates its range sets. */
+int pace_blob_add(struct pace *p, uint64_t size, uint32_t *blob_out);
+
+/* Marks [start, end) of blob as held (resume from the cache): such bytes are
+ * never requested. */
+int pace_blob_held(struct pace *p, uint32_t blob, uint64_t start,
+		   uint64_t end);
+
+/* Marks [start, end) as no longer held (evicted or dropped); bytes may be
+ * requested again. Ranges in flight are not affected. */
+int pace_blob_forget(struct pace *p, uint32_t blob, uint64_t start,
+		     uint64_t end);
+
+/* True when every byte of [start, end) of blob is held. */
+bool pace_is_held(const struct pace *p, uint32_t blob, uint64_t start,
+		  uint64_t end);
+
+/* Bytes of blob held. */
+uint64_t pace_held_bytes(const struct pace *p, uint32_t blob);
+
+/* Adds a source (a URL) for blob with the given capabilities. */
+int pace_source_add(struct pace *p, uint32_t blob, enum pace_caps caps,
+		    uint32_t *source_out);
+
+/* Opens a reader stream (one open file handle) on blob. */
+int pace_reader_open(struct pace *p, uint32_t blob, uint64_t now_ns,
+		     uint32_t *reader_out);
+
+/* Closes a reader; its window no longer drives read-ahead. */
+void pace_reader_close(struct pace *p, uint32_t reader, uint64_t now_ns);
+
+/* Reports that reader read [off, off + len): moves its cursor to off + len,
+ * updates sequential detection and its window. Call for every read,
+ * whether the bytes were held or not. */
+int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
+		     uint64_t len, uint64_t now_ns);
+
+/* Registers a read of [off, off + len) by reader that waits for missing
+ * bytes: demand, the most urgent work. Writes a wait id for pace_wait_*. */
+int pace_wait_begin(struct pace *p, uint32_t reader, uint64_t off,
+		    uint64_t len, uint64_t now_ns, uint32_t *wait_out);
+
+/* State of a waiting read: 0 when all its bytes are held, -EINPROGRESS
+ * while pending, -ETIMEDOUT past the deadline, -EIO when no source can
+ * serve it any more. */
+int pace_wait_state(const struct pace *p, uint32_t wait, uint64_t now_ns);
+
+/* Ends a wait (served, failed or interrupted) and frees its slot. */
+void pace_wait_end(struct pace *p, uint32_t wait);
+
+/* Bytes [off, off + len) of blob arrived on lane (credited by absolute
+ * offset; bytes outside the lane's current range are ignored). */
+int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
+		 uint64_t now_ns);
+
+/* The lane's request ended with `outcome`; for PACE_OUT_THROTTLED,
+ * retry_after_ns is how long the source asked to be left alone (0: unknown).
+ * Bytes not received go back to the queue. */
+int pace_on_done(struct pace *p, uint32_t lane, enum pace_outcome outcome,
+		 uint64_t retry_after_ns, uint64_t now_ns);
+
+/* Advances the state machine and writes up to cap actions for the caller to
+ * execute, in order. Returns the number written; call again while it
+ * returns cap. */
+size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
+		 size_t cap);
+
+/* The time at which pace_poll() must run again even if nothing else
+ * happens (stall check, backoff end, wait deadline); UINT64_MAX: none. */
+uint64_t pace_next_wake(const struct pace *p, uint64_t now_ns);
+
+/* A lane as seen from outside (status output). */
+struct pace_lane_info {
+	bool busy;
+	uint32_t blob;
+	uint32_t source;
+	uint64_t start;	   /* first byte of the current request */
+	uint64_t frontier; /* next byte expected */
+	uint64_t end;	   /* one past the last byte requested */
+	uint64_t rate;	   /* bytes per second, windowed */
+};
+
+int pace_lane_info(const struct pace *p, uint32_t lane,
+		   struct pace_lane_info *out);
+
+/* Totals for tests and status. */
+struct pace_stats {
+	uint64_t requests;  /* range requests started */
+	uint64_t bytes_in;  /* bytes credited */
+	uint64_t steals;    /* ranges split off a busy lane */
+	uint64_t reclaims;  /* ranges taken back from stalled lanes */
+};
+
+void pace_stats_get(const struct pace *p, struct pace_stats *out);
+
+#endif

@@ -1,0 +1,22 @@
+# tests: unit tests per module and the pacing simulator. Each test binary
+# links only the libraries it tests; the pacing ones link libpacing alone,
+# which proves the module is pure.
+TEST_BINS := $(BUILD)/tests/test_pacing $(BUILD)/tests/test_cache \
+	$(BUILD)/tests/test_fetch $(BUILD)/tests/test_fs
+
+$(BUILD)/tests/test_pacing: $(BUILD)/tests/unit/test_pacing.o $(BUILD)/libpacing.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^
+
+$(BUILD)/tests/test_cache: $(BUILD)/tests/unit/test_cache.o $(BUILD)/libcache.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs lmdb libcrypto 2>/dev/null)
+
+$(BUILD)/tests/test_fetch: $(BUILD)/tests/unit/test_fetch.o $(BUILD)/libfetch.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null)
+
+$(BUILD)/tests/test_fs: $(BUILD)/tests/unit/test_fs.o $(BUILD)/libfs.a \
+		$(BUILD)/libfetch.a $(BUILD)/libcache.a $(BUILD)/libpacing.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
