@@ -37,6 +37,7 @@ include cache/module.mk
 include fetch/module.mk
 include fs/module.mk
 include tests/module.mk
+include tests/tools/module.mk
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -54,7 +55,7 @@ deps:
 check: deps
 	+$(MAKE) --no-print-directory check-run
 
-check-run: all $(TEST_BINS)
+check-run: all $(TEST_BINS) $(TEST_TOOLS)
 	tests/run.sh $(BUILD)
 
 demo: deps
