@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# install-deps.sh: installs the Debian 12 packages that pacefs's build, tests and demo need.
+set -euo pipefail
+
+PKGS=(
+	gcc make pkg-config
+	libfuse3-dev fuse3
+	libcurl4-openssl-dev libssl-dev
+	liblmdb-dev lmdb-utils
+	nginx-light curl openssl attr ca-certificates
+	procps psmisc iproute2 coreutils xxd
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	if [ "$status" != "installed" ]; then
+		missing+=("$p")
+	fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+	echo "install-deps: all ${#PKGS[@]} packages present"
+	exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: missing packages: ${missing[*]}; run as root (or: sudo apt-get install ${missing[*]})" >&2
+	exit 1
+fi
+
+# Installing nginx would start it on port 80: forbid service starts while
+# apt runs (invoke-rc.d honours policy-rc.d exit status 101), unless the
+# machine already has a policy of its own.
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+if [ ! -e "$policy" ]; then
+	printf '#!/bin/sh\nexit 101\n' >"$policy"
+	chmod 0755 "$policy"
+	own_policy=1
+fi
+cleanup() {
+	if [ "$own_policy" -eq 1 ]; then
+		rm -f "$policy"
+	fi
+}
+trap cleanup EXIT
+
+had_nginx=0
+if [ "$(dpkg-query -W -f='${db:Status-Status}' nginx 2>/dev/null || true)" = installed ]; then
+	had_nginx=1
+fi
+
+log=$(mktemp)
+if ! { apt-get update -q &&
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+	tail -n 20 "$log" >&2
+	rm -f "$log"
+	echo "install-deps: apt-get failed installing: ${missing[*]}" >&2
+	exit 1
+fi
+rm -f "$log"
+
+# Belt and braces where a machine's own policy allowed starts: an nginx that
+# this run brought in must not keep serving port 80. An nginx that was there
+# before is the owner's and is left alone.
+if [ "$had_nginx" -eq 0 ] && command -v systemctl >/dev/null 2>&1 &&
+	[ -d /run/systemd/system ]; then
+	systemctl disable --now nginx >/dev/null 2>&1 || true
+fi
+
+echo "install-deps: installed ${missing[*]}"
