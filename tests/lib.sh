@@ -1,0 +1,371 @@
+# lib.sh: helpers sourced by the mount tests: a private nginx origin on a free
+# loopback port, pacefs mounts, generated files, PASS/FAIL accounting, and a
+# cleanup trap that unmounts and stops everything a test started.
+# shellcheck shell=bash disable=SC2034,SC2317
+# (variables are read by the scripts that source this; trap handlers are called indirectly)
+
+set -euo pipefail
+
+T_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+T_NAME=$(basename "$0" .sh)
+PACEFS=${PACEFS:-$T_ROOT/build/pacefs}
+case $PACEFS in /*) ;; *) PACEFS=$PWD/$PACEFS ;; esac
+READCMP=${READCMP:-$(dirname "$PACEFS")/tests/readcmp}
+# run.sh points T_TMPROOT at a folder of its own so that it can sweep up
+# after a test that was killed before its trap ran.
+T_TMP=$(mktemp -d "${T_TMPROOT:-${TMPDIR:-/tmp}}/pacefs-$T_NAME.XXXXXX")
+T_PASSED=0
+T_FAILED=0
+T_SKIPPED=0
+T_MOUNTS=()
+T_NGINX_PIDS=()
+T_NGINX_PREFIXES=()
+ORIGIN_PID=
+ORIGIN_PORT=
+ORIGIN_URL=
+ORIGIN_PREFIX=
+T_MOUNT_ERR=
+
+# --- accounting -------------------------------------------------------------
+
+t_pass() {
+	T_PASSED=$((T_PASSED + 1))
+	echo "PASS $1"
+}
+
+# t_fail NAME REASON...
+t_fail() {
+	local name=$1
+	shift
+	T_FAILED=$((T_FAILED + 1))
+	echo "FAIL $name: $*"
+}
+
+# t_skip NAME REASON...
+t_skip() {
+	local name=$1
+	shift
+	T_SKIPPED=$((T_SKIPPED + 1))
+	echo "SKIP $name: $*"
+}
+
+# t_check NAME CMD...: PASS when CMD succeeds, else FAIL with its output's tail.
+t_check() {
+	local name=$1 out rc=0
+	shift
+	out=$("$@" 2>&1) || rc=$?
+	if [ "$rc" -eq 0 ]; then
+		t_pass "$name"
+	else
+		t_fail "$name" "exit $rc from: $* :: $(printf '%s' "$out" | tail -n 3 | tr '\n' ' ')"
+	fi
+	return 0
+}
+
+# t_eq NAME GOT WANT
+t_eq() {
+	if [ "$2" = "$3" ]; then
+		t_pass "$1"
+	else
+		t_fail "$1" "got '$2', want '$3'"
+	fi
+}
+
+# t_done: prints the closing line and exits with the test's status.
+t_done() {
+	local line="$T_PASSED passed, $T_FAILED failed"
+	if [ "$T_SKIPPED" -gt 0 ]; then
+		line="$line, $T_SKIPPED skipped"
+	fi
+	echo "$line"
+	if [ "$T_FAILED" -gt 0 ]; then
+		exit 1
+	fi
+	exit 0
+}
+
+# t_skip_all REASON: skips the whole script (no root, no /dev/fuse, ...).
+t_skip_all() {
+	t_skip "$T_NAME" "$*"
+	t_done
+}
+
+# t_require_mount: mount tests need root, /dev/fuse, fusermount3, nginx and the
+# binaries; they skip with the reason where the first three are missing.
+t_require_mount() {
+	if [ "$(id -u)" -ne 0 ]; then
+		t_skip_all "needs root (mounts, a private nginx); run as root"
+	fi
+	if [ ! -c /dev/fuse ]; then
+		t_skip_all "/dev/fuse is missing"
+	fi
+	if ! command -v fusermount3 >/dev/null 2>&1; then
+		t_skip_all "fusermount3 is missing (contrib/install-deps.sh installs fuse3)"
+	fi
+	if [ ! -x /usr/sbin/nginx ]; then
+		t_skip_all "/usr/sbin/nginx is missing (contrib/install-deps.sh installs nginx-light)"
+	fi
+	if [ ! -x "$PACEFS" ]; then
+		t_fail "$T_NAME" "pacefs binary not found at $PACEFS (run make)"
+		t_done
+	fi
+	if [ ! -x "$READCMP" ]; then
+		t_fail "$T_NAME" "readcmp not found at $READCMP (run make build/tests/readcmp)"
+		t_done
+	fi
+}
+
+# --- files ------------------------------------------------------------------
+
+# gen_file PATH SIZE [SEED]: deterministic pseudo-random content (AES-CTR
+# keystream), the same bytes for the same SEED on every machine.
+gen_file() {
+	local path=$1 size=$2 seed=${3:-1} key
+	key=$(printf '%032x' "$seed")
+	# openssl dies of SIGPIPE once head has enough: that is expected.
+	{ openssl enc -aes-128-ctr -nosalt -K "$key" -iv 00000000000000000000000000000000 \
+		</dev/zero 2>/dev/null || true; } | head -c "$size" >"$path"
+	if [ "$(stat -c %s "$path")" != "$size" ]; then
+		echo "gen_file: $path has $(stat -c %s "$path") bytes, wanted $size" >&2
+		return 1
+	fi
+}
+
+# --- ports and the origin ---------------------------------------------------
+
+# free_port: prints a loopback TCP port that nothing listens on right now.
+free_port() {
+	local port used i
+	used=$(ss -Htan 2>/dev/null | awk '{ n = split($4, a, ":"); print a[n] }' | sort -u)
+	for i in $(seq 1 200); do
+		port=$((20000 + (RANDOM * 32768 + RANDOM + i) % 40000))
+		if ! grep -qx "$port" <<<"$used"; then
+			echo "$port"
+			return 0
+		fi
+	done
+	echo "free_port: no free port found" >&2
+	return 1
+}
+
+# origin_start DIR [DIRECTIVES]: serves DIR over HTTP on 127.0.0.1 with a
+# private nginx (its own config, logs and pid in a temp dir); DIRECTIVES go
+# inside the server block (e.g. "location /norange/ { max_ranges 0; }").
+# Sets ORIGIN_PORT, ORIGIN_URL, ORIGIN_PREFIX and ORIGIN_PID.
+origin_start() {
+	local dir=$1 extra=${2:-} prefix port user_line=
+	dir=$(cd "$dir" && pwd)
+	prefix=$(mktemp -d "$T_TMP/nginx.XXXXXX")
+	mkdir -p "$prefix/tmp"
+	if [ "$(id -u)" -eq 0 ]; then
+		# Workers would otherwise drop to nobody and fail to read the
+		# test's 0700 temp dirs.
+		user_line="user root;"
+	fi
+	for _ in 1 2 3 4 5; do
+		port=$(free_port)
+		cat >"$prefix/nginx.conf" <<-EOF
+			$user_line
+			daemon off;
+			master_process on;
+			worker_processes 1;
+			pid $prefix/nginx.pid;
+			error_log $prefix/error.log info;
+			events { worker_connections 256; }
+			http {
+			    default_type application/octet-stream;
+			    sendfile on;
+			    tcp_nopush on;
+			    keepalive_requests 100000;
+			    client_body_temp_path $prefix/tmp/body;
+			    proxy_temp_path $prefix/tmp/proxy;
+			    fastcgi_temp_path $prefix/tmp/fastcgi;
+			    uwsgi_temp_path $prefix/tmp/uwsgi;
+			    scgi_temp_path $prefix/tmp/scgi;
+			    log_format pacefs '\$request_method \$uri \$status "\$http_range" \$body_bytes_sent';
+			    access_log $prefix/access.log pacefs;
+			    server {
+			        listen 127.0.0.1:$port;
+			        root $dir;
+			        location = /__pacefs_probe { access_log off; return 204; }
+			        $extra
+			    }
+			}
+		EOF
+		/usr/sbin/nginx -e "$prefix/error.log" -p "$prefix" -c "$prefix/nginx.conf" \
+			</dev/null >>"$prefix/nginx.out" 2>&1 &
+		ORIGIN_PID=$!
+		T_NGINX_PIDS+=("$ORIGIN_PID")
+		T_NGINX_PREFIXES+=("$prefix")
+		ORIGIN_PORT=$port
+		ORIGIN_URL=http://127.0.0.1:$port
+		ORIGIN_PREFIX=$prefix
+		local i
+		for i in $(seq 1 100); do
+			if ! kill -0 "$ORIGIN_PID" 2>/dev/null; then
+				break
+			fi
+			if curl -s -o /dev/null --max-time 2 "$ORIGIN_URL/__pacefs_probe"; then
+				return 0
+			fi
+			sleep 0.05
+		done
+		origin_stop
+		if ! grep -q 'Address already in use' "$prefix/error.log" 2>/dev/null; then
+			break
+		fi
+	done
+	echo "origin_start: nginx did not come up; its log:" >&2
+	tail -n 5 "$prefix/error.log" >&2 || true
+	return 1
+}
+
+# nginx_stop PID: stops one nginx this script started, and waits for it.
+nginx_stop() {
+	local pid=$1 i
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for i in $(seq 1 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+# origin_stop: stops the origin that origin_start started last.
+origin_stop() {
+	if [ -n "$ORIGIN_PID" ]; then
+		nginx_stop "$ORIGIN_PID"
+		ORIGIN_PID=
+	fi
+}
+
+# origin_requests: how many requests the current origin has logged (the
+# readiness probe excluded); a test diffs two counts.
+origin_requests() {
+	if [ -f "$ORIGIN_PREFIX/access.log" ]; then
+		wc -l <"$ORIGIN_PREFIX/access.log"
+	else
+		echo 0
+	fi
+}
+
+# origin_log: the current origin's access log (method uri status "range" bytes).
+origin_log() {
+	cat "$ORIGIN_PREFIX/access.log" 2>/dev/null || true
+}
+
+# --- mounts -----------------------------------------------------------------
+
+# mount_line MNT: the /proc/self/mountinfo line for MNT, if it is mounted.
+mount_line() {
+	awk -v m="$1" '$5 == m' /proc/self/mountinfo | tail -n 1
+}
+
+# is_pacefs_mounted MNT
+is_pacefs_mounted() {
+	mount_line "$1" | grep -q ' - fuse\.pacefs '
+}
+
+# is_mounted MNT: anything mounted at MNT.
+is_mounted() {
+	[ -n "$(mount_line "$1")" ]
+}
+
+# t_track_mount MNT: makes the cleanup unmount MNT (for mounts a test makes
+# itself, e.g. a read-only tmpfs).
+t_track_mount() {
+	T_MOUNTS+=("$1")
+}
+
+# mount_pacefs ARGS...: runs pacefs (daemonizing) with ARGS, whose last is
+# the mountpoint, and waits until the mount is live. Returns non-zero with
+# pacefs's stderr in T_MOUNT_ERR (and on stderr) when it fails.
+mount_pacefs() {
+	local mnt=${*: -1} err rc=0 i
+	mnt=$(cd "$mnt" 2>/dev/null && pwd || echo "$mnt")
+	err=$(mktemp "$T_TMP/mount-err.XXXXXX")
+	T_MOUNTS+=("$mnt")
+	timeout 60 "$PACEFS" "$@" </dev/null >"$err.out" 2>"$err" || rc=$?
+	T_MOUNT_ERR=$(cat "$err")
+	if [ "$rc" -ne 0 ]; then
+		echo "mount_pacefs: pacefs $* exited $rc: $T_MOUNT_ERR" >&2
+		return 1
+	fi
+	for i in $(seq 1 100); do
+		if is_pacefs_mounted "$mnt"; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	echo "mount_pacefs: pacefs $* exited 0 but $mnt is not a fuse.pacefs mount: $T_MOUNT_ERR" >&2
+	return 1
+}
+
+# fuse_abort MNT: aborts MNT's FUSE connection, if fusectl is mounted, so
+# that a hung daemon cannot block the unmount.
+fuse_abort() {
+	local dev minor
+	dev=$(mount_line "$1" | awk '{ print $3 }')
+	minor=${dev#*:}
+	if [ -n "$dev" ] && [ -w "/sys/fs/fuse/connections/$minor/abort" ]; then
+		echo 1 >"/sys/fs/fuse/connections/$minor/abort" 2>/dev/null || true
+	fi
+}
+
+# umount_pacefs MNT: unmounts and waits for the mount to be gone.
+umount_pacefs() {
+	local mnt=$1 i
+	mnt=$(cd "$mnt" 2>/dev/null && pwd || echo "$mnt")
+	if ! is_mounted "$mnt"; then
+		return 0
+	fi
+	if ! fusermount3 -u "$mnt" 2>/dev/null; then
+		# Busy or hung: detach it lazily, aborting the connection if it
+		# does not go.
+		umount -l "$mnt" 2>/dev/null || {
+			fuse_abort "$mnt"
+			umount -l "$mnt" 2>/dev/null || true
+		}
+	fi
+	for i in $(seq 1 100); do
+		is_mounted "$mnt" || return 0
+		sleep 0.05
+	done
+	echo "umount_pacefs: $mnt is still mounted" >&2
+	return 1
+}
+
+# --- cleanup ----------------------------------------------------------------
+
+t_cleanup() {
+	local i pid left=0
+	set +e
+	for ((i = ${#T_MOUNTS[@]} - 1; i >= 0; i--)); do
+		umount_pacefs "${T_MOUNTS[$i]}" 2>/dev/null
+	done
+	for pid in "${T_NGINX_PIDS[@]}"; do
+		nginx_stop "$pid"
+	done
+	# Never recurse into something still mounted.
+	for i in "${T_MOUNTS[@]}"; do
+		if is_mounted "$i"; then
+			echo "cleanup: $i is still mounted; leaving $T_TMP" >&2
+			left=1
+		fi
+	done
+	if [ "$left" -eq 0 ] && [ -z "${T_KEEP:-}" ]; then
+		rm -rf --one-file-system "$T_TMP"
+	fi
+}
+
+t_on_signal() {
+	trap - EXIT
+	t_cleanup
+	echo "$T_NAME: interrupted"
+	echo "$T_PASSED passed, $((T_FAILED + 1)) failed"
+	exit 130
+}
+
+trap t_cleanup EXIT
+trap t_on_signal INT TERM HUP
