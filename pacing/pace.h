@@ -26,6 +26,8 @@
 
 #define PACE_NONE UINT32_MAX
 
+struct pace;
+
 /* How a source serves its blob; probed by the caller, never assumed. */
 enum pace_caps {
 	PACE_CAPS_FULL,		/* ranges honoured, strong validator */

@@ -1,0 +1,1106 @@
+/* pace: the consumption-paced scheduler; turns reader demand, cursors and
+ * transfer observations into range requests on lanes. Pure: no I/O, no
+ * clock, no allocation after pace_new()/pace_blob_add(). */
+#include "pacing/pace.h"
+#include "pacing/pace_int.h"
+
+#include <assert.h>
+#ifdef PACE_TRACE
+#include <stdio.h>
+#endif
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KIB (1024ull)
+#define MIB (1024ull * 1024ull)
+#define SEC (1000000000ull)
+
+/* A rate sample covers at least this long, so that a socket buffer draining
+ * in microseconds cannot fake a huge rate. */
+#define RATE_WINDOW_NS (200ull * 1000000ull)
+
+/* Sequential tolerance: reordered kernel read-ahead steps back a little,
+ * and forward skips of a few MiB still count as sequential. */
+#define SEQ_BACK (1 * MIB)
+#define SEQ_FWD (4 * MIB)
+
+/* Most intervals a blob's held set may hold, whatever its size. */
+#define RANGES_CAP_MAX (1u << 18)
+
+enum lane_state {
+	LANE_IDLE,	 /* no request open */
+	LANE_BUSY,	 /* request [start, end) open */
+	LANE_CANCELLING, /* CANCEL emitted, waiting for pace_on_done */
+	LANE_NSTATES
+};
+
+static const char *const lane_state_names[LANE_NSTATES] = {
+	[LANE_IDLE] = "idle",
+	[LANE_BUSY] = "busy",
+	[LANE_CANCELLING] = "cancelling",
+};
+
+struct lane {
+	enum lane_state state;
+	uint32_t blob;
+	uint32_t source;
+	uint32_t reader;   /* whose window it serves; PACE_NONE: none */
+	uint32_t rgen;	   /* the reader's seek generation at start */
+	bool demand;	   /* started for a waiting read */
+	uint32_t wait;	   /* that read, while it waits; else PACE_NONE */
+	bool reclaimed;	   /* cancelled by the stall check */
+	uint64_t start;
+	uint64_t frontier; /* one past the highest byte credited */
+	uint64_t end;
+	uint64_t last_progress_ns;
+	uint64_t rate_t0;    /* start of the current rate sample */
+	uint64_t rate_bytes; /* bytes in the current rate sample */
+	uint64_t rate;	     /* smoothed, bytes per second */
+};
+
+struct source {
+	bool used;
+	bool excluded;
+	uint32_t blob;
+	uint32_t next; /* next source of the same blob */
+	enum pace_caps caps;
+	uint32_t lanes;	     /* lanes busy or cancelling on it */
+	uint64_t hold_until; /* backoff or Retry-After suspension */
+	uint64_t backoff;    /* next backoff length */
+	uint64_t rate;	     /* per-connection rate, smoothed */
+};
+
+struct blob {
+	bool used;
+	uint64_t size;
+	struct pace__ranges held;
+	uint32_t first_src;
+	uint32_t n_src;
+	uint32_t n_excluded;
+	uint32_t pinned; /* the one source of a no-validator blob */
+};
+
+struct reader {
+	bool used;
+	uint32_t blob;
+	uint32_t gen;	  /* bumped on every seek */
+	bool random;	  /* last move was a seek: no read-ahead */
+	bool seen;	  /* has read at least once */
+	uint64_t cursor;
+	uint64_t w;	  /* window length */
+	uint64_t seq_run; /* sequential bytes since W last grew */
+};
+
+struct wait {
+	bool used;
+	uint32_t reader;
+	uint32_t blob;
+	uint64_t off;
+	uint64_t end;
+	uint64_t begin_ns;
+};
+
+struct pace {
+	struct pace_config cfg;
+	uint64_t now;
+	struct lane *lanes;
+	struct source *sources;
+	struct blob *blobs;
+	struct reader *readers;
+	struct wait *waits;
+	uint32_t n_sources, n_blobs; /* high-water marks */
+	uint32_t n_readers, n_waits;
+	uint32_t rr; /* round-robin start among readers */
+	struct pace_stats stats;
+};
+
+static uint64_t min64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static uint64_t max64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+static uint64_t align_up(uint64_t x, uint64_t a)
+{
+	uint64_t r = x % a;
+
+	if (r == 0)
+		return x;
+	if (x > UINT64_MAX - (a - r))
+		return UINT64_MAX;
+	return x + (a - r);
+}
+
+static uint64_t align_down(uint64_t x, uint64_t a)
+{
+	return x - x % a;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static void tick(struct pace *p, uint64_t now_ns)
+{
+	assert(now_ns >= p->now);
+	if (now_ns > p->now)
+		p->now = now_ns;
+}
+
+/* Every lane state change goes through here. */
+static void lane_set(struct pace *p, struct lane *l, enum lane_state to)
+{
+	assert(to < LANE_NSTATES);
+#ifdef PACE_TRACE
+	fprintf(stderr, "pace: lane %u %s -> %s\n", (unsigned)(l - p->lanes),
+		lane_state_names[l->state], lane_state_names[to]);
+#endif
+	(void)lane_state_names;
+	if (l->state == LANE_IDLE && to != LANE_IDLE)
+		p->sources[l->source].lanes++;
+	else if (l->state != LANE_IDLE && to == LANE_IDLE)
+		p->sources[l->source].lanes--;
+	l->state = to;
+}
+
+void pace_config_default(struct pace_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->max_blobs = 4096;
+	cfg->max_sources = 8192;
+	cfg->max_readers = 1024;
+	cfg->max_waits = 1024;
+	cfg->max_lanes = 8;
+	cfg->lanes_per_source = 8;
+	cfg->align = 256 * KIB;
+	cfg->min_request = 256 * KIB;
+	cfg->max_request = 8 * MIB;
+	cfg->window_min = 1 * MIB;
+	cfg->window_max = 64 * MIB;
+	cfg->stall_ns = 10 * SEC;
+	cfg->deadline_ns = 60 * SEC;
+	cfg->backoff_ns = 200 * 1000000ull;
+	cfg->backoff_max_ns = 10 * SEC;
+}
+
+int pace_config_check(const struct pace_config *cfg, const char **field)
+{
+	const char *bad = NULL;
+
+	if (!cfg)
+		bad = "cfg";
+	else if (cfg->max_blobs == 0 || cfg->max_blobs >= PACE_NONE)
+		bad = "max_blobs";
+	else if (cfg->max_sources == 0 || cfg->max_sources >= PACE_NONE)
+		bad = "max_sources";
+	else if (cfg->max_readers == 0 || cfg->max_readers >= PACE_NONE)
+		bad = "max_readers";
+	else if (cfg->max_waits == 0 || cfg->max_waits >= PACE_NONE)
+		bad = "max_waits";
+	else if (cfg->max_lanes == 0 || cfg->max_lanes > 4096)
+		bad = "max_lanes";
+	else if (cfg->lanes_per_source == 0)
+		bad = "lanes_per_source";
+	else if (cfg->align == 0 || cfg->align > (1ull << 40))
+		bad = "align";
+	else if (cfg->min_request == 0 || cfg->min_request % cfg->align)
+		bad = "min_request";
+	else if (cfg->max_request < cfg->min_request ||
+		 cfg->max_request % cfg->align)
+		bad = "max_request";
+	else if (cfg->window_min == 0)
+		bad = "window_min";
+	else if (cfg->window_max < cfg->window_min)
+		bad = "window_max";
+	else if (cfg->stall_ns == 0)
+		bad = "stall_ns";
+	else if (cfg->deadline_ns == 0)
+		bad = "deadline_ns";
+	else if (cfg->backoff_ns == 0)
+		bad = "backoff_ns";
+	else if (cfg->backoff_max_ns < cfg->backoff_ns)
+		bad = "backoff_max_ns";
+	if (bad) {
+		if (field)
+			*field = bad;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void pace_free(struct pace *p)
+{
+	if (!p)
+		return;
+	for (uint32_t i = 0; i < p->n_blobs; i++)
+		if (p->blobs[i].used)
+			pace__ranges_fini(&p->blobs[i].held);
+	free(p->lanes);
+	free(p->sources);
+	free(p->blobs);
+	free(p->readers);
+	free(p->waits);
+	free(p);
+}
+
+int pace_new(const struct pace_config *cfg, struct pace **out)
+{
+	struct pace *p;
+	int rc = pace_config_check(cfg, NULL);
+
+	if (rc)
+		return rc;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->cfg = *cfg;
+	p->lanes = calloc(cfg->max_lanes, sizeof(*p->lanes));
+	p->sources = calloc(cfg->max_sources, sizeof(*p->sources));
+	p->blobs = calloc(cfg->max_blobs, sizeof(*p->blobs));
+	p->readers = calloc(cfg->max_readers, sizeof(*p->readers));
+	p->waits = calloc(cfg->max_waits, sizeof(*p->waits));
+	if (!p->lanes || !p->sources || !p->blobs || !p->readers ||
+	    !p->waits) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < cfg->max_lanes; i++) {
+		p->lanes[i].state = LANE_IDLE;
+		p->lanes[i].reader = PACE_NONE;
+		p->lanes[i].wait = PACE_NONE;
+	}
+	*out = p;
+	return 0;
+out:
+	pace_free(p);
+	return rc;
+}
+
+static struct blob *blob_get(const struct pace *p, uint32_t id)
+{
+	if (id >= p->n_blobs || !p->blobs[id].used)
+		return NULL;
+	return &p->blobs[id];
+}
+
+static struct reader *reader_get(const struct pace *p, uint32_t id)
+{
+	if (id >= p->n_readers || !p->readers[id].used)
+		return NULL;
+	return &p->readers[id];
+}
+
+static struct wait *wait_get(const struct pace *p, uint32_t id)
+{
+	if (id >= p->n_waits || !p->waits[id].used)
+		return NULL;
+	return &p->waits[id];
+}
+
+int pace_blob_add(struct pace *p, uint64_t size, uint32_t *blob_out)
+{
+	uint32_t id, cap;
+	uint64_t blocks;
+	struct blob *b;
+	int rc;
+
+	if (!p || !blob_out)
+		return -EINVAL;
+	for (id = 0; id < p->cfg.max_blobs; id++)
+		if (!p->blobs[id].used)
+			break;
+	if (id == p->cfg.max_blobs)
+		return -ENOSPC;
+	/* Held boundaries fall on request boundaries (aligned) or where a
+	 * transfer stopped (at most one per lane), plus resume marks. */
+	blocks = size / p->cfg.align + 1;
+	cap = (uint32_t)min64(blocks, RANGES_CAP_MAX) + 2 * p->cfg.max_lanes +
+	      16;
+	b = &p->blobs[id];
+	memset(b, 0, sizeof(*b));
+	rc = pace__ranges_init(&b->held, cap);
+	if (rc)
+		return rc;
+	b->used = true;
+	b->size = size;
+	b->first_src = PACE_NONE;
+	b->pinned = PACE_NONE;
+	if (id >= p->n_blobs)
+		p->n_blobs = id + 1;
+	*blob_out = id;
+	return 0;
+}
+
+int pace_blob_held(struct pace *p, uint32_t blob, uint64_t start, uint64_t end)
+{
+	struct blob *b = p ? blob_get(p, blob) : NULL;
+
+	if (!b)
+		return -ENOENT;
+	if (start > end || end > b->size)
+		return -EINVAL;
+	return pace__ranges_add(&b->held, start, end, NULL);
+}
+
+int pace_blob_forget(struct pace *p, uint32_t blob, uint64_t start,
+		     uint64_t end)
+{
+	struct blob *b = p ? blob_get(p, blob) : NULL;
+
+	if (!b)
+		return -ENOENT;
+	if (start > end || end > b->size)
+		return -EINVAL;
+	return pace__ranges_remove(&b->held, start, end, NULL);
+}
+
+bool pace_is_held(const struct pace *p, uint32_t blob, uint64_t start,
+		  uint64_t end)
+{
+	const struct blob *b = p ? blob_get(p, blob) : NULL;
+
+	if (!b || end > b->size)
+		return false;
+	return pace__ranges_covers(&b->held, start, end);
+}
+
+uint64_t pace_held_bytes(const struct pace *p, uint32_t blob)
+{
+	const struct blob *b = p ? blob_get(p, blob) : NULL;
+
+	return b ? b->held.total : 0;
+}
+
+int pace_source_add(struct pace *p, uint32_t blob, enum pace_caps caps,
+		    uint32_t *source_out)
+{
+	struct blob *b = p ? blob_get(p, blob) : NULL;
+	struct source *s;
+	uint32_t id;
+
+	if (!b)
+		return -ENOENT;
+	if (!source_out || (unsigned)caps > PACE_CAPS_NO_LENGTH)
+		return -EINVAL;
+	for (id = 0; id < p->cfg.max_sources; id++)
+		if (!p->sources[id].used)
+			break;
+	if (id == p->cfg.max_sources)
+		return -ENOSPC;
+	s = &p->sources[id];
+	memset(s, 0, sizeof(*s));
+	s->used = true;
+	s->blob = blob;
+	s->caps = caps;
+	s->backoff = p->cfg.backoff_ns;
+	/* Append, so that sources are tried in the order they were given. */
+	s->next = PACE_NONE;
+	if (b->first_src == PACE_NONE) {
+		b->first_src = id;
+	} else {
+		uint32_t t = b->first_src;
+
+		while (p->sources[t].next != PACE_NONE)
+			t = p->sources[t].next;
+		p->sources[t].next = id;
+	}
+	b->n_src++;
+	if (id >= p->n_sources)
+		p->n_sources = id + 1;
+	*source_out = id;
+	return 0;
+}
+
+int pace_reader_open(struct pace *p, uint32_t blob, uint64_t now_ns,
+		     uint32_t *reader_out)
+{
+	struct reader *r;
+	uint32_t id;
+
+	if (!p || !blob_get(p, blob))
+		return -ENOENT;
+	if (!reader_out)
+		return -EINVAL;
+	tick(p, now_ns);
+	for (id = 0; id < p->cfg.max_readers; id++)
+		if (!p->readers[id].used)
+			break;
+	if (id == p->cfg.max_readers)
+		return -ENOSPC;
+	r = &p->readers[id];
+	memset(r, 0, sizeof(*r));
+	r->used = true;
+	r->blob = blob;
+	r->w = p->cfg.window_min;
+	if (id >= p->n_readers)
+		p->n_readers = id + 1;
+	*reader_out = id;
+	return 0;
+}
+
+void pace_reader_close(struct pace *p, uint32_t reader, uint64_t now_ns)
+{
+	struct reader *r = p ? reader_get(p, reader) : NULL;
+
+	if (!r)
+		return;
+	tick(p, now_ns);
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++)
+		if (p->lanes[i].reader == reader)
+			p->lanes[i].reader = PACE_NONE;
+	for (uint32_t i = 0; i < p->n_waits; i++)
+		if (p->waits[i].used && p->waits[i].reader == reader)
+			p->waits[i].reader = PACE_NONE;
+	r->used = false;
+}
+
+int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
+		     uint64_t len, uint64_t now_ns)
+{
+	struct reader *r = p ? reader_get(p, reader) : NULL;
+	uint64_t end;
+	bool seq;
+
+	if (!r)
+		return -ENOENT;
+	if (len > UINT64_MAX - off)
+		return -EINVAL;
+	tick(p, now_ns);
+	end = off + len;
+	if (!r->seen)
+		seq = off == 0 || off == r->cursor;
+	else
+		seq = off + SEQ_BACK >= r->cursor && off <= r->cursor + SEQ_FWD;
+	r->seen = true;
+	if (!seq) {
+		r->gen++;
+		r->random = true;
+		r->seq_run = 0;
+		r->cursor = end;
+		r->w = 0;
+		return 0;
+	}
+	if (end > r->cursor) {
+		r->seq_run += end - r->cursor;
+		r->cursor = end;
+	}
+	if (r->random || r->w == 0) {
+		r->random = false;
+		r->w = p->cfg.window_min;
+		r->seq_run = 0;
+	} else if (r->seq_run >= r->w && r->w < p->cfg.window_max) {
+		r->w = min64(r->w * 2, p->cfg.window_max);
+		r->seq_run = 0;
+	}
+	return 0;
+}
+
+int pace_wait_begin(struct pace *p, uint32_t reader, uint64_t off,
+		    uint64_t len, uint64_t now_ns, uint32_t *wait_out)
+{
+	struct reader *r = p ? reader_get(p, reader) : NULL;
+	struct wait *w;
+	uint32_t id;
+
+	if (!r)
+		return -ENOENT;
+	if (!wait_out || len > UINT64_MAX - off)
+		return -EINVAL;
+	tick(p, now_ns);
+	for (id = 0; id < p->cfg.max_waits; id++)
+		if (!p->waits[id].used)
+			break;
+	if (id == p->cfg.max_waits)
+		return -ENOSPC;
+	w = &p->waits[id];
+	w->used = true;
+	w->reader = reader;
+	w->blob = r->blob;
+	w->off = min64(off, p->blobs[r->blob].size);
+	w->end = min64(off + len, p->blobs[r->blob].size);
+	w->begin_ns = now_ns;
+	if (id >= p->n_waits)
+		p->n_waits = id + 1;
+	*wait_out = id;
+	return 0;
+}
+
+static bool blob_dead(const struct blob *b)
+{
+	return b->n_excluded >= b->n_src;
+}
+
+int pace_wait_state(const struct pace *p, uint32_t wait, uint64_t now_ns)
+{
+	const struct wait *w = p ? wait_get(p, wait) : NULL;
+	const struct blob *b;
+
+	if (!w)
+		return -ENOENT;
+	assert(now_ns >= p->now);
+	b = &p->blobs[w->blob];
+	if (pace__ranges_covers(&b->held, w->off, w->end))
+		return 0;
+	if (blob_dead(b))
+		return -EIO;
+	if (now_ns - w->begin_ns >= p->cfg.deadline_ns)
+		return -ETIMEDOUT;
+	return -EINPROGRESS;
+}
+
+void pace_wait_end(struct pace *p, uint32_t wait)
+{
+	struct wait *w = p ? wait_get(p, wait) : NULL;
+
+	if (!w)
+		return;
+	w->used = false;
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
+		if (p->lanes[i].wait == wait) {
+			p->lanes[i].demand = false;
+			p->lanes[i].wait = PACE_NONE;
+		}
+	}
+	while (p->n_waits > 0 && !p->waits[p->n_waits - 1].used)
+		p->n_waits--;
+}
+
+static void rate_sample(struct pace *p, struct lane *l)
+{
+	uint64_t dt = p->now - l->rate_t0;
+	uint64_t sample;
+	struct source *s = &p->sources[l->source];
+
+	if (dt < RATE_WINDOW_NS)
+		return;
+	sample = (uint64_t)((double)l->rate_bytes * (double)SEC / (double)dt);
+	l->rate = l->rate ? (l->rate * 3 + sample) / 4 : sample;
+	s->rate = s->rate ? (s->rate * 3 + l->rate) / 4 : l->rate;
+	l->rate_t0 = p->now;
+	l->rate_bytes = 0;
+}
+
+int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
+		 uint64_t now_ns)
+{
+	struct lane *l;
+	struct blob *b;
+	uint64_t s, e, added = 0;
+	int rc;
+
+	if (!p || lane >= p->cfg.max_lanes)
+		return -ENOENT;
+	if (len > UINT64_MAX - off)
+		return -EINVAL;
+	tick(p, now_ns);
+	l = &p->lanes[lane];
+	if (l->state != LANE_BUSY)
+		return 0; /* late bytes of a cancelled request */
+	s = max64(off, l->start);
+	e = min64(off + len, l->end);
+	if (s >= e)
+		return 0;
+	b = &p->blobs[l->blob];
+	rc = pace__ranges_add(&b->held, s, e, &added);
+	if (rc)
+		return rc;
+	p->stats.bytes_in += added;
+	l->frontier = max64(l->frontier, e);
+	l->last_progress_ns = p->now;
+	l->rate_bytes += e - s;
+	rate_sample(p, l);
+	return 0;
+}
+
+/* A fault blamed on the source: back it off exponentially. */
+static void source_backoff(struct pace *p, struct source *s, uint64_t at_least)
+{
+	uint64_t d = max64(s->backoff, at_least);
+
+	s->hold_until = max64(s->hold_until, sat_add(p->now, d));
+	s->backoff = min64(s->backoff * 2, p->cfg.backoff_max_ns);
+}
+
+static void source_exclude(struct pace *p, struct source *s)
+{
+	if (s->excluded)
+		return;
+	s->excluded = true;
+	p->blobs[s->blob].n_excluded++;
+}
+
+int pace_on_done(struct pace *p, uint32_t lane, enum pace_outcome outcome,
+		 uint64_t retry_after_ns, uint64_t now_ns)
+{
+	struct lane *l;
+	struct source *s;
+
+	if (!p || lane >= p->cfg.max_lanes)
+		return -ENOENT;
+	if ((unsigned)outcome > PACE_OUT_LOCAL)
+		return -EINVAL;
+	tick(p, now_ns);
+	l = &p->lanes[lane];
+	if (l->state == LANE_IDLE)
+		return -EINVAL;
+	s = &p->sources[l->source];
+	switch (outcome) {
+	case PACE_OUT_OK:
+		if (pace__ranges_covers(&p->blobs[l->blob].held, l->start,
+					l->end))
+			s->backoff = p->cfg.backoff_ns;
+		else if (l->state == LANE_BUSY)
+			source_backoff(p, s, 0); /* a short body is a fault */
+		break;
+	case PACE_OUT_CANCELLED:
+		break;
+	case PACE_OUT_TRANSIENT:
+		if (!l->reclaimed)
+			source_backoff(p, s, 0);
+		break;
+	case PACE_OUT_THROTTLED:
+		source_backoff(p, s, retry_after_ns);
+		break;
+	case PACE_OUT_GONE:
+	case PACE_OUT_FATAL:
+		source_exclude(p, s);
+		break;
+	case PACE_OUT_LOCAL:
+		break;
+	}
+	/* Bytes not received are simply no longer owned: they are missing
+	 * and unowned, so the next poll requests them again. */
+	lane_set(p, l, LANE_IDLE);
+	l->demand = false;
+	l->wait = PACE_NONE;
+	l->reclaimed = false;
+	l->reader = PACE_NONE;
+	l->start = l->frontier = l->end = 0;
+	return 0;
+}
+
+/* The lane owning byte x of blob, or NULL. */
+static struct lane *owner_of(struct pace *p, uint32_t blob, uint64_t x)
+{
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+
+		if (l->state == LANE_BUSY && l->blob == blob && l->start <= x &&
+		    x < l->end)
+			return l;
+	}
+	return NULL;
+}
+
+/* First missing byte of blob in [a, lim) that no lane owns, or lim when
+ * there is none; writes the end of that unowned missing gap (not bounded
+ * by lim, only by the blob size) to *gap_end. */
+static uint64_t first_free(struct pace *p, uint32_t blob, uint64_t a,
+			   uint64_t lim, uint64_t *gap_end)
+{
+	struct blob *b = &p->blobs[blob];
+	uint64_t x = a, e;
+
+	lim = min64(lim, b->size);
+	while (x < lim) {
+		struct lane *o;
+
+		x = pace__ranges_next_missing(&b->held, x);
+		if (x >= lim)
+			break;
+		o = owner_of(p, blob, x);
+		if (!o)
+			break;
+		x = o->end;
+	}
+	if (x >= lim)
+		return lim;
+	e = min64(pace__ranges_next_present(&b->held, x), b->size);
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+
+		if (l->state == LANE_BUSY && l->blob == blob && l->start > x &&
+		    l->start < e)
+			e = l->start;
+	}
+	*gap_end = e;
+	return x;
+}
+
+static bool source_usable(const struct pace *p, const struct source *s)
+{
+	return s->used && !s->excluded && p->now >= s->hold_until &&
+	       s->lanes < p->cfg.lanes_per_source;
+}
+
+static bool caps_stream(enum pace_caps c)
+{
+	return c == PACE_CAPS_NO_RANGES || c == PACE_CAPS_NO_LENGTH;
+}
+
+/* The source a new request on blob should use, or PACE_NONE. */
+static uint32_t pick_source(struct pace *p, uint32_t blob)
+{
+	struct blob *b = &p->blobs[blob];
+	uint32_t best = PACE_NONE, lanes_on_blob = 0;
+	bool any_stream = false;
+
+	for (uint32_t i = b->first_src; i != PACE_NONE; i = p->sources[i].next)
+		lanes_on_blob += p->sources[i].lanes;
+	if (b->pinned != PACE_NONE) {
+		struct source *s = &p->sources[b->pinned];
+
+		if (caps_stream(s->caps) && lanes_on_blob > 0)
+			return PACE_NONE;
+		return source_usable(p, s) ? b->pinned : PACE_NONE;
+	}
+	for (uint32_t i = b->first_src; i != PACE_NONE; i = p->sources[i].next) {
+		struct source *s = &p->sources[i];
+
+		if (caps_stream(s->caps) && s->lanes)
+			any_stream = true;
+		if (!source_usable(p, s))
+			continue;
+		/* Full sources first; among them the least loaded, then the
+		 * fastest per connection. */
+		if (best == PACE_NONE) {
+			best = i;
+			continue;
+		}
+		struct source *o = &p->sources[best];
+		bool sf = s->caps == PACE_CAPS_FULL, of = o->caps == PACE_CAPS_FULL;
+
+		if (sf != of) {
+			if (sf)
+				best = i;
+			continue;
+		}
+		if (s->lanes < o->lanes ||
+		    (s->lanes == o->lanes && s->rate > o->rate))
+			best = i;
+	}
+	if (best == PACE_NONE || any_stream)
+		return PACE_NONE;
+	if (caps_stream(p->sources[best].caps) && lanes_on_blob > 0)
+		return PACE_NONE;
+	return best;
+}
+
+static struct lane *idle_lane(struct pace *p)
+{
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++)
+		if (p->lanes[i].state == LANE_IDLE)
+			return &p->lanes[i];
+	return NULL;
+}
+
+static void emit(struct pace_action *a, enum pace_action_kind k,
+		 const struct pace *p, const struct lane *l)
+{
+	a->kind = k;
+	a->lane = (uint32_t)(l - p->lanes);
+	a->blob = l->blob;
+	a->source = l->source;
+	a->start = l->start;
+	a->end = l->end;
+}
+
+/* Starts [x, e) on lane l from source src; fills one action. */
+static void lane_start(struct pace *p, struct lane *l, uint32_t blob,
+		       uint32_t src, uint64_t x, uint64_t e, uint32_t reader,
+		       uint32_t wait, struct pace_action *a)
+{
+	struct blob *b = &p->blobs[blob];
+	struct source *s = &p->sources[src];
+
+	if (caps_stream(s->caps))
+		e = b->size; /* whole-object stream: no end to move */
+	if (s->caps != PACE_CAPS_FULL)
+		b->pinned = src;
+	l->blob = blob;
+	l->source = src;
+	l->reader = reader;
+	l->rgen = reader != PACE_NONE ? p->readers[reader].gen : 0;
+	l->demand = wait != PACE_NONE;
+	l->wait = wait;
+	l->reclaimed = false;
+	l->start = x;
+	l->frontier = x;
+	l->end = e;
+	l->last_progress_ns = p->now;
+	l->rate_t0 = p->now;
+	l->rate_bytes = 0;
+	lane_set(p, l, LANE_BUSY);
+	p->stats.requests++;
+	emit(a, PACE_ACT_START, p, l);
+}
+
+static void lane_cancel(struct pace *p, struct lane *l, struct pace_action *a)
+{
+	emit(a, PACE_ACT_CANCEL, p, l);
+	lane_set(p, l, LANE_CANCELLING);
+}
+
+/* End of a request starting at x inside an unowned gap ending at gap_end,
+ * wanting about `want` bytes, never past `lim`. Aligned up, clamped to the
+ * blob size, the gap and max_request. */
+static uint64_t request_end(const struct pace *p, const struct blob *b,
+			    uint64_t x, uint64_t want, uint64_t gap_end,
+			    uint64_t lim)
+{
+	const struct pace_config *c = &p->cfg;
+	uint64_t e;
+
+	want = min64(max64(want, c->min_request), c->max_request);
+	e = align_up(sat_add(x, want), c->align);
+	if (e - x > c->max_request)
+		e = align_down(x + c->max_request, c->align);
+	if (e <= x)
+		e = sat_add(x, c->max_request);
+	e = min64(e, gap_end);
+	e = min64(e, lim);
+	e = min64(e, b->size);
+	return e;
+}
+
+/* The busy read-ahead lane whose range lies furthest ahead of its reader's
+ * cursor: the one to yield to the waiting read w. Lanes already serving
+ * bytes of w are kept. */
+static struct lane *yield_victim(struct pace *p, const struct wait *w)
+{
+	struct lane *best = NULL;
+	uint64_t best_ahead = 0;
+
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+		uint64_t ahead;
+
+		if (l->state != LANE_BUSY || l->demand)
+			continue;
+		if (l->blob == w->blob && l->frontier < w->end &&
+		    l->end > w->off)
+			continue;
+		if (caps_stream(p->sources[l->source].caps))
+			continue; /* a whole-object stream cannot restart */
+		if (l->reader == PACE_NONE)
+			ahead = UINT64_MAX;
+		else if (l->frontier > p->readers[l->reader].cursor)
+			ahead = l->frontier - p->readers[l->reader].cursor;
+		else
+			ahead = 0;
+		if (!best || ahead > best_ahead) {
+			best = l;
+			best_ahead = ahead;
+		}
+	}
+	return best;
+}
+
+size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
+		 size_t cap)
+{
+	const struct pace_config *c;
+	uint32_t yields = 0;
+	size_t n = 0;
+
+	if (!p || !acts || cap == 0)
+		return 0;
+	tick(p, now_ns);
+	c = &p->cfg;
+
+	for (uint32_t i = 0; i < c->max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+
+		if (l->state == LANE_CANCELLING && !l->reclaimed)
+			yields++;
+	}
+
+	/* Stalls: take the range back; the source backs off. */
+	for (uint32_t i = 0; i < c->max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+
+		if (l->state != LANE_BUSY ||
+		    p->now - l->last_progress_ns < c->stall_ns)
+			continue;
+		if (n == cap)
+			return n;
+		lane_cancel(p, l, &acts[n++]);
+		l->reclaimed = true;
+		source_backoff(p, &p->sources[l->source], 0);
+		p->stats.reclaims++;
+	}
+
+	/* A seek: the old window's lanes yield. */
+	for (uint32_t i = 0; i < c->max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+		struct reader *r;
+
+		if (l->state != LANE_BUSY || l->demand || l->reader == PACE_NONE)
+			continue;
+		r = &p->readers[l->reader];
+		if (r->gen == l->rgen)
+			continue;
+		if (l->end > r->cursor && l->frontier < r->cursor + r->w)
+			continue; /* still useful for the new window */
+		if (caps_stream(p->sources[l->source].caps))
+			continue;
+		if (n == cap)
+			return n;
+		lane_cancel(p, l, &acts[n++]);
+		yields++;
+	}
+
+	/* Demand first. */
+	for (uint32_t wi = 0; wi < p->n_waits; wi++) {
+		struct wait *w = &p->waits[wi];
+		struct blob *b;
+
+		if (!w->used)
+			continue;
+		b = &p->blobs[w->blob];
+		for (;;) {
+			uint64_t ge, x, e;
+			uint32_t src;
+			struct lane *l;
+
+			x = first_free(p, w->blob, align_down(w->off, c->align),
+				       w->end, &ge);
+			if (x >= w->end)
+				break;
+			src = pick_source(p, w->blob);
+			l = idle_lane(p);
+			if (src != PACE_NONE && l) {
+				if (n == cap)
+					return n;
+				e = request_end(p, b, x, w->end - x, ge,
+						UINT64_MAX);
+				lane_start(p, l, w->blob, src, x, e, w->reader,
+					   wi, &acts[n++]);
+				continue;
+			}
+			if (l || src == PACE_NONE)
+				break; /* no source ready: wait for one */
+			if (yields > 0) {
+				yields--; /* a lane is already on its way */
+				break;
+			}
+			l = yield_victim(p, w);
+			if (!l)
+				break;
+			if (n == cap)
+				return n;
+			lane_cancel(p, l, &acts[n++]);
+			break;
+		}
+	}
+
+	/* Read-ahead inside each reader's window, round robin. */
+	if (p->n_readers == 0)
+		return n;
+	for (bool progress = true; progress;) {
+		progress = false;
+		for (uint32_t k = 0; k < p->n_readers; k++) {
+			uint32_t ri = (p->rr + k) % p->n_readers;
+			struct reader *r = &p->readers[ri];
+			struct blob *b;
+			uint64_t wend, x, ge, e;
+			uint32_t src;
+			struct lane *l;
+
+			if (!r->used || !r->seen || r->w == 0)
+				continue;
+			b = &p->blobs[r->blob];
+			wend = min64(sat_add(r->cursor, r->w), b->size);
+			x = first_free(p, r->blob, align_down(r->cursor, c->align),
+				       wend, &ge);
+			if (x >= wend)
+				continue;
+			l = idle_lane(p);
+			if (!l)
+				goto out;
+			src = pick_source(p, r->blob);
+			if (src == PACE_NONE)
+				continue;
+			/* Requests end on an aligned byte inside the window,
+			 * or at the blob end. */
+			e = wend == b->size ? wend : align_down(wend, c->align);
+			e = request_end(p, b, x, r->w / 4, ge, e);
+			if (e <= x)
+				continue;
+			if (e - x < c->min_request && e < ge && e < b->size &&
+			    r->w >= c->min_request)
+				continue; /* park until the cursor moves */
+			if (n == cap)
+				return n;
+			lane_start(p, l, r->blob, src, x, e, ri, PACE_NONE,
+				   &acts[n++]);
+			progress = true;
+		}
+	}
+out:
+	p->rr = p->n_readers ? (p->rr + 1) % p->n_readers : 0;
+	return n;
+}
+
+uint64_t pace_next_wake(const struct pace *p, uint64_t now_ns)
+{
+	uint64_t t = UINT64_MAX;
+
+	if (!p)
+		return t;
+	assert(now_ns >= p->now);
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
+		const struct lane *l = &p->lanes[i];
+
+		if (l->state == LANE_BUSY)
+			t = min64(t, sat_add(l->last_progress_ns,
+					     p->cfg.stall_ns));
+	}
+	for (uint32_t i = 0; i < p->n_sources; i++) {
+		const struct source *s = &p->sources[i];
+
+		if (s->used && !s->excluded && s->hold_until > now_ns)
+			t = min64(t, s->hold_until);
+	}
+	for (uint32_t i = 0; i < p->n_waits; i++) {
+		const struct wait *w = &p->waits[i];
+
+		if (w->used)
+			t = min64(t, sat_add(w->begin_ns, p->cfg.deadline_ns));
+	}
+	return t == UINT64_MAX ? t : max64(t, now_ns);
+}
+
+int pace_lane_info(const struct pace *p, uint32_t lane,
+		   struct pace_lane_info *out)
+{
+	const struct lane *l;
+
+	if (!p || !out)
+		return -EINVAL;
+	if (lane >= p->cfg.max_lanes)
+		return -ENOENT;
+	l = &p->lanes[lane];
+	memset(out, 0, sizeof(*out));
+	out->busy = l->state != LANE_IDLE;
+	out->blob = out->busy ? l->blob : PACE_NONE;
+	out->source = out->busy ? l->source : PACE_NONE;
+	out->start = l->start;
+	out->frontier = l->frontier;
+	out->end = l->end;
+	out->rate = l->rate;
+	return 0;
+}
+
+void pace_stats_get(const struct pace *p, struct pace_stats *out)
+{
+	if (!p || !out)
+		return;
+	*out = p->stats;
+}

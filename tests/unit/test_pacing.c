@@ -1,0 +1,633 @@
+/* test_pacing: unit tests of the pure scheduler and its range set, driven
+ * by a hand-advanced clock. */
+#include "pacing/pace.h"
+#include "pacing/pace_int.h"
+#include "tests/t.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#define KIB (1024ull)
+#define MIB (1024ull * 1024ull)
+#define MS (1000000ull)
+#define SEC (1000000000ull)
+
+/* A small scheduler: 4 KiB blocks, 16 KiB..64 KiB requests. */
+static void small_cfg(struct pace_config *c)
+{
+	pace_config_default(c);
+	c->max_lanes = 4;
+	c->lanes_per_source = 4;
+	c->align = 4 * KIB;
+	c->min_request = 16 * KIB;
+	c->max_request = 64 * KIB;
+	c->window_min = 64 * KIB;
+	c->window_max = 1 * MIB;
+}
+
+struct fix {
+	struct pace *p;
+	uint32_t blob, src, rd;
+	struct pace_action a[64];
+	size_t n;
+	uint64_t now;
+};
+
+static int fix_init(struct fix *f, struct pace_config *c, uint64_t size)
+{
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	f->now = 1000;
+	rc = pace_new(c, &f->p);
+	if (rc)
+		return rc;
+	rc = pace_blob_add(f->p, size, &f->blob);
+	if (rc)
+		return rc;
+	rc = pace_source_add(f->p, f->blob, PACE_CAPS_FULL, &f->src);
+	if (rc)
+		return rc;
+	return pace_reader_open(f->p, f->blob, f->now, &f->rd);
+}
+
+static size_t fix_poll(struct fix *f)
+{
+	f->n = pace_poll(f->p, f->now, f->a, 64);
+	return f->n;
+}
+
+/* Delivers the whole of a START action and completes it. */
+static void fix_serve(struct fix *f, const struct pace_action *a)
+{
+	pace_on_data(f->p, a->lane, a->start, a->end - a->start, f->now);
+	pace_on_done(f->p, a->lane, PACE_OUT_OK, 0, f->now);
+}
+
+static void test_ranges_basic(void)
+{
+	struct pace__ranges r;
+	uint64_t added, removed;
+
+	T_EQ_INT(pace__ranges_init(&r, 4), 0);
+	T_EQ_INT(pace__ranges_add(&r, 10, 20, &added), 0);
+	T_EQ_U64(added, 10);
+	T_EQ_INT(pace__ranges_add(&r, 30, 40, &added), 0);
+	T_EQ_INT(pace__ranges_add(&r, 15, 35, &added), 0);
+	T_EQ_U64(added, 10); /* only 20..30 was new */
+	T_EQ_INT(r.n, 1);
+	T_EQ_U64(r.total, 30);
+	T_ASSERT(pace__ranges_covers(&r, 10, 40));
+	T_ASSERT(!pace__ranges_covers(&r, 9, 40));
+	T_EQ_U64(pace__ranges_next_missing(&r, 12), 40);
+	T_EQ_U64(pace__ranges_next_missing(&r, 5), 5);
+	T_EQ_U64(pace__ranges_next_present(&r, 0), 10);
+	T_EQ_U64(pace__ranges_next_present(&r, 40), UINT64_MAX);
+	T_EQ_INT(pace__ranges_remove(&r, 20, 25, &removed), 0);
+	T_EQ_U64(removed, 5);
+	T_EQ_INT(r.n, 2);
+	T_EQ_U64(pace__ranges_count(&r, 0, 100), 25);
+	T_EQ_INT(pace__ranges_add(&r, 40, 41, &added), 0); /* touches */
+	T_EQ_INT(r.n, 2);
+	T_EQ_INT(pace__ranges_add(&r, 50, 51, NULL), 0);
+	T_EQ_INT(pace__ranges_add(&r, 60, 61, NULL), 0);
+	T_EQ_INT(pace__ranges_add(&r, 70, 71, NULL), -ENOSPC);
+	T_EQ_INT(pace__ranges_remove(&r, 0, 100, &removed), 0);
+	T_EQ_U64(removed, 28);
+	T_EQ_INT(r.n, 0);
+	T_EQ_U64(r.total, 0);
+	pace__ranges_fini(&r);
+}
+
+static void test_ranges_random(void)
+{
+	/* Against a byte map. */
+	struct pace__ranges r;
+	unsigned char map[512];
+	unsigned seed = 7;
+
+	memset(map, 0, sizeof(map));
+	T_EQ_INT(pace__ranges_init(&r, 512), 0);
+	for (int it = 0; it < 5000; it++) {
+		uint64_t s, e, d = 0, exp = 0, cnt = 0;
+
+		seed = seed * 1103515245u + 12345u;
+		s = (seed >> 8) % 512;
+		seed = seed * 1103515245u + 12345u;
+		e = s + (seed >> 8) % 40;
+		if (e > 512)
+			e = 512;
+		if (it % 3 == 0) {
+			for (uint64_t i = s; i < e; i++) {
+				exp += map[i];
+				map[i] = 0;
+			}
+			T_EQ_INT(pace__ranges_remove(&r, s, e, &d), 0);
+		} else {
+			for (uint64_t i = s; i < e; i++) {
+				exp += !map[i];
+				map[i] = 1;
+			}
+			T_EQ_INT(pace__ranges_add(&r, s, e, &d), 0);
+		}
+		T_EQ_U64(d, exp);
+		for (int i = 0; i < 512; i++)
+			cnt += map[i];
+		T_EQ_U64(r.total, cnt);
+		for (uint32_t i = 0; i < r.n; i++) {
+			T_ASSERT(r.v[i].s < r.v[i].e);
+			if (i)
+				T_ASSERT(r.v[i - 1].e < r.v[i].s);
+		}
+		seed = seed * 1103515245u + 12345u;
+		s = (seed >> 8) % 512;
+		T_EQ_INT(pace__ranges_covers(&r, s, s + 1), map[s]);
+	}
+	pace__ranges_fini(&r);
+}
+
+static void test_config(void)
+{
+	struct pace_config c;
+	const char *field = NULL;
+	struct pace *p = NULL;
+
+	pace_config_default(&c);
+	T_EQ_INT(pace_config_check(&c, &field), 0);
+	T_EQ_INT(c.max_lanes, 8);
+	T_EQ_U64(c.align, 256 * KIB);
+	T_EQ_U64(c.window_max, 64 * MIB);
+	c.max_lanes = 0;
+	T_EQ_INT(pace_config_check(&c, &field), -EINVAL);
+	T_EQ_STR(field, "max_lanes");
+	T_EQ_INT(pace_new(&c, &p), -EINVAL);
+	T_ASSERT(p == NULL);
+	pace_config_default(&c);
+	c.window_max = c.window_min - 1;
+	T_EQ_INT(pace_config_check(&c, &field), -EINVAL);
+	T_EQ_STR(field, "window_max");
+	pace_config_default(&c);
+	c.min_request = c.align + 1;
+	T_EQ_INT(pace_config_check(&c, &field), -EINVAL);
+	T_EQ_STR(field, "min_request");
+	pace_config_default(&c);
+	c.backoff_max_ns = 1;
+	T_EQ_INT(pace_config_check(&c, &field), -EINVAL);
+	T_EQ_STR(field, "backoff_max_ns");
+	pace_free(NULL);
+}
+
+static void test_demand_first(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t w;
+
+	small_cfg(&c);
+	T_EQ_INT(fix_init(&f, &c, 1 * MIB), 0);
+	T_EQ_INT(pace_reader_read(f.p, f.rd, 500 * KIB + 100, 1000, f.now),
+		 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 500 * KIB + 100, 1000, f.now,
+				 &w),
+		 0);
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), -EINPROGRESS);
+	T_EQ_INT(fix_poll(&f), 1);
+	T_EQ_INT(f.a[0].kind, PACE_ACT_START);
+	T_EQ_U64(f.a[0].start, 500 * KIB);
+	T_EQ_U64(f.a[0].end, 516 * KIB); /* one min_request */
+	T_EQ_INT(f.a[0].source, f.src);
+	T_EQ_INT(f.a[0].blob, f.blob);
+	fix_serve(&f, &f.a[0]);
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), 0);
+	T_EQ_U64(pace_held_bytes(f.p, f.blob), 16 * KIB);
+	pace_wait_end(f.p, w);
+	/* A seek: no read-ahead until the reader is sequential again. */
+	T_EQ_INT(fix_poll(&f), 0);
+	pace_free(f.p);
+}
+
+static void test_readahead_window(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint64_t cursor = 0;
+	struct pace_stats st;
+
+	small_cfg(&c);
+	T_EQ_INT(fix_init(&f, &c, 4 * MIB), 0);
+	/* Reads of 8 KiB from 0: every START lies in [cursor, cursor + W). */
+	for (int i = 0; i < 200; i++) {
+		uint64_t w_end;
+
+		uint32_t w = PACE_NONE;
+
+		T_EQ_INT(pace_reader_read(f.p, f.rd, cursor, 8 * KIB, f.now),
+			 0);
+		if (!pace_is_held(f.p, f.blob, cursor, cursor + 8 * KIB))
+			T_EQ_INT(pace_wait_begin(f.p, f.rd, cursor, 8 * KIB,
+						 f.now, &w),
+				 0);
+		cursor += 8 * KIB;
+		fix_poll(&f);
+		w_end = cursor + c.window_max;
+		for (size_t k = 0; k < f.n; k++) {
+			T_EQ_INT(f.a[k].kind, PACE_ACT_START);
+			T_ASSERT(f.a[k].end <= w_end);
+			T_ASSERT(f.a[k].end - f.a[k].start <= c.max_request);
+			T_ASSERT(f.a[k].end - f.a[k].start >= c.min_request);
+			T_ASSERT(f.a[k].start % c.align == 0);
+			T_ASSERT(f.a[k].end % c.align == 0);
+		}
+		for (size_t k = 0; k < f.n; k++)
+			fix_serve(&f, &f.a[k]);
+		if (w != PACE_NONE) {
+			T_EQ_INT(pace_wait_state(f.p, w, f.now), 0);
+			pace_wait_end(f.p, w);
+		}
+		f.now += 10 * MS;
+	}
+	T_ASSERT(pace_is_held(f.p, f.blob, 0, cursor));
+	/* Bounded by consumption. */
+	T_ASSERT(pace_held_bytes(f.p, f.blob) <= cursor + c.window_max);
+	pace_stats_get(f.p, &st);
+	T_EQ_U64(st.bytes_in, pace_held_bytes(f.p, f.blob));
+	pace_free(f.p);
+}
+
+static void test_window_first_poll(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t w;
+
+	small_cfg(&c);
+	T_EQ_INT(fix_init(&f, &c, 4 * MIB), 0);
+	T_EQ_INT(fix_poll(&f), 0); /* no read yet, no read-ahead */
+	T_EQ_INT(pace_reader_read(f.p, f.rd, 0, 4 * KIB, f.now), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 0, 4 * KIB, f.now, &w), 0);
+	fix_poll(&f);
+	T_ASSERT(f.n >= 2);
+	T_EQ_U64(f.a[0].start, 0);
+	for (size_t k = 0; k < f.n; k++)
+		T_ASSERT(f.a[k].end <= 4 * KIB + c.window_min);
+	pace_free(f.p);
+}
+
+static void test_no_refetch_resume(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t w;
+
+	small_cfg(&c);
+	T_EQ_INT(fix_init(&f, &c, 1 * MIB), 0);
+	T_EQ_INT(pace_blob_held(f.p, f.blob, 0, 40 * KIB), 0);
+	T_EQ_INT(pace_blob_held(f.p, f.blob, 48 * KIB, 56 * KIB), 0);
+	T_ASSERT(pace_is_held(f.p, f.blob, 4 * KIB, 40 * KIB));
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 0, 64 * KIB, f.now, &w), 0);
+	fix_poll(&f);
+	T_ASSERT(f.n >= 2);
+	for (size_t k = 0; k < f.n; k++) {
+		T_ASSERT(pace_held_bytes(f.p, f.blob) == 48 * KIB);
+		T_ASSERT(!pace_is_held(f.p, f.blob, f.a[k].start,
+				       f.a[k].start + 1));
+		for (uint64_t x = f.a[k].start; x < f.a[k].end; x += KIB)
+			T_ASSERT(!pace_is_held(f.p, f.blob, x, x + 1));
+	}
+	T_EQ_U64(f.a[0].start, 40 * KIB);
+	T_EQ_U64(f.a[0].end, 48 * KIB);
+	T_EQ_U64(f.a[1].start, 56 * KIB);
+	for (size_t k = 0; k < f.n; k++)
+		fix_serve(&f, &f.a[k]);
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), 0);
+	T_EQ_INT(pace_blob_forget(f.p, f.blob, 0, 8 * KIB), 0);
+	T_ASSERT(!pace_is_held(f.p, f.blob, 0, 64 * KIB));
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), -EINPROGRESS);
+	pace_free(f.p);
+}
+
+static void test_on_data_absolute(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t w;
+	struct pace_lane_info li;
+
+	small_cfg(&c);
+	T_EQ_INT(fix_init(&f, &c, 1 * MIB), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 100 * KIB, 16 * KIB, f.now, &w),
+		 0);
+	T_EQ_INT(fix_poll(&f), 1);
+	T_EQ_U64(f.a[0].start, 100 * KIB);
+	T_EQ_U64(f.a[0].end, 116 * KIB);
+	/* Bytes outside the lane's range are ignored. */
+	T_EQ_INT(pace_on_data(f.p, f.a[0].lane, 90 * KIB, 20 * KIB, f.now), 0);
+	T_EQ_U64(pace_held_bytes(f.p, f.blob), 10 * KIB);
+	/* Overlapping credits count once. */
+	T_EQ_INT(pace_on_data(f.p, f.a[0].lane, 105 * KIB, 10 * KIB, f.now),
+		 0);
+	T_EQ_U64(pace_held_bytes(f.p, f.blob), 15 * KIB);
+	T_EQ_INT(pace_lane_info(f.p, f.a[0].lane, &li), 0);
+	T_ASSERT(li.busy);
+	T_EQ_U64(li.frontier, 115 * KIB);
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), -EINPROGRESS);
+	/* A short body: the hole goes back to the queue. */
+	T_EQ_INT(pace_on_done(f.p, f.a[0].lane, PACE_OUT_TRANSIENT, 0, f.now),
+		 0);
+	T_EQ_INT(fix_poll(&f), 0); /* backing off */
+	f.now += c.backoff_ns;
+	T_EQ_INT(fix_poll(&f), 1);
+	T_EQ_U64(f.a[0].start, 115 * KIB);
+	T_EQ_U64(f.a[0].end, 132 * KIB); /* a min_request, aligned */
+	fix_serve(&f, &f.a[0]);
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), 0);
+	T_EQ_INT(pace_lane_info(f.p, 99, &li), -ENOENT);
+	pace_free(f.p);
+}
+
+static void test_backoff_grows(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t w;
+	uint64_t expect = 0;
+
+	small_cfg(&c);
+	c.backoff_ns = 100 * MS;
+	c.backoff_max_ns = 350 * MS;
+	T_EQ_INT(fix_init(&f, &c, 1 * MIB), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 0, 4 * KIB, f.now, &w), 0);
+	for (int i = 0; i < 5; i++) {
+		T_EQ_INT(fix_poll(&f), 1);
+		T_EQ_INT(pace_on_done(f.p, f.a[0].lane, PACE_OUT_TRANSIENT, 0,
+				      f.now),
+			 0);
+		expect = i == 0 ? 100 * MS : i == 1 ? 200 * MS : 350 * MS;
+		T_EQ_U64(pace_next_wake(f.p, f.now), f.now + expect);
+		f.now += expect - 1;
+		T_EQ_INT(fix_poll(&f), 0);
+		f.now += 1;
+	}
+	pace_free(f.p);
+}
+
+static void test_throttled_retry_after(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t w;
+
+	small_cfg(&c);
+	T_EQ_INT(fix_init(&f, &c, 1 * MIB), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 0, 4 * KIB, f.now, &w), 0);
+	T_EQ_INT(fix_poll(&f), 1);
+	T_EQ_INT(pace_on_done(f.p, f.a[0].lane, PACE_OUT_THROTTLED, 3 * SEC,
+			      f.now),
+		 0);
+	f.now += 3 * SEC - 1;
+	T_EQ_INT(fix_poll(&f), 0);
+	f.now += 1;
+	T_EQ_INT(fix_poll(&f), 1);
+	pace_free(f.p);
+}
+
+static void test_gone_excludes_then_eio(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t w, s2;
+
+	small_cfg(&c);
+	T_EQ_INT(fix_init(&f, &c, 1 * MIB), 0);
+	T_EQ_INT(pace_source_add(f.p, f.blob, PACE_CAPS_FULL, &s2), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 0, 4 * KIB, f.now, &w), 0);
+	T_EQ_INT(fix_poll(&f), 1);
+	T_EQ_INT(pace_on_done(f.p, f.a[0].lane, PACE_OUT_GONE, 0, f.now), 0);
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), -EINPROGRESS);
+	T_EQ_INT(fix_poll(&f), 1); /* the other source, at once */
+	T_ASSERT(f.a[0].source != f.src);
+	T_EQ_INT(pace_on_done(f.p, f.a[0].lane, PACE_OUT_FATAL, 0, f.now), 0);
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), -EIO);
+	T_EQ_INT(fix_poll(&f), 0);
+	pace_free(f.p);
+}
+
+static void test_local_not_blamed(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t w;
+
+	small_cfg(&c);
+	T_EQ_INT(fix_init(&f, &c, 1 * MIB), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 0, 4 * KIB, f.now, &w), 0);
+	T_EQ_INT(fix_poll(&f), 1);
+	T_EQ_INT(pace_on_done(f.p, f.a[0].lane, PACE_OUT_LOCAL, 0, f.now), 0);
+	T_EQ_INT(fix_poll(&f), 1);
+	pace_free(f.p);
+}
+
+static void test_deadline(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t w;
+
+	small_cfg(&c);
+	c.deadline_ns = 5 * SEC;
+	c.stall_ns = 2 * SEC;
+	T_EQ_INT(fix_init(&f, &c, 1 * MIB), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 0, 4 * KIB, f.now, &w), 0);
+	T_EQ_INT(fix_poll(&f), 1);
+	T_EQ_U64(pace_next_wake(f.p, f.now), f.now + 2 * SEC);
+	f.now += 5 * SEC - 1;
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), -EINPROGRESS);
+	f.now += 1;
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), -ETIMEDOUT);
+	pace_wait_end(f.p, w);
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), -ENOENT);
+	pace_free(f.p);
+}
+
+static void test_stall_reclaim(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t w, lane;
+	struct pace_stats st;
+
+	small_cfg(&c);
+	c.stall_ns = 2 * SEC;
+	T_EQ_INT(fix_init(&f, &c, 1 * MIB), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 0, 16 * KIB, f.now, &w), 0);
+	T_EQ_INT(fix_poll(&f), 1);
+	lane = f.a[0].lane;
+	pace_on_data(f.p, lane, 0, 4 * KIB, f.now);
+	f.now += 2 * SEC - 1;
+	T_EQ_INT(fix_poll(&f), 0);
+	f.now += 1;
+	T_EQ_INT(fix_poll(&f), 1);
+	T_EQ_INT(f.a[0].kind, PACE_ACT_CANCEL);
+	T_EQ_INT(f.a[0].lane, lane);
+	pace_stats_get(f.p, &st);
+	T_EQ_U64(st.reclaims, 1);
+	/* Late bytes of the cancelled request are not credited. */
+	pace_on_data(f.p, lane, 4 * KIB, 4 * KIB, f.now);
+	T_EQ_U64(pace_held_bytes(f.p, f.blob), 4 * KIB);
+	T_EQ_INT(pace_on_done(f.p, lane, PACE_OUT_CANCELLED, 0, f.now), 0);
+	f.now += c.backoff_ns;
+	T_EQ_INT(fix_poll(&f), 1);
+	T_EQ_INT(f.a[0].kind, PACE_ACT_START);
+	T_EQ_U64(f.a[0].start, 4 * KIB); /* received bytes kept */
+	pace_free(f.p);
+}
+
+static void test_demand_yield(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t w, rd2;
+	uint64_t cursor = 0;
+	size_t starts = 0;
+
+	small_cfg(&c);
+	c.max_lanes = 2;
+	T_EQ_INT(fix_init(&f, &c, 8 * MIB), 0);
+	/* A sequential reader keeps both lanes on read-ahead. */
+	pace_reader_read(f.p, f.rd, cursor, 4 * KIB, f.now);
+	T_EQ_INT(fix_poll(&f), 2);
+	/* Another reader waits far away: the furthest lane yields. */
+	T_EQ_INT(pace_reader_open(f.p, f.blob, f.now, &rd2), 0);
+	T_EQ_INT(pace_wait_begin(f.p, rd2, 6 * MIB, 4 * KIB, f.now, &w), 0);
+	{
+		struct pace_action first[2] = {f.a[0], f.a[1]};
+		uint32_t far = first[0].start > first[1].start ? first[0].lane
+								: first[1].lane;
+
+		T_EQ_INT(fix_poll(&f), 1);
+		T_EQ_INT(f.a[0].kind, PACE_ACT_CANCEL);
+		T_EQ_INT(f.a[0].lane, far);
+		T_EQ_INT(fix_poll(&f), 0); /* only one yield */
+		pace_on_done(f.p, far, PACE_OUT_CANCELLED, 0, f.now);
+		fix_poll(&f);
+		for (size_t k = 0; k < f.n; k++)
+			starts += f.a[k].kind == PACE_ACT_START &&
+				  f.a[k].start == 6 * MIB;
+		T_EQ_U64(starts, 1);
+		T_EQ_INT(f.a[0].lane, far);
+	}
+	pace_free(f.p);
+}
+
+static void test_seek_yields(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint64_t cursor = 0;
+
+	small_cfg(&c);
+	T_EQ_INT(fix_init(&f, &c, 8 * MIB), 0);
+	for (int i = 0; i < 4; i++) {
+		pace_reader_read(f.p, f.rd, cursor, 64 * KIB, f.now);
+		cursor += 64 * KIB;
+		fix_poll(&f);
+		for (size_t k = 0; k < f.n; k++)
+			fix_serve(&f, &f.a[k]);
+	}
+	pace_reader_read(f.p, f.rd, cursor, 64 * KIB, f.now);
+	T_ASSERT(fix_poll(&f) > 0);
+	/* Seek far: the in-flight read-ahead lanes are cancelled. */
+	pace_reader_read(f.p, f.rd, 7 * MIB, 4 * KIB, f.now);
+	{
+		size_t busy = f.n, cancels = 0;
+
+		fix_poll(&f);
+		for (size_t k = 0; k < f.n; k++)
+			cancels += f.a[k].kind == PACE_ACT_CANCEL;
+		T_EQ_U64(cancels, busy);
+	}
+	pace_free(f.p);
+}
+
+static void test_capacity(void)
+{
+	struct pace_config c;
+	struct pace *p;
+	uint32_t b, r, s;
+
+	small_cfg(&c);
+	c.max_readers = 1;
+	c.max_blobs = 1;
+	T_EQ_INT(pace_new(&c, &p), 0);
+	T_EQ_INT(pace_blob_add(p, 100, &b), 0);
+	T_EQ_INT(pace_blob_add(p, 100, &b), -ENOSPC);
+	T_EQ_INT(pace_source_add(p, 7, PACE_CAPS_FULL, &s), -ENOENT);
+	T_EQ_INT(pace_reader_open(p, b, 0, &r), 0);
+	T_EQ_INT(pace_reader_open(p, b, 0, &r), -ENOSPC);
+	T_EQ_INT(pace_reader_read(p, 5, 0, 1, 0), -ENOENT);
+	T_EQ_INT(pace_blob_held(p, b, 0, 101), -EINVAL);
+	pace_free(p);
+}
+
+static void test_blob_end_clamp(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t w;
+
+	small_cfg(&c);
+	T_EQ_INT(fix_init(&f, &c, 10 * KIB + 5), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 9 * KIB, 100 * KIB, f.now, &w),
+		 0);
+	T_EQ_INT(fix_poll(&f), 1);
+	T_EQ_U64(f.a[0].start, 8 * KIB);
+	T_EQ_U64(f.a[0].end, 10 * KIB + 5);
+	pace_free(f.p);
+}
+
+static void test_no_ranges_single_stream(void)
+{
+	struct pace_config c;
+	struct pace *p;
+	uint32_t b, s, r, w;
+	struct pace_action a[8];
+
+	small_cfg(&c);
+	T_EQ_INT(pace_new(&c, &p), 0);
+	T_EQ_INT(pace_blob_add(p, 1 * MIB, &b), 0);
+	T_EQ_INT(pace_source_add(p, b, PACE_CAPS_NO_RANGES, &s), 0);
+	T_EQ_INT(pace_reader_open(p, b, 0, &r), 0);
+	T_EQ_INT(pace_reader_read(p, r, 0, 4 * KIB, 0), 0);
+	T_EQ_INT(pace_wait_begin(p, r, 0, 4 * KIB, 0, &w), 0);
+	T_EQ_INT(pace_poll(p, 0, a, 8), 1);
+	T_EQ_U64(a[0].start, 0);
+	T_EQ_U64(a[0].end, 1 * MIB);
+	pace_free(p);
+}
+
+static const struct t_case cases[] = {
+	{"ranges_basic", test_ranges_basic},
+	{"ranges_random", test_ranges_random},
+	{"config", test_config},
+	{"demand_first", test_demand_first},
+	{"readahead_window", test_readahead_window},
+	{"window_first_poll", test_window_first_poll},
+	{"no_refetch_resume", test_no_refetch_resume},
+	{"on_data_absolute", test_on_data_absolute},
+	{"backoff_grows", test_backoff_grows},
+	{"throttled_retry_after", test_throttled_retry_after},
+	{"gone_excludes_then_eio", test_gone_excludes_then_eio},
+	{"local_not_blamed", test_local_not_blamed},
+	{"deadline", test_deadline},
+	{"stall_reclaim", test_stall_reclaim},
+	{"demand_yield", test_demand_yield},
+	{"seek_yields", test_seek_yields},
+	{"capacity", test_capacity},
+	{"blob_end_clamp", test_blob_end_clamp},
+	{"no_ranges_single_stream", test_no_ranges_single_stream},
+};
+
+int main(int argc, char **argv)
+{
+	return T_RUN(argc, argv, cases);
+}
