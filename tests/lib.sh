@@ -363,7 +363,9 @@ t_on_signal() {
 	trap - EXIT
 	t_cleanup
 	echo "$T_NAME: interrupted"
-	echo "$T_PASSED passed, $((T_FAILED + 1)) failed"
+	if [ -z "${T_NO_COUNTS:-}" ]; then
+		echo "$T_PASSED passed, $((T_FAILED + 1)) failed"
+	fi
 	exit 130
 }
 
