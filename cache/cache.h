@@ -2,6 +2,8 @@
 #ifndef CACHE_H
 #define CACHE_H
 
+struct cache;
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +38,10 @@ struct cache_config {
 	const char *dir; /* created (mode 0700) if missing */
 	void (*log)(void *ctx, enum cache_log_level level, const char *msg);
 	void *log_ctx;
+	uint64_t map_size;  /* LMDB map size; 0: as large as the address
+			       space allows */
+	size_t queue_bytes; /* bound on queued, uncommitted block bytes;
+			       0: the default */
 };
 
 /* A blob's identity: the first CACHE_ID_LEN bytes of SHA-256 over the

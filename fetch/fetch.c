@@ -1,0 +1,518 @@
+/* fetch: the event thread that runs range transfers on lanes with libcurl's
+ * multi interface and checks every response before passing its bytes on. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "fetch/fetch.h"
+#include "fetch/fetch_int.h"
+
+/* Large receive buffers mean fewer callbacks per MiB; curl caps this. */
+#define FETCH_BUFFER_SIZE (512L * 1024L)
+
+struct fetch_lane {
+	struct fetch *f;
+	uint32_t id;
+	CURL *easy;
+	struct curl_slist *hdrs;
+	bool busy;
+	const char *url;
+	const char *validator;
+	uint64_t size;
+	uint64_t start;
+	uint64_t end;  /* may be lowered by fetch_lane_set_end */
+	uint64_t asked_end;
+	uint64_t pos;  /* next byte expected */
+	bool checked;  /* the response head passed its checks */
+	bool cr_seen;
+	uint64_t cr_start, cr_end, cr_total;
+	char etag[256];
+	char last_modified[128];
+	uint64_t retry_after_ms;
+	bool forced; /* the write callback aborted with `res` */
+	struct fetch_result res;
+	char range[48];
+	char if_range[300];
+	char errbuf[CURL_ERROR_SIZE];
+};
+
+struct fetch {
+	struct fetch_config cfg;
+	struct fetch_hooks hooks;
+	CURLM *multi;
+	struct fetch_lane *lanes;
+	pthread_t thread;
+	bool started;
+	atomic_bool stop;
+};
+
+static void flog(struct fetch *f, enum fetch_log_level level,
+		 const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void flog(struct fetch *f, enum fetch_log_level level,
+		 const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (f->hooks.log == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	f->hooks.log(f->hooks.ctx, level, msg);
+}
+
+const char *fetch_version(void)
+{
+	return curl_version();
+}
+
+int fetch_global_init(void)
+{
+	return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -ENOMEM;
+}
+
+CURLcode fetch__easy_setup(CURL *easy, const struct fetch_config *cfg,
+			   char *errbuf)
+{
+	CURLcode rc = CURLE_OK;
+
+	rc |= curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+	rc |= curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
+	rc |= curl_easy_setopt(easy, CURLOPT_USERAGENT, FETCH__USER_AGENT);
+	rc |= curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L);
+	rc |= curl_easy_setopt(easy, CURLOPT_MAXREDIRS, FETCH__MAX_REDIRS);
+	rc |= curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+	rc |= curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR,
+			       "http,https");
+	rc |= curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
+			       cfg->connect_timeout_ms);
+	rc |= curl_easy_setopt(easy, CURLOPT_TCP_NODELAY, 1L);
+	rc |= curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+	rc |= curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, NULL);
+	if (cfg->cafile != NULL)
+		rc |= curl_easy_setopt(easy, CURLOPT_CAINFO, cfg->cafile);
+	if (cfg->insecure) {
+		rc |= curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
+		rc |= curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	if (cfg->proxy != NULL)
+		rc |= curl_easy_setopt(easy, CURLOPT_PROXY, cfg->proxy);
+	return rc;
+}
+
+/* Ends the write callback's transfer with an outcome of our choosing. */
+static size_t lane_abort(struct fetch_lane *l, enum fetch_outcome outcome,
+			 const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static size_t lane_abort(struct fetch_lane *l, enum fetch_outcome outcome,
+			 const char *fmt, ...)
+{
+	va_list ap;
+
+	l->forced = true;
+	l->res.outcome = outcome;
+	va_start(ap, fmt);
+	vsnprintf(l->res.reason, sizeof(l->res.reason), fmt, ap);
+	va_end(ap);
+	return 0; /* curl aborts the transfer with CURLE_WRITE_ERROR */
+}
+
+static size_t on_header(char *line, size_t size, size_t n, void *arg)
+{
+	struct fetch_lane *l = arg;
+	size_t len = size * n;
+	const char *v;
+
+	if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
+		/* A new response (after a redirect): forget the last one. */
+		l->cr_seen = false;
+		l->etag[0] = '\0';
+		l->last_modified[0] = '\0';
+		l->retry_after_ms = 0;
+	} else if (fetch__header_is(line, len, "Content-Range", &v)) {
+		char buf[128];
+
+		fetch__header_value(v, len - (size_t)(v - line), buf,
+				    sizeof(buf));
+		l->cr_seen = fetch_parse_content_range(buf, &l->cr_start,
+						       &l->cr_end,
+						       &l->cr_total) == 0;
+	} else if (fetch__header_is(line, len, "ETag", &v)) {
+		fetch__header_value(v, len - (size_t)(v - line), l->etag,
+				    sizeof(l->etag));
+	} else if (fetch__header_is(line, len, "Last-Modified", &v)) {
+		fetch__header_value(v, len - (size_t)(v - line),
+				    l->last_modified,
+				    sizeof(l->last_modified));
+	} else if (fetch__header_is(line, len, "Retry-After", &v)) {
+		char buf[128];
+		uint64_t ms;
+
+		fetch__header_value(v, len - (size_t)(v - line), buf,
+				    sizeof(buf));
+		if (fetch_parse_retry_after(buf, (int64_t)time(NULL), &ms) ==
+		    0)
+			l->retry_after_ms = ms;
+	}
+	return len;
+}
+
+/* Checks the head of a response before its first body byte is used. */
+static size_t lane_check_head(struct fetch_lane *l)
+{
+	long status = 0;
+	const char *validator;
+
+	curl_easy_getinfo(l->easy, CURLINFO_RESPONSE_CODE, &status);
+	l->res.status = status;
+	if (status != 206) {
+		enum fetch_outcome o = fetch_classify_status(status);
+
+		if (status == 200)
+			return lane_abort(l, o,
+					  "%s: HTTP 200 to a range request "
+					  "(the blob changed or Range is "
+					  "ignored)",
+					  l->url);
+		return lane_abort(l, o, "%s: HTTP %ld", l->url, status);
+	}
+	if (!l->cr_seen)
+		return lane_abort(l, FETCH_FATAL,
+				  "%s: 206 without a valid Content-Range",
+				  l->url);
+	if (l->cr_start != l->start || l->cr_end + 1 != l->asked_end ||
+	    l->cr_total != l->size)
+		return lane_abort(l, FETCH_FATAL,
+				  "%s: Content-Range %" PRIu64 "-%" PRIu64
+				  "/%" PRIu64 " does not match the request "
+				  "%" PRIu64 "-%" PRIu64 "/%" PRIu64,
+				  l->url, l->cr_start, l->cr_end,
+				  l->cr_total, l->start, l->asked_end - 1,
+				  l->size);
+	validator = l->validator;
+	if (validator != NULL && validator[0] != '\0' &&
+	    strcmp(validator, l->etag) != 0 &&
+	    strcmp(validator, l->last_modified) != 0)
+		return lane_abort(l, FETCH_FATAL,
+				  "%s: validator changed (ETag '%s', "
+				  "Last-Modified '%s', expected '%s')",
+				  l->url, l->etag, l->last_modified,
+				  validator);
+	l->checked = true;
+	return 1;
+}
+
+static size_t on_body(char *buf, size_t size, size_t n, void *arg)
+{
+	struct fetch_lane *l = arg;
+	struct fetch *f = l->f;
+	size_t len = size * n;
+	size_t take;
+
+	if (!l->checked && lane_check_head(l) == 0)
+		return 0;
+	if (l->pos >= l->asked_end)
+		return lane_abort(l, FETCH_FATAL,
+				  "%s: body longer than the %" PRIu64
+				  " bytes of its Content-Range",
+				  l->url, l->asked_end - l->start);
+	take = len;
+	if (l->pos + take > l->asked_end)
+		take = (size_t)(l->asked_end - l->pos);
+	if (l->pos + take > l->end)
+		take = l->end > l->pos ? (size_t)(l->end - l->pos) : 0;
+	if (take > 0) {
+		f->hooks.on_data(f->hooks.ctx, l->id, l->pos, buf, take);
+		l->pos += take;
+		l->res.received += take;
+	}
+	if (l->pos >= l->end && l->end < l->asked_end)
+		return lane_abort(l, FETCH_OK, "end lowered");
+	if (take < len)
+		return lane_abort(l, FETCH_FATAL,
+				  "%s: body longer than the %" PRIu64
+				  " bytes of its Content-Range",
+				  l->url, l->asked_end - l->start);
+	return len;
+}
+
+int fetch_new(const struct fetch_config *cfg, const struct fetch_hooks *hooks,
+	      struct fetch **out)
+{
+	struct fetch *f;
+	int rc = -ENOMEM;
+
+	if (cfg->max_lanes == 0 || hooks->on_data == NULL ||
+	    hooks->on_done == NULL || hooks->on_tick == NULL)
+		return -EINVAL;
+	f = calloc(1, sizeof(*f));
+	if (f == NULL)
+		return -ENOMEM;
+	f->cfg = *cfg;
+	f->hooks = *hooks;
+	atomic_init(&f->stop, false);
+	f->multi = curl_multi_init();
+	f->lanes = calloc(cfg->max_lanes, sizeof(*f->lanes));
+	if (f->multi == NULL || f->lanes == NULL)
+		goto out;
+	curl_multi_setopt(f->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+	curl_multi_setopt(f->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+			  (long)cfg->max_lanes);
+	for (uint32_t i = 0; i < cfg->max_lanes; i++) {
+		struct fetch_lane *l = &f->lanes[i];
+
+		l->f = f;
+		l->id = i;
+		l->easy = curl_easy_init();
+		if (l->easy == NULL)
+			goto out;
+		if (fetch__easy_setup(l->easy, cfg, l->errbuf) != CURLE_OK) {
+			rc = -EINVAL;
+			goto out;
+		}
+		curl_easy_setopt(l->easy, CURLOPT_BUFFERSIZE,
+				 FETCH_BUFFER_SIZE);
+		curl_easy_setopt(l->easy, CURLOPT_HEADERFUNCTION, on_header);
+		curl_easy_setopt(l->easy, CURLOPT_HEADERDATA, l);
+		curl_easy_setopt(l->easy, CURLOPT_WRITEFUNCTION, on_body);
+		curl_easy_setopt(l->easy, CURLOPT_WRITEDATA, l);
+		curl_easy_setopt(l->easy, CURLOPT_PRIVATE, l);
+	}
+	*out = f;
+	return 0;
+out:
+	fetch_free(f);
+	return rc;
+}
+
+/* Reports the end of a lane's transfer; the lane is idle again first so
+ * that on_done may start a new transfer on it. */
+static void lane_finish(struct fetch_lane *l, CURLcode cc)
+{
+	struct fetch *f = l->f;
+	struct fetch_result res;
+
+	curl_multi_remove_handle(f->multi, l->easy);
+	res = l->res;
+	if (l->forced) {
+		/* outcome and reason were set where the transfer aborted */
+	} else if (cc != CURLE_OK) {
+		switch (cc) {
+		case CURLE_PEER_FAILED_VERIFICATION:
+		case CURLE_SSL_CACERT_BADFILE:
+		case CURLE_SSL_CERTPROBLEM:
+		case CURLE_UNSUPPORTED_PROTOCOL:
+		case CURLE_TOO_MANY_REDIRECTS:
+			res.outcome = FETCH_GONE;
+			break;
+		case CURLE_OUT_OF_MEMORY:
+			res.outcome = FETCH_LOCAL;
+			break;
+		default:
+			res.outcome = FETCH_TRANSIENT;
+			break;
+		}
+		snprintf(res.reason, sizeof(res.reason), "%.120s: %.120s", l->url,
+			 l->errbuf[0] ? l->errbuf : curl_easy_strerror(cc));
+	} else if (!l->checked) {
+		/* No body byte arrived: judge the status alone. */
+		long status = 0;
+
+		curl_easy_getinfo(l->easy, CURLINFO_RESPONSE_CODE, &status);
+		res.status = status;
+		res.outcome = status == 206 ? FETCH_TRANSIENT
+					    : fetch_classify_status(status);
+		snprintf(res.reason, sizeof(res.reason),
+			 "%s: HTTP %ld with an empty body", l->url, status);
+	} else if (l->pos == l->end) {
+		res.outcome = FETCH_OK;
+	} else {
+		res.outcome = FETCH_TRANSIENT;
+		snprintf(res.reason, sizeof(res.reason),
+			 "%s: short body: %" PRIu64 " of %" PRIu64 " bytes",
+			 l->url, l->pos - l->start, l->end - l->start);
+	}
+	res.retry_after_ms = l->retry_after_ms;
+	l->busy = false;
+	curl_slist_free_all(l->hdrs);
+	l->hdrs = NULL;
+	f->hooks.on_done(f->hooks.ctx, l->id, &res);
+}
+
+int fetch_lane_start(struct fetch *f, uint32_t lane,
+		     const struct fetch_target *t, uint64_t start,
+		     uint64_t end)
+{
+	struct fetch_lane *l;
+
+	if (lane >= f->cfg.max_lanes || start >= end || end > t->size)
+		return -EINVAL;
+	l = &f->lanes[lane];
+	if (l->busy)
+		return -EBUSY;
+	l->url = t->url;
+	l->validator = t->validator;
+	l->size = t->size;
+	l->start = start;
+	l->end = end;
+	l->asked_end = end;
+	l->pos = start;
+	l->checked = false;
+	l->cr_seen = false;
+	l->etag[0] = '\0';
+	l->last_modified[0] = '\0';
+	l->retry_after_ms = 0;
+	l->forced = false;
+	l->errbuf[0] = '\0';
+	memset(&l->res, 0, sizeof(l->res));
+	snprintf(l->range, sizeof(l->range), "%" PRIu64 "-%" PRIu64, start,
+		 end - 1);
+	if (t->validator != NULL && t->validator[0] != '\0') {
+		/* If-Range turns a changed blob into a 200, which the head
+		 * check rejects: two versions never mix. */
+		snprintf(l->if_range, sizeof(l->if_range), "If-Range: %s",
+			 t->validator);
+		l->hdrs = curl_slist_append(NULL, l->if_range);
+		if (l->hdrs == NULL)
+			return -ENOMEM;
+	}
+	curl_easy_setopt(l->easy, CURLOPT_URL, t->url);
+	curl_easy_setopt(l->easy, CURLOPT_RANGE, l->range);
+	curl_easy_setopt(l->easy, CURLOPT_HTTPHEADER, l->hdrs);
+	if (curl_multi_add_handle(f->multi, l->easy) != CURLM_OK) {
+		curl_slist_free_all(l->hdrs);
+		l->hdrs = NULL;
+		return -ENOMEM;
+	}
+	l->busy = true;
+	return 0;
+}
+
+void fetch_lane_set_end(struct fetch *f, uint32_t lane, uint64_t end)
+{
+	struct fetch_lane *l;
+
+	if (lane >= f->cfg.max_lanes)
+		return;
+	l = &f->lanes[lane];
+	if (!l->busy || end >= l->end)
+		return;
+	l->end = end > l->pos ? end : l->pos;
+	/* Already there: end the transfer now rather than at the next
+	 * byte, which may never come. */
+	if (l->pos >= l->end) {
+		l->forced = true;
+		l->res.outcome = FETCH_OK;
+		snprintf(l->res.reason, sizeof(l->res.reason),
+			 "end lowered");
+		lane_finish(l, CURLE_OK);
+	}
+}
+
+void fetch_lane_cancel(struct fetch *f, uint32_t lane)
+{
+	struct fetch_lane *l;
+
+	if (lane >= f->cfg.max_lanes)
+		return;
+	l = &f->lanes[lane];
+	if (!l->busy)
+		return;
+	l->forced = true;
+	l->res.outcome = FETCH_CANCELLED;
+	snprintf(l->res.reason, sizeof(l->res.reason), "cancelled");
+	lane_finish(l, CURLE_OK);
+}
+
+/* Reports every transfer curl finished; returns how many. */
+static int drain_done(struct fetch *f)
+{
+	CURLMsg *msg;
+	int left, n = 0;
+
+	while ((msg = curl_multi_info_read(f->multi, &left)) != NULL) {
+		struct fetch_lane *l = NULL;
+
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE,
+				  (char **)&l);
+		if (l != NULL && l->busy) {
+			lane_finish(l, msg->data.result);
+			n++;
+		}
+	}
+	return n;
+}
+
+static void *fetch_loop(void *arg)
+{
+	struct fetch *f = arg;
+
+	while (!atomic_load(&f->stop)) {
+		long timeout_ms = f->hooks.on_tick(f->hooks.ctx);
+		int running = 0;
+		CURLMcode mc;
+
+		mc = curl_multi_perform(f->multi, &running);
+		if (mc != CURLM_OK)
+			flog(f, FETCH_LOG_ERR, "curl_multi_perform: %s",
+			     curl_multi_strerror(mc));
+		if (drain_done(f) > 0)
+			continue;
+		if (timeout_ms < 0 || timeout_ms > 1000)
+			timeout_ms = 1000;
+		curl_multi_poll(f->multi, NULL, 0, (int)timeout_ms, NULL);
+	}
+	return NULL;
+}
+
+int fetch_start(struct fetch *f)
+{
+	int rc = pthread_create(&f->thread, NULL, fetch_loop, f);
+
+	if (rc != 0)
+		return -rc;
+	f->started = true;
+	return 0;
+}
+
+void fetch_wake(struct fetch *f)
+{
+	curl_multi_wakeup(f->multi);
+}
+
+void fetch_free(struct fetch *f)
+{
+	if (f == NULL)
+		return;
+	if (f->started) {
+		atomic_store(&f->stop, true);
+		curl_multi_wakeup(f->multi);
+		pthread_join(f->thread, NULL);
+	}
+	for (uint32_t i = 0; f->lanes != NULL && i < f->cfg.max_lanes; i++) {
+		struct fetch_lane *l = &f->lanes[i];
+
+		if (l->busy)
+			curl_multi_remove_handle(f->multi, l->easy);
+		curl_slist_free_all(l->hdrs);
+		if (l->easy != NULL)
+			curl_easy_cleanup(l->easy);
+	}
+	free(f->lanes);
+	if (f->multi != NULL)
+		curl_multi_cleanup(f->multi);
+	free(f);
+}

@@ -1,0 +1,162 @@
+/* fetch: HTTP(S) range transfers on lanes, over libcurl's multi interface,
+ * driven from one event thread. */
+#ifndef FETCH_H
+#define FETCH_H
+
+struct fetch;
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Contract.
+ *
+ * A fetch instance owns one event thread running curl_multi_poll(). Each
+ * turn of its loop it calls hooks->on_tick(), where the caller decides what
+ * to start, shorten or cancel (fetch_lane_*), then it moves bytes: every
+ * body byte of a range response is passed to hooks->on_data() with its
+ * absolute offset in the blob, and every transfer ends with exactly one
+ * hooks->on_done(). All hooks run on the event thread; fetch_lane_* may only
+ * be called from inside a hook.
+ *
+ * A response is accepted only if it is a 206 whose Content-Range start, end
+ * and total equal what was asked, whose body length matches, and (when the
+ * target has a validator) whose ETag or Last-Modified equals it. Anything
+ * else ends the transfer with a classified outcome and a reason for the log;
+ * bytes past a failed check are never passed on.
+ *
+ * Functions return 0 or a negative errno; CURLcode and HTTP status map to
+ * enum fetch_outcome at this edge.
+ */
+
+enum fetch_outcome {
+	FETCH_OK,	 /* every byte of [start, end) was delivered */
+	FETCH_CANCELLED, /* fetch_lane_cancel() */
+	FETCH_TRANSIENT, /* 5xx, reset, timeout, short body: retry later */
+	FETCH_THROTTLED, /* 429 or 503: wait retry_after_ms */
+	FETCH_GONE,	 /* 401, 403, 404, 410: this source will not serve */
+	FETCH_FATAL,	 /* validator, size or Content-Range mismatch, a 200
+			    to a range request: never mix these bytes */
+	FETCH_LOCAL,	 /* a local failure (memory, curl setup) */
+};
+
+struct fetch_result {
+	enum fetch_outcome outcome;
+	long status;		 /* HTTP status, 0 if none was received */
+	uint64_t retry_after_ms; /* from Retry-After; 0 if none */
+	uint64_t received;	 /* body bytes passed to on_data */
+	char reason[256];	 /* for the log: step and cause */
+};
+
+enum fetch_log_level { FETCH_LOG_ERR, FETCH_LOG_WARN, FETCH_LOG_INFO,
+		       FETCH_LOG_DEBUG };
+
+struct fetch_config {
+	uint32_t max_lanes;
+	long connect_timeout_ms;
+	const char *cafile; /* NULL: the system CA bundle */
+	bool insecure;	    /* skip TLS verification */
+	const char *proxy;  /* NULL: curl's environment variables */
+};
+
+struct fetch_hooks {
+	void *ctx;
+	void (*on_data)(void *ctx, uint32_t lane, uint64_t off,
+			const void *buf, size_t len);
+	void (*on_done)(void *ctx, uint32_t lane,
+			const struct fetch_result *res);
+	/* Called every loop turn; returns how long the loop may sleep, in
+	 * milliseconds, if nothing happens. */
+	long (*on_tick)(void *ctx);
+	void (*log)(void *ctx, enum fetch_log_level level, const char *msg);
+};
+
+/* What a lane requests from. Strings are borrowed: they must stay valid
+ * until the transfer's on_done. */
+struct fetch_target {
+	const char *url;       /* the source's final URL (after redirects) */
+	const char *validator; /* strong ETag or Last-Modified; NULL: none */
+	uint64_t size;	       /* total size the source must report */
+};
+
+/* libcurl's version string, for pacefs -V. */
+const char *fetch_version(void);
+
+/* Initialises libcurl globally; call once before any thread starts. */
+int fetch_global_init(void);
+
+/* Creates an instance with max_lanes lane slots; does not start the
+ * thread. Writes *out only on success. */
+int fetch_new(const struct fetch_config *cfg, const struct fetch_hooks *hooks,
+	      struct fetch **out);
+
+/* Starts the event thread. */
+int fetch_start(struct fetch *f);
+
+/* Wakes the event thread so that it calls on_tick soon. Any thread. */
+void fetch_wake(struct fetch *f);
+
+/* Stops the thread (cancelling open transfers without on_done) and frees
+ * everything. fetch_free(NULL) is a no-op. */
+void fetch_free(struct fetch *f);
+
+/* Starts GET Range: bytes=start-(end-1) on an idle lane. Event thread only.
+ * -EBUSY if the lane is busy, -EINVAL for a bad range, -ENOMEM. */
+int fetch_lane_start(struct fetch *f, uint32_t lane,
+		     const struct fetch_target *t, uint64_t start,
+		     uint64_t end);
+
+/* Lowers the end of the lane's open request: bytes at or past `end` are
+ * not delivered and the transfer ends with FETCH_OK once `end` is reached.
+ * Event thread only. */
+void fetch_lane_set_end(struct fetch *f, uint32_t lane, uint64_t end);
+
+/* Aborts the lane's transfer; its on_done (FETCH_CANCELLED) is called
+ * before this returns. Event thread only. */
+void fetch_lane_cancel(struct fetch *f, uint32_t lane);
+
+/* What a probe learned about a URL. */
+struct fetch_probe {
+	uint64_t size;
+	bool ranges;		 /* answered a range request with 206 */
+	char etag[256];		 /* "" if none */
+	bool etag_weak;		 /* W/ prefix */
+	char last_modified[128]; /* "" if none */
+	char final_url[2048];	 /* after redirects */
+	int64_t mtime;		 /* Last-Modified, seconds since the epoch;
+				    -1 if unknown */
+	long status;
+};
+
+/* How a probe failed, so the caller can tell an origin that is down
+ * (serve from the cache) from one that refuses (an error). */
+enum fetch_probe_error {
+	FETCH_PROBE_OK,
+	FETCH_PROBE_UNREACHABLE, /* resolve, connect, timeout, TLS handshake */
+	FETCH_PROBE_REFUSED,	 /* an HTTP error status */
+	FETCH_PROBE_UNSUITABLE,	 /* no Range support, bad Content-Range */
+};
+
+/* Synchronously probes url with a one-byte range GET: size, Range support,
+ * validators, final URL. On failure writes a one-line reason naming the URL
+ * and the cause into err and returns a negative errno; *kind says which
+ * class of failure it was. Not for the event thread. */
+int fetch_probe(const struct fetch_config *cfg, const char *url,
+		struct fetch_probe *out, enum fetch_probe_error *kind,
+		char *err, size_t errlen);
+
+/* Parses "bytes S-E/T" (T may be "*"; total_out then UINT64_MAX) or
+ * "bytes * /T" (unsatisfied: start and end UINT64_MAX). Returns 0 or
+ * -EINVAL. */
+int fetch_parse_content_range(const char *v, uint64_t *start_out,
+			      uint64_t *end_incl_out, uint64_t *total_out);
+
+/* Parses a Retry-After value (delta-seconds or an HTTP date relative to
+ * now_s, seconds since the epoch) into milliseconds; -EINVAL if neither. */
+int fetch_parse_retry_after(const char *v, int64_t now_s, uint64_t *ms_out);
+
+/* Maps an HTTP status of a failed range request to an outcome. */
+enum fetch_outcome fetch_classify_status(long status);
+
+#endif

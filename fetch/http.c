@@ -1,0 +1,160 @@
+/* http: parsers and classifiers for the HTTP headers that range transfers
+ * depend on; no I/O, so they are unit-tested and fuzzed directly. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "fetch/fetch.h"
+#include "fetch/fetch_int.h"
+
+/* Parses a decimal uint64 at *p, advancing it; rejects overflow and an
+ * empty number. */
+static int parse_u64(const char **p, uint64_t *out)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	while (isdigit((unsigned char)*s)) {
+		unsigned d = (unsigned)(*s - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			return -EINVAL;
+		v = v * 10 + d;
+		s++;
+	}
+	*p = s;
+	*out = v;
+	return 0;
+}
+
+static const char *skip_space(const char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	return s;
+}
+
+int fetch_parse_content_range(const char *v, uint64_t *start_out,
+			      uint64_t *end_incl_out, uint64_t *total_out)
+{
+	const char *p = skip_space(v);
+	uint64_t start = UINT64_MAX, end = UINT64_MAX, total = UINT64_MAX;
+
+	if (strncasecmp(p, "bytes", 5) != 0)
+		return -EINVAL;
+	p = skip_space(p + 5);
+	if (*p == '*') {
+		p++;
+	} else {
+		if (parse_u64(&p, &start) != 0 || *p++ != '-' ||
+		    parse_u64(&p, &end) != 0 || end < start)
+			return -EINVAL;
+	}
+	if (*p++ != '/')
+		return -EINVAL;
+	if (*p == '*') {
+		if (start == UINT64_MAX)
+			return -EINVAL; /* "* / *" says nothing */
+		p++;
+	} else {
+		if (parse_u64(&p, &total) != 0)
+			return -EINVAL;
+		if (start != UINT64_MAX && end >= total)
+			return -EINVAL;
+	}
+	p = skip_space(p);
+	if (*p != '\0' && *p != '\r' && *p != '\n')
+		return -EINVAL;
+	*start_out = start;
+	*end_incl_out = end;
+	*total_out = total;
+	return 0;
+}
+
+int fetch_parse_retry_after(const char *v, int64_t now_s, uint64_t *ms_out)
+{
+	const char *p = skip_space(v);
+	uint64_t secs;
+	struct tm tm;
+	const char *rest;
+
+	if (isdigit((unsigned char)*p)) {
+		if (parse_u64(&p, &secs) != 0)
+			return -EINVAL;
+		p = skip_space(p);
+		if (*p != '\0' && *p != '\r' && *p != '\n')
+			return -EINVAL;
+		if (secs > UINT64_MAX / 1000)
+			secs = UINT64_MAX / 1000;
+		*ms_out = secs * 1000;
+		return 0;
+	}
+	/* IMF-fixdate, the only date form servers send in practice. */
+	memset(&tm, 0, sizeof(tm));
+	rest = strptime(p, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	if (rest == NULL)
+		return -EINVAL;
+	{
+		int64_t at = (int64_t)timegm(&tm);
+
+		*ms_out = at > now_s ? (uint64_t)(at - now_s) * 1000 : 0;
+	}
+	return 0;
+}
+
+enum fetch_outcome fetch_classify_status(long status)
+{
+	switch (status) {
+	case 429:
+	case 503:
+		return FETCH_THROTTLED;
+	case 401:
+	case 403:
+	case 404:
+	case 410:
+		return FETCH_GONE;
+	case 200:
+	case 416:
+		return FETCH_FATAL;
+	default:
+		break;
+	}
+	if (status >= 500)
+		return FETCH_TRANSIENT;
+	if (status >= 400)
+		return FETCH_GONE;
+	return FETCH_FATAL;
+}
+
+bool fetch__header_is(const char *line, size_t len, const char *name,
+		      const char **value_out)
+{
+	size_t n = strlen(name);
+
+	if (len <= n || strncasecmp(line, name, n) != 0 || line[n] != ':')
+		return false;
+	*value_out = line + n + 1;
+	return true;
+}
+
+void fetch__header_value(const char *v, size_t len, char *out, size_t cap)
+{
+	size_t n;
+
+	while (len > 0 && (*v == ' ' || *v == '\t')) {
+		v++;
+		len--;
+	}
+	while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == '\n' ||
+			   v[len - 1] == ' ' || v[len - 1] == '\t'))
+		len--;
+	n = len < cap - 1 ? len : cap - 1;
+	memcpy(out, v, n);
+	out[n] = '\0';
+}

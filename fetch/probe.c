@@ -1,0 +1,173 @@
+/* probe: learns a URL's size, Range support and validators with one
+ * one-byte range GET, before the mount goes live. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "fetch/fetch.h"
+#include "fetch/fetch_int.h"
+
+struct probe_state {
+	struct fetch_probe *out;
+	bool cr_seen;
+	uint64_t cr_start, cr_end, cr_total;
+	uint64_t content_length;
+	bool cl_seen;
+	size_t body;
+};
+
+static size_t probe_header(char *line, size_t size, size_t n, void *arg)
+{
+	struct probe_state *s = arg;
+	size_t len = size * n;
+	const char *v;
+	char buf[128];
+
+	if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
+		s->cr_seen = false;
+		s->cl_seen = false;
+		s->out->etag[0] = '\0';
+		s->out->last_modified[0] = '\0';
+	} else if (fetch__header_is(line, len, "Content-Range", &v)) {
+		fetch__header_value(v, len - (size_t)(v - line), buf,
+				    sizeof(buf));
+		s->cr_seen = fetch_parse_content_range(buf, &s->cr_start,
+						       &s->cr_end,
+						       &s->cr_total) == 0;
+	} else if (fetch__header_is(line, len, "Content-Length", &v)) {
+		const char *p;
+
+		fetch__header_value(v, len - (size_t)(v - line), buf,
+				    sizeof(buf));
+		p = buf;
+		s->content_length = 0;
+		s->cl_seen = *p != '\0';
+		for (; *p >= '0' && *p <= '9'; p++)
+			s->content_length = s->content_length * 10 +
+					    (uint64_t)(*p - '0');
+		if (*p != '\0')
+			s->cl_seen = false;
+	} else if (fetch__header_is(line, len, "ETag", &v)) {
+		fetch__header_value(v, len - (size_t)(v - line), s->out->etag,
+				    sizeof(s->out->etag));
+	} else if (fetch__header_is(line, len, "Last-Modified", &v)) {
+		fetch__header_value(v, len - (size_t)(v - line),
+				    s->out->last_modified,
+				    sizeof(s->out->last_modified));
+	}
+	return len;
+}
+
+static size_t probe_body(char *buf, size_t size, size_t n, void *arg)
+{
+	struct probe_state *s = arg;
+
+	(void)buf;
+	s->body += size * n;
+	/* A server that ignores Range sends the whole blob: stop at once. */
+	return s->body > 1 ? 0 : size * n;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EIO;
+}
+
+int fetch_probe(const struct fetch_config *cfg, const char *url,
+		struct fetch_probe *out, enum fetch_probe_error *kind,
+		char *err, size_t errlen)
+{
+	struct probe_state s;
+	char errbuf[CURL_ERROR_SIZE] = "";
+	char *final = NULL;
+	CURL *easy;
+	CURLcode cc;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	memset(&s, 0, sizeof(s));
+	s.out = out;
+	*kind = FETCH_PROBE_UNSUITABLE;
+	easy = curl_easy_init();
+	if (easy == NULL)
+		return fail(err, errlen, "%s: cannot create a curl handle",
+			    url);
+	if (fetch__easy_setup(easy, cfg, errbuf) != CURLE_OK) {
+		rc = fail(err, errlen, "%s: cannot set up curl options", url);
+		goto out;
+	}
+	curl_easy_setopt(easy, CURLOPT_URL, url);
+	curl_easy_setopt(easy, CURLOPT_RANGE, "0-0");
+	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, probe_header);
+	curl_easy_setopt(easy, CURLOPT_HEADERDATA, &s);
+	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_body);
+	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
+			 cfg->connect_timeout_ms * 3);
+	cc = curl_easy_perform(easy);
+	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &out->status);
+	if (curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &final) ==
+		    CURLE_OK &&
+	    final != NULL)
+		snprintf(out->final_url, sizeof(out->final_url), "%s", final);
+	else
+		snprintf(out->final_url, sizeof(out->final_url), "%s", url);
+	if (cc != CURLE_OK && cc != CURLE_WRITE_ERROR) {
+		*kind = out->status == 0 ? FETCH_PROBE_UNREACHABLE
+					 : FETCH_PROBE_REFUSED;
+		rc = fail(err, errlen, "%s: %s", url,
+			  errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		goto out;
+	}
+	if (out->status == 200 && s.cl_seen && s.content_length == 0) {
+		/* An empty blob: some servers answer a range of it with an
+		 * empty 200 rather than a 416. */
+		out->size = 0;
+	} else if (out->status == 200) {
+		rc = fail(err, errlen,
+			  "%s: the server ignores Range requests (HTTP 200 "
+			  "to a range request); pacefs needs Range support",
+			  url);
+		goto out;
+	} else if (out->status == 416 && s.cr_seen && s.cr_start == UINT64_MAX &&
+	    s.cr_total == 0) {
+		/* "bytes * /0": an empty blob. */
+		out->size = 0;
+	} else if (out->status == 206) {
+		if (!s.cr_seen || s.cr_start != 0 || s.cr_end != 0 ||
+		    s.cr_total == UINT64_MAX) {
+			rc = fail(err, errlen,
+				  "%s: HTTP 206 without a Content-Range "
+				  "'bytes 0-0/SIZE'",
+				  url);
+			goto out;
+		}
+		out->size = s.cr_total;
+	} else {
+		*kind = FETCH_PROBE_REFUSED;
+		rc = fail(err, errlen, "%s: HTTP %ld", url, out->status);
+		goto out;
+	}
+	out->ranges = true;
+	out->etag_weak = strncmp(out->etag, "W/", 2) == 0;
+	out->mtime = out->last_modified[0] != '\0'
+			     ? (int64_t)curl_getdate(out->last_modified, NULL)
+			     : -1;
+	*kind = FETCH_PROBE_OK;
+	rc = 0;
+out:
+	curl_easy_cleanup(easy);
+	return rc;
+}

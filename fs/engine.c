@@ -1,0 +1,520 @@
+/* engine: joins the scheduler, the transfer thread and the cache: turns
+ * reads into demand, arriving bytes into cache blocks, and actions into
+ * transfers. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fs/fs_int.h"
+
+/* Blocks that may be in assembly at once, per lane: each lane fills one at
+ * a time; a cancelled or faulted lane may leave one behind until its
+ * remainder arrives on another lane. */
+#define FS_PARTS_PER_LANE 4
+#define FS_PARTS_EXTRA 32
+#define FS_ACTIONS 32
+
+static uint64_t block_end(const struct fs_blob *b, uint64_t index)
+{
+	uint64_t end = (index + 1) * CACHE_BLOCK_SIZE;
+
+	return end < b->size ? end : b->size;
+}
+
+static enum pace_outcome pace_outcome_of(enum fetch_outcome o)
+{
+	switch (o) {
+	case FETCH_OK:
+		return PACE_OUT_OK;
+	case FETCH_CANCELLED:
+		return PACE_OUT_CANCELLED;
+	case FETCH_TRANSIENT:
+		return PACE_OUT_TRANSIENT;
+	case FETCH_THROTTLED:
+		return PACE_OUT_THROTTLED;
+	case FETCH_GONE:
+		return PACE_OUT_GONE;
+	case FETCH_FATAL:
+		return PACE_OUT_FATAL;
+	case FETCH_LOCAL:
+		break;
+	}
+	return PACE_OUT_LOCAL;
+}
+
+/* Finds the assembly buffer of (blob, index); NULL if none. Caller holds
+ * e->mu. */
+static struct fs_part *part_find(struct fs_engine *e, uint32_t blob,
+				 uint64_t index)
+{
+	for (uint32_t i = 0; i < e->nparts; i++) {
+		struct fs_part *p = &e->parts[i];
+
+		if (p->used && p->blob == blob && p->index == index)
+			return p;
+	}
+	return NULL;
+}
+
+/* Finds or makes the assembly buffer of (blob, index); NULL when every
+ * slot is taken. Caller holds e->mu. */
+static struct fs_part *part_get(struct fs_engine *e, uint32_t blob,
+				uint64_t index)
+{
+	struct fs_part *p = part_find(e, blob, index);
+	struct fs_part *free_slot = NULL;
+
+	if (p != NULL)
+		return p;
+	for (uint32_t i = 0; i < e->nparts && free_slot == NULL; i++)
+		if (!e->parts[i].used)
+			free_slot = &e->parts[i];
+	if (free_slot == NULL)
+		return NULL;
+	if (free_slot->data == NULL) {
+		free_slot->data = malloc(CACHE_BLOCK_SIZE);
+		if (free_slot->data == NULL)
+			return NULL;
+	}
+	free_slot->used = true;
+	free_slot->handing = false;
+	free_slot->blob = blob;
+	free_slot->index = index;
+	return free_slot;
+}
+
+static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
+		    size_t len)
+{
+	struct fs_engine *e = ctx;
+	struct pace_lane_info li;
+	struct fs_part *done[8];
+	uint32_t ndone = 0;
+	const uint8_t *src = buf;
+	uint64_t end = off + len;
+	uint64_t credited_end = off;
+	const struct fs_blob *b;
+
+	pthread_mutex_lock(&e->mu);
+	if (pace_lane_info(e->pace, lane, &li) != 0 || !li.busy ||
+	    li.blob >= e->nblobs)
+		goto out;
+	b = &e->blobs[li.blob];
+	/* Copy block by block; stop crediting at the first block that has no
+	 * buffer, so that the scheduler sees those bytes as missing. */
+	while (credited_end < end) {
+		uint64_t index = credited_end / CACHE_BLOCK_SIZE;
+		uint64_t bstart = index * CACHE_BLOCK_SIZE;
+		uint64_t stop = block_end(b, index);
+		struct fs_part *p;
+
+		if (stop > end)
+			stop = end;
+		p = part_get(e, li.blob, index);
+		if (p == NULL) {
+			fs__log(FS_LOG_WARN,
+				"%s: no assembly buffer free for block %" PRIu64
+				"; its bytes will be fetched again",
+				b->name, index);
+			break;
+		}
+		memcpy(p->data + (credited_end - bstart),
+		       src + (credited_end - off), stop - credited_end);
+		p->last_use = ++e->part_clock;
+		credited_end = stop;
+	}
+	if (credited_end > off)
+		pace_on_data(e->pace, lane, off, credited_end - off,
+			     fs__now_ns());
+	/* Hand whole blocks to the cache. They stay findable here until the
+	 * cache has them, so a reader never misses held bytes. */
+	for (uint64_t i = off / CACHE_BLOCK_SIZE;
+	     i * CACHE_BLOCK_SIZE < credited_end && ndone < 8; i++) {
+		struct fs_part *p = part_find(e, li.blob, i);
+
+		if (p != NULL && !p->handing &&
+		    pace_is_held(e->pace, li.blob, i * CACHE_BLOCK_SIZE,
+				 block_end(b, i))) {
+			p->handing = true;
+			done[ndone++] = p;
+		}
+	}
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+
+	for (uint32_t i = 0; i < ndone; i++) {
+		struct fs_part *p = done[i];
+		uint64_t bstart = p->index * CACHE_BLOCK_SIZE;
+		int rc = cache_block_put(e->cache, &b->id, p->index, p->data,
+					 block_end(b, p->index) - bstart);
+
+		if (rc != 0)
+			fs__log(FS_LOG_ERR,
+				"%s: cannot queue block %" PRIu64
+				" for the cache: %s",
+				b->name, p->index, strerror(-rc));
+	}
+	pthread_mutex_lock(&e->mu);
+	for (uint32_t i = 0; i < ndone; i++)
+		done[i]->used = false;
+	pthread_mutex_unlock(&e->mu);
+	return;
+out:
+	pthread_mutex_unlock(&e->mu);
+}
+
+static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
+{
+	struct fs_engine *e = ctx;
+
+	if (res->outcome != FETCH_OK && res->outcome != FETCH_CANCELLED)
+		fs__log(res->outcome == FETCH_TRANSIENT ? FS_LOG_WARN
+							: FS_LOG_ERR,
+			"lane %u: %s", lane, res->reason);
+	pthread_mutex_lock(&e->mu);
+	pace_on_done(e->pace, lane, pace_outcome_of(res->outcome),
+		     res->retry_after_ms * 1000000u, fs__now_ns());
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+static void run_action(struct fs_engine *e, const struct pace_action *a)
+{
+	const struct fs_blob *b;
+	const struct fs_source *s;
+	struct fetch_target t;
+	int rc;
+
+	switch (a->kind) {
+	case PACE_ACT_START:
+		if (a->source >= e->nsource_map)
+			return;
+		b = &e->blobs[e->source_of_pace[a->source]];
+		s = NULL;
+		for (uint32_t i = 0; i < b->nsources; i++)
+			if (b->sources[i].pace_id == a->source)
+				s = &b->sources[i];
+		if (s == NULL)
+			return;
+		t.url = s->url;
+		t.validator = s->validator;
+		t.size = b->size;
+		fs__log(FS_LOG_DEBUG,
+			"lane %u: GET %s bytes %" PRIu64 "-%" PRIu64, a->lane,
+			s->url, a->start, a->end - 1);
+		rc = fetch_lane_start(e->fetch, a->lane, &t, a->start, a->end);
+		if (rc != 0) {
+			fs__log(FS_LOG_ERR, "lane %u: cannot start %s: %s",
+				a->lane, s->url, strerror(-rc));
+			pthread_mutex_lock(&e->mu);
+			pace_on_done(e->pace, a->lane, PACE_OUT_LOCAL, 0,
+				     fs__now_ns());
+			pthread_mutex_unlock(&e->mu);
+		}
+		break;
+	case PACE_ACT_SET_END:
+		fetch_lane_set_end(e->fetch, a->lane, a->end);
+		break;
+	case PACE_ACT_CANCEL:
+		fetch_lane_cancel(e->fetch, a->lane);
+		break;
+	}
+}
+
+static long on_tick(void *ctx)
+{
+	struct fs_engine *e = ctx;
+	struct pace_action acts[FS_ACTIONS];
+	uint64_t now, wake;
+	size_t n;
+
+	do {
+		pthread_mutex_lock(&e->mu);
+		now = fs__now_ns();
+		n = pace_poll(e->pace, now, acts, FS_ACTIONS);
+		pthread_mutex_unlock(&e->mu);
+		for (size_t i = 0; i < n; i++)
+			run_action(e, &acts[i]);
+	} while (n == FS_ACTIONS);
+	pthread_mutex_lock(&e->mu);
+	now = fs__now_ns();
+	wake = pace_next_wake(e->pace, now);
+	pthread_mutex_unlock(&e->mu);
+	if (wake == UINT64_MAX)
+		return 1000;
+	return wake <= now ? 0 : (long)((wake - now) / 1000000u) + 1;
+}
+
+struct load_ctx {
+	struct pace *pace;
+	uint32_t blob;
+};
+
+/* Resume: bytes the cache holds are never requested again. */
+static int load_extent(void *arg, uint64_t start, uint64_t end)
+{
+	struct load_ctx *l = arg;
+
+	return pace_blob_held(l->pace, l->blob, start, end);
+}
+
+int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
+		   struct fs_blob *blobs, uint32_t nblobs,
+		   struct fs_engine **out)
+{
+	struct fs_engine *e;
+	struct pace_config pc;
+	struct fetch_hooks hooks = {
+		.on_data = on_data,
+		.on_done = on_done,
+		.on_tick = on_tick,
+		.log = fs__log_fetch,
+	};
+	pthread_condattr_t ca;
+	const char *field = NULL;
+	uint32_t nsources = 0;
+	int rc = -ENOMEM;
+
+	e = calloc(1, sizeof(*e));
+	if (e == NULL)
+		return -ENOMEM;
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&e->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	e->cache = cache;
+	e->blobs = blobs;
+	e->nblobs = nblobs;
+	e->read_timeout_ns = (uint64_t)cfg->read_timeout_s * 1000000000u;
+
+	pace_config_default(&pc);
+	pc.max_lanes = cfg->lanes;
+	pc.lanes_per_source = cfg->lanes;
+	pc.align = CACHE_BLOCK_SIZE;
+	pc.deadline_ns = e->read_timeout_ns;
+	for (uint32_t i = 0; i < nblobs; i++)
+		nsources += blobs[i].nsources;
+	if (pc.max_blobs < nblobs)
+		pc.max_blobs = nblobs;
+	if (pc.max_sources < nsources)
+		pc.max_sources = nsources;
+	rc = pace_config_check(&pc, &field);
+	if (rc != 0) {
+		fs__log(FS_LOG_ERR, "scheduler configuration: bad %s", field);
+		goto fail;
+	}
+	rc = pace_new(&pc, &e->pace);
+	if (rc != 0)
+		goto fail;
+	rc = -ENOMEM;
+	e->source_of_pace = calloc(nsources ? nsources : 1, sizeof(uint32_t));
+	e->nparts = cfg->lanes * FS_PARTS_PER_LANE + FS_PARTS_EXTRA;
+	e->parts = calloc(e->nparts, sizeof(*e->parts));
+	if (e->source_of_pace == NULL || e->parts == NULL)
+		goto fail;
+	for (uint32_t i = 0; i < nblobs; i++) {
+		struct fs_blob *b = &blobs[i];
+		struct load_ctx lc = {.blob = i};
+
+		rc = pace_blob_add(e->pace, b->size, &b->pace_id);
+		if (rc != 0)
+			goto fail;
+		/* Engine code indexes e->blobs by the scheduler's blob id. */
+		if (b->pace_id != i) {
+			rc = -EINVAL;
+			goto fail;
+		}
+		for (uint32_t j = 0; j < b->nsources; j++) {
+			struct fs_source *s = &b->sources[j];
+			enum pace_caps caps = s->validator != NULL
+						      ? PACE_CAPS_FULL
+						      : PACE_CAPS_NO_VALIDATOR;
+
+			rc = pace_source_add(e->pace, i, caps, &s->pace_id);
+			if (rc != 0)
+				goto fail;
+			if (s->pace_id >= nsources) {
+				rc = -EINVAL;
+				goto fail;
+			}
+			e->source_of_pace[s->pace_id] = i;
+		}
+		e->nsource_map = nsources;
+		lc.pace = e->pace;
+		rc = cache_extents_each(cache, &b->id, load_extent, &lc);
+		if (rc != 0)
+			goto fail;
+	}
+	hooks.ctx = e;
+	rc = fetch_new(&cfg->fetch, &hooks, &e->fetch);
+	if (rc != 0)
+		goto fail;
+	*out = e;
+	return 0;
+fail:
+	e->blobs = NULL; /* the caller keeps them on failure */
+	fs__engine_free(e);
+	return rc;
+}
+
+int fs__engine_start(struct fs_engine *e)
+{
+	return fetch_start(e->fetch);
+}
+
+void fs__engine_free(struct fs_engine *e)
+{
+	int rc;
+
+	if (e == NULL)
+		return;
+	fetch_free(e->fetch);
+	if (e->cache != NULL) {
+		rc = cache_flush(e->cache);
+		if (rc != 0)
+			fs__log(FS_LOG_ERR, "cache: final flush failed: %s",
+				strerror(-rc));
+	}
+	pace_free(e->pace);
+	for (uint32_t i = 0; e->parts != NULL && i < e->nparts; i++)
+		free(e->parts[i].data);
+	free(e->parts);
+	free(e->source_of_pace);
+	for (uint32_t i = 0; e->blobs != NULL && i < e->nblobs; i++) {
+		struct fs_blob *b = &e->blobs[i];
+
+		for (uint32_t j = 0; j < b->nsources; j++) {
+			free(b->sources[j].url);
+			free(b->sources[j].validator);
+		}
+		free(b->sources);
+		free(b->name);
+	}
+	free(e->blobs);
+	pthread_cond_destroy(&e->cv);
+	pthread_mutex_destroy(&e->mu);
+	free(e);
+}
+
+int fs__engine_open(struct fs_engine *e, uint32_t b, uint32_t *reader_out)
+{
+	int rc;
+
+	pthread_mutex_lock(&e->mu);
+	rc = pace_reader_open(e->pace, b, fs__now_ns(), reader_out);
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+void fs__engine_close(struct fs_engine *e, uint32_t reader)
+{
+	pthread_mutex_lock(&e->mu);
+	pace_reader_close(e->pace, reader, fs__now_ns());
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* Waits until [off, end) of blob b is held. Caller holds e->mu. */
+static int wait_held(struct fs_engine *e, uint32_t b, uint32_t reader,
+		     uint64_t off, uint64_t end)
+{
+	uint64_t now = fs__now_ns();
+	uint32_t w;
+	int rc;
+
+	rc = pace_wait_begin(e->pace, reader, off, end - off, now, &w);
+	if (rc != 0)
+		return rc;
+	fetch_wake(e->fetch);
+	while ((rc = pace_wait_state(e->pace, w, now)) == -EINPROGRESS) {
+		uint64_t until = now + 1000000000u;
+		struct timespec ts = {
+			.tv_sec = (time_t)(until / 1000000000u),
+			.tv_nsec = (long)(until % 1000000000u),
+		};
+
+		pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+		now = fs__now_ns();
+	}
+	pace_wait_end(e->pace, w);
+	if (rc == -ETIMEDOUT)
+		fs__log(FS_LOG_ERR,
+			"%s: read of bytes %" PRIu64 "-%" PRIu64
+			" timed out after %" PRIu64 " s",
+			e->blobs[b].name, off, end - 1,
+			e->read_timeout_ns / 1000000000u);
+	else if (rc != 0)
+		fs__log(FS_LOG_ERR,
+			"%s: read of bytes %" PRIu64 "-%" PRIu64
+			" failed: no source can serve it",
+			e->blobs[b].name, off, end - 1);
+	return rc == 0 ? 0 : -EIO;
+}
+
+/* Copies held bytes [off, off + len) of blob b into buf, from assembly
+ * buffers or the cache. */
+static int copy_held(struct fs_engine *e, uint32_t b, uint64_t off,
+		     size_t len, char *buf)
+{
+	const struct fs_blob *blob = &e->blobs[b];
+	uint64_t pos = off, end = off + len;
+
+	while (pos < end) {
+		uint64_t index = pos / CACHE_BLOCK_SIZE;
+		uint64_t bstart = index * CACHE_BLOCK_SIZE;
+		uint64_t stop = block_end(blob, index);
+		struct fs_part *p;
+		long got;
+
+		if (stop > end)
+			stop = end;
+		pthread_mutex_lock(&e->mu);
+		p = part_find(e, b, index);
+		if (p != NULL)
+			memcpy(buf + (pos - off), p->data + (pos - bstart),
+			       stop - pos);
+		pthread_mutex_unlock(&e->mu);
+		if (p == NULL) {
+			got = cache_block_read(e->cache, &blob->id, index,
+					       pos - bstart, buf + (pos - off),
+					       stop - pos);
+			if (got < 0 || (uint64_t)got != stop - pos) {
+				fs__log(FS_LOG_ERR,
+					"%s: block %" PRIu64
+					" is held but cannot be read from "
+					"the cache: %s",
+					blob->name, index,
+					got < 0 ? strerror((int)-got)
+						: "short block");
+				return -EIO;
+			}
+		}
+		pos = stop;
+	}
+	return 0;
+}
+
+long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
+		     uint64_t off, size_t len, char *buf)
+{
+	const struct fs_blob *blob = &e->blobs[b];
+	uint64_t end;
+	int rc = 0;
+
+	if (off >= blob->size || len == 0)
+		return 0;
+	end = blob->size - off < len ? blob->size : off + len;
+	pthread_mutex_lock(&e->mu);
+	pace_reader_read(e->pace, reader, off, end - off, fs__now_ns());
+	if (!pace_is_held(e->pace, b, off, end))
+		rc = wait_held(e, b, reader, off, end);
+	pthread_mutex_unlock(&e->mu);
+	/* The cursor moved: read-ahead may start. */
+	fetch_wake(e->fetch);
+	if (rc != 0)
+		return rc;
+	rc = copy_held(e, b, off, (size_t)(end - off), buf);
+	return rc != 0 ? rc : (long)(end - off);
+}

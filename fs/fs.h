@@ -1,0 +1,48 @@
+/* fs: the FUSE driver that joins pacing, fetch and cache into a mounted
+ * read-only filesystem, and the pacefs command line. */
+#ifndef FS_H
+#define FS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <fuse_opt.h>
+
+/* Runs the pacefs command (mount and serve); returns the exit status. */
+int fs_main(int argc, char **argv);
+
+/* What the command line asked for. Strings are owned by the struct and
+ * freed by fs_opts_free(). */
+struct fs_opts {
+	char *url;
+	char *mountpoint;
+	char *cache_dir;
+	char *name;
+	unsigned lanes;
+	unsigned connect_timeout_s;
+	unsigned read_timeout_s;
+	bool foreground;
+	bool debug;
+	bool show_help;
+	bool show_version;
+	struct fuse_args fuse_args; /* options left for libfuse */
+};
+
+/* Parses argv. On error writes one line naming the bad option or argument
+ * into err and returns -EINVAL; *out is then freed. */
+int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
+		  size_t errlen);
+
+void fs_opts_free(struct fs_opts *o);
+
+/* Derives the file name from a URL: its last path segment, query and
+ * fragment removed, percent-decoded. Returns -EINVAL (with the reason in
+ * err) when the segment is empty, ".", "..", or decodes to a '/' or NUL. */
+int fs_name_from_url(const char *url, char *out, size_t cap, char *err,
+		     size_t errlen);
+
+/* Checks a file name given by -o name=. */
+int fs_name_check(const char *name, char *err, size_t errlen);
+
+#endif

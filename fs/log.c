@@ -1,0 +1,61 @@
+/* log: one line per event, to stderr in the foreground and to syslog when
+ * daemonized, with the step, the source and the reason in the text. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <syslog.h>
+#include <time.h>
+
+#include "fs/fs_int.h"
+
+static bool log_stderr = true;
+static enum fs_log_level log_level = FS_LOG_INFO;
+
+void fs__log_init(bool to_stderr, enum fs_log_level level)
+{
+	log_stderr = to_stderr;
+	log_level = level;
+	if (!to_stderr)
+		openlog("pacefs", LOG_PID, LOG_DAEMON);
+}
+
+void fs__log(enum fs_log_level level, const char *fmt, ...)
+{
+	static const char *const names[] = {"error", "warning", "info",
+					    "debug"};
+	static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
+	char msg[1024];
+	va_list ap;
+
+	if (level > log_level)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (log_stderr)
+		fprintf(stderr, "pacefs: %s: %s\n", names[level], msg);
+	else
+		syslog(prio[level], "%s", msg);
+}
+
+void fs__log_cache(void *ctx, enum cache_log_level level, const char *msg)
+{
+	(void)ctx;
+	fs__log(level == CACHE_LOG_ERR	  ? FS_LOG_ERR
+		: level == CACHE_LOG_WARN ? FS_LOG_WARN
+					  : FS_LOG_INFO,
+		"cache: %s", msg);
+}
+
+void fs__log_fetch(void *ctx, enum fetch_log_level level, const char *msg)
+{
+	(void)ctx;
+	fs__log((enum fs_log_level)level, "fetch: %s", msg);
+}
+
+uint64_t fs__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}

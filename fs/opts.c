@@ -1,0 +1,269 @@
+/* opts: the pacefs command line: our -o options, the positional URL and
+ * mountpoint, and what is passed through to libfuse. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <fuse_lowlevel.h>
+#include <fuse_opt.h>
+
+#include "fs/fs.h"
+
+enum {
+	KEY_HELP,
+	KEY_VERSION,
+	KEY_FOREGROUND,
+	KEY_DEBUG,
+	KEY_CACHE_DIR,
+	KEY_NAME,
+	KEY_LANES,
+	KEY_CONNECT_TIMEOUT,
+	KEY_READ_TIMEOUT,
+};
+
+static const struct fuse_opt opt_spec[] = {
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("-V", KEY_VERSION),
+	FUSE_OPT_KEY("--version", KEY_VERSION),
+	FUSE_OPT_KEY("-f", KEY_FOREGROUND),
+	FUSE_OPT_KEY("-d", KEY_DEBUG),
+	FUSE_OPT_KEY("debug", KEY_DEBUG),
+	FUSE_OPT_KEY("cache_dir=", KEY_CACHE_DIR),
+	FUSE_OPT_KEY("name=", KEY_NAME),
+	FUSE_OPT_KEY("lanes=", KEY_LANES),
+	FUSE_OPT_KEY("connect_timeout=", KEY_CONNECT_TIMEOUT),
+	FUSE_OPT_KEY("read_timeout=", KEY_READ_TIMEOUT),
+	FUSE_OPT_END,
+};
+
+struct parse_state {
+	struct fs_opts *o;
+	char *err;
+	size_t errlen;
+	int rc;
+};
+
+static int parse_error(struct parse_state *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int parse_error(struct parse_state *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->rc == 0) {
+		va_start(ap, fmt);
+		vsnprintf(s->err, s->errlen, fmt, ap);
+		va_end(ap);
+		s->rc = -EINVAL;
+	}
+	return -1;
+}
+
+/* Parses "key=N" with lo <= N <= hi into *out. */
+static int parse_uint(struct parse_state *s, const char *arg, unsigned lo,
+		      unsigned hi, unsigned *out)
+{
+	const char *eq = strchr(arg, '=');
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(eq + 1, &end, 10);
+	if (eq[1] == '\0' || *end != '\0' || errno != 0 || v < lo || v > hi)
+		return parse_error(s,
+				   "option %.*s: '%s' is not a whole number "
+				   "from %u to %u",
+				   (int)(eq - arg), arg, eq + 1, lo, hi);
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int set_string(struct parse_state *s, const char *arg, char **field)
+{
+	const char *eq = strchr(arg, '=');
+
+	if (eq[1] == '\0')
+		return parse_error(s, "option %.*s: empty value",
+				   (int)(eq - arg), arg);
+	free(*field);
+	*field = strdup(eq + 1);
+	if (*field == NULL)
+		return parse_error(s, "out of memory");
+	return 0;
+}
+
+static int opt_proc(void *data, const char *arg, int key,
+		    struct fuse_args *outargs)
+{
+	struct parse_state *s = data;
+	struct fs_opts *o = s->o;
+
+	(void)outargs;
+	switch (key) {
+	case KEY_HELP:
+		o->show_help = true;
+		return 0;
+	case KEY_VERSION:
+		o->show_version = true;
+		return 0;
+	case KEY_FOREGROUND:
+		o->foreground = true;
+		return 0;
+	case KEY_DEBUG:
+		o->debug = true;
+		o->foreground = true;
+		return 0;
+	case KEY_CACHE_DIR:
+		return set_string(s, arg, &o->cache_dir);
+	case KEY_NAME:
+		return set_string(s, arg, &o->name);
+	case KEY_LANES:
+		return parse_uint(s, arg, 1, 64, &o->lanes);
+	case KEY_CONNECT_TIMEOUT:
+		return parse_uint(s, arg, 1, 3600, &o->connect_timeout_s);
+	case KEY_READ_TIMEOUT:
+		return parse_uint(s, arg, 1, 86400, &o->read_timeout_s);
+	case FUSE_OPT_KEY_NONOPT:
+		if (o->url == NULL) {
+			o->url = strdup(arg);
+			return o->url != NULL ? 0 : -1;
+		}
+		if (o->mountpoint == NULL) {
+			o->mountpoint = strdup(arg);
+			return o->mountpoint != NULL ? 0 : -1;
+		}
+		return parse_error(s, "unexpected argument '%s' (usage: "
+				      "pacefs [options] URL MOUNTPOINT)",
+				   arg);
+	default:
+		/* Anything else is libfuse's to accept or refuse. */
+		return 1;
+	}
+}
+
+int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
+		  size_t errlen)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct parse_state s = {.o = out, .err = err, .errlen = errlen};
+
+	memset(out, 0, sizeof(*out));
+	out->lanes = 8;
+	out->connect_timeout_s = 10;
+	out->read_timeout_s = 60;
+	err[0] = '\0';
+	if (fuse_opt_parse(&args, &s, opt_spec, opt_proc) != 0) {
+		if (s.rc == 0)
+			snprintf(err, errlen, "cannot parse the options");
+		goto fail;
+	}
+	if (!out->show_help && !out->show_version &&
+	    (out->url == NULL || out->mountpoint == NULL)) {
+		snprintf(err, errlen,
+			 "missing %s (usage: pacefs [options] URL MOUNTPOINT)",
+			 out->url == NULL ? "URL and MOUNTPOINT"
+					  : "MOUNTPOINT");
+		goto fail;
+	}
+	out->fuse_args = args;
+	return 0;
+fail:
+	fuse_opt_free_args(&args);
+	fs_opts_free(out);
+	return -EINVAL;
+}
+
+void fs_opts_free(struct fs_opts *o)
+{
+	fuse_opt_free_args(&o->fuse_args);
+	free(o->url);
+	free(o->mountpoint);
+	free(o->cache_dir);
+	free(o->name);
+	memset(o, 0, sizeof(*o));
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int fs_name_check(const char *name, char *err, size_t errlen)
+{
+	if (name[0] == '\0' || strcmp(name, ".") == 0 ||
+	    strcmp(name, "..") == 0 || strchr(name, '/') != NULL) {
+		snprintf(err, errlen,
+			 "'%s' is not a usable file name (empty, '.', '..' "
+			 "or containing '/')",
+			 name);
+		return -EINVAL;
+	}
+	if (strlen(name) > NAME_MAX) {
+		snprintf(err, errlen, "file name longer than %d bytes",
+			 NAME_MAX);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int fs_name_from_url(const char *url, char *out, size_t cap, char *err,
+		     size_t errlen)
+{
+	const char *p = strstr(url, "://");
+	const char *path, *stop, *seg;
+	size_t n = 0;
+
+	p = p != NULL ? p + 3 : url;
+	path = strchr(p, '/');
+	if (path == NULL)
+		path = p + strlen(p);
+	stop = path + strcspn(path, "?#");
+	seg = stop;
+	while (seg > path && seg[-1] != '/')
+		seg--;
+	for (const char *c = seg; c < stop; c++) {
+		char ch = *c;
+
+		if (ch == '%' && c + 2 < stop && hexval(c[1]) >= 0 &&
+		    hexval(c[2]) >= 0) {
+			ch = (char)(hexval(c[1]) * 16 + hexval(c[2]));
+			c += 2;
+			if (ch == '\0') {
+				snprintf(err, errlen,
+					 "URL %s: its last path segment "
+					 "decodes to a NUL byte; use "
+					 "-o name=NAME",
+					 url);
+				return -EINVAL;
+			}
+		}
+		if (n + 1 >= cap) {
+			snprintf(err, errlen,
+				 "URL %s: its last path segment is too long "
+				 "for a file name; use -o name=NAME",
+				 url);
+			return -EINVAL;
+		}
+		out[n++] = ch;
+	}
+	out[n] = '\0';
+	if (fs_name_check(out, err, errlen) != 0) {
+		snprintf(err, errlen,
+			 "URL %s: cannot derive a file name from its last "
+			 "path segment; use -o name=NAME",
+			 url);
+		return -EINVAL;
+	}
+	return 0;
+}
