@@ -501,6 +501,20 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 	return 0;
 }
 
+int pace_reader_window(const struct pace *p, uint32_t reader,
+		       uint64_t *cursor, uint64_t *window)
+{
+	const struct reader *r = p ? reader_get(p, reader) : NULL;
+
+	if (!r)
+		return -ENOENT;
+	if (cursor)
+		*cursor = r->cursor;
+	if (window)
+		*window = r->seen ? r->w : 0;
+	return 0;
+}
+
 int pace_wait_begin(struct pace *p, uint32_t reader, uint64_t off,
 		    uint64_t len, uint64_t now_ns, uint32_t *wait_out)
 {

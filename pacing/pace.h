@@ -132,6 +132,12 @@ void pace_reader_close(struct pace *p, uint32_t reader, uint64_t now_ns);
 int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 		     uint64_t len, uint64_t now_ns);
 
+/* Writes the reader's cursor and current read-ahead window length W (its
+ * window is [cursor, cursor + W); W is 0 while the reader is random). For
+ * tests and status. */
+int pace_reader_window(const struct pace *p, uint32_t reader,
+		       uint64_t *cursor, uint64_t *window);
+
 /* Registers a read of [off, off + len) by reader that waits for missing
  * bytes: demand, the most urgent work. Writes a wait id for pace_wait_*. */
 int pace_wait_begin(struct pace *p, uint32_t reader, uint64_t off,
@@ -175,6 +181,7 @@ struct pace_lane_info {
 	uint64_t frontier; /* next byte expected */
 	uint64_t end;	   /* one past the last byte requested */
 	uint64_t rate;	   /* bytes per second, windowed */
+	bool collapsed;	   /* rate fell to a fraction of its own level */
 };
 
 int pace_lane_info(const struct pace *p, uint32_t lane,

@@ -8,6 +8,12 @@ $(BUILD)/tests/test_pacing: $(BUILD)/tests/unit/test_pacing.o $(BUILD)/libpacing
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
 
+# The simulator links libpacing alone; built straight from its source so
+# that no object folder is named like the binary.
+$(BUILD)/tests/sim: tests/sim/sim.c $(BUILD)/libpacing.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^
+
 $(BUILD)/tests/test_cache: $(BUILD)/tests/unit/test_cache.o $(BUILD)/libcache.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs lmdb libcrypto 2>/dev/null)
