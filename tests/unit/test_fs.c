@@ -1,0 +1,127 @@
+/* test_fs: the command line: options, their errors, and the file name
+ * derived from a URL. */
+#include <errno.h>
+#include <string.h>
+
+#include "fs/fs.h"
+#include "tests/t.h"
+
+static int parse(struct fs_opts *o, char *err, size_t errlen, int argc,
+		 char **argv)
+{
+	return fs_opts_parse(argc, argv, o, err, errlen);
+}
+
+static void opts_defaults(void)
+{
+	char *argv[] = {"pacefs", "http://h/x.img", "/mnt", NULL};
+	struct fs_opts o;
+	char err[256];
+
+	T_EQ_INT(parse(&o, err, sizeof(err), 3, argv), 0);
+	T_EQ_STR(o.url, "http://h/x.img");
+	T_EQ_STR(o.mountpoint, "/mnt");
+	T_EQ_INT(o.lanes, 8);
+	T_EQ_INT(o.read_timeout_s, 60);
+	T_EQ_INT(o.connect_timeout_s, 10);
+	T_ASSERT(!o.foreground);
+	T_ASSERT(o.cache_dir == NULL);
+	fs_opts_free(&o);
+}
+
+static void opts_ours_and_fuse(void)
+{
+	char *argv[] = {"pacefs", "-f", "-o",
+			"cache_dir=/c,lanes=3,allow_other,name=n.bin",
+			"-o", "read_timeout=5", "http://h/x", "/m", NULL};
+	struct fs_opts o;
+	char err[256];
+	bool kept = false;
+
+	T_EQ_INT(parse(&o, err, sizeof(err), 8, argv), 0);
+	T_ASSERT(o.foreground);
+	T_EQ_STR(o.cache_dir, "/c");
+	T_EQ_STR(o.name, "n.bin");
+	T_EQ_INT(o.lanes, 3);
+	T_EQ_INT(o.read_timeout_s, 5);
+	/* libfuse's options are left for libfuse. */
+	for (int i = 0; i < o.fuse_args.argc; i++)
+		if (strstr(o.fuse_args.argv[i], "allow_other") != NULL)
+			kept = true;
+	T_ASSERT(kept);
+	fs_opts_free(&o);
+}
+
+static void opts_errors_name_the_option(void)
+{
+	char *bad_lanes[] = {"pacefs", "-o", "lanes=0", "http://h/x", "/m"};
+	char *bad_num[] = {"pacefs", "-o", "read_timeout=abc", "http://h/x",
+			   "/m"};
+	char *no_mp[] = {"pacefs", "http://h/x"};
+	char *extra[] = {"pacefs", "http://h/x", "/m", "/other"};
+	struct fs_opts o;
+	char err[256];
+
+	T_EQ_INT(parse(&o, err, sizeof(err), 5, bad_lanes), -EINVAL);
+	T_ASSERT(strstr(err, "lanes") != NULL);
+	T_EQ_INT(parse(&o, err, sizeof(err), 5, bad_num), -EINVAL);
+	T_ASSERT(strstr(err, "read_timeout") != NULL);
+	T_ASSERT(strstr(err, "abc") != NULL);
+	T_EQ_INT(parse(&o, err, sizeof(err), 2, no_mp), -EINVAL);
+	T_ASSERT(strstr(err, "MOUNTPOINT") != NULL);
+	T_EQ_INT(parse(&o, err, sizeof(err), 4, extra), -EINVAL);
+	T_ASSERT(strstr(err, "/other") != NULL);
+}
+
+static void name_from_url(void)
+{
+	char name[256], err[256];
+
+	T_EQ_INT(fs_name_from_url("http://h/a/b/disk.img", name, sizeof(name),
+				  err, sizeof(err)),
+		 0);
+	T_EQ_STR(name, "disk.img");
+	T_EQ_INT(fs_name_from_url("https://h:8443/x/a%20b%25c.bin?sig=1#f",
+				  name, sizeof(name), err, sizeof(err)),
+		 0);
+	T_EQ_STR(name, "a b%c.bin");
+	/* A bad escape is kept as it is. */
+	T_EQ_INT(fs_name_from_url("http://h/100%zz", name, sizeof(name), err,
+				  sizeof(err)),
+		 0);
+	T_EQ_STR(name, "100%zz");
+}
+
+static void name_from_url_refused(void)
+{
+	static const char *const bad[] = {
+		"http://h/",	    "http://h",	       "http://h/dir/",
+		"http://h/..",	    "http://h/a/%2E%2E", "http://h/a%2Fb",
+		"http://h/a%00b",
+	};
+	char name[256], err[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (fs_name_from_url(bad[i], name, sizeof(name), err,
+				     sizeof(err)) != -EINVAL) {
+			T_FAIL("accepted %s as \"%s\"", bad[i], name);
+			continue;
+		}
+		if (strstr(err, "name=") == NULL)
+			T_FAIL("error for %s does not point to -o name=: %s",
+			       bad[i], err);
+	}
+}
+
+static const struct t_case cases[] = {
+	{"opts_defaults", opts_defaults},
+	{"opts_ours_and_fuse", opts_ours_and_fuse},
+	{"opts_errors_name_the_option", opts_errors_name_the_option},
+	{"name_from_url", name_from_url},
+	{"name_from_url_refused", name_from_url_refused},
+};
+
+int main(int argc, char **argv)
+{
+	return T_RUN(argc, argv, cases);
+}
