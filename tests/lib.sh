@@ -11,6 +11,9 @@ T_NAME=$(basename "$0" .sh)
 PACEFS=${PACEFS:-$T_ROOT/build/pacefs}
 case $PACEFS in /*) ;; *) PACEFS=$PWD/$PACEFS ;; esac
 READCMP=${READCMP:-$(dirname "$PACEFS")/tests/readcmp}
+if [ ! -x "$READCMP" ] && [ -x "$T_ROOT/build/tests/readcmp" ]; then
+	READCMP=$T_ROOT/build/tests/readcmp
+fi
 # run.sh points T_TMPROOT at a folder of its own so that it can sweep up
 # after a test that was killed before its trap ran.
 T_TMP=$(mktemp -d "${T_TMPROOT:-${TMPDIR:-/tmp}}/pacefs-$T_NAME.XXXXXX")

@@ -63,6 +63,34 @@ for size in "${SIZES[@]}"; do
 	*) t_fail "$size: create refused" "got '${err:-success}', want EROFS or EACCES" ;;
 	esac
 	t_check "$size: unmount after reads" umount_pacefs "$mnt"
+
+	# Concurrent readers on a cold mount: four seeded random readers at once.
+	if [ "$size" -ge 1048576 ]; then
+		if ! fresh_mount "$size-parallel" "$name"; then
+			t_fail "$size: parallel mount" "$T_MOUNT_ERR"
+			continue
+		fi
+		pids=()
+		for seed in 1 2 3 4; do
+			timeout 180 "$READCMP" random "$mnt/$name" "$src" 200 "$((size + seed))" \
+				>"$T_TMP/par-$seed.out" 2>&1 &
+			pids+=("$!")
+		done
+		for seed in 1 2 3 4; do
+			rc=0
+			wait "${pids[$((seed - 1))]}" || rc=$?
+			if [ "$rc" -eq 0 ]; then
+				t_pass "$size: parallel random reader $seed"
+			else
+				t_fail "$size: parallel random reader $seed" "exit $rc: $(tail -n 2 "$T_TMP/par-$seed.out" | tr '\n' ' ')"
+			fi
+		done
+		t_check "$size: unmount after parallel reads" umount_pacefs "$mnt"
+	fi
 done
+
+# Every fetch was a range request (a 0-byte blob has no range to ask for).
+full=$(origin_log | awk '$1 == "GET" && $3 != 206 && $2 != "/blob-0.bin"' | head -n 3)
+t_eq "all fetches are range requests (206)" "$full" ""
 
 t_done

@@ -62,6 +62,8 @@ head -c $MiB "$WWW/part.bin" >"$T_TMP/part-head"
 if mnt_at part1 "$cache" "$url"; then
 	got=$(timeout 60 head -c $MiB "$mnt/part.bin" | sha256sum | cut -d' ' -f1 || true)
 	t_eq "part: first MiB" "$got" "$(sha256sum <"$T_TMP/part-head" | cut -d' ' -f1)"
+	fetched=$(origin_log | awk '$1 == "GET" { b += $5 } END { print b + 0 }')
+	echo "    reading the first MiB fetched $fetched bytes in $(origin_requests) requests"
 	t_check "part: unmount" umount_pacefs "$mnt"
 else
 	t_fail "part: mount" "$T_MOUNT_ERR"
