@@ -28,10 +28,10 @@ struct fetch_lane {
 	const char *validator;
 	uint64_t size;
 	uint64_t start;
-	uint64_t end;  /* may be lowered by fetch_lane_set_end */
+	uint64_t end; /* may be lowered by fetch_lane_set_end */
 	uint64_t asked_end;
-	uint64_t pos;  /* next byte expected */
-	bool checked;  /* the response head passed its checks */
+	uint64_t pos; /* next byte expected */
+	bool checked; /* the response head passed its checks */
 	bool cr_seen;
 	uint64_t cr_start, cr_end, cr_total;
 	char etag[256];
@@ -54,11 +54,11 @@ struct fetch {
 	atomic_bool stop;
 };
 
-static void flog(struct fetch *f, enum fetch_log_level level,
-		 const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void flog(struct fetch *f, enum fetch_log_level level, const char *fmt,
+		 ...) __attribute__((format(printf, 3, 4)));
 
-static void flog(struct fetch *f, enum fetch_log_level level,
-		 const char *fmt, ...)
+static void flog(struct fetch *f, enum fetch_log_level level, const char *fmt,
+		 ...)
 {
 	char msg[512];
 	va_list ap;
@@ -92,8 +92,7 @@ CURLcode fetch__easy_setup(CURL *easy, const struct fetch_config *cfg,
 	rc |= curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L);
 	rc |= curl_easy_setopt(easy, CURLOPT_MAXREDIRS, FETCH__MAX_REDIRS);
 	rc |= curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
-	rc |= curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR,
-			       "http,https");
+	rc |= curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	rc |= curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
 			       cfg->connect_timeout_ms);
 	rc |= curl_easy_setopt(easy, CURLOPT_TCP_NODELAY, 1L);
@@ -113,7 +112,7 @@ CURLcode fetch__easy_setup(CURL *easy, const struct fetch_config *cfg,
 /* Ends the write callback's transfer with an outcome of our choosing. */
 static size_t lane_abort(struct fetch_lane *l, enum fetch_outcome outcome,
 			 const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static size_t lane_abort(struct fetch_lane *l, enum fetch_outcome outcome,
 			 const char *fmt, ...)
@@ -145,24 +144,22 @@ static size_t on_header(char *line, size_t size, size_t n, void *arg)
 
 		fetch__header_value(v, len - (size_t)(v - line), buf,
 				    sizeof(buf));
-		l->cr_seen = fetch_parse_content_range(buf, &l->cr_start,
-						       &l->cr_end,
-						       &l->cr_total) == 0;
+		l->cr_seen =
+		    fetch_parse_content_range(buf, &l->cr_start, &l->cr_end,
+					      &l->cr_total) == 0;
 	} else if (fetch__header_is(line, len, "ETag", &v)) {
 		fetch__header_value(v, len - (size_t)(v - line), l->etag,
 				    sizeof(l->etag));
 	} else if (fetch__header_is(line, len, "Last-Modified", &v)) {
 		fetch__header_value(v, len - (size_t)(v - line),
-				    l->last_modified,
-				    sizeof(l->last_modified));
+				    l->last_modified, sizeof(l->last_modified));
 	} else if (fetch__header_is(line, len, "Retry-After", &v)) {
 		char buf[128];
 		uint64_t ms;
 
 		fetch__header_value(v, len - (size_t)(v - line), buf,
 				    sizeof(buf));
-		if (fetch_parse_retry_after(buf, (int64_t)time(NULL), &ms) ==
-		    0)
+		if (fetch_parse_retry_after(buf, (int64_t)time(NULL), &ms) == 0)
 			l->retry_after_ms = ms;
 	}
 	return len;
@@ -197,9 +194,8 @@ static size_t lane_check_head(struct fetch_lane *l)
 				  "%s: Content-Range %" PRIu64 "-%" PRIu64
 				  "/%" PRIu64 " does not match the request "
 				  "%" PRIu64 "-%" PRIu64 "/%" PRIu64,
-				  l->url, l->cr_start, l->cr_end,
-				  l->cr_total, l->start, l->asked_end - 1,
-				  l->size);
+				  l->url, l->cr_start, l->cr_end, l->cr_total,
+				  l->start, l->asked_end - 1, l->size);
 	validator = l->validator;
 	if (validator != NULL && validator[0] != '\0' &&
 	    strcmp(validator, l->etag) != 0 &&
@@ -207,8 +203,7 @@ static size_t lane_check_head(struct fetch_lane *l)
 		return lane_abort(l, FETCH_FATAL,
 				  "%s: validator changed (ETag '%s', "
 				  "Last-Modified '%s', expected '%s')",
-				  l->url, l->etag, l->last_modified,
-				  validator);
+				  l->url, l->etag, l->last_modified, validator);
 	l->checked = true;
 	return 1;
 }
@@ -323,7 +318,8 @@ static void lane_finish(struct fetch_lane *l, CURLcode cc)
 			res.outcome = FETCH_TRANSIENT;
 			break;
 		}
-		snprintf(res.reason, sizeof(res.reason), "%.120s: %.120s", l->url,
+		snprintf(res.reason, sizeof(res.reason), "%.120s: %.120s",
+			 l->url,
 			 l->errbuf[0] ? l->errbuf : curl_easy_strerror(cc));
 	} else if (!l->checked) {
 		/* No body byte arrived: judge the status alone. */
@@ -351,8 +347,7 @@ static void lane_finish(struct fetch_lane *l, CURLcode cc)
 }
 
 int fetch_lane_start(struct fetch *f, uint32_t lane,
-		     const struct fetch_target *t, uint64_t start,
-		     uint64_t end)
+		     const struct fetch_target *t, uint64_t start, uint64_t end)
 {
 	struct fetch_lane *l;
 
@@ -414,8 +409,7 @@ void fetch_lane_set_end(struct fetch *f, uint32_t lane, uint64_t end)
 	if (l->pos >= l->end) {
 		l->forced = true;
 		l->res.outcome = FETCH_OK;
-		snprintf(l->res.reason, sizeof(l->res.reason),
-			 "end lowered");
+		snprintf(l->res.reason, sizeof(l->res.reason), "end lowered");
 		lane_finish(l, CURLE_OK);
 	}
 }

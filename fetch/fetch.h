@@ -49,8 +49,12 @@ struct fetch_result {
 	char reason[256];	 /* for the log: step and cause */
 };
 
-enum fetch_log_level { FETCH_LOG_ERR, FETCH_LOG_WARN, FETCH_LOG_INFO,
-		       FETCH_LOG_DEBUG };
+enum fetch_log_level {
+	FETCH_LOG_ERR,
+	FETCH_LOG_WARN,
+	FETCH_LOG_INFO,
+	FETCH_LOG_DEBUG
+};
 
 struct fetch_config {
 	uint32_t max_lanes;
@@ -62,8 +66,8 @@ struct fetch_config {
 
 struct fetch_hooks {
 	void *ctx;
-	void (*on_data)(void *ctx, uint32_t lane, uint64_t off,
-			const void *buf, size_t len);
+	void (*on_data)(void *ctx, uint32_t lane, uint64_t off, const void *buf,
+			size_t len);
 	void (*on_done)(void *ctx, uint32_t lane,
 			const struct fetch_result *res);
 	/* Called every loop turn; returns how long the loop may sleep, in

@@ -35,9 +35,9 @@ static size_t probe_header(char *line, size_t size, size_t n, void *arg)
 	} else if (fetch__header_is(line, len, "Content-Range", &v)) {
 		fetch__header_value(v, len - (size_t)(v - line), buf,
 				    sizeof(buf));
-		s->cr_seen = fetch_parse_content_range(buf, &s->cr_start,
-						       &s->cr_end,
-						       &s->cr_total) == 0;
+		s->cr_seen =
+		    fetch_parse_content_range(buf, &s->cr_start, &s->cr_end,
+					      &s->cr_total) == 0;
 	} else if (fetch__header_is(line, len, "Content-Length", &v)) {
 		const char *p;
 
@@ -47,8 +47,8 @@ static size_t probe_header(char *line, size_t size, size_t n, void *arg)
 		s->content_length = 0;
 		s->cl_seen = *p != '\0';
 		for (; *p >= '0' && *p <= '9'; p++)
-			s->content_length = s->content_length * 10 +
-					    (uint64_t)(*p - '0');
+			s->content_length =
+			    s->content_length * 10 + (uint64_t)(*p - '0');
 		if (*p != '\0')
 			s->cl_seen = false;
 	} else if (fetch__header_is(line, len, "ETag", &v)) {
@@ -73,7 +73,7 @@ static size_t probe_body(char *buf, size_t size, size_t n, void *arg)
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -114,12 +114,11 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 	curl_easy_setopt(easy, CURLOPT_HEADERDATA, &s);
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_body);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &s);
-	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
-			 cfg->connect_timeout_ms * 3);
+	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, cfg->connect_timeout_ms * 3);
 	cc = curl_easy_perform(easy);
 	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &out->status);
 	if (curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &final) ==
-		    CURLE_OK &&
+		CURLE_OK &&
 	    final != NULL)
 		snprintf(out->final_url, sizeof(out->final_url), "%s", final);
 	else
@@ -141,8 +140,8 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 			  "to a range request); pacefs needs Range support",
 			  url);
 		goto out;
-	} else if (out->status == 416 && s.cr_seen && s.cr_start == UINT64_MAX &&
-	    s.cr_total == 0) {
+	} else if (out->status == 416 && s.cr_seen &&
+		   s.cr_start == UINT64_MAX && s.cr_total == 0) {
 		/* "bytes * /0": an empty blob. */
 		out->size = 0;
 	} else if (out->status == 206) {
@@ -163,8 +162,8 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 	out->ranges = true;
 	out->etag_weak = strncmp(out->etag, "W/", 2) == 0;
 	out->mtime = out->last_modified[0] != '\0'
-			     ? (int64_t)curl_getdate(out->last_modified, NULL)
-			     : -1;
+			 ? (int64_t)curl_getdate(out->last_modified, NULL)
+			 : -1;
 	*kind = FETCH_PROBE_OK;
 	rc = 0;
 out:

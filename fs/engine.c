@@ -267,10 +267,10 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	struct fs_engine *e;
 	struct pace_config pc;
 	struct fetch_hooks hooks = {
-		.on_data = on_data,
-		.on_done = on_done,
-		.on_tick = on_tick,
-		.log = fs__log_fetch,
+	    .on_data = on_data,
+	    .on_done = on_done,
+	    .on_tick = on_tick,
+	    .log = fs__log_fetch,
 	};
 	pthread_condattr_t ca;
 	const char *field = NULL;
@@ -330,8 +330,8 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 		for (uint32_t j = 0; j < b->nsources; j++) {
 			struct fs_source *s = &b->sources[j];
 			enum pace_caps caps = s->validator != NULL
-						      ? PACE_CAPS_FULL
-						      : PACE_CAPS_NO_VALIDATOR;
+						  ? PACE_CAPS_FULL
+						  : PACE_CAPS_NO_VALIDATOR;
 
 			rc = pace_source_add(e->pace, i, caps, &s->pace_id);
 			if (rc != 0)
@@ -431,8 +431,8 @@ static int wait_held(struct fs_engine *e, uint32_t b, uint32_t reader,
 	while ((rc = pace_wait_state(e->pace, w, now)) == -EINPROGRESS) {
 		uint64_t until = now + 1000000000u;
 		struct timespec ts = {
-			.tv_sec = (time_t)(until / 1000000000u),
-			.tv_nsec = (long)(until % 1000000000u),
+		    .tv_sec = (time_t)(until / 1000000000u),
+		    .tv_nsec = (long)(until % 1000000000u),
 		};
 
 		pthread_cond_timedwait(&e->cv, &e->mu, &ts);
@@ -455,8 +455,8 @@ static int wait_held(struct fs_engine *e, uint32_t b, uint32_t reader,
 
 /* Copies held bytes [off, off + len) of blob b into buf, from assembly
  * buffers or the cache. */
-static int copy_held(struct fs_engine *e, uint32_t b, uint64_t off,
-		     size_t len, char *buf)
+static int copy_held(struct fs_engine *e, uint32_t b, uint64_t off, size_t len,
+		     char *buf)
 {
 	const struct fs_blob *blob = &e->blobs[b];
 	uint64_t pos = off, end = off + len;

@@ -13,8 +13,7 @@
 #define FS_FIRST_INO 2
 
 /* The blob behind an inode, or NULL. */
-static const struct fs_blob *blob_of(const struct fs_mount *m,
-				     fuse_ino_t ino)
+static const struct fs_blob *blob_of(const struct fs_mount *m, fuse_ino_t ino)
 {
 	const struct fs_engine *e = m->engine;
 
@@ -23,8 +22,7 @@ static const struct fs_blob *blob_of(const struct fs_mount *m,
 	return &e->blobs[ino - FS_FIRST_INO];
 }
 
-static void fill_attr(const struct fs_mount *m, fuse_ino_t ino,
-		      struct stat *st)
+static void fill_attr(const struct fs_mount *m, fuse_ino_t ino, struct stat *st)
 {
 	const struct fs_blob *b = blob_of(m, ino);
 
@@ -123,8 +121,8 @@ static bool add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
 	return true;
 }
 
-static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
-		       off_t off, struct fuse_file_info *fi)
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
 {
 	const struct fs_mount *m = fuse_req_userdata(req);
 	const struct fs_engine *e = m->engine;
@@ -144,14 +142,13 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 	/* Offsets: 0 ".", 1 "..", 2 + i the i-th blob. */
 	for (off_t i = off; i < (off_t)e->nblobs + 2; i++) {
 		const char *name = i == 0 ? "." : i == 1 ? ".." : NULL;
-		fuse_ino_t child = i < 2 ? FS_ROOT_INO
-					 : (fuse_ino_t)(FS_FIRST_INO + i - 2);
+		fuse_ino_t child =
+		    i < 2 ? FS_ROOT_INO : (fuse_ino_t)(FS_FIRST_INO + i - 2);
 		mode_t mode = i < 2 ? S_IFDIR : S_IFREG;
 
 		if (name == NULL)
 			name = e->blobs[i - 2].name;
-		if (!add_entry(req, buf, size, &used, name, child, mode,
-			       i + 1))
+		if (!add_entry(req, buf, size, &used, name, child, mode, i + 1))
 			break;
 	}
 	fuse_reply_buf(req, buf, used);
@@ -172,8 +169,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	rc = fs__engine_open(m->engine, (uint32_t)(ino - FS_FIRST_INO),
-			     &reader);
+	rc =
+	    fs__engine_open(m->engine, (uint32_t)(ino - FS_FIRST_INO), &reader);
 	if (rc != 0) {
 		fuse_reply_err(req, rc == -ENOSPC ? EMFILE : -rc);
 		return;
@@ -240,13 +237,13 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 }
 
 const struct fuse_lowlevel_ops fs__ops = {
-	.init = op_init,
-	.lookup = op_lookup,
-	.getattr = op_getattr,
-	.opendir = op_opendir,
-	.readdir = op_readdir,
-	.open = op_open,
-	.read = op_read,
-	.release = op_release,
-	.statfs = op_statfs,
+    .init = op_init,
+    .lookup = op_lookup,
+    .getattr = op_getattr,
+    .opendir = op_opendir,
+    .readdir = op_readdir,
+    .open = op_open,
+    .read = op_read,
+    .release = op_release,
+    .statfs = op_statfs,
 };

@@ -20,7 +20,7 @@ enum fs_log_level { FS_LOG_ERR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };
 /* Sends log lines to stderr (foreground) or syslog (daemon). */
 void fs__log_init(bool to_stderr, enum fs_log_level level);
 void fs__log(enum fs_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 /* Adapters for the modules' log callbacks. */
 void fs__log_cache(void *ctx, enum cache_log_level level, const char *msg);
 void fs__log_fetch(void *ctx, enum fetch_log_level level, const char *msg);
@@ -59,15 +59,15 @@ struct fs_part {
 struct fs_engine {
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* bytes arrived or a wait changed state */
-	struct pace *pace;	/* guarded by mu */
+	struct pace *pace; /* guarded by mu */
 	struct fetch *fetch;
 	struct cache *cache;
 	struct fs_blob *blobs;
 	uint32_t nblobs;
 	struct fs_part *parts; /* guarded by mu */
 	uint32_t nparts;
-	uint64_t part_clock;	       /* guarded by mu */
-	uint32_t *source_of_pace;      /* pace source id -> blob index */
+	uint64_t part_clock;	  /* guarded by mu */
+	uint32_t *source_of_pace; /* pace source id -> blob index */
 	uint32_t nsource_map;
 	uint64_t read_timeout_ns;
 };

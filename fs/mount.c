@@ -110,8 +110,7 @@ static int check_mountpoint(char **mp)
 }
 
 /* Keeps the cache's last message, so that the terminal gets one line. */
-static void keep_message(void *ctx, enum cache_log_level level,
-			 const char *msg)
+static void keep_message(void *ctx, enum cache_log_level level, const char *msg)
 {
 	(void)level;
 	snprintf(ctx, 512, "%s", msg);
@@ -185,7 +184,7 @@ static int learn_blob(const struct fs_opts *o, const struct fetch_config *fc,
 			err);
 		out->final_url = strdup(o->url);
 		out->validator =
-			rec.validator[0] != '\0' ? strdup(rec.validator) : NULL;
+		    rec.validator[0] != '\0' ? strdup(rec.validator) : NULL;
 		out->size = rec.size;
 		out->mtime = -1;
 		return out->final_url == NULL ? fail("out of memory") : 0;
@@ -239,8 +238,8 @@ static void raise_read_ahead(const char *mountpoint)
 	while (fgets(line, sizeof(line), mi) != NULL) {
 		char mnt[PATH_MAX];
 
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min,
-			   mnt) == 3 &&
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) ==
+			3 &&
 		    strcmp(mnt, mountpoint) == 0)
 			snprintf(dev, sizeof(dev), "%u:%u", maj, min);
 	}
@@ -343,7 +342,7 @@ int fs_main(int argc, char **argv)
 
 	/* libfuse refuses unknown options here, before anything is done. */
 	if (add_fuse_opt(&o.fuse_args, "ro,subtype=pacefs,fsname=pacefs") !=
-		    0 ||
+		0 ||
 	    (o.debug && fuse_opt_add_arg(&o.fuse_args, "-d") != 0)) {
 		fail("out of memory");
 		goto out_opts;
@@ -418,8 +417,8 @@ int fs_main(int argc, char **argv)
 			strerror(-rc));
 		goto out_unmount;
 	}
-	fs__log(FS_LOG_INFO, "mounted %s (%" PRIu64 " bytes) on %s/%s",
-		o.url, engine->blobs[0].size, o.mountpoint, name);
+	fs__log(FS_LOG_INFO, "mounted %s (%" PRIu64 " bytes) on %s/%s", o.url,
+		engine->blobs[0].size, o.mountpoint, name);
 
 	lc = fuse_loop_cfg_create();
 	if (lc == NULL)

@@ -26,19 +26,19 @@ enum {
 };
 
 static const struct fuse_opt opt_spec[] = {
-	FUSE_OPT_KEY("-h", KEY_HELP),
-	FUSE_OPT_KEY("--help", KEY_HELP),
-	FUSE_OPT_KEY("-V", KEY_VERSION),
-	FUSE_OPT_KEY("--version", KEY_VERSION),
-	FUSE_OPT_KEY("-f", KEY_FOREGROUND),
-	FUSE_OPT_KEY("-d", KEY_DEBUG),
-	FUSE_OPT_KEY("debug", KEY_DEBUG),
-	FUSE_OPT_KEY("cache_dir=", KEY_CACHE_DIR),
-	FUSE_OPT_KEY("name=", KEY_NAME),
-	FUSE_OPT_KEY("lanes=", KEY_LANES),
-	FUSE_OPT_KEY("connect_timeout=", KEY_CONNECT_TIMEOUT),
-	FUSE_OPT_KEY("read_timeout=", KEY_READ_TIMEOUT),
-	FUSE_OPT_END,
+    FUSE_OPT_KEY("-h", KEY_HELP),
+    FUSE_OPT_KEY("--help", KEY_HELP),
+    FUSE_OPT_KEY("-V", KEY_VERSION),
+    FUSE_OPT_KEY("--version", KEY_VERSION),
+    FUSE_OPT_KEY("-f", KEY_FOREGROUND),
+    FUSE_OPT_KEY("-d", KEY_DEBUG),
+    FUSE_OPT_KEY("debug", KEY_DEBUG),
+    FUSE_OPT_KEY("cache_dir=", KEY_CACHE_DIR),
+    FUSE_OPT_KEY("name=", KEY_NAME),
+    FUSE_OPT_KEY("lanes=", KEY_LANES),
+    FUSE_OPT_KEY("connect_timeout=", KEY_CONNECT_TIMEOUT),
+    FUSE_OPT_KEY("read_timeout=", KEY_READ_TIMEOUT),
+    FUSE_OPT_END,
 };
 
 struct parse_state {
@@ -49,7 +49,7 @@ struct parse_state {
 };
 
 static int parse_error(struct parse_state *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 static int parse_error(struct parse_state *s, const char *fmt, ...)
 {
@@ -137,8 +137,9 @@ static int opt_proc(void *data, const char *arg, int key,
 			o->mountpoint = strdup(arg);
 			return o->mountpoint != NULL ? 0 : -1;
 		}
-		return parse_error(s, "unexpected argument '%s' (usage: "
-				      "pacefs [options] URL MOUNTPOINT)",
+		return parse_error(s,
+				   "unexpected argument '%s' (usage: "
+				   "pacefs [options] URL MOUNTPOINT)",
 				   arg);
 	default:
 		/* Anything else is libfuse's to accept or refuse. */
