@@ -53,6 +53,9 @@ struct cache {
 	char *dir;
 	void (*log)(void *ctx, enum cache_log_level level, const char *msg);
 	void *log_ctx;
+	void (*on_lost)(void *ctx, const struct cache_id *id, uint64_t index,
+			int err);
+	void *lost_ctx;
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv_work;	 /* writer: entries to commit, or stop */
@@ -64,6 +67,7 @@ struct cache {
 	uint64_t seq;				  /* guarded by mu */
 	int first_err;				  /* guarded by mu */
 	bool stopping;				  /* guarded by mu */
+	bool reporting; /* writer is calling on_lost; guarded by mu */
 	pthread_t writer;
 	bool writer_started;
 
@@ -396,6 +400,8 @@ int cache_open(const struct cache_config *cfg, struct cache **out)
 		return -ENOMEM;
 	c->log = cfg->log;
 	c->log_ctx = cfg->log_ctx;
+	c->on_lost = cfg->on_lost;
+	c->lost_ctx = cfg->lost_ctx;
 	c->queue_max = cfg->queue_bytes ? cfg->queue_bytes
 					: CACHE__QUEUE_BYTES_DEFAULT;
 	pthread_mutex_init(&c->mu, NULL);
@@ -678,6 +684,8 @@ static void *cache__writer_main(void *arg)
 {
 	struct cache *c = arg;
 	struct cache__pending *batch[CACHE__BATCH_MAX];
+	struct cache_id lost_id[CACHE__BATCH_MAX];
+	uint64_t lost_index[CACHE__BATCH_MAX];
 
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
@@ -701,11 +709,26 @@ static void *cache__writer_main(void *arg)
 				   "blocks are dropped, not claimed",
 				   c->dir, n, step, mdb_strerror(rc));
 
+		/* Keep what on_lost needs: unqueue may free the entries. */
+		for (int i = 0; rc && i < n; i++) {
+			lost_id[i] = batch[i]->id;
+			lost_index[i] = batch[i]->index;
+		}
 		pthread_mutex_lock(&c->mu);
 		if (rc && !c->first_err)
 			c->first_err = cache__errno(rc);
 		for (int i = 0; i < n; i++)
 			cache__unqueue(c, batch[i]);
+		if (rc && c->on_lost) {
+			/* Flushers wait for the reports too (c->reporting). */
+			c->reporting = true;
+			pthread_mutex_unlock(&c->mu);
+			for (int i = 0; i < n; i++)
+				c->on_lost(c->lost_ctx, &lost_id[i],
+					   lost_index[i], cache__errno(rc));
+			pthread_mutex_lock(&c->mu);
+			c->reporting = false;
+		}
 		pthread_cond_broadcast(&c->cv_space);
 		pthread_cond_broadcast(&c->cv_done);
 	}
@@ -723,7 +746,7 @@ int cache_flush(struct cache *c)
 	/* Seqs grow along the FIFO; drops may remove entries, so wait for the
 	 * oldest one left to be younger than the call rather than counting. */
 	uint64_t target = c->seq;
-	while (c->head && c->head->seq <= target)
+	while ((c->head && c->head->seq <= target) || c->reporting)
 		pthread_cond_wait(&c->cv_done, &c->mu);
 	rc = c->first_err;
 	c->first_err = 0;

@@ -3,6 +3,7 @@
 #define CACHE_H
 
 struct cache;
+struct cache_id;
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -28,7 +29,11 @@ struct cache;
  * miss is a result (-ENOENT), not an error, and is not logged.
  */
 
+/* Overridable only to build the block-size benchmark (cache/bench.c); a
+ * cache records its block size and is refused by a build with another. */
+#ifndef CACHE_BLOCK_SIZE
 #define CACHE_BLOCK_SIZE (256u * 1024u)
+#endif
 #define CACHE_ID_LEN 16
 #define CACHE_VALIDATOR_MAX 256
 
@@ -42,6 +47,15 @@ struct cache_config {
 			       space allows */
 	size_t queue_bytes; /* bound on queued, uncommitted block bytes;
 			       0: the default */
+	/* Optional. Called on the writer thread, with no cache lock held, for
+	 * each queued block whose commit failed (err: negative errno, e.g.
+	 * -ENOSPC). The block has left the queue: cache_block_read() of it
+	 * misses (-ENOENT) until it is put again, so the caller must stop
+	 * counting its bytes as held. Must not call cache_flush() or
+	 * cache_close(). */
+	void (*on_lost)(void *ctx, const struct cache_id *id, uint64_t index,
+			int err);
+	void *lost_ctx;
 };
 
 /* A blob's identity: the first CACHE_ID_LEN bytes of SHA-256 over the

@@ -608,16 +608,39 @@ static int check_claimed(void *ctx, uint64_t start, uint64_t end)
 	return 0;
 }
 
+struct lost {
+	pthread_mutex_t mu;
+	int n, err;
+	uint64_t last_index;
+	struct cache_id id;
+};
+
+static void on_lost(void *ctx, const struct cache_id *id, uint64_t index,
+		    int err)
+{
+	struct lost *l = ctx;
+
+	pthread_mutex_lock(&l->mu);
+	l->n++;
+	l->err = err;
+	l->last_index = index;
+	l->id = *id;
+	pthread_mutex_unlock(&l->mu);
+}
+
 static void test_map_full(void)
 {
 	struct cache_config cfg;
 	struct cache *c = NULL;
 	struct cache_id id;
+	struct lost lost = {.mu = PTHREAD_MUTEX_INITIALIZER};
 	int rc = 0, i;
 
 	tmp_make();
 	cfg = cfg_for(tmpdir);
 	cfg.map_size = 4u << 20;
+	cfg.on_lost = on_lost;
+	cfg.lost_ctx = &lost;
 	cache_id_from_string("url:full", &id);
 	T_EQ_INT(cache_open(&cfg, &c), 0);
 	for (i = 0; i < 64 && rc == 0; i++) {
@@ -626,6 +649,19 @@ static void test_map_full(void)
 	}
 	T_EQ_INT(rc, -ENOSPC);
 	T_ASSERT(i > 1);
+	/* The lost block was reported before the flush returned, and reads
+	 * of it miss. */
+	pthread_mutex_lock(&lost.mu);
+	int lost_n = lost.n, lost_err = lost.err;
+	uint64_t lost_index = lost.last_index;
+	bool lost_same = memcmp(lost.id.b, id.b, CACHE_ID_LEN) == 0;
+	pthread_mutex_unlock(&lost.mu);
+	T_EQ_INT(lost_n, 1);
+	T_EQ_INT(lost_err, -ENOSPC);
+	T_EQ_U64(lost_index, (uint64_t)(i - 1));
+	T_ASSERT(lost_same);
+	static unsigned char got[BS];
+	T_EQ_INT(cache_block_read(c, &id, lost_index, 0, got, BS), -ENOENT);
 	void *ctx[2] = {c, &id};
 	T_EQ_INT(cache_extents_each(c, &id, check_claimed, ctx), 0);
 	T_EQ_INT(cache_flush(c), 0); /* the error was reported once */
