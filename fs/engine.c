@@ -480,6 +480,8 @@ static int copy_held(struct fs_engine *e, uint32_t b, uint64_t off, size_t len,
 			got = cache_block_read(e->cache, &blob->id, index,
 					       pos - bstart, buf + (pos - off),
 					       stop - pos);
+			if (got == -ENOENT)
+				return -EAGAIN; /* lost since it was held */
 			if (got < 0 || (uint64_t)got != stop - pos) {
 				fs__log(FS_LOG_ERR,
 					"%s: block %" PRIu64
@@ -508,13 +510,44 @@ long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 	end = blob->size - off < len ? blob->size : off + len;
 	pthread_mutex_lock(&e->mu);
 	pace_reader_read(e->pace, reader, off, end - off, fs__now_ns());
-	if (!pace_is_held(e->pace, b, off, end))
-		rc = wait_held(e, b, reader, off, end);
 	pthread_mutex_unlock(&e->mu);
-	/* The cursor moved: read-ahead may start. */
-	fetch_wake(e->fetch);
-	if (rc != 0)
-		return rc;
-	rc = copy_held(e, b, off, (size_t)(end - off), buf);
-	return rc != 0 ? rc : (long)(end - off);
+	/* A block the cache lost after it was held (a failed commit) is
+	 * forgotten by fs__engine_on_lost and fetched again. */
+	for (int tries = 0; tries < 3; tries++) {
+		pthread_mutex_lock(&e->mu);
+		if (!pace_is_held(e->pace, b, off, end))
+			rc = wait_held(e, b, reader, off, end);
+		pthread_mutex_unlock(&e->mu);
+		/* The cursor moved: read-ahead may start. */
+		fetch_wake(e->fetch);
+		if (rc != 0)
+			return rc;
+		rc = copy_held(e, b, off, (size_t)(end - off), buf);
+		if (rc != -EAGAIN)
+			break;
+	}
+	return rc != 0 ? (rc == -EAGAIN ? -EIO : rc) : (long)(end - off);
+}
+
+void fs__engine_on_lost(void *ctx, const struct cache_id *id, uint64_t index,
+			int err)
+{
+	struct fs_engine *e = *(struct fs_engine **)ctx;
+
+	if (e == NULL)
+		return;
+	for (uint32_t i = 0; i < e->nblobs; i++) {
+		const struct fs_blob *b = &e->blobs[i];
+
+		if (memcmp(b->id.b, id->b, sizeof(id->b)) != 0)
+			continue;
+		fs__log(FS_LOG_ERR,
+			"%s: block %" PRIu64 " could not be stored in the "
+			"cache (%s); it will be fetched again when read",
+			b->name, index, strerror(-err));
+		pthread_mutex_lock(&e->mu);
+		pace_blob_forget(e->pace, i, index * CACHE_BLOCK_SIZE,
+				 block_end(b, index));
+		pthread_mutex_unlock(&e->mu);
+	}
 }

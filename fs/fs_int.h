@@ -90,6 +90,12 @@ int fs__engine_start(struct fs_engine *e);
 /* Stops transfers, flushes the cache, frees the engine. */
 void fs__engine_free(struct fs_engine *e);
 
+/* The cache's on_lost callback: ctx points to the engine pointer (which
+ * may still be NULL while the mount starts). The lost block's bytes are no
+ * longer held, so they are fetched again. */
+void fs__engine_on_lost(void *ctx, const struct cache_id *id, uint64_t index,
+			int err);
+
 /* Opens and closes a reader stream on blob b. */
 int fs__engine_open(struct fs_engine *e, uint32_t b, uint32_t *reader_out);
 void fs__engine_close(struct fs_engine *e, uint32_t reader);

@@ -118,10 +118,14 @@ static void keep_message(void *ctx, enum cache_log_level level, const char *msg)
 
 /* Opens the cache. On the terminal (`quiet`) a failure is one line with
  * the cache's own detail; in the daemon the detail goes to the log. */
-static int open_cache(const char *dir, bool quiet, struct cache **out)
+static int open_cache(const char *dir, bool quiet, struct fs_engine **engine,
+		      struct cache **out)
 {
 	char detail[512] = "";
-	struct cache_config cc = {.dir = dir, .log = fs__log_cache};
+	struct cache_config cc = {.dir = dir,
+				  .log = fs__log_cache,
+				  .on_lost = fs__engine_on_lost,
+				  .lost_ctx = engine};
 	int rc;
 
 	if (quiet) {
@@ -358,7 +362,7 @@ int fs_main(int argc, char **argv)
 	}
 	/* Open the cache once here to report problems on the terminal; the
 	 * daemon reopens it, as an LMDB environment must not cross fork. */
-	if (open_cache(o.cache_dir, true, &cache) != 0 ||
+	if (open_cache(o.cache_dir, true, &engine, &cache) != 0 ||
 	    absolute_cache_dir(&o.cache_dir) != 0)
 		goto out_session;
 	snprintf(identity, sizeof(identity), "url:%s", o.url);
@@ -391,7 +395,7 @@ int fs_main(int argc, char **argv)
 	if (!o.foreground)
 		fs__log_init(false, o.debug ? FS_LOG_DEBUG : FS_LOG_INFO);
 
-	rc = open_cache(o.cache_dir, false, &cache);
+	rc = open_cache(o.cache_dir, false, &engine, &cache);
 	if (rc != 0)
 		goto out_unmount;
 	rc = make_blobs(name, &id, &facts, &blobs);
@@ -435,7 +439,8 @@ out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
 	fuse_session_destroy(se);
-	fs__engine_free(engine);
+	fs__engine_free(engine); /* flushes the cache: nothing is queued */
+	engine = NULL;		 /* after this, as on_lost reads it */
 	cache_close(cache);
 	free(blobs);
 	free(facts.final_url);
