@@ -16,8 +16,8 @@ CACHE=$T_TMP/cache
 mkdir -p "$CACHE"
 
 # expect_error NAME REGEX MOUNTPOINT PACEFS_ARGS...: pacefs must exit 1
-# within 30 s, print exactly one stderr line matching REGEX (grep -Ei), and
-# leave MOUNTPOINT unmounted.
+# within 30 s, print exactly one stderr line, "pacefs: CAUSE", matching REGEX
+# (grep -Ei), and leave MOUNTPOINT unmounted.
 expect_error() {
 	local name=$1 regex=$2 mnt=$3 rc=0 start lines
 	shift 3
@@ -30,6 +30,8 @@ expect_error() {
 		t_fail "$name" "exit status $rc, want 1 (stderr: $(head -c 300 "$T_TMP/err"))"
 	elif [ "$lines" -ne 1 ]; then
 		t_fail "$name" "$lines stderr lines, want 1: $(head -n 5 "$T_TMP/err" | tr '\n' '|')"
+	elif ! grep -q '^pacefs: ' "$T_TMP/err"; then
+		t_fail "$name" "stderr '$(cat "$T_TMP/err")' does not start with 'pacefs: '"
 	elif ! grep -Eiq -- "$regex" "$T_TMP/err"; then
 		t_fail "$name" "stderr '$(cat "$T_TMP/err")' does not match /$regex/"
 	else
