@@ -28,6 +28,20 @@
 /* Most intervals a blob's held set may hold, whatever its size. */
 #define RANGES_CAP_MAX (1u << 18)
 
+/* Collapse: the short-term rate under 1/COLLAPSE_FACTOR of the lane's own
+ * level, after a few samples; the source is avoided for a while. */
+#define COLLAPSE_FACTOR 5
+#define COLLAPSE_MIN_SAMPLES 3
+#define COLLAPSE_HOLD_NS (5 * SEC)
+
+/* A read-ahead request aims to last this long at its source's rate, so a
+ * round trip costs a few percent, and lanes finish at similar times. */
+#define REQUEST_TIME_NS (1 * SEC)
+
+/* Saturation: a source whose lanes together give less than this share of
+ * lanes x per-connection rate is at its shaping cap. */
+#define SAT_PCT 85
+
 enum lane_state {
 	LANE_IDLE,	 /* no request open */
 	LANE_BUSY,	 /* request [start, end) open */
@@ -48,6 +62,7 @@ struct lane {
 	uint32_t reader;   /* whose window it serves; PACE_NONE: none */
 	uint32_t rgen;	   /* the reader's seek generation at start */
 	bool demand;	   /* started for a waiting read */
+	bool ahead;	   /* started as read-ahead (yields on a seek) */
 	uint32_t wait;	   /* that read, while it waits; else PACE_NONE */
 	bool reclaimed;	   /* cancelled by the stall check */
 	uint64_t start;
@@ -57,6 +72,11 @@ struct lane {
 	uint64_t rate_t0;    /* start of the current rate sample */
 	uint64_t rate_bytes; /* bytes in the current rate sample */
 	uint64_t rate;	     /* smoothed, bytes per second */
+	uint64_t level;	     /* slow average: the lane's own level */
+	uint64_t started_ns;
+	uint32_t nsamples;
+	bool got_first;	     /* first byte arrived: rate clock running */
+	bool collapsed;	     /* rate fell to a fraction of its level */
 };
 
 struct source {
@@ -69,6 +89,14 @@ struct source {
 	uint64_t hold_until; /* backoff or Retry-After suspension */
 	uint64_t backoff;    /* next backoff length */
 	uint64_t rate;	     /* per-connection rate, smoothed */
+	uint64_t peak;	     /* per-connection rate it can give, 0: unknown */
+	uint64_t cap_est;    /* aggregate rate when saturated */
+	bool saturated;	     /* more lanes did not add rate */
+	uint32_t n_ok;	     /* most lanes seen running at full rate */
+	uint64_t lat_est;    /* time to first byte, smoothed */
+	uint64_t collapsed_until;
+	uint64_t agg_tmp;    /* scratch for pace_poll */
+	uint32_t n_tmp;
 };
 
 struct blob {
@@ -90,6 +118,7 @@ struct reader {
 	uint64_t cursor;
 	uint64_t w;	  /* window length */
 	uint64_t seq_run; /* sequential bytes since W last grew */
+	uint64_t deficit; /* deficit round robin credit, bytes */
 };
 
 struct wait {
@@ -121,6 +150,11 @@ static uint64_t min64(uint64_t a, uint64_t b)
 }
 
 static uint64_t max64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+static uint32_t max32(uint32_t a, uint32_t b)
 {
 	return a > b ? a : b;
 }
@@ -460,6 +494,43 @@ void pace_reader_close(struct pace *p, uint32_t reader, uint64_t now_ns)
 	r->used = false;
 }
 
+/* Largest useful window for a reader of blob: what the blob's sources can
+ * deliver over a request's lifetime plus a round trip, twice over. Unknown
+ * rates: window_max. */
+static uint64_t window_cap(const struct pace *p, uint32_t blob)
+{
+	const struct blob *b = &p->blobs[blob];
+	uint64_t peak = 0, lat = 0;
+	double w;
+
+	for (uint32_t i = b->first_src; i != PACE_NONE; i = p->sources[i].next) {
+		const struct source *s = &p->sources[i];
+
+		if (s->excluded)
+			continue;
+		if (!s->peak)
+			return p->cfg.window_max;
+		peak = max64(peak, s->peak);
+		lat = max64(lat, s->lat_est);
+	}
+	if (!peak)
+		return p->cfg.window_max;
+	w = 2.0 * (double)peak * p->cfg.max_lanes *
+	    (double)(lat + REQUEST_TIME_NS) / (double)SEC;
+	if (w > (double)p->cfg.window_max)
+		return p->cfg.window_max;
+	return max64((uint64_t)w, p->cfg.window_min);
+}
+
+static void window_grow(struct pace *p, struct reader *r)
+{
+	uint64_t cap = window_cap(p, r->blob);
+
+	if (r->w < cap)
+		r->w = min64(r->w * 2, cap);
+	r->seq_run = 0;
+}
+
 int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 		     uint64_t len, uint64_t now_ns)
 {
@@ -473,10 +544,11 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 		return -EINVAL;
 	tick(p, now_ns);
 	end = off + len;
-	if (!r->seen)
-		seq = off == 0 || off == r->cursor;
+	if (!r->seen || r->w == 0)
+		seq = off == r->cursor;
 	else
-		seq = off + SEQ_BACK >= r->cursor && off <= r->cursor + SEQ_FWD;
+		seq = off + SEQ_BACK >= r->cursor &&
+		      off <= r->cursor + min64(SEQ_FWD, r->w);
 	r->seen = true;
 	if (!seq) {
 		r->gen++;
@@ -494,9 +566,8 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 		r->random = false;
 		r->w = p->cfg.window_min;
 		r->seq_run = 0;
-	} else if (r->seq_run >= r->w && r->w < p->cfg.window_max) {
-		r->w = min64(r->w * 2, p->cfg.window_max);
-		r->seq_run = 0;
+	} else if (r->seq_run >= r->w / 2) {
+		window_grow(p, r);
 	}
 	return 0;
 }
@@ -532,6 +603,10 @@ int pace_wait_begin(struct pace *p, uint32_t reader, uint64_t off,
 			break;
 	if (id == p->cfg.max_waits)
 		return -ENOSPC;
+	/* A sequential reader waiting at its cursor outruns its window. */
+	if (r->w && !r->random && off + len >= r->cursor &&
+	    off <= r->cursor + r->w)
+		window_grow(p, r);
 	w = &p->waits[id];
 	w->used = true;
 	w->reader = reader;
@@ -585,19 +660,40 @@ void pace_wait_end(struct pace *p, uint32_t wait)
 		p->n_waits--;
 }
 
-static void rate_sample(struct pace *p, struct lane *l)
+/* Closes the lane's rate sample once it spans RATE_WINDOW_NS; called on
+ * data and from every poll, so a lane that gets nothing is measured too.
+ * Time before the first byte is left out (latency, not rate). */
+static void rate_update(struct pace *p, struct lane *l)
 {
-	uint64_t dt = p->now - l->rate_t0;
-	uint64_t sample;
 	struct source *s = &p->sources[l->source];
+	uint64_t dt, sample;
 
+	if (l->state != LANE_BUSY || !l->got_first)
+		return;
+	dt = p->now - l->rate_t0;
 	if (dt < RATE_WINDOW_NS)
 		return;
 	sample = (uint64_t)((double)l->rate_bytes * (double)SEC / (double)dt);
-	l->rate = l->rate ? (l->rate * 3 + sample) / 4 : sample;
-	s->rate = s->rate ? (s->rate * 3 + l->rate) / 4 : l->rate;
 	l->rate_t0 = p->now;
 	l->rate_bytes = 0;
+	l->nsamples++;
+	l->rate = l->nsamples == 1 ? sample : (l->rate + sample) / 2;
+	s->rate = s->rate ? (s->rate * 3 + sample) / 4 : sample;
+	if (l->collapsed)
+		return;
+	if (l->nsamples >= COLLAPSE_MIN_SAMPLES && l->level &&
+	    l->rate * COLLAPSE_FACTOR < l->level) {
+		/* Collapse: the preferred steal victim from now on, and its
+		 * source takes no new lane for a while. */
+		l->collapsed = true;
+		s->collapsed_until = sat_add(p->now, COLLAPSE_HOLD_NS);
+		s->peak = l->rate;
+		s->saturated = false;
+		return;
+	}
+	l->level = l->level ? (l->level * 7 + sample) / 8 : sample;
+	if (l->nsamples >= 2 && l->level > s->peak)
+		s->peak = l->level;
 }
 
 int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
@@ -627,8 +723,17 @@ int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
 	p->stats.bytes_in += added;
 	l->frontier = max64(l->frontier, e);
 	l->last_progress_ns = p->now;
-	l->rate_bytes += e - s;
-	rate_sample(p, l);
+	if (!l->got_first) {
+		struct source *src = &p->sources[l->source];
+		uint64_t lat = p->now - l->started_ns;
+
+		l->got_first = true;
+		l->rate_t0 = p->now;
+		src->lat_est = src->lat_est ? (src->lat_est * 3 + lat) / 4 : lat;
+	} else {
+		l->rate_bytes += e - s;
+	}
+	rate_update(p, l);
 	return 0;
 }
 
@@ -758,15 +863,44 @@ static bool caps_stream(enum pace_caps c)
 	return c == PACE_CAPS_NO_RANGES || c == PACE_CAPS_NO_LENGTH;
 }
 
-/* The source a new request on blob should use, or PACE_NONE. */
+/* Rate another lane on s would add: per-connection rate against the
+ * source's shaping cap once it is known to be saturated. An unknown source
+ * is assumed as good as the best known one, so it gets tried. */
+static double marginal_gain(const struct source *s, uint64_t best_peak)
+{
+	double g = (double)(s->peak ? s->peak : max64(best_peak, 1) * 2);
+	double n = s->lanes, cap = s->saturated ? (double)s->cap_est : 1e30;
+
+	/* Past the lane count seen at full rate the cap is unknown: probe
+	 * one lane at a time, valued at half. */
+	if (s->peak && !s->saturated && s->lanes >= s->n_ok) {
+		if (s->lanes > s->n_ok)
+			return 0;
+		g *= 0.5;
+	}
+	double now = n * g < cap ? n * g : cap;
+	double next = (n + 1) * g < cap ? (n + 1) * g : cap;
+
+	return next - now;
+}
+
+/* The source a new request on blob should use, or PACE_NONE: greedy by
+ * marginal gain; a source whose next lane adds nothing gets none, unless
+ * the blob has no lane at all. */
 static uint32_t pick_source(struct pace *p, uint32_t blob)
 {
 	struct blob *b = &p->blobs[blob];
 	uint32_t best = PACE_NONE, lanes_on_blob = 0;
+	uint64_t best_peak = 0;
+	double best_gain = 0;
 	bool any_stream = false;
 
-	for (uint32_t i = b->first_src; i != PACE_NONE; i = p->sources[i].next)
+	for (uint32_t i = b->first_src; i != PACE_NONE; i = p->sources[i].next) {
 		lanes_on_blob += p->sources[i].lanes;
+		best_peak = max64(best_peak, p->sources[i].peak);
+		if (caps_stream(p->sources[i].caps) && p->sources[i].lanes)
+			any_stream = true;
+	}
 	if (b->pinned != PACE_NONE) {
 		struct source *s = &p->sources[b->pinned];
 
@@ -774,34 +908,37 @@ static uint32_t pick_source(struct pace *p, uint32_t blob)
 			return PACE_NONE;
 		return source_usable(p, s) ? b->pinned : PACE_NONE;
 	}
-	for (uint32_t i = b->first_src; i != PACE_NONE; i = p->sources[i].next) {
-		struct source *s = &p->sources[i];
-
-		if (caps_stream(s->caps) && s->lanes)
-			any_stream = true;
-		if (!source_usable(p, s))
-			continue;
-		/* Full sources first; among them the least loaded, then the
-		 * fastest per connection. */
-		if (best == PACE_NONE) {
-			best = i;
-			continue;
-		}
-		struct source *o = &p->sources[best];
-		bool sf = s->caps == PACE_CAPS_FULL, of = o->caps == PACE_CAPS_FULL;
-
-		if (sf != of) {
-			if (sf)
-				best = i;
-			continue;
-		}
-		if (s->lanes < o->lanes ||
-		    (s->lanes == o->lanes && s->rate > o->rate))
-			best = i;
-	}
-	if (best == PACE_NONE || any_stream)
+	if (any_stream)
 		return PACE_NONE;
-	if (caps_stream(p->sources[best].caps) && lanes_on_blob > 0)
+	for (int pass = 0; pass < 2 && best == PACE_NONE; pass++) {
+		for (uint32_t i = b->first_src; i != PACE_NONE;
+		     i = p->sources[i].next) {
+			struct source *s = &p->sources[i];
+			double g;
+
+			if (!source_usable(p, s))
+				continue;
+			/* Pass 0 avoids collapsed sources; pass 1 takes
+			 * them when nothing else can serve the blob. */
+			if (pass == 0 && s->collapsed_until > p->now)
+				continue;
+			if (pass == 1 && lanes_on_blob > 0)
+				continue;
+			g = marginal_gain(s, best_peak);
+			if (s->caps != PACE_CAPS_FULL)
+				g *= 0.5; /* full sources first */
+			if (g <= 0 && lanes_on_blob > 0)
+				continue;
+			if (best == PACE_NONE || g > best_gain * 1.02 ||
+			    (g >= best_gain * 0.98 &&
+			     s->lanes < p->sources[best].lanes)) {
+				best = i;
+				best_gain = g;
+			}
+		}
+	}
+	if (best != PACE_NONE && caps_stream(p->sources[best].caps) &&
+	    lanes_on_blob > 0)
 		return PACE_NONE;
 	return best;
 }
@@ -842,14 +979,21 @@ static void lane_start(struct pace *p, struct lane *l, uint32_t blob,
 	l->reader = reader;
 	l->rgen = reader != PACE_NONE ? p->readers[reader].gen : 0;
 	l->demand = wait != PACE_NONE;
+	l->ahead = wait == PACE_NONE;
 	l->wait = wait;
 	l->reclaimed = false;
 	l->start = x;
 	l->frontier = x;
 	l->end = e;
 	l->last_progress_ns = p->now;
+	l->started_ns = p->now;
 	l->rate_t0 = p->now;
 	l->rate_bytes = 0;
+	l->rate = 0;
+	l->level = 0;
+	l->nsamples = 0;
+	l->got_first = false;
+	l->collapsed = false;
 	lane_set(p, l, LANE_BUSY);
 	p->stats.requests++;
 	emit(a, PACE_ACT_START, p, l);
@@ -872,11 +1016,11 @@ static uint64_t request_end(const struct pace *p, const struct blob *b,
 	uint64_t e;
 
 	want = min64(max64(want, c->min_request), c->max_request);
-	e = align_up(sat_add(x, want), c->align);
-	if (e - x > c->max_request)
-		e = align_down(x + c->max_request, c->align);
+	/* Rounded down: from an unaligned start (where a transfer stopped)
+	 * the request is a little shorter, never longer, than wanted. */
+	e = align_down(sat_add(x, want), c->align);
 	if (e <= x)
-		e = sat_add(x, c->max_request);
+		e = sat_add(x, want);
 	e = min64(e, gap_end);
 	e = min64(e, lim);
 	e = min64(e, b->size);
@@ -916,6 +1060,134 @@ static struct lane *yield_victim(struct pace *p, const struct wait *w)
 	return best;
 }
 
+/* Per-connection rate a new lane on source src is expected to reach. */
+static uint64_t expected_rate(const struct pace *p, uint32_t src)
+{
+	const struct source *s = &p->sources[src];
+
+	return s->peak ? s->peak : s->rate;
+}
+
+/* Read-ahead request length for a lane on src: about REQUEST_TIME_NS at
+ * the source's rate, else a quarter of the window. */
+static uint64_t request_want(const struct pace *p, uint32_t src, uint64_t w)
+{
+	uint64_t r = expected_rate(p, src);
+
+	if (!r)
+		return w / 4;
+	return (uint64_t)((double)r * (double)REQUEST_TIME_NS / (double)SEC);
+}
+
+/* Measures every busy lane and updates each source's saturation: lanes
+ * that together give much less than lanes x per-connection rate mean the
+ * source's shaping cap is reached. */
+static void measure(struct pace *p)
+{
+	const struct pace_config *c = &p->cfg;
+
+	for (uint32_t i = 0; i < c->max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+
+		if (l->state != LANE_BUSY)
+			continue;
+		rate_update(p, l);
+		p->sources[l->source].agg_tmp = 0;
+		p->sources[l->source].n_tmp = 0;
+	}
+	for (uint32_t i = 0; i < c->max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+
+		if (l->state != LANE_BUSY || l->nsamples < 2 || l->collapsed)
+			continue;
+		p->sources[l->source].agg_tmp += l->rate;
+		p->sources[l->source].n_tmp++;
+	}
+	for (uint32_t i = 0; i < c->max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+		struct source *s = &p->sources[l->source];
+		double full;
+
+		if (l->state != LANE_BUSY || s->n_tmp == 0)
+			continue;
+		full = (double)s->n_tmp * (double)s->peak;
+		if (s->n_tmp >= 2 && (double)s->agg_tmp * 100 < full * SAT_PCT) {
+			s->cap_est = s->saturated
+					     ? (s->cap_est * 3 + s->agg_tmp) / 4
+					     : s->agg_tmp;
+			s->saturated = true;
+		} else if (s->saturated &&
+			   (double)s->agg_tmp > (double)s->cap_est * 1.1) {
+			s->saturated = false; /* the cap rose */
+		}
+		if ((double)s->agg_tmp * 100 >= full * 95)
+			s->n_ok = max32(s->n_ok, s->n_tmp);
+		s->n_tmp = 0; /* once per source */
+	}
+}
+
+/* Steal to equalise: idle lane t takes the tail of the busy range that
+ * will finish last (a collapsed lane first), split by the two rates so
+ * both end together, past the victim's frontier, never emptying it and
+ * never below min_request. Writes SET_END and START. */
+static int steal(struct pace *p, struct lane *t, struct pace_action *a,
+		 size_t room)
+{
+	const struct pace_config *c = &p->cfg;
+	struct lane *v = NULL;
+	double v_eta = 0;
+	uint32_t src;
+	double rv, rt, lat, rem, k;
+	uint64_t split, old_end;
+
+	if (room < 2)
+		return 0;
+	for (uint32_t i = 0; i < c->max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+		double eta;
+
+		if (l->state != LANE_BUSY || !l->got_first ||
+		    caps_stream(p->sources[l->source].caps))
+			continue;
+		if (l->end - l->frontier < c->min_request + c->align)
+			continue;
+		if (!l->collapsed && l->nsamples == 0)
+			continue;
+		eta = (double)(l->end - l->frontier) /
+		      (double)max64(l->rate, 1);
+		if (l->collapsed)
+			eta += 1e12; /* always first */
+		if (!v || eta > v_eta) {
+			v = l;
+			v_eta = eta;
+		}
+	}
+	if (!v)
+		return 0;
+	src = pick_source(p, v->blob);
+	if (src == PACE_NONE)
+		return 0;
+	rv = (double)max64(v->rate, 1);
+	rt = (double)max64(expected_rate(p, src), 1);
+	lat = (double)p->sources[src].lat_est / (double)SEC;
+	rem = (double)(v->end - v->frontier);
+	k = rv * (lat * rt + rem) / (rv + rt);
+	if (k >= rem)
+		return 0;
+	split = align_up(v->frontier + (uint64_t)k, c->align);
+	if (split <= v->frontier)
+		split = align_up(v->frontier + 1, c->align);
+	if (split >= v->end || v->end - split < c->min_request)
+		return 0;
+	old_end = v->end;
+	v->end = split;
+	emit(&a[0], PACE_ACT_SET_END, p, v);
+	lane_start(p, t, v->blob, src, split, old_end, v->reader, v->wait,
+		   &a[1]);
+	p->stats.steals++;
+	return 2;
+}
+
 size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 		 size_t cap)
 {
@@ -927,6 +1199,7 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 		return 0;
 	tick(p, now_ns);
 	c = &p->cfg;
+	measure(p);
 
 	for (uint32_t i = 0; i < c->max_lanes; i++) {
 		struct lane *l = &p->lanes[i];
@@ -955,7 +1228,8 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 		struct lane *l = &p->lanes[i];
 		struct reader *r;
 
-		if (l->state != LANE_BUSY || l->demand || l->reader == PACE_NONE)
+		if (l->state != LANE_BUSY || !l->ahead || l->demand ||
+		    l->reader == PACE_NONE)
 			continue;
 		r = &p->readers[l->reader];
 		if (r->gen == l->rgen)
@@ -979,12 +1253,26 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 			continue;
 		b = &p->blobs[w->blob];
 		for (;;) {
-			uint64_t ge, x, e;
+			uint64_t ge, x, e, a0 = align_down(w->off, c->align);
 			uint32_t src;
-			struct lane *l;
+			struct lane *l, *o;
 
-			x = first_free(p, w->blob, align_down(w->off, c->align),
-				       w->end, &ge);
+			x = pace__ranges_next_missing(&b->held, a0);
+			o = x < w->end ? owner_of(p, w->blob, x) : NULL;
+			/* The bytes wanted lie far down a lane's range: split
+			 * them off rather than wait for the lane to get
+			 * there. */
+			if (o && !caps_stream(p->sources[o->source].caps) &&
+			    x >= o->frontier + 2 * c->min_request &&
+			    align_down(x, c->align) > o->frontier &&
+			    idle_lane(p) && pick_source(p, w->blob) != PACE_NONE) {
+				if (n == cap)
+					return n;
+				o->end = align_down(x, c->align);
+				emit(&acts[n++], PACE_ACT_SET_END, p, o);
+				p->stats.steals++;
+			}
+			x = first_free(p, w->blob, a0, w->end, &ge);
 			if (x >= w->end)
 				break;
 			src = pick_source(p, w->blob);
@@ -1014,51 +1302,85 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 		}
 	}
 
-	/* Read-ahead inside each reader's window, round robin. */
-	if (p->n_readers == 0)
-		return n;
-	for (bool progress = true; progress;) {
-		progress = false;
-		for (uint32_t k = 0; k < p->n_readers; k++) {
-			uint32_t ri = (p->rr + k) % p->n_readers;
-			struct reader *r = &p->readers[ri];
-			struct blob *b;
-			uint64_t wend, x, ge, e;
-			uint32_t src;
-			struct lane *l;
+	/* Read-ahead inside each reader's window: deficit round robin over
+	 * readers, one request per reader per turn, costed in bytes plus a
+	 * request's worth for the round trip; idle credit is capped. */
+	if (p->n_readers) {
+		const uint64_t quantum = c->max_request + c->min_request;
+		uint32_t served = PACE_NONE;
 
-			if (!r->used || !r->seen || r->w == 0)
-				continue;
-			b = &p->blobs[r->blob];
-			wend = min64(sat_add(r->cursor, r->w), b->size);
-			x = first_free(p, r->blob, align_down(r->cursor, c->align),
-				       wend, &ge);
-			if (x >= wend)
-				continue;
-			l = idle_lane(p);
-			if (!l)
-				goto out;
-			src = pick_source(p, r->blob);
-			if (src == PACE_NONE)
-				continue;
-			/* Requests end on an aligned byte inside the window,
-			 * or at the blob end. */
-			e = wend == b->size ? wend : align_down(wend, c->align);
-			e = request_end(p, b, x, r->w / 4, ge, e);
-			if (e <= x)
-				continue;
-			if (e - x < c->min_request && e < ge && e < b->size &&
-			    r->w >= c->min_request)
-				continue; /* park until the cursor moves */
-			if (n == cap)
-				return n;
-			lane_start(p, l, r->blob, src, x, e, ri, PACE_NONE,
-				   &acts[n++]);
-			progress = true;
+		for (int round = 0; round < 4 && idle_lane(p); round++) {
+			bool work = false;
+
+			for (uint32_t k = 0; k < p->n_readers; k++) {
+				uint32_t ri = (p->rr + k) % p->n_readers;
+				struct reader *r = &p->readers[ri];
+				struct blob *b;
+				uint64_t wend, x, ge, e, cost;
+				uint32_t src;
+				struct lane *l;
+
+				if (!r->used || !r->seen || r->w == 0)
+					continue;
+				b = &p->blobs[r->blob];
+				wend = min64(sat_add(r->cursor, r->w), b->size);
+				x = first_free(p, r->blob,
+					       align_down(r->cursor, c->align),
+					       wend, &ge);
+				l = idle_lane(p);
+				src = x < wend && l ? pick_source(p, r->blob)
+						    : PACE_NONE;
+				if (src == PACE_NONE) {
+					r->deficit = 0;
+					continue;
+				}
+				/* Requests end on an aligned byte inside the
+				 * window, or at the blob end. */
+				e = wend == b->size ? wend
+						    : align_down(wend, c->align);
+				e = request_end(p, b, x,
+						request_want(p, src, r->w), ge,
+						e);
+				if (e <= x ||
+				    (e - x < c->min_request && e < ge &&
+				     e < b->size && r->w >= c->min_request)) {
+					r->deficit = 0;
+					continue; /* parked until it moves */
+				}
+				work = true;
+				cost = e - x + c->min_request;
+				r->deficit = min64(r->deficit + quantum,
+						   2 * quantum);
+				if (r->deficit < cost)
+					continue;
+				if (n == cap)
+					return n;
+				r->deficit -= cost;
+				lane_start(p, l, r->blob, src, x, e, ri,
+					   PACE_NONE, &acts[n++]);
+				served = ri;
+				if (!idle_lane(p))
+					break;
+			}
+			if (!work)
+				break;
 		}
+		if (served != PACE_NONE)
+			p->rr = (served + 1) % p->n_readers;
 	}
-out:
-	p->rr = p->n_readers ? (p->rr + 1) % p->n_readers : 0;
+
+	/* Idle lanes with nothing in any window steal. */
+	for (;;) {
+		struct lane *l = idle_lane(p);
+		int k;
+
+		if (!l)
+			break;
+		k = steal(p, l, acts + n, cap - n);
+		if (k == 0)
+			break;
+		n += (size_t)k;
+	}
 	return n;
 }
 
@@ -1109,6 +1431,7 @@ int pace_lane_info(const struct pace *p, uint32_t lane,
 	out->frontier = l->frontier;
 	out->end = l->end;
 	out->rate = l->rate;
+	out->collapsed = l->collapsed;
 	return 0;
 }
 

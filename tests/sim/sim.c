@@ -249,9 +249,12 @@ static int do_actions(struct sim *s, const struct pace_action *a, size_t n)
 			for (int i = 0; i < s->sc->nrd; i++)
 				if (s->sc->rd[i].kind == RD_RANDOM &&
 				    s->sc->rd[i].blob == bi &&
-				    a[k].end - a[k].start > s->fig.max_req)
+				    a[k].end - a[k].start > s->fig.max_req) {
 					s->fig.max_req =
 						a[k].end - a[k].start;
+					if (getenv("SIM_DEBUG"))
+						fprintf(stderr, "big req %" PRIu64 " %" PRIu64 " t=%.3f\n", a[k].start, a[k].end, s->t);
+				}
 			s->requests++;
 			memset(l, 0, sizeof(*l));
 			l->active = true;
@@ -613,6 +616,26 @@ static int run(const struct scenario *sc, struct figures *fig, char *err,
 		}
 		if (check_invariants(s))
 			goto out;
+		if (getenv("SIM_TRACE") && step % 250 == 0) {
+			int busy = 0;
+			uint64_t cur = 0, w = 0;
+
+			for (uint32_t l = 0; l < sc->cfg.max_lanes; l++)
+				busy += s->lanes[l].active &&
+					s->t >= s->lanes[l].ready_at;
+			pace_reader_window(s->p, s->rd[0].id, &cur, &w);
+			fprintf(stderr, "t=%.2f busy=%d cur=%.1fM W=%.1fM held=%.1fM waiting=%d",
+				s->t, busy, cur / 1048576.0, w / 1048576.0,
+				s->held[0].total / 1048576.0, s->rd[0].waiting);
+			for (uint32_t l = 0; l < sc->cfg.max_lanes; l++) {
+				struct pace_lane_info li;
+
+				pace_lane_info(s->p, l, &li);
+				fprintf(stderr, " %c%u:%.1f%s", li.busy ? 's' : '-', li.busy ? li.source : 0,
+					li.rate / 1e6, li.collapsed ? "C" : "");
+			}
+			fprintf(stderr, "\n");
+		}
 		/* Collapse detection time. */
 		if (s->collapse_detect < 0)
 			for (int i = 0; i < sc->nsrc; i++) {
