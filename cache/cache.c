@@ -19,7 +19,13 @@
 /* The on-disk schema version this build reads and writes (see README.md). */
 #define CACHE__FORMAT 1u
 
-#define CACHE__BATCH_MAX 64
+/* A batch ends at 16 MiB (64 blocks of 256 KiB) or when the queue drains:
+ * big enough to amortise the fsync, small enough that the queue keeps
+ * filling while it commits (see README.md for the measurements). */
+#ifndef CACHE__BATCH_BYTES
+#define CACHE__BATCH_BYTES (16u << 20)
+#endif
+#define CACHE__BATCH_MAX 256
 #define CACHE__QUEUE_BYTES_DEFAULT (64u * 1024u * 1024u)
 #define CACHE__HASH_BUCKETS 4096u /* power of two */
 #define CACHE__TXN_POOL 64
@@ -694,10 +700,13 @@ static void *cache__writer_main(void *arg)
 		if (!c->head)
 			break; /* stopping and drained */
 		int n = 0;
+		size_t bytes = 0;
 		for (struct cache__pending *e = c->head;
-		     e && n < CACHE__BATCH_MAX; e = e->next) {
+		     e && n < CACHE__BATCH_MAX && bytes < CACHE__BATCH_BYTES;
+		     e = e->next) {
 			e->committing = true;
 			batch[n++] = e;
+			bytes += e->len;
 		}
 		pthread_mutex_unlock(&c->mu);
 

@@ -1,3 +1,22 @@
 # cache: the LMDB sparse-range cache.
 CACHE_SRCS := cache/cache.c
 $(BUILD)/libcache.a: $(CACHE_SRCS:%.c=$(BUILD)/%.o)
+
+# The block-size benchmark: cache.c and bench.c built once per block size
+# (make cache-bench, then run $(BUILD)/cache/bench_<bytes> [MiB] [dir]).
+CACHE_BENCH_SIZES := 65536 262144 1048576
+
+$(BUILD)/cache/bench-%/cache.o: cache/cache.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -DCACHE_BLOCK_SIZE=$*u -c $< -o $@
+
+$(BUILD)/cache/bench-%/bench.o: cache/bench.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -DCACHE_BLOCK_SIZE=$*u -c $< -o $@
+
+$(BUILD)/cache/bench_%: $(BUILD)/cache/bench-%/bench.o $(BUILD)/cache/bench-%/cache.o
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs lmdb libcrypto 2>/dev/null)
+
+.PRECIOUS: $(BUILD)/cache/bench-%/cache.o $(BUILD)/cache/bench-%/bench.o
+.PHONY: cache-bench
+cache-bench: $(CACHE_BENCH_SIZES:%=$(BUILD)/cache/bench_%)
