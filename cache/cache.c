@@ -468,6 +468,14 @@ int cache_open(const struct cache_config *cfg, struct cache **out)
 		goto out;
 	}
 
+	/* Slots of readers killed with -9 would pin old snapshots, so that
+	 * freed pages are never reused and the file only grows. */
+	int dead = 0;
+	if (mdb_reader_check(c->env, &dead) == 0 && dead > 0)
+		cache__log(c, CACHE_LOG_INFO,
+			   "open %s: cleared %d stale reader slots", c->dir,
+			   dead);
+
 	rc = cache__schema(c);
 	if (rc)
 		goto out;

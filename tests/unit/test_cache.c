@@ -7,6 +7,7 @@
 #include <ftw.h>
 #include <lmdb.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -832,6 +833,58 @@ static int child_writer(const char *dir)
 	return ok ? 0 : 1;
 }
 
+/* The victim of test_kill9: streams blocks of url:kill9 until killed. */
+static int child_stream(const char *dir)
+{
+	struct cache *c = NULL;
+	struct cache_id id;
+
+	cache_id_from_string("url:kill9", &id);
+	if (open_at(dir, &c) != 0)
+		return 1;
+	for (uint64_t i = 0;; i++) {
+		if (put_block(c, &id, i % 4096, BS) != 0)
+			return 1;
+		if (i % 16 == 15)
+			cache_flush(c);
+	}
+}
+
+/* kill -9 in the middle of commits: whatever the extents claim is there,
+ * byte for byte, and the cache opens and writes again. */
+static void test_kill9(void)
+{
+	struct cache *c = NULL;
+	struct cache_id id;
+	struct ext_list l;
+	int status = 0;
+
+	tmp_make();
+	cache_id_from_string("url:kill9", &id);
+	fflush(NULL);
+	pid_t pid = fork();
+	T_ASSERT(pid >= 0);
+	if (pid == 0) {
+		execl(self_path, self_path, "--child-stream", tmpdir,
+		      (char *)NULL);
+		_exit(127);
+	}
+	usleep(300 * 1000);
+	T_EQ_INT(kill(pid, SIGKILL), 0);
+	T_EQ_INT(waitpid(pid, &status, 0), pid);
+	T_ASSERT(WIFSIGNALED(status));
+
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	T_EQ_INT(extents_of(c, &id, &l), 0);
+	T_ASSERT(l.n >= 1);
+	void *ctx[2] = {c, &id};
+	T_EQ_INT(cache_extents_each(c, &id, check_claimed, ctx), 0);
+	T_EQ_INT(put_block(c, &id, 5000, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	cache_close(c);
+	tmp_remove();
+}
+
 static const struct t_case cases[] = {
 	{"id", test_id},
 	{"open_reopen", test_open_reopen},
@@ -847,6 +900,7 @@ static const struct t_case cases[] = {
 	{"map_full", test_map_full},
 	{"concurrent", test_concurrent},
 	{"two_processes", test_two_processes},
+	{"kill9", test_kill9},
 };
 
 int main(int argc, char **argv)
@@ -854,5 +908,7 @@ int main(int argc, char **argv)
 	self_path = argv[0];
 	if (argc == 3 && strcmp(argv[1], "--child-writer") == 0)
 		return child_writer(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "--child-stream") == 0)
+		return child_stream(argv[2]);
 	return T_RUN(argc, argv, cases);
 }
