@@ -41,6 +41,8 @@ enum cache_log_level { CACHE_LOG_ERR, CACHE_LOG_WARN, CACHE_LOG_INFO };
 
 struct cache_config {
 	const char *dir; /* created (mode 0700) if missing */
+	/* Called from any thread, the writer thread included; NULL logs to
+	 * stderr. msg is valid during the call only. */
 	void (*log)(void *ctx, enum cache_log_level level, const char *msg);
 	void *log_ctx;
 	uint64_t map_size;  /* LMDB map size; 0: as large as the address
@@ -51,8 +53,10 @@ struct cache_config {
 	 * each queued block whose commit failed (err: negative errno, e.g.
 	 * -ENOSPC). The block has left the queue: cache_block_read() of it
 	 * misses (-ENOENT) until it is put again, so the caller must stop
-	 * counting its bytes as held. Must not call cache_flush() or
-	 * cache_close(). */
+	 * counting its bytes as held. Must not call cache_flush(),
+	 * cache_block_put() or cache_close(), nor wait for a lock that a
+	 * thread may hold while it calls cache_block_put() (that thread may
+	 * be waiting for the writer). */
 	void (*on_lost)(void *ctx, const struct cache_id *id, uint64_t index,
 			int err);
 	void *lost_ctx;
