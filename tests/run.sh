@@ -20,6 +20,12 @@ T_TMPROOT=$(mktemp -d "${TMPDIR:-/tmp}/pacefs-check.XXXXXX")
 export T_TMPROOT
 LOGS=$T_TMPROOT/logs
 mkdir -p "$LOGS"
+# Sanitizer reports go to files: a daemonized pacefs has no stderr, and its
+# reports must still fail the run (make SAN=address,undefined check).
+SAN_DIR=$T_TMPROOT/san
+mkdir -p "$SAN_DIR"
+export ASAN_OPTIONS="log_path=$SAN_DIR/asan${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export UBSAN_OPTIONS="print_stacktrace=1:log_path=$SAN_DIR/ubsan${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 
 total_passed=0
 total_failed=0
@@ -67,6 +73,21 @@ on_signal() {
 trap finish EXIT
 trap on_signal INT TERM HUP
 
+# san_reports NAME: shows and counts (in SAN_FOUND) the sanitizer reports
+# written while NAME ran; the processes that wrote them may be daemons.
+san_reports() {
+	local report
+	SAN_FOUND=0
+	for report in "$SAN_DIR"/*; do
+		[ -f "$report" ] || continue
+		echo "run.sh: sanitizer report $(basename "$report") during $1:"
+		head -n 40 "$report" | sed 's/^/    /'
+		failures+=("$1: sanitizer report $(basename "$report"): $(grep -m 1 -E 'ERROR|runtime error' "$report" || head -n 1 "$report")")
+		SAN_FOUND=$((SAN_FOUND + 1))
+		rm -f "$report"
+	done
+}
+
 # run_one NAME TIMEOUT CMD...: runs one test binary or script, shows its
 # output, and adds its closing line's counts to the totals.
 run_one() {
@@ -112,6 +133,8 @@ run_one() {
 		f=1
 		failures+=("$name: no closing 'N passed, N failed' line")
 	fi
+	san_reports "$name"
+	f=$((f + SAN_FOUND))
 	if [ "$f" -gt 0 ]; then
 		while read -r line; do
 			failures+=("$name: $line")
@@ -129,6 +152,11 @@ done
 for script in "$ROOT"/tests/mount/*.sh; do
 	run_one "mount/$(basename "$script")" "$MOUNT_TIMEOUT" bash "$script"
 done
+
+# A daemon that exits late may report after its test's turn.
+sleep 0.5
+san_reports "(after the last test)"
+total_failed=$((total_failed + SAN_FOUND))
 
 echo
 echo "== timings"
