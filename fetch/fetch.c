@@ -22,7 +22,6 @@ struct fetch_lane {
 	struct fetch *f;
 	uint32_t id;
 	CURL *easy;
-	struct curl_slist *hdrs;
 	bool busy;
 	const char *url;
 	const char *validator;
@@ -41,6 +40,7 @@ struct fetch_lane {
 	struct fetch_result res;
 	char range[48];
 	char if_range[300];
+	struct curl_slist if_range_node; /* heads the shared header list */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -48,6 +48,7 @@ struct fetch {
 	struct fetch_config cfg;
 	struct fetch_hooks hooks;
 	CURLM *multi;
+	struct curl_slist *headers; /* the configured headers */
 	struct fetch_lane *lanes;
 	pthread_t thread;
 	bool started;
@@ -81,6 +82,25 @@ int fetch_global_init(void)
 	return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -ENOMEM;
 }
 
+struct curl_slist *fetch__headers(const struct fetch_config *cfg, bool *ok)
+{
+	struct curl_slist *list = NULL;
+
+	*ok = true;
+	for (size_t i = 0; i < cfg->nheaders; i++) {
+		struct curl_slist *grown =
+			curl_slist_append(list, cfg->headers[i]);
+
+		if (grown == NULL) {
+			curl_slist_free_all(list);
+			*ok = false;
+			return NULL;
+		}
+		list = grown;
+	}
+	return list;
+}
+
 CURLcode fetch__easy_setup(CURL *easy, const struct fetch_config *cfg,
 			   char *errbuf)
 {
@@ -112,7 +132,7 @@ CURLcode fetch__easy_setup(CURL *easy, const struct fetch_config *cfg,
 /* Ends the write callback's transfer with an outcome of our choosing. */
 static size_t lane_abort(struct fetch_lane *l, enum fetch_outcome outcome,
 			 const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4)));
 
 static size_t lane_abort(struct fetch_lane *l, enum fetch_outcome outcome,
 			 const char *fmt, ...)
@@ -145,8 +165,8 @@ static size_t on_header(char *line, size_t size, size_t n, void *arg)
 		fetch__header_value(v, len - (size_t)(v - line), buf,
 				    sizeof(buf));
 		l->cr_seen =
-		    fetch_parse_content_range(buf, &l->cr_start, &l->cr_end,
-					      &l->cr_total) == 0;
+			fetch_parse_content_range(buf, &l->cr_start, &l->cr_end,
+						  &l->cr_total) == 0;
 	} else if (fetch__header_is(line, len, "ETag", &v)) {
 		fetch__header_value(v, len - (size_t)(v - line), l->etag,
 				    sizeof(l->etag));
@@ -261,6 +281,13 @@ int fetch_new(const struct fetch_config *cfg, const struct fetch_hooks *hooks,
 	f->lanes = calloc(cfg->max_lanes, sizeof(*f->lanes));
 	if (f->multi == NULL || f->lanes == NULL)
 		goto out;
+	{
+		bool ok;
+
+		f->headers = fetch__headers(cfg, &ok);
+		if (!ok)
+			goto out;
+	}
 	curl_multi_setopt(f->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
 	curl_multi_setopt(f->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
 			  (long)cfg->max_lanes);
@@ -341,8 +368,6 @@ static void lane_finish(struct fetch_lane *l, CURLcode cc)
 	}
 	res.retry_after_ms = l->retry_after_ms;
 	l->busy = false;
-	curl_slist_free_all(l->hdrs);
-	l->hdrs = NULL;
 	f->hooks.on_done(f->hooks.ctx, l->id, &res);
 }
 
@@ -350,6 +375,7 @@ int fetch_lane_start(struct fetch *f, uint32_t lane,
 		     const struct fetch_target *t, uint64_t start, uint64_t end)
 {
 	struct fetch_lane *l;
+	struct curl_slist *headers;
 
 	if (lane >= f->cfg.max_lanes || start >= end || end > t->size)
 		return -EINVAL;
@@ -373,23 +399,22 @@ int fetch_lane_start(struct fetch *f, uint32_t lane,
 	memset(&l->res, 0, sizeof(l->res));
 	snprintf(l->range, sizeof(l->range), "%" PRIu64 "-%" PRIu64, start,
 		 end - 1);
+	headers = f->headers;
 	if (t->validator != NULL && t->validator[0] != '\0') {
 		/* If-Range turns a changed blob into a 200, which the head
-		 * check rejects: two versions never mix. */
+		 * check rejects: two versions never mix. The node lives in
+		 * the lane, so a request allocates nothing. */
 		snprintf(l->if_range, sizeof(l->if_range), "If-Range: %s",
 			 t->validator);
-		l->hdrs = curl_slist_append(NULL, l->if_range);
-		if (l->hdrs == NULL)
-			return -ENOMEM;
+		l->if_range_node.data = l->if_range;
+		l->if_range_node.next = f->headers;
+		headers = &l->if_range_node;
 	}
 	curl_easy_setopt(l->easy, CURLOPT_URL, t->url);
 	curl_easy_setopt(l->easy, CURLOPT_RANGE, l->range);
-	curl_easy_setopt(l->easy, CURLOPT_HTTPHEADER, l->hdrs);
-	if (curl_multi_add_handle(f->multi, l->easy) != CURLM_OK) {
-		curl_slist_free_all(l->hdrs);
-		l->hdrs = NULL;
+	curl_easy_setopt(l->easy, CURLOPT_HTTPHEADER, headers);
+	if (curl_multi_add_handle(f->multi, l->easy) != CURLM_OK)
 		return -ENOMEM;
-	}
 	l->busy = true;
 	return 0;
 }
@@ -501,11 +526,11 @@ void fetch_free(struct fetch *f)
 
 		if (l->busy)
 			curl_multi_remove_handle(f->multi, l->easy);
-		curl_slist_free_all(l->hdrs);
 		if (l->easy != NULL)
 			curl_easy_cleanup(l->easy);
 	}
 	free(f->lanes);
+	curl_slist_free_all(f->headers);
 	if (f->multi != NULL)
 		curl_multi_cleanup(f->multi);
 	free(f);

@@ -59,9 +59,13 @@ enum fetch_log_level {
 struct fetch_config {
 	uint32_t max_lanes;
 	long connect_timeout_ms;
-	const char *cafile; /* NULL: the system CA bundle */
-	bool insecure;	    /* skip TLS verification */
-	const char *proxy;  /* NULL: curl's environment variables */
+	const char *cafile;	    /* NULL: the system CA bundle */
+	bool insecure;		    /* skip TLS verification */
+	const char *proxy;	    /* NULL: curl's environment variables */
+	const char *const *headers; /* "Name: value" sent with every request
+				       (never logged); borrowed for the
+				       instance's life */
+	size_t nheaders;
 };
 
 struct fetch_hooks {

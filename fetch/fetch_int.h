@@ -21,6 +21,10 @@ bool fetch__header_is(const char *line, size_t len, const char *name,
  * surrounding white space and the line end, truncated, NUL-terminated. */
 void fetch__header_value(const char *v, size_t len, char *out, size_t cap);
 
+/* Builds the list of the configured headers; NULL when there are none or
+ * memory ran out (*ok says which). */
+struct curl_slist *fetch__headers(const struct fetch_config *cfg, bool *ok);
+
 /* Applies the options every handle shares: timeouts, TLS, proxy, user
  * agent, redirects, no signals. Returns a CURLcode. */
 CURLcode fetch__easy_setup(CURL *easy, const struct fetch_config *cfg,

@@ -36,8 +36,8 @@ static size_t probe_header(char *line, size_t size, size_t n, void *arg)
 		fetch__header_value(v, len - (size_t)(v - line), buf,
 				    sizeof(buf));
 		s->cr_seen =
-		    fetch_parse_content_range(buf, &s->cr_start, &s->cr_end,
-					      &s->cr_total) == 0;
+			fetch_parse_content_range(buf, &s->cr_start, &s->cr_end,
+						  &s->cr_total) == 0;
 	} else if (fetch__header_is(line, len, "Content-Length", &v)) {
 		const char *p;
 
@@ -48,7 +48,7 @@ static size_t probe_header(char *line, size_t size, size_t n, void *arg)
 		s->cl_seen = *p != '\0';
 		for (; *p >= '0' && *p <= '9'; p++)
 			s->content_length =
-			    s->content_length * 10 + (uint64_t)(*p - '0');
+				s->content_length * 10 + (uint64_t)(*p - '0');
 		if (*p != '\0')
 			s->cl_seen = false;
 	} else if (fetch__header_is(line, len, "ETag", &v)) {
@@ -73,7 +73,7 @@ static size_t probe_body(char *buf, size_t size, size_t n, void *arg)
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4)));
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -92,6 +92,8 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 	struct probe_state s;
 	char errbuf[CURL_ERROR_SIZE] = "";
 	char *final = NULL;
+	struct curl_slist *headers;
+	bool headers_ok;
 	CURL *easy;
 	CURLcode cc;
 	int rc;
@@ -100,16 +102,21 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 	memset(&s, 0, sizeof(s));
 	s.out = out;
 	*kind = FETCH_PROBE_UNSUITABLE;
+	headers = fetch__headers(cfg, &headers_ok);
 	easy = curl_easy_init();
-	if (easy == NULL)
-		return fail(err, errlen, "%s: cannot create a curl handle",
-			    url);
+	if (easy == NULL || !headers_ok) {
+		curl_slist_free_all(headers);
+		if (easy != NULL)
+			curl_easy_cleanup(easy);
+		return fail(err, errlen, "%s: out of memory", url);
+	}
 	if (fetch__easy_setup(easy, cfg, errbuf) != CURLE_OK) {
 		rc = fail(err, errlen, "%s: cannot set up curl options", url);
 		goto out;
 	}
 	curl_easy_setopt(easy, CURLOPT_URL, url);
 	curl_easy_setopt(easy, CURLOPT_RANGE, "0-0");
+	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
 	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, probe_header);
 	curl_easy_setopt(easy, CURLOPT_HEADERDATA, &s);
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_body);
@@ -118,7 +125,7 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 	cc = curl_easy_perform(easy);
 	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &out->status);
 	if (curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &final) ==
-		CURLE_OK &&
+		    CURLE_OK &&
 	    final != NULL)
 		snprintf(out->final_url, sizeof(out->final_url), "%s", final);
 	else
@@ -162,11 +169,12 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 	out->ranges = true;
 	out->etag_weak = strncmp(out->etag, "W/", 2) == 0;
 	out->mtime = out->last_modified[0] != '\0'
-			 ? (int64_t)curl_getdate(out->last_modified, NULL)
-			 : -1;
+			     ? (int64_t)curl_getdate(out->last_modified, NULL)
+			     : -1;
 	*kind = FETCH_PROBE_OK;
 	rc = 0;
 out:
 	curl_easy_cleanup(easy);
+	curl_slist_free_all(headers);
 	return rc;
 }

@@ -267,10 +267,10 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	struct fs_engine *e;
 	struct pace_config pc;
 	struct fetch_hooks hooks = {
-	    .on_data = on_data,
-	    .on_done = on_done,
-	    .on_tick = on_tick,
-	    .log = fs__log_fetch,
+		.on_data = on_data,
+		.on_done = on_done,
+		.on_tick = on_tick,
+		.log = fs__log_fetch,
 	};
 	pthread_condattr_t ca;
 	const char *field = NULL;
@@ -330,8 +330,8 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 		for (uint32_t j = 0; j < b->nsources; j++) {
 			struct fs_source *s = &b->sources[j];
 			enum pace_caps caps = s->validator != NULL
-						  ? PACE_CAPS_FULL
-						  : PACE_CAPS_NO_VALIDATOR;
+						      ? PACE_CAPS_FULL
+						      : PACE_CAPS_NO_VALIDATOR;
 
 			rc = pace_source_add(e->pace, i, caps, &s->pace_id);
 			if (rc != 0)
@@ -360,6 +360,21 @@ fail:
 	return rc;
 }
 
+void fs__blobs_free(struct fs_blob *blobs, uint32_t n)
+{
+	for (uint32_t i = 0; blobs != NULL && i < n; i++) {
+		struct fs_blob *b = &blobs[i];
+
+		for (uint32_t j = 0; j < b->nsources; j++) {
+			free(b->sources[j].url);
+			free(b->sources[j].validator);
+		}
+		free(b->sources);
+		free(b->name);
+	}
+	free(blobs);
+}
+
 int fs__engine_start(struct fs_engine *e)
 {
 	return fetch_start(e->fetch);
@@ -383,17 +398,7 @@ void fs__engine_free(struct fs_engine *e)
 		free(e->parts[i].data);
 	free(e->parts);
 	free(e->source_of_pace);
-	for (uint32_t i = 0; e->blobs != NULL && i < e->nblobs; i++) {
-		struct fs_blob *b = &e->blobs[i];
-
-		for (uint32_t j = 0; j < b->nsources; j++) {
-			free(b->sources[j].url);
-			free(b->sources[j].validator);
-		}
-		free(b->sources);
-		free(b->name);
-	}
-	free(e->blobs);
+	fs__blobs_free(e->blobs, e->nblobs);
 	pthread_cond_destroy(&e->cv);
 	pthread_mutex_destroy(&e->mu);
 	free(e);
@@ -431,8 +436,8 @@ static int wait_held(struct fs_engine *e, uint32_t b, uint32_t reader,
 	while ((rc = pace_wait_state(e->pace, w, now)) == -EINPROGRESS) {
 		uint64_t until = now + 1000000000u;
 		struct timespec ts = {
-		    .tv_sec = (time_t)(until / 1000000000u),
-		    .tv_nsec = (long)(until % 1000000000u),
+			.tv_sec = (time_t)(until / 1000000000u),
+			.tv_nsec = (long)(until % 1000000000u),
 		};
 
 		pthread_cond_timedwait(&e->cv, &e->mu, &ts);

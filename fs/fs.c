@@ -142,8 +142,8 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	/* Offsets: 0 ".", 1 "..", 2 + i the i-th blob. */
 	for (off_t i = off; i < (off_t)e->nblobs + 2; i++) {
 		const char *name = i == 0 ? "." : i == 1 ? ".." : NULL;
-		fuse_ino_t child =
-		    i < 2 ? FS_ROOT_INO : (fuse_ino_t)(FS_FIRST_INO + i - 2);
+		fuse_ino_t child = i < 2 ? FS_ROOT_INO
+					 : (fuse_ino_t)(FS_FIRST_INO + i - 2);
 		mode_t mode = i < 2 ? S_IFDIR : S_IFREG;
 
 		if (name == NULL)
@@ -169,8 +169,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	rc =
-	    fs__engine_open(m->engine, (uint32_t)(ino - FS_FIRST_INO), &reader);
+	rc = fs__engine_open(m->engine, (uint32_t)(ino - FS_FIRST_INO),
+			     &reader);
 	if (rc != 0) {
 		fuse_reply_err(req, rc == -ENOSPC ? EMFILE : -rc);
 		return;
@@ -237,13 +237,13 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 }
 
 const struct fuse_lowlevel_ops fs__ops = {
-    .init = op_init,
-    .lookup = op_lookup,
-    .getattr = op_getattr,
-    .opendir = op_opendir,
-    .readdir = op_readdir,
-    .open = op_open,
-    .read = op_read,
-    .release = op_release,
-    .statfs = op_statfs,
+	.init = op_init,
+	.lookup = op_lookup,
+	.getattr = op_getattr,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.open = op_open,
+	.read = op_read,
+	.release = op_release,
+	.statfs = op_statfs,
 };

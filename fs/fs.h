@@ -19,6 +19,13 @@ struct fs_opts {
 	char *mountpoint;
 	char *cache_dir;
 	char *name;
+	char **mirrors; /* -o mirror=URL, repeatable */
+	unsigned nmirrors;
+	char **headers; /* -o header="Name: value", repeatable */
+	unsigned nheaders;
+	char *cafile;
+	char *proxy;
+	bool insecure;
 	unsigned lanes;
 	unsigned connect_timeout_s;
 	unsigned read_timeout_s;

@@ -20,7 +20,7 @@ enum fs_log_level { FS_LOG_ERR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };
 /* Sends log lines to stderr (foreground) or syslog (daemon). */
 void fs__log_init(bool to_stderr, enum fs_log_level level);
 void fs__log(enum fs_log_level level, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+	__attribute__((format(printf, 2, 3)));
 /* Adapters for the modules' log callbacks. */
 void fs__log_cache(void *ctx, enum cache_log_level level, const char *msg);
 void fs__log_fetch(void *ctx, enum fetch_log_level level, const char *msg);
@@ -83,6 +83,9 @@ struct fs_engine_config {
 int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 		   struct fs_blob *blobs, uint32_t nblobs,
 		   struct fs_engine **out);
+
+/* Frees a blob table and the strings it owns; NULL is a no-op. */
+void fs__blobs_free(struct fs_blob *blobs, uint32_t n);
 
 /* Starts the transfer thread. */
 int fs__engine_start(struct fs_engine *e);

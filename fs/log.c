@@ -5,10 +5,39 @@
 #include <syslog.h>
 #include <time.h>
 
+#include <fuse_log.h>
+#include <string.h>
+
 #include "fs/fs_int.h"
 
 static bool log_stderr = true;
 static enum fs_log_level log_level = FS_LOG_INFO;
+
+/* libfuse's messages ("fuse: unknown option(s): ...") take our path, so
+ * that the terminal sees one pacefs line and the daemon's go to syslog.
+ * libfuse builds one line from several calls: collect up to the newline. */
+static void log_fuse(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	static _Thread_local char line[1024];
+	static _Thread_local size_t used;
+	const char *text = line;
+
+	vsnprintf(line + used, sizeof(line) - used, fmt, ap);
+	used = strlen(line);
+	if (used == 0 || (line[used - 1] != '\n' && used < sizeof(line) - 1))
+		return;
+	while (used > 0 && line[used - 1] == '\n')
+		line[--used] = '\0';
+	if (strncmp(text, "fuse: ", 6) == 0)
+		text += 6;
+	fs__log(level <= FUSE_LOG_ERR	    ? FS_LOG_ERR
+		: level == FUSE_LOG_WARNING ? FS_LOG_WARN
+		: level == FUSE_LOG_DEBUG   ? FS_LOG_DEBUG
+					    : FS_LOG_INFO,
+		"%s", text);
+	used = 0;
+	line[0] = '\0';
+}
 
 void fs__log_init(bool to_stderr, enum fs_log_level level)
 {
@@ -16,6 +45,7 @@ void fs__log_init(bool to_stderr, enum fs_log_level level)
 	log_level = level;
 	if (!to_stderr)
 		openlog("pacefs", LOG_PID, LOG_DAEMON);
+	fuse_set_log_func(log_fuse);
 }
 
 void fs__log(enum fs_log_level level, const char *fmt, ...)

@@ -23,22 +23,32 @@ enum {
 	KEY_LANES,
 	KEY_CONNECT_TIMEOUT,
 	KEY_READ_TIMEOUT,
+	KEY_MIRROR,
+	KEY_HEADER,
+	KEY_CAFILE,
+	KEY_PROXY,
+	KEY_INSECURE,
 };
 
 static const struct fuse_opt opt_spec[] = {
-    FUSE_OPT_KEY("-h", KEY_HELP),
-    FUSE_OPT_KEY("--help", KEY_HELP),
-    FUSE_OPT_KEY("-V", KEY_VERSION),
-    FUSE_OPT_KEY("--version", KEY_VERSION),
-    FUSE_OPT_KEY("-f", KEY_FOREGROUND),
-    FUSE_OPT_KEY("-d", KEY_DEBUG),
-    FUSE_OPT_KEY("debug", KEY_DEBUG),
-    FUSE_OPT_KEY("cache_dir=", KEY_CACHE_DIR),
-    FUSE_OPT_KEY("name=", KEY_NAME),
-    FUSE_OPT_KEY("lanes=", KEY_LANES),
-    FUSE_OPT_KEY("connect_timeout=", KEY_CONNECT_TIMEOUT),
-    FUSE_OPT_KEY("read_timeout=", KEY_READ_TIMEOUT),
-    FUSE_OPT_END,
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("-V", KEY_VERSION),
+	FUSE_OPT_KEY("--version", KEY_VERSION),
+	FUSE_OPT_KEY("-f", KEY_FOREGROUND),
+	FUSE_OPT_KEY("-d", KEY_DEBUG),
+	FUSE_OPT_KEY("debug", KEY_DEBUG),
+	FUSE_OPT_KEY("cache_dir=", KEY_CACHE_DIR),
+	FUSE_OPT_KEY("name=", KEY_NAME),
+	FUSE_OPT_KEY("lanes=", KEY_LANES),
+	FUSE_OPT_KEY("connect_timeout=", KEY_CONNECT_TIMEOUT),
+	FUSE_OPT_KEY("read_timeout=", KEY_READ_TIMEOUT),
+	FUSE_OPT_KEY("mirror=", KEY_MIRROR),
+	FUSE_OPT_KEY("header=", KEY_HEADER),
+	FUSE_OPT_KEY("cafile=", KEY_CAFILE),
+	FUSE_OPT_KEY("proxy=", KEY_PROXY),
+	FUSE_OPT_KEY("insecure", KEY_INSECURE),
+	FUSE_OPT_END,
 };
 
 struct parse_state {
@@ -49,7 +59,7 @@ struct parse_state {
 };
 
 static int parse_error(struct parse_state *s, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+	__attribute__((format(printf, 2, 3)));
 
 static int parse_error(struct parse_state *s, const char *fmt, ...)
 {
@@ -97,6 +107,40 @@ static int set_string(struct parse_state *s, const char *arg, char **field)
 	return 0;
 }
 
+/* Appends the value of "key=value" to a list of strings. */
+static int add_string(struct parse_state *s, const char *arg, char ***list,
+		      unsigned *n)
+{
+	char **grown;
+	char *v = NULL;
+
+	if (set_string(s, arg, &v) != 0)
+		return -1;
+	grown = realloc(*list, (*n + 1) * sizeof(**list));
+	if (grown == NULL) {
+		free(v);
+		return parse_error(s, "out of memory");
+	}
+	grown[(*n)++] = v;
+	*list = grown;
+	return 0;
+}
+
+/* A header must be "Name: value" on one line, with a token for a name. */
+static int check_header(struct parse_state *s, const char *h)
+{
+	const char *colon = strchr(h, ':');
+
+	if (colon == NULL || colon == h ||
+	    strcspn(h, " \t\r\n") < (size_t)(colon - h) ||
+	    strpbrk(h, "\r\n") != NULL)
+		return parse_error(s,
+				   "option header: '%.*s...' is not 'Name: "
+				   "value' on one line",
+				   (int)(colon != NULL ? colon - h : 20), h);
+	return 0;
+}
+
 static int opt_proc(void *data, const char *arg, int key,
 		    struct fuse_args *outargs)
 {
@@ -128,6 +172,19 @@ static int opt_proc(void *data, const char *arg, int key,
 		return parse_uint(s, arg, 1, 3600, &o->connect_timeout_s);
 	case KEY_READ_TIMEOUT:
 		return parse_uint(s, arg, 1, 86400, &o->read_timeout_s);
+	case KEY_MIRROR:
+		return add_string(s, arg, &o->mirrors, &o->nmirrors);
+	case KEY_HEADER:
+		if (add_string(s, arg, &o->headers, &o->nheaders) != 0)
+			return -1;
+		return check_header(s, o->headers[o->nheaders - 1]);
+	case KEY_CAFILE:
+		return set_string(s, arg, &o->cafile);
+	case KEY_PROXY:
+		return set_string(s, arg, &o->proxy);
+	case KEY_INSECURE:
+		o->insecure = true;
+		return 0;
 	case FUSE_OPT_KEY_NONOPT:
 		if (o->url == NULL) {
 			o->url = strdup(arg);
@@ -186,6 +243,14 @@ void fs_opts_free(struct fs_opts *o)
 	free(o->mountpoint);
 	free(o->cache_dir);
 	free(o->name);
+	for (unsigned i = 0; i < o->nmirrors; i++)
+		free(o->mirrors[i]);
+	free(o->mirrors);
+	for (unsigned i = 0; i < o->nheaders; i++)
+		free(o->headers[i]);
+	free(o->headers);
+	free(o->cafile);
+	free(o->proxy);
 	memset(o, 0, sizeof(*o));
 }
 

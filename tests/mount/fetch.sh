@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# fetch.sh: pacefs against nginx over HTTPS with a CA the test makes, over
+# HTTP/2, through redirects, with two mirrors (and one that disagrees), and
+# with a request header the origin requires; every read compares bytes.
+set -euo pipefail
+# shellcheck source=tests/lib.sh
+source "$(dirname "$0")/../lib.sh"
+t_require_mount
+
+WWW=$T_TMP/www
+PKI=$T_TMP/pki
+mkdir -p "$WWW/files" "$WWW/auth" "$WWW/other" "$PKI"
+SIZE=$((5 * 1048576 + 4321))
+gen_file "$WWW/files/blob.bin" "$SIZE" 41
+cp "$WWW/files/blob.bin" "$WWW/auth/blob.bin"
+gen_file "$WWW/other/blob.bin" $((SIZE + 1)) 42
+
+# A CA and a server certificate for 127.0.0.1, made for this run only.
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=pacefs test CA" \
+	-keyout "$PKI/ca.key" -out "$PKI/ca.pem" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+	-keyout "$PKI/server.key" -out "$PKI/server.csr" 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\n' >"$PKI/ext.cnf"
+openssl x509 -req -in "$PKI/server.csr" -CA "$PKI/ca.pem" -CAkey "$PKI/ca.key" \
+	-CAcreateserial -days 2 -extfile "$PKI/ext.cnf" -out "$PKI/server.pem" 2>/dev/null
+
+# One nginx, two servers: TLS with HTTP/2, and plain HTTP with a redirect,
+# a second path to the same file (a mirror) and a path that needs a header.
+PREFIX=$T_TMP/nginx
+mkdir -p "$PREFIX/tmp"
+start_nginx() {
+	local i
+	for _ in 1 2 3 4 5; do
+		TLS_PORT=$(free_port)
+		HTTP_PORT=$(free_port)
+		[ "$TLS_PORT" != "$HTTP_PORT" ] || continue
+		cat >"$PREFIX/nginx.conf" <<-EOF
+			user root;
+			daemon off;
+			worker_processes 1;
+			pid $PREFIX/nginx.pid;
+			error_log $PREFIX/error.log info;
+			events { worker_connections 256; }
+			http {
+			    default_type application/octet-stream;
+			    sendfile on;
+			    client_body_temp_path $PREFIX/tmp/body;
+			    proxy_temp_path $PREFIX/tmp/proxy;
+			    fastcgi_temp_path $PREFIX/tmp/fastcgi;
+			    uwsgi_temp_path $PREFIX/tmp/uwsgi;
+			    scgi_temp_path $PREFIX/tmp/scgi;
+			    log_format pacefs '\$server_port \$request_method \$uri \$status \$server_protocol "\$http_range" "\$http_if_range"';
+			    access_log $PREFIX/access.log pacefs;
+			    server {
+			        listen 127.0.0.1:$TLS_PORT ssl http2;
+			        ssl_certificate $PKI/server.pem;
+			        ssl_certificate_key $PKI/server.key;
+			        root $WWW;
+			    }
+			    server {
+			        listen 127.0.0.1:$HTTP_PORT;
+			        root $WWW;
+			        location = /moved/blob.bin { return 302 /files/blob.bin; }
+			        location /mirror2/ { alias $WWW/files/; }
+			        location /auth/ {
+			            if (\$http_x_pacefs_token != "s3cret") { return 403; }
+			        }
+			    }
+			}
+		EOF
+		/usr/sbin/nginx -e "$PREFIX/error.log" -p "$PREFIX" -c "$PREFIX/nginx.conf" \
+			</dev/null >>"$PREFIX/nginx.out" 2>&1 &
+		NGINX_PID=$!
+		T_NGINX_PIDS+=("$NGINX_PID")
+		for i in $(seq 1 100); do
+			kill -0 "$NGINX_PID" 2>/dev/null || break
+			if curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$HTTP_PORT/files/blob.bin"; then
+				return 0
+			fi
+			sleep 0.05
+		done
+		nginx_stop "$NGINX_PID"
+	done
+	echo "fetch.sh: nginx did not start: $(tail -n 3 "$PREFIX/error.log")" >&2
+	return 1
+}
+start_nginx
+HTTPS=https://127.0.0.1:$TLS_PORT
+HTTP=http://127.0.0.1:$HTTP_PORT
+SRC=$WWW/files/blob.bin
+N=0
+
+# try_mount NAME ARGS...: mounts with a fresh cache, compares the whole file
+# and a few hundred random preads, unmounts.
+try_mount() {
+	local name=$1 mnt file
+	shift
+	N=$((N + 1))
+	mnt=$T_TMP/mnt-$N
+	mkdir -p "$mnt"
+	if ! mount_pacefs -o "cache_dir=$T_TMP/cache-$N,read_timeout=20" "$@" "$mnt"; then
+		t_fail "$name" "mount failed: $T_MOUNT_ERR"
+		return 0
+	fi
+	file=$(find "$mnt" -maxdepth 1 -type f | head -n 1)
+	t_check "$name: sequential bytes" "$READCMP" seq "$file" "$SRC"
+	t_check "$name: random preads" "$READCMP" random "$file" "$SRC" 200 $N
+	umount_pacefs "$mnt"
+}
+
+# requests PORT PATH: how many range GETs nginx logged for PATH on PORT.
+requests() {
+	awk -v p="$1" -v u="$2" '$1 == p && $2 == "GET" && $3 == u && $6 != "\"\"" { n++ } END { print n + 0 }' \
+		"$PREFIX/access.log"
+}
+
+# HTTPS with the test's CA, then HTTP/2 on it.
+try_mount "https with cafile" -o "cafile=$PKI/ca.pem" "$HTTPS/files/blob.bin"
+h2=$(awk -v p="$TLS_PORT" '$1 == p && $6 != "\"\"" && $5 == "HTTP/2.0"' "$PREFIX/access.log" | wc -l)
+if [ "$h2" -gt 0 ]; then
+	t_pass "range requests over HTTP/2 ($h2)"
+else
+	t_fail "range requests over HTTP/2" "no HTTP/2.0 range request in the log: $(tail -n 3 "$PREFIX/access.log")"
+fi
+# Every range request pinned the validator.
+unpinned=$(awk '$6 != "\"\"" && $7 == "\"\""' "$PREFIX/access.log" | wc -l)
+t_eq "every range request carries If-Range" 0 "$unpinned"
+
+# A certificate nobody vouches for is refused, with one line saying so.
+rc=0
+timeout 30 "$PACEFS" -o "cache_dir=$T_TMP/cache-bad" "$HTTPS/files/blob.bin" "$T_TMP/mnt-1" \
+	</dev/null >/dev/null 2>"$T_TMP/tls.err" || rc=$?
+if [ "$rc" -eq 1 ] && grep -qi 'certificate' "$T_TMP/tls.err" && ! is_mounted "$T_TMP/mnt-1"; then
+	t_pass "unknown CA refused: $(cat "$T_TMP/tls.err")"
+else
+	t_fail "unknown CA refused" "exit $rc: $(cat "$T_TMP/tls.err")"
+fi
+try_mount "https with insecure" -o insecure "$HTTPS/files/blob.bin"
+if grep -qi 'insecure' <<<"$T_MOUNT_ERR"; then
+	t_pass "insecure is logged at mount"
+else
+	t_fail "insecure is logged at mount" "no line mentions it"
+fi
+
+# A redirect is followed once, at the probe; the transfers go to the final
+# URL, and the file keeps the name the user gave.
+before=$(requests "$HTTP_PORT" /moved/blob.bin)
+try_mount "redirect" "$HTTP/moved/blob.bin"
+t_eq "only the probe went to the redirecting URL" $((before + 1)) "$(requests "$HTTP_PORT" /moved/blob.bin)"
+
+# A request header the origin requires, sent on every request.
+rc=0
+timeout 30 "$PACEFS" -o "cache_dir=$T_TMP/cache-noauth" "$HTTP/auth/blob.bin" "$T_TMP/mnt-1" \
+	</dev/null >/dev/null 2>"$T_TMP/auth.err" || rc=$?
+if [ "$rc" -eq 1 ] && grep -q '403' "$T_TMP/auth.err"; then
+	t_pass "without the header: 403 named"
+else
+	t_fail "without the header: 403 named" "exit $rc: $(cat "$T_TMP/auth.err")"
+fi
+try_mount "with -o header" -o "header=X-Pacefs-Token: s3cret" "$HTTP/auth/blob.bin"
+rc=0
+timeout 30 "$PACEFS" -o "header=no colon here" "$HTTP/auth/blob.bin" "$T_TMP/mnt-1" \
+	</dev/null >/dev/null 2>"$T_TMP/hdr.err" || rc=$?
+if [ "$rc" -eq 1 ] && grep -q 'option header' "$T_TMP/hdr.err"; then
+	t_pass "malformed header refused"
+else
+	t_fail "malformed header refused" "exit $rc: $(cat "$T_TMP/hdr.err")"
+fi
+
+# Two mirrors of one blob: both serve ranges.
+a0=$(requests "$HTTP_PORT" /files/blob.bin)
+b0=$(requests "$HTTP_PORT" /mirror2/blob.bin)
+try_mount "two mirrors" -o "mirror=$HTTP/mirror2/blob.bin,lanes=4" "$HTTP/files/blob.bin"
+a1=$(requests "$HTTP_PORT" /files/blob.bin)
+b1=$(requests "$HTTP_PORT" /mirror2/blob.bin)
+if [ $((a1 - a0)) -gt 1 ] && [ $((b1 - b0)) -gt 1 ]; then
+	t_pass "both mirrors served ranges ($((a1 - a0)) and $((b1 - b0)) requests)"
+else
+	t_fail "both mirrors served ranges" "primary $((a1 - a0)), mirror $((b1 - b0)) requests"
+fi
+
+# A mirror whose size disagrees is left out, with a log line, never used.
+o0=$(requests "$HTTP_PORT" /other/blob.bin)
+try_mount "disagreeing mirror" -o "mirror=$HTTP/other/blob.bin" "$HTTP/files/blob.bin"
+o1=$(requests "$HTTP_PORT" /other/blob.bin)
+t_eq "the disagreeing mirror got only its probe" 1 $((o1 - o0))
+if grep -q "mirror $HTTP/other/blob.bin not used: its size" <<<"$T_MOUNT_ERR"; then
+	t_pass "the disagreeing mirror is named in the log"
+else
+	t_fail "the disagreeing mirror is named in the log" "stderr: $T_MOUNT_ERR"
+fi
+
+nginx_stop "$NGINX_PID"
+t_done
