@@ -41,6 +41,7 @@
 /* Saturation: a source whose lanes together give less than this share of
  * lanes x per-connection rate is at its shaping cap. */
 #define SAT_PCT 85
+#define SLOW_FACTOR 8
 
 enum lane_state {
 	LANE_IDLE,	 /* no request open */
@@ -140,7 +141,8 @@ struct pace {
 	struct wait *waits;
 	uint32_t n_sources, n_blobs; /* high-water marks */
 	uint32_t n_readers, n_waits;
-	uint32_t rr; /* round-robin start among readers */
+	uint32_t rr;  /* round-robin start among readers */
+	uint32_t wrr; /* round-robin start among waits */
 	struct pace_stats stats;
 };
 
@@ -881,13 +883,21 @@ static double marginal_gain(const struct source *s, uint64_t best_peak)
 	double now = n * g < cap ? n * g : cap;
 	double next = (n + 1) * g < cap ? (n + 1) * g : cap;
 
+	/* A saturated source keeps one lane beyond its cap's share, up to
+	 * the count seen at full rate: it covers the round trip between
+	 * one request and the next. */
+	if (next - now <= 0 && s->saturated && s->lanes <= s->n_ok)
+		return 1.0;
 	return next - now;
 }
 
 /* The source a new request on blob should use, or PACE_NONE: greedy by
  * marginal gain; a source whose next lane adds nothing gets none, unless
- * the blob has no lane at all. */
-static uint32_t pick_source(struct pace *p, uint32_t blob)
+ * the blob has no lane at all or the bytes are urgent (a waiting read, a
+ * collapsed lane's range). A source far slower than the best one (under
+ * 1/SLOW_FACTOR of its per-connection rate) is used only when nothing
+ * else serves the blob: its lane would sit on the critical path. */
+static uint32_t pick_source(struct pace *p, uint32_t blob, bool urgent)
 {
 	struct blob *b = &p->blobs[blob];
 	uint32_t best = PACE_NONE, lanes_on_blob = 0;
@@ -920,14 +930,16 @@ static uint32_t pick_source(struct pace *p, uint32_t blob)
 				continue;
 			/* Pass 0 avoids collapsed sources; pass 1 takes
 			 * them when nothing else can serve the blob. */
-			if (pass == 0 && s->collapsed_until > p->now)
+			if (pass == 0 && (s->collapsed_until > p->now ||
+					  (s->peak && s->peak * SLOW_FACTOR <
+							      best_peak)))
 				continue;
 			if (pass == 1 && lanes_on_blob > 0)
 				continue;
 			g = marginal_gain(s, best_peak);
 			if (s->caps != PACE_CAPS_FULL)
 				g *= 0.5; /* full sources first */
-			if (g <= 0 && lanes_on_blob > 0)
+			if (g <= 0 && lanes_on_blob > 0 && !urgent)
 				continue;
 			if (best == PACE_NONE || g > best_gain * 1.02 ||
 			    (g >= best_gain * 0.98 &&
@@ -1131,7 +1143,7 @@ static void measure(struct pace *p)
  * both end together, past the victim's frontier, never emptying it and
  * never below min_request. Writes SET_END and START. */
 static int steal(struct pace *p, struct lane *t, struct pace_action *a,
-		 size_t room)
+		 size_t room, bool collapsed_only)
 {
 	const struct pace_config *c = &p->cfg;
 	struct lane *v = NULL;
@@ -1151,8 +1163,19 @@ static int steal(struct pace *p, struct lane *t, struct pace_action *a,
 			continue;
 		if (l->end - l->frontier < c->min_request + c->align)
 			continue;
-		if (!l->collapsed && l->nsamples == 0)
+		if (!l->collapsed && (l->nsamples == 0 || collapsed_only))
 			continue;
+		/* The tail must still be wanted: inside its reader's window
+		 * now, or part of a read that waits. */
+		if (!l->demand) {
+			const struct reader *r = l->reader != PACE_NONE
+							 ? &p->readers[l->reader]
+							 : NULL;
+
+			if (!r || !r->used ||
+			    l->end > sat_add(r->cursor, r->w))
+				continue;
+		}
 		eta = (double)(l->end - l->frontier) /
 		      (double)max64(l->rate, 1);
 		if (l->collapsed)
@@ -1164,11 +1187,21 @@ static int steal(struct pace *p, struct lane *t, struct pace_action *a,
 	}
 	if (!v)
 		return 0;
-	src = pick_source(p, v->blob);
+	src = pick_source(p, v->blob, v->collapsed);
 	if (src == PACE_NONE)
 		return 0;
 	rv = (double)max64(v->rate, 1);
-	rt = (double)max64(expected_rate(p, src), 1);
+	rt = (double)expected_rate(p, src);
+	if (rt <= 0) {
+		/* An untried source: assume it as good as the best known. */
+		const struct blob *b = &p->blobs[v->blob];
+
+		rt = rv;
+		for (uint32_t i = b->first_src; i != PACE_NONE;
+		     i = p->sources[i].next)
+			if ((double)p->sources[i].peak > rt)
+				rt = (double)p->sources[i].peak;
+	}
 	lat = (double)p->sources[src].lat_est / (double)SEC;
 	rem = (double)(v->end - v->frontier);
 	k = rv * (lat * rt + rem) / (rv + rt);
@@ -1244,8 +1277,9 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 		yields++;
 	}
 
-	/* Demand first. */
-	for (uint32_t wi = 0; wi < p->n_waits; wi++) {
+	/* Demand first, waits taking turns so that none starves. */
+	for (uint32_t k = 0, nw = p->n_waits; k < nw; k++) {
+		uint32_t wi = (p->wrr + k) % nw;
 		struct wait *w = &p->waits[wi];
 		struct blob *b;
 
@@ -1259,13 +1293,25 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 
 			x = pace__ranges_next_missing(&b->held, a0);
 			o = x < w->end ? owner_of(p, w->blob, x) : NULL;
+			/* A read waits on a collapsed lane: take its range
+			 * back now (received bytes are kept). */
+			if (o && o->collapsed &&
+			    !caps_stream(p->sources[o->source].caps)) {
+				if (n == cap)
+					return n;
+				lane_cancel(p, o, &acts[n++]);
+				o->reclaimed = true;
+				p->stats.reclaims++;
+				continue;
+			}
 			/* The bytes wanted lie far down a lane's range: split
 			 * them off rather than wait for the lane to get
 			 * there. */
 			if (o && !caps_stream(p->sources[o->source].caps) &&
 			    x >= o->frontier + 2 * c->min_request &&
 			    align_down(x, c->align) > o->frontier &&
-			    idle_lane(p) && pick_source(p, w->blob) != PACE_NONE) {
+			    idle_lane(p) &&
+			    pick_source(p, w->blob, true) != PACE_NONE) {
 				if (n == cap)
 					return n;
 				o->end = align_down(x, c->align);
@@ -1275,7 +1321,7 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 			x = first_free(p, w->blob, a0, w->end, &ge);
 			if (x >= w->end)
 				break;
-			src = pick_source(p, w->blob);
+			src = pick_source(p, w->blob, true);
 			l = idle_lane(p);
 			if (src != PACE_NONE && l) {
 				if (n == cap)
@@ -1284,6 +1330,7 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 						UINT64_MAX);
 				lane_start(p, l, w->blob, src, x, e, w->reader,
 					   wi, &acts[n++]);
+				p->wrr = wi + 1;
 				continue;
 			}
 			if (l || src == PACE_NONE)
@@ -1300,6 +1347,19 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 			lane_cancel(p, l, &acts[n++]);
 			break;
 		}
+	}
+
+	/* Collapsed lanes give their ranges up before anyone reads ahead. */
+	for (;;) {
+		struct lane *l = idle_lane(p);
+		int k;
+
+		if (!l)
+			break;
+		k = steal(p, l, acts + n, cap - n, true);
+		if (k == 0)
+			break;
+		n += (size_t)k;
 	}
 
 	/* Read-ahead inside each reader's window: deficit round robin over
@@ -1328,7 +1388,8 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 					       align_down(r->cursor, c->align),
 					       wend, &ge);
 				l = idle_lane(p);
-				src = x < wend && l ? pick_source(p, r->blob)
+				src = x < wend && l ? pick_source(p, r->blob,
+								  false)
 						    : PACE_NONE;
 				if (src == PACE_NONE) {
 					r->deficit = 0;
@@ -1376,7 +1437,7 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 
 		if (!l)
 			break;
-		k = steal(p, l, acts + n, cap - n);
+		k = steal(p, l, acts + n, cap - n, false);
 		if (k == 0)
 			break;
 		n += (size_t)k;

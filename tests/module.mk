@@ -2,7 +2,7 @@
 # links only the libraries it tests; the pacing ones link libpacing alone,
 # which proves the module is pure.
 TEST_BINS := $(BUILD)/tests/test_pacing $(BUILD)/tests/test_cache \
-	$(BUILD)/tests/test_fetch $(BUILD)/tests/test_fs
+	$(BUILD)/tests/test_fetch $(BUILD)/tests/test_fs $(BUILD)/tests/sim
 
 $(BUILD)/tests/test_pacing: $(BUILD)/tests/unit/test_pacing.o $(BUILD)/libpacing.a
 	@mkdir -p $(dir $@)
