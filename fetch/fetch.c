@@ -196,20 +196,32 @@ static size_t lane_check_head(struct fetch_lane *l)
 	if (status != 206) {
 		enum fetch_outcome o = fetch_classify_status(status);
 
-		if (status == 200)
+		if (status == 200) {
+			/* With If-Range sent, a 200 says the blob changed. */
+			l->res.blob_changed = l->validator != NULL &&
+					      l->validator[0] != '\0';
 			return lane_abort(l, o,
 					  "%s: HTTP 200 to a range request "
-					  "(the blob changed or Range is "
-					  "ignored)",
-					  l->url);
+					  "(%s)",
+					  l->url,
+					  l->res.blob_changed
+						  ? "the blob changed"
+						  : "Range is ignored");
+		}
 		return lane_abort(l, o, "%s: HTTP %ld", l->url, status);
 	}
 	if (!l->cr_seen)
 		return lane_abort(l, FETCH_FATAL,
 				  "%s: 206 without a valid Content-Range",
 				  l->url);
-	if (l->cr_start != l->start || l->cr_end + 1 != l->asked_end ||
-	    l->cr_total != l->size)
+	if (l->cr_total != l->size) {
+		l->res.blob_changed = true;
+		return lane_abort(l, FETCH_FATAL,
+				  "%s: the blob changed: its size is now "
+				  "%" PRIu64 ", not %" PRIu64,
+				  l->url, l->cr_total, l->size);
+	}
+	if (l->cr_start != l->start || l->cr_end + 1 != l->asked_end)
 		return lane_abort(l, FETCH_FATAL,
 				  "%s: Content-Range %" PRIu64 "-%" PRIu64
 				  "/%" PRIu64 " does not match the request "
@@ -219,11 +231,13 @@ static size_t lane_check_head(struct fetch_lane *l)
 	validator = l->validator;
 	if (validator != NULL && validator[0] != '\0' &&
 	    strcmp(validator, l->etag) != 0 &&
-	    strcmp(validator, l->last_modified) != 0)
+	    strcmp(validator, l->last_modified) != 0) {
+		l->res.blob_changed = true;
 		return lane_abort(l, FETCH_FATAL,
-				  "%s: validator changed (ETag '%s', "
-				  "Last-Modified '%s', expected '%s')",
+				  "%s: the blob changed: ETag '%s', "
+				  "Last-Modified '%s', expected '%s'",
 				  l->url, l->etag, l->last_modified, validator);
+	}
 	l->checked = true;
 	return 1;
 }

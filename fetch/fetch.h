@@ -46,6 +46,8 @@ struct fetch_result {
 	long status;		 /* HTTP status, 0 if none was received */
 	uint64_t retry_after_ms; /* from Retry-After; 0 if none */
 	uint64_t received;	 /* body bytes passed to on_data */
+	bool blob_changed;	 /* FETCH_FATAL because the source now serves
+				    another version (validator or size) */
 	char reason[256];	 /* for the log: step and cause */
 };
 

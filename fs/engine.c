@@ -102,6 +102,8 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 	    li.blob >= e->nblobs)
 		goto out;
 	b = &e->blobs[li.blob];
+	if (b->changed)
+		goto out; /* bytes of a version being dropped: never cached */
 	/* Copy block by block; stop crediting at the first block that has no
 	 * buffer, so that the scheduler sees those bytes as missing. */
 	while (credited_end < end) {
@@ -165,6 +167,27 @@ out:
 	pthread_mutex_unlock(&e->mu);
 }
 
+/* The blob's primary source serves another version now: its reads fail
+ * until a remount, which takes the new version; the two never mix. Caller
+ * holds e->mu. */
+static void blob_changed(struct fs_engine *e, uint32_t lane,
+			 const struct fetch_result *res)
+{
+	struct pace_lane_info li;
+	struct fs_blob *b;
+
+	if (pace_lane_info(e->pace, lane, &li) != 0 || !li.busy ||
+	    li.blob >= e->nblobs)
+		return;
+	b = &e->blobs[li.blob];
+	if (b->changed || b->nsources == 0 || b->sources[0].pace_id != li.source)
+		return; /* a mirror: the scheduler excludes it */
+	b->changed = true;
+	fs__log(FS_LOG_ERR,
+		"%s: %s; its reads fail with EIO until it is remounted",
+		b->name, res->reason);
+}
+
 static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 {
 	struct fs_engine *e = ctx;
@@ -174,6 +197,8 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 							: FS_LOG_ERR,
 			"lane %u: %s", lane, res->reason);
 	pthread_mutex_lock(&e->mu);
+	if (res->blob_changed)
+		blob_changed(e, lane, res);
 	pace_on_done(e->pace, lane, pace_outcome_of(res->outcome),
 		     res->retry_after_ms * 1000000u, fs__now_ns());
 	pthread_cond_broadcast(&e->cv);
@@ -433,7 +458,8 @@ static int wait_held(struct fs_engine *e, uint32_t b, uint32_t reader,
 	if (rc != 0)
 		return rc;
 	fetch_wake(e->fetch);
-	while ((rc = pace_wait_state(e->pace, w, now)) == -EINPROGRESS) {
+	while ((rc = pace_wait_state(e->pace, w, now)) == -EINPROGRESS &&
+	       !e->blobs[b].changed) {
 		uint64_t until = now + 1000000000u;
 		struct timespec ts = {
 			.tv_sec = (time_t)(until / 1000000000u),
@@ -444,6 +470,8 @@ static int wait_held(struct fs_engine *e, uint32_t b, uint32_t reader,
 		now = fs__now_ns();
 	}
 	pace_wait_end(e->pace, w);
+	if (e->blobs[b].changed)
+		return -EIO; /* logged once, where it was seen */
 	if (rc == -ETIMEDOUT)
 		fs__log(FS_LOG_ERR,
 			"%s: read of bytes %" PRIu64 "-%" PRIu64
@@ -503,6 +531,31 @@ static int copy_held(struct fs_engine *e, uint32_t b, uint64_t off, size_t len,
 	return 0;
 }
 
+/* Drops the cached bytes of a blob that changed on the origin, once, from
+ * a reader's thread (never the transfer thread, which must not commit).
+ * Returns -EIO for the read that asked. */
+static int drop_changed(struct fs_engine *e, uint32_t b)
+{
+	struct fs_blob *blob = &e->blobs[b];
+	bool first;
+	int rc;
+
+	pthread_mutex_lock(&e->mu);
+	first = !blob->dropped;
+	blob->dropped = true;
+	if (first)
+		pace_blob_forget(e->pace, b, 0, blob->size);
+	pthread_mutex_unlock(&e->mu);
+	if (first) {
+		rc = cache_blob_drop(e->cache, &blob->id);
+		if (rc != 0)
+			fs__log(FS_LOG_ERR,
+				"%s: cannot drop the old version's bytes: %s",
+				blob->name, strerror(-rc));
+	}
+	return -EIO;
+}
+
 long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 		     uint64_t off, size_t len, char *buf)
 {
@@ -514,6 +567,10 @@ long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 		return 0;
 	end = blob->size - off < len ? blob->size : off + len;
 	pthread_mutex_lock(&e->mu);
+	if (blob->changed) {
+		pthread_mutex_unlock(&e->mu);
+		return drop_changed(e, b);
+	}
 	pace_reader_read(e->pace, reader, off, end - off, fs__now_ns());
 	pthread_mutex_unlock(&e->mu);
 	/* A block the cache lost after it was held (a failed commit) is

@@ -43,6 +43,9 @@ struct fs_blob {
 	uint32_t pace_id;
 	struct fs_source *sources;
 	uint32_t nsources;
+	bool changed; /* the origin now serves another version; guarded by
+			 the engine's mu */
+	bool dropped; /* its cached bytes are gone; guarded by mu */
 };
 
 /* A block being assembled from arriving bytes until it is whole. */
