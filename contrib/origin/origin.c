@@ -60,18 +60,18 @@ static const struct {
 	int min_args;
 	int max_args;
 } fault_kinds[FAULT_KIND_COUNT] = {
-    [FAULT_STALL] = {"stall", 1, 1},
-    [FAULT_RESET] = {"reset", 1, 1},
-    [FAULT_STATUS] = {"status", 1, 2},
-    [FAULT_BURST] = {"burst", 2, 2},
-    [FAULT_NORANGE] = {"norange", 0, 0},
-    [FAULT_BADRANGE] = {"badrange", 0, 0},
-    [FAULT_SHORT] = {"short", 1, 1},
-    [FAULT_ETAG_CHANGE] = {"etag-change", 1, 1},
-    [FAULT_CONTENT_CHANGE] = {"content-change", 1, 1},
-    [FAULT_SLOWFIRST] = {"slowfirst", 1, 1},
-    [FAULT_REFUSE] = {"refuse", 0, 0},
-    [FAULT_RATE] = {"rate", 1, 1},
+	[FAULT_STALL] = {"stall", 1, 1},
+	[FAULT_RESET] = {"reset", 1, 1},
+	[FAULT_STATUS] = {"status", 1, 2},
+	[FAULT_BURST] = {"burst", 2, 2},
+	[FAULT_NORANGE] = {"norange", 0, 0},
+	[FAULT_BADRANGE] = {"badrange", 0, 0},
+	[FAULT_SHORT] = {"short", 1, 1},
+	[FAULT_ETAG_CHANGE] = {"etag-change", 1, 1},
+	[FAULT_CONTENT_CHANGE] = {"content-change", 1, 1},
+	[FAULT_SLOWFIRST] = {"slowfirst", 1, 1},
+	[FAULT_REFUSE] = {"refuse", 0, 0},
+	[FAULT_RATE] = {"rate", 1, 1},
 };
 
 struct fault {
@@ -157,8 +157,8 @@ static uint64_t now_ns(void)
 static void sleep_ns(uint64_t ns)
 {
 	struct timespec ts = {
-	    .tv_sec = (time_t)(ns / NS_PER_SEC),
-	    .tv_nsec = (long)(ns % NS_PER_SEC),
+		.tv_sec = (time_t)(ns / NS_PER_SEC),
+		.tv_nsec = (long)(ns % NS_PER_SEC),
 	};
 
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
@@ -595,7 +595,7 @@ struct head {
 };
 
 static void head_add(struct head *h, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+	__attribute__((format(printf, 2, 3)));
 
 static void head_add(struct head *h, const char *fmt, ...)
 {
@@ -791,7 +791,7 @@ static int entity_open(struct server *srv, const char *path, struct entity *e)
 	snprintf(e->etag, sizeof(e->etag), "\"%" PRIx64 "-%" PRIx64 "-%" PRIx64,
 		 (uint64_t)st.st_size,
 		 (uint64_t)st.st_mtim.tv_sec * NS_PER_SEC +
-		     (uint64_t)st.st_mtim.tv_nsec,
+			 (uint64_t)st.st_mtim.tv_nsec,
 		 (uint64_t)st.st_ino);
 	rc = 0;
 out:
@@ -951,7 +951,8 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 		}
 	}
 	head_end(&h, closing);
-	rc = head_send(c, &h, body > 0);
+	/* slowfirst: the head goes at once, only the body waits. */
+	rc = head_send(c, &h, body > 0 && !(f && f->kind == FAULT_SLOWFIRST));
 	if (rc < 0 || body == 0)
 		goto out;
 	if (f && f->kind == FAULT_SLOWFIRST)
@@ -1304,7 +1305,7 @@ static void usage(FILE *fp)
 }
 
 static void die(const char *fmt, ...)
-    __attribute__((noreturn, format(printf, 1, 2)));
+	__attribute__((noreturn, format(printf, 1, 2)));
 
 static void die(const char *fmt, ...)
 {
@@ -1323,16 +1324,16 @@ static struct server server = {.log_mu = PTHREAD_MUTEX_INITIALIZER};
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"root", required_argument, NULL, 'r'},
-	    {"listen", required_argument, NULL, 'l'},
-	    {"port-file", required_argument, NULL, 'p'},
-	    {"rate", required_argument, NULL, 'R'},
-	    {"latency", required_argument, NULL, 'L'},
-	    {"fault", required_argument, NULL, 'f'},
-	    {"log", required_argument, NULL, 'g'},
-	    {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+		{"root", required_argument, NULL, 'r'},
+		{"listen", required_argument, NULL, 'l'},
+		{"port-file", required_argument, NULL, 'p'},
+		{"rate", required_argument, NULL, 'R'},
+		{"latency", required_argument, NULL, 'L'},
+		{"fault", required_argument, NULL, 'f'},
+		{"log", required_argument, NULL, 'g'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	const char *root = NULL, *listen_at = "127.0.0.1:0", *port_file = NULL;
 	const char *log_path = NULL;
