@@ -1,0 +1,339 @@
+#!/usr/bin/env bash
+# origin.sh: pacefs-origin, the test origin, answers ranges, validators,
+# keep-alive, its rate cap and latency, and every fault kind as its README
+# says, checked with curl alone (no mount, no root needed).
+# shellcheck disable=SC2317 # the trap handler is called indirectly
+set -euo pipefail
+# shellcheck source=tests/lib.sh
+source "$(dirname "$0")/../lib.sh"
+
+ORIGIN_BIN=${PACEFS_ORIGIN:-$(dirname "$PACEFS")/pacefs-origin}
+O_PIDS=()
+
+# o_kill_all: stops every origin this script started (the EXIT and signal
+# traps call it before lib.sh's own cleanup).
+o_kill_all() {
+	local pid
+	for pid in "${O_PIDS[@]}"; do
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	O_PIDS=()
+}
+trap 'o_kill_all; t_cleanup' EXIT
+trap 'o_kill_all; t_on_signal' INT TERM HUP
+
+if ! command -v curl >/dev/null 2>&1; then
+	t_skip_all "curl is missing"
+fi
+if [ ! -x "$ORIGIN_BIN" ]; then
+	t_fail "$T_NAME" "pacefs-origin not found at $ORIGIN_BIN (run make)"
+	t_done
+fi
+
+# o_start NAME ARGS...: starts pacefs-origin on a free port with ARGS and
+# waits for its port file; sets O_PID and O_URL.
+o_start() {
+	local name=$1 i
+	shift
+	rm -f "$T_TMP/$name.port"
+	"$ORIGIN_BIN" --port-file "$T_TMP/$name.port" --log "$T_TMP/$name.log" \
+		"$@" </dev/null >"$T_TMP/$name.out" 2>"$T_TMP/$name.err" &
+	O_PID=$!
+	O_PIDS+=("$O_PID")
+	for i in $(seq 1 100); do
+		if [ -s "$T_TMP/$name.port" ]; then
+			O_URL=http://127.0.0.1:$(cat "$T_TMP/$name.port")
+			return 0
+		fi
+		kill -0 "$O_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "o_start: pacefs-origin $* did not start: $(cat "$T_TMP/$name.err")" >&2
+	return 1
+}
+
+# slice FILE START LEN: bytes [START, START+LEN) of FILE.
+slice() {
+	tail -c +$(($2 + 1)) "$1" | head -c "$3"
+}
+
+# hdr FILE NAME: the value of header NAME in a curl -D dump.
+hdr() {
+	grep -i "^$2:" "$1" | tail -n 1 | cut -d: -f2- | sed 's/^ *//' | tr -d '\r'
+}
+
+# fetch NAME CURL_ARGS...: runs curl with the body in $T_TMP/NAME.body and
+# the head in $T_TMP/NAME.head; sets C_RC (curl's exit), C_CODE (status),
+# C_SIZE (body bytes), C_TTFB and C_TOTAL (seconds).
+fetch() {
+	local name=$1 w
+	shift
+	C_RC=0
+	w=$(curl -sS -o "$T_TMP/$name.body" -D "$T_TMP/$name.head" \
+		-w '%{http_code} %{size_download} %{time_starttransfer} %{time_total}' \
+		"$@" 2>"$T_TMP/$name.cerr") || C_RC=$?
+	read -r C_CODE C_SIZE C_TTFB C_TOTAL <<<"$w"
+}
+
+# between X LO HI: LO <= X <= HI for decimal X.
+between() {
+	awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x >= lo && x <= hi) }'
+}
+
+WWW=$T_TMP/www
+SIZE=1048699
+DIRS="stall reset s503 s429 s500 s403 s410 burst norange badrange short etag content slow refuse rate"
+mkdir -p "$WWW/dir"
+gen_file "$WWW/f.bin" "$SIZE" 71
+gen_file "$WWW/eight.bin" $((8 * 1024 * 1024)) 72
+for d in $DIRS; do
+	mkdir -p "$WWW/$d"
+	cp "$WWW/f.bin" "$WWW/$d/f.bin"
+done
+
+o_start main --root "$WWW" \
+	--fault '/stall/*:stall:65536' \
+	--fault '/reset/*:reset:65536' \
+	--fault '/s503/*:status:503:7' \
+	--fault '/s429/*:status:429:3' \
+	--fault '/s500/*:status:500' \
+	--fault '/s403/*:status:403' \
+	--fault '/s410/*:status:410' \
+	--fault '/burst/*:burst:500:2' \
+	--fault '/norange/*:norange' \
+	--fault '/badrange/*:badrange' \
+	--fault '/short/*:short:1000' \
+	--fault '/etag/*:etag-change:2' \
+	--fault '/content/*:content-change:2' \
+	--fault '/slow/*:slowfirst:300' \
+	--fault '/refuse/*:refuse' \
+	--fault '/rate/*:rate:2M'
+MAIN_PID=$O_PID
+U=$O_URL
+t_eq "prints its address" "$(head -n 1 "$T_TMP/main.out")" "listening on ${U#http://}"
+
+# --- plain serving ---------------------------------------------------------
+
+fetch full "$U/f.bin"
+if [ "$C_CODE" = 200 ] && cmp -s "$T_TMP/full.body" "$WWW/f.bin"; then
+	t_pass "full GET: 200 and equal bytes"
+else
+	t_fail "full GET" "status $C_CODE, $C_SIZE bytes, rc $C_RC"
+fi
+ETAG=$(hdr "$T_TMP/full.head" ETag)
+LM=$(hdr "$T_TMP/full.head" Last-Modified)
+if [[ $ETAG =~ ^\"[0-9a-f]+-[0-9a-f]+-[0-9a-f]+\"$ ]] &&
+	[ "$(hdr "$T_TMP/full.head" Accept-Ranges)" = bytes ] &&
+	[[ $LM =~ ^[A-Z][a-z]{2},\ [0-9]{2}\ [A-Z][a-z]{2}\ [0-9]{4}\ [0-9:]{8}\ GMT$ ]]; then
+	t_pass "validators: ETag $ETAG, Last-Modified $LM, Accept-Ranges bytes"
+else
+	t_fail "validators" "ETag '$ETAG', Last-Modified '$LM'"
+fi
+
+# range_case NAME RANGE START LEN: a 206 with the right bytes and Content-Range.
+range_case() {
+	local name=$1 range=$2 start=$3 len=$4 want cr
+	fetch "$name" -H "Range: bytes=$range" "$U/f.bin"
+	cr=$(hdr "$T_TMP/$name.head" Content-Range)
+	want="bytes $start-$((start + len - 1))/$SIZE"
+	if [ "$C_CODE" = 206 ] && [ "$cr" = "$want" ] &&
+		cmp -s "$T_TMP/$name.body" <(slice "$WWW/f.bin" "$start" "$len"); then
+		t_pass "range bytes=$range: 206, $cr, equal bytes"
+	else
+		t_fail "range bytes=$range" "status $C_CODE, Content-Range '$cr' (want '$want'), $C_SIZE bytes"
+	fi
+}
+range_case range_ab 1000-70999 1000 70000
+range_case range_a 1000000- 1000000 $((SIZE - 1000000))
+range_case range_n -4321 $((SIZE - 4321)) 4321
+range_case range_end 1048600-99999999 1048600 $((SIZE - 1048600))
+
+fetch r416 -H "Range: bytes=$SIZE-" "$U/f.bin"
+t_eq "416 past the end with Content-Range */size" \
+	"$C_CODE $(hdr "$T_TMP/r416.head" Content-Range)" "416 bytes */$SIZE"
+
+fetch ifr_bad -H 'Range: bytes=0-9' -H 'If-Range: "0-0-0"' "$U/f.bin"
+t_eq "If-Range with another ETag: 200, full body" "$C_CODE $C_SIZE" "200 $SIZE"
+fetch ifr_ok -H 'Range: bytes=0-9' -H "If-Range: $ETAG" "$U/f.bin"
+t_eq "If-Range with the ETag: 206" "$C_CODE $C_SIZE" "206 10"
+fetch ifr_date -H 'Range: bytes=0-9' -H "If-Range: $LM" "$U/f.bin"
+t_eq "If-Range with Last-Modified: 206" "$C_CODE $C_SIZE" "206 10"
+fetch ifr_old -H 'Range: bytes=0-9' -H 'If-Range: Sun, 06 Nov 1994 08:49:37 GMT' "$U/f.bin"
+t_eq "If-Range with an older date: 200, full body" "$C_CODE $C_SIZE" "200 $SIZE"
+
+fetch head -I "$U/f.bin"
+t_eq "HEAD: 200, Content-Length, ETag, no body" \
+	"$C_CODE $(hdr "$T_TMP/head.head" Content-Length) $(hdr "$T_TMP/head.head" ETag) $C_SIZE" \
+	"200 $SIZE $ETAG 0"
+
+if curl -sv -o /dev/null -o /dev/null "$U/f.bin" "$U/f.bin" 2>&1 | grep -q 'Re-using existing connection'; then
+	t_pass "keep-alive: two requests on one connection"
+else
+	t_fail "keep-alive" "curl did not re-use the connection"
+fi
+if curl -sv -H 'Connection: close' -o /dev/null -o /dev/null "$U/f.bin" "$U/f.bin" 2>&1 |
+	grep -q 'Re-using existing connection'; then
+	t_fail "Connection: close" "the connection was re-used"
+else
+	t_pass "Connection: close is honoured"
+fi
+
+fetch dotdot --path-as-is "$U/../$(basename "$T_TMP")/www/f.bin"
+t_eq "'..' in the path: 404" "$C_CODE" 404
+fetch dotdot_enc "$U/%2e%2e/etc/passwd"
+t_eq "encoded '..' in the path: 404" "$C_CODE" 404
+fetch dir "$U/dir/"
+t_eq "a directory: 404" "$C_CODE" 404
+fetch missing "$U/nope.bin"
+t_eq "a missing file: 404" "$C_CODE" 404
+
+if grep -qx "GET /f.bin bytes=1000-70999 206 70000 -" "$T_TMP/main.log"; then
+	t_pass "the log has method path range status bytes fault"
+else
+	t_fail "log line" "no 'GET /f.bin bytes=1000-70999 206 70000 -' in: $(head -n 3 "$T_TMP/main.log" | tr '\n' '|')"
+fi
+
+# --- faults ----------------------------------------------------------------
+
+fetch stall --max-time 2 "$U/stall/f.bin"
+t_eq "stall:65536: 65536 bytes, then curl times out (28)" "$C_SIZE $C_RC" "65536 28"
+
+fetch reset "$U/reset/f.bin"
+t_eq "reset:65536: 65536 bytes, then a reset (56)" "$C_SIZE $C_RC" "65536 56"
+
+fetch s503 "$U/s503/f.bin"
+t_eq "status:503:7: 503 with Retry-After: 7" "$C_CODE $(hdr "$T_TMP/s503.head" Retry-After)" "503 7"
+fetch s429 "$U/s429/f.bin"
+t_eq "status:429:3: 429 with Retry-After: 3" "$C_CODE $(hdr "$T_TMP/s429.head" Retry-After)" "429 3"
+for c in 500 403 410; do
+	fetch "s$c" "$U/s$c/f.bin"
+	t_eq "status:$c: $c without Retry-After" "$C_CODE $(hdr "$T_TMP/s$c.head" Retry-After)" "$c "
+done
+
+codes=
+for i in 1 2 3 4; do
+	fetch "burst$i" "$U/burst/f.bin"
+	codes="$codes $C_CODE"
+done
+if [ "$codes" = " 500 500 200 200" ] && cmp -s "$T_TMP/burst4.body" "$WWW/f.bin"; then
+	t_pass "burst:500:2: 500 twice, then the file"
+else
+	t_fail "burst:500:2" "statuses$codes"
+fi
+
+fetch norange -H 'Range: bytes=0-9' "$U/norange/f.bin"
+if [ "$C_CODE $C_SIZE" = "200 $SIZE" ] && cmp -s "$T_TMP/norange.body" "$WWW/f.bin"; then
+	t_pass "norange: a Range gets 200 and the whole file"
+else
+	t_fail "norange" "status $C_CODE, $C_SIZE bytes"
+fi
+
+fetch badrange -H 'Range: bytes=100-199' "$U/badrange/f.bin"
+cr=$(hdr "$T_TMP/badrange.head" Content-Range)
+if [ "$C_CODE $C_SIZE" = "206 100" ] && [ "$cr" = "bytes 101-200/$SIZE" ] &&
+	cmp -s "$T_TMP/badrange.body" <(slice "$WWW/f.bin" 100 100); then
+	t_pass "badrange: 206 of the asked bytes labelled '$cr'"
+else
+	t_fail "badrange" "status $C_CODE, $C_SIZE bytes, Content-Range '$cr'"
+fi
+
+fetch short "$U/short/f.bin"
+t_eq "short:1000: full Content-Length, 1000 bytes, curl error 18" \
+	"$(hdr "$T_TMP/short.head" Content-Length) $C_SIZE $C_RC" "$SIZE 1000 18"
+
+tags=()
+for i in 1 2 3 4; do
+	fetch "etag$i" "$U/etag/f.bin"
+	tags+=("$(hdr "$T_TMP/etag$i.head" ETag)")
+done
+if [ "${tags[0]}" = "${tags[1]}" ] && [ "${tags[1]}" != "${tags[2]}" ] &&
+	[ "${tags[2]}" = "${tags[3]}" ] && cmp -s "$T_TMP/etag3.body" "$WWW/f.bin"; then
+	t_pass "etag-change:2: ETag ${tags[1]} became ${tags[2]}, same bytes"
+else
+	t_fail "etag-change:2" "ETags ${tags[*]}"
+fi
+
+for i in 1 2 3; do
+	fetch "content$i" "$U/content/f.bin"
+done
+old_tag=$(hdr "$T_TMP/content2.head" ETag)
+old_lm=$(hdr "$T_TMP/content2.head" Last-Modified)
+new_tag=$(hdr "$T_TMP/content3.head" ETag)
+new_lm=$(hdr "$T_TMP/content3.head" Last-Modified)
+b_old=$(od -An -tx1 -N4 "$WWW/f.bin" | tr -d ' ')
+b_new=$(od -An -tx1 -N4 "$T_TMP/content3.body" | tr -d ' ')
+b_want=$(printf '%08x' $((0x$b_old ^ 0xffffffff)))
+if cmp -s "$T_TMP/content2.body" "$WWW/f.bin" && [ "$C_SIZE" = "$SIZE" ] &&
+	[ "$b_new" = "$b_want" ] && [ "$old_tag" != "$new_tag" ] && [ "$old_lm" != "$new_lm" ]; then
+	t_pass "content-change:2: new bytes (XOR 0xFF), ETag and Last-Modified on the third request"
+else
+	t_fail "content-change:2" "bytes $b_old -> $b_new, ETag $old_tag -> $new_tag, Last-Modified $old_lm -> $new_lm"
+fi
+fetch content4 -H 'Range: bytes=0-9' -H "If-Range: $old_tag" "$U/content/f.bin"
+t_eq "content-change: If-Range with the old ETag gets 200, full body" "$C_CODE $C_SIZE" "200 $SIZE"
+
+fetch slow "$U/slow/f.bin"
+if [ "$C_CODE" = 200 ] && between "$C_TOTAL" 0.3 5 && cmp -s "$T_TMP/slow.body" "$WWW/f.bin"; then
+	t_pass "slowfirst:300: the body took ${C_TOTAL} s (head after ${C_TTFB} s)"
+else
+	t_fail "slowfirst:300" "status $C_CODE, total ${C_TOTAL} s"
+fi
+
+fetch refuse "$U/refuse/f.bin"
+t_eq "refuse: no answer, curl error 52 (empty reply)" "$C_SIZE $C_RC" "0 52"
+
+fetch rate "$U/rate/f.bin"
+if between "$C_TOTAL" 0.35 1.5 && cmp -s "$T_TMP/rate.body" "$WWW/f.bin"; then
+	t_pass "rate:2M: 1 MiB in ${C_TOTAL} s"
+else
+	t_fail "rate:2M" "1 MiB in ${C_TOTAL} s, want about 0.5 s"
+fi
+
+fetch after_faults "$U/f.bin"
+t_eq "still serving after the faults" "$C_CODE $C_SIZE" "200 $SIZE"
+
+# --- rate cap and latency --------------------------------------------------
+
+o_start rate8 --root "$WWW" --rate 8M
+fetch rate8 "$O_URL/eight.bin"
+if between "$C_TOTAL" 0.7 2 && cmp -s "$T_TMP/rate8.body" "$WWW/eight.bin"; then
+	t_pass "--rate 8M: 8 MiB in ${C_TOTAL} s"
+else
+	t_fail "--rate 8M" "8 MiB in ${C_TOTAL} s, want 0.7-2 s"
+fi
+
+o_start lat --root "$WWW" --latency 100
+fetch lat_base -H 'Range: bytes=0-0' "$U/f.bin"
+base=$C_TTFB
+fetch lat -H 'Range: bytes=0-0' "$O_URL/f.bin"
+if between "$C_TTFB" "$(awk -v b="$base" 'BEGIN { print b + 0.1 }')" 1; then
+	t_pass "--latency 100: first byte after ${C_TTFB} s (${base} s without)"
+else
+	t_fail "--latency 100" "first byte after ${C_TTFB} s, ${base} s without"
+fi
+
+# --- command line and signals ----------------------------------------------
+
+rc=0
+timeout 5 "$ORIGIN_BIN" --root "$WWW" --listen 0.0.0.0:0 >/dev/null 2>"$T_TMP/any.err" || rc=$?
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -qi loopback "$T_TMP/any.err"; then
+	t_pass "refuses a non-loopback address: $(cat "$T_TMP/any.err")"
+else
+	t_fail "non-loopback --listen" "exit $rc: $(cat "$T_TMP/any.err")"
+fi
+
+kill -TERM "$MAIN_PID"
+rc=0
+for i in $(seq 1 40); do
+	kill -0 "$MAIN_PID" 2>/dev/null || break
+	sleep 0.05
+done
+if kill -0 "$MAIN_PID" 2>/dev/null; then
+	t_fail "SIGTERM" "still running 2 s after SIGTERM"
+else
+	wait "$MAIN_PID" || rc=$?
+	t_eq "SIGTERM: exits with status 0" "$rc" 0
+fi
+
+t_done
