@@ -30,7 +30,7 @@ ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS) -pthread
 
 .PHONY: all check check-run demo install format clean deps bench
-all: $(BUILD)/pacefs
+all: $(BUILD)/pacefs $(BUILD)/pacefs-origin
 
 include pacing/module.mk
 include cache/module.mk
