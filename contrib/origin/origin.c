@@ -1346,7 +1346,10 @@ int main(int argc, char **argv)
 	unsigned port;
 	int opt, lfd, fd, rc;
 
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	for (;;) {
+		opt = getopt_long(argc, argv, "", opts, NULL);
+		if (opt == -1)
+			break;
 		switch (opt) {
 		case 'r':
 			root = optarg;
