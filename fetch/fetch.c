@@ -468,11 +468,11 @@ void fetch_lane_cancel(struct fetch *f, uint32_t lane)
 	lane_finish(l, CURLE_OK);
 }
 
-/* Reports every transfer curl finished; returns how many. */
-static int drain_done(struct fetch *f)
+/* Reports every transfer curl finished. */
+static void drain_done(struct fetch *f)
 {
 	CURLMsg *msg;
-	int left, n = 0;
+	int left;
 
 	while ((msg = curl_multi_info_read(f->multi, &left)) != NULL) {
 		struct fetch_lane *l = NULL;
@@ -481,12 +481,9 @@ static int drain_done(struct fetch *f)
 			continue;
 		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE,
 				  (char **)&l);
-		if (l != NULL && l->busy) {
+		if (l != NULL && l->busy)
 			lane_finish(l, msg->data.result);
-			n++;
-		}
 	}
-	return n;
 }
 
 static void *fetch_loop(void *arg)
@@ -494,16 +491,19 @@ static void *fetch_loop(void *arg)
 	struct fetch *f = arg;
 
 	while (!atomic_load(&f->stop)) {
-		long timeout_ms = f->hooks.on_tick(f->hooks.ctx);
 		int running = 0;
+		long timeout_ms;
 		CURLMcode mc;
 
+		/* The scheduler sees every turn's bytes and completions before
+		 * the loop sleeps, so that a finished or yielded lane gets its
+		 * next range in the same turn. */
 		mc = curl_multi_perform(f->multi, &running);
 		if (mc != CURLM_OK)
 			flog(f, FETCH_LOG_ERR, "curl_multi_perform: %s",
 			     curl_multi_strerror(mc));
-		if (drain_done(f) > 0)
-			continue;
+		drain_done(f);
+		timeout_ms = f->hooks.on_tick(f->hooks.ctx);
 		if (timeout_ms < 0 || timeout_ms > 1000)
 			timeout_ms = 1000;
 		curl_multi_poll(f->multi, NULL, 0, (int)timeout_ms, NULL);

@@ -254,6 +254,7 @@ static long on_tick(void *ctx)
 	struct pace_action acts[FS_ACTIONS];
 	uint64_t now, wake;
 	size_t n;
+	int rounds = 0;
 
 	do {
 		pthread_mutex_lock(&e->mu);
@@ -262,7 +263,10 @@ static long on_tick(void *ctx)
 		pthread_mutex_unlock(&e->mu);
 		for (size_t i = 0; i < n; i++)
 			run_action(e, &acts[i]);
-	} while (n == FS_ACTIONS);
+		/* A cancel reports its lane done at once: poll again, so that
+		 * what replaces it starts in this turn (a bounded number of
+		 * times, should a start keep failing). */
+	} while (n > 0 && ++rounds < 8);
 	pthread_mutex_lock(&e->mu);
 	now = fs__now_ns();
 	wake = pace_next_wake(e->pace, now);
