@@ -96,6 +96,8 @@ struct source {
 	uint32_t n_ok;	     /* most lanes seen running at full rate */
 	uint64_t lat_est;    /* time to first byte, smoothed */
 	uint64_t collapsed_until;
+	uint32_t faults;     /* transient faults since its last byte */
+	uint64_t fault_ns;   /* when the last of them happened */
 	uint64_t agg_tmp;    /* scratch for pace_poll */
 	uint32_t n_tmp;
 };
@@ -223,6 +225,7 @@ void pace_config_default(struct pace_config *cfg)
 	cfg->deadline_ns = 60 * SEC;
 	cfg->backoff_ns = 200 * 1000000ull;
 	cfg->backoff_max_ns = 10 * SEC;
+	cfg->down_faults = 4;
 }
 
 int pace_config_check(const struct pace_config *cfg, const char **field)
@@ -262,6 +265,8 @@ int pace_config_check(const struct pace_config *cfg, const char **field)
 		bad = "backoff_ns";
 	else if (cfg->backoff_max_ns < cfg->backoff_ns)
 		bad = "backoff_max_ns";
+	else if (cfg->down_faults == 0)
+		bad = "down_faults";
 	if (bad) {
 		if (field)
 			*field = bad;
@@ -627,6 +632,25 @@ static bool blob_dead(const struct blob *b)
 	return b->n_excluded >= b->n_src;
 }
 
+/* True when every source of the blob still in use has failed down_faults
+ * times in a row without a byte, the last time after `since`: the origin
+ * is down, and a read that waits for it fails now rather than at its
+ * deadline. The sources stay in use; a later read tries them again. */
+static bool blob_down(const struct pace *p, const struct blob *b,
+		      uint64_t since)
+{
+	for (uint32_t i = b->first_src; i != PACE_NONE;
+	     i = p->sources[i].next) {
+		const struct source *s = &p->sources[i];
+
+		if (s->excluded)
+			continue;
+		if (s->faults < p->cfg.down_faults || s->fault_ns < since)
+			return false;
+	}
+	return true;
+}
+
 int pace_wait_state(const struct pace *p, uint32_t wait, uint64_t now_ns)
 {
 	const struct wait *w = p ? wait_get(p, wait) : NULL;
@@ -638,7 +662,7 @@ int pace_wait_state(const struct pace *p, uint32_t wait, uint64_t now_ns)
 	b = &p->blobs[w->blob];
 	if (pace__ranges_covers(&b->held, w->off, w->end))
 		return 0;
-	if (blob_dead(b))
+	if (blob_dead(b) || blob_down(p, b, w->begin_ns))
 		return -EIO;
 	if (now_ns - w->begin_ns >= p->cfg.deadline_ns)
 		return -ETIMEDOUT;
@@ -725,6 +749,7 @@ int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
 	p->stats.bytes_in += added;
 	l->frontier = max64(l->frontier, e);
 	l->last_progress_ns = p->now;
+	p->sources[l->source].faults = 0;
 	if (!l->got_first) {
 		struct source *src = &p->sources[l->source];
 		uint64_t lat = p->now - l->started_ns;
@@ -784,6 +809,10 @@ int pace_on_done(struct pace *p, uint32_t lane, enum pace_outcome outcome,
 	case PACE_OUT_TRANSIENT:
 		if (!l->reclaimed)
 			source_backoff(p, s, 0);
+		if (!l->got_first) {
+			s->faults++;
+			s->fault_ns = p->now;
+		}
 		break;
 	case PACE_OUT_THROTTLED:
 		source_backoff(p, s, retry_after_ns);

@@ -79,6 +79,8 @@ struct pace_config {
 	uint64_t deadline_ns; /* a waiting read fails after this long */
 	uint64_t backoff_ns;  /* first backoff after a transient fault */
 	uint64_t backoff_max_ns;
+	uint32_t down_faults; /* this many faults in a row without a byte on
+				 every source fail waiting reads at once */
 };
 
 /* Defaults suitable for a mount; the caller may override fields. */

@@ -412,6 +412,49 @@ static void test_gone_excludes_then_eio(void)
 	pace_free(f.p);
 }
 
+/* An origin that refuses every connection fails waiting reads after
+ * down_faults tries, long before the deadline; a byte resets the count,
+ * and a later read tries again before failing. */
+static void test_origin_down_fails_early(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t w;
+
+	small_cfg(&c);
+	c.backoff_ns = 100 * MS;
+	c.deadline_ns = 60 * SEC;
+	T_EQ_INT(fix_init(&f, &c, 1 * MIB), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 0, 4 * KIB, f.now, &w), 0);
+	for (uint32_t i = 0; i < c.down_faults; i++) {
+		T_EQ_INT(pace_wait_state(f.p, w, f.now), -EINPROGRESS);
+		T_EQ_INT(fix_poll(&f), 1);
+		T_EQ_INT(pace_on_done(f.p, f.a[0].lane, PACE_OUT_TRANSIENT, 0,
+				      f.now),
+			 0);
+		f.now = pace_next_wake(f.p, f.now); /* the backoff's end */
+	}
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), -EIO);
+	pace_wait_end(f.p, w);
+	/* A new read gives the origin one more try before failing. */
+	f.now += 1;
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 0, 4 * KIB, f.now, &w), 0);
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), -EINPROGRESS);
+	f.now = pace_next_wake(f.p, f.now);
+	T_EQ_INT(fix_poll(&f), 1);
+	T_EQ_INT(pace_on_done(f.p, f.a[0].lane, PACE_OUT_TRANSIENT, 0, f.now),
+		 0);
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), -EIO);
+	pace_wait_end(f.p, w);
+	/* The origin is back: bytes reset the count. */
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 0, 4 * KIB, f.now, &w), 0);
+	f.now = pace_next_wake(f.p, f.now);
+	T_EQ_INT(fix_poll(&f), 1);
+	fix_serve(&f, &f.a[0]);
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), 0);
+	pace_free(f.p);
+}
+
 static void test_local_not_blamed(void)
 {
 	struct pace_config c;
@@ -617,6 +660,7 @@ static const struct t_case cases[] = {
 	{"backoff_grows", test_backoff_grows},
 	{"throttled_retry_after", test_throttled_retry_after},
 	{"gone_excludes_then_eio", test_gone_excludes_then_eio},
+	{"origin_down_fails_early", test_origin_down_fails_early},
 	{"local_not_blamed", test_local_not_blamed},
 	{"deadline", test_deadline},
 	{"stall_reclaim", test_stall_reclaim},
