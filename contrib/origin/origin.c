@@ -2,6 +2,7 @@
  * directory on loopback, with a per-connection rate cap, added latency and
  * per-path fault injection, one thread per connection. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -89,6 +90,7 @@ struct server {
 	uint64_t rate; /* bytes per second per connection, 0: uncapped */
 	uint64_t latency_ms;
 	bool quiet;
+	bool autoindex; /* GET of a directory path ending in '/' lists it */
 	struct fault *faults;
 	size_t nfaults;
 	pthread_mutex_t log_mu;
@@ -823,6 +825,198 @@ static bool if_range_matches(const char *v, const struct entity *e)
 	return t == e->mtime;
 }
 
+/* --- directory listings (--autoindex) ------------------------------------ */
+
+/* A growing text buffer for listings; on allocation failure it sets oom and
+ * stops growing. */
+struct text {
+	char *buf;
+	size_t len, cap;
+	bool oom;
+};
+
+static void text_add(struct text *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void text_add(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	size_t want;
+	char *nb;
+	int n;
+
+	for (;;) {
+		if (t->oom)
+			return;
+		va_start(ap, fmt);
+		n = vsnprintf(t->buf ? t->buf + t->len : NULL,
+			      t->buf ? t->cap - t->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			t->oom = true;
+			return;
+		}
+		if (t->buf && (size_t)n < t->cap - t->len) {
+			t->len += (size_t)n;
+			return;
+		}
+		want = t->cap ? t->cap * 2 : 4096;
+		while (want < t->len + (size_t)n + 1)
+			want *= 2;
+		nb = realloc(t->buf, want);
+		if (!nb) {
+			t->oom = true;
+			return;
+		}
+		t->buf = nb;
+		t->cap = want;
+	}
+}
+
+/* Appends name percent-encoded for an href (unreserved bytes kept). */
+static void text_add_href(struct text *t, const char *name)
+{
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)name; *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("-._~", *p))
+			text_add(t, "%c", *p);
+		else
+			text_add(t, "%%%02X", *p);
+	}
+}
+
+/* Appends name with HTML's special characters escaped. */
+static void text_add_html(struct text *t, const char *name)
+{
+	const char *p;
+
+	for (p = name; *p; p++) {
+		switch (*p) {
+		case '<':
+			text_add(t, "&lt;");
+			break;
+		case '>':
+			text_add(t, "&gt;");
+			break;
+		case '&':
+			text_add(t, "&amp;");
+			break;
+		case '"':
+			text_add(t, "&quot;");
+			break;
+		default:
+			text_add(t, "%c", *p);
+		}
+	}
+}
+
+static int dirent_filter(const struct dirent *d)
+{
+	return d->d_name[0] != '.';
+}
+
+/* Builds an nginx-autoindex-style HTML listing of the directory that path
+ * (ending in '/') names under the root, so that clients which list by
+ * scraping links (rclone's http backend, httpdirfs) see the same page as
+ * from nginx. Returns 0 with the page in *t (the caller frees t->buf),
+ * -ENOENT for a missing directory or one outside the root, or -ENOMEM. */
+static int listing_build(struct server *srv, const char *path, struct text *t)
+{
+	char full[PATH_MAX], real[PATH_MAX], entry[PATH_MAX * 2];
+	struct dirent **names = NULL;
+	struct stat st;
+	struct tm tm;
+	char when[32];
+	int n, i, count = 0, rc;
+
+	n = snprintf(full, sizeof(full), "%s%s", srv->root, path);
+	if (n < 0 || (size_t)n >= sizeof(full) || !realpath(full, real)) {
+		rc = -ENOENT;
+		goto out;
+	}
+	if (strncmp(real, srv->root, srv->root_len) != 0 ||
+	    (real[srv->root_len] != '/' && real[srv->root_len] != '\0' &&
+	     srv->root_len > 1) ||
+	    stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		rc = -ENOENT;
+		goto out;
+	}
+	count = scandir(real, &names, dirent_filter, alphasort);
+	if (count < 0) {
+		count = 0;
+		rc = -ENOENT;
+		goto out;
+	}
+	text_add(t, "<html>\r\n<head><title>Index of ");
+	text_add_html(t, path);
+	text_add(t, "</title></head>\r\n<body>\r\n<h1>Index of ");
+	text_add_html(t, path);
+	text_add(t, "</h1><hr><pre><a href=\"../\">../</a>\r\n");
+	for (i = 0; i < count; i++) {
+		bool dir;
+
+		n = snprintf(entry, sizeof(entry), "%s/%s", real,
+			     names[i]->d_name);
+		if (n < 0 || (size_t)n >= sizeof(entry) || stat(entry, &st) < 0)
+			continue;
+		dir = S_ISDIR(st.st_mode);
+		if (!dir && !S_ISREG(st.st_mode))
+			continue;
+		gmtime_r(&st.st_mtim.tv_sec, &tm);
+		if (strftime(when, sizeof(when), "%d-%b-%Y %H:%M", &tm) == 0)
+			when[0] = '\0';
+		text_add(t, "<a href=\"");
+		text_add_href(t, names[i]->d_name);
+		text_add(t, "%s\">", dir ? "/" : "");
+		text_add_html(t, names[i]->d_name);
+		if (dir)
+			text_add(t, "/</a> %s %19s\r\n", when, "-");
+		else
+			text_add(t, "</a> %s %19" PRIu64 "\r\n", when,
+				 (uint64_t)st.st_size);
+	}
+	text_add(t, "</pre><hr></body>\r\n</html>\r\n");
+	rc = t->oom ? -ENOMEM : 0;
+out:
+	for (i = 0; i < count; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
+/* Answers a GET or HEAD of a directory path with its listing (200), or
+ * 404 when there is no such directory. */
+static int send_listing(struct conn *c, const struct request *rq,
+			bool closing, int *status, uint64_t *sent)
+{
+	struct text t = {0};
+	struct head h;
+	int rc;
+
+	rc = listing_build(c->srv, rq->path, &t);
+	if (rc < 0) {
+		*status = rc == -ENOMEM ? 500 : 404;
+		rc = send_status(c, rq, *status, -1, NULL, closing, sent);
+		goto out;
+	}
+	*status = 200;
+	head_start(&h, 200);
+	head_add(&h, "Content-Type: text/html\r\nContent-Length: %zu\r\n",
+		 t.len);
+	head_end(&h, closing);
+	rc = head_send(c, &h, strcmp(rq->method, "HEAD") != 0);
+	if (rc < 0 || strcmp(rq->method, "HEAD") == 0)
+		goto out;
+	rc = send_all(c->fd, t.buf, t.len, 0);
+	if (rc == 0)
+		*sent = t.len;
+out:
+	free(t.buf);
+	return rc;
+}
+
 /* Serves the parsed request rq; says in *after what the connection does
  * next. Returns 0 or a negative errno when the connection failed. */
 static int serve(struct conn *c, struct request *rq, enum after *after)
@@ -866,6 +1060,11 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 		goto out;
 	}
 	head_only = strcmp(rq->method, "HEAD") == 0;
+	if (srv->autoindex && rq->path[0] &&
+	    rq->path[strlen(rq->path) - 1] == '/') {
+		rc = send_listing(c, rq, closing, &status, &sent);
+		goto out;
+	}
 	rc = entity_open(srv, rq->path, &e);
 	if (rc < 0) {
 		status = rc == -EACCES ? 403 : 404;
@@ -1296,7 +1495,7 @@ static void usage(FILE *fp)
 	fputs("usage: pacefs-origin --root DIR [--listen 127.0.0.1:PORT]\n"
 	      "         [--port-file FILE] [--rate BYTES_PER_SEC[K|M|G]]\n"
 	      "         [--latency MS] [--fault GLOB:KIND[:ARG]]...\n"
-	      "         [--log FILE] [--quiet]\n"
+	      "         [--log FILE] [--quiet] [--autoindex]\n"
 	      "fault kinds: stall:N reset:N status:CODE[:RETRY_AFTER] "
 	      "burst:CODE:K norange\n"
 	      "  badrange short:N etag-change:N content-change:N "
@@ -1332,6 +1531,7 @@ int main(int argc, char **argv)
 		{"fault", required_argument, NULL, 'f'},
 		{"log", required_argument, NULL, 'g'},
 		{"quiet", no_argument, NULL, 'q'},
+		{"autoindex", no_argument, NULL, 'a'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -1392,6 +1592,9 @@ int main(int argc, char **argv)
 			break;
 		case 'q':
 			server.quiet = true;
+			break;
+		case 'a':
+			server.autoindex = true;
 			break;
 		case 'h':
 			usage(stdout);
