@@ -307,7 +307,9 @@ o_start lat --root "$WWW" --latency 100
 fetch lat_base -H 'Range: bytes=0-0' "$U/f.bin"
 base=$C_TTFB
 fetch lat -H 'Range: bytes=0-0' "$O_URL/f.bin"
-if between "$C_TTFB" "$(awk -v b="$base" 'BEGIN { print b + 0.1 }')" 1; then
+# The delay comes before the head, so the first byte is at least 100 ms in,
+# whatever the connection cost (which varies run to run on a busy machine).
+if between "$C_TTFB" 0.1 1; then
 	t_pass "--latency 100: first byte after ${C_TTFB} s (${base} s without)"
 else
 	t_fail "--latency 100" "first byte after ${C_TTFB} s, ${base} s without"
