@@ -30,16 +30,16 @@ static void content_range_ok(void)
 static void content_range_bad(void)
 {
 	static const char *const bad[] = {
-	    "",
-	    "bytes",
-	    "bytes 5-4/10",		      /* end before start */
-	    "bytes 0-10/10",		      /* end past the total */
-	    "bytes 0-9",		      /* no total */
-	    "bytes */*",		      /* says nothing */
-	    "bytes -1-5/10",		      /* negative */
-	    "items 0-9/10",		      /* wrong unit */
-	    "bytes 0-9/10 trailing",	      /* junk */
-	    "bytes 0-99999999999999999999/1", /* overflow */
+		"",
+		"bytes",
+		"bytes 5-4/10",			  /* end before start */
+		"bytes 0-10/10",		  /* end past the total */
+		"bytes 0-9",			  /* no total */
+		"bytes */*",			  /* says nothing */
+		"bytes -1-5/10",		  /* negative */
+		"items 0-9/10",			  /* wrong unit */
+		"bytes 0-9/10 trailing",	  /* junk */
+		"bytes 0-99999999999999999999/1", /* overflow */
 	};
 	uint64_t s, e, t;
 
@@ -83,10 +83,10 @@ static void classify(void)
 }
 
 static const struct t_case cases[] = {
-    {"content_range_ok", content_range_ok},
-    {"content_range_bad", content_range_bad},
-    {"retry_after", retry_after},
-    {"classify", classify},
+	{"content_range_ok", content_range_ok},
+	{"content_range_bad", content_range_bad},
+	{"retry_after", retry_after},
+	{"classify", classify},
 };
 
 int main(int argc, char **argv)

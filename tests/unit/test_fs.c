@@ -32,11 +32,11 @@ static void opts_defaults(void)
 static void opts_ours_and_fuse(void)
 {
 	char *argv[] = {
-	    "pacefs",	  "-f",
-	    "-o",	  "cache_dir=/c,lanes=3,allow_other,name=n.bin",
-	    "-o",	  "read_timeout=5",
-	    "http://h/x", "/m",
-	    NULL};
+		"pacefs",     "-f",
+		"-o",	      "cache_dir=/c,lanes=3,allow_other,name=n.bin",
+		"-o",	      "read_timeout=5",
+		"http://h/x", "/m",
+		NULL};
 	struct fs_opts o;
 	char err[256];
 	bool kept = false;
@@ -98,9 +98,9 @@ static void name_from_url(void)
 static void name_from_url_refused(void)
 {
 	static const char *const bad[] = {
-	    "http://h/",      "http://h",	   "http://h/dir/",
-	    "http://h/..",    "http://h/a/%2E%2E", "http://h/a%2Fb",
-	    "http://h/a%00b",
+		"http://h/",	  "http://h",	       "http://h/dir/",
+		"http://h/..",	  "http://h/a/%2E%2E", "http://h/a%2Fb",
+		"http://h/a%00b",
 	};
 	char name[256], err[256];
 
@@ -117,11 +117,11 @@ static void name_from_url_refused(void)
 }
 
 static const struct t_case cases[] = {
-    {"opts_defaults", opts_defaults},
-    {"opts_ours_and_fuse", opts_ours_and_fuse},
-    {"opts_errors_name_the_option", opts_errors_name_the_option},
-    {"name_from_url", name_from_url},
-    {"name_from_url_refused", name_from_url_refused},
+	{"opts_defaults", opts_defaults},
+	{"opts_ours_and_fuse", opts_ours_and_fuse},
+	{"opts_errors_name_the_option", opts_errors_name_the_option},
+	{"name_from_url", name_from_url},
+	{"name_from_url_refused", name_from_url_refused},
 };
 
 int main(int argc, char **argv)
