@@ -23,6 +23,11 @@ T_SKIPPED=0
 T_MOUNTS=()
 T_NGINX_PIDS=()
 T_NGINX_PREFIXES=()
+ORIGIN_BIN=${PACEFS_ORIGIN:-$(dirname "$PACEFS")/pacefs-origin}
+O_PIDS=()
+O_PID=
+O_URL=
+T_FG_PIDS=()
 ORIGIN_PID=
 ORIGIN_PORT=
 ORIGIN_URL=
@@ -341,6 +346,60 @@ umount_pacefs() {
 
 # --- cleanup ----------------------------------------------------------------
 
+# o_start NAME ARGS...: starts pacefs-origin (the project's test origin,
+# contrib/origin) on a free loopback port with ARGS; sets O_PID and O_URL.
+# Its request log is $T_TMP/NAME.log.
+o_start() {
+	local name=$1 i
+	shift
+	rm -f "$T_TMP/$name.port"
+	"$ORIGIN_BIN" --port-file "$T_TMP/$name.port" --log "$T_TMP/$name.log" \
+		"$@" </dev/null >"$T_TMP/$name.out" 2>"$T_TMP/$name.err" &
+	O_PID=$!
+	O_PIDS+=("$O_PID")
+	for i in $(seq 1 100); do
+		if [ -s "$T_TMP/$name.port" ]; then
+			O_URL=http://127.0.0.1:$(cat "$T_TMP/$name.port")
+			return 0
+		fi
+		kill -0 "$O_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "o_start: pacefs-origin $* did not start: $(cat "$T_TMP/$name.err")" >&2
+	return 1
+}
+
+# o_kill_all: stops every test origin this script started.
+o_kill_all() {
+	local pid
+	for pid in "${O_PIDS[@]}"; do
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	O_PIDS=()
+}
+
+# fg_mount LOG ARGS... MOUNTPOINT: runs pacefs in the foreground (-f) in the
+# background with its log in LOG, and waits for the mount; sets FG_PID.
+fg_mount() {
+	local log=$1 mnt=${*: -1} i
+	shift
+	mnt=$(cd "$mnt" 2>/dev/null && pwd || echo "$mnt")
+	T_MOUNTS+=("$mnt")
+	"$PACEFS" -f "$@" </dev/null >/dev/null 2>"$log" &
+	FG_PID=$!
+	T_FG_PIDS+=("$FG_PID")
+	for i in $(seq 1 200); do
+		if is_pacefs_mounted "$mnt"; then
+			return 0
+		fi
+		kill -0 "$FG_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "fg_mount: pacefs -f $* did not mount: $(tail -n 3 "$log")" >&2
+	return 1
+}
+
 t_cleanup() {
 	local i pid left=0
 	set +e
@@ -349,6 +408,10 @@ t_cleanup() {
 	done
 	for pid in "${T_NGINX_PIDS[@]}"; do
 		nginx_stop "$pid"
+	done
+	o_kill_all
+	for pid in "${T_FG_PIDS[@]}"; do
+		wait "$pid" 2>/dev/null
 	done
 	# Never recurse into something still mounted.
 	for i in "${T_MOUNTS[@]}"; do

@@ -2,26 +2,9 @@
 # origin.sh: pacefs-origin, the test origin, answers ranges, validators,
 # keep-alive, its rate cap and latency, and every fault kind as its README
 # says, checked with curl alone (no mount, no root needed).
-# shellcheck disable=SC2317 # the trap handler is called indirectly
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
-
-ORIGIN_BIN=${PACEFS_ORIGIN:-$(dirname "$PACEFS")/pacefs-origin}
-O_PIDS=()
-
-# o_kill_all: stops every origin this script started (the EXIT and signal
-# traps call it before lib.sh's own cleanup).
-o_kill_all() {
-	local pid
-	for pid in "${O_PIDS[@]}"; do
-		kill -KILL "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	done
-	O_PIDS=()
-}
-trap 'o_kill_all; t_cleanup' EXIT
-trap 'o_kill_all; t_on_signal' INT TERM HUP
 
 if ! command -v curl >/dev/null 2>&1; then
 	t_skip_all "curl is missing"
@@ -30,28 +13,6 @@ if [ ! -x "$ORIGIN_BIN" ]; then
 	t_fail "$T_NAME" "pacefs-origin not found at $ORIGIN_BIN (run make)"
 	t_done
 fi
-
-# o_start NAME ARGS...: starts pacefs-origin on a free port with ARGS and
-# waits for its port file; sets O_PID and O_URL.
-o_start() {
-	local name=$1 i
-	shift
-	rm -f "$T_TMP/$name.port"
-	"$ORIGIN_BIN" --port-file "$T_TMP/$name.port" --log "$T_TMP/$name.log" \
-		"$@" </dev/null >"$T_TMP/$name.out" 2>"$T_TMP/$name.err" &
-	O_PID=$!
-	O_PIDS+=("$O_PID")
-	for i in $(seq 1 100); do
-		if [ -s "$T_TMP/$name.port" ]; then
-			O_URL=http://127.0.0.1:$(cat "$T_TMP/$name.port")
-			return 0
-		fi
-		kill -0 "$O_PID" 2>/dev/null || break
-		sleep 0.05
-	done
-	echo "o_start: pacefs-origin $* did not start: $(cat "$T_TMP/$name.err")" >&2
-	return 1
-}
 
 # slice FILE START LEN: bytes [START, START+LEN) of FILE.
 slice() {
