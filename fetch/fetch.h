@@ -149,7 +149,8 @@ enum fetch_probe_error {
 };
 
 /* Synchronously probes url with a one-byte range GET: size, Range support,
- * validators, final URL. On failure writes a one-line reason naming the URL
+ * validators, final URL. A 5xx or 429 answer is tried again a few times
+ * (honouring a short Retry-After) before it counts. On failure writes a one-line reason naming the URL
  * and the cause into err and returns a negative errno; *kind says which
  * class of failure it was. Not for the event thread. */
 int fetch_probe(const struct fetch_config *cfg, const char *url,

@@ -12,6 +12,13 @@
 #define FETCH__USER_AGENT "pacefs/" PACEFS_VERSION
 #define FETCH__MAX_REDIRS 8L
 
+/* A probe answered 5xx or 429 is tried this many times in all, waiting
+ * 250 ms, then twice as long each time, or what Retry-After asks when that
+ * is longer but at most 5 s. */
+#define FETCH__PROBE_TRIES 4
+#define FETCH__PROBE_FIRST_WAIT_MS 250u
+#define FETCH__PROBE_MAX_WAIT_MS 5000u
+
 /* True when the header line [line, line + len) is "name: ..."; *value_out
  * then points just past the colon. Case-insensitive. */
 bool fetch__header_is(const char *line, size_t len, const char *name,

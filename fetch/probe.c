@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <curl/curl.h>
 
@@ -17,6 +18,7 @@ struct probe_state {
 	uint64_t cr_start, cr_end, cr_total;
 	uint64_t content_length;
 	bool cl_seen;
+	uint64_t retry_after_ms;
 	size_t body;
 };
 
@@ -54,6 +56,12 @@ static size_t probe_header(char *line, size_t size, size_t n, void *arg)
 	} else if (fetch__header_is(line, len, "ETag", &v)) {
 		fetch__header_value(v, len - (size_t)(v - line), s->out->etag,
 				    sizeof(s->out->etag));
+	} else if (fetch__header_is(line, len, "Retry-After", &v)) {
+		fetch__header_value(v, len - (size_t)(v - line), buf,
+				    sizeof(buf));
+		if (fetch_parse_retry_after(buf, (int64_t)time(NULL),
+					    &s->retry_after_ms) != 0)
+			s->retry_after_ms = 0;
 	} else if (fetch__header_is(line, len, "Last-Modified", &v)) {
 		fetch__header_value(v, len - (size_t)(v - line),
 				    s->out->last_modified,
@@ -85,9 +93,10 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -EIO;
 }
 
-int fetch_probe(const struct fetch_config *cfg, const char *url,
-		struct fetch_probe *out, enum fetch_probe_error *kind,
-		char *err, size_t errlen)
+/* One probe request; fetch_probe() retries it. */
+static int probe_once(const struct fetch_config *cfg, const char *url,
+		      struct fetch_probe *out, enum fetch_probe_error *kind,
+		      uint64_t *retry_after_ms, char *err, size_t errlen)
 {
 	struct probe_state s;
 	char errbuf[CURL_ERROR_SIZE] = "";
@@ -163,6 +172,7 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 		out->size = s.cr_total;
 	} else {
 		*kind = FETCH_PROBE_REFUSED;
+		*retry_after_ms = s.retry_after_ms;
 		rc = fail(err, errlen, "%s: HTTP %ld", url, out->status);
 		goto out;
 	}
@@ -176,5 +186,36 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 out:
 	curl_easy_cleanup(easy);
 	curl_slist_free_all(headers);
+	return rc;
+}
+
+int fetch_probe(const struct fetch_config *cfg, const char *url,
+		struct fetch_probe *out, enum fetch_probe_error *kind,
+		char *err, size_t errlen)
+{
+	uint64_t wait_ms = FETCH__PROBE_FIRST_WAIT_MS;
+	int rc = 0;
+
+	/* 5xx and 429 may pass: try again a few times, as Retry-After says
+	 * when it asks for little enough. Anything else is final at once. */
+	for (int attempt = 0; attempt < FETCH__PROBE_TRIES; attempt++) {
+		uint64_t retry_after_ms = 0;
+		struct timespec ts;
+
+		rc = probe_once(cfg, url, out, kind, &retry_after_ms, err,
+				errlen);
+		if (rc == 0 || *kind != FETCH_PROBE_REFUSED ||
+		    fetch_classify_status(out->status) == FETCH_GONE ||
+		    attempt + 1 == FETCH__PROBE_TRIES)
+			break;
+		if (retry_after_ms > FETCH__PROBE_MAX_WAIT_MS)
+			break;
+		if (retry_after_ms > wait_ms)
+			wait_ms = retry_after_ms;
+		ts.tv_sec = (time_t)(wait_ms / 1000);
+		ts.tv_nsec = (long)(wait_ms % 1000) * 1000000L;
+		nanosleep(&ts, NULL);
+		wait_ms *= 2;
+	}
 	return rc;
 }

@@ -127,9 +127,12 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 		p->last_use = ++e->part_clock;
 		credited_end = stop;
 	}
-	if (credited_end > off)
-		pace_on_data(e->pace, lane, off, credited_end - off,
-			     fs__now_ns());
+	if (credited_end > off) {
+		uint64_t now = fs__now_ns();
+
+		pace_on_data(e->pace, lane, off, credited_end - off, now);
+		e->lane_seen_ns[lane] = now;
+	}
 	/* Hand whole blocks to the cache. They stay findable here until the
 	 * cache has them, so a reader never misses held bytes. */
 	for (uint64_t i = off / CACHE_BLOCK_SIZE;
@@ -205,6 +208,42 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 	pthread_mutex_unlock(&e->mu);
 }
 
+/* The source the scheduler knows as `id`, or NULL. */
+static const struct fs_source *source_of(const struct fs_engine *e,
+					 uint32_t id)
+{
+	const struct fs_blob *b;
+
+	if (id >= e->nsource_map)
+		return NULL;
+	b = &e->blobs[e->source_of_pace[id]];
+	for (uint32_t i = 0; i < b->nsources; i++)
+		if (b->sources[i].pace_id == id)
+			return &b->sources[i];
+	return NULL;
+}
+
+/* A cancel of a lane that got nothing for the stall timeout is a stall
+ * reclaim: say which source stalled, as the scheduler does not. */
+static void log_if_stalled(struct fs_engine *e, uint32_t lane)
+{
+	struct pace_lane_info li;
+	const struct fs_source *s;
+	uint64_t idle;
+	bool stalled;
+
+	pthread_mutex_lock(&e->mu);
+	idle = fs__now_ns() - e->lane_seen_ns[lane];
+	stalled = idle >= e->stall_ns &&
+		  pace_lane_info(e->pace, lane, &li) == 0 && li.busy;
+	pthread_mutex_unlock(&e->mu);
+	if (stalled && (s = source_of(e, li.source)) != NULL)
+		fs__log(FS_LOG_WARN,
+			"lane %u: %s: no byte for %" PRIu64 " s at offset %" PRIu64
+			": stalled; its range is retried",
+			lane, s->url, idle / 1000000000u, li.frontier);
+}
+
 static void run_action(struct fs_engine *e, const struct pace_action *a)
 {
 	const struct fs_blob *b;
@@ -214,21 +253,19 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 
 	switch (a->kind) {
 	case PACE_ACT_START:
-		if (a->source >= e->nsource_map)
-			return;
-		b = &e->blobs[e->source_of_pace[a->source]];
-		s = NULL;
-		for (uint32_t i = 0; i < b->nsources; i++)
-			if (b->sources[i].pace_id == a->source)
-				s = &b->sources[i];
+		s = source_of(e, a->source);
 		if (s == NULL)
 			return;
+		b = &e->blobs[e->source_of_pace[a->source]];
 		t.url = s->url;
 		t.validator = s->validator;
 		t.size = b->size;
 		fs__log(FS_LOG_DEBUG,
 			"lane %u: GET %s bytes %" PRIu64 "-%" PRIu64, a->lane,
 			s->url, a->start, a->end - 1);
+		pthread_mutex_lock(&e->mu);
+		e->lane_seen_ns[a->lane] = fs__now_ns();
+		pthread_mutex_unlock(&e->mu);
 		rc = fetch_lane_start(e->fetch, a->lane, &t, a->start, a->end);
 		if (rc != 0) {
 			fs__log(FS_LOG_ERR, "lane %u: cannot start %s: %s",
@@ -243,7 +280,12 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 		fetch_lane_set_end(e->fetch, a->lane, a->end);
 		break;
 	case PACE_ACT_CANCEL:
+		log_if_stalled(e, a->lane);
 		fetch_lane_cancel(e->fetch, a->lane);
+		break;
+	case PACE_ACT_QUEUE:
+		/* Advisory: fetch/ does not send a request ahead, so the
+		 * queued range comes again as a START once the open one ends. */
 		break;
 	}
 }
@@ -324,6 +366,8 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	pc.lanes_per_source = cfg->lanes;
 	pc.align = CACHE_BLOCK_SIZE;
 	pc.deadline_ns = e->read_timeout_ns;
+	pc.stall_ns = (uint64_t)cfg->stall_timeout_s * 1000000000u;
+	e->stall_ns = pc.stall_ns;
 	for (uint32_t i = 0; i < nblobs; i++)
 		nsources += blobs[i].nsources;
 	if (pc.max_blobs < nblobs)
@@ -342,7 +386,9 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	e->source_of_pace = calloc(nsources ? nsources : 1, sizeof(uint32_t));
 	e->nparts = cfg->lanes * FS_PARTS_PER_LANE + FS_PARTS_EXTRA;
 	e->parts = calloc(e->nparts, sizeof(*e->parts));
-	if (e->source_of_pace == NULL || e->parts == NULL)
+	e->lane_seen_ns = calloc(cfg->lanes, sizeof(*e->lane_seen_ns));
+	if (e->source_of_pace == NULL || e->parts == NULL ||
+	    e->lane_seen_ns == NULL)
 		goto fail;
 	for (uint32_t i = 0; i < nblobs; i++) {
 		struct fs_blob *b = &blobs[i];
@@ -427,6 +473,7 @@ void fs__engine_free(struct fs_engine *e)
 		free(e->parts[i].data);
 	free(e->parts);
 	free(e->source_of_pace);
+	free(e->lane_seen_ns);
 	fs__blobs_free(e->blobs, e->nblobs);
 	pthread_cond_destroy(&e->cv);
 	pthread_mutex_destroy(&e->mu);

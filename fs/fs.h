@@ -29,6 +29,7 @@ struct fs_opts {
 	unsigned lanes;
 	unsigned connect_timeout_s;
 	unsigned read_timeout_s;
+	unsigned stall_timeout_s;
 	bool foreground;
 	bool debug;
 	bool show_help;

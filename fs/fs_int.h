@@ -73,11 +73,14 @@ struct fs_engine {
 	uint32_t *source_of_pace; /* pace source id -> blob index */
 	uint32_t nsource_map;
 	uint64_t read_timeout_ns;
+	uint64_t stall_ns;
+	uint64_t *lane_seen_ns; /* last start or byte per lane; guarded by mu */
 };
 
 struct fs_engine_config {
 	unsigned lanes;
 	unsigned read_timeout_s;
+	unsigned stall_timeout_s;
 	struct fetch_config fetch;
 };
 

@@ -58,6 +58,9 @@ static void usage(void)
 	       "    -o read_timeout=S      a blocked read fails with EIO "
 	       "after S seconds\n"
 	       "                           (default: 60)\n"
+	       "    -o stall_timeout=S     a transfer with no byte for S seconds "
+	       "is retried\n"
+	       "                           (default: 10)\n"
 	       "\n"
 	       "libfuse options (-o allow_other, ...) are passed through; "
 	       "see mount.fuse3(8).\n");
@@ -395,6 +398,7 @@ static void engine_config_from(const struct fs_opts *o,
 	memset(ec, 0, sizeof(*ec));
 	ec->lanes = o->lanes;
 	ec->read_timeout_s = o->read_timeout_s;
+	ec->stall_timeout_s = o->stall_timeout_s;
 	ec->fetch.max_lanes = o->lanes;
 	ec->fetch.connect_timeout_ms = (long)o->connect_timeout_s * 1000;
 	ec->fetch.cafile = o->cafile;

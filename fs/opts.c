@@ -23,6 +23,7 @@ enum {
 	KEY_LANES,
 	KEY_CONNECT_TIMEOUT,
 	KEY_READ_TIMEOUT,
+	KEY_STALL_TIMEOUT,
 	KEY_MIRROR,
 	KEY_HEADER,
 	KEY_CAFILE,
@@ -43,6 +44,7 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("lanes=", KEY_LANES),
 	FUSE_OPT_KEY("connect_timeout=", KEY_CONNECT_TIMEOUT),
 	FUSE_OPT_KEY("read_timeout=", KEY_READ_TIMEOUT),
+	FUSE_OPT_KEY("stall_timeout=", KEY_STALL_TIMEOUT),
 	FUSE_OPT_KEY("mirror=", KEY_MIRROR),
 	FUSE_OPT_KEY("header=", KEY_HEADER),
 	FUSE_OPT_KEY("cafile=", KEY_CAFILE),
@@ -172,6 +174,8 @@ static int opt_proc(void *data, const char *arg, int key,
 		return parse_uint(s, arg, 1, 3600, &o->connect_timeout_s);
 	case KEY_READ_TIMEOUT:
 		return parse_uint(s, arg, 1, 86400, &o->read_timeout_s);
+	case KEY_STALL_TIMEOUT:
+		return parse_uint(s, arg, 1, 3600, &o->stall_timeout_s);
 	case KEY_MIRROR:
 		return add_string(s, arg, &o->mirrors, &o->nmirrors);
 	case KEY_HEADER:
@@ -214,6 +218,7 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	out->lanes = 8;
 	out->connect_timeout_s = 10;
 	out->read_timeout_s = 60;
+	out->stall_timeout_s = 10;
 	err[0] = '\0';
 	if (fuse_opt_parse(&args, &s, opt_spec, opt_proc) != 0) {
 		if (s.rc == 0)

@@ -63,7 +63,7 @@ static const struct {
 } fault_kinds[FAULT_KIND_COUNT] = {
 	[FAULT_STALL] = {"stall", 1, 1},
 	[FAULT_RESET] = {"reset", 1, 1},
-	[FAULT_STATUS] = {"status", 1, 2},
+	[FAULT_STATUS] = {"status", 1, 3},
 	[FAULT_BURST] = {"burst", 2, 2},
 	[FAULT_NORANGE] = {"norange", 0, 0},
 	[FAULT_BADRANGE] = {"badrange", 0, 0},
@@ -81,6 +81,7 @@ struct fault {
 	uint64_t n;	    /* bytes, count, milliseconds or rate, by kind */
 	int code;	    /* status and burst */
 	long retry_after;   /* status: seconds, or -1 for none */
+	uint64_t skip;	    /* status: the first `skip` requests are served */
 	atomic_ullong hits; /* requests this rule has matched so far */
 };
 
@@ -266,8 +267,8 @@ static int parse_size(const char *s, size_t len, uint64_t *out)
  * is followed by a known kind name, so globs may hold ':' themselves. */
 static int fault_parse(const char *spec, struct fault *f)
 {
-	const char *p, *args = NULL, *a[2];
-	size_t alen[2];
+	const char *p, *args = NULL, *a[3];
+	size_t alen[3];
 	int kind = -1, nargs = 0, i, rc = -EINVAL;
 	uint64_t v;
 
@@ -290,7 +291,7 @@ static int fault_parse(const char *spec, struct fault *f)
 	while (args) {
 		const char *colon = strchr(args, ':');
 
-		if (nargs == 2)
+		if (nargs == 3)
 			goto out;
 		a[nargs] = args;
 		alen[nargs] = colon ? (size_t)(colon - args) : strlen(args);
@@ -313,7 +314,12 @@ static int fault_parse(const char *spec, struct fault *f)
 			goto out;
 		}
 		f->code = (int)v;
-		if (nargs == 2) {
+		if (nargs == 3) {
+			rc = parse_u64(a[2], alen[2], &f->skip);
+			if (rc < 0)
+				goto out;
+		}
+		if (nargs >= 2) {
 			rc = parse_u64(a[1], alen[1], &v);
 			if (rc < 0 || v > LONG_MAX) {
 				rc = -EINVAL;
@@ -1045,7 +1051,7 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 	}
 	if (srv->latency_ms)
 		sleep_ns(srv->latency_ms * NS_PER_MS);
-	if (f && (f->kind == FAULT_STATUS ||
+	if (f && ((f->kind == FAULT_STATUS && hits > f->skip) ||
 		  (f->kind == FAULT_BURST && hits <= f->n))) {
 		applied = fault_kinds[f->kind].name;
 		status = f->code;
