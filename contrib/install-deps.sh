@@ -7,6 +7,7 @@ PKGS=(
 	libfuse3-dev fuse3
 	libcurl4-openssl-dev libssl-dev
 	liblmdb-dev lmdb-utils
+	libjansson-dev
 	nginx-light curl openssl attr ca-certificates
 	procps psmisc iproute2 coreutils xxd
 )

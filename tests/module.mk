@@ -26,3 +26,13 @@ $(BUILD)/tests/test_fs: $(BUILD)/tests/unit/test_fs.o $(BUILD)/libfs.a \
 		$(BUILD)/libfetch.a $(BUILD)/libcache.a $(BUILD)/libpacing.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# The manifest and directory-index parsers; libfs.a needs the others.
+TEST_BINS += $(BUILD)/tests/test_parse
+# Its fixtures (tests/data) are found from any working directory.
+$(BUILD)/tests/unit/test_parse.o: ALL_CFLAGS += -DPACEFS_SRCDIR='"$(CURDIR)"'
+
+$(BUILD)/tests/test_parse: $(BUILD)/tests/unit/test_parse.o $(BUILD)/libfs.a \
+		$(BUILD)/libfetch.a $(BUILD)/libcache.a $(BUILD)/libpacing.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
