@@ -38,6 +38,11 @@
  * round trip costs a few percent, and lanes finish at similar times. */
 #define REQUEST_TIME_NS (1 * SEC)
 
+/* A lane queues its next range once its open request has less than twice
+ * the source's latency plus this left: the queued request's first byte
+ * can then follow the open one's last without a round trip between. */
+#define QUEUE_LEAD_NS (100ull * 1000000ull)
+
 /* Saturation: a source whose lanes together give less than this share of
  * lanes x per-connection rate is at its shaping cap. */
 #define SAT_PCT 85
@@ -78,6 +83,14 @@ struct lane {
 	uint32_t nsamples;
 	bool got_first;	     /* first byte arrived: rate clock running */
 	bool collapsed;	     /* rate fell to a fraction of its level */
+	bool promoted;	     /* the request was queued behind another */
+	/* At most one queued range [qstart, qend) on the same source, owned
+	 * by the lane from PACE_ACT_QUEUE on; it becomes the lane's request
+	 * when the open one ends whole. */
+	bool q;
+	bool restart;	     /* promoted: its START is due in the next poll */
+	uint32_t qreader, qrgen;
+	uint64_t qstart, qend;
 };
 
 struct source {
@@ -122,6 +135,7 @@ struct reader {
 	uint64_t w;	  /* window length */
 	uint64_t seq_run; /* sequential bytes since W last grew */
 	uint64_t deficit; /* deficit round robin credit, bytes */
+	uint32_t nl_tmp;  /* scratch for pace_poll: lanes serving it */
 };
 
 struct wait {
@@ -492,9 +506,12 @@ void pace_reader_close(struct pace *p, uint32_t reader, uint64_t now_ns)
 	if (!r)
 		return;
 	tick(p, now_ns);
-	for (uint32_t i = 0; i < p->cfg.max_lanes; i++)
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
 		if (p->lanes[i].reader == reader)
 			p->lanes[i].reader = PACE_NONE;
+		if (p->lanes[i].q && p->lanes[i].qreader == reader)
+			p->lanes[i].qreader = PACE_NONE;
+	}
 	for (uint32_t i = 0; i < p->n_waits; i++)
 		if (p->waits[i].used && p->waits[i].reader == reader)
 			p->waits[i].reader = PACE_NONE;
@@ -756,7 +773,10 @@ int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
 
 		l->got_first = true;
 		l->rate_t0 = p->now;
-		src->lat_est = src->lat_est ? (src->lat_est * 3 + lat) / 4 : lat;
+		if (!l->promoted) /* a queued request hides its latency */
+			src->lat_est = src->lat_est
+					       ? (src->lat_est * 3 + lat) / 4
+					       : lat;
 	} else {
 		l->rate_bytes += e - s;
 	}
@@ -824,6 +844,30 @@ int pace_on_done(struct pace *p, uint32_t lane, enum pace_outcome outcome,
 	case PACE_OUT_LOCAL:
 		break;
 	}
+	/* A request that ended whole hands over to its queued range: the lane
+	 * stays busy, and the next poll emits the START (checked again
+	 * there). Any other end drops the queued range with it. */
+	if (l->q && outcome == PACE_OUT_OK && l->state == LANE_BUSY &&
+	    pace__ranges_covers(&p->blobs[l->blob].held, l->start, l->end)) {
+		l->q = false;
+		l->restart = true;
+		l->promoted = true;
+		l->demand = false;
+		l->ahead = true;
+		l->wait = PACE_NONE;
+		l->reader = l->qreader;
+		l->rgen = l->qrgen;
+		l->start = l->frontier = l->qstart;
+		l->end = l->qend;
+		l->last_progress_ns = p->now;
+		l->started_ns = p->now;
+		l->rate_t0 = p->now;
+		l->rate_bytes = 0;
+		l->got_first = false;
+		return 0;
+	}
+	l->q = false;
+	l->restart = false;
 	/* Bytes not received are simply no longer owned: they are missing
 	 * and unowned, so the next poll requests them again. */
 	lane_set(p, l, LANE_IDLE);
@@ -835,15 +879,24 @@ int pace_on_done(struct pace *p, uint32_t lane, enum pace_outcome outcome,
 	return 0;
 }
 
-/* The lane owning byte x of blob, or NULL. */
-static struct lane *owner_of(struct pace *p, uint32_t blob, uint64_t x)
+/* The lane owning byte x of blob, or NULL; writes the end of the span
+ * that owns it (its open request or its queued range) to *oend. */
+static struct lane *owner_of(struct pace *p, uint32_t blob, uint64_t x,
+			     uint64_t *oend)
 {
 	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
 		struct lane *l = &p->lanes[i];
 
-		if (l->state == LANE_BUSY && l->blob == blob && l->start <= x &&
-		    x < l->end)
+		if (l->state != LANE_BUSY || l->blob != blob)
+			continue;
+		if (l->start <= x && x < l->end) {
+			*oend = l->end;
 			return l;
+		}
+		if (l->q && l->qstart <= x && x < l->qend) {
+			*oend = l->qend;
+			return l;
+		}
 	}
 	return NULL;
 }
@@ -859,15 +912,14 @@ static uint64_t first_free(struct pace *p, uint32_t blob, uint64_t a,
 
 	lim = min64(lim, b->size);
 	while (x < lim) {
-		struct lane *o;
+		uint64_t oend;
 
 		x = pace__ranges_next_missing(&b->held, x);
 		if (x >= lim)
 			break;
-		o = owner_of(p, blob, x);
-		if (!o)
+		if (!owner_of(p, blob, x, &oend))
 			break;
-		x = o->end;
+		x = oend;
 	}
 	if (x >= lim)
 		return lim;
@@ -875,9 +927,12 @@ static uint64_t first_free(struct pace *p, uint32_t blob, uint64_t a,
 	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
 		struct lane *l = &p->lanes[i];
 
-		if (l->state == LANE_BUSY && l->blob == blob && l->start > x &&
-		    l->start < e)
+		if (l->state != LANE_BUSY || l->blob != blob)
+			continue;
+		if (l->start > x && l->start < e)
 			e = l->start;
+		if (l->q && l->qstart > x && l->qstart < e)
+			e = l->qstart;
 	}
 	*gap_end = e;
 	return x;
@@ -1035,14 +1090,19 @@ static void lane_start(struct pace *p, struct lane *l, uint32_t blob,
 	l->nsamples = 0;
 	l->got_first = false;
 	l->collapsed = false;
+	l->promoted = false;
+	l->q = false;
+	l->restart = false;
 	lane_set(p, l, LANE_BUSY);
 	p->stats.requests++;
 	emit(a, PACE_ACT_START, p, l);
 }
 
+/* Aborts the lane's request and drops its queued range. */
 static void lane_cancel(struct pace *p, struct lane *l, struct pace_action *a)
 {
 	emit(a, PACE_ACT_CANCEL, p, l);
+	l->q = false;
 	lane_set(p, l, LANE_CANCELLING);
 }
 
@@ -1250,6 +1310,114 @@ static int steal(struct pace *p, struct lane *t, struct pace_action *a,
 	return 2;
 }
 
+/* A reader's window as a lane must respect it: [cursor, wend). */
+static bool reader_live(const struct pace *p, uint32_t ri, uint32_t gen)
+{
+	const struct reader *r;
+
+	if (ri == PACE_NONE || ri >= p->n_readers)
+		return false;
+	r = &p->readers[ri];
+	return r->used && r->seen && r->w > 0 && r->gen == gen;
+}
+
+/* A promoted range may start: its reader still reads there (same seek
+ * generation, range inside its window) and its source takes requests. */
+static bool promote_ok(const struct pace *p, const struct lane *l)
+{
+	const struct source *s = &p->sources[l->source];
+	const struct reader *r;
+
+	if (!reader_live(p, l->reader, l->rgen))
+		return false;
+	r = &p->readers[l->reader];
+	if (l->end > sat_add(r->cursor, r->w) || l->end <= r->cursor)
+		return false;
+	return !s->excluded && p->now >= s->hold_until &&
+	       s->collapsed_until <= p->now;
+}
+
+/* Queued ranges: a busy read-ahead lane whose open request ends within
+ * twice its source's latency plus QUEUE_LEAD_NS takes the next range of
+ * its reader's window, on the same source, so that no round trip separates
+ * two requests. A reader keeps no more than its share of the lanes, so
+ * chaining never starves another reader of turns. */
+static size_t queue_next(struct pace *p, struct pace_action *acts, size_t n,
+			 size_t cap)
+{
+	const struct pace_config *c = &p->cfg;
+	uint32_t nactive = 0, share;
+
+	for (uint32_t i = 0; i < p->n_readers; i++) {
+		struct reader *r = &p->readers[i];
+
+		r->nl_tmp = 0;
+		if (r->used && r->seen && r->w > 0)
+			nactive++;
+	}
+	if (nactive == 0)
+		return n;
+	for (uint32_t i = 0; i < c->max_lanes; i++) {
+		const struct lane *l = &p->lanes[i];
+
+		if (l->state == LANE_BUSY && l->reader != PACE_NONE &&
+		    l->reader < p->n_readers)
+			p->readers[l->reader].nl_tmp++;
+	}
+	share = (c->max_lanes + nactive - 1) / nactive;
+	for (uint32_t i = 0; i < c->max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+		struct source *s = &p->sources[l->source];
+		struct blob *b;
+		struct reader *r;
+		uint64_t rate, lead, wend, x, ge, e;
+
+		if (l->state != LANE_BUSY || l->q || l->restart ||
+		    l->collapsed || !l->got_first || caps_stream(s->caps))
+			continue;
+		if (!reader_live(p, l->reader, l->rgen))
+			continue;
+		r = &p->readers[l->reader];
+		if (r->nl_tmp > share)
+			continue;
+		rate = l->nsamples ? l->rate : s->rate;
+		if (!rate || s->excluded || p->now < s->hold_until ||
+		    s->collapsed_until > p->now)
+			continue;
+		lead = 2 * s->lat_est + QUEUE_LEAD_NS;
+		if ((double)(l->end - l->frontier) * (double)SEC >
+		    (double)rate * (double)lead)
+			continue;
+		b = &p->blobs[l->blob];
+		wend = min64(sat_add(r->cursor, r->w), b->size);
+		x = first_free(p, l->blob, align_down(r->cursor, c->align), wend,
+			       &ge);
+		if (x >= wend)
+			continue;
+		e = wend == b->size ? wend : align_down(wend, c->align);
+		e = request_end(p, b, x, request_want(p, l->source, r->w), ge,
+				e);
+		if (e <= x || (e - x < c->min_request && e < ge &&
+			       e < b->size && r->w >= c->min_request))
+			continue; /* parked until the cursor moves */
+		if (n == cap)
+			return n;
+		l->q = true;
+		l->qreader = l->reader;
+		l->qrgen = l->rgen;
+		l->qstart = x;
+		l->qend = e;
+		acts[n].kind = PACE_ACT_QUEUE;
+		acts[n].lane = i;
+		acts[n].blob = l->blob;
+		acts[n].source = l->source;
+		acts[n].start = x;
+		acts[n].end = e;
+		n++;
+	}
+	return n;
+}
+
 size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 		 size_t cap)
 {
@@ -1262,6 +1430,27 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 	tick(p, now_ns);
 	c = &p->cfg;
 	measure(p);
+
+	/* Promoted queued ranges start first, if still wanted. */
+	for (uint32_t i = 0; i < c->max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+
+		if (l->state != LANE_BUSY || !l->restart)
+			continue;
+		if (!promote_ok(p, l)) {
+			l->restart = false;
+			l->promoted = false;
+			l->reader = PACE_NONE;
+			lane_set(p, l, LANE_IDLE);
+			l->start = l->frontier = l->end = 0;
+			continue;
+		}
+		if (n == cap)
+			return n;
+		l->restart = false;
+		p->stats.requests++;
+		emit(&acts[n++], PACE_ACT_START, p, l);
+	}
 
 	for (uint32_t i = 0; i < c->max_lanes; i++) {
 		struct lane *l = &p->lanes[i];
@@ -1316,12 +1505,17 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 			continue;
 		b = &p->blobs[w->blob];
 		for (;;) {
-			uint64_t ge, x, e, a0 = align_down(w->off, c->align);
+			uint64_t ge, x, e, oend = 0,
+					   a0 = align_down(w->off, c->align);
 			uint32_t src;
 			struct lane *l, *o;
 
 			x = pace__ranges_next_missing(&b->held, a0);
-			o = x < w->end ? owner_of(p, w->blob, x) : NULL;
+			o = x < w->end ? owner_of(p, w->blob, x, &oend) : NULL;
+			/* Bytes in a queued range come right after that
+			 * lane's open request: nothing to hurry. */
+			if (o && oend != o->end)
+				o = NULL;
 			/* A read waits on a collapsed lane: take its range
 			 * back now (received bytes are kept). */
 			if (o && o->collapsed &&
@@ -1471,7 +1665,9 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 			break;
 		n += (size_t)k;
 	}
-	return n;
+
+	/* Lanes about to finish queue their next range. */
+	return queue_next(p, acts, n, cap);
 }
 
 uint64_t pace_next_wake(const struct pace *p, uint64_t now_ns)
@@ -1522,6 +1718,9 @@ int pace_lane_info(const struct pace *p, uint32_t lane,
 	out->end = l->end;
 	out->rate = l->rate;
 	out->collapsed = l->collapsed;
+	out->queued = l->state == LANE_BUSY && l->q;
+	out->qstart = out->queued ? l->qstart : 0;
+	out->qend = out->queued ? l->qend : 0;
 	return 0;
 }
 

@@ -50,8 +50,29 @@ enum pace_outcome {
 enum pace_action_kind {
 	PACE_ACT_START,	  /* open a range request [start, end) on lane */
 	PACE_ACT_SET_END, /* the lane's open request now ends at `end` */
-	PACE_ACT_CANCEL,  /* abort the lane's request; expect pace_on_done */
+	PACE_ACT_CANCEL,  /* abort the lane's request and drop its queued
+			     range; expect pace_on_done */
+	PACE_ACT_QUEUE,	  /* the lane's next range [start, end), same
+			     source, queued behind its open request */
 };
+
+/*
+ * Queued ranges. A lane holds at most one open request and at most one
+ * queued range. PACE_ACT_QUEUE names the range the lane fetches next; the
+ * lane owns it from then on. When the open request ends with PACE_OUT_OK
+ * (every byte arrived), the queued range becomes the lane's request and the
+ * next pace_poll() emits it as a PACE_ACT_START for that lane, or, should
+ * it no longer be wanted (a seek, a closed reader, a source backing off),
+ * emits nothing and the lane is idle. Any other end (a fault, a CANCEL)
+ * drops the queued range without a START.
+ *
+ * QUEUE is advisory: an executor that cannot send a request ahead may
+ * ignore it and run the START when it comes. One that can (HTTP/1.1
+ * pipelining, a second stream) sends it at once, so that its first byte
+ * follows the open request's last; it then treats a START of exactly that
+ * lane and range as already under way, and abandons the early request when
+ * the next poll brings no such START.
+ */
 
 struct pace_action {
 	enum pace_action_kind kind;
@@ -184,6 +205,9 @@ struct pace_lane_info {
 	uint64_t end;	   /* one past the last byte requested */
 	uint64_t rate;	   /* bytes per second, windowed */
 	bool collapsed;	   /* rate fell to a fraction of its own level */
+	bool queued;	   /* a queued range [qstart, qend) follows */
+	uint64_t qstart;
+	uint64_t qend;
 };
 
 int pace_lane_info(const struct pace *p, uint32_t lane,

@@ -66,6 +66,8 @@ struct scenario {
 	double ideal;	   /* seconds; 0: not reported */
 	double limit;	   /* seconds of simulated time before failing */
 	bool errors_ok;	   /* waits may fail (sources dead) */
+	bool no_pipeline;  /* the executor ignores QUEUE (sends nothing
+			      ahead), as fetch/ does today */
 	uint64_t seed;
 };
 
@@ -77,6 +79,12 @@ struct sim_lane {
 	double carry;
 	int fail;	 /* 0, or a pace_outcome to report at ready_at */
 	uint64_t retry_after;
+	/* A queued range, sent ahead when queued (a pipelining executor):
+	 * its first byte comes a latency after q_t, or right after the open
+	 * request, whichever is later. */
+	bool q;
+	uint64_t qstart, qend;
+	double q_t;
 };
 
 struct sim_rd {
@@ -177,6 +185,8 @@ static void lane_end(struct sim *s, uint32_t lane, enum pace_outcome o,
 		     uint64_t retry)
 {
 	s->lanes[lane].active = false;
+	if (o != PACE_OUT_OK)
+		s->lanes[lane].q = false; /* the early request dies too */
 	pace_on_done(s->p, lane, o, retry, s->now);
 }
 
@@ -257,12 +267,22 @@ static int do_actions(struct sim *s, const struct pace_action *a, size_t n)
 						fprintf(stderr, "big req %" PRIu64 " %" PRIu64 " t=%.3f\n", a[k].start, a[k].end, s->t);
 				}
 			s->requests++;
-			memset(l, 0, sizeof(*l));
+			{
+				bool pre = !s->sc->no_pipeline && l->q &&
+					   l->src == (uint32_t)si &&
+					   l->qstart == a[k].start &&
+					   l->qend == a[k].end;
+				double sent = pre ? l->q_t : s->t;
+
+				memset(l, 0, sizeof(*l));
+				l->ready_at = sent + ss->latency;
+				if (l->ready_at < s->t)
+					l->ready_at = s->t;
+			}
 			l->active = true;
 			l->src = (uint32_t)si;
 			l->pos = a[k].start;
 			l->end = a[k].end;
-			l->ready_at = s->t + ss->latency;
 			if (src_dead(ss, s->t))
 				l->fail = ss->die == DIE_GONE ? PACE_OUT_GONE
 							      : PACE_OUT_TRANSIENT;
@@ -271,6 +291,33 @@ static int do_actions(struct sim *s, const struct pace_action *a, size_t n)
 				l->retry_after =
 					(uint64_t)(ss->retry_after * SEC);
 			}
+			break;
+		case PACE_ACT_QUEUE:
+			if (!l->active)
+				return fail(s, "QUEUE on idle lane %u",
+					    a[k].lane);
+			if (l->src != (uint32_t)si)
+				return fail(s, "QUEUE on another source");
+			if (l->q)
+				return fail(s, "second QUEUE on lane %u",
+					    a[k].lane);
+			if (a[k].start >= a[k].end ||
+			    a[k].end > s->sc->size[bi])
+				return fail(s, "bad queued range");
+			if (pace__ranges_count(&s->held[bi], a[k].start,
+					       a[k].end))
+				return fail(s, "refetch: queued range has "
+					       "held bytes");
+			if (!allowed(s, bi, a[k].start, a[k].end))
+				return fail(s, "window: queued range outside "
+					       "every window");
+			if (a[k].end - a[k].start > c->max_request)
+				return fail(s, "queued range above "
+					       "max_request");
+			l->q = true;
+			l->qstart = a[k].start;
+			l->qend = a[k].end;
+			l->q_t = s->t;
 			break;
 		case PACE_ACT_SET_END:
 			if (!l->active)
@@ -321,6 +368,29 @@ static int check_invariants(struct sim *s)
 			return fail(s, "lane %u busy mismatch", i);
 		if (!li[i].busy)
 			continue;
+		if (li[i].queued &&
+		    (li[i].qstart < li[i].end && li[i].start < li[i].qend))
+			return fail(s, "lane %u: queued range overlaps its "
+				       "request", i);
+		for (uint32_t j = 0; j < i; j++) {
+			bool o = false;
+
+			if (!li[j].busy || li[j].blob != li[i].blob)
+				continue;
+			if (li[i].queued)
+				o |= li[i].qstart < li[j].end &&
+				     li[j].start < li[i].qend;
+			if (li[j].queued)
+				o |= li[j].qstart < li[i].end &&
+				     li[i].start < li[j].qend;
+			if (li[i].queued && li[j].queued)
+				o |= li[i].qstart < li[j].qend &&
+				     li[j].qstart < li[i].qend;
+			if (o)
+				return fail(s, "two owners (queued): lanes "
+					       "%u,%u",
+					    i, j);
+		}
 		for (uint32_t j = 0; j < i; j++)
 			if (li[j].busy && li[j].blob == li[i].blob &&
 			    li[i].start < li[j].end && li[j].start < li[i].end)
@@ -790,13 +860,12 @@ struct check {
 static int passed, failed, missed;
 
 /* A row: ok (invariants held and target met), MISS (invariants held, the
- * performance target not met: a failure only with SIM_STRICT set), FAIL
- * (an invariant broke). */
+ * performance target not met) or FAIL (an invariant broke); MISS and FAIL
+ * both fail the run. */
 static void row(const char *name, const struct figures *f, bool inv_ok,
 		bool target_ok, const char *note)
 {
-	bool strict = getenv("SIM_STRICT") != NULL;
-	bool ok = inv_ok && (target_ok || !strict);
+	bool ok = inv_ok && target_ok;
 	const char *res = !inv_ok ? "FAIL" : target_ok ? "ok" : "MISS";
 
 	printf("%-22s %7.2f %7.2f %6.3f %9.1f %7.1f %7.1f %7.1f %6" PRIu64
@@ -826,6 +895,17 @@ static void named(const struct scenario *sc,
 	row(sc->name, &f, rc == 0, target, rc ? err : note);
 }
 
+/* The same scenario with an executor that sends nothing ahead (fetch/
+ * today): a figure only, the targets assume queued ranges are sent. */
+static bool judge_nopipe(const struct scenario *sc, const struct figures *f,
+			 char *note, size_t n)
+{
+	(void)sc;
+	(void)f;
+	snprintf(note, n, "figure only: QUEUE not sent ahead");
+	return true;
+}
+
 /* 1: two sources, 8 and 4 MB/s per connection, 4 connections each. */
 static bool judge_two_sources(const struct scenario *sc,
 			      const struct figures *f, char *note, size_t n)
@@ -848,6 +928,9 @@ static void sc_two_sources(void)
 	sc.rd[0] = seq(0, 0, 1 * MIB);
 	sc.ideal = (double)sc.size[0] / (48 * MB);
 	named(&sc, judge_two_sources);
+	sc.name = "two_sources/nopipe";
+	sc.no_pipeline = true;
+	named(&sc, judge_nopipe);
 }
 
 /* 2: one source collapses to 3% mid-transfer. */
@@ -883,6 +966,9 @@ static void sc_collapse(void)
 	after = (double)sc.size[0] - before;
 	sc.ideal = t + after / (32 * MB + 0.03 * 32 * MB);
 	named(&sc, judge_collapse);
+	sc.name = "collapse/nopipe";
+	sc.no_pipeline = true;
+	named(&sc, judge_nopipe);
 }
 
 /* 3: a reader at 2 MB/s with 32 MB/s of capacity. */
@@ -1217,9 +1303,7 @@ int main(int argc, char **argv)
 	else
 		passed++;
 	if (missed)
-		printf("%d performance target(s) missed (MISS rows; SIM_STRICT=1 "
-		       "fails on them)\n",
-		       missed);
+		printf("%d performance target(s) missed (MISS rows)\n", missed);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 && passed > 0 ? 0 : 1;
 }

@@ -648,6 +648,140 @@ static void test_no_ranges_single_stream(void)
 	pace_free(p);
 }
 
+/* Finds the action of kind k in the last poll, or NULL. */
+static const struct pace_action *fix_find(const struct fix *f,
+					  enum pace_action_kind k)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (f->a[i].kind == k)
+			return &f->a[i];
+	return NULL;
+}
+
+/* One lane, 256 KiB first read-ahead requests. */
+static void queue_cfg(struct pace_config *c)
+{
+	small_cfg(c);
+	c->max_lanes = 1;
+	c->lanes_per_source = 1;
+	c->max_request = 1 * MIB;
+	c->window_min = 1 * MIB;
+	c->window_max = 4 * MIB;
+}
+
+/* Feeds the START st as 4 KiB after 10 ms (latency), then 64 KiB every
+ * 250 ms three times (256 KB/s); returns the next offset. */
+static uint64_t queue_feed(struct fix *f, const struct pace_action *st)
+{
+	uint64_t off = st->start;
+
+	f->now += 10 * MS;
+	pace_on_data(f->p, st->lane, off, 4 * KIB, f->now);
+	off += 4 * KIB;
+	for (int i = 0; i < 3; i++) {
+		f->now += 250 * MS;
+		pace_on_data(f->p, st->lane, off, 64 * KIB, f->now);
+		off += 64 * KIB;
+	}
+	return off;
+}
+
+/* A lane near the end of its request queues the next range of its
+ * reader's window on the same source; when the request ends whole the
+ * queued range is started on that lane; a fault drops it. */
+static void test_queue_next(void)
+{
+	struct pace_config c;
+	struct fix f;
+	const struct pace_action *q;
+	struct pace_action st, qa;
+	struct pace_lane_info li;
+	uint64_t off;
+
+	queue_cfg(&c);
+	T_EQ_INT(fix_init(&f, &c, 8 * MIB), 0);
+	pace_reader_read(f.p, f.rd, 0, 4 * KIB, f.now);
+	T_EQ_INT(fix_poll(&f), 1);
+	st = f.a[0];
+	T_EQ_INT(st.kind, PACE_ACT_START);
+	/* Bytes at 1 MB/s for a while: the rate is known, the request not
+	 * near its end yet, so nothing is queued. */
+	T_EQ_U64(st.end - st.start, 256 * KIB);
+	off = queue_feed(&f, &st);
+	T_EQ_INT(fix_poll(&f), 0); /* 56 KiB left: 220 ms */
+	/* Close to the end: the next range is queued, owned, not started. */
+	pace_on_data(f.p, st.lane, off, st.end - off - 16 * KIB, f.now);
+	off = st.end - 16 * KIB;
+	T_EQ_INT(fix_poll(&f), 1);
+	q = fix_find(&f, PACE_ACT_QUEUE);
+	T_ASSERT(q != NULL);
+	qa = *q;
+	T_EQ_INT(qa.lane, st.lane);
+	T_EQ_INT(qa.source, st.source);
+	T_EQ_U64(qa.start, st.end);
+	T_EQ_INT(pace_lane_info(f.p, st.lane, &li), 0);
+	T_ASSERT(li.queued);
+	T_EQ_U64(li.qstart, qa.start);
+	T_EQ_U64(li.qend, qa.end);
+	T_EQ_INT(fix_poll(&f), 0); /* one queued range per lane */
+	/* The open request ends whole: the queued range starts. */
+	pace_on_data(f.p, st.lane, off, st.end - off, f.now);
+	T_EQ_INT(pace_on_done(f.p, st.lane, PACE_OUT_OK, 0, f.now), 0);
+	T_EQ_INT(fix_poll(&f), 1);
+	T_EQ_INT(f.a[0].kind, PACE_ACT_START);
+	T_EQ_INT(f.a[0].lane, qa.lane);
+	T_EQ_U64(f.a[0].start, qa.start);
+	T_EQ_U64(f.a[0].end, qa.end);
+	pace_free(f.p);
+}
+
+/* A queued range dies with a fault of the open request, and is dropped at
+ * promotion when the reader has seeked away. */
+static void test_queue_dropped(void)
+{
+	struct pace_config c;
+	struct fix f;
+	struct pace_action st;
+	struct pace_lane_info li;
+
+	for (int variant = 0; variant < 2; variant++) {
+		uint64_t off;
+
+		queue_cfg(&c);
+		T_EQ_INT(fix_init(&f, &c, 8 * MIB), 0);
+		pace_reader_read(f.p, f.rd, 0, 4 * KIB, f.now);
+		T_EQ_INT(fix_poll(&f), 1);
+		st = f.a[0];
+		off = queue_feed(&f, &st);
+		pace_on_data(f.p, st.lane, off, st.end - off - 16 * KIB,
+			     f.now);
+		T_EQ_INT(fix_poll(&f), 1);
+		T_ASSERT(fix_find(&f, PACE_ACT_QUEUE) != NULL);
+		if (variant == 0) {
+			T_EQ_INT(pace_on_done(f.p, st.lane, PACE_OUT_TRANSIENT,
+					      0, f.now),
+				 0);
+			f.now += 10 * SEC; /* past the backoff */
+			T_EQ_INT(fix_poll(&f), 1);
+			/* The remainder of the faulted request comes first,
+			 * not the dropped queued range. */
+			T_EQ_U64(f.a[0].start, st.end - 16 * KIB);
+		} else {
+			pace_on_data(f.p, st.lane, st.end - 16 * KIB,
+				     16 * KIB, f.now);
+			/* A seek far away: the queued range is not wanted. */
+			pace_reader_read(f.p, f.rd, 7 * MIB, 4 * KIB, f.now);
+			T_EQ_INT(pace_on_done(f.p, st.lane, PACE_OUT_OK, 0,
+					      f.now),
+				 0);
+			T_EQ_INT(fix_poll(&f), 0);
+			T_EQ_INT(pace_lane_info(f.p, st.lane, &li), 0);
+			T_ASSERT(!li.busy);
+		}
+		pace_free(f.p);
+	}
+}
+
 static const struct t_case cases[] = {
 	{"ranges_basic", test_ranges_basic},
 	{"ranges_random", test_ranges_random},
@@ -669,6 +803,8 @@ static const struct t_case cases[] = {
 	{"capacity", test_capacity},
 	{"blob_end_clamp", test_blob_end_clamp},
 	{"no_ranges_single_stream", test_no_ranges_single_stream},
+	{"queue_next", test_queue_next},
+	{"queue_dropped", test_queue_dropped},
 };
 
 int main(int argc, char **argv)
