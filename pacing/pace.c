@@ -45,6 +45,10 @@
 
 /* Saturation: a source whose lanes together give less than this share of
  * lanes x per-connection rate is at its shaping cap. */
+/* Throttling: a source's lane cap grows back by one lane this often while
+ * its requests end whole. */
+#define AIMD_INC_NS (1 * SEC)
+
 #define SAT_PCT 85
 #define SLOW_FACTOR 8
 
@@ -113,6 +117,9 @@ struct source {
 	uint64_t fault_ns;   /* when the last of them happened */
 	uint64_t agg_tmp;    /* scratch for pace_poll */
 	uint32_t n_tmp;
+	uint32_t lane_cap;   /* AIMD: lanes allowed now */
+	uint64_t cut_until;  /* no second cut before this (one per hold) */
+	uint64_t inc_at;     /* next additive increase */
 };
 
 struct blob {
@@ -159,6 +166,9 @@ struct pace {
 	uint32_t n_readers, n_waits;
 	uint32_t rr;  /* round-robin start among readers */
 	uint32_t wrr; /* round-robin start among waits */
+	uint64_t rng; /* xorshift64 state for jitter */
+	uint64_t infl; /* pace_poll: bytes in flight, kept as it emits */
+	uint32_t nactive; /* readers reading ahead, as of the last poll */
 	struct pace_stats stats;
 };
 
@@ -240,6 +250,9 @@ void pace_config_default(struct pace_config *cfg)
 	cfg->backoff_ns = 200 * 1000000ull;
 	cfg->backoff_max_ns = 10 * SEC;
 	cfg->down_faults = 4;
+	cfg->budget_bytes = 0;
+	cfg->jitter_pct = 25;
+	cfg->seed = 0x9e3779b97f4a7c15ull;
 }
 
 int pace_config_check(const struct pace_config *cfg, const char **field)
@@ -281,6 +294,10 @@ int pace_config_check(const struct pace_config *cfg, const char **field)
 		bad = "backoff_max_ns";
 	else if (cfg->down_faults == 0)
 		bad = "down_faults";
+	else if (cfg->budget_bytes && cfg->budget_bytes < cfg->max_request)
+		bad = "budget_bytes";
+	else if (cfg->jitter_pct > 100)
+		bad = "jitter_pct";
 	if (bad) {
 		if (field)
 			*field = bad;
@@ -325,6 +342,7 @@ int pace_new(const struct pace_config *cfg, struct pace **out)
 		rc = -ENOMEM;
 		goto out;
 	}
+	p->rng = cfg->seed ? cfg->seed : 1;
 	for (uint32_t i = 0; i < cfg->max_lanes; i++) {
 		p->lanes[i].state = LANE_IDLE;
 		p->lanes[i].reader = PACE_NONE;
@@ -454,6 +472,7 @@ int pace_source_add(struct pace *p, uint32_t blob, enum pace_caps caps,
 	s->blob = blob;
 	s->caps = caps;
 	s->backoff = p->cfg.backoff_ns;
+	s->lane_cap = p->cfg.lanes_per_source;
 	/* Append, so that sources are tried in the order they were given. */
 	s->next = PACE_NONE;
 	if (b->first_src == PACE_NONE) {
@@ -518,6 +537,18 @@ void pace_reader_close(struct pace *p, uint32_t reader, uint64_t now_ns)
 	r->used = false;
 }
 
+/* A window shares the budget with the other readers reading ahead: no
+ * larger than budget / readers (window_min at least). */
+static uint64_t budget_window(const struct pace *p, uint64_t w)
+{
+	uint64_t share;
+
+	if (!p->cfg.budget_bytes)
+		return w;
+	share = p->cfg.budget_bytes / max64(p->nactive, 1);
+	return max64(min64(w, share), p->cfg.window_min);
+}
+
 /* Largest useful window for a reader of blob: what the blob's sources can
  * deliver over a request's lifetime plus a round trip, twice over. Unknown
  * rates: window_max. */
@@ -533,17 +564,17 @@ static uint64_t window_cap(const struct pace *p, uint32_t blob)
 		if (s->excluded)
 			continue;
 		if (!s->peak)
-			return p->cfg.window_max;
+			return budget_window(p, p->cfg.window_max);
 		peak = max64(peak, s->peak);
 		lat = max64(lat, s->lat_est);
 	}
 	if (!peak)
-		return p->cfg.window_max;
+		return budget_window(p, p->cfg.window_max);
 	w = 2.0 * (double)peak * p->cfg.max_lanes *
 	    (double)(lat + REQUEST_TIME_NS) / (double)SEC;
 	if (w > (double)p->cfg.window_max)
-		return p->cfg.window_max;
-	return max64((uint64_t)w, p->cfg.window_min);
+		return budget_window(p, p->cfg.window_max);
+	return budget_window(p, max64((uint64_t)w, p->cfg.window_min));
 }
 
 static void window_grow(struct pace *p, struct reader *r)
@@ -784,10 +815,33 @@ int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
 	return 0;
 }
 
+/* xorshift64: a small deterministic generator, seeded by the config. */
+static uint64_t rng_next(struct pace *p)
+{
+	uint64_t x = p->rng;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	p->rng = x;
+	return x;
+}
+
+/* d plus up to jitter_pct percent of it, at random: sources backing off
+ * together do not all come back at the same instant. */
+static uint64_t jitter(struct pace *p, uint64_t d)
+{
+	uint64_t span = (uint64_t)((double)d * p->cfg.jitter_pct / 100.0);
+
+	if (span == 0)
+		return d;
+	return sat_add(d, rng_next(p) % (span + 1));
+}
+
 /* A fault blamed on the source: back it off exponentially. */
 static void source_backoff(struct pace *p, struct source *s, uint64_t at_least)
 {
-	uint64_t d = max64(s->backoff, at_least);
+	uint64_t d = jitter(p, max64(s->backoff, at_least));
 
 	s->hold_until = max64(s->hold_until, sat_add(p->now, d));
 	s->backoff = min64(s->backoff * 2, p->cfg.backoff_max_ns);
@@ -819,8 +873,15 @@ int pace_on_done(struct pace *p, uint32_t lane, enum pace_outcome outcome,
 	switch (outcome) {
 	case PACE_OUT_OK:
 		if (pace__ranges_covers(&p->blobs[l->blob].held, l->start,
-					l->end))
+					l->end)) {
 			s->backoff = p->cfg.backoff_ns;
+			/* Additive increase after a throttle cut. */
+			if (s->lane_cap < p->cfg.lanes_per_source &&
+			    p->now >= s->inc_at) {
+				s->lane_cap++;
+				s->inc_at = sat_add(p->now, AIMD_INC_NS);
+			}
+		}
 		else if (l->state == LANE_BUSY)
 			source_backoff(p, s, 0); /* a short body is a fault */
 		break;
@@ -835,7 +896,22 @@ int pace_on_done(struct pace *p, uint32_t lane, enum pace_outcome outcome,
 		}
 		break;
 	case PACE_OUT_THROTTLED:
-		source_backoff(p, s, retry_after_ns);
+		/* Multiplicative decrease and backoff, once per hold: the
+		 * lanes that were open when the source said "too many" get
+		 * the same answer, and must not stretch the hold. */
+		if (p->now < s->cut_until) {
+			s->hold_until = max64(s->hold_until,
+					      sat_add(p->now, retry_after_ns));
+		} else {
+			source_backoff(p, s, retry_after_ns);
+			uint32_t cur = s->lanes < s->lane_cap ? s->lanes
+							      : s->lane_cap;
+
+			s->lane_cap = cur / 2 ? cur / 2 : 1;
+			s->cut_until = s->hold_until;
+			s->inc_at = sat_add(s->hold_until, AIMD_INC_NS);
+			p->stats.throttle_cuts++;
+		}
 		break;
 	case PACE_OUT_GONE:
 	case PACE_OUT_FATAL:
@@ -941,7 +1017,7 @@ static uint64_t first_free(struct pace *p, uint32_t blob, uint64_t a,
 static bool source_usable(const struct pace *p, const struct source *s)
 {
 	return s->used && !s->excluded && p->now >= s->hold_until &&
-	       s->lanes < p->cfg.lanes_per_source;
+	       s->lanes < p->cfg.lanes_per_source && s->lanes < s->lane_cap;
 }
 
 static bool caps_stream(enum pace_caps c)
@@ -1058,6 +1134,57 @@ static void emit(struct pace_action *a, enum pace_action_kind k,
 	a->end = l->end;
 }
 
+/* Bytes requested and not yet received: open requests past their frontier
+ * and queued ranges. Cancelling lanes own nothing. */
+static uint64_t inflight_sum(const struct pace *p)
+{
+	uint64_t t = 0;
+
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
+		const struct lane *l = &p->lanes[i];
+
+		if (l->state != LANE_BUSY)
+			continue;
+		t += l->end - l->frontier;
+		if (l->q)
+			t += l->qend - l->qstart;
+	}
+	return t;
+}
+
+static void infl_add(struct pace *p, uint64_t n)
+{
+	p->infl += n;
+	if (p->infl > p->stats.inflight_max)
+		p->stats.inflight_max = p->infl;
+}
+
+static void infl_sub(struct pace *p, uint64_t n)
+{
+	p->infl = p->infl > n ? p->infl - n : 0;
+}
+
+/* Room left under budget_bytes (UINT64_MAX without a budget). */
+static uint64_t budget_room(const struct pace *p)
+{
+	if (!p->cfg.budget_bytes)
+		return UINT64_MAX;
+	return p->cfg.budget_bytes > p->infl ? p->cfg.budget_bytes - p->infl
+					     : 0;
+}
+
+/* Lowers the end of a request [x, e) to fit the budget, on an aligned
+ * byte; returns x when nothing fits. */
+static uint64_t budget_fit(const struct pace *p, uint64_t x, uint64_t e)
+{
+	uint64_t room = budget_room(p), f;
+
+	if (e <= x || e - x <= room)
+		return e;
+	f = align_down(x + room, p->cfg.align);
+	return f > x ? f : x;
+}
+
 /* Starts [x, e) on lane l from source src; fills one action. */
 static void lane_start(struct pace *p, struct lane *l, uint32_t blob,
 		       uint32_t src, uint64_t x, uint64_t e, uint32_t reader,
@@ -1094,6 +1221,7 @@ static void lane_start(struct pace *p, struct lane *l, uint32_t blob,
 	l->q = false;
 	l->restart = false;
 	lane_set(p, l, LANE_BUSY);
+	infl_add(p, e - x);
 	p->stats.requests++;
 	emit(a, PACE_ACT_START, p, l);
 }
@@ -1102,6 +1230,9 @@ static void lane_start(struct pace *p, struct lane *l, uint32_t blob,
 static void lane_cancel(struct pace *p, struct lane *l, struct pace_action *a)
 {
 	emit(a, PACE_ACT_CANCEL, p, l);
+	if (l->state == LANE_BUSY)
+		infl_sub(p, l->end - l->frontier +
+				    (l->q ? l->qend - l->qstart : 0));
 	l->q = false;
 	lane_set(p, l, LANE_CANCELLING);
 }
@@ -1131,7 +1262,8 @@ static uint64_t request_end(const struct pace *p, const struct blob *b,
 /* The busy read-ahead lane whose range lies furthest ahead of its reader's
  * cursor: the one to yield to the waiting read w. Lanes already serving
  * bytes of w are kept. */
-static struct lane *yield_victim(struct pace *p, const struct wait *w)
+static struct lane *yield_victim(struct pace *p, const struct wait *w,
+				 bool same_blob)
 {
 	struct lane *best = NULL;
 	uint64_t best_ahead = 0;
@@ -1140,7 +1272,8 @@ static struct lane *yield_victim(struct pace *p, const struct wait *w)
 		struct lane *l = &p->lanes[i];
 		uint64_t ahead;
 
-		if (l->state != LANE_BUSY || l->demand)
+		if (l->state != LANE_BUSY || l->demand ||
+		    (same_blob && l->blob != w->blob))
 			continue;
 		if (l->blob == w->blob && l->frontier < w->end &&
 		    l->end > w->off)
@@ -1310,6 +1443,20 @@ static int steal(struct pace *p, struct lane *t, struct pace_action *a,
 	return 2;
 }
 
+/* Some source of b takes requests now, lane counts aside: a waiting read
+ * may make a read-ahead lane yield to it. */
+static bool blob_ready(const struct pace *p, const struct blob *b)
+{
+	for (uint32_t i = b->first_src; i != PACE_NONE;
+	     i = p->sources[i].next) {
+		const struct source *s = &p->sources[i];
+
+		if (!s->excluded && p->now >= s->hold_until)
+			return true;
+	}
+	return false;
+}
+
 /* A reader's window as a lane must respect it: [cursor, wend). */
 static bool reader_live(const struct pace *p, uint32_t ri, uint32_t gen)
 {
@@ -1355,6 +1502,7 @@ static size_t queue_next(struct pace *p, struct pace_action *acts, size_t n,
 		if (r->used && r->seen && r->w > 0)
 			nactive++;
 	}
+	p->nactive = nactive;
 	if (nactive == 0)
 		return n;
 	for (uint32_t i = 0; i < c->max_lanes; i++) {
@@ -1397,6 +1545,7 @@ static size_t queue_next(struct pace *p, struct pace_action *acts, size_t n,
 		e = wend == b->size ? wend : align_down(wend, c->align);
 		e = request_end(p, b, x, request_want(p, l->source, r->w), ge,
 				e);
+		e = budget_fit(p, x, e);
 		if (e <= x || (e - x < c->min_request && e < ge &&
 			       e < b->size && r->w >= c->min_request))
 			continue; /* parked until the cursor moves */
@@ -1407,6 +1556,7 @@ static size_t queue_next(struct pace *p, struct pace_action *acts, size_t n,
 		l->qrgen = l->rgen;
 		l->qstart = x;
 		l->qend = e;
+		infl_add(p, e - x);
 		acts[n].kind = PACE_ACT_QUEUE;
 		acts[n].lane = i;
 		acts[n].blob = l->blob;
@@ -1424,12 +1574,14 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 	const struct pace_config *c;
 	uint32_t yields = 0;
 	size_t n = 0;
+	bool starved = false;
 
 	if (!p || !acts || cap == 0)
 		return 0;
 	tick(p, now_ns);
 	c = &p->cfg;
 	measure(p);
+	p->infl = inflight_sum(p);
 
 	/* Promoted queued ranges start first, if still wanted. */
 	for (uint32_t i = 0; i < c->max_lanes; i++) {
@@ -1537,6 +1689,7 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 			    pick_source(p, w->blob, true) != PACE_NONE) {
 				if (n == cap)
 					return n;
+				infl_sub(p, o->end - align_down(x, c->align));
 				o->end = align_down(x, c->align);
 				emit(&acts[n++], PACE_ACT_SET_END, p, o);
 				p->stats.steals++;
@@ -1546,23 +1699,35 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 				break;
 			src = pick_source(p, w->blob, true);
 			l = idle_lane(p);
-			if (src != PACE_NONE && l) {
+			e = request_end(p, b, x, w->end - x, ge, UINT64_MAX);
+			if (e < b->size)
+				e = budget_fit(p, x, e);
+			else if (e - x > budget_room(p))
+				e = x; /* the blob's unaligned tail must fit */
+			if (src != PACE_NONE && l && e > x) {
 				if (n == cap)
 					return n;
-				e = request_end(p, b, x, w->end - x, ge,
-						UINT64_MAX);
 				lane_start(p, l, w->blob, src, x, e, w->reader,
 					   wi, &acts[n++]);
 				p->wrr = wi + 1;
 				continue;
 			}
-			if (l || src == PACE_NONE)
+			if (l && e > x)
 				break; /* no source ready: wait for one */
+			if (src == PACE_NONE && (l || !blob_ready(p, b)))
+				break;
+			/* No lane, or no room in the budget: read-ahead
+			 * yields to the read, and starts nothing new in this
+			 * poll (the bytes it frees are the read's). */
+			if (l)
+				starved = true;
 			if (yields > 0) {
 				yields--; /* a lane is already on its way */
 				break;
 			}
-			l = yield_victim(p, w);
+			/* With the blob's sources at their lane caps, only
+			 * a lane on the blob frees one for the read. */
+			l = yield_victim(p, w, src == PACE_NONE);
 			if (!l)
 				break;
 			if (n == cap)
@@ -1588,6 +1753,8 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 	/* Read-ahead inside each reader's window: deficit round robin over
 	 * readers, one request per reader per turn, costed in bytes plus a
 	 * request's worth for the round trip; idle credit is capped. */
+	if (starved)
+		return n;
 	if (p->n_readers) {
 		const uint64_t quantum = c->max_request + c->min_request;
 		uint32_t served = PACE_NONE;
@@ -1625,6 +1792,7 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 				e = request_end(p, b, x,
 						request_want(p, src, r->w), ge,
 						e);
+				e = budget_fit(p, x, e);
 				if (e <= x ||
 				    (e - x < c->min_request && e < ge &&
 				     e < b->size && r->w >= c->min_request)) {
@@ -1722,6 +1890,18 @@ int pace_lane_info(const struct pace *p, uint32_t lane,
 	out->qstart = out->queued ? l->qstart : 0;
 	out->qend = out->queued ? l->qend : 0;
 	return 0;
+}
+
+uint32_t pace_source_lane_cap(const struct pace *p, uint32_t source)
+{
+	if (!p || source >= p->n_sources || !p->sources[source].used)
+		return 0;
+	return p->sources[source].lane_cap;
+}
+
+uint64_t pace_inflight(const struct pace *p)
+{
+	return p ? inflight_sum(p) : 0;
 }
 
 void pace_stats_get(const struct pace *p, struct pace_stats *out)

@@ -102,6 +102,13 @@ struct pace_config {
 	uint64_t backoff_max_ns;
 	uint32_t down_faults; /* this many faults in a row without a byte on
 				 every source fail waiting reads at once */
+	uint64_t budget_bytes; /* global cap on bytes requested and not yet
+				  received (open requests and queued ranges);
+				  read-ahead shrinks to fit, demand yields
+				  read-ahead; 0: none, else >= max_request */
+	uint32_t jitter_pct;  /* backoffs and Retry-After holds last up to
+				 this many percent longer, at random */
+	uint64_t seed;	      /* seeds that randomness (deterministic) */
 };
 
 /* Defaults suitable for a mount; the caller may override fields. */
@@ -213,12 +220,24 @@ struct pace_lane_info {
 int pace_lane_info(const struct pace *p, uint32_t lane,
 		   struct pace_lane_info *out);
 
+/* Lanes the source may use now: lanes_per_source, halved on every
+ * 429/503 (at most once per hold) and raised by one per second of
+ * requests that end whole (additive increase, multiplicative decrease).
+ * 0 for an unknown source. */
+uint32_t pace_source_lane_cap(const struct pace *p, uint32_t source);
+
+/* Bytes requested and not yet received over all lanes, queued ranges
+ * included; never above budget_bytes when one is set. */
+uint64_t pace_inflight(const struct pace *p);
+
 /* Totals for tests and status. */
 struct pace_stats {
 	uint64_t requests;  /* range requests started */
 	uint64_t bytes_in;  /* bytes credited */
 	uint64_t steals;    /* ranges split off a busy lane */
 	uint64_t reclaims;  /* ranges taken back from stalled lanes */
+	uint64_t throttle_cuts; /* a source's lane count halved on 429/503 */
+	uint64_t inflight_max;	/* most bytes requested and not received */
 };
 
 void pace_stats_get(const struct pace *p, struct pace_stats *out);

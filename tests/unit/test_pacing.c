@@ -23,6 +23,7 @@ static void small_cfg(struct pace_config *c)
 	c->max_request = 64 * KIB;
 	c->window_min = 64 * KIB;
 	c->window_max = 1 * MIB;
+	c->jitter_pct = 0; /* exact backoffs; test_retry_jitter sets it */
 }
 
 struct fix {
@@ -782,6 +783,157 @@ static void test_queue_dropped(void)
 	}
 }
 
+/* Retry jitter: a backoff lasts between d and d + jitter_pct % of d,
+ * drawn from the seeded generator: the same seed gives the same holds,
+ * another seed other holds. */
+static void jitter_holds(uint64_t seed, uint64_t out[4])
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t w;
+
+	small_cfg(&c);
+	c.backoff_ns = 100 * MS;
+	c.backoff_max_ns = 100 * MS;
+	c.jitter_pct = 50;
+	c.seed = seed;
+	if (fix_init(&f, &c, 1 * MIB))
+		return;
+	pace_wait_begin(f.p, f.rd, 0, 4 * KIB, f.now, &w);
+	for (int i = 0; i < 4; i++) {
+		fix_poll(&f);
+		pace_on_done(f.p, f.a[0].lane, PACE_OUT_TRANSIENT, 0, f.now);
+		out[i] = pace_next_wake(f.p, f.now) - f.now;
+		f.now += out[i];
+	}
+	pace_free(f.p);
+}
+
+static void test_retry_jitter(void)
+{
+	uint64_t a[4] = {0}, b[4] = {0}, c[4] = {0};
+	bool differ = false, spread = false;
+
+	jitter_holds(1, a);
+	jitter_holds(1, b);
+	jitter_holds(2, c);
+	for (int i = 0; i < 4; i++) {
+		T_ASSERT(a[i] >= 100 * MS && a[i] <= 150 * MS);
+		T_EQ_U64(a[i], b[i]);
+		differ |= a[i] != c[i];
+		spread |= a[i] != a[0];
+	}
+	T_ASSERT(differ);
+	T_ASSERT(spread);
+}
+
+/* Throttling: a 429 halves the source's lanes (once per hold, however
+ * many lanes get it), later requests ending whole add one lane back per
+ * second. */
+static void test_throttle_aimd(void)
+{
+	struct pace_config c;
+	struct fix f;
+	struct pace_stats st;
+	uint64_t cur = 0;
+	size_t busy;
+
+	small_cfg(&c);
+	c.max_lanes = 8;
+	c.lanes_per_source = 8;
+	c.window_min = 8 * MIB;
+	c.window_max = 8 * MIB;
+	T_EQ_INT(fix_init(&f, &c, 64 * MIB), 0);
+	pace_reader_read(f.p, f.rd, 0, 4 * KIB, f.now);
+	T_EQ_INT(fix_poll(&f), 4); /* one request per reader per round */
+	T_EQ_INT(fix_poll(&f), 4);
+	T_EQ_U64(pace_source_lane_cap(f.p, f.src), 8);
+	/* Every open request gets 429 with Retry-After 1 s. */
+	for (uint32_t i = 0; i < 8; i++)
+		T_EQ_INT(pace_on_done(f.p, i, PACE_OUT_THROTTLED, 1 * SEC,
+				      f.now),
+			 0);
+	T_EQ_U64(pace_source_lane_cap(f.p, f.src), 4);
+	pace_stats_get(f.p, &st);
+	T_EQ_U64(st.throttle_cuts, 1);
+	T_EQ_INT(fix_poll(&f), 0); /* held for Retry-After */
+	f.now += 1 * SEC;
+	busy = fix_poll(&f);
+	busy += fix_poll(&f);
+	T_EQ_U64(busy, 4); /* half the lanes */
+	/* Serve them; one lane comes back per second of whole requests. */
+	for (int round = 0; round < 6; round++) {
+		f.now += 1 * SEC;
+		for (uint32_t i = 0; i < 8; i++) {
+			struct pace_lane_info li;
+			struct pace_action a;
+
+			pace_lane_info(f.p, i, &li);
+			if (!li.busy)
+				continue;
+			a.lane = i;
+			a.start = li.frontier;
+			a.end = li.end;
+			fix_serve(&f, &a);
+		}
+		cur += 1 * MIB;
+		pace_reader_read(f.p, f.rd, cur, 4 * KIB, f.now);
+		fix_poll(&f);
+		fix_poll(&f);
+	}
+	T_ASSERT(pace_source_lane_cap(f.p, f.src) > 4);
+	T_ASSERT(pace_source_lane_cap(f.p, f.src) <= 8);
+	pace_free(f.p);
+}
+
+/* The byte budget: read-ahead shrinks to fit what is left, and a read
+ * that waits makes read-ahead yield when the budget is spent. */
+static void test_budget(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t w;
+	struct pace_stats st;
+	const char *field = NULL;
+
+	small_cfg(&c);
+	c.budget_bytes = 32 * KIB;
+	T_EQ_INT(pace_config_check(&c, &field), -EINVAL);
+	T_EQ_STR(field, "budget_bytes");
+	c.budget_bytes = 96 * KIB;
+	T_EQ_INT(fix_init(&f, &c, 8 * MIB), 0);
+	pace_reader_read(f.p, f.rd, 0, 4 * KIB, f.now);
+	fix_poll(&f);
+	T_ASSERT(f.n >= 1);
+	T_ASSERT(pace_inflight(f.p) <= 96 * KIB);
+	/* Fill the budget with read-ahead, then a read waits far away. */
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 6 * MIB, 4 * KIB, f.now, &w), 0);
+	fix_poll(&f);
+	T_ASSERT(pace_inflight(f.p) <= 96 * KIB);
+	for (int i = 0; i < 4 && !pace_is_held(f.p, f.blob, 6 * MIB,
+						 6 * MIB + 4 * KIB);
+	     i++) {
+		struct pace_action a[64];
+		size_t k = f.n;
+
+		memcpy(a, f.a, sizeof(a));
+		for (size_t j = 0; j < k; j++) {
+			if (a[j].kind == PACE_ACT_CANCEL)
+				pace_on_done(f.p, a[j].lane,
+					     PACE_OUT_CANCELLED, 0, f.now);
+			else if (a[j].kind == PACE_ACT_START &&
+				 a[j].start >= 6 * MIB)
+				fix_serve(&f, &a[j]);
+		}
+		fix_poll(&f);
+		T_ASSERT(pace_inflight(f.p) <= 96 * KIB);
+	}
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), 0);
+	pace_stats_get(f.p, &st);
+	T_ASSERT(st.inflight_max <= 96 * KIB);
+	pace_free(f.p);
+}
+
 static const struct t_case cases[] = {
 	{"ranges_basic", test_ranges_basic},
 	{"ranges_random", test_ranges_random},
@@ -805,6 +957,9 @@ static const struct t_case cases[] = {
 	{"no_ranges_single_stream", test_no_ranges_single_stream},
 	{"queue_next", test_queue_next},
 	{"queue_dropped", test_queue_dropped},
+	{"retry_jitter", test_retry_jitter},
+	{"throttle_aimd", test_throttle_aimd},
+	{"budget", test_budget},
 };
 
 int main(int argc, char **argv)
