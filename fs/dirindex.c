@@ -123,9 +123,8 @@ static size_t entity(const char *s, size_t len, char *out, size_t *o,
 	if (hex)
 		i++;
 	for (size_t start = i; i < len && i < start + 8; i++) {
-		int d = hex ? hexval(s[i]) : (s[i] >= '0' && s[i] <= '9'
-						      ? s[i] - '0'
-						      : -1);
+		int d = hex ? hexval(s[i])
+			    : (s[i] >= '0' && s[i] <= '9' ? s[i] - '0' : -1);
 
 		if (d < 0)
 			break;
@@ -165,8 +164,7 @@ static size_t unescape_html(const char *s, size_t len, char *out, size_t cap)
  * entry of this directory (parent, sort link, other path, scheme,
  * fragment, or a name that cannot be a file's). name has room for
  * FS_DIRINDEX_NAME_MAX + 1 bytes. */
-static bool href_name(const char *raw, size_t rawlen, char *name,
-		      bool *is_dir)
+static bool href_name(const char *raw, size_t rawlen, char *name, bool *is_dir)
 {
 	char h[HREF_MAX];
 	size_t len, n = 0;
@@ -285,8 +283,7 @@ static bool parse_date(const char *t, size_t n, int64_t *days)
 	if (n == 10 && t[4] == '-' && t[7] == '-') {
 		if (!num(t, 4, &y) || !num(t + 5, 2, &m) || !num(t + 8, 2, &d))
 			return false;
-	} else if ((n == 11 || n == 10) && t[n - 5] == '-' &&
-		   t[n - 9] == '-') {
+	} else if ((n == 11 || n == 10) && t[n - 5] == '-' && t[n - 9] == '-') {
 		const char *mon = t + n - 8;
 
 		if (!num(t, n - 9, &d) || !num(t + n - 4, 4, &y))
@@ -402,8 +399,8 @@ static void read_attrs(struct parser *ps, const char **href, size_t *hreflen)
 			while (p < end && is_space(*p))
 				p++;
 			if (p < end && (*p == '"' || *p == '\'')) {
-				const char *q =
-					memchr(p + 1, *p, (size_t)(end - p - 1));
+				const char *q = memchr(p + 1, *p,
+						       (size_t)(end - p - 1));
 
 				val = p + 1;
 				vallen = (size_t)((q != NULL ? q : end) - val);
@@ -576,8 +573,8 @@ int fs__dirindex_parse(const char *html, size_t len,
 		       struct fs_index_entry **out, uint32_t *n, char *err,
 		       size_t errlen)
 {
-	struct parser ps = {.p = html, .end = html + len, .err = err,
-			    .errlen = errlen};
+	struct parser ps = {
+		.p = html, .end = html + len, .err = err, .errlen = errlen};
 	char name[FS_DIRINDEX_NAME_MAX + 1];
 	int rc = 0;
 
@@ -591,8 +588,8 @@ int fs__dirindex_parse(const char *html, size_t len,
 		if (lt == NULL)
 			break;
 		if (starts_ci(lt, ps.end, "<!--")) {
-			const char *c =
-				memmem(lt + 4, (size_t)(ps.end - lt - 4), "-->", 3);
+			const char *c = memmem(
+				lt + 4, (size_t)(ps.end - lt - 4), "-->", 3);
 
 			ps.p = c != NULL ? c + 3 : ps.end;
 			continue;

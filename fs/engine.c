@@ -9,9 +9,9 @@
 
 #include "fs/fs_int.h"
 
-/* Blocks that may be in assembly at once, per lane: each lane fills one at
- * a time; a cancelled or faulted lane may leave one behind until its
- * remainder arrives on another lane. */
+/* Blocks kept in memory: each lane fills one at a time, one left behind by
+ * a cancelled or faulted lane waits for its remainder, and the rest keep
+ * the most recently used whole blocks (8 lanes: 64 blocks, 16 MiB). */
 #define FS_PARTS_PER_LANE 4
 #define FS_PARTS_EXTRA 32
 #define FS_ACTIONS 32
@@ -44,7 +44,7 @@ static enum pace_outcome pace_outcome_of(enum fetch_outcome o)
 	return PACE_OUT_LOCAL;
 }
 
-/* Finds the assembly buffer of (blob, index); NULL if none. Caller holds
+/* Finds the in-memory block (blob, index); NULL if none. Caller holds
  * e->mu. */
 static struct fs_part *part_find(struct fs_engine *e, uint32_t blob,
 				 uint64_t index)
@@ -52,37 +52,57 @@ static struct fs_part *part_find(struct fs_engine *e, uint32_t blob,
 	for (uint32_t i = 0; i < e->nparts; i++) {
 		struct fs_part *p = &e->parts[i];
 
-		if (p->used && p->blob == blob && p->index == index)
+		if (p->state != FS_PART_FREE && p->blob == blob &&
+		    p->index == index)
 			return p;
 	}
 	return NULL;
 }
 
-/* Finds or makes the assembly buffer of (blob, index); NULL when every
- * slot is taken. Caller holds e->mu. */
+/* Finds or makes the in-memory block (blob, index) for arriving bytes:
+ * a free slot, else the least recently used whole block. NULL when every
+ * slot is being filled or handed over. Caller holds e->mu. */
 static struct fs_part *part_get(struct fs_engine *e, uint32_t blob,
 				uint64_t index)
 {
 	struct fs_part *p = part_find(e, blob, index);
-	struct fs_part *free_slot = NULL;
+	struct fs_part *slot = NULL;
 
-	if (p != NULL)
+	if (p != NULL) {
+		if (p->state == FS_PART_DONE)
+			p->state = FS_PART_FILLING; /* fetched again */
 		return p;
-	for (uint32_t i = 0; i < e->nparts && free_slot == NULL; i++)
-		if (!e->parts[i].used)
-			free_slot = &e->parts[i];
-	if (free_slot == NULL)
+	}
+	for (uint32_t i = 0; i < e->nparts; i++) {
+		struct fs_part *c = &e->parts[i];
+
+		if (c->state == FS_PART_FREE) {
+			slot = c;
+			break;
+		}
+		if (c->state == FS_PART_DONE &&
+		    (slot == NULL || c->last_use < slot->last_use))
+			slot = c;
+	}
+	if (slot == NULL)
 		return NULL;
-	if (free_slot->data == NULL) {
-		free_slot->data = malloc(CACHE_BLOCK_SIZE);
-		if (free_slot->data == NULL)
+	if (slot->state == FS_PART_DONE && slot->lost) {
+		const struct fs_blob *b = &e->blobs[slot->blob];
+
+		pace_blob_forget(e->pace, slot->blob,
+				 slot->index * CACHE_BLOCK_SIZE,
+				 block_end(b, slot->index));
+	}
+	if (slot->data == NULL) {
+		slot->data = malloc(CACHE_BLOCK_SIZE);
+		if (slot->data == NULL)
 			return NULL;
 	}
-	free_slot->used = true;
-	free_slot->handing = false;
-	free_slot->blob = blob;
-	free_slot->index = index;
-	return free_slot;
+	slot->state = FS_PART_FILLING;
+	slot->lost = false;
+	slot->blob = blob;
+	slot->index = index;
+	return slot;
 }
 
 static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
@@ -133,16 +153,16 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 		pace_on_data(e->pace, lane, off, credited_end - off, now);
 		e->lane_seen_ns[lane] = now;
 	}
-	/* Hand whole blocks to the cache. They stay findable here until the
-	 * cache has them, so a reader never misses held bytes. */
+	/* Hand whole blocks to the cache. They stay here after, so a reader
+	 * never misses held bytes. */
 	for (uint64_t i = off / CACHE_BLOCK_SIZE;
 	     i * CACHE_BLOCK_SIZE < credited_end && ndone < 8; i++) {
 		struct fs_part *p = part_find(e, li.blob, i);
 
-		if (p != NULL && !p->handing &&
+		if (p != NULL && p->state == FS_PART_FILLING &&
 		    pace_is_held(e->pace, li.blob, i * CACHE_BLOCK_SIZE,
 				 block_end(b, i))) {
-			p->handing = true;
+			p->state = FS_PART_HANDING;
 			done[ndone++] = p;
 		}
 	}
@@ -160,11 +180,11 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 				"%s: cannot queue block %" PRIu64
 				" for the cache: %s",
 				b->name, p->index, strerror(-rc));
+		pthread_mutex_lock(&e->mu);
+		p->state = FS_PART_DONE;
+		p->lost |= rc != 0;
+		pthread_mutex_unlock(&e->mu);
 	}
-	pthread_mutex_lock(&e->mu);
-	for (uint32_t i = 0; i < ndone; i++)
-		done[i]->used = false;
-	pthread_mutex_unlock(&e->mu);
 	return;
 out:
 	pthread_mutex_unlock(&e->mu);
@@ -556,9 +576,11 @@ static int copy_held(struct fs_engine *e, uint32_t b, uint64_t off, size_t len,
 			stop = end;
 		pthread_mutex_lock(&e->mu);
 		p = part_find(e, b, index);
-		if (p != NULL)
+		if (p != NULL) {
 			memcpy(buf + (pos - off), p->data + (pos - bstart),
 			       stop - pos);
+			p->last_use = ++e->part_clock;
+		}
 		pthread_mutex_unlock(&e->mu);
 		if (p == NULL) {
 			got = cache_block_read(e->cache, &blob->id, index,
@@ -646,6 +668,7 @@ void fs__engine_on_lost(void *ctx, const struct cache_id *id, uint64_t index,
 			int err)
 {
 	struct fs_engine *e = *(struct fs_engine **)ctx;
+	struct fs_part *p;
 
 	if (e == NULL)
 		return;
@@ -656,11 +679,16 @@ void fs__engine_on_lost(void *ctx, const struct cache_id *id, uint64_t index,
 			continue;
 		fs__log(FS_LOG_ERR,
 			"%s: block %" PRIu64 " could not be stored in the "
-			"cache (%s); it will be fetched again when read",
+			"cache (%s); it is served from memory while it lasts, "
+			"then fetched again when read",
 			b->name, index, strerror(-err));
 		pthread_mutex_lock(&e->mu);
-		pace_blob_forget(e->pace, i, index * CACHE_BLOCK_SIZE,
-				 block_end(b, index));
+		p = part_find(e, i, index);
+		if (p != NULL && p->state != FS_PART_FILLING)
+			p->lost = true;
+		else
+			pace_blob_forget(e->pace, i, index * CACHE_BLOCK_SIZE,
+					 block_end(b, index));
 		pthread_mutex_unlock(&e->mu);
 	}
 }

@@ -48,10 +48,21 @@ struct fs_blob {
 	bool dropped; /* its cached bytes are gone; guarded by mu */
 };
 
-/* A block being assembled from arriving bytes until it is whole. */
+/* A block in memory: assembled from arriving bytes until whole, then kept
+ * (least recently used first out) after it went to the cache, so that
+ * readers close behind the transfers, and every reader while the cache
+ * cannot store (a full disk), are served from here. */
+enum fs_part_state {
+	FS_PART_FREE,
+	FS_PART_FILLING, /* bytes arriving; held bytes of it are readable */
+	FS_PART_HANDING, /* whole, being queued to the cache outside the lock */
+	FS_PART_DONE,	 /* whole, and the cache has it or lost it */
+};
+
 struct fs_part {
-	bool used;
-	bool handing; /* being passed to the cache outside the lock */
+	enum fs_part_state state;
+	bool lost; /* the cache failed to store it: memory holds the only copy,
+		      so its bytes stop being held when it leaves */
 	uint32_t blob;
 	uint64_t index;
 	uint64_t last_use;

@@ -23,8 +23,8 @@ struct mctx {
 };
 
 static const char *const entry_fields[] = {
-	"path", "urls", "size", "sha256", "block_size", "block_sha256",
-	"mode", "mtime",
+	"path",	      "urls",	      "size", "sha256",
+	"block_size", "block_sha256", "mode", "mtime",
 };
 
 static const char *const top_fields[] = {"version", "files"};
@@ -158,8 +158,9 @@ static int parse_digest(struct mctx *c, const char *field, const json_t *v,
 	size_t len;
 
 	if (!json_is_string(v))
-		return fail(c, field, "expected a string of 64 hex digits, "
-				      "got %s",
+		return fail(c, field,
+			    "expected a string of 64 hex digits, "
+			    "got %s",
 			    type_name(v));
 	s = json_string_value(v);
 	len = json_string_length(v);
@@ -176,7 +177,8 @@ static int parse_digest(struct mctx *c, const char *field, const json_t *v,
 		}
 	}
 	for (size_t i = 0; i < 32; i++)
-		out[i] = (uint8_t)(hexval(s[2 * i]) * 16 + hexval(s[2 * i + 1]));
+		out[i] =
+			(uint8_t)(hexval(s[2 * i]) * 16 + hexval(s[2 * i + 1]));
 	return 0;
 }
 
@@ -204,8 +206,7 @@ static int check_path(struct mctx *c, const char *p, size_t len)
 		size_t n = end - start;
 
 		if (n == 0)
-			return fail(c, "path", "%s has an empty component",
-				    q);
+			return fail(c, "path", "%s has an empty component", q);
 		if (n == 1 && p[start] == '.')
 			return fail(c, "path", "%s has a \".\" component", q);
 		if (n == 2 && p[start] == '.' && p[start + 1] == '.')
@@ -301,7 +302,8 @@ static int parse_size(struct mctx *c, const json_t *v,
 		return fail(c, "size", "expected an integer, got %s",
 			    type_name(v));
 	if (json_integer_value(v) < 0)
-		return fail(c, "size", "must not be negative, got %" JSON_INTEGER_FORMAT,
+		return fail(c, "size",
+			    "must not be negative, got %" JSON_INTEGER_FORMAT,
 			    json_integer_value(v));
 	e->has_size = true;
 	e->size = (uint64_t)json_integer_value(v);
@@ -507,8 +509,7 @@ static bool known(const char *key, const char *const *names, size_t n)
 
 /* Fills e from obj; on error e may hold allocations (freed with the
  * manifest). */
-static int parse_entry(struct mctx *c, json_t *obj,
-		       struct fs_manifest_entry *e)
+static int parse_entry(struct mctx *c, json_t *obj, struct fs_manifest_entry *e)
 {
 	const char *key;
 	json_t *v;
@@ -612,8 +613,8 @@ static int check_tree(struct mctx *c, const struct fs_manifest *m)
 	for (uint32_t i = 0; i + 1 < m->nfiles; i++) {
 		const char *a = k[i].path, *b = k[i + 1].path;
 		size_t la = strlen(a);
-		uint32_t later = k[i].idx > k[i + 1].idx ? k[i].idx
-							 : k[i + 1].idx;
+		uint32_t later =
+			k[i].idx > k[i + 1].idx ? k[i].idx : k[i + 1].idx;
 
 		if ((strcmp(a, b) == 0 ||
 		     (strncmp(a, b, la) == 0 && b[la] == '/')) &&
@@ -633,10 +634,11 @@ static int check_tree(struct mctx *c, const struct fs_manifest *m)
 				  "%s duplicates files[%" PRIu32 "].path", q1,
 				  a.idx);
 		else if (b.idx == best)
-			rc = fail(c, "path",
-				  "%s puts a file under %s, which files[%" PRIu32
-				  "].path names as a file",
-				  q2, q1, a.idx);
+			rc = fail(
+				c, "path",
+				"%s puts a file under %s, which files[%" PRIu32
+				"].path names as a file",
+				q2, q1, a.idx);
 		else
 			rc = fail(c, "path",
 				  "%s is a file, but files[%" PRIu32
@@ -687,6 +689,11 @@ int fs__manifest_parse(const char *text, size_t len, struct fs_manifest *out,
 			return oom(&c);
 		snprintf(err, errlen, "line %d, column %d: %s", jerr.line,
 			 jerr.column, jerr.text);
+		/* jansson quotes the input near the error as it is: keep
+		 * the message on one line. */
+		for (char *p = err; errlen > 0 && *p != '\0'; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				*p = '?';
 		return -EINVAL;
 	}
 	if (!json_is_object(root)) {

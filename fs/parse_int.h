@@ -42,17 +42,17 @@ static inline unsigned fs__month_days(int64_t y, unsigned m)
 
 /* One file of a manifest. Everything is owned by the manifest. */
 struct fs_manifest_entry {
-	char *path;    /* relative, checked: no empty, "." or ".."
-			  component, no NUL */
-	char **urls;   /* http:// or https://, at least one */
+	char *path;  /* relative, checked: no empty, "." or ".."
+			component, no NUL */
+	char **urls; /* http:// or https://, at least one */
 	uint32_t nurls;
 	bool has_size;
 	uint64_t size;
 	bool has_sha256;
 	uint8_t sha256[32];
-	uint32_t block_size;	    /* 0 when absent */
+	uint32_t block_size;	     /* 0 when absent */
 	uint8_t (*block_sha256)[32]; /* nblocks digests, or NULL */
-	uint32_t nblocks;	    /* ceil(size / block_size) when present */
+	uint32_t nblocks;	     /* ceil(size / block_size) when present */
 	bool has_mode;
 	uint32_t mode; /* permission bits only (& 07777) */
 	bool has_mtime;
