@@ -15,7 +15,8 @@
 #endif
 
 #define HEX64 "0123456789abcdef0123456789ABCDEF0123456789abcdef0123456789abcdef"
-#define ZERO64 "0000000000000000000000000000000000000000000000000000000000000000"
+#define ZERO64                                                                 \
+	"0000000000000000000000000000000000000000000000000000000000000000"
 
 /* A manifest whose files[0] is good and files[1] is ENTRY. */
 #define WITH(entry)                                                            \
@@ -164,7 +165,8 @@ static void manifest_top_level(void)
 	BAD("{\"version\":1}", "files: missing");
 	BAD("{\"version\":1,\"files\":{}}",
 	    "files: expected an array, got an object");
-	BAD("{\"version\":1,\"files\":[]}", "files: expected at least one entry");
+	BAD("{\"version\":1,\"files\":[]}",
+	    "files: expected at least one entry");
 }
 
 static void manifest_entry_shape(void)
@@ -207,7 +209,8 @@ static void manifest_path_rules(void)
 	{
 		struct fs_manifest m;
 
-		GOOD(WITH("{\"path\":\"...\\\\ x/.hidden/..a/\\u00fc\",\"urls\":"
+		GOOD(WITH("{\"path\":\"...\\\\ "
+			  "x/.hidden/..a/\\u00fc\",\"urls\":"
 			  "[\"http://h/b\"]}"),
 		     &m);
 		T_EQ_STR(m.files[1].path, "...\\ x/.hidden/..a/\xc3\xbc");
@@ -216,8 +219,9 @@ static void manifest_path_rules(void)
 	/* 255-byte components and a 4096-byte path are the limits. */
 	memset(big, 'n', 255);
 	big[255] = '\0';
-	snprintf(json, sizeof(json), WITH("{\"path\":\"%s\",\"urls\":"
-					  "[\"http://h/b\"]}"),
+	snprintf(json, sizeof(json),
+		 WITH("{\"path\":\"%s\",\"urls\":"
+		      "[\"http://h/b\"]}"),
 		 big);
 	{
 		struct fs_manifest m;
@@ -227,8 +231,9 @@ static void manifest_path_rules(void)
 	}
 	big[255] = 'n';
 	big[256] = '\0';
-	snprintf(json, sizeof(json), WITH("{\"path\":\"d/%s\",\"urls\":"
-					  "[\"http://h/b\"]}"),
+	snprintf(json, sizeof(json),
+		 WITH("{\"path\":\"d/%s\",\"urls\":"
+		      "[\"http://h/b\"]}"),
 		 big);
 	BAD_PREFIX(json, "files[1].path: \"d/nnnnn");
 	T_ASSERT(strstr(json, "nnn") != NULL);
@@ -246,8 +251,9 @@ static void manifest_path_rules(void)
 	for (int i = 0; i < 4096; i++)
 		big[i] = i % 201 == 200 ? '/' : 'p';
 	big[4096] = '\0';
-	snprintf(json, sizeof(json), WITH("{\"path\":\"%s\",\"urls\":"
-					  "[\"http://h/b\"]}"),
+	snprintf(json, sizeof(json),
+		 WITH("{\"path\":\"%s\",\"urls\":"
+		      "[\"http://h/b\"]}"),
 		 big);
 	{
 		struct fs_manifest m;
@@ -256,8 +262,9 @@ static void manifest_path_rules(void)
 		T_EQ_INT(strlen(m.files[1].path), 4096);
 		fs__manifest_free(&m);
 	}
-	snprintf(json, sizeof(json), WITH("{\"path\":\"%sq\",\"urls\":"
-					  "[\"http://h/b\"]}"),
+	snprintf(json, sizeof(json),
+		 WITH("{\"path\":\"%sq\",\"urls\":"
+		      "[\"http://h/b\"]}"),
 		 big);
 	{
 		char e[512];
@@ -378,8 +385,8 @@ static void manifest_sha256(void)
 {
 	struct fs_manifest m;
 
-	BAD(WITH("{\"path\":\"b\",\"urls\":[\"http://h/b\"],\"sha256\":\"" ZERO64
-		 "0\"}"),
+	BAD(WITH("{\"path\":\"b\",\"urls\":[\"http://h/"
+		 "b\"],\"sha256\":\"" ZERO64 "0\"}"),
 	    "files[1].sha256: expected 64 hex digits, got 65");
 	BAD(WITH("{\"path\":\"b\",\"urls\":[\"http://h/b\"],\"sha256\":"
 		 "\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789"
@@ -394,7 +401,8 @@ static void manifest_sha256(void)
 	    "files[1].sha256: expected a string of 64 hex digits, got an "
 	    "array");
 	GOOD(WITH("{\"path\":\"b\",\"urls\":[\"http://h/b\"],\"sha256\":"
-		  "\"ABCDEF0123456789abcdef0123456789ABCDEF0123456789abcdef01234"
+		  "\"ABCDEF0123456789abcdef0123456789ABCDEF0123456789abcdef0123"
+		  "4"
 		  "56789\"}"),
 	     &m);
 	T_EQ_INT(m.files[1].sha256[0], 0xab);
@@ -464,7 +472,8 @@ static void manifest_mode(void)
 {
 	struct fs_manifest m;
 
-	GOOD(WITH("{\"path\":\"b\",\"urls\":[\"http://h/b\"],\"mode\":\"644\"}"),
+	GOOD(WITH("{\"path\":\"b\",\"urls\":[\"http://h/"
+		  "b\"],\"mode\":\"644\"}"),
 	     &m);
 	T_EQ_INT(m.files[1].mode, 0644);
 	fs__manifest_free(&m);
@@ -508,11 +517,16 @@ static void manifest_mtime(void)
 		{"2000-03-01T00:00:00Z", 951868800},
 	};
 	static const char *const bad[] = {
-		"2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z",
-		"2026-11-29T24:00:00Z", "2026-11-29T23:48:00",
-		"2026-11-29T23:48Z",	"2026-11-29",
-		"yesterday",		"2026-11-29T23:48:00.Z",
-		"2026-11-29T23:48:00+1:00", "2026-11-29T23:48:00Zjunk",
+		"2026-13-01T00:00:00Z",
+		"2026-02-29T00:00:00Z",
+		"2026-11-29T24:00:00Z",
+		"2026-11-29T23:48:00",
+		"2026-11-29T23:48Z",
+		"2026-11-29",
+		"yesterday",
+		"2026-11-29T23:48:00.Z",
+		"2026-11-29T23:48:00+1:00",
+		"2026-11-29T23:48:00Zjunk",
 	};
 	char json[512], want[256];
 
@@ -658,9 +672,15 @@ static void manifest_doc_example(void)
 static void manifest_garbage(void)
 {
 	static const char *const inputs[] = {
-		"\x00\x01\x02", "{", "}", "nul", "[[[[[[[[[[[[[[[[[[[[",
-		"{\"version\":1,\"files\":[{\"path\":\"a\",\"urls\":[\"http://h\"]",
+		"\x00\x01\x02",
+		"{",
+		"}",
+		"nul",
+		"[[[[[[[[[[[[[[[[[[[[",
+		"{\"version\":1,\"files\":[{\"path\":\"a\",\"urls\":[\"http://"
+		"h\"]",
 		"{\"version\":1,\"files\":[1,2,3]}",
+		"{\"v\":[{\"path\":\"a&\\\n0b\"}]}",
 	};
 	char err[512];
 
@@ -692,7 +712,7 @@ static void manifest_garbage(void)
 struct want_entry {
 	const char *name;
 	bool is_dir;
-	int64_t size; /* -1: no exact size */
+	int64_t size;  /* -1: no exact size */
 	int64_t mtime; /* 0: none */
 };
 
@@ -756,7 +776,8 @@ static bool same_entries(const struct fs_index_entry *e, uint32_t n,
 
 #define T1 1795996080 /* 2026-11-29 23:48 UTC */
 #define T2 1709190300 /* 2024-02-29 07:05 UTC */
-#define LONGNAME "a-very-long-file-name-that-nginx-truncates-in-the-listing.tar.gz"
+#define LONGNAME                                                               \
+	"a-very-long-file-name-that-nginx-truncates-in-the-listing.tar.gz"
 
 /* Runs the parser on a fixture and compares with want. */
 static bool check_fixture(const char *name, const struct want_entry *want,
@@ -972,14 +993,10 @@ static void dirindex_attribute_forms(void)
 		"<abbr href=\"notalink\">x</abbr>\n"
 		"<area href=\"area\">\n";
 	static const struct want_entry want[] = {
-		{"Upper", false, 5, 1577836800},
-		{"single", false, -1, 0},
-		{"unquoted", false, -1, 0},
-		{"spaced", false, -1, 0},
-		{"amp&bAB<", false, -1, 0},
-		{"&bogus;", false, -1, 0},
-		{"%zz%4", false, -1, 0},
-		{"first", false, -1, 0},
+		{"Upper", false, 5, 1577836800}, {"single", false, -1, 0},
+		{"unquoted", false, -1, 0},	 {"spaced", false, -1, 0},
+		{"amp&bAB<", false, -1, 0},	 {"&bogus;", false, -1, 0},
+		{"%zz%4", false, -1, 0},	 {"first", false, -1, 0},
 	};
 
 	T_ASSERT(check_html(html, want, sizeof(want) / sizeof(want[0])));
@@ -999,16 +1016,11 @@ static void dirindex_columns(void)
 		"<a href=\"nextline\">n</a>\n2026-11-29 23:48 5\n"
 		"<a href=\"old\">o</a> 1969-12-31 23:59 5\n";
 	static const struct want_entry want[] = {
-		{"secs", false, 77, 1795996139},
-		{"human", false, -1, T1},
-		{"dash", false, -1, T1},
-		{"baddate", false, -1, 0},
-		{"badtime", false, -1, 0},
-		{"nodate", false, -1, 0},
-		{"huge", false, -1, T1},
-		{"d", true, -1, T1},
-		{"nextline", false, -1, 0},
-		{"old", false, 5, -60},
+		{"secs", false, 77, 1795996139}, {"human", false, -1, T1},
+		{"dash", false, -1, T1},	 {"baddate", false, -1, 0},
+		{"badtime", false, -1, 0},	 {"nodate", false, -1, 0},
+		{"huge", false, -1, T1},	 {"d", true, -1, T1},
+		{"nextline", false, -1, 0},	 {"old", false, 5, -60},
 	};
 	struct fs_index_entry *e = NULL;
 	uint32_t n = 0;
@@ -1018,8 +1030,7 @@ static void dirindex_columns(void)
 
 	T_ASSERT(check_html(html, want, sizeof(want) / sizeof(want[0])));
 	/* UINT64_MAX is a size like any other. */
-	T_EQ_INT(fs__dirindex_parse(max, strlen(max), &e, &n, err,
-				    sizeof(err)),
+	T_EQ_INT(fs__dirindex_parse(max, strlen(max), &e, &n, err, sizeof(err)),
 		 0);
 	T_EQ_INT(n, 1);
 	T_ASSERT(e[0].has_size);
@@ -1029,12 +1040,13 @@ static void dirindex_columns(void)
 
 static void dirindex_duplicates(void)
 {
-	static const char html[] =
-		"<a href=\"x\"><img></a> <a href=\"x\">x</a> 2026-11-29 23:48 9\n"
-		"<a href=\"y\">y</a> 2026-11-29 23:48 1\n"
-		"<a href=\"x\">x</a> 2024-02-29 07:05 2\n"
-		"<a href=\"y/\">y/</a> 2024-02-29 07:05 -\n"
-		"<a href=\"z/\">z</a>\n<a href=\"./z/\">z</a> 2024-02-29 07:05 -\n";
+	static const char html[] = "<a href=\"x\"><img></a> <a "
+				   "href=\"x\">x</a> 2026-11-29 23:48 9\n"
+				   "<a href=\"y\">y</a> 2026-11-29 23:48 1\n"
+				   "<a href=\"x\">x</a> 2024-02-29 07:05 2\n"
+				   "<a href=\"y/\">y/</a> 2024-02-29 07:05 -\n"
+				   "<a href=\"z/\">z</a>\n<a "
+				   "href=\"./z/\">z</a> 2024-02-29 07:05 -\n";
 	static const struct want_entry want[] = {
 		{"x", false, 9, T1},
 		{"y", false, 1, T1},
@@ -1072,7 +1084,8 @@ static void dirindex_hostile(void)
 		"<a href==x>",
 		"<a/href=x>",
 		"<a\x00href=x>",
-		"\xff\xfe<\xa0" "a href=x>",
+		"\xff\xfe<\xa0"
+		"a href=x>",
 	};
 	struct fs_index_entry *e;
 	uint32_t n;
@@ -1116,12 +1129,10 @@ static void dirindex_hostile(void)
 	/* A megabyte of one unclosed tag and one of '<' stay linear. */
 	memcpy(big, "<a href=\"", 9);
 	memset(big + 9, 'x', (1 << 20) - 9);
-	T_EQ_INT(fs__dirindex_parse(big, 1 << 20, &e, &n, err, sizeof(err)),
-		 0);
+	T_EQ_INT(fs__dirindex_parse(big, 1 << 20, &e, &n, err, sizeof(err)), 0);
 	T_EQ_INT(n, 0);
 	memset(big, '<', 1 << 20);
-	T_EQ_INT(fs__dirindex_parse(big, 1 << 20, &e, &n, err, sizeof(err)),
-		 0);
+	T_EQ_INT(fs__dirindex_parse(big, 1 << 20, &e, &n, err, sizeof(err)), 0);
 	T_EQ_INT(n, 0);
 	free(big);
 }
