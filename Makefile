@@ -39,6 +39,7 @@ include fs/module.mk
 include tests/module.mk
 include tests/tools/module.mk
 include contrib/origin/module.mk
+include tests/fuzz/module.mk
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

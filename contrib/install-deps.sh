@@ -8,6 +8,7 @@ PKGS=(
 	libcurl4-openssl-dev libssl-dev
 	liblmdb-dev lmdb-utils
 	libjansson-dev
+	clang libclang-rt-14-dev
 	nginx-light curl openssl attr ca-certificates
 	procps psmisc iproute2 coreutils xxd
 )

@@ -1,0 +1,39 @@
+# tests/fuzz: libFuzzer targets for the parsers that read what a server or a
+# user hands pacefs. `make fuzz` builds them with clang into $(BUILD)/fuzz/;
+# tests/fuzz/run.sh SECONDS runs them. Not part of make check.
+FUZZ_CC ?= clang
+FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
+	-DFUSE_USE_VERSION=312 $(WARN) -g -O1 -I. -MMD -MP
+FUZZ_OBJ := $(BUILD)/fuzz/obj
+FUZZ_BINS := $(BUILD)/fuzz/fuzz_manifest $(BUILD)/fuzz/fuzz_dirindex \
+	$(BUILD)/fuzz/fuzz_http $(BUILD)/fuzz/fuzz_name
+
+.PHONY: fuzz
+fuzz: $(FUZZ_BINS)
+
+# Library sources get the sanitizers and coverage but not libFuzzer's main.
+$(FUZZ_OBJ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) \
+		$(if $(filter tests/fuzz/%,$<),$(FUZZ_SAN),$(subst fuzzer,fuzzer-no-link,$(FUZZ_SAN))) \
+		$(PKG_CFLAGS) -c $< -o $@
+
+$(BUILD)/fuzz/fuzz_manifest: $(FUZZ_OBJ)/tests/fuzz/fuzz_manifest.o \
+		$(FUZZ_OBJ)/fs/manifest.o
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
+		$(shell $(PKG_CONFIG) --libs jansson 2>/dev/null)
+
+$(BUILD)/fuzz/fuzz_dirindex: $(FUZZ_OBJ)/tests/fuzz/fuzz_dirindex.o \
+		$(FUZZ_OBJ)/fs/dirindex.o
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
+
+$(BUILD)/fuzz/fuzz_http: $(FUZZ_OBJ)/tests/fuzz/fuzz_http.o \
+		$(FUZZ_OBJ)/fetch/http.o
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
+
+$(BUILD)/fuzz/fuzz_name: $(FUZZ_OBJ)/tests/fuzz/fuzz_name.o \
+		$(FUZZ_OBJ)/fs/opts.o
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
+		$(shell $(PKG_CONFIG) --libs fuse3 2>/dev/null)
