@@ -40,6 +40,7 @@ include tests/module.mk
 include tests/tools/module.mk
 include contrib/origin/module.mk
 include tests/fuzz/module.mk
+include contrib/bench/module.mk
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -64,7 +65,8 @@ demo: deps
 	+$(MAKE) --no-print-directory all
 	contrib/demo.sh $(BUILD)/pacefs
 
-bench: deps
+bench:
+	contrib/install-deps.sh --bench
 	+$(MAKE) --no-print-directory all
 	contrib/bench/run.sh $(BUILD)/pacefs
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# install-deps.sh: installs the Debian 12 packages that pacefs's build, tests and demo need.
+# install-deps.sh: installs the Debian 12 packages that pacefs's build, tests and demo need;
+# with --bench, also those the benchmark (make bench) compares against and plots with.
 set -euo pipefail
 
 PKGS=(
@@ -12,6 +13,18 @@ PKGS=(
 	nginx-light curl openssl attr ca-certificates
 	procps psmisc iproute2 coreutils xxd
 )
+
+# Only make bench needs these: the competitors and the plotting.
+BENCH_PKGS=(rclone httpdirfs gnuplot-nox procps)
+
+case "${1:-}" in
+"") ;;
+--bench) PKGS+=("${BENCH_PKGS[@]}") ;;
+*)
+	echo "usage: contrib/install-deps.sh [--bench]" >&2
+	exit 2
+	;;
+esac
 
 missing=()
 for p in "${PKGS[@]}"; do

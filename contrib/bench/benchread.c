@@ -1,0 +1,433 @@
+/* benchread: the benchmark's file generator and reader; every byte it reads
+ * is checked against the generator's formula, and it prints its timings as
+ * one line of key=value pairs (or "failed: REASON" and exit status 1). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KIB ((uint64_t)1024)
+#define MIB (KIB * KIB)
+#define NS_PER_SEC 1000000000.0
+
+/* Word i of a file (bytes 8i..8i+7, little-endian) is splitmix64(seed + i),
+ * the seed being the FNV-1a hash of the file's base name: any mount, any
+ * name-preserving origin, any offset can be checked without the source. */
+static uint64_t splitmix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static uint64_t name_seed(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (base = base ? base + 1 : path; *base; base++) {
+		h ^= (unsigned char)*base;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* Writes the expected bytes [off, off + len) into dst. */
+static void expect_fill(unsigned char *dst, uint64_t seed, uint64_t off,
+			size_t len)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		uint64_t pos = off + i, w = splitmix64(seed + pos / 8);
+		unsigned b = (unsigned)(pos % 8);
+
+		if (b == 0 && len - i >= 8) {
+			for (b = 0; b < 8; b++)
+				dst[i + b] = (unsigned char)(w >> (8 * b));
+			i += 8;
+			continue;
+		}
+		dst[i++] = (unsigned char)(w >> (8 * b));
+	}
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / NS_PER_SEC;
+}
+
+static void sleep_until(double t)
+{
+	double d = t - now_s();
+	struct timespec ts;
+
+	if (d <= 0)
+		return;
+	ts.tv_sec = (time_t)d;
+	ts.tv_nsec = (long)((d - (double)ts.tv_sec) * NS_PER_SEC);
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static void fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("failed: ", stdout);
+	vprintf(fmt, ap);
+	fputc('\n', stdout);
+	va_end(ap);
+	exit(1);
+}
+
+static uint64_t parse_u64(const char *s, const char *what)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		fail("bad %s: %s", what, s);
+	switch (*end) {
+	case 'K':
+		v *= KIB;
+		end++;
+		break;
+	case 'M':
+		v *= MIB;
+		end++;
+		break;
+	case '\0':
+		break;
+	default:
+		fail("bad %s: %s", what, s);
+	}
+	if (*end)
+		fail("bad %s: %s", what, s);
+	return (uint64_t)v;
+}
+
+struct reader {
+	const char *path;
+	int fd;
+	uint64_t seed;
+	uint64_t size;
+	unsigned char *buf, *want;
+	size_t cap;
+};
+
+static void reader_open(struct reader *r, const char *path, size_t cap)
+{
+	struct stat st;
+
+	r->path = path;
+	r->seed = name_seed(path);
+	r->fd = open(path, O_RDONLY);
+	if (r->fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	if (fstat(r->fd, &st) < 0)
+		fail("fstat %s: %s", path, strerror(errno));
+	r->size = (uint64_t)st.st_size;
+	r->cap = cap;
+	r->buf = malloc(cap);
+	r->want = malloc(cap);
+	if (!r->buf || !r->want)
+		fail("out of memory");
+}
+
+/* Reads len bytes at off (fewer at the end of the file), checks them and
+ * returns the seconds the reads took. */
+static double reader_pread(struct reader *r, uint64_t off, size_t len)
+{
+	size_t got = 0;
+	double t0 = now_s(), t1;
+	ssize_t n;
+
+	if (off + len > r->size)
+		len = (size_t)(r->size - off);
+	while (got < len) {
+		n = pread(r->fd, r->buf + got, len - got, (off_t)(off + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			fail("read %s at %" PRIu64 ": %s", r->path, off + got,
+			     strerror(errno));
+		if (n == 0)
+			fail("read %s at %" PRIu64 ": unexpected end of file",
+			     r->path, off + got);
+		got += (size_t)n;
+	}
+	t1 = now_s();
+	if (off % 8 == 0 && len % 8 == 0) {
+		/* The common case, word by word without a second buffer. */
+		uint64_t w, i;
+
+		for (i = 0; i < len / 8; i++) {
+			memcpy(&w, r->buf + 8 * i, 8);
+			if (w != splitmix64(r->seed + off / 8 + i))
+				break;
+		}
+		if (i == len / 8)
+			return t1 - t0;
+	}
+	expect_fill(r->want, r->seed, off, len);
+	if (memcmp(r->buf, r->want, len) != 0) {
+		size_t i;
+
+		for (i = 0; i < len && r->buf[i] == r->want[i]; i++)
+			;
+		fail("content mismatch in %s at offset %" PRIu64, r->path,
+		     off + i);
+	}
+	return t1 - t0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of sorted v[0..n). */
+static double pct(const double *v, size_t n, double p)
+{
+	size_t k = (size_t)(p / 100.0 * (double)n + 0.999999);
+
+	if (k < 1)
+		k = 1;
+	if (k > n)
+		k = n;
+	return v[k - 1];
+}
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+	rng_state += 1;
+	return splitmix64(rng_state * 0x2545f4914f6cdd1dull);
+}
+
+/* gen FILE SIZE: writes the file's generated content. */
+static int cmd_gen(char **argv)
+{
+	uint64_t size = parse_u64(argv[1], "size"), off;
+	uint64_t seed = name_seed(argv[0]);
+	size_t chunk = 4 * MIB;
+	unsigned char *buf = malloc(chunk);
+	FILE *fp = fopen(argv[0], "wb");
+
+	if (!buf || !fp)
+		fail("gen %s: %s", argv[0], strerror(errno));
+	for (off = 0; off < size; off += chunk) {
+		size_t n = size - off < chunk ? (size_t)(size - off) : chunk;
+
+		expect_fill(buf, seed, off, n);
+		if (fwrite(buf, 1, n, fp) != n)
+			fail("write %s: %s", argv[0], strerror(errno));
+	}
+	if (fclose(fp) != 0)
+		fail("close %s: %s", argv[0], strerror(errno));
+	free(buf);
+	printf("ok bytes=%" PRIu64 "\n", size);
+	return 0;
+}
+
+/* seq FILE [BS]: reads the whole file in BS reads (1 MiB), from open to the
+ * last byte; prints bytes, seconds, rate and the first read's latency. */
+static int cmd_seq(char **argv, int argc)
+{
+	size_t bs = argc > 1 ? (size_t)parse_u64(argv[1], "block size") : MIB;
+	struct reader r;
+	double t0 = now_s(), first = 0, dt;
+	uint64_t off;
+
+	reader_open(&r, argv[0], bs);
+	for (off = 0; off < r.size; off += bs) {
+		dt = reader_pread(&r, off, bs);
+		if (off == 0)
+			first = now_s() - t0;
+	}
+	dt = now_s() - t0;
+	printf("ok bytes=%" PRIu64 " secs=%.6f mbps=%.2f first=%.6f\n", r.size,
+	       dt, (double)r.size / dt / 1e6, first);
+	return 0;
+}
+
+/* first FILE: open plus the first 4 KiB read, in seconds. */
+static int cmd_first(char **argv)
+{
+	struct reader r;
+	double t0 = now_s(), dt;
+
+	reader_open(&r, argv[0], 4 * KIB);
+	reader_pread(&r, 0, 4 * KIB);
+	dt = now_s() - t0;
+	printf("ok secs=%.6f\n", dt);
+	return 0;
+}
+
+/* random FILE N SEED: N 4 KiB reads at seeded 4 KiB-aligned offsets, the
+ * file opened beforehand (untimed); prints latency percentiles. */
+static int cmd_random(char **argv)
+{
+	uint64_t n = parse_u64(argv[1], "count"), i, blocks;
+	struct reader r;
+	double *lat;
+
+	rng_state = parse_u64(argv[2], "seed");
+	reader_open(&r, argv[0], 4 * KIB);
+	blocks = r.size / (4 * KIB);
+	lat = calloc(n ? n : 1, sizeof(*lat));
+	if (!lat || blocks == 0 || n == 0)
+		fail("random: nothing to read");
+	for (i = 0; i < n; i++)
+		lat[i] = reader_pread(&r, (rng_next() % blocks) * 4 * KIB,
+				      4 * KIB);
+	qsort(lat, n, sizeof(*lat), cmp_double);
+	printf("ok reads=%" PRIu64 " p50=%.6f p95=%.6f max=%.6f bytes=%" PRIu64
+	       "\n",
+	       n, pct(lat, n, 50), pct(lat, n, 95), lat[n - 1], n * 4 * KIB);
+	return 0;
+}
+
+/* Plays [off, off + bytes) in BS reads at RATE bytes/s: read i is due
+ * period after read i-1 was due, or at once when late (a player that
+ * stalled does not burst to catch up). Returns the worst wait after the
+ * first read, and the first read's wait in *first. */
+static double play(struct reader *r, uint64_t off, uint64_t bytes, size_t bs,
+		   double rate, double *first, double *stalled)
+{
+	double period = (double)bs / rate, due = 0, worst = 0, w;
+	uint64_t end = off + bytes < r->size ? off + bytes : r->size, pos;
+
+	for (pos = off; pos < end; pos += bs) {
+		if (pos > off) {
+			sleep_until(due);
+			if (now_s() > due + 0.001)
+				due = now_s();
+		}
+		w = reader_pread(r, pos, bs);
+		if (pos == off) {
+			*first = w;
+			due = now_s();
+		} else {
+			if (w > worst)
+				worst = w;
+			if (w > period)
+				*stalled += w - period;
+		}
+		due += period;
+	}
+	return worst;
+}
+
+/* player FILE RATE BYTES BS: plays the first BYTES at RATE. */
+static int cmd_player(char **argv)
+{
+	double rate = (double)parse_u64(argv[1], "rate");
+	uint64_t bytes = parse_u64(argv[2], "bytes");
+	size_t bs = (size_t)parse_u64(argv[3], "block size");
+	double t0, first = 0, stalled = 0, worst;
+	struct reader r;
+
+	reader_open(&r, argv[0], bs);
+	if (bytes > r.size)
+		bytes = r.size;
+	t0 = now_s();
+	worst = play(&r, 0, bytes, bs, rate, &first, &stalled);
+	printf("ok consumed=%" PRIu64
+	       " secs=%.6f first=%.6f worst=%.6f stalled=%.6f\n",
+	       bytes, now_s() - t0, first, worst, stalled);
+	return 0;
+}
+
+/* seek FILE RATE NSEEK PLAY BS SEED: plays PLAY bytes at the start, then
+ * NSEEK times jumps to a seeded BS-aligned position and plays PLAY bytes
+ * there; prints the latency of the first read at each new position. */
+static int cmd_seek(char **argv)
+{
+	double rate = (double)parse_u64(argv[1], "rate");
+	uint64_t nseek = parse_u64(argv[2], "seek count");
+	uint64_t bytes = parse_u64(argv[3], "play bytes"), i, slots;
+	size_t bs = (size_t)parse_u64(argv[4], "block size");
+	double first = 0, stalled = 0, worst = 0, w, *lat;
+	struct reader r;
+
+	rng_state = parse_u64(argv[5], "seed");
+	reader_open(&r, argv[0], bs);
+	lat = calloc(nseek ? nseek : 1, sizeof(*lat));
+	slots = r.size > bytes ? (r.size - bytes) / bs : 0;
+	if (!lat || nseek == 0 || slots == 0)
+		fail("seek: file too small");
+	play(&r, 0, bytes, bs, rate, &first, &stalled);
+	for (i = 0; i < nseek; i++) {
+		uint64_t pos = (rng_next() % slots) * bs;
+
+		w = play(&r, pos, bytes, bs, rate, &lat[i], &stalled);
+		if (w > worst)
+			worst = w;
+	}
+	qsort(lat, nseek, sizeof(*lat), cmp_double);
+	printf("ok seeks=%" PRIu64
+	       " p50=%.6f max=%.6f worst_after=%.6f stalled=%.6f\n",
+	       nseek, pct(lat, nseek, 50), lat[nseek - 1], worst, stalled);
+	return 0;
+}
+
+static void usage(void)
+{
+	fputs("usage: benchread gen FILE SIZE\n"
+	      "       benchread seq FILE [BS]\n"
+	      "       benchread first FILE\n"
+	      "       benchread random FILE N SEED\n"
+	      "       benchread player FILE RATE BYTES BS\n"
+	      "       benchread seek FILE RATE NSEEK PLAY_BYTES BS SEED\n"
+	      "sizes take K or M (powers of 1024)\n",
+	      stderr);
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd;
+
+	if (argc < 3)
+		usage();
+	cmd = argv[1];
+	argv += 2;
+	argc -= 2;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (strcmp(cmd, "gen") == 0 && argc == 2)
+		return cmd_gen(argv);
+	if (strcmp(cmd, "seq") == 0 && argc <= 2)
+		return cmd_seq(argv, argc);
+	if (strcmp(cmd, "first") == 0 && argc == 1)
+		return cmd_first(argv);
+	if (strcmp(cmd, "random") == 0 && argc == 3)
+		return cmd_random(argv);
+	if (strcmp(cmd, "player") == 0 && argc == 4)
+		return cmd_player(argv);
+	if (strcmp(cmd, "seek") == 0 && argc == 6)
+		return cmd_seek(argv);
+	usage();
+	return 2;
+}

@@ -1,0 +1,716 @@
+#!/usr/bin/env bash
+# run.sh: the side-by-side benchmark (`make bench`): pacefs, rclone mount
+# (--vfs-cache-mode full) and httpdirfs (--cache) on the same files from the
+# same origins, plus curl as the limit; writes docs/bench/README.md and PNG
+# plots. Usage: contrib/bench/run.sh PACEFS_BINARY
+#
+# Environment: BENCH_RUNS (3), BENCH_OUT (docs/bench), BENCH_KEEP=1 keeps the
+# work directory, BENCH_ONLY="seq_lo seq_wan ..." runs a subset.
+# shellcheck disable=SC2317 # cleanup functions are called from traps
+set -euo pipefail
+
+if [ $# -ne 1 ]; then
+	echo "usage: contrib/bench/run.sh PACEFS_BINARY" >&2
+	exit 2
+fi
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+PACEFS=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+BUILD=$(dirname "$PACEFS")
+BUILD_REL=${BUILD#"$REPO"/}
+ORIGIN_BIN=$BUILD/pacefs-origin
+BR=$BUILD/bench/benchread
+RUNS=${BENCH_RUNS:-3}
+OUT=${BENCH_OUT:-$REPO/docs/bench}
+ONLY=${BENCH_ONLY:-}
+
+MiB=1048576
+SEQ_LO_SIZE=$((256 * MiB)) # loopback sequential, warm, remount
+SEQ_WAN_SIZE=$((64 * MiB)) # WAN sequential, first byte, mirrors
+LONG_SIZE=$((128 * MiB))   # WAN random reads, player, seeks
+MULTI_SIZE=$((32 * MiB))   # each of the many-readers files
+MULTI_FILES=4
+MULTI_READERS=8
+WAN_RATE=8000000 # bytes/s per connection
+WAN_LATENCY=20   # ms before every response
+RANDOM_N_LO=200
+RANDOM_N_WAN=100
+PLAYER_RATE=4000000
+PLAYER_BYTES=$((64 * MiB))
+PLAYER_BS=$((256 * 1024))
+SEEK_N=6
+SEEK_PLAY=$((2 * MiB))
+SYSTEMS=(pacefs rclone httpdirfs)
+
+# Per-step timeouts, seconds.
+TO_MOUNT=30
+TO_STEP=240
+
+for need in /usr/sbin/nginx rclone httpdirfs gnuplot curl fusermount3 timeout mountpoint; do
+	if ! command -v "$need" >/dev/null 2>&1; then
+		echo "bench: $need is missing; run contrib/install-deps.sh --bench" >&2
+		exit 1
+	fi
+done
+if [ ! -x "$PACEFS" ] || [ ! -x "$ORIGIN_BIN" ]; then
+	echo "bench: $PACEFS or $ORIGIN_BIN is not built; run make" >&2
+	exit 1
+fi
+if [ ! -c /dev/fuse ] || [ "$(id -u)" -ne 0 ]; then
+	echo "bench: needs root and /dev/fuse (it mounts and drops the page cache)" >&2
+	exit 1
+fi
+make -C "$REPO" --no-print-directory BUILD="$BUILD_REL" "$BUILD_REL/bench/benchread" >/dev/null
+
+W=$(mktemp -d "${TMPDIR:-/tmp}/pacefs-bench.XXXXXX")
+WWW=$W/www
+RAW=$W/raw.tsv
+mkdir -p "$WWW" "$W/logs" "$W/mnt" "$W/cache"
+: >"$RAW"
+T_START=$(date +%s)
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# --- cleanup: every mount unmounted, every process stopped ------------------
+
+MOUNT_PIDS=()   # pids of mount daemons (foreground processes we started)
+MOUNT_POINTS=() # every mountpoint we used
+SERVER_PIDS=()
+
+# is_mounted MNT: MNT is in the mount table (mountpoint(1) fails on a FUSE
+# mount whose daemon died, which must still be unmounted).
+is_mounted() { awk -v m="$1" '$2 == m { found = 1 } END { exit !found }' /proc/self/mounts; }
+
+# fuse_abort MNT: aborts the FUSE connection behind MNT so that a hung
+# daemon cannot keep a reader or an unmount blocked.
+fuse_abort() {
+	local dev minor
+	dev=$(mountpoint -d "$1" 2>/dev/null) || return 0
+	minor=${dev#*:}
+	if [ -w "/sys/fs/fuse/connections/$minor/abort" ]; then
+		echo 1 >"/sys/fs/fuse/connections/$minor/abort" 2>/dev/null || true
+	fi
+}
+
+cleanup() {
+	local rc=$? m p
+	trap - EXIT INT TERM HUP
+	for m in "${MOUNT_POINTS[@]}"; do
+		if is_mounted "$m"; then
+			fusermount3 -u "$m" 2>/dev/null || { fuse_abort "$m"; umount -l "$m" 2>/dev/null || true; }
+		fi
+	done
+	for p in "${MOUNT_PIDS[@]}" "${SERVER_PIDS[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	# nginx's master stops its workers on TERM: give every process time
+	# to exit before KILL, which would orphan the workers.
+	for p in "${MOUNT_PIDS[@]}" "${SERVER_PIDS[@]}"; do
+		for _ in $(seq 1 50); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	if [ "${BENCH_KEEP:-0}" = 1 ] || [ "$rc" -ne 0 ]; then
+		echo "bench: work directory kept: $W" >&2
+	else
+		rm -rf "$W"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# elapsed T0 T1: seconds between two `date +%s.%N` stamps.
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", b - a }'; }
+
+say() { printf '[%4ds] %s\n' "$(($(date +%s) - T_START))" "$*"; }
+
+wanted() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
+
+# --- origins ----------------------------------------------------------------
+
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 40000))
+		if ! ss -ltnH "sport = :$p" 2>/dev/null | grep -q .; then
+			echo "$p"
+			return
+		fi
+	done
+}
+
+# nginx_start: nginx on a free loopback port over $WWW with autoindex; sets
+# NGINX_URL and NGINX_LOG ("method uri range status bytes" per request).
+nginx_start() {
+	local prefix=$W/nginx port i
+	mkdir -p "$prefix/tmp"
+	for _ in 1 2 3 4 5; do
+		port=$(free_port)
+		cat >"$prefix/nginx.conf" <<-EOF
+			user root;
+			daemon off;
+			master_process on;
+			worker_processes $(nproc);
+			pid $prefix/nginx.pid;
+			error_log $prefix/error.log warn;
+			events { worker_connections 1024; }
+			http {
+			    default_type application/octet-stream;
+			    sendfile on;
+			    tcp_nopush on;
+			    tcp_nodelay on;
+			    keepalive_requests 100000;
+			    keepalive_timeout 120s;
+			    client_body_temp_path $prefix/tmp/body;
+			    proxy_temp_path $prefix/tmp/proxy;
+			    fastcgi_temp_path $prefix/tmp/fastcgi;
+			    uwsgi_temp_path $prefix/tmp/uwsgi;
+			    scgi_temp_path $prefix/tmp/scgi;
+			    log_format bench '\$request_method \$uri "\$http_range" \$status \$body_bytes_sent';
+			    access_log $prefix/access.log bench;
+			    server {
+			        listen 127.0.0.1:$port;
+			        root $WWW;
+			        autoindex on;
+			    }
+			}
+		EOF
+		: >"$prefix/access.log"
+		/usr/sbin/nginx -e "$prefix/error.log" -p "$prefix" -c "$prefix/nginx.conf" \
+			</dev/null >>"$prefix/nginx.out" 2>&1 &
+		NGINX_PID=$!
+		SERVER_PIDS+=("$NGINX_PID")
+		NGINX_URL=http://127.0.0.1:$port
+		NGINX_LOG=$prefix/access.log
+		for i in $(seq 1 100); do
+			kill -0 "$NGINX_PID" 2>/dev/null || break
+			if curl -s -o /dev/null --max-time 2 "$NGINX_URL/"; then
+				return 0
+			fi
+			sleep 0.05
+		done
+		kill "$NGINX_PID" 2>/dev/null || true
+		wait "$NGINX_PID" 2>/dev/null || true
+	done
+	echo "bench: nginx did not start: $(tail -n 3 "$prefix/error.log")" >&2
+	return 1
+}
+
+# wan_start NAME: pacefs-origin over $WWW with the WAN caps and a listing;
+# sets WAN_URL and WAN_LOG (its request log: "method path range status bytes
+# fault").
+wan_start() {
+	local name=$1 i
+	rm -f "$W/$name.port"
+	: >"$W/logs/$name.log"
+	"$ORIGIN_BIN" --root "$WWW" --port-file "$W/$name.port" --log "$W/logs/$name.log" \
+		--rate "$WAN_RATE" --latency "$WAN_LATENCY" --autoindex --quiet \
+		</dev/null >"$W/logs/$name.out" 2>&1 &
+	SERVER_PIDS+=("$!")
+	for i in $(seq 1 100); do
+		if [ -s "$W/$name.port" ]; then
+			WAN_URL=http://127.0.0.1:$(cat "$W/$name.port")
+			WAN_LOG=$W/logs/$name.log
+			return 0
+		fi
+		sleep 0.05
+	done
+	echo "bench: pacefs-origin did not start: $(cat "$W/logs/$name.out")" >&2
+	return 1
+}
+
+# log_mark LOG: the log's current length; log_pulled LOG MARK: "pulled=BYTES
+# reqs=N" for the lines written since MARK (field 5 is the body bytes in
+# both log formats).
+log_mark() { stat -c %s "$1"; }
+log_pulled() {
+	tail -c +$(($2 + 1)) "$1" | awk '{ s += $5; n++ } END { printf "pulled=%d reqs=%d", s, n }'
+}
+
+# --- caches -----------------------------------------------------------------
+
+DROP_OK=1
+# cold_caches FILE...: drops the page cache (every mount's cache files and
+# the kernel's copy of FUSE files), then reads the origin's source FILEs so
+# the origin side is always served from memory, as a busy server would be.
+cold_caches() {
+	local f
+	sync
+	if ! echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
+		DROP_OK=0
+	fi
+	for f in "$@"; do
+		cat "$WWW/$f" >/dev/null
+	done
+}
+
+# --- mounts -----------------------------------------------------------------
+
+# fs_mount SYS BASE_URL FILE MNT CACHE [PACEFS_OPTS...]: mounts SYS so that
+# MNT/FILE is BASE_URL/FILE; pacefs mounts the one file, the others the
+# listing of BASE_URL/. Sets MPID; on failure returns 1 with MOUNT_ERR.
+fs_mount() {
+	local sys=$1 base=$2 file=$3 mnt=$4 cache=$5 log i
+	shift 5
+	mkdir -p "$mnt" "$cache"
+	MOUNT_POINTS+=("$mnt")
+	log=$W/logs/$sys.log
+	echo "=== $(date +%T) mount $sys $base/$file at $mnt" >>"$log"
+	case $sys in
+	pacefs)
+		"$PACEFS" -f -o "cache_dir=$cache" "$@" "$base/$file" "$mnt" \
+			</dev/null >>"$log" 2>&1 &
+		;;
+	rclone)
+		rclone mount :http: "$mnt" --http-url "$base/" --vfs-cache-mode full \
+			--cache-dir "$cache" --config "$W/rclone.conf" \
+			</dev/null >>"$log" 2>&1 &
+		;;
+	httpdirfs)
+		# --no-range-check: httpdirfs 1.2.5 exits ("This web server does
+		# not support HTTP range requests") on a 206 without
+		# Accept-Ranges, which nginx omits (httpdirfs issue #188).
+		httpdirfs -f --cache --cache-location "$cache" --no-range-check "$base/" "$mnt" \
+			</dev/null >>"$log" 2>&1 &
+		;;
+	esac
+	MPID=$!
+	MOUNT_PIDS+=("$MPID")
+	for i in $(seq 1 $((TO_MOUNT * 20))); do
+		if mountpoint -q "$mnt" && [ -e "$mnt/$file" ]; then
+			return 0
+		fi
+		if ! kill -0 "$MPID" 2>/dev/null; then
+			MOUNT_ERR="$sys exited while mounting: $(grep -v '^===' "$log" | tail -n 1)"
+			return 1
+		fi
+		sleep 0.05
+	done
+	MOUNT_ERR="$sys: $mnt/$file did not appear within ${TO_MOUNT}s"
+	fs_umount "$mnt" "$MPID"
+	return 1
+}
+
+# fs_umount MNT PID: unmounts and waits (bounded) for the daemon to exit.
+fs_umount() {
+	local mnt=$1 pid=$2 i
+	if is_mounted "$mnt"; then
+		if ! fusermount3 -u "$mnt" 2>/dev/null; then
+			fuse_abort "$mnt"
+			umount -l "$mnt" 2>/dev/null || true
+		fi
+	fi
+	for i in $(seq 1 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "=== $(date +%T) pid $pid still alive 5 s after unmount: killed" >>"$W/logs/unmount.log"
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	wait "$pid" 2>/dev/null || true
+}
+
+# --- recording --------------------------------------------------------------
+
+# record WL SYS RUN LINE [EXTRA]: appends one result: LINE is benchread's
+# output ("ok k=v ..." or "failed: ...").
+record() {
+	local wl=$1 sys=$2 run=$3 line=$4 extra=${5:-}
+	if [[ $line == ok* ]]; then
+		printf '%s\t%s\t%s\tok\t%s %s\n' "$wl" "$sys" "$run" "${line#ok }" "$extra" >>"$RAW"
+	else
+		line=${line#failed: }
+		printf '%s\t%s\t%s\tfailed\t%s\n' "$wl" "$sys" "$run" "${line//$'\t'/ }" >>"$RAW"
+		say "  $wl $sys run $run FAILED: $line"
+	fi
+}
+
+# run_step CMD...: runs CMD under the step timeout and prints its last line,
+# or "failed: ..." with the reason.
+run_step() {
+	local out rc=0
+	out=$(timeout -k 5 "$TO_STEP" "$@" 2>"$W/step.err") || rc=$?
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		echo "failed: timed out after ${TO_STEP}s"
+	elif [ "$rc" -ne 0 ]; then
+		out=$(printf '%s\n' "$out" | tail -n 1)
+		if [ -z "$out" ]; then
+			out="failed: exit $rc: $(tail -n 1 "$W/step.err")"
+		fi
+		echo "$out"
+	else
+		printf '%s\n' "$out" | tail -n 1
+	fi
+}
+
+# --- curl, the limit --------------------------------------------------------
+
+# curl_one URL SIZE: one connection, whole body to /dev/null.
+curl_one() {
+	local w code size t
+	w=$(curl -s -o /dev/null --max-time "$TO_STEP" -w '%{http_code} %{size_download} %{time_total}' "$1") ||
+		{ echo "failed: curl exit $?"; return; }
+	read -r code size t <<<"$w"
+	if [ "$code" != 200 ] || [ "$size" != "$2" ]; then
+		echo "failed: status $code, $size of $2 bytes"
+		return
+	fi
+	awk -v b="$size" -v t="$t" 'BEGIN { printf "ok bytes=%d secs=%.6f mbps=%.2f\n", b, t, b / t / 1e6 }'
+}
+
+# curl_ranges URL SIZE N: N parallel range requests in one curl (--parallel),
+# wall time from start to the last byte.
+curl_ranges() {
+	local url=$1 size=$2 n=$3 cfg=$W/curl-par.cfg i a b part t0 t1 out
+	part=$(((size + n - 1) / n))
+	{
+		echo "parallel"
+		echo "parallel-max = $n"
+		# otherwise curl waits for the first connection to learn whether
+		# it can multiplex before opening the others
+		echo "parallel-immediate"
+		for ((i = 0; i < n; i++)); do
+			a=$((i * part))
+			b=$((a + part - 1))
+			[ "$b" -lt "$size" ] || b=$((size - 1))
+			echo "url = \"$url\""
+			echo "range = $a-$b"
+			echo "output = \"/dev/null\""
+			printf '%s\n' 'write-out = "%{http_code} %{size_download}\n"'
+			[ "$i" -eq $((n - 1)) ] || echo "next"
+		done
+	} >"$cfg"
+	t0=$(date +%s.%N)
+	out=$(curl -s --max-time "$TO_STEP" -K "$cfg" 2>/dev/null) || { echo "failed: curl exit $?"; return; }
+	t1=$(date +%s.%N)
+	printf '%s\n' "$out" | awk -v want="$size" -v t="$(elapsed "$t0" "$t1")" '
+		$1 != 206 { bad = bad " status " $1 }
+		{ got += $2 }
+		END {
+			if (bad != "" || got != want) { printf "failed:%s %d of %d bytes\n", bad, got, want; exit }
+			printf "ok bytes=%d secs=%.6f mbps=%.2f\n", got, t, got / t / 1e6
+		}'
+}
+
+# curl_first URL: one range request of the first 4 KiB, a fresh process and
+# connection.
+curl_first() {
+	local w code size t
+	w=$(curl -s -o /dev/null --max-time "$TO_STEP" -r 0-4095 -w '%{http_code} %{size_download} %{time_total}' "$1") ||
+		{ echo "failed: curl exit $?"; return; }
+	read -r code size t <<<"$w"
+	if [ "$code" != 206 ] || [ "$size" != 4096 ]; then
+		echo "failed: status $code, $size bytes"
+		return
+	fi
+	echo "ok secs=$t"
+}
+
+# curl_random URL SIZE N SEED: N 4 KiB range requests at the same kind of
+# offsets, one after another over one keep-alive connection; latency
+# percentiles of the requests.
+curl_random() {
+	local url=$1 size=$2 n=$3 seed=$4 cfg=$W/curl-rnd.cfg out
+	awk -v n="$n" -v seed="$seed" -v blocks="$((size / 4096))" -v url="$url" 'BEGIN {
+		srand(seed)
+		for (i = 0; i < n; i++) {
+			a = int(rand() * blocks) * 4096
+			printf "url = \"%s\"\nrange = %d-%d\noutput = \"/dev/null\"\n", url, a, a + 4095
+			printf "write-out = \"%%{http_code} %%{size_download} %%{time_total}\\n\"\n"
+			if (i < n - 1) print "next"
+		}
+	}' >"$cfg"
+	out=$(curl -s --max-time "$TO_STEP" -K "$cfg") || { echo "failed: curl exit $?"; return; }
+	printf '%s\n' "$out" | sort -k3 -g | awk -v n="$n" '
+		$1 != 206 || $2 != 4096 { bad++ }
+		{ t[NR] = $3 }
+		END {
+			if (bad || NR != n) { printf "failed: %d bad responses of %d\n", bad, NR; exit }
+			k50 = int(0.5 * n + 0.999999); k95 = int(0.95 * n + 0.999999)
+			printf "ok reads=%d p50=%.6f p95=%.6f max=%.6f bytes=%d\n", n, t[k50], t[k95], t[n], n * 4096
+		}'
+}
+
+# --- workloads --------------------------------------------------------------
+
+# fresh RUN SYS: a new, empty cache directory and mountpoint for one run.
+fresh() {
+	CACHE=$W/cache/$1-$2-$RANDOM
+	MNT=$W/mnt/$1-$2-$RANDOM
+	rm -rf "$CACHE"
+	mkdir -p "$CACHE" "$MNT"
+}
+
+# Cold sequential on loopback nginx, then in the same mount the warm re-read,
+# then a remount over the same cache (page cache dropped) read in full.
+wl_seq_lo() {
+	local sys r line mark mark2 f=seq.bin
+	for r in $(seq 1 "$RUNS"); do
+		for sys in "${SYSTEMS[@]}"; do
+			fresh "$r" "$sys"
+			mark=$(log_mark "$NGINX_LOG")
+			if ! fs_mount "$sys" "$NGINX_URL" "$f" "$MNT" "$CACHE"; then
+				for wl in seq_lo warm remount; do record "$wl" "$sys" "$r" "failed: mount: $MOUNT_ERR"; done
+				continue
+			fi
+			cold_caches "$f"
+			mark2=$(log_mark "$NGINX_LOG")
+			line=$(run_step "$BR" seq "$MNT/$f")
+			record seq_lo "$sys" "$r" "$line" "$(log_pulled "$NGINX_LOG" "$mark2")"
+			mark2=$(log_mark "$NGINX_LOG")
+			line=$(run_step "$BR" seq "$MNT/$f")
+			record warm "$sys" "$r" "$line" "$(log_pulled "$NGINX_LOG" "$mark2")"
+			fs_umount "$MNT" "$MPID"
+			cold_caches "$f"
+			mark=$(log_mark "$NGINX_LOG")
+			if ! fs_mount "$sys" "$NGINX_URL" "$f" "$MNT" "$CACHE"; then
+				record remount "$sys" "$r" "failed: remount: $MOUNT_ERR"
+				continue
+			fi
+			mark2=$(log_mark "$NGINX_LOG")
+			line=$(run_step "$BR" seq "$MNT/$f")
+			local during
+			during=$(log_pulled "$NGINX_LOG" "$mark2")
+			fs_umount "$MNT" "$MPID"
+			# pulled: mount to unmount; read_pulled: during the read only.
+			record remount "$sys" "$r" "$line" "$(log_pulled "$NGINX_LOG" "$mark") read_${during% *} read_${during#* }"
+			say "  seq_lo/warm/remount $sys run $r: $(tail -n 3 "$RAW" | cut -f5 | cut -d' ' -f3 | tr '\n' ' ')"
+		done
+		cold_caches "$f"
+		record seq_lo curl1 "$r" "$(curl_one "$NGINX_URL/$f" "$SEQ_LO_SIZE")"
+		cold_caches "$f"
+		record seq_lo curl8 "$r" "$(curl_ranges "$NGINX_URL/$f" "$SEQ_LO_SIZE" 8)"
+	done
+}
+
+# Cold sequential through the WAN-like origin.
+wl_seq_wan() {
+	local sys r line mark f=wan.bin
+	for r in $(seq 1 "$RUNS"); do
+		for sys in "${SYSTEMS[@]}"; do
+			fresh "$r" "$sys"
+			if ! fs_mount "$sys" "$WAN_URL" "$f" "$MNT" "$CACHE"; then
+				record seq_wan "$sys" "$r" "failed: mount: $MOUNT_ERR"
+				continue
+			fi
+			cold_caches "$f"
+			mark=$(log_mark "$WAN_LOG")
+			line=$(run_step "$BR" seq "$MNT/$f")
+			fs_umount "$MNT" "$MPID"
+			record seq_wan "$sys" "$r" "$line" "$(log_pulled "$WAN_LOG" "$mark")"
+			say "  seq_wan $sys run $r: $line"
+		done
+		cold_caches "$f"
+		record seq_wan curl1 "$r" "$(curl_one "$WAN_URL/$f" "$SEQ_WAN_SIZE")"
+		record seq_wan curl8 "$r" "$(curl_ranges "$WAN_URL/$f" "$SEQ_WAN_SIZE" 8)"
+		say "  seq_wan curl run $r: $(tail -n 2 "$RAW" | cut -f5 | cut -d' ' -f3 | tr '\n' ' ')"
+	done
+}
+
+# Time to the first 4 KiB of a cold file (open + read), on both origins.
+wl_ttfb() {
+	local sys r line wl url f
+	for r in $(seq 1 "$RUNS"); do
+		for wl in ttfb_lo ttfb_wan; do
+			if [ "$wl" = ttfb_lo ]; then url=$NGINX_URL f=seq.bin; else url=$WAN_URL f=wan.bin; fi
+			for sys in "${SYSTEMS[@]}"; do
+				fresh "$r" "$sys"
+				if ! fs_mount "$sys" "$url" "$f" "$MNT" "$CACHE"; then
+					record "$wl" "$sys" "$r" "failed: mount: $MOUNT_ERR"
+					continue
+				fi
+				cold_caches "$f"
+				line=$(run_step "$BR" first "$MNT/$f")
+				fs_umount "$MNT" "$MPID"
+				record "$wl" "$sys" "$r" "$line"
+			done
+			record "$wl" curl1 "$r" "$(curl_first "$url/$f")"
+			say "  $wl run $r: $(tail -n 4 "$RAW" | awk -F'\t' '{ print $2 ":" $5 }' | tr '\n' ' ')"
+		done
+	done
+}
+
+# Random 4 KiB reads: loopback (RANDOM_N_LO reads) and WAN (RANDOM_N_WAN).
+wl_random() {
+	local sys r line mark wl url log n f=long.bin
+	for r in $(seq 1 "$RUNS"); do
+		for wl in random_lo random_wan; do
+			if [ "$wl" = random_lo ]; then url=$NGINX_URL log=$NGINX_LOG n=$RANDOM_N_LO; else url=$WAN_URL log=$WAN_LOG n=$RANDOM_N_WAN; fi
+			for sys in "${SYSTEMS[@]}"; do
+				fresh "$r" "$sys"
+				mark=$(log_mark "$log")
+				if ! fs_mount "$sys" "$url" "$f" "$MNT" "$CACHE"; then
+					record "$wl" "$sys" "$r" "failed: mount: $MOUNT_ERR"
+					continue
+				fi
+				cold_caches "$f"
+				line=$(run_step "$BR" random "$MNT/$f" "$n" "$r")
+				fs_umount "$MNT" "$MPID"
+				record "$wl" "$sys" "$r" "$line" "$(log_pulled "$log" "$mark")"
+				say "  $wl $sys run $r: $line $(log_pulled "$log" "$mark")"
+			done
+			record "$wl" curl1 "$r" "$(curl_random "$url/$f" "$LONG_SIZE" "$n" "$r")" "pulled=$((n * 4096))"
+		done
+	done
+}
+
+# A player consuming PLAYER_BYTES at PLAYER_RATE on the WAN origin, then a
+# playback that seeks; bytes pulled are counted from mount to unmount.
+wl_player() {
+	local sys r line mark f=long.bin
+	for r in $(seq 1 "$RUNS"); do
+		for sys in "${SYSTEMS[@]}"; do
+			fresh "$r" "$sys"
+			mark=$(log_mark "$WAN_LOG")
+			if ! fs_mount "$sys" "$WAN_URL" "$f" "$MNT" "$CACHE"; then
+				record player "$sys" "$r" "failed: mount: $MOUNT_ERR"
+				continue
+			fi
+			cold_caches "$f"
+			line=$(run_step "$BR" player "$MNT/$f" "$PLAYER_RATE" "$PLAYER_BYTES" "$PLAYER_BS")
+			fs_umount "$MNT" "$MPID"
+			record player "$sys" "$r" "$line" "$(log_pulled "$WAN_LOG" "$mark")"
+			say "  player $sys run $r: $line $(log_pulled "$WAN_LOG" "$mark")"
+
+			fresh "$r" "$sys"
+			mark=$(log_mark "$WAN_LOG")
+			if ! fs_mount "$sys" "$WAN_URL" "$f" "$MNT" "$CACHE"; then
+				record seek "$sys" "$r" "failed: mount: $MOUNT_ERR"
+				continue
+			fi
+			cold_caches "$f"
+			line=$(run_step "$BR" seek "$MNT/$f" "$PLAYER_RATE" "$SEEK_N" "$SEEK_PLAY" "$PLAYER_BS" "$r")
+			fs_umount "$MNT" "$MPID"
+			record seek "$sys" "$r" "$line" "$(log_pulled "$WAN_LOG" "$mark")"
+			say "  seek $sys run $r: $line"
+		done
+	done
+}
+
+# Two mirrors (pacefs only): each WAN origin alone, then both.
+wl_mirrors() {
+	local r line mA mB cfg f=wan.bin
+	for r in $(seq 1 "$RUNS"); do
+		for cfg in mirror_a mirror_b both; do
+			fresh "$r" "pacefs"
+			mA=$(log_mark "$WAN_LOG")
+			mB=$(log_mark "$WAN2_LOG")
+			case $cfg in
+			mirror_a) fs_mount pacefs "$WAN_URL" "$f" "$MNT" "$CACHE" ;;
+			mirror_b) fs_mount pacefs "$WAN2_URL" "$f" "$MNT" "$CACHE" ;;
+			both) fs_mount pacefs "$WAN_URL" "$f" "$MNT" "$CACHE" -o "mirror=$WAN2_URL/$f" ;;
+			esac || {
+				record mirrors "$cfg" "$r" "failed: mount: $MOUNT_ERR"
+				continue
+			}
+			cold_caches "$f"
+			line=$(run_step "$BR" seq "$MNT/$f")
+			fs_umount "$MNT" "$MPID"
+			record mirrors "$cfg" "$r" "$line" \
+				"a_$(log_pulled "$WAN_LOG" "$mA" | cut -d' ' -f1) b_$(log_pulled "$WAN2_LOG" "$mB" | cut -d' ' -f1)"
+			say "  mirrors $cfg run $r: $line"
+		done
+	done
+}
+
+# Many readers over many files at once: MULTI_READERS readers, two per file,
+# over MULTI_FILES files on the WAN origin; aggregate rate over the wall time.
+wl_multi() {
+	local sys r k mark t0 t1 bad pids files m
+	files=()
+	for ((k = 0; k < MULTI_FILES; k++)); do files+=("multi$k.bin"); done
+	for r in $(seq 1 "$RUNS"); do
+		for sys in "${SYSTEMS[@]}"; do
+			fresh "$r" "$sys"
+			mark=$(log_mark "$WAN_LOG")
+			local mpids=() paths=() ok=1
+			if [ "$sys" = pacefs ]; then
+				# one blob per pacefs mount: one mount per file
+				for ((k = 0; k < MULTI_FILES; k++)); do
+					if fs_mount pacefs "$WAN_URL" "${files[k]}" "$MNT/$k" "$CACHE/$k"; then
+						mpids+=("$MNT/$k:$MPID")
+						paths+=("$MNT/$k/${files[k]}")
+					else
+						ok=0
+					fi
+				done
+			elif fs_mount "$sys" "$WAN_URL" "${files[0]}" "$MNT" "$CACHE"; then
+				mpids+=("$MNT:$MPID")
+				for ((k = 0; k < MULTI_FILES; k++)); do paths+=("$MNT/${files[k]}"); done
+			else
+				ok=0
+			fi
+			if [ "$ok" -eq 0 ]; then
+				record multi "$sys" "$r" "failed: mount: $MOUNT_ERR"
+			else
+				cold_caches "${files[@]}"
+				pids=()
+				t0=$(date +%s.%N)
+				for ((k = 0; k < MULTI_READERS; k++)); do
+					timeout -k 5 "$TO_STEP" "$BR" seq "${paths[k % MULTI_FILES]}" >"$W/multi.$k" 2>&1 &
+					pids+=("$!")
+				done
+				bad=
+				for ((k = 0; k < MULTI_READERS; k++)); do
+					if ! wait "${pids[k]}"; then
+						bad="reader $k: $(tail -n 1 "$W/multi.$k")"
+					fi
+				done
+				t1=$(date +%s.%N)
+			fi
+			for m in "${mpids[@]}"; do fs_umount "${m%%:*}" "${m##*:}"; done
+			if [ "$ok" -eq 1 ]; then
+				if [ -n "$bad" ]; then
+					record multi "$sys" "$r" "failed: $bad"
+				else
+					record multi "$sys" "$r" "$(awk -v b=$((MULTI_READERS * MULTI_SIZE)) -v t="$(elapsed "$t0" "$t1")" \
+						'BEGIN { printf "ok bytes=%d secs=%.6f mbps=%.2f", b, t, b / t / 1e6 }')" \
+						"$(log_pulled "$WAN_LOG" "$mark")"
+				fi
+				say "  multi $sys run $r: $(tail -n 1 "$RAW" | cut -f4-)"
+			fi
+		done
+	done
+}
+
+# --- main -------------------------------------------------------------------
+
+say "work directory $W, $RUNS runs per figure"
+say "generating files"
+"$BR" gen "$WWW/seq.bin" "$SEQ_LO_SIZE" >/dev/null
+"$BR" gen "$WWW/wan.bin" "$SEQ_WAN_SIZE" >/dev/null
+"$BR" gen "$WWW/long.bin" "$LONG_SIZE" >/dev/null
+for ((k = 0; k < MULTI_FILES; k++)); do "$BR" gen "$WWW/multi$k.bin" "$MULTI_SIZE" >/dev/null; done
+: >"$W/rclone.conf"
+
+nginx_start
+wan_start wan
+wan_start wan2
+WAN2_URL=$WAN_URL WAN2_LOG=$WAN_LOG
+wan_start wan
+say "nginx $NGINX_URL; WAN origins $WAN_URL and $WAN2_URL (${WAN_LATENCY} ms, $WAN_RATE B/s per connection)"
+
+for wl in seq_lo seq_wan ttfb random player mirrors multi; do
+	if wanted "$wl"; then
+		say "workload $wl"
+		"wl_$wl"
+	fi
+done
+T_END=$(date +%s)
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+say "measurements done in $((T_END - T_START)) s; writing the report"
+
+export BENCH_W=$W BENCH_RAW=$RAW BENCH_OUT=$OUT BENCH_DROP_OK=$DROP_OK \
+	BENCH_SECS=$((T_END - T_START)) BENCH_RUNS=$RUNS PACEFS \
+	BENCH_LOAD="$LOAD_START at the start, $LOAD_END at the end"
+export SEQ_LO_SIZE SEQ_WAN_SIZE LONG_SIZE MULTI_SIZE MULTI_FILES MULTI_READERS \
+	WAN_RATE WAN_LATENCY RANDOM_N_LO RANDOM_N_WAN PLAYER_RATE PLAYER_BYTES \
+	PLAYER_BS SEEK_N SEEK_PLAY
+mkdir -p "$OUT"
+cp "$RAW" "$OUT/raw.tsv"
+"$HERE/report.sh"
+say "report: $OUT/README.md"
