@@ -157,6 +157,13 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 		struct fetch_probe *out, enum fetch_probe_error *kind,
 		char *err, size_t errlen);
 
+/* Synchronously GETs url (a small document such as a directory index) into
+ * *body (NUL-terminated, at most max bytes; free() it). Anything but a 200
+ * is an error, with one line naming the URL and the cause in err. Not for
+ * the event thread. */
+int fetch_get(const struct fetch_config *cfg, const char *url, size_t max,
+	      char **body, size_t *len, char *err, size_t errlen);
+
 /* Parses "bytes S-E/T" (T may be "*"; total_out then UINT64_MAX) or
  * "bytes * /T" (unsatisfied: start and end UINT64_MAX). Returns 0 or
  * -EINVAL. */

@@ -1,9 +1,11 @@
-/* probe: learns a URL's size, Range support and validators with one
- * one-byte range GET, before the mount goes live. */
+/* probe: the synchronous requests made outside the event thread: a probe
+ * that learns a URL's size, Range support and validators with a one-byte
+ * range GET, and a plain GET of a small document (a directory index). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -218,4 +220,78 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 		wait_ms *= 2;
 	}
 	return rc;
+}
+
+struct get_state {
+	char *buf;
+	size_t len;
+	size_t max;
+	bool too_big;
+};
+
+static size_t get_body(char *data, size_t size, size_t n, void *arg)
+{
+	struct get_state *g = arg;
+	size_t len = size * n;
+	char *grown;
+
+	if (g->len + len > g->max) {
+		g->too_big = true;
+		return 0;
+	}
+	grown = realloc(g->buf, g->len + len + 1);
+	if (grown == NULL)
+		return 0;
+	memcpy(grown + g->len, data, len);
+	g->buf = grown;
+	g->len += len;
+	g->buf[g->len] = '\0';
+	return len;
+}
+
+int fetch_get(const struct fetch_config *cfg, const char *url, size_t max,
+	      char **body, size_t *len, char *err, size_t errlen)
+{
+	struct get_state g = {.max = max};
+	char errbuf[CURL_ERROR_SIZE] = "";
+	struct curl_slist *headers;
+	bool headers_ok;
+	long status = 0;
+	CURL *easy;
+	CURLcode cc;
+	int rc = 0;
+
+	headers = fetch__headers(cfg, &headers_ok);
+	easy = curl_easy_init();
+	if (easy == NULL || !headers_ok ||
+	    fetch__easy_setup(easy, cfg, errbuf) != CURLE_OK) {
+		rc = fail(err, errlen, "%s: cannot set up a request", url);
+		goto out;
+	}
+	curl_easy_setopt(easy, CURLOPT_URL, url);
+	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, get_body);
+	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &g);
+	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
+			 cfg->connect_timeout_ms * 3);
+	cc = curl_easy_perform(easy);
+	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+	if (g.too_big)
+		rc = fail(err, errlen, "%s: larger than %zu bytes", url, max);
+	else if (cc != CURLE_OK)
+		rc = fail(err, errlen, "%s: %s", url,
+			  errbuf[0] ? errbuf : curl_easy_strerror(cc));
+	else if (status != 200)
+		rc = fail(err, errlen, "%s: HTTP %ld", url, status);
+out:
+	if (easy != NULL)
+		curl_easy_cleanup(easy);
+	curl_slist_free_all(headers);
+	if (rc != 0) {
+		free(g.buf);
+		return rc;
+	}
+	*body = g.buf != NULL ? g.buf : strdup("");
+	*len = g.len;
+	return *body != NULL ? 0 : -ENOMEM;
 }

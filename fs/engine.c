@@ -3,6 +3,7 @@
  * transfers. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -352,7 +353,6 @@ static int load_extent(void *arg, uint64_t start, uint64_t end)
 }
 
 int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
-		   struct fs_blob *blobs, uint32_t nblobs,
 		   struct fs_engine **out)
 {
 	struct fs_engine *e;
@@ -365,7 +365,6 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	};
 	pthread_condattr_t ca;
 	const char *field = NULL;
-	uint32_t nsources = 0;
 	int rc = -ENOMEM;
 
 	e = calloc(1, sizeof(*e));
@@ -377,8 +376,6 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	pthread_cond_init(&e->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	e->cache = cache;
-	e->blobs = blobs;
-	e->nblobs = nblobs;
 	e->read_timeout_ns = (uint64_t)cfg->read_timeout_s * 1000000000u;
 
 	pace_config_default(&pc);
@@ -387,13 +384,9 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	pc.align = CACHE_BLOCK_SIZE;
 	pc.deadline_ns = e->read_timeout_ns;
 	pc.stall_ns = (uint64_t)cfg->stall_timeout_s * 1000000000u;
+	pc.max_blobs = cfg->max_blobs;
+	pc.max_sources = cfg->max_sources;
 	e->stall_ns = pc.stall_ns;
-	for (uint32_t i = 0; i < nblobs; i++)
-		nsources += blobs[i].nsources;
-	if (pc.max_blobs < nblobs)
-		pc.max_blobs = nblobs;
-	if (pc.max_sources < nsources)
-		pc.max_sources = nsources;
 	rc = pace_config_check(&pc, &field);
 	if (rc != 0) {
 		fs__log(FS_LOG_ERR, "scheduler configuration: bad %s", field);
@@ -403,46 +396,16 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	if (rc != 0)
 		goto fail;
 	rc = -ENOMEM;
-	e->source_of_pace = calloc(nsources ? nsources : 1, sizeof(uint32_t));
+	e->max_blobs = cfg->max_blobs;
+	e->blobs = calloc(cfg->max_blobs, sizeof(*e->blobs));
+	e->nsource_map = cfg->max_sources;
+	e->source_of_pace = calloc(cfg->max_sources, sizeof(uint32_t));
 	e->nparts = cfg->lanes * FS_PARTS_PER_LANE + FS_PARTS_EXTRA;
 	e->parts = calloc(e->nparts, sizeof(*e->parts));
 	e->lane_seen_ns = calloc(cfg->lanes, sizeof(*e->lane_seen_ns));
-	if (e->source_of_pace == NULL || e->parts == NULL ||
-	    e->lane_seen_ns == NULL)
+	if (e->blobs == NULL || e->source_of_pace == NULL ||
+	    e->parts == NULL || e->lane_seen_ns == NULL)
 		goto fail;
-	for (uint32_t i = 0; i < nblobs; i++) {
-		struct fs_blob *b = &blobs[i];
-		struct load_ctx lc = {.blob = i};
-
-		rc = pace_blob_add(e->pace, b->size, &b->pace_id);
-		if (rc != 0)
-			goto fail;
-		/* Engine code indexes e->blobs by the scheduler's blob id. */
-		if (b->pace_id != i) {
-			rc = -EINVAL;
-			goto fail;
-		}
-		for (uint32_t j = 0; j < b->nsources; j++) {
-			struct fs_source *s = &b->sources[j];
-			enum pace_caps caps = s->validator != NULL
-						      ? PACE_CAPS_FULL
-						      : PACE_CAPS_NO_VALIDATOR;
-
-			rc = pace_source_add(e->pace, i, caps, &s->pace_id);
-			if (rc != 0)
-				goto fail;
-			if (s->pace_id >= nsources) {
-				rc = -EINVAL;
-				goto fail;
-			}
-			e->source_of_pace[s->pace_id] = i;
-		}
-		e->nsource_map = nsources;
-		lc.pace = e->pace;
-		rc = cache_extents_each(cache, &b->id, load_extent, &lc);
-		if (rc != 0)
-			goto fail;
-	}
 	hooks.ctx = e;
 	rc = fetch_new(&cfg->fetch, &hooks, &e->fetch);
 	if (rc != 0)
@@ -450,12 +413,98 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	*out = e;
 	return 0;
 fail:
-	e->blobs = NULL; /* the caller keeps them on failure */
 	fs__engine_free(e);
 	return rc;
 }
 
-void fs__blobs_free(struct fs_blob *blobs, uint32_t n)
+int fs__engine_blob_add(struct fs_engine *e, const char *name, uint64_t size,
+			const struct cache_id *id, uint32_t *out)
+{
+	struct fs_blob *b;
+	uint32_t pace_id;
+	int rc;
+
+	pthread_mutex_lock(&e->mu);
+	rc = e->nblobs < e->max_blobs ? 0 : -ENOSPC;
+	if (rc == 0)
+		rc = pace_blob_add(e->pace, size, &pace_id);
+	if (rc != 0)
+		goto out;
+	/* Engine code indexes e->blobs by the scheduler's blob id. */
+	if (pace_id != e->nblobs) {
+		rc = -EINVAL;
+		goto out;
+	}
+	b = &e->blobs[pace_id];
+	b->name = strdup(name);
+	if (b->name == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	b->size = size;
+	b->id = *id;
+	b->pace_id = pace_id;
+	e->nblobs++;
+	*out = pace_id;
+out:
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
+			  struct fs_source *sources, uint32_t n)
+{
+	struct fs_blob *b = &e->blobs[i];
+	struct load_ctx lc = {.blob = i};
+	int rc = 0;
+
+	pthread_mutex_lock(&e->mu);
+	if (b->ready)
+		goto out;
+	b->sources = calloc(n ? n : 1, sizeof(*b->sources));
+	if (b->sources == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t j = 0; j < n; j++) {
+		struct fs_source *s = &b->sources[j];
+		enum pace_caps caps = sources[j].validator != NULL
+					      ? PACE_CAPS_FULL
+					      : PACE_CAPS_NO_VALIDATOR;
+
+		rc = pace_source_add(e->pace, i, caps, &s->pace_id);
+		if (rc == 0 && s->pace_id >= e->nsource_map)
+			rc = -ENOSPC;
+		if (rc != 0)
+			goto out;
+		s->url = sources[j].url;
+		s->validator = sources[j].validator;
+		sources[j].url = NULL;
+		sources[j].validator = NULL;
+		e->source_of_pace[s->pace_id] = i;
+		b->nsources++;
+	}
+	/* Resume: what the cache holds is never requested again. */
+	lc.pace = e->pace;
+	rc = cache_extents_each(e->cache, &b->id, load_extent, &lc);
+	if (rc == 0)
+		b->ready = true;
+out:
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+bool fs__engine_blob_is_ready(struct fs_engine *e, uint32_t i)
+{
+	bool ready;
+
+	pthread_mutex_lock(&e->mu);
+	ready = e->blobs[i].ready;
+	pthread_mutex_unlock(&e->mu);
+	return ready;
+}
+
+static void blobs_free(struct fs_blob *blobs, uint32_t n)
 {
 	for (uint32_t i = 0; blobs != NULL && i < n; i++) {
 		struct fs_blob *b = &blobs[i];
@@ -494,7 +543,7 @@ void fs__engine_free(struct fs_engine *e)
 	free(e->parts);
 	free(e->source_of_pace);
 	free(e->lane_seen_ns);
-	fs__blobs_free(e->blobs, e->nblobs);
+	blobs_free(e->blobs, e->nblobs);
 	pthread_cond_destroy(&e->cv);
 	pthread_mutex_destroy(&e->mu);
 	free(e);
@@ -517,9 +566,11 @@ void fs__engine_close(struct fs_engine *e, uint32_t reader)
 	pthread_mutex_unlock(&e->mu);
 }
 
-/* Waits until [off, end) of blob b is held. Caller holds e->mu. */
+/* Waits until [off, end) of blob b is held, or the caller's cancelled()
+ * says the read was interrupted (-EINTR). Caller holds e->mu. */
 static int wait_held(struct fs_engine *e, uint32_t b, uint32_t reader,
-		     uint64_t off, uint64_t end)
+		     uint64_t off, uint64_t end, bool (*cancelled)(void *),
+		     void *arg)
 {
 	uint64_t now = fs__now_ns();
 	uint32_t w;
@@ -531,6 +582,10 @@ static int wait_held(struct fs_engine *e, uint32_t b, uint32_t reader,
 	fetch_wake(e->fetch);
 	while ((rc = pace_wait_state(e->pace, w, now)) == -EINPROGRESS &&
 	       !e->blobs[b].changed) {
+		if (cancelled != NULL && cancelled(arg)) {
+			rc = -EINTR;
+			break;
+		}
 		uint64_t until = now + 1000000000u;
 		struct timespec ts = {
 			.tv_sec = (time_t)(until / 1000000000u),
@@ -541,6 +596,8 @@ static int wait_held(struct fs_engine *e, uint32_t b, uint32_t reader,
 		now = fs__now_ns();
 	}
 	pace_wait_end(e->pace, w);
+	if (rc == -EINTR)
+		return rc;
 	if (e->blobs[b].changed)
 		return -EIO; /* logged once, where it was seen */
 	if (rc == -ETIMEDOUT)
@@ -630,7 +687,8 @@ static int drop_changed(struct fs_engine *e, uint32_t b)
 }
 
 long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
-		     uint64_t off, size_t len, char *buf)
+		     uint64_t off, size_t len, char *buf,
+		     bool (*cancelled)(void *), void *arg)
 {
 	const struct fs_blob *blob = &e->blobs[b];
 	uint64_t end;
@@ -651,7 +709,8 @@ long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 	for (int tries = 0; tries < 3; tries++) {
 		pthread_mutex_lock(&e->mu);
 		if (!pace_is_held(e->pace, b, off, end))
-			rc = wait_held(e, b, reader, off, end);
+			rc = wait_held(e, b, reader, off, end, cancelled,
+				       arg);
 		pthread_mutex_unlock(&e->mu);
 		/* The cursor moved: read-ahead may start. */
 		fetch_wake(e->fetch);
@@ -691,4 +750,53 @@ void fs__engine_on_lost(void *ctx, const struct cache_id *id, uint64_t index,
 					 block_end(b, index));
 		pthread_mutex_unlock(&e->mu);
 	}
+}
+
+void fs__engine_wake_readers(struct fs_engine *e)
+{
+	pthread_mutex_lock(&e->mu);
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+uint64_t fs__engine_held(struct fs_engine *e, uint32_t b)
+{
+	uint64_t held;
+
+	pthread_mutex_lock(&e->mu);
+	held = b < e->nblobs ? pace_held_bytes(e->pace, b) : 0;
+	pthread_mutex_unlock(&e->mu);
+	return held;
+}
+
+int fs__engine_validator(struct fs_engine *e, uint32_t b, char *buf,
+			 size_t cap)
+{
+	int len = -ENODATA;
+
+	pthread_mutex_lock(&e->mu);
+	if (b < e->nblobs && e->blobs[b].nsources > 0 &&
+	    e->blobs[b].sources[0].validator != NULL)
+		len = snprintf(buf, cap, "%s", e->blobs[b].sources[0].validator);
+	pthread_mutex_unlock(&e->mu);
+	return len;
+}
+
+const char *fs__engine_state(struct fs_engine *e, uint32_t b)
+{
+	const char *state = "remote";
+
+	pthread_mutex_lock(&e->mu);
+	if (b >= e->nblobs)
+		state = "remote";
+	else if (e->blobs[b].changed)
+		state = "changed";
+	else if (pace_held_bytes(e->pace, b) == e->blobs[b].size)
+		state = "complete";
+	else if (pace_held_bytes(e->pace, b) > 0)
+		state = "partial";
+	else
+		state = e->blobs[b].ready ? "empty" : "remote";
+	pthread_mutex_unlock(&e->mu);
+	return state;
 }

@@ -1,8 +1,10 @@
-/* fs: the FUSE low-level operations of a pacefs mount: a read-only root
- * directory holding the mounted blobs. */
+/* fs: the FUSE low-level operations of a pacefs mount: a read-only tree of
+ * directories and remote files, each open file a reader stream. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -10,40 +12,59 @@
 
 #include "fs/fs_int.h"
 
-#define FS_ROOT_INO FUSE_ROOT_ID
-#define FS_FIRST_INO 2
+/* Inode i + 1 is node i; FUSE_ROOT_ID (1) is the root, node 0. */
+#define NODE_OF(ino) ((uint32_t)((ino)-1))
+#define INO_OF(node) ((fuse_ino_t)(node) + 1)
 
-/* The blob behind an inode, or NULL. */
-static const struct fs_blob *blob_of(const struct fs_mount *m, fuse_ino_t ino)
+/* A file handle carries the blob in its high half, the reader in its low. */
+#define FH_MAKE(blob, reader) (((uint64_t)(blob) << 32) | (reader))
+#define FH_BLOB(fh) ((uint32_t)((fh) >> 32))
+#define FH_READER(fh) ((uint32_t)((fh)&0xffffffffu))
+
+#define XATTR_PREFIX "user.pacefs."
+
+/* Fills st from node i; false when there is no such node. Caller holds
+ * ns->mu. */
+static bool node_attr(const struct fs_mount *m, uint32_t i, struct stat *st)
 {
-	const struct fs_engine *e = m->engine;
+	const struct fs_node *n = fs__ns_get(m->ns, i);
 
-	if (ino < FS_FIRST_INO || ino - FS_FIRST_INO >= e->nblobs)
-		return NULL;
-	return &e->blobs[ino - FS_FIRST_INO];
-}
-
-static void fill_attr(const struct fs_mount *m, fuse_ino_t ino, struct stat *st)
-{
-	const struct fs_blob *b = blob_of(m, ino);
-
+	if (n == NULL || n->gone)
+		return false;
 	memset(st, 0, sizeof(*st));
-	st->st_ino = ino;
+	st->st_ino = INO_OF(i);
 	st->st_uid = m->uid;
 	st->st_gid = m->gid;
 	st->st_mtim = m->mtime;
-	st->st_ctim = m->mtime;
-	st->st_atim = m->mtime;
-	st->st_blksize = CACHE_BLOCK_SIZE;
-	if (b == NULL) {
-		st->st_mode = S_IFDIR | 0555;
-		st->st_nlink = 2;
-		return;
+	if (n->mtime >= 0) {
+		st->st_mtim.tv_sec = (time_t)n->mtime;
+		st->st_mtim.tv_nsec = 0;
 	}
-	st->st_mode = S_IFREG | 0444;
+	st->st_ctim = st->st_mtim;
+	st->st_atim = st->st_mtim;
+	st->st_blksize = CACHE_BLOCK_SIZE;
+	if (n->is_dir) {
+		st->st_mode = S_IFDIR | (n->mode & 0555);
+		st->st_nlink = 2;
+		return true;
+	}
+	st->st_mode = S_IFREG | (n->mode & 0555);
 	st->st_nlink = 1;
-	st->st_size = (off_t)b->size;
-	st->st_blocks = (blkcnt_t)((b->size + 511) / 512);
+	st->st_size = (off_t)n->size;
+	st->st_blocks = (blkcnt_t)((n->size + 511) / 512);
+	return true;
+}
+
+/* Makes sure node i's size is known (probing the file if the manifest or
+ * listing did not give it). */
+static int node_sized(struct fs_mount *m, uint32_t i)
+{
+	bool need;
+
+	pthread_mutex_lock(&m->ns->mu);
+	need = !m->ns->nodes[i]->is_dir && !m->ns->nodes[i]->has_size;
+	pthread_mutex_unlock(&m->ns->mu);
+	return need ? fs__node_ready(m, i) : 0;
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -59,52 +80,78 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	const struct fs_mount *m = fuse_req_userdata(req);
-	const struct fs_engine *e = m->engine;
+	struct fs_mount *m = fuse_req_userdata(req);
 	struct fuse_entry_param ep;
+	uint32_t child;
+	bool is_dir;
+	int rc;
 
-	if (parent != FS_ROOT_INO) {
-		fuse_reply_err(req, ENOTDIR);
+	rc = fs__node_list(m, NODE_OF(parent));
+	if (rc != 0) {
+		fuse_reply_err(req, -rc);
 		return;
 	}
-	for (uint32_t i = 0; i < e->nblobs; i++) {
-		if (strcmp(e->blobs[i].name, name) != 0)
-			continue;
-		memset(&ep, 0, sizeof(ep));
-		ep.ino = FS_FIRST_INO + i;
-		ep.attr_timeout = m->attr_timeout;
-		ep.entry_timeout = m->entry_timeout;
-		fill_attr(m, ep.ino, &ep.attr);
+	pthread_mutex_lock(&m->ns->mu);
+	child = fs__ns_child(m->ns, NODE_OF(parent), name);
+	is_dir = child != FS_NO_NODE && m->ns->nodes[child]->is_dir;
+	pthread_mutex_unlock(&m->ns->mu);
+	if (child == FS_NO_NODE) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	rc = is_dir ? 0 : node_sized(m, child);
+	if (rc != 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	memset(&ep, 0, sizeof(ep));
+	ep.ino = INO_OF(child);
+	ep.attr_timeout = m->attr_timeout;
+	ep.entry_timeout = m->entry_timeout;
+	pthread_mutex_lock(&m->ns->mu);
+	rc = node_attr(m, child, &ep.attr) ? 0 : -ENOENT;
+	pthread_mutex_unlock(&m->ns->mu);
+	if (rc != 0)
+		fuse_reply_err(req, -rc);
+	else
 		fuse_reply_entry(req, &ep);
-		return;
-	}
-	fuse_reply_err(req, ENOENT);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
-	const struct fs_mount *m = fuse_req_userdata(req);
+	struct fs_mount *m = fuse_req_userdata(req);
 	struct stat st;
+	bool found;
 
 	(void)fi;
-	if (ino != FS_ROOT_INO && blob_of(m, ino) == NULL) {
+	pthread_mutex_lock(&m->ns->mu);
+	found = node_attr(m, NODE_OF(ino), &st);
+	pthread_mutex_unlock(&m->ns->mu);
+	if (!found)
 		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	fill_attr(m, ino, &st);
-	fuse_reply_attr(req, &st, m->attr_timeout);
+	else
+		fuse_reply_attr(req, &st, m->attr_timeout);
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
-	if (ino != FS_ROOT_INO) {
-		fuse_reply_err(req, ENOTDIR);
+	struct fs_mount *m = fuse_req_userdata(req);
+	const struct fs_node *n;
+	int err = 0;
+
+	pthread_mutex_lock(&m->ns->mu);
+	n = fs__ns_get(m->ns, NODE_OF(ino));
+	if (n == NULL)
+		err = ENOENT;
+	else if (!n->is_dir)
+		err = ENOTDIR;
+	pthread_mutex_unlock(&m->ns->mu);
+	if (err != 0) {
+		fuse_reply_err(req, err);
 		return;
 	}
-	fi->cache_readdir = 1;
-	fi->keep_cache = 1;
 	fuse_reply_open(req, fi);
 }
 
@@ -122,61 +169,92 @@ static bool add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
 	return true;
 }
 
-static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
+		       off_t off, struct fuse_file_info *fi)
 {
-	const struct fs_mount *m = fuse_req_userdata(req);
-	const struct fs_engine *e = m->engine;
-	char *buf;
+	struct fs_mount *m = fuse_req_userdata(req);
+	const struct fs_node *d;
 	size_t used = 0;
+	char *buf;
+	int rc;
 
 	(void)fi;
-	if (ino != FS_ROOT_INO) {
-		fuse_reply_err(req, ENOTDIR);
-		return;
+	if (off == 0) {
+		rc = fs__node_list(m, NODE_OF(ino));
+		if (rc != 0) {
+			fuse_reply_err(req, -rc);
+			return;
+		}
 	}
 	buf = malloc(size);
 	if (buf == NULL) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	/* Offsets: 0 ".", 1 "..", 2 + i the i-th blob. */
-	for (off_t i = off; i < (off_t)e->nblobs + 2; i++) {
-		const char *name = i == 0 ? "." : i == 1 ? ".." : NULL;
-		fuse_ino_t child = i < 2 ? FS_ROOT_INO
-					 : (fuse_ino_t)(FS_FIRST_INO + i - 2);
-		mode_t mode = i < 2 ? S_IFDIR : S_IFREG;
+	pthread_mutex_lock(&m->ns->mu);
+	d = fs__ns_get(m->ns, NODE_OF(ino));
+	/* Offsets: 0 ".", 1 "..", 2 + i the i-th child. */
+	for (off_t i = off; d != NULL && i < (off_t)d->nchildren + 2; i++) {
+		const struct fs_node *c = NULL;
+		fuse_ino_t child = ino;
+		const char *name = ".";
 
-		if (name == NULL)
-			name = e->blobs[i - 2].name;
-		if (!add_entry(req, buf, size, &used, name, child, mode, i + 1))
+		if (i == 1) {
+			name = "..";
+			child = INO_OF(d->parent);
+		} else if (i > 1) {
+			child = INO_OF(d->children[i - 2]);
+			c = m->ns->nodes[d->children[i - 2]];
+			if (c->gone)
+				continue;
+			name = c->name;
+		}
+		if (!add_entry(req, buf, size, &used, name, child,
+			       c == NULL || c->is_dir ? S_IFDIR : S_IFREG,
+			       i + 1))
 			break;
 	}
-	fuse_reply_buf(req, buf, used);
+	pthread_mutex_unlock(&m->ns->mu);
+	if (d == NULL)
+		fuse_reply_err(req, ENOENT);
+	else
+		fuse_reply_buf(req, buf, used);
 	free(buf);
+}
+
+/* The blob of file node i once it is ready, or FS_NO_BLOB. */
+static uint32_t node_blob(struct fs_mount *m, uint32_t i)
+{
+	uint32_t blob;
+
+	pthread_mutex_lock(&m->ns->mu);
+	blob = i < m->ns->n ? m->ns->nodes[i]->blob : FS_NO_BLOB;
+	pthread_mutex_unlock(&m->ns->mu);
+	return blob;
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	const struct fs_mount *m = fuse_req_userdata(req);
-	uint32_t reader;
+	struct fs_mount *m = fuse_req_userdata(req);
+	uint32_t reader, blob;
 	int rc;
 
-	if (blob_of(m, ino) == NULL) {
-		fuse_reply_err(req, ino == FS_ROOT_INO ? EISDIR : ENOENT);
-		return;
-	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	rc = fs__engine_open(m->engine, (uint32_t)(ino - FS_FIRST_INO),
-			     &reader);
+	rc = fs__node_ready(m, NODE_OF(ino));
+	if (rc != 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	blob = node_blob(m, NODE_OF(ino));
+	rc = fs__engine_open(m->engine, blob, &reader);
 	if (rc != 0) {
 		fuse_reply_err(req, rc == -ENOSPC ? EMFILE : -rc);
 		return;
 	}
-	fi->fh = reader;
+	fi->fh = FH_MAKE(blob, reader);
 	/* The blob is pinned to its validator: cached pages stay true. */
 	fi->keep_cache = 1;
 	fuse_reply_open(req, fi);
@@ -216,14 +294,28 @@ static char *thread_read_buf(size_t size)
 	return rb->data;
 }
 
+/* The kernel interrupted a request (a signal to the reader): wake the
+ * waiting reads so that the interrupted one sees it. */
+static void on_interrupt(fuse_req_t req, void *data)
+{
+	(void)req;
+	fs__engine_wake_readers(data);
+}
+
+static bool req_interrupted(void *req)
+{
+	return fuse_req_interrupted(req) != 0;
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	const struct fs_mount *m = fuse_req_userdata(req);
+	struct fs_mount *m = fuse_req_userdata(req);
 	char *buf;
 	long n;
 
-	if (blob_of(m, ino) == NULL || off < 0) {
+	(void)ino;
+	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
@@ -232,8 +324,9 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	n = fs__engine_read(m->engine, (uint32_t)(ino - FS_FIRST_INO),
-			    (uint32_t)fi->fh, (uint64_t)off, size, buf);
+	fuse_req_interrupt_func(req, on_interrupt, m->engine);
+	n = fs__engine_read(m->engine, FH_BLOB(fi->fh), FH_READER(fi->fh),
+			    (uint64_t)off, size, buf, req_interrupted, req);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
@@ -243,31 +336,138 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void op_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
-	const struct fs_mount *m = fuse_req_userdata(req);
+	struct fs_mount *m = fuse_req_userdata(req);
 
-	if (blob_of(m, ino) != NULL)
-		fs__engine_close(m->engine, (uint32_t)fi->fh);
+	(void)ino;
+	fs__engine_close(m->engine, FH_READER(fi->fh));
 	fuse_reply_err(req, 0);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
-	const struct fs_mount *m = fuse_req_userdata(req);
-	const struct fs_engine *e = m->engine;
+	struct fs_mount *m = fuse_req_userdata(req);
 	struct statvfs sv;
 	uint64_t total = 0;
+	uint32_t files;
 
 	(void)ino;
-	for (uint32_t i = 0; i < e->nblobs; i++)
-		total += e->blobs[i].size;
+	pthread_mutex_lock(&m->ns->mu);
+	files = m->ns->n;
+	for (uint32_t i = 0; i < m->ns->n; i++)
+		if (!m->ns->nodes[i]->is_dir)
+			total += m->ns->nodes[i]->size;
+	pthread_mutex_unlock(&m->ns->mu);
 	memset(&sv, 0, sizeof(sv));
 	sv.f_bsize = CACHE_BLOCK_SIZE;
 	sv.f_frsize = 4096;
 	sv.f_blocks = (fsblkcnt_t)((total + 4095) / 4096);
-	sv.f_files = e->nblobs + 1;
+	sv.f_files = files;
 	sv.f_namemax = 255;
 	sv.f_flag = ST_RDONLY;
 	fuse_reply_statfs(req, &sv);
+}
+
+/* Renders the value of extended attribute `name` of node i into buf (cap
+ * bytes, NUL-terminated); returns its length or -ENODATA. */
+static int xattr_value(struct fs_mount *m, uint32_t i, const char *name,
+		       char *buf, size_t cap)
+{
+	struct fs_node *n;
+	uint32_t blob;
+	int len = -ENODATA;
+
+	if (strncmp(name, XATTR_PREFIX, strlen(XATTR_PREFIX)) != 0)
+		return -ENODATA;
+	name += strlen(XATTR_PREFIX);
+	if (i == 0 && strcmp(name, "status") == 0)
+		return fs__status_json(m, buf, cap);
+	pthread_mutex_lock(&m->ns->mu);
+	n = fs__ns_get(m->ns, i);
+	blob = n != NULL ? n->blob : FS_NO_BLOB;
+	if (n == NULL || n->is_dir) {
+		len = -ENODATA;
+	} else if (strcmp(name, "url") == 0) {
+		size_t used = 0;
+
+		buf[0] = '\0';
+		for (uint32_t u = 0; u < n->nurls && used < cap; u++)
+			used += (size_t)snprintf(buf + used, cap - used, "%s%s",
+						 u ? "\n" : "", n->urls[u]);
+		len = (int)strlen(buf);
+	} else if (strcmp(name, "size") == 0 && n->has_size) {
+		len = snprintf(buf, cap, "%" PRIu64, n->size);
+	} else if (strcmp(name, "sha256") == 0 && n->has_sha256) {
+		for (int b = 0; b < 32; b++)
+			snprintf(buf + 2 * b, 3, "%02x", n->sha256[b]);
+		len = 64;
+	}
+	pthread_mutex_unlock(&m->ns->mu);
+	if (n == NULL || n->is_dir || len >= 0)
+		return len;
+	if (strcmp(name, "cached") == 0)
+		len = snprintf(buf, cap, "%" PRIu64,
+			       blob == FS_NO_BLOB
+				       ? 0
+				       : fs__engine_held(m->engine, blob));
+	else if (strcmp(name, "etag") == 0 && blob != FS_NO_BLOB)
+		len = fs__engine_validator(m->engine, blob, buf, cap);
+	else if (strcmp(name, "state") == 0)
+		len = snprintf(buf, cap, "%s",
+			       blob == FS_NO_BLOB
+				       ? "remote"
+				       : fs__engine_state(m->engine, blob));
+	return len;
+}
+
+static const char *const xattr_names[] = {"url",    "size",	"cached",
+					  "etag",   "sha256", "state"};
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			size_t size)
+{
+	struct fs_mount *m = fuse_req_userdata(req);
+	char buf[FS_STATUS_MAX];
+	int len = xattr_value(m, NODE_OF(ino), name, buf, sizeof(buf));
+
+	if (len < 0)
+		fuse_reply_err(req, -len);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)len);
+	else if ((size_t)len > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, buf, (size_t)len);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct fs_mount *m = fuse_req_userdata(req);
+	char names[512], value[FS_STATUS_MAX];
+	size_t used = 0;
+
+	for (size_t k = 0; k < sizeof(xattr_names) / sizeof(xattr_names[0]);
+	     k++) {
+		char full[64];
+
+		snprintf(full, sizeof(full), XATTR_PREFIX "%s", xattr_names[k]);
+		if (xattr_value(m, NODE_OF(ino), full, value, sizeof(value)) <
+		    0)
+			continue;
+		memcpy(names + used, full, strlen(full) + 1);
+		used += strlen(full) + 1;
+	}
+	if (ino == FUSE_ROOT_ID) {
+		static const char status[] = XATTR_PREFIX "status";
+
+		memcpy(names + used, status, sizeof(status));
+		used += sizeof(status);
+	}
+	if (size == 0)
+		fuse_reply_xattr(req, used);
+	else if (used > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, names, used);
 }
 
 const struct fuse_lowlevel_ops fs__ops = {
@@ -280,4 +480,6 @@ const struct fuse_lowlevel_ops fs__ops = {
 	.read = op_read,
 	.release = op_release,
 	.statfs = op_statfs,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
 };

@@ -12,10 +12,14 @@
 /* Runs the pacefs command (mount and serve); returns the exit status. */
 int fs_main(int argc, char **argv);
 
+/* `pacefs status [-w] [--json] MOUNTPOINT` (argv[1] is "status"): prints
+ * the mount's files, lanes and cache; returns the exit status. */
+int fs_status_command(int argc, char **argv);
+
 /* What the command line asked for. Strings are owned by the struct and
  * freed by fs_opts_free(). */
 struct fs_opts {
-	char *url;
+	char *url; /* the URL, a URL ending in '/', or a manifest's path */
 	char *mountpoint;
 	char *cache_dir;
 	char *name;
@@ -30,6 +34,9 @@ struct fs_opts {
 	unsigned connect_timeout_s;
 	unsigned read_timeout_s;
 	unsigned stall_timeout_s;
+	unsigned listing_ttl_s;
+	unsigned attr_timeout_s;
+	unsigned entry_timeout_s;
 	bool foreground;
 	bool debug;
 	bool show_help;

@@ -43,8 +43,10 @@ struct fs_blob {
 	uint32_t pace_id;
 	struct fs_source *sources;
 	uint32_t nsources;
+	bool ready;   /* probed, sources added, held bytes loaded; guarded
+			 by the engine's mu */
 	bool changed; /* the origin now serves another version; guarded by
-			 the engine's mu */
+			 mu */
 	bool dropped; /* its cached bytes are gone; guarded by mu */
 };
 
@@ -76,8 +78,11 @@ struct fs_engine {
 	struct pace *pace; /* guarded by mu */
 	struct fetch *fetch;
 	struct cache *cache;
-	struct fs_blob *blobs;
-	uint32_t nblobs;
+	struct fs_blob *blobs; /* max_blobs slots; the first nblobs in use, each
+				  immutable but for the fields its comment
+				  names once added */
+	uint32_t nblobs;       /* guarded by mu */
+	uint32_t max_blobs;
 	struct fs_part *parts; /* guarded by mu */
 	uint32_t nparts;
 	uint64_t part_clock;	  /* guarded by mu */
@@ -88,21 +93,34 @@ struct fs_engine {
 	uint64_t *lane_seen_ns; /* last start or byte per lane; guarded by mu */
 };
 
+struct fs_mount;
+
 struct fs_engine_config {
+	uint32_t max_blobs;
+	uint32_t max_sources;
 	unsigned lanes;
 	unsigned read_timeout_s;
 	unsigned stall_timeout_s;
 	struct fetch_config fetch;
 };
 
-/* Creates the engine over blobs (ownership of the array moves in) and an
- * open cache (borrowed; must outlive the engine). Loads held extents. */
+/* Creates the engine, with room for cfg->max_blobs blobs, over an open
+ * cache (borrowed; must outlive the engine). */
 int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
-		   struct fs_blob *blobs, uint32_t nblobs,
 		   struct fs_engine **out);
 
-/* Frees a blob table and the strings it owns; NULL is a no-op. */
-void fs__blobs_free(struct fs_blob *blobs, uint32_t n);
+/* Adds a blob of `size` bytes; writes its index. Its sources come with
+ * fs__engine_blob_ready(). -ENOSPC when max_blobs are in use. */
+int fs__engine_blob_add(struct fs_engine *e, const char *name, uint64_t size,
+			const struct cache_id *id, uint32_t *out);
+
+/* Gives blob i its probed sources (their strings move in; the array stays
+ * the caller's) and marks the bytes the cache holds as held. Once only: a
+ * second call does nothing. */
+int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
+			  struct fs_source *sources, uint32_t n);
+
+bool fs__engine_blob_is_ready(struct fs_engine *e, uint32_t i);
 
 /* Starts the transfer thread. */
 int fs__engine_start(struct fs_engine *e);
@@ -121,22 +139,146 @@ int fs__engine_open(struct fs_engine *e, uint32_t b, uint32_t *reader_out);
 void fs__engine_close(struct fs_engine *e, uint32_t reader);
 
 /* Reads up to len bytes at off of blob b for reader into buf, waiting for
- * missing bytes. Returns the byte count or a negative errno (-EIO when no
- * source can serve, -ETIMEDOUT past the read deadline). */
+ * missing bytes. Returns the byte count or a negative errno: -EIO when no
+ * source can serve or past the read deadline (logged), -EINTR when
+ * cancelled(arg) turns true while it waits (checked whenever the waiting
+ * reads are woken: see fs__engine_wake_readers). */
 long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
-		     uint64_t off, size_t len, char *buf);
+		     uint64_t off, size_t len, char *buf,
+		     bool (*cancelled)(void *), void *arg);
+
+/* Wakes every waiting read (an interrupt arrived). */
+void fs__engine_wake_readers(struct fs_engine *e);
+
+/* Bytes of blob b held (in memory or in the cache). */
+uint64_t fs__engine_held(struct fs_engine *e, uint32_t b);
+
+/* The validator of blob b's first source into buf; its length or
+ * -ENODATA. */
+int fs__engine_validator(struct fs_engine *e, uint32_t b, char *buf,
+			 size_t cap);
+
+/* "remote" (not probed), "empty", "partial", "complete" or "changed". */
+const char *fs__engine_state(struct fs_engine *e, uint32_t b);
+
+/* The largest status document: an extended attribute's value limit. */
+#define FS_STATUS_MAX 65536
+
+/* Files a directory-index mount can hold (a bound on its tables). */
+#define FS_INDEX_MAX_FILES 65536u
+
+/* The mount's state as one JSON document (for `pacefs status`, through the
+ * root's user.pacefs.status attribute): its length, or -ERANGE when cap is
+ * too small. */
+int fs__status_json(struct fs_mount *m, char *buf, size_t cap);
+
+#define FS_NO_NODE UINT32_MAX
+#define FS_NO_BLOB UINT32_MAX
+
+/* One directory or file of the mount. Fields are guarded by the
+ * namespace's mu. */
+struct fs_node {
+	char *name;
+	uint32_t parent; /* the root is its own parent */
+	bool is_dir;
+	bool gone; /* no longer in its re-read directory index */
+	uint32_t mode;
+	int64_t mtime; /* seconds; -1: unknown */
+	/* directories */
+	uint32_t *children;
+	uint32_t nchildren, cap_children;
+	char *list_url;	    /* a directory-index mount's page for it */
+	uint64_t listed_ns; /* when that page was read; 0: never */
+	/* files */
+	char **urls;
+	uint32_t nurls;
+	bool has_size;
+	uint64_t size;
+	bool has_sha256;
+	uint8_t sha256[32];
+	uint32_t blob; /* the engine's blob once its size is known */
+};
+
+/* The tree; node i is inode i + 1. */
+struct fs_ns {
+	pthread_mutex_t mu;
+	struct fs_node **nodes; /* guarded by mu */
+	uint32_t n, cap;	/* guarded by mu */
+};
+
+/* Creates a namespace holding the root directory. */
+int fs__ns_new(struct fs_ns **out);
+void fs__ns_free(struct fs_ns *ns);
+
+/* Node i, or NULL. Caller holds ns->mu; the pointer is valid while it
+ * does. */
+struct fs_node *fs__ns_get(struct fs_ns *ns, uint32_t i);
+
+/* The child of dir called name, or FS_NO_NODE. Caller holds ns->mu. */
+uint32_t fs__ns_child(struct fs_ns *ns, uint32_t dir, const char *name);
+
+/* Adds a child to dir. -EEXIST, -ENOTDIR, -ENOMEM. Caller holds ns->mu. */
+int fs__ns_add(struct fs_ns *ns, uint32_t dir, const char *name, bool is_dir,
+	       uint32_t *out);
+
+/* Writes node i's path relative to the root ("a/b/c"; "" for the root).
+ * Caller holds ns->mu. */
+void fs__ns_path(struct fs_ns *ns, uint32_t i, char *buf, size_t cap);
+
+/* Adds the file at a relative path ("a/b/c"), making its directories.
+ * -EEXIST when it is there, -ENOTDIR when a component is a file, -EINVAL
+ * for an empty or too long component. Caller holds ns->mu. */
+int fs__ns_add_path(struct fs_ns *ns, const char *path, uint32_t *out);
+
+/* What probing a file's URLs found: the sources that agree, with their
+ * strings owned here. */
+struct fs_learned {
+	uint64_t size;
+	int64_t mtime; /* -1: unknown */
+	struct fs_source *sources;
+	uint32_t nsources;
+	bool offline; /* nothing answered; from the cache's record */
+};
+
+/* Probes urls (the first is the primary) for a blob with cache identity
+ * id. Sources that disagree on the size (with each other, or with
+ * *want_size when given) are left out with a log line. A blob whose
+ * primary validator changed is dropped from the cache; when nothing
+ * answers but the cache has the blob, its record stands in (offline). On
+ * failure writes one line naming the URL and the cause into err. */
+int fs__learn(const struct fetch_config *fc, struct cache *cache,
+	      const struct cache_id *id, const char *const *urls,
+	      uint32_t nurls, const uint64_t *want_size,
+	      struct fs_learned *out, char *err, size_t errlen);
+void fs__learned_free(struct fs_learned *l);
 
 /* What the FUSE operations see through fuse_req_userdata(). */
 struct fs_mount {
+	struct fs_ns *ns;
 	struct fs_engine *engine;
+	struct cache *cache;	   /* the engine's */
+	struct fetch_config fetch; /* for probes and directory pages */
+	pthread_mutex_t learn_mu;  /* one file is probed at a time */
 	uid_t uid;
 	gid_t gid;
-	struct timespec mtime; /* of the files: the probe's Last-Modified or
-				  the mount time */
+	struct timespec mtime; /* of files with no date of their own */
 	double attr_timeout;
 	double entry_timeout;
-	unsigned read_ahead_kb; /* set on the mount's bdi at init */
+	uint64_t listing_ttl_ns;
 };
+
+/* The cache identity of a file: its SHA-256 when known, else its first
+ * URL; never whichever mirror answered. */
+void fs__node_identity(const struct fs_node *n, struct cache_id *out);
+
+/* Makes node i's blob ready to read: probes its URLs if it has never been,
+ * adds its blob to the engine. Returns 0 or -EIO (logged). */
+int fs__node_ready(struct fs_mount *m, uint32_t i);
+
+/* Reads the directory-index page of directory node i when it was never
+ * read or is older than the listing TTL, and adds what it lists. Returns 0
+ * or a negative errno (logged). */
+int fs__node_list(struct fs_mount *m, uint32_t i);
 
 /* The low-level operations of a pacefs mount. */
 extern const struct fuse_lowlevel_ops fs__ops;

@@ -1,6 +1,7 @@
-/* mount: the pacefs command: check every input, probe the origin, mount,
- * daemonize and serve until unmounted. Every failure before the mount is
- * one line on stderr and exit status 1, with nothing left mounted. */
+/* mount: the pacefs command: check every input, probe the origin (or read
+ * the manifest, or the top directory index), mount, daemonize and serve
+ * until unmounted. Every failure before the mount is one line on stderr
+ * and exit status 1, with nothing left mounted. */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -16,6 +17,7 @@
 #include <fuse_lowlevel.h>
 
 #include "fs/fs_int.h"
+#include "fs/parse_int.h"
 
 /* The readahead the mount's bdi gets: the kernel then asks for large reads
  * (up to 1 MiB each) instead of 128 KiB ones. */
@@ -38,8 +40,13 @@ static int fail(const char *fmt, ...)
 static void usage(void)
 {
 	printf("usage: pacefs [options] URL MOUNTPOINT\n"
+	       "       pacefs [options] MANIFEST.json MOUNTPOINT\n"
+	       "       pacefs [options] URL/ MOUNTPOINT\n"
+	       "       pacefs status [-w] [--json] MOUNTPOINT\n"
 	       "\n"
-	       "Mounts the HTTP(S) blob at URL read-only as MOUNTPOINT/NAME.\n"
+	       "Mounts the HTTP(S) blob at URL read-only as MOUNTPOINT/NAME; or\n"
+	       "the files a manifest lists; or, for a URL ending in '/', the\n"
+	       "tree its HTML directory index (nginx, Apache) shows.\n"
 	       "Unmount with: fusermount3 -u MOUNTPOINT\n"
 	       "\n"
 	       "options:\n"
@@ -61,6 +68,15 @@ static void usage(void)
 	       "    -o stall_timeout=S     a transfer with no byte for S seconds "
 	       "is retried\n"
 	       "                           (default: 10)\n"
+	       "    -o mirror=URL          another source of the blob "
+	       "(repeatable)\n"
+	       "    -o header=\"N: v\"      a request header (repeatable)\n"
+	       "    -o cafile=FILE, -o insecure, -o proxy=URL   TLS and proxy\n"
+	       "    -o listing_ttl=S       re-read directory indexes after S "
+	       "seconds (60)\n"
+	       "    -o attr_timeout=S, -o entry_timeout=S   kernel caching of "
+	       "attributes\n"
+	       "                           and names (default: 60)\n"
 	       "\n"
 	       "libfuse options (-o allow_other, ...) are passed through; "
 	       "see mount.fuse3(8).\n");
@@ -159,134 +175,6 @@ static int absolute_cache_dir(char **dir)
 	return 0;
 }
 
-/* What the mount learned about one source of its blob before going live. */
-struct source_facts {
-	const char *url; /* as configured; borrowed from the options */
-	char *final_url; /* after redirects */
-	char *validator; /* strong ETag, else Last-Modified; NULL: none */
-	uint64_t size;
-	int64_t mtime;
-	bool usable;
-};
-
-static void source_facts_free(struct source_facts *sf, uint32_t n)
-{
-	for (uint32_t i = 0; sf != NULL && i < n; i++) {
-		free(sf[i].final_url);
-		free(sf[i].validator);
-	}
-	free(sf);
-}
-
-static int probe_source(const struct fetch_config *fc, struct source_facts *sf,
-			enum fetch_probe_error *kind, char *err, size_t errlen)
-{
-	struct fetch_probe pr;
-	int rc = fetch_probe(fc, sf->url, &pr, kind, err, errlen);
-
-	if (rc != 0)
-		return rc;
-	sf->final_url = strdup(pr.final_url);
-	if (pr.etag[0] != '\0' && !pr.etag_weak)
-		sf->validator = strdup(pr.etag);
-	else if (pr.last_modified[0] != '\0')
-		sf->validator = strdup(pr.last_modified);
-	sf->size = pr.size;
-	sf->mtime = pr.mtime;
-	sf->usable = sf->final_url != NULL;
-	return sf->usable ? 0 : -ENOMEM;
-}
-
-/* Probes every source and reconciles them with what the cache holds.
- * Mirrors must agree with the first usable source on the size; one that
- * does not is left out with a log line, never adopted. A blob whose
- * primary URL shows a new validator is dropped from the cache. When no
- * source can be reached but the cache has the blob, the mount serves what
- * the cache holds. */
-static int learn_blob(const struct fs_opts *o, const struct fetch_config *fc,
-		      struct cache *cache, const struct cache_id *id,
-		      struct source_facts *src, uint32_t nsrc,
-		      uint64_t *size_out, int64_t *mtime_out)
-{
-	struct cache_blob_record rec;
-	enum fetch_probe_error kind;
-	char err[1024], first_err[1024] = "";
-	bool have_rec, unreachable = false;
-	const struct source_facts *ref = NULL;
-	const char *validator;
-	int rc;
-
-	have_rec = cache_blob_get(cache, id, &rec) == 0;
-	for (uint32_t i = 0; i < nsrc; i++) {
-		rc = probe_source(fc, &src[i], &kind, err, sizeof(err));
-		if (rc != 0) {
-			if (first_err[0] == '\0')
-				snprintf(first_err, sizeof(first_err), "%s",
-					 err);
-			unreachable |= kind == FETCH_PROBE_UNREACHABLE;
-			if (nsrc > 1)
-				fs__log(FS_LOG_WARN, "source not used: %s",
-					err);
-			continue;
-		}
-		if (ref == NULL) {
-			ref = &src[i];
-		} else if (src[i].size != ref->size) {
-			fs__log(FS_LOG_WARN,
-				"mirror %s not used: its size %" PRIu64
-				" differs from %" PRIu64 " at %s",
-				src[i].url, src[i].size, ref->size, ref->url);
-			src[i].usable = false;
-		}
-	}
-	if (ref == NULL) {
-		if (!unreachable || !have_rec)
-			return fail("%s", first_err);
-		fs__log(FS_LOG_WARN,
-			"origin unreachable (%s); serving what the cache "
-			"holds",
-			first_err);
-		src[0].final_url = strdup(src[0].url);
-		src[0].validator =
-			rec.validator[0] != '\0' ? strdup(rec.validator) : NULL;
-		src[0].usable = src[0].final_url != NULL;
-		*size_out = rec.size;
-		*mtime_out = -1;
-		return src[0].usable ? 0 : fail("out of memory");
-	}
-	*size_out = ref->size;
-	*mtime_out = ref->mtime;
-	/* The primary URL's validator is the blob's; a mirror's differs by
-	 * nature (each server makes its own ETag) and is pinned per source. */
-	validator = src[0].usable ? (src[0].validator ? src[0].validator : "")
-				  : (have_rec ? rec.validator : "");
-	if (have_rec && (rec.size != ref->size ||
-			 (src[0].usable && strcmp(rec.validator, validator)))) {
-		fs__log(FS_LOG_INFO,
-			"%s changed on the origin (size %" PRIu64 " -> %" PRIu64
-			", validator '%s' -> '%s'): dropping its cached bytes",
-			o->url, rec.size, ref->size, rec.validator, validator);
-		rc = cache_blob_drop(cache, id);
-		if (rc != 0)
-			return fail("cache_dir %s: cannot drop stale bytes: %s",
-				    o->cache_dir, strerror(-rc));
-	}
-	{
-		struct cache_blob_record nrec;
-
-		memset(&nrec, 0, sizeof(nrec));
-		nrec.size = ref->size;
-		snprintf(nrec.validator, sizeof(nrec.validator), "%s",
-			 validator);
-		nrec.last_access = (uint64_t)time(NULL);
-		rc = cache_blob_put(cache, id, &nrec);
-	}
-	if (rc != 0)
-		return fail("cache_dir %s: cannot write the blob record: %s",
-			    o->cache_dir, strerror(-rc));
-	return 0;
-}
-
 /* Raises the readahead of the mount's backing device so that the kernel
  * sends large reads. Needs root; failure only costs speed. */
 static void raise_read_ahead(const char *mountpoint)
@@ -319,41 +207,6 @@ static void raise_read_ahead(const char *mountpoint)
 	fclose(mi);
 }
 
-/* Builds the one-blob table the engine takes from the usable sources,
- * moving their strings into it. */
-static int make_blobs(const char *name, const struct cache_id *id,
-		      uint64_t size, struct source_facts *src, uint32_t nsrc,
-		      struct fs_blob **out)
-{
-	struct fs_blob *b = calloc(1, sizeof(*b));
-
-	if (b == NULL)
-		return -ENOMEM;
-	b->sources = calloc(nsrc, sizeof(*b->sources));
-	b->name = strdup(name);
-	if (b->sources == NULL || b->name == NULL) {
-		free(b->sources);
-		free(b->name);
-		free(b);
-		return -ENOMEM;
-	}
-	b->size = size;
-	b->id = *id;
-	for (uint32_t i = 0; i < nsrc; i++) {
-		struct fs_source *s = &b->sources[b->nsources];
-
-		if (!src[i].usable)
-			continue;
-		s->url = src[i].final_url;
-		s->validator = src[i].validator;
-		src[i].final_url = NULL;
-		src[i].validator = NULL;
-		b->nsources++;
-	}
-	*out = b;
-	return 0;
-}
-
 /* Adds an -o option for libfuse. */
 static int add_fuse_opt(struct fuse_args *args, const char *opt)
 {
@@ -363,24 +216,52 @@ static int add_fuse_opt(struct fuse_args *args, const char *opt)
 	return 0;
 }
 
+
+/* How the first argument names what to mount. */
+enum mount_kind {
+	MOUNT_URL,	/* one blob */
+	MOUNT_MANIFEST, /* a local JSON manifest */
+	MOUNT_INDEX,	/* a URL ending in '/': its directory index */
+};
+
+static enum mount_kind kind_of(const char *source)
+{
+	size_t n = strlen(source);
+
+	if (strncmp(source, "http://", 7) != 0 &&
+	    strncmp(source, "https://", 8) != 0)
+		return MOUNT_MANIFEST;
+	return n > 0 && source[n - 1] == '/' ? MOUNT_INDEX : MOUNT_URL;
+}
+
 /* Checks what the command line names before anything is done: the URLs,
  * the mountpoint, the file name, the cache directory. */
-static int check_inputs(struct fs_opts *o, char *name, size_t cap)
+static int check_inputs(struct fs_opts *o, enum mount_kind kind, char *name,
+			size_t cap)
 {
 	char err[1024];
 
-	if (check_url(o->url) != 0)
+	if (kind != MOUNT_MANIFEST && check_url(o->url) != 0)
 		return 1;
+	if (kind == MOUNT_MANIFEST && access(o->url, R_OK) != 0)
+		return fail("%s: %s (not an http:// or https:// URL, nor a "
+			    "readable manifest)",
+			    o->url, strerror(errno));
+	if (kind != MOUNT_URL && (o->name != NULL || o->nmirrors > 0))
+		return fail("option %s: only for a single URL; a manifest "
+			    "names its files and lists their mirrors",
+			    o->name != NULL ? "name" : "mirror");
 	for (unsigned i = 0; i < o->nmirrors; i++)
 		if (check_url(o->mirrors[i]) != 0)
 			return 1;
 	if (check_mountpoint(&o->mountpoint) != 0)
 		return 1;
-	if (o->name != NULL) {
+	if (kind == MOUNT_URL && o->name != NULL) {
 		if (fs_name_check(o->name, err, sizeof(err)) != 0)
 			return fail("option name: %s", err);
 		snprintf(name, cap, "%s", o->name);
-	} else if (fs_name_from_url(o->url, name, cap, err, sizeof(err)) != 0) {
+	} else if (kind == MOUNT_URL &&
+		   fs_name_from_url(o->url, name, cap, err, sizeof(err)) != 0) {
 		return fail("%s", err);
 	}
 	if (o->cafile != NULL && access(o->cafile, R_OK) != 0)
@@ -392,43 +273,160 @@ static int check_inputs(struct fs_opts *o, char *name, size_t cap)
 	return 0;
 }
 
-static void engine_config_from(const struct fs_opts *o,
-			       struct fs_engine_config *ec)
+static void fetch_config_from(const struct fs_opts *o, struct fetch_config *f)
 {
-	memset(ec, 0, sizeof(*ec));
-	ec->lanes = o->lanes;
-	ec->read_timeout_s = o->read_timeout_s;
-	ec->stall_timeout_s = o->stall_timeout_s;
-	ec->fetch.max_lanes = o->lanes;
-	ec->fetch.connect_timeout_ms = (long)o->connect_timeout_s * 1000;
-	ec->fetch.cafile = o->cafile;
-	ec->fetch.insecure = o->insecure;
-	ec->fetch.proxy = o->proxy;
-	ec->fetch.headers = (const char *const *)o->headers;
-	ec->fetch.nheaders = o->nheaders;
+	memset(f, 0, sizeof(*f));
+	f->max_lanes = o->lanes;
+	f->connect_timeout_ms = (long)o->connect_timeout_s * 1000;
+	f->cafile = o->cafile;
+	f->insecure = o->insecure;
+	f->proxy = o->proxy;
+	f->headers = (const char *const *)o->headers;
+	f->nheaders = o->nheaders;
 }
 
-/* The configured sources: the URL, then each mirror. */
-static struct source_facts *sources_from(const struct fs_opts *o, uint32_t *n)
-{
-	struct source_facts *src = calloc(o->nmirrors + 1, sizeof(*src));
+/* What the parent learned before mounting, for the daemon to build on. */
+struct prepared {
+	enum mount_kind kind;
+	char name[NAME_MAX + 1];    /* MOUNT_URL */
+	char **urls;		    /* MOUNT_URL: the URL, then mirrors */
+	uint32_t nurls;
+	struct fs_learned learned;  /* MOUNT_URL */
+	struct fs_manifest manifest; /* MOUNT_MANIFEST */
+};
 
-	if (src == NULL)
-		return NULL;
-	src[0].url = o->url;
-	for (unsigned i = 0; i < o->nmirrors; i++)
-		src[i + 1].url = o->mirrors[i];
-	*n = o->nmirrors + 1;
-	return src;
+static void prepared_free(struct prepared *p)
+{
+	free(p->urls);
+	fs__learned_free(&p->learned);
+	fs__manifest_free(&p->manifest);
+}
+
+/* The cache identity of the single-URL mount's blob. */
+static void url_identity(const char *url, struct cache_id *id)
+{
+	char identity[PATH_MAX + 16];
+
+	snprintf(identity, sizeof(identity), "url:%s", url);
+	cache_id_from_string(identity, id);
+}
+
+/* Before the mount, on the terminal: probe the URL, read the manifest, or
+ * read the top directory index, so that a bad source is one line and exit
+ * status 1 with nothing mounted. */
+static int prepare(const struct fs_opts *o, const struct fetch_config *fc,
+		   struct cache *cache, struct prepared *p)
+{
+	struct fs_index_entry *ents = NULL;
+	struct cache_id id;
+	char err[1024], *page = NULL;
+	uint32_t nents = 0;
+	size_t len;
+	int rc;
+
+	switch (p->kind) {
+	case MOUNT_URL:
+		p->urls = calloc(o->nmirrors + 1, sizeof(*p->urls));
+		if (p->urls == NULL)
+			return fail("out of memory");
+		p->urls[0] = o->url;
+		for (unsigned i = 0; i < o->nmirrors; i++)
+			p->urls[i + 1] = o->mirrors[i];
+		p->nurls = o->nmirrors + 1;
+		url_identity(o->url, &id);
+		rc = fs__learn(fc, cache, &id, (const char *const *)p->urls,
+			       p->nurls, NULL, &p->learned, err, sizeof(err));
+		return rc != 0 ? fail("%s", err) : 0;
+	case MOUNT_MANIFEST:
+		rc = fs__manifest_load(o->url, &p->manifest, err, sizeof(err));
+		return rc != 0 ? fail("%s", err) : 0;
+	case MOUNT_INDEX:
+		rc = fetch_get(fc, o->url, 64u << 20, &page, &len, err,
+			       sizeof(err));
+		if (rc == 0)
+			rc = fs__dirindex_parse(page, len, &ents, &nents, err,
+						sizeof(err));
+		free(page);
+		fs__dirindex_free(ents, nents);
+		return rc != 0 ? fail("%s", err) : 0;
+	}
+	return 0;
+}
+
+/* Fills the namespace from what prepare() found. Caller holds ns->mu. */
+static int build_tree(struct fs_mount *m, const struct fs_opts *o,
+		      struct prepared *p)
+{
+	struct fs_ns *ns = m->ns;
+	uint32_t node;
+	int rc;
+
+	switch (p->kind) {
+	case MOUNT_URL: {
+		struct fs_node *n;
+		struct cache_id id;
+
+		rc = fs__ns_add(ns, 0, p->name, false, &node);
+		if (rc != 0)
+			return rc;
+		n = ns->nodes[node];
+		n->urls = calloc(p->nurls, sizeof(*n->urls));
+		if (n->urls == NULL)
+			return -ENOMEM;
+		for (; n->nurls < p->nurls; n->nurls++)
+			if ((n->urls[n->nurls] = strdup(p->urls[n->nurls])) ==
+			    NULL)
+				return -ENOMEM;
+		n->has_size = true;
+		n->size = p->learned.size;
+		n->mtime = p->learned.mtime;
+		url_identity(o->url, &id);
+		rc = fs__engine_blob_add(m->engine, p->name, n->size, &id,
+					 &n->blob);
+		if (rc == 0)
+			rc = fs__engine_blob_ready(m->engine, n->blob,
+						   p->learned.sources,
+						   p->learned.nsources);
+		return rc;
+	}
+	case MOUNT_MANIFEST:
+		for (uint32_t i = 0; i < p->manifest.nfiles; i++) {
+			struct fs_manifest_entry *me = &p->manifest.files[i];
+			struct fs_node *n;
+
+			rc = fs__ns_add_path(ns, me->path, &node);
+			if (rc != 0)
+				return rc;
+			n = ns->nodes[node];
+			/* The node takes the entry's URLs. */
+			n->urls = me->urls;
+			n->nurls = me->nurls;
+			me->urls = NULL;
+			me->nurls = 0;
+			n->has_size = me->has_size;
+			n->size = me->size;
+			n->has_sha256 = me->has_sha256;
+			memcpy(n->sha256, me->sha256, sizeof(n->sha256));
+			if (me->has_mode)
+				n->mode = me->mode;
+			if (me->has_mtime)
+				n->mtime = me->mtime;
+		}
+		return 0;
+	case MOUNT_INDEX:
+		ns->nodes[0]->list_url = strdup(o->url);
+		return ns->nodes[0]->list_url != NULL ? 0 : -ENOMEM;
+	}
+	return 0;
 }
 
 /* After the mount is live and the process is a daemon: opens the cache,
- * starts the engine and serves until unmounted or signalled. Takes
- * ownership of blobs. */
-static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
-		 const struct fs_engine_config *ec, struct fs_blob *blobs,
-		 struct cache **cache)
+ * starts the engine, builds the tree and serves until unmounted or
+ * signalled. */
+static int serve(struct fs_opts *o, struct fuse_session *se,
+		 struct fs_mount *m, struct prepared *p)
 {
+	struct fs_engine_config ec;
 	struct fuse_loop_config *lc;
 	int rc;
 
@@ -437,37 +435,45 @@ static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
 	 * whose page faults cost a tenth of a cold read's CPU. */
 	mallopt(M_MMAP_THRESHOLD, 8 * 1024 * 1024);
 	mallopt(M_TRIM_THRESHOLD, 128 * 1024 * 1024);
-	rc = open_cache(o->cache_dir, false, &m->engine, cache);
+	rc = open_cache(o->cache_dir, false, &m->engine, &m->cache);
 	if (rc != 0)
-		goto out;
-	rc = fs__engine_new(ec, *cache, blobs, 1, &m->engine);
+		return rc;
+	memset(&ec, 0, sizeof(ec));
+	ec.lanes = o->lanes;
+	ec.read_timeout_s = o->read_timeout_s;
+	ec.stall_timeout_s = o->stall_timeout_s;
+	ec.fetch = m->fetch;
+	ec.max_blobs = p->kind == MOUNT_MANIFEST ? p->manifest.nfiles
+			: p->kind == MOUNT_URL	 ? 1
+						 : FS_INDEX_MAX_FILES;
+	ec.max_sources = p->kind == MOUNT_URL ? p->nurls
+			 : p->kind == MOUNT_MANIFEST
+				 ? p->manifest.nfiles * FS_MANIFEST_URLS_MAX
+				 : FS_INDEX_MAX_FILES;
+	if (ec.max_blobs == 0)
+		ec.max_blobs = 1;
+	rc = fs__engine_new(&ec, m->cache, &m->engine);
 	if (rc != 0) {
 		fs__log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
-		goto out;
+		return rc;
 	}
-	blobs = NULL; /* the engine's now */
-	rc = fs__engine_start(m->engine);
+	pthread_mutex_lock(&m->ns->mu);
+	rc = build_tree(m, o, p);
+	pthread_mutex_unlock(&m->ns->mu);
+	if (rc == 0)
+		rc = fs__engine_start(m->engine);
 	if (rc != 0) {
-		fs__log(FS_LOG_ERR, "cannot start the transfer thread: %s",
-			strerror(-rc));
-		goto out;
+		fs__log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
+		return rc;
 	}
-	fs__log(FS_LOG_INFO,
-		"mounted %s (%" PRIu64 " bytes, %u source%s) on %s/%s", o->url,
-		m->engine->blobs[0].size, m->engine->blobs[0].nsources,
-		m->engine->blobs[0].nsources == 1 ? "" : "s", o->mountpoint,
-		m->engine->blobs[0].name);
+	fs__log(FS_LOG_INFO, "mounted %s on %s", o->url, o->mountpoint);
 	lc = fuse_loop_cfg_create();
-	if (lc == NULL) {
-		rc = -ENOMEM;
-		goto out;
-	}
+	if (lc == NULL)
+		return -ENOMEM;
 	fuse_loop_cfg_set_clone_fd(lc, 1);
 	fuse_loop_cfg_set_max_threads(lc, 64);
 	rc = fuse_session_loop_mt(se, lc);
 	fuse_loop_cfg_destroy(lc);
-out:
-	fs__blobs_free(blobs, 1);
 	return rc;
 }
 
@@ -477,20 +483,16 @@ int fs_main(int argc, char **argv)
 	struct fuse_session *se = NULL;
 	struct cache *cache = NULL;
 	struct fs_mount m;
-	struct fs_engine_config ec;
-	struct source_facts *src = NULL;
-	struct fs_blob *blobs = NULL;
-	struct cache_id id;
-	char name[NAME_MAX + 1], err[1024];
-	char identity[PATH_MAX + 16];
-	uint64_t size = 0;
-	int64_t mtime = -1;
-	uint32_t nsrc = 0;
+	struct prepared p;
+	char err[1024];
 	int status = 1, rc;
 
+	if (argc > 1 && strcmp(argv[1], "status") == 0)
+		return fs_status_command(argc, argv);
 	if (fs_opts_parse(argc, argv, &o, err, sizeof(err)) != 0)
 		return fail("%s", err);
 	memset(&m, 0, sizeof(m));
+	memset(&p, 0, sizeof(p));
 	if (o.show_help || o.show_version) {
 		if (o.show_help)
 			usage();
@@ -501,7 +503,8 @@ int fs_main(int argc, char **argv)
 		goto out_opts;
 	}
 	fs__log_init(true, o.debug ? FS_LOG_DEBUG : FS_LOG_INFO);
-	if (check_inputs(&o, name, sizeof(name)) != 0)
+	p.kind = kind_of(o.url);
+	if (check_inputs(&o, p.kind, p.name, sizeof(p.name)) != 0)
 		goto out_opts;
 
 	/* libfuse refuses unknown options here, before anything is done. */
@@ -522,26 +525,28 @@ int fs_main(int argc, char **argv)
 	if (o.insecure)
 		fs__log(FS_LOG_WARN, "insecure: TLS certificates and host "
 				     "names are not verified");
+	fetch_config_from(&o, &m.fetch);
 	/* Open the cache once here to report problems on the terminal; the
 	 * daemon reopens it, as an LMDB environment must not cross fork. */
 	if (open_cache(o.cache_dir, true, &m.engine, &cache) != 0 ||
 	    absolute_cache_dir(&o.cache_dir) != 0)
 		goto out_session;
-	snprintf(identity, sizeof(identity), "url:%s", o.url);
-	cache_id_from_string(identity, &id);
-	engine_config_from(&o, &ec);
-	src = sources_from(&o, &nsrc);
-	rc = src == NULL ? fail("out of memory")
-			 : learn_blob(&o, &ec.fetch, cache, &id, src, nsrc,
-				      &size, &mtime);
+	rc = prepare(&o, &m.fetch, cache, &p);
 	cache_close(cache);
 	cache = NULL;
 	if (rc != 0)
 		goto out_session;
-	if (make_blobs(name, &id, size, src, nsrc, &blobs) != 0) {
+	if (fs__ns_new(&m.ns) != 0) {
 		fail("out of memory");
 		goto out_session;
 	}
+	pthread_mutex_init(&m.learn_mu, NULL);
+	m.uid = getuid();
+	m.gid = getgid();
+	clock_gettime(CLOCK_REALTIME, &m.mtime);
+	m.attr_timeout = o.attr_timeout_s;
+	m.entry_timeout = o.entry_timeout_s;
+	m.listing_ttl_ns = (uint64_t)o.listing_ttl_s * 1000000000u;
 
 	if (fuse_set_signal_handlers(se) != 0) {
 		fail("cannot install signal handlers");
@@ -558,16 +563,7 @@ int fs_main(int argc, char **argv)
 		if (!o.foreground)
 			fs__log_init(false,
 				     o.debug ? FS_LOG_DEBUG : FS_LOG_INFO);
-		m.uid = getuid();
-		m.gid = getgid();
-		if (mtime >= 0)
-			m.mtime.tv_sec = (time_t)mtime;
-		else
-			clock_gettime(CLOCK_REALTIME, &m.mtime);
-		m.attr_timeout = 3600;
-		m.entry_timeout = 3600;
-		status = serve(&o, se, &m, &ec, blobs, &cache) == 0 ? 0 : 1;
-		blobs = NULL;
+		status = serve(&o, se, &m, &p) == 0 ? 0 : 1;
 	}
 	fuse_session_unmount(se);
 out_signals:
@@ -576,9 +572,9 @@ out_session:
 	fuse_session_destroy(se);
 	fs__engine_free(m.engine); /* flushes the cache: nothing is queued */
 	m.engine = NULL;	   /* after this, as on_lost reads it */
-	cache_close(cache);
-	fs__blobs_free(blobs, 1);
-	source_facts_free(src, nsrc);
+	cache_close(m.cache);
+	fs__ns_free(m.ns);
+	prepared_free(&p);
 out_opts:
 	fs_opts_free(&o);
 	return status;

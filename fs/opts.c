@@ -24,6 +24,9 @@ enum {
 	KEY_CONNECT_TIMEOUT,
 	KEY_READ_TIMEOUT,
 	KEY_STALL_TIMEOUT,
+	KEY_LISTING_TTL,
+	KEY_ATTR_TIMEOUT,
+	KEY_ENTRY_TIMEOUT,
 	KEY_MIRROR,
 	KEY_HEADER,
 	KEY_CAFILE,
@@ -45,6 +48,9 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("connect_timeout=", KEY_CONNECT_TIMEOUT),
 	FUSE_OPT_KEY("read_timeout=", KEY_READ_TIMEOUT),
 	FUSE_OPT_KEY("stall_timeout=", KEY_STALL_TIMEOUT),
+	FUSE_OPT_KEY("listing_ttl=", KEY_LISTING_TTL),
+	FUSE_OPT_KEY("attr_timeout=", KEY_ATTR_TIMEOUT),
+	FUSE_OPT_KEY("entry_timeout=", KEY_ENTRY_TIMEOUT),
 	FUSE_OPT_KEY("mirror=", KEY_MIRROR),
 	FUSE_OPT_KEY("header=", KEY_HEADER),
 	FUSE_OPT_KEY("cafile=", KEY_CAFILE),
@@ -176,6 +182,12 @@ static int opt_proc(void *data, const char *arg, int key,
 		return parse_uint(s, arg, 1, 86400, &o->read_timeout_s);
 	case KEY_STALL_TIMEOUT:
 		return parse_uint(s, arg, 1, 3600, &o->stall_timeout_s);
+	case KEY_LISTING_TTL:
+		return parse_uint(s, arg, 0, 86400 * 365, &o->listing_ttl_s);
+	case KEY_ATTR_TIMEOUT:
+		return parse_uint(s, arg, 0, 86400 * 365, &o->attr_timeout_s);
+	case KEY_ENTRY_TIMEOUT:
+		return parse_uint(s, arg, 0, 86400 * 365, &o->entry_timeout_s);
 	case KEY_MIRROR:
 		return add_string(s, arg, &o->mirrors, &o->nmirrors);
 	case KEY_HEADER:
@@ -219,6 +231,9 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	out->connect_timeout_s = 10;
 	out->read_timeout_s = 60;
 	out->stall_timeout_s = 10;
+	out->listing_ttl_s = 60;
+	out->attr_timeout_s = 60;
+	out->entry_timeout_s = 60;
 	err[0] = '\0';
 	if (fuse_opt_parse(&args, &s, opt_spec, opt_proc) != 0) {
 		if (s.rc == 0)

@@ -1,0 +1,182 @@
+/* blob: learns what a file's URLs serve before its first read: probes
+ * each, keeps the sources that agree, and reconciles them with what the
+ * cache holds. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fs/fs_int.h"
+
+static int learn_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int learn_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+void fs__learned_free(struct fs_learned *l)
+{
+	for (uint32_t i = 0; l->sources != NULL && i < l->nsources; i++) {
+		free(l->sources[i].url);
+		free(l->sources[i].validator);
+	}
+	free(l->sources);
+	memset(l, 0, sizeof(*l));
+}
+
+/* Probes one URL into sources[*n] when it answers; *kind says how it
+ * failed otherwise. */
+static int probe_one(const struct fetch_config *fc, const char *url,
+		     struct fs_source *s, uint64_t *size, int64_t *mtime,
+		     enum fetch_probe_error *kind, char *err, size_t errlen)
+{
+	struct fetch_probe pr;
+	int rc = fetch_probe(fc, url, &pr, kind, err, errlen);
+
+	if (rc != 0)
+		return rc;
+	s->url = strdup(pr.final_url);
+	if (pr.etag[0] != '\0' && !pr.etag_weak)
+		s->validator = strdup(pr.etag);
+	else if (pr.last_modified[0] != '\0')
+		s->validator = strdup(pr.last_modified);
+	*size = pr.size;
+	*mtime = pr.mtime;
+	return s->url != NULL ? 0 : -ENOMEM;
+}
+
+int fs__learn(const struct fetch_config *fc, struct cache *cache,
+	      const struct cache_id *id, const char *const *urls,
+	      uint32_t nurls, const uint64_t *want_size,
+	      struct fs_learned *out, char *err, size_t errlen)
+{
+	struct cache_blob_record rec;
+	enum fetch_probe_error kind;
+	char perr[1024], first_err[1024] = "";
+	bool have_rec, unreachable = false, primary_ok = false;
+	const char *ref_url = NULL, *validator;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->sources = calloc(nurls, sizeof(*out->sources));
+	if (out->sources == NULL)
+		return learn_fail(err, errlen, -ENOMEM, "out of memory");
+	have_rec = cache_blob_get(cache, id, &rec) == 0;
+	for (uint32_t i = 0; i < nurls; i++) {
+		struct fs_source *s = &out->sources[out->nsources];
+		uint64_t size;
+		int64_t mtime;
+
+		rc = probe_one(fc, urls[i], s, &size, &mtime, &kind, perr,
+			       sizeof(perr));
+		if (rc != 0) {
+			free(s->url);
+			free(s->validator);
+			memset(s, 0, sizeof(*s));
+			if (first_err[0] == '\0')
+				snprintf(first_err, sizeof(first_err), "%s",
+					 perr);
+			unreachable |= kind == FETCH_PROBE_UNREACHABLE;
+			if (nurls > 1)
+				fs__log(FS_LOG_WARN, "source not used: %s",
+					perr);
+			continue;
+		}
+		if (want_size != NULL && size != *want_size) {
+			snprintf(perr, sizeof(perr),
+				 "%s serves %" PRIu64 " bytes, not the %" PRIu64
+				 " the manifest or listing gives",
+				 urls[i], size, *want_size);
+			fs__log(FS_LOG_WARN, "source not used: %s", perr);
+			if (first_err[0] == '\0')
+				snprintf(first_err, sizeof(first_err), "%s",
+					 perr);
+		} else if (ref_url != NULL && size != out->size) {
+			fs__log(FS_LOG_WARN,
+				"mirror %s not used: its size %" PRIu64
+				" differs from %" PRIu64 " at %s",
+				urls[i], size, out->size, ref_url);
+		} else {
+			if (ref_url == NULL) {
+				ref_url = urls[i];
+				out->size = size;
+				out->mtime = mtime;
+			}
+			primary_ok |= i == 0;
+			out->nsources++;
+			continue;
+		}
+		free(s->url);
+		free(s->validator);
+		memset(s, 0, sizeof(*s));
+	}
+	if (ref_url == NULL) {
+		if (!unreachable || !have_rec) {
+			fs__learned_free(out);
+			return learn_fail(err, errlen, -EIO, "%s", first_err);
+		}
+		/* The origin is down: serve what the cache holds. */
+		fs__log(FS_LOG_WARN,
+			"origin unreachable (%s); serving what the cache holds",
+			first_err);
+		out->sources[0].url = strdup(urls[0]);
+		out->sources[0].validator =
+			rec.validator[0] != '\0' ? strdup(rec.validator) : NULL;
+		out->nsources = 1;
+		out->size = rec.size;
+		out->mtime = -1;
+		out->offline = true;
+		if (out->sources[0].url == NULL) {
+			fs__learned_free(out);
+			return learn_fail(err, errlen, -ENOMEM,
+					  "out of memory");
+		}
+		return 0;
+	}
+	/* The first URL's validator is the blob's; a mirror's differs by
+	 * nature (each server makes its own ETag) and is pinned per source. */
+	if (primary_ok)
+		validator = out->sources[0].validator != NULL
+				    ? out->sources[0].validator
+				    : "";
+	else
+		validator = have_rec ? rec.validator : "";
+	if (have_rec &&
+	    (rec.size != out->size ||
+	     (primary_ok && strcmp(rec.validator, validator) != 0))) {
+		fs__log(FS_LOG_INFO,
+			"%s changed on the origin (size %" PRIu64 " -> %" PRIu64
+			", validator '%s' -> '%s'): dropping its cached bytes",
+			urls[0], rec.size, out->size, rec.validator, validator);
+		rc = cache_blob_drop(cache, id);
+		if (rc != 0) {
+			fs__learned_free(out);
+			return learn_fail(err, errlen, rc,
+					  "cannot drop the stale cached bytes "
+					  "of %s: %s",
+					  urls[0], strerror(-rc));
+		}
+	}
+	memset(&rec, 0, sizeof(rec));
+	rec.size = out->size;
+	snprintf(rec.validator, sizeof(rec.validator), "%s", validator);
+	rec.last_access = (uint64_t)time(NULL);
+	rc = cache_blob_put(cache, id, &rec);
+	if (rc != 0) {
+		fs__learned_free(out);
+		return learn_fail(err, errlen, rc,
+				  "cannot write the cache record of %s: %s",
+				  urls[0], strerror(-rc));
+	}
+	return 0;
+}

@@ -1,0 +1,251 @@
+/* node: what a file or directory of the mount needs before it is used: a
+ * file's blob, probed on first use; a directory-index page, read on first
+ * use and again when older than the listing TTL. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/fs_int.h"
+#include "fs/parse_int.h"
+
+/* The largest directory-index page read. */
+#define FS_LISTING_MAX (64u * 1024u * 1024u)
+
+void fs__node_identity(const struct fs_node *n, struct cache_id *out)
+{
+	char identity[FS_MANIFEST_URL_MAX + 16];
+
+	if (n->has_sha256) {
+		char *p = identity + snprintf(identity, sizeof(identity),
+					      "sha256:");
+
+		for (int i = 0; i < 32; i++)
+			p += snprintf(p, 3, "%02x", n->sha256[i]);
+	} else {
+		snprintf(identity, sizeof(identity), "url:%s", n->urls[0]);
+	}
+	cache_id_from_string(identity, out);
+}
+
+/* Copies what probing node i needs out of the namespace, so that the
+ * probe runs without its lock. */
+struct node_copy {
+	char **urls;
+	uint32_t nurls;
+	bool has_size;
+	uint64_t size;
+	uint32_t blob;
+	char name[PATH_MAX]; /* the path in the mount, for logs */
+	struct cache_id id;
+};
+
+static void node_copy_free(struct node_copy *c)
+{
+	for (uint32_t i = 0; c->urls != NULL && i < c->nurls; i++)
+		free(c->urls[i]);
+	free(c->urls);
+}
+
+static int node_copy(struct fs_mount *m, uint32_t i, struct node_copy *c)
+{
+	struct fs_node *n;
+	int rc = 0;
+
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_lock(&m->ns->mu);
+	n = fs__ns_get(m->ns, i);
+	if (n == NULL || n->is_dir || n->nurls == 0) {
+		rc = n != NULL && n->is_dir ? -EISDIR : -ENOENT;
+		goto out;
+	}
+	c->urls = calloc(n->nurls, sizeof(*c->urls));
+	if (c->urls == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (c->nurls = 0; c->nurls < n->nurls; c->nurls++) {
+		c->urls[c->nurls] = strdup(n->urls[c->nurls]);
+		if (c->urls[c->nurls] == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	c->has_size = n->has_size;
+	c->size = n->size;
+	c->blob = n->blob;
+	fs__ns_path(m->ns, i, c->name, sizeof(c->name));
+	fs__node_identity(n, &c->id);
+out:
+	pthread_mutex_unlock(&m->ns->mu);
+	if (rc != 0)
+		node_copy_free(c);
+	return rc;
+}
+
+int fs__node_ready(struct fs_mount *m, uint32_t i)
+{
+	struct node_copy c;
+	struct fs_learned l;
+	char err[1024];
+	int rc;
+
+	rc = node_copy(m, i, &c);
+	if (rc != 0)
+		return rc;
+	if (c.blob != FS_NO_BLOB && fs__engine_blob_is_ready(m->engine, c.blob))
+		goto out;
+	/* One probe at a time, and never twice for one file. */
+	pthread_mutex_lock(&m->learn_mu);
+	pthread_mutex_lock(&m->ns->mu);
+	c.blob = m->ns->nodes[i]->blob;
+	pthread_mutex_unlock(&m->ns->mu);
+	if (c.blob != FS_NO_BLOB && fs__engine_blob_is_ready(m->engine, c.blob))
+		goto out_learn;
+	rc = fs__learn(&m->fetch, m->cache, &c.id, (const char *const *)c.urls,
+		       c.nurls, c.has_size ? &c.size : NULL, &l, err,
+		       sizeof(err));
+	if (rc != 0) {
+		fs__log(FS_LOG_ERR, "%s: cannot open: %s", c.name, err);
+		rc = -EIO;
+		goto out_learn;
+	}
+	if (c.blob == FS_NO_BLOB) {
+		rc = fs__engine_blob_add(m->engine, c.name, l.size, &c.id,
+					 &c.blob);
+		if (rc != 0) {
+			fs__log(FS_LOG_ERR, "%s: cannot add its blob: %s",
+				c.name, strerror(-rc));
+			goto out_l;
+		}
+	}
+	rc = fs__engine_blob_ready(m->engine, c.blob, l.sources, l.nsources);
+	if (rc != 0) {
+		fs__log(FS_LOG_ERR, "%s: cannot start its transfers: %s",
+			c.name, strerror(-rc));
+		goto out_l;
+	}
+	pthread_mutex_lock(&m->ns->mu);
+	m->ns->nodes[i]->blob = c.blob;
+	m->ns->nodes[i]->has_size = true;
+	m->ns->nodes[i]->size = l.size;
+	if (m->ns->nodes[i]->mtime < 0)
+		m->ns->nodes[i]->mtime = l.mtime;
+	pthread_mutex_unlock(&m->ns->mu);
+out_l:
+	fs__learned_free(&l);
+out_learn:
+	pthread_mutex_unlock(&m->learn_mu);
+out:
+	node_copy_free(&c);
+	return rc;
+}
+
+/* Appends name to base, percent-encoding all but RFC 3986's unreserved
+ * characters, and a '/' for a directory. */
+static char *child_url(const char *base, const char *name, bool is_dir)
+{
+	size_t blen = strlen(base), n = blen;
+	char *url = malloc(blen + strlen(name) * 3 + 2);
+
+	if (url == NULL)
+		return NULL;
+	memcpy(url, base, blen);
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' ||
+		    *p == '_' || *p == '~')
+			url[n++] = (char)*p;
+		else
+			n += (size_t)snprintf(url + n, 4, "%%%02X", *p);
+	}
+	if (is_dir)
+		url[n++] = '/';
+	url[n] = '\0';
+	return url;
+}
+
+/* Adds or refreshes one listed entry under directory d. Caller holds
+ * ns->mu. */
+static int merge_entry(struct fs_mount *m, uint32_t d, const char *base,
+		       const struct fs_index_entry *ent)
+{
+	struct fs_ns *ns = m->ns;
+	uint32_t c = fs__ns_child(ns, d, ent->name);
+	struct fs_node *n;
+	int rc;
+
+	if (c != FS_NO_NODE && ns->nodes[c]->is_dir != ent->is_dir)
+		return 0; /* a file became a directory: keep what we have */
+	if (c == FS_NO_NODE) {
+		rc = fs__ns_add(ns, d, ent->name, ent->is_dir, &c);
+		if (rc != 0)
+			return rc;
+		n = ns->nodes[c];
+		if (ent->is_dir) {
+			n->list_url = child_url(base, ent->name, true);
+		} else {
+			n->urls = calloc(1, sizeof(*n->urls));
+			if (n->urls != NULL)
+				n->urls[0] = child_url(base, ent->name, false);
+			n->nurls = n->urls != NULL && n->urls[0] != NULL;
+		}
+		if ((ent->is_dir && n->list_url == NULL) ||
+		    (!ent->is_dir && n->nurls == 0))
+			return -ENOMEM;
+		/* A size the page states exactly is taken; a probe confirms
+		 * it at the first open. */
+		n->has_size = !ent->is_dir && ent->has_size;
+		n->size = ent->size;
+	}
+	n = ns->nodes[c];
+	n->gone = false;
+	if (ent->has_mtime)
+		n->mtime = ent->mtime;
+	return 0;
+}
+
+int fs__node_list(struct fs_mount *m, uint32_t d)
+{
+	struct fs_ns *ns = m->ns;
+	struct fs_index_entry *ents = NULL;
+	uint32_t nents = 0;
+	char *url = NULL, *page = NULL, err[1024];
+	uint64_t now = fs__now_ns();
+	size_t len;
+	int rc = 0;
+
+	pthread_mutex_lock(&ns->mu);
+	if (ns->nodes[d]->list_url != NULL &&
+	    (ns->nodes[d]->listed_ns == 0 ||
+	     now - ns->nodes[d]->listed_ns > m->listing_ttl_ns))
+		url = strdup(ns->nodes[d]->list_url);
+	pthread_mutex_unlock(&ns->mu);
+	if (url == NULL)
+		return 0; /* fresh, or not an index */
+	rc = fetch_get(&m->fetch, url, FS_LISTING_MAX, &page, &len, err,
+		       sizeof(err));
+	if (rc == 0)
+		rc = fs__dirindex_parse(page, len, &ents, &nents, err,
+					sizeof(err));
+	if (rc != 0) {
+		fs__log(FS_LOG_ERR, "cannot list %s: %s", url, err);
+		goto out;
+	}
+	pthread_mutex_lock(&ns->mu);
+	for (uint32_t i = 0; i < ns->nodes[d]->nchildren; i++)
+		ns->nodes[ns->nodes[d]->children[i]]->gone = true;
+	for (uint32_t i = 0; i < nents && rc == 0; i++)
+		rc = merge_entry(m, d, url, &ents[i]);
+	ns->nodes[d]->listed_ns = now;
+	pthread_mutex_unlock(&ns->mu);
+	if (rc != 0)
+		fs__log(FS_LOG_ERR, "cannot list %s: %s", url, strerror(-rc));
+out:
+	fs__dirindex_free(ents, nents);
+	free(page);
+	free(url);
+	return rc != 0 ? -EIO : 0;
+}

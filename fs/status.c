@@ -1,0 +1,271 @@
+/* status: the mount's state as JSON (served as the root's user.pacefs.status
+ * attribute) and `pacefs status MOUNTPOINT`, which renders it. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "fs/fs_int.h"
+
+/* Appends to a bounded buffer; remembers overflow. */
+struct out {
+	char *buf;
+	size_t cap;
+	size_t used;
+	bool full;
+};
+
+static void put(struct out *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (o->full)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + o->used, o->cap - o->used, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= o->cap - o->used)
+		o->full = true;
+	else
+		o->used += (size_t)n;
+}
+
+/* Writes s as a JSON string. */
+static void put_str(struct out *o, const char *s)
+{
+	put(o, "\"");
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			put(o, "\\%c", c);
+		else if (c < 0x20)
+			put(o, "\\u%04x", c);
+		else
+			put(o, "%c", c);
+	}
+	put(o, "\"");
+}
+
+int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
+{
+	struct fs_engine *e = m->engine;
+	struct out o = {.buf = buf, .cap = cap};
+	struct cache_stats cs;
+	char path[PATH_MAX];
+	bool first = true;
+
+	put(&o, "{\"version\":1,\"files\":[");
+	pthread_mutex_lock(&m->ns->mu);
+	for (uint32_t i = 0; i < m->ns->n; i++) {
+		const struct fs_node *n = m->ns->nodes[i];
+
+		/* Files in use only: the attribute holds 64 KiB at most. */
+		if (n->is_dir || n->gone || n->blob == FS_NO_BLOB)
+			continue;
+		fs__ns_path(m->ns, i, path, sizeof(path));
+		put(&o, "%s{\"path\":", first ? "" : ",");
+		put_str(&o, path);
+		put(&o, ",\"size\":%" PRIu64 ",\"held\":%" PRIu64 ",\"state\":",
+		    n->size, fs__engine_held(e, n->blob));
+		put_str(&o, fs__engine_state(e, n->blob));
+		put(&o, ",\"urls\":[");
+		for (uint32_t u = 0; u < n->nurls; u++) {
+			put(&o, "%s", u ? "," : "");
+			put_str(&o, n->urls[u]);
+		}
+		put(&o, "]}");
+		first = false;
+	}
+	pthread_mutex_unlock(&m->ns->mu);
+	put(&o, "],\"lanes\":[");
+	first = true;
+	pthread_mutex_lock(&e->mu);
+	for (uint32_t l = 0;; l++) {
+		struct pace_lane_info li;
+		const struct fs_blob *b;
+
+		if (pace_lane_info(e->pace, l, &li) != 0)
+			break;
+		if (!li.busy || li.blob >= e->nblobs)
+			continue;
+		b = &e->blobs[li.blob];
+		put(&o, "%s{\"lane\":%u,\"file\":", first ? "" : ",", l);
+		put_str(&o, b->name);
+		put(&o, ",\"source\":");
+		for (uint32_t s = 0; s < b->nsources; s++)
+			if (b->sources[s].pace_id == li.source)
+				put_str(&o, b->sources[s].url);
+		put(&o,
+		    ",\"start\":%" PRIu64 ",\"frontier\":%" PRIu64
+		    ",\"end\":%" PRIu64 ",\"rate\":%" PRIu64 ",\"collapsed\":%s}",
+		    li.start, li.frontier, li.end, li.rate,
+		    li.collapsed ? "true" : "false");
+		first = false;
+	}
+	pthread_mutex_unlock(&e->mu);
+	put(&o, "]");
+	if (cache_stats_get(m->cache, &cs) == 0)
+		put(&o,
+		    ",\"cache\":{\"blobs\":%" PRIu64 ",\"bytes\":%" PRIu64
+		    ",\"file_size\":%" PRIu64 "}",
+		    cs.blobs, cs.bytes, cs.file_size);
+	put(&o, "}");
+	return o.full ? -ERANGE : (int)o.used;
+}
+
+/* "12.3 MiB" */
+static void human(uint64_t v, char *buf, size_t cap)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double d = (double)v;
+	int u = 0;
+
+	while (d >= 1024 && u < 4) {
+		d /= 1024;
+		u++;
+	}
+	snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", d, units[u]);
+}
+
+static void render(json_t *root)
+{
+	json_t *files = json_object_get(root, "files");
+	json_t *lanes = json_object_get(root, "lanes");
+	json_t *cache = json_object_get(root, "cache");
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(files, i, v)
+	{
+		uint64_t size = (uint64_t)json_integer_value(
+			json_object_get(v, "size"));
+		uint64_t held = (uint64_t)json_integer_value(
+			json_object_get(v, "held"));
+		double pct = size ? 100.0 * (double)held / (double)size : 100;
+		char bar[31], hs[32], hh[32];
+		int fill = (int)(pct * 30 / 100);
+
+		for (int k = 0; k < 30; k++)
+			bar[k] = k < fill ? '#' : '.';
+		bar[30] = '\0';
+		human(size, hs, sizeof(hs));
+		human(held, hh, sizeof(hh));
+		printf("%-40s [%s] %5.1f%%  %s of %s  %s\n",
+		       json_string_value(json_object_get(v, "path")), bar, pct,
+		       hh, hs,
+		       json_string_value(json_object_get(v, "state")));
+	}
+	json_array_foreach(lanes, i, v)
+	{
+		char rate[32];
+
+		human((uint64_t)json_integer_value(json_object_get(v, "rate")),
+		      rate, sizeof(rate));
+		printf("  lane %2lld  %-30s %s/s  %" JSON_INTEGER_FORMAT
+		       "-%" JSON_INTEGER_FORMAT "%s\n    from %s\n",
+		       json_integer_value(json_object_get(v, "lane")),
+		       json_string_value(json_object_get(v, "file")), rate,
+		       json_integer_value(json_object_get(v, "frontier")),
+		       json_integer_value(json_object_get(v, "end")),
+		       json_is_true(json_object_get(v, "collapsed"))
+			       ? "  (collapsing)"
+			       : "",
+		       json_string_value(json_object_get(v, "source")));
+	}
+	if (cache != NULL) {
+		char bytes[32], disk[32];
+
+		human((uint64_t)json_integer_value(
+			      json_object_get(cache, "bytes")),
+		      bytes, sizeof(bytes));
+		human((uint64_t)json_integer_value(
+			      json_object_get(cache, "file_size")),
+		      disk, sizeof(disk));
+		printf("cache: %" JSON_INTEGER_FORMAT
+		       " blobs, %s held, %s on disk\n",
+		       json_integer_value(json_object_get(cache, "blobs")),
+		       bytes, disk);
+	}
+}
+
+int fs_status_command(int argc, char **argv)
+{
+	const char *mnt = NULL;
+	bool watch = false, as_json = false;
+	char *buf;
+	ssize_t n;
+
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "-w") == 0 || strcmp(argv[i], "--watch") == 0)
+			watch = true;
+		else if (strcmp(argv[i], "--json") == 0)
+			as_json = true;
+		else if (argv[i][0] != '-' && mnt == NULL)
+			mnt = argv[i];
+		else {
+			fprintf(stderr,
+				"pacefs: status: unexpected argument '%s' "
+				"(usage: pacefs status [-w] [--json] "
+				"MOUNTPOINT)\n",
+				argv[i]);
+			return 1;
+		}
+	}
+	if (mnt == NULL) {
+		fprintf(stderr, "pacefs: status: usage: pacefs status [-w] "
+				"[--json] MOUNTPOINT\n");
+		return 1;
+	}
+	buf = malloc(FS_STATUS_MAX);
+	if (buf == NULL)
+		return 1;
+	for (;;) {
+		json_error_t jerr;
+		json_t *root;
+
+		n = getxattr(mnt, "user.pacefs.status", buf, FS_STATUS_MAX - 1);
+		if (n < 0) {
+			fprintf(stderr, "pacefs: status: %s: %s\n", mnt,
+				errno == ENODATA || errno == ENOTSUP
+					? "not a pacefs mount"
+					: strerror(errno));
+			free(buf);
+			return 1;
+		}
+		buf[n] = '\0';
+		if (watch)
+			printf("\033[H\033[J");
+		if (as_json) {
+			printf("%s\n", buf);
+		} else {
+			root = json_loads(buf, 0, &jerr);
+			if (root == NULL) {
+				fprintf(stderr,
+					"pacefs: status: %s: bad status: %s\n",
+					mnt, jerr.text);
+				free(buf);
+				return 1;
+			}
+			render(root);
+			json_decref(root);
+		}
+		fflush(stdout);
+		if (!watch)
+			break;
+		sleep(1);
+	}
+	free(buf);
+	return 0;
+}
