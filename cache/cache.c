@@ -13,11 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The on-disk schema version this build reads and writes (see README.md). */
-#define CACHE__FORMAT 1u
+#define CACHE__FORMAT 2u
 
 /* A batch ends at 16 MiB (64 blocks of 256 KiB) or when the queue drains:
  * big enough to amortise the fsync, small enough that the queue keeps
@@ -33,9 +35,29 @@
 #define CACHE__MAP_MIN ((uint64_t)1 << 30)
 #define CACHE__BLOCK_KEY_LEN (CACHE_ID_LEN + 8)
 #define CACHE__EXTENT_KEY_LEN (CACHE_ID_LEN + 8)
-#define CACHE__RECORD_VERSION 1u
-/* version(1) size(8) last_access(8) validator_len(2) validator */
+#define CACHE__RECORD_VERSION 2u
+/* version(1) size(8) last_access(8) validator_len(2) validator, then in
+ * version 2: validated_at(8) flags(1) [sha256(32)] identity_len(2)
+ * identity */
 #define CACHE__RECORD_HDR 19u
+#define CACHE__RECORD_MAX                                                      \
+	(CACHE__RECORD_HDR + CACHE_VALIDATOR_MAX + 8 + 1 + CACHE_SHA256_LEN +   \
+	 2 + CACHE_IDENTITY_MAX)
+#define CACHE__REC_VERIFIED 1u
+#define CACHE__REC_SHA256 2u
+#define CACHE__LRU_KEY_LEN (8 + CACHE_ID_LEN + 8)
+/* Reads are remembered in memory (a table of this many blocks) and
+ * persisted by the writer with its next batch, or after a second. */
+#define CACHE__TOUCH_CAP 8192u /* power of two */
+#define CACHE__TOUCH_PERIOD_S 1
+/* Eviction per commit: at most this many blocks, looking at most at this
+ * many LRU entries (pinned ones are skipped). */
+#define CACHE__EVICT_MAX 4096
+#define CACHE__EVICT_SCAN_MAX 65536
+/* After a full disk or map, the writer evicts down to what was held minus
+ * this much. */
+#define CACHE__PRESSURE_SLACK ((uint64_t)CACHE__BATCH_BYTES * 2)
+#define CACHE__DIGEST_BLOCK_MIN 4096u
 
 /* One block handed to cache_block_put() and not yet committed. It sits in
  * the FIFO (commit order) and in a hash chain (lookup). refs counts the
@@ -53,15 +75,51 @@ struct cache__pending {
 	unsigned char data[];
 };
 
+/* A read of a block, to be persisted in the access and lru databases.
+ * tick 0: a free slot. */
+struct cache__touch {
+	struct cache_id id;
+	uint64_t index;
+	uint64_t tick;
+};
+
+struct cache__pin {
+	struct cache_id id;
+	uint64_t slot, start, end;
+};
+
+/* Expected SHA-256 per digest block of one blob. */
+struct cache__digests {
+	struct cache_id id;
+	uint64_t size;
+	uint32_t dbs; /* digest block size */
+	uint64_t n;
+	uint8_t (*d)[CACHE_SHA256_LEN];
+};
+
+struct cache__evicted {
+	struct cache_id id;
+	uint64_t index;
+};
+
 struct cache {
 	MDB_env *env;
 	MDB_dbi dbi_meta, dbi_blobs, dbi_extents, dbi_blocks;
+	MDB_dbi dbi_access, dbi_lru;
 	char *dir;
 	void (*log)(void *ctx, enum cache_log_level level, const char *msg);
 	void *log_ctx;
 	void (*on_lost)(void *ctx, const struct cache_id *id, uint64_t index,
 			int err);
 	void *lost_ctx;
+	void (*on_evicted)(void *ctx, const struct cache_id *id,
+			   uint64_t index);
+	void *evicted_ctx;
+	uint64_t budget;	/* configured; 0: none */
+	uint64_t budget_eff;	/* writer only: the budget, lowered after a
+				   full disk or map; 0: none */
+	struct cache__evicted *evicted; /* writer only, CACHE__EVICT_MAX */
+	struct cache__touch *touch_spare; /* writer only, CACHE__TOUCH_CAP */
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv_work;	 /* writer: entries to commit, or stop */
@@ -73,7 +131,20 @@ struct cache {
 	uint64_t seq;				  /* guarded by mu */
 	int first_err;				  /* guarded by mu */
 	bool stopping;				  /* guarded by mu */
-	bool reporting; /* writer is calling on_lost; guarded by mu */
+	bool reporting; /* writer is calling on_lost or on_evicted; guarded
+			   by mu */
+	struct cache__touch *touch; /* open-addressed by (id, index),
+				       CACHE__TOUCH_CAP; guarded by mu */
+	size_t ntouch;		    /* guarded by mu */
+	uint64_t touch_dropped;	    /* guarded by mu */
+	uint64_t evicted_total;	    /* guarded by mu */
+
+	/* Pins and digests: small tables, read by the writer and by putters. */
+	pthread_mutex_t aux_mu;
+	struct cache__pin *pins;	    /* guarded by aux_mu */
+	size_t npins, cap_pins;		    /* guarded by aux_mu */
+	struct cache__digests *dgs;	    /* guarded by aux_mu */
+	size_t ndgs, cap_dgs;		    /* guarded by aux_mu */
 	pthread_t writer;
 	bool writer_started;
 
@@ -162,6 +233,36 @@ static bool cache__key_is(const MDB_val *k, const struct cache_id *id)
 {
 	return k->mv_size == CACHE_ID_LEN + 8 &&
 	       memcmp(k->mv_data, id->b, CACHE_ID_LEN) == 0;
+}
+
+/* Wall-clock microseconds: the LRU order is shared by every process on
+ * the directory, so it needs a clock they share. Never 0 (a free touch). */
+static uint64_t cache__now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u + 1;
+}
+
+/* Key of the lru database: access tick, id, block index. */
+static void cache__lru_key(unsigned char *key, uint64_t tick,
+			   const struct cache_id *id, uint64_t index)
+{
+	cache__be64_put(key, tick);
+	memcpy(key + 8, id->b, CACHE_ID_LEN);
+	cache__be64_put(key + 8 + CACHE_ID_LEN, index);
+}
+
+void cache_id_to_hex(const struct cache_id *id, char out[2 * CACHE_ID_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (int i = 0; i < CACHE_ID_LEN; i++) {
+		out[2 * i] = hex[id->b[i] >> 4];
+		out[2 * i + 1] = hex[id->b[i] & 15];
+	}
+	out[2 * CACHE_ID_LEN] = '\0';
 }
 
 void cache_id_from_string(const char *identity, struct cache_id *out)
@@ -281,6 +382,45 @@ static int cache__meta_put_u32(MDB_txn *txn, MDB_dbi dbi, const char *name,
 	return mdb_put(txn, dbi, &k, &v, 0);
 }
 
+/* Gives every block of a format 1 cache an access entry as old as can be
+ * (tick 1), so that eviction sees them, oldest first. */
+static int cache__upgrade_v1(struct cache *c, MDB_txn *txn)
+{
+	MDB_cursor *cur = NULL;
+	MDB_val k, v;
+	int rc;
+
+	rc = mdb_cursor_open(txn, c->dbi_blocks, &cur);
+	if (rc)
+		return rc;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	while (rc == 0) {
+		if (k.mv_size == CACHE__BLOCK_KEY_LEN) {
+			struct cache_id id;
+			unsigned char lk[CACHE__LRU_KEY_LEN], tv[8];
+			uint64_t index = cache__be64_get(
+				(unsigned char *)k.mv_data + CACHE_ID_LEN);
+			MDB_val ak = {.mv_size = k.mv_size,
+				      .mv_data = k.mv_data};
+			MDB_val av = {.mv_size = 8, .mv_data = tv};
+			MDB_val lkv = {.mv_size = sizeof(lk), .mv_data = lk};
+			MDB_val empty = {.mv_size = 0, .mv_data = tv};
+
+			memcpy(id.b, k.mv_data, CACHE_ID_LEN);
+			cache__be64_put(tv, 1);
+			cache__lru_key(lk, 1, &id, index);
+			rc = mdb_put(txn, c->dbi_access, &ak, &av, 0);
+			if (rc == 0)
+				rc = mdb_put(txn, c->dbi_lru, &lkv, &empty, 0);
+			if (rc)
+				break;
+		}
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
 /* Opens the named databases and checks or writes the meta entries. An
  * environment of another format is left untouched (the txn aborts). */
 static int cache__schema(struct cache *c)
@@ -303,7 +443,10 @@ static int cache__schema(struct cache *c)
 			     &have_version);
 	if (rc)
 		goto out;
-	if (have_version && version != CACHE__FORMAT) {
+	/* Format 1 lacks the access and lru databases; it is upgraded in
+	 * place below (its version 1 records stay readable). */
+	bool upgrade = have_version && version == 1;
+	if (have_version && version != CACHE__FORMAT && !upgrade) {
 		cache__log(c, CACHE_LOG_ERR,
 			   "open %s: cache format version %u found, this "
 			   "build supports version %u only; use another "
@@ -331,12 +474,33 @@ static int cache__schema(struct cache *c)
 		rc = mdb_dbi_open(txn, "extents", MDB_CREATE, &c->dbi_extents);
 	if (rc == 0)
 		rc = mdb_dbi_open(txn, "blocks", MDB_CREATE, &c->dbi_blocks);
+	if (rc == 0)
+		rc = mdb_dbi_open(txn, "access", MDB_CREATE, &c->dbi_access);
+	if (rc == 0)
+		rc = mdb_dbi_open(txn, "lru", MDB_CREATE, &c->dbi_lru);
 	if (rc)
 		goto out;
+	if (upgrade) {
+		step = "upgrade from format 1";
+		rc = cache__upgrade_v1(c, txn);
+		if (rc)
+			goto out;
+		cache__log(c, CACHE_LOG_INFO,
+			   "open %s: upgraded the cache from format 1 to %u",
+			   c->dir, CACHE__FORMAT);
+	}
 	step = "write meta";
-	if (!have_version)
+	if (!have_version || upgrade)
 		rc = cache__meta_put_u32(txn, c->dbi_meta, "format",
 					 CACHE__FORMAT);
+	if (rc == 0 && c->budget) {
+		unsigned char b[8];
+		MDB_val k = {.mv_size = 6, .mv_data = "budget"};
+		MDB_val v = {.mv_size = 8, .mv_data = b};
+
+		cache__be64_put(b, c->budget);
+		rc = mdb_put(txn, c->dbi_meta, &k, &v, 0);
+	}
 	if (rc == 0 && !have_bsize)
 		rc = cache__meta_put_u32(txn, c->dbi_meta, "block_size",
 					 CACHE_BLOCK_SIZE);
@@ -375,7 +539,7 @@ static int cache__env_open(struct cache *c, uint64_t map_size,
 	*step = "set map size";
 	rc = mdb_env_set_mapsize(c->env, (size_t)map_size);
 	if (rc == 0)
-		rc = mdb_env_set_maxdbs(c->env, 4);
+		rc = mdb_env_set_maxdbs(c->env, 6);
 	if (rc == 0)
 		rc = mdb_env_set_maxreaders(c->env, CACHE__MAXREADERS);
 	if (rc == 0) {
@@ -408,16 +572,25 @@ int cache_open(const struct cache_config *cfg, struct cache **out)
 	c->log_ctx = cfg->log_ctx;
 	c->on_lost = cfg->on_lost;
 	c->lost_ctx = cfg->lost_ctx;
+	c->on_evicted = cfg->on_evicted;
+	c->evicted_ctx = cfg->evicted_ctx;
+	c->budget = cfg->budget_bytes;
+	c->budget_eff = cfg->budget_bytes;
 	c->queue_max = cfg->queue_bytes ? cfg->queue_bytes
 					: CACHE__QUEUE_BYTES_DEFAULT;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_mutex_init(&c->pool_mu, NULL);
+	pthread_mutex_init(&c->aux_mu, NULL);
 	pthread_cond_init(&c->cv_work, NULL);
 	pthread_cond_init(&c->cv_space, NULL);
 	pthread_cond_init(&c->cv_done, NULL);
 	c->dir = strdup(cfg->dir);
 	c->buckets = calloc(CACHE__HASH_BUCKETS, sizeof(*c->buckets));
-	if (!c->dir || !c->buckets) {
+	c->touch = calloc(CACHE__TOUCH_CAP, sizeof(*c->touch));
+	c->touch_spare = calloc(CACHE__TOUCH_CAP, sizeof(*c->touch_spare));
+	c->evicted = calloc(CACHE__EVICT_MAX, sizeof(*c->evicted));
+	if (!c->dir || !c->buckets || !c->touch || !c->touch_spare ||
+	    !c->evicted) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -496,14 +669,178 @@ out:
 
 /* ---- queue ---- */
 
-static size_t cache__bucket(const struct cache_id *id, uint64_t index)
+static uint64_t cache__hash(const struct cache_id *id, uint64_t index)
 {
 	uint64_t h;
 
 	memcpy(&h, id->b, sizeof(h)); /* the id is already a hash */
 	h ^= index * 0x9e3779b97f4a7c15ull;
 	h ^= h >> 29;
-	return (size_t)(h & (CACHE__HASH_BUCKETS - 1));
+	return h;
+}
+
+static size_t cache__bucket(const struct cache_id *id, uint64_t index)
+{
+	return (size_t)(cache__hash(id, index) & (CACHE__HASH_BUCKETS - 1));
+}
+
+/* Remembers a read of block (id, index) at `tick` for the writer to
+ * persist. A full table drops the read (the block then looks older than it
+ * is, which only affects eviction order). Called with c->mu held. */
+static void cache__touch_locked(struct cache *c, const struct cache_id *id,
+				uint64_t index, uint64_t tick)
+{
+	size_t i = (size_t)(cache__hash(id, index) >> 20) &
+		   (CACHE__TOUCH_CAP - 1);
+
+	for (size_t probe = 0; probe < CACHE__TOUCH_CAP;
+	     probe++, i = (i + 1) & (CACHE__TOUCH_CAP - 1)) {
+		struct cache__touch *t = &c->touch[i];
+
+		if (t->tick == 0) {
+			if (c->ntouch >= CACHE__TOUCH_CAP / 4 * 3) {
+				c->touch_dropped++;
+				return;
+			}
+			t->id = *id;
+			t->index = index;
+			t->tick = tick;
+			if (++c->ntouch == CACHE__TOUCH_CAP / 2)
+				pthread_cond_signal(&c->cv_work);
+			return;
+		}
+		if (t->index == index &&
+		    memcmp(t->id.b, id->b, CACHE_ID_LEN) == 0) {
+			if (tick > t->tick)
+				t->tick = tick;
+			return;
+		}
+	}
+}
+
+/* SHA-256 of len bytes. */
+static void cache__sha256(const void *data, size_t len,
+			  uint8_t out[CACHE_SHA256_LEN])
+{
+	unsigned int md_len = 0;
+
+	if (EVP_Digest(data, len, out, &md_len, EVP_sha256(), NULL) != 1) {
+		fprintf(stderr, "pacefs: cache: SHA-256 failed\n");
+		abort();
+	}
+}
+
+/* The registered digests of id, or NULL. Called with c->aux_mu held. */
+static struct cache__digests *cache__dg_find(struct cache *c,
+					     const struct cache_id *id)
+{
+	for (size_t i = 0; i < c->ndgs; i++)
+		if (memcmp(c->dgs[i].id.b, id->b, CACHE_ID_LEN) == 0)
+			return &c->dgs[i];
+	return NULL;
+}
+
+/* Checks a block about to be queued against the blob's registered
+ * digests. Returns 0 (matches, or nothing to check yet), -EBADMSG, or a
+ * negative errno. */
+static int cache__put_verify(struct cache *c, const struct cache_id *id,
+			     uint64_t index, const unsigned char *data,
+			     size_t len)
+{
+	uint8_t want[CACHE_BLOCK_SIZE / CACHE__DIGEST_BLOCK_MIN + 1]
+		    [CACHE_SHA256_LEN];
+	uint8_t got[CACHE_SHA256_LEN];
+	uint64_t first = 0, count = 0, nblocks = 0, dfirst = 0;
+	uint32_t dbs = 0;
+	char hex[2 * CACHE_ID_LEN + 1];
+	int rc = 0;
+
+	pthread_mutex_lock(&c->aux_mu);
+	struct cache__digests *dg = cache__dg_find(c, id);
+	if (dg) {
+		dbs = dg->dbs;
+		if (dbs <= CACHE_BLOCK_SIZE) {
+			dfirst = index * (CACHE_BLOCK_SIZE / dbs);
+			count = (len + dbs - 1) / dbs;
+			if (dfirst >= dg->n)
+				count = 0;
+			else if (count > dg->n - dfirst)
+				count = dg->n - dfirst;
+			memcpy(want, dg->d[dfirst], count * sizeof(want[0]));
+		} else {
+			uint64_t k = dbs / CACHE_BLOCK_SIZE;
+
+			dfirst = index / k;
+			first = dfirst * k;
+			nblocks = (dg->size + CACHE_BLOCK_SIZE - 1) /
+				  CACHE_BLOCK_SIZE;
+			count = dfirst < dg->n ? 1 : 0;
+			if (count) {
+				memcpy(want[0], dg->d[dfirst], sizeof(want[0]));
+				nblocks = nblocks - first < k ? nblocks - first
+							      : k;
+			}
+		}
+	}
+	pthread_mutex_unlock(&c->aux_mu);
+	if (count == 0)
+		return 0;
+
+	if (dbs <= CACHE_BLOCK_SIZE) {
+		for (uint64_t j = 0; j < count; j++) {
+			size_t off = (size_t)(j * dbs);
+			size_t n = len - off < dbs ? len - off : dbs;
+
+			cache__sha256(data + off, n, got);
+			if (memcmp(got, want[j], CACHE_SHA256_LEN) != 0) {
+				rc = -EBADMSG;
+				dfirst += j;
+				break;
+			}
+		}
+	} else {
+		/* The other cache blocks of the digest block, in order. */
+		EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+		unsigned char *buf = malloc(CACHE_BLOCK_SIZE);
+		unsigned int md_len = 0;
+		bool complete = true;
+
+		if (!ctx || !buf || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+			rc = -ENOMEM;
+			goto out_group;
+		}
+		for (uint64_t b = first; b < first + nblocks && complete; b++) {
+			if (b == index) {
+				EVP_DigestUpdate(ctx, data, len);
+				continue;
+			}
+			long got_n = cache_block_read(c, id, b, 0, buf,
+						      CACHE_BLOCK_SIZE);
+			if (got_n == -ENOENT)
+				complete = false;
+			else if (got_n < 0)
+				rc = (int)got_n;
+			else
+				EVP_DigestUpdate(ctx, buf, (size_t)got_n);
+			if (rc)
+				goto out_group;
+		}
+		if (complete && EVP_DigestFinal_ex(ctx, got, &md_len) == 1 &&
+		    memcmp(got, want[0], CACHE_SHA256_LEN) != 0)
+			rc = -EBADMSG;
+	out_group:
+		EVP_MD_CTX_free(ctx);
+		free(buf);
+	}
+	if (rc == -EBADMSG) {
+		cache_id_to_hex(id, hex);
+		cache__log(c, CACHE_LOG_ERR,
+			   "%s: blob %s block %" PRIu64
+			   ": SHA-256 of digest block %" PRIu64
+			   " (%u bytes) does not match; not stored",
+			   c->dir, hex, index, dfirst, dbs);
+	}
+	return rc;
 }
 
 static size_t cache__cost(const struct cache__pending *e)
@@ -543,6 +880,9 @@ int cache_block_put(struct cache *c, const struct cache_id *id,
 	if (!c || !id || !data || len == 0 || len > CACHE_BLOCK_SIZE ||
 	    index > UINT64_MAX / CACHE_BLOCK_SIZE - 1)
 		return -EINVAL;
+	int rc = cache__put_verify(c, id, index, data, len);
+	if (rc)
+		return rc;
 	e = malloc(sizeof(*e) + len);
 	if (!e)
 		return -ENOMEM;
@@ -655,14 +995,335 @@ out:
 	return rc;
 }
 
-/* Commits the batch in one write transaction: each block's data and the
- * extent that claims it together. Returns an MDB/errno code. */
-static int cache__commit(struct cache *c, struct cache__pending **batch,
-			 int n, const char **step)
+/* Sets the access tick of block (id, index) to `tick` unless it already
+ * has a later one, moving its lru entry along. only_present: do nothing
+ * for a block without an access entry (a read of a block since evicted or
+ * never committed). Returns an MDB code. */
+static int cache__access_set(struct cache *c, MDB_txn *txn,
+			     const struct cache_id *id, uint64_t index,
+			     uint64_t tick, bool only_present)
 {
+	unsigned char ak[CACHE__BLOCK_KEY_LEN], lk[CACHE__LRU_KEY_LEN], tv[8];
+	MDB_val k = {.mv_size = sizeof(ak), .mv_data = ak};
+	MDB_val lkv = {.mv_size = sizeof(lk), .mv_data = lk};
+	MDB_val empty = {.mv_size = 0, .mv_data = tv};
+	MDB_val v;
+	int rc;
+
+	cache__key(ak, id, index);
+	rc = mdb_get(txn, c->dbi_access, &k, &v);
+	if (rc == 0 && v.mv_size == 8) {
+		uint64_t old = cache__be64_get(v.mv_data);
+
+		if (old >= tick)
+			return 0;
+		cache__lru_key(lk, old, id, index);
+		rc = mdb_del(txn, c->dbi_lru, &lkv, NULL);
+		if (rc && rc != MDB_NOTFOUND)
+			return rc;
+	} else if (rc == 0 || rc == MDB_NOTFOUND) {
+		if (only_present)
+			return 0;
+	} else {
+		return rc;
+	}
+	cache__lru_key(lk, tick, id, index);
+	rc = mdb_put(txn, c->dbi_lru, &lkv, &empty, 0);
+	if (rc)
+		return rc;
+	cache__be64_put(tv, tick);
+	v.mv_size = 8;
+	v.mv_data = tv;
+	k.mv_size = sizeof(ak);
+	k.mv_data = ak;
+	return mdb_put(txn, c->dbi_access, &k, &v, 0);
+}
+
+/* Cuts [s, e) out of the extent of id that contains s: the cache stops
+ * claiming the bytes of a block in the transaction that deletes it. */
+static int cache__extent_cut(MDB_txn *txn, MDB_dbi dbi,
+			     const struct cache_id *id, uint64_t s, uint64_t e)
+{
+	unsigned char key[CACHE__EXTENT_KEY_LEN], val[8];
+	MDB_cursor *cur = NULL;
+	MDB_val k = {.mv_size = sizeof(key), .mv_data = key}, v;
+	uint64_t a = 0, b = 0;
+	bool found = false;
+	int rc;
+
+	rc = mdb_cursor_open(txn, dbi, &cur);
+	if (rc)
+		return rc;
+	cache__key(key, id, s);
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	if (rc == 0 && cache__key_is(&k, id) &&
+	    cache__be64_get((unsigned char *)k.mv_data + CACHE_ID_LEN) == s) {
+		found = true;
+	} else if (rc == 0 || rc == MDB_NOTFOUND) {
+		rc = mdb_cursor_get(cur, &k, &v,
+				    rc == 0 ? MDB_PREV : MDB_LAST);
+		found = rc == 0 && cache__key_is(&k, id);
+		if (rc == MDB_NOTFOUND)
+			rc = 0;
+	}
+	if (rc)
+		goto out;
+	if (found && v.mv_size == 8) {
+		a = cache__be64_get((unsigned char *)k.mv_data + CACHE_ID_LEN);
+		b = cache__be64_get(v.mv_data);
+		found = a <= s && s < b;
+	} else {
+		found = false;
+	}
+	if (!found)
+		goto out; /* not claimed: nothing to cut */
+	rc = mdb_cursor_del(cur, 0);
+	if (rc)
+		goto out;
+	if (a < s) {
+		cache__key(key, id, a);
+		cache__be64_put(val, s);
+		k.mv_size = sizeof(key);
+		k.mv_data = key;
+		v.mv_size = sizeof(val);
+		v.mv_data = val;
+		rc = mdb_put(txn, dbi, &k, &v, 0);
+		if (rc)
+			goto out;
+	}
+	if (e < b) {
+		cache__key(key, id, e);
+		cache__be64_put(val, b);
+		k.mv_size = sizeof(key);
+		k.mv_data = key;
+		v.mv_size = sizeof(val);
+		v.mv_data = val;
+		rc = mdb_put(txn, dbi, &k, &v, 0);
+	}
+out:
+	mdb_cursor_close(cur);
+	return rc;
+}
+
+/* Removes block (id, index): its data, its access and lru entries and its
+ * bytes from the extents, in txn. *found says whether it was stored. */
+static int cache__block_remove(struct cache *c, MDB_txn *txn,
+			       const struct cache_id *id, uint64_t index,
+			       bool *found)
+{
+	unsigned char key[CACHE__BLOCK_KEY_LEN], lk[CACHE__LRU_KEY_LEN];
+	MDB_val k = {.mv_size = sizeof(key), .mv_data = key}, v;
+	MDB_val lkv = {.mv_size = sizeof(lk), .mv_data = lk};
+	size_t len = 0;
+	int rc;
+
+	*found = false;
+	cache__key(key, id, index);
+	rc = mdb_get(txn, c->dbi_blocks, &k, &v);
+	if (rc == 0) {
+		len = v.mv_size;
+		*found = true;
+		rc = mdb_del(txn, c->dbi_blocks, &k, NULL);
+	} else if (rc == MDB_NOTFOUND) {
+		rc = 0;
+	}
+	if (rc)
+		return rc;
+	k.mv_size = sizeof(key);
+	k.mv_data = key;
+	rc = mdb_get(txn, c->dbi_access, &k, &v);
+	if (rc == 0 && v.mv_size == 8) {
+		cache__lru_key(lk, cache__be64_get(v.mv_data), id, index);
+		rc = mdb_del(txn, c->dbi_lru, &lkv, NULL);
+		if (rc == 0 || rc == MDB_NOTFOUND)
+			rc = mdb_del(txn, c->dbi_access, &k, NULL);
+	}
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+	if (rc || !*found)
+		return rc;
+	return cache__extent_cut(txn, c->dbi_extents, id,
+				 index * CACHE_BLOCK_SIZE,
+				 index * CACHE_BLOCK_SIZE + len);
+}
+
+/* Rewrites the stored record of id in txn through fn (a no-op without a
+ * record). fn patches the raw record in buf (len bytes, room for
+ * CACHE__RECORD_MAX) and returns whether it changed it. */
+static int cache__record_patch(struct cache *c, MDB_txn *txn,
+			       const struct cache_id *id,
+			       bool (*fn)(unsigned char *buf, size_t len,
+					  uint64_t arg),
+			       uint64_t arg)
+{
+	unsigned char buf[CACHE__RECORD_MAX];
+	MDB_val k = {.mv_size = CACHE_ID_LEN, .mv_data = (void *)id->b}, v;
+	int rc;
+
+	rc = mdb_get(txn, c->dbi_blobs, &k, &v);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc)
+		return rc;
+	if (v.mv_size < CACHE__RECORD_HDR || v.mv_size > sizeof(buf))
+		return 0; /* cache_blob_get reports a bad record */
+	memcpy(buf, v.mv_data, v.mv_size);
+	if (!fn(buf, v.mv_size, arg))
+		return 0;
+	v.mv_data = buf;
+	return mdb_put(txn, c->dbi_blobs, &k, &v, 0);
+}
+
+/* Moves the record's last_access (seconds) on to arg. */
+static bool cache__rec_touch(unsigned char *buf, size_t len, uint64_t arg)
+{
+	(void)len;
+	if (cache__be64_get(buf + 9) >= arg)
+		return false;
+	cache__be64_put(buf + 9, arg);
+	return true;
+}
+
+/* Clears the verified flag of a version 2 record. */
+static bool cache__rec_unverify(unsigned char *buf, size_t len, uint64_t arg)
+{
+	size_t vlen = (size_t)buf[17] << 8 | buf[18];
+	size_t at = CACHE__RECORD_HDR + vlen + 8;
+
+	(void)arg;
+	if (buf[0] != 2 || at >= len || !(buf[at] & CACHE__REC_VERIFIED))
+		return false;
+	buf[at] &= (unsigned char)~CACHE__REC_VERIFIED;
+	return true;
+}
+
+/* Whether a pin covers any byte of block (id, index). */
+static bool cache__pinned(struct cache *c, const struct cache_id *id,
+			  uint64_t index)
+{
+	uint64_t s = index * CACHE_BLOCK_SIZE, e = s + CACHE_BLOCK_SIZE;
+	bool pinned = false;
+
+	pthread_mutex_lock(&c->aux_mu);
+	for (size_t i = 0; i < c->npins && !pinned; i++)
+		pinned = memcmp(c->pins[i].id.b, id->b, CACHE_ID_LEN) == 0 &&
+			 c->pins[i].start < e && s < c->pins[i].end;
+	pthread_mutex_unlock(&c->aux_mu);
+	return pinned;
+}
+
+/* Adds 1 to a big-endian key: the first key after it. */
+static void cache__key_inc(unsigned char *key, size_t len)
+{
+	for (size_t i = len; i-- > 0;)
+		if (++key[i] != 0)
+			break;
+}
+
+/* Evicts least recently used, unpinned blocks until the stored blocks fit
+ * c->budget_eff, never a block accessed at or after `tick` (this commit's
+ * own), at most CACHE__EVICT_MAX. Appends them to c->evicted. */
+static int cache__evict(struct cache *c, MDB_txn *txn, uint64_t tick,
+			int *nevicted)
+{
+	unsigned char pos[CACHE__LRU_KEY_LEN];
+	MDB_cursor *cur = NULL;
+	MDB_stat st;
+	MDB_val k, v;
+	uint64_t entries;
+	int rc, scanned = 0;
+
+	rc = mdb_stat(txn, c->dbi_blocks, &st);
+	if (rc)
+		return rc;
+	entries = st.ms_entries;
+	if (entries * CACHE_BLOCK_SIZE <= c->budget_eff)
+		return 0;
+	rc = mdb_cursor_open(txn, c->dbi_lru, &cur);
+	if (rc)
+		return rc;
+	memset(pos, 0, sizeof(pos));
+	while (entries * CACHE_BLOCK_SIZE > c->budget_eff &&
+	       *nevicted < CACHE__EVICT_MAX &&
+	       scanned++ < CACHE__EVICT_SCAN_MAX) {
+		struct cache_id id;
+		uint64_t index;
+		bool found;
+
+		k.mv_size = sizeof(pos);
+		k.mv_data = pos;
+		/* Seek again each time: deletes went through other cursors. */
+		rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+		if (rc)
+			break;
+		if (k.mv_size != CACHE__LRU_KEY_LEN) {
+			rc = MDB_CORRUPTED;
+			break;
+		}
+		memcpy(pos, k.mv_data, sizeof(pos));
+		if (cache__be64_get(pos) >= tick)
+			break; /* everything left is this commit's */
+		memcpy(id.b, pos + 8, CACHE_ID_LEN);
+		index = cache__be64_get(pos + 8 + CACHE_ID_LEN);
+		if (cache__pinned(c, &id, index)) {
+			cache__key_inc(pos, sizeof(pos));
+			continue;
+		}
+		rc = cache__block_remove(c, txn, &id, index, &found);
+		if (rc)
+			break;
+		/* An lru entry without its access entry would stay forever. */
+		k.mv_size = sizeof(pos);
+		k.mv_data = pos;
+		rc = mdb_del(txn, c->dbi_lru, &k, NULL);
+		if (rc && rc != MDB_NOTFOUND)
+			break;
+		rc = 0;
+		if (!found)
+			continue;
+		entries--;
+		if (*nevicted == 0 ||
+		    memcmp(c->evicted[*nevicted - 1].id.b, id.b,
+			   CACHE_ID_LEN) != 0) {
+			rc = cache__record_patch(c, txn, &id,
+						 cache__rec_unverify, 0);
+			if (rc)
+				break;
+		}
+		c->evicted[*nevicted].id = id;
+		c->evicted[*nevicted].index = index;
+		(*nevicted)++;
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Notes blob id among the (few) blobs a commit touched. */
+static void cache__note_blob(struct cache_id *ids, int *n, int cap,
+			     const struct cache_id *id)
+{
+	for (int i = 0; i < *n; i++)
+		if (memcmp(ids[i].b, id->b, CACHE_ID_LEN) == 0)
+			return;
+	if (*n < cap)
+		ids[(*n)++] = *id;
+}
+
+/* Commits the batch in one write transaction: each block's data and the
+ * extent that claims it together, the reads remembered in `touches` (may
+ * be NULL), and the evictions the budget asks for. Returns an MDB/errno
+ * code; *nevicted counts the evictions in c->evicted. */
+static int cache__commit(struct cache *c, struct cache__pending **batch,
+			 int n, const struct cache__touch *touches,
+			 int *nevicted, const char **step)
+{
+	struct cache_id blobs[16];
+	int nblobs = 0;
+	uint64_t tick = cache__now_us();
 	MDB_txn *txn = NULL;
 	int rc;
 
+	*nevicted = 0;
 	*step = "begin";
 	rc = mdb_txn_begin(c->env, NULL, 0, &txn);
 	if (rc)
@@ -684,6 +1345,35 @@ static int cache__commit(struct cache *c, struct cache__pending **batch,
 					 start + e->len);
 		if (rc)
 			goto out;
+		*step = "set access";
+		rc = cache__access_set(c, txn, &e->id, e->index, tick, false);
+		if (rc)
+			goto out;
+		cache__note_blob(blobs, &nblobs, 16, &e->id);
+	}
+	*step = "persist reads";
+	for (size_t i = 0; touches && i < CACHE__TOUCH_CAP; i++) {
+		const struct cache__touch *t = &touches[i];
+
+		if (t->tick == 0)
+			continue;
+		rc = cache__access_set(c, txn, &t->id, t->index, t->tick, true);
+		if (rc)
+			goto out;
+		cache__note_blob(blobs, &nblobs, 16, &t->id);
+	}
+	*step = "update records";
+	for (int i = 0; i < nblobs; i++) {
+		rc = cache__record_patch(c, txn, &blobs[i], cache__rec_touch,
+					 tick / 1000000u);
+		if (rc)
+			goto out;
+	}
+	if (c->budget_eff) {
+		*step = "evict";
+		rc = cache__evict(c, txn, tick, nevicted);
+		if (rc)
+			goto out;
 	}
 	*step = "commit";
 	rc = mdb_txn_commit(txn);
@@ -691,6 +1381,57 @@ static int cache__commit(struct cache *c, struct cache__pending **batch,
 out:
 	if (txn)
 		mdb_txn_abort(txn);
+	if (rc)
+		*nevicted = 0;
+	return rc;
+}
+
+/* A full disk or map: lower this process's effective budget below what is
+ * stored, so that the following commits evict and the cache keeps
+ * working, smaller. Writer thread only. */
+static void cache__pressure(struct cache *c)
+{
+	MDB_txn *txn = NULL;
+	MDB_stat st;
+	uint64_t held, target;
+
+	if (cache__rtxn_get(c, &txn) != 0)
+		return;
+	int rc = mdb_stat(txn, c->dbi_blocks, &st);
+	cache__rtxn_put(c, txn);
+	if (rc)
+		return;
+	held = (uint64_t)st.ms_entries * CACHE_BLOCK_SIZE;
+	target = held > CACHE__PRESSURE_SLACK ? held - CACHE__PRESSURE_SLACK
+					      : 1;
+	if (c->budget_eff == 0 || target < c->budget_eff) {
+		c->budget_eff = target;
+		cache__log(c, CACHE_LOG_WARN,
+			   "%s: the disk or the map is full: evicting down "
+			   "to %" PRIu64 " MiB of blocks",
+			   c->dir, target >> 20);
+	}
+}
+
+/* A commit of one small meta entry: moves LMDB's transaction id on, so
+ * that the pages an eviction freed are reusable by the next commit. */
+static int cache__bump(struct cache *c, const char **step)
+{
+	unsigned char b[8];
+	MDB_val k = {.mv_size = 4, .mv_data = "bump"};
+	MDB_val v = {.mv_size = 8, .mv_data = b};
+	MDB_txn *txn = NULL;
+	int rc;
+
+	*step = "bump";
+	cache__be64_put(b, cache__now_us());
+	rc = mdb_txn_begin(c->env, NULL, 0, &txn);
+	if (rc)
+		return rc;
+	rc = mdb_put(txn, c->dbi_meta, &k, &v, 0);
+	if (rc == 0)
+		return mdb_txn_commit(txn);
+	mdb_txn_abort(txn);
 	return rc;
 }
 
@@ -703,10 +1444,27 @@ static void *cache__writer_main(void *arg)
 
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
-		while (!c->head && !c->stopping)
-			pthread_cond_wait(&c->cv_work, &c->mu);
-		if (!c->head)
-			break; /* stopping and drained */
+		/* Reads alone wake the writer when the table is half full,
+		 * else a second after the first one. */
+		while (!c->head && !c->stopping &&
+		       c->ntouch < CACHE__TOUCH_CAP / 2) {
+			struct timespec ts;
+
+			if (c->ntouch == 0) {
+				pthread_cond_wait(&c->cv_work, &c->mu);
+				continue;
+			}
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += CACHE__TOUCH_PERIOD_S;
+			if (pthread_cond_timedwait(&c->cv_work, &c->mu, &ts) ==
+			    ETIMEDOUT)
+				break;
+		}
+		if (!c->head && c->ntouch == 0) {
+			if (c->stopping)
+				break; /* stopping and drained */
+			continue;
+		}
 		int n = 0;
 		size_t bytes = 0;
 		for (struct cache__pending *e = c->head;
@@ -716,15 +1474,40 @@ static void *cache__writer_main(void *arg)
 			batch[n++] = e;
 			bytes += e->len;
 		}
+		struct cache__touch *touches = NULL;
+		if (c->ntouch) {
+			touches = c->touch;
+			c->touch = c->touch_spare;
+			c->touch_spare = touches;
+			c->ntouch = 0;
+		}
 		pthread_mutex_unlock(&c->mu);
 
 		const char *step = "";
-		int rc = cache__commit(c, batch, n, &step);
+		int nevicted = 0;
+		int rc = cache__commit(c, batch, n, touches, &nevicted, &step);
 		if (rc)
 			cache__log(c, CACHE_LOG_ERR,
 				   "%s: commit of %d blocks: %s: %s; the "
 				   "blocks are dropped, not claimed",
 				   c->dir, n, step, mdb_strerror(rc));
+		if (rc == MDB_MAP_FULL || rc == ENOSPC || rc == EDQUOT) {
+			/* Evict now, in a commit of its own that needs few
+			 * pages; LMDB reuses the pages it frees from the
+			 * second commit after it. */
+			cache__pressure(c);
+			int erc = cache__commit(c, NULL, 0, NULL, &nevicted,
+						&step);
+			if (erc == 0 && nevicted)
+				erc = cache__bump(c, &step);
+			if (erc)
+				cache__log(c, CACHE_LOG_ERR,
+					   "%s: eviction after a full disk "
+					   "or map: %s: %s",
+					   c->dir, step, mdb_strerror(erc));
+		}
+		if (touches)
+			memset(touches, 0, CACHE__TOUCH_CAP * sizeof(*touches));
 
 		/* Keep what on_lost needs: unqueue may free the entries. */
 		for (int i = 0; rc && i < n; i++) {
@@ -734,15 +1517,20 @@ static void *cache__writer_main(void *arg)
 		pthread_mutex_lock(&c->mu);
 		if (rc && !c->first_err)
 			c->first_err = cache__errno(rc);
+		c->evicted_total += (uint64_t)nevicted;
 		for (int i = 0; i < n; i++)
 			cache__unqueue(c, batch[i]);
-		if (rc && c->on_lost) {
+		if ((rc && n && c->on_lost) || (nevicted && c->on_evicted)) {
 			/* Flushers wait for the reports too (c->reporting). */
 			c->reporting = true;
 			pthread_mutex_unlock(&c->mu);
-			for (int i = 0; i < n; i++)
+			for (int i = 0; rc && c->on_lost && i < n; i++)
 				c->on_lost(c->lost_ctx, &lost_id[i],
 					   lost_index[i], cache__errno(rc));
+			for (int i = 0; c->on_evicted && i < nevicted; i++)
+				c->on_evicted(c->evicted_ctx,
+					      &c->evicted[i].id,
+					      c->evicted[i].index);
 			pthread_mutex_lock(&c->mu);
 			c->reporting = false;
 		}
@@ -785,7 +1573,15 @@ static void cache__free(struct cache *c)
 	pthread_cond_destroy(&c->cv_space);
 	pthread_cond_destroy(&c->cv_work);
 	pthread_mutex_destroy(&c->pool_mu);
+	pthread_mutex_destroy(&c->aux_mu);
 	pthread_mutex_destroy(&c->mu);
+	for (size_t i = 0; i < c->ndgs; i++)
+		free(c->dgs[i].d);
+	free(c->dgs);
+	free(c->pins);
+	free(c->touch);
+	free(c->touch_spare);
+	free(c->evicted);
 	free(c->buckets);
 	free(c->dir);
 	free(c);
@@ -823,7 +1619,10 @@ long cache_block_read(struct cache *c, const struct cache_id *id,
 	if (!c || !id || (!buf && len))
 		return -EINVAL;
 
+	uint64_t tick = cache__now_us();
 	pthread_mutex_lock(&c->mu);
+	/* Optimistic: a miss leaves a touch the writer skips. */
+	cache__touch_locked(c, id, index, tick);
 	for (e = c->buckets[cache__bucket(id, index)]; e; e = e->hnext)
 		if (e->index == index &&
 		    memcmp(e->id.b, id->b, CACHE_ID_LEN) == 0)
@@ -931,6 +1730,77 @@ out:
 
 /* ---- blob records ---- */
 
+/* Decodes a stored record (version 1 or 2). Returns 0 or MDB_CORRUPTED. */
+static int cache__record_decode(const MDB_val *v, struct cache_blob_record *out)
+{
+	const unsigned char *p = v->mv_data;
+	size_t len = v->mv_size, vlen, at;
+
+	if (len < CACHE__RECORD_HDR || (p[0] != 1 && p[0] != 2))
+		return MDB_CORRUPTED;
+	vlen = (size_t)p[17] << 8 | p[18];
+	if (vlen >= CACHE_VALIDATOR_MAX || CACHE__RECORD_HDR + vlen > len)
+		return MDB_CORRUPTED;
+	memset(out, 0, sizeof(*out));
+	out->size = cache__be64_get(p + 1);
+	out->last_access = cache__be64_get(p + 9);
+	memcpy(out->validator, p + CACHE__RECORD_HDR, vlen);
+	if (p[0] == 1)
+		return 0;
+	at = CACHE__RECORD_HDR + vlen;
+	if (at + 8 + 1 + 2 > len)
+		return MDB_CORRUPTED;
+	out->validated_at = cache__be64_get(p + at);
+	unsigned flags = p[at + 8];
+	at += 9;
+	out->verified = flags & CACHE__REC_VERIFIED;
+	out->has_sha256 = flags & CACHE__REC_SHA256;
+	if (out->has_sha256) {
+		if (at + CACHE_SHA256_LEN + 2 > len)
+			return MDB_CORRUPTED;
+		memcpy(out->sha256, p + at, CACHE_SHA256_LEN);
+		at += CACHE_SHA256_LEN;
+	}
+	size_t ilen = (size_t)p[at] << 8 | p[at + 1];
+	at += 2;
+	if (ilen >= CACHE_IDENTITY_MAX || at + ilen > len)
+		return MDB_CORRUPTED;
+	memcpy(out->identity, p + at, ilen);
+	return 0;
+}
+
+/* Encodes rec as a version 2 record into buf (CACHE__RECORD_MAX bytes).
+ * Returns the length, or 0 when a string is not terminated. */
+static size_t cache__record_encode(const struct cache_blob_record *rec,
+				   unsigned char *buf)
+{
+	size_t vlen = strnlen(rec->validator, CACHE_VALIDATOR_MAX);
+	size_t ilen = strnlen(rec->identity, CACHE_IDENTITY_MAX);
+	size_t at;
+
+	if (vlen == CACHE_VALIDATOR_MAX || ilen == CACHE_IDENTITY_MAX)
+		return 0;
+	buf[0] = CACHE__RECORD_VERSION;
+	cache__be64_put(buf + 1, rec->size);
+	cache__be64_put(buf + 9, rec->last_access);
+	buf[17] = (unsigned char)(vlen >> 8);
+	buf[18] = (unsigned char)vlen;
+	memcpy(buf + CACHE__RECORD_HDR, rec->validator, vlen);
+	at = CACHE__RECORD_HDR + vlen;
+	cache__be64_put(buf + at, rec->validated_at);
+	buf[at + 8] = (unsigned char)((rec->verified ? CACHE__REC_VERIFIED : 0) |
+				      (rec->has_sha256 ? CACHE__REC_SHA256 : 0));
+	at += 9;
+	if (rec->has_sha256) {
+		memcpy(buf + at, rec->sha256, CACHE_SHA256_LEN);
+		at += CACHE_SHA256_LEN;
+	}
+	buf[at] = (unsigned char)(ilen >> 8);
+	buf[at + 1] = (unsigned char)ilen;
+	memcpy(buf + at + 2, rec->identity, ilen);
+	return at + 2 + ilen;
+}
+
 int cache_blob_get(struct cache *c, const struct cache_id *id,
 		   struct cache_blob_record *out)
 {
@@ -951,19 +1821,7 @@ int cache_blob_get(struct cache *c, const struct cache_id *id,
 	}
 	if (rc)
 		goto out;
-	const unsigned char *p = v.mv_data;
-	size_t vlen = 0;
-	if (v.mv_size >= CACHE__RECORD_HDR)
-		vlen = (size_t)p[17] << 8 | p[18];
-	if (v.mv_size < CACHE__RECORD_HDR || p[0] != CACHE__RECORD_VERSION ||
-	    vlen >= CACHE_VALIDATOR_MAX || CACHE__RECORD_HDR + vlen > v.mv_size) {
-		rc = MDB_CORRUPTED;
-		goto out;
-	}
-	memset(out, 0, sizeof(*out));
-	out->size = cache__be64_get(p + 1);
-	out->last_access = cache__be64_get(p + 9);
-	memcpy(out->validator, p + CACHE__RECORD_HDR, vlen);
+	rc = cache__record_decode(&v, out);
 out:
 	if (txn)
 		cache__rtxn_put(c, txn);
@@ -978,26 +1836,25 @@ out:
 int cache_blob_put(struct cache *c, const struct cache_id *id,
 		   const struct cache_blob_record *rec)
 {
-	unsigned char buf[CACHE__RECORD_HDR + CACHE_VALIDATOR_MAX];
+	unsigned char *buf = NULL;
 	MDB_txn *txn = NULL;
 	const char *step = "begin";
-	size_t vlen;
+	size_t len;
 	int rc;
 
 	if (!c || !id || !rec)
 		return -EINVAL;
-	vlen = strnlen(rec->validator, CACHE_VALIDATOR_MAX);
-	if (vlen == CACHE_VALIDATOR_MAX)
+	buf = malloc(CACHE__RECORD_MAX);
+	if (!buf)
+		return -ENOMEM;
+	len = cache__record_encode(rec, buf);
+	if (len == 0) {
+		free(buf);
 		return -EINVAL; /* not terminated */
-	buf[0] = CACHE__RECORD_VERSION;
-	cache__be64_put(buf + 1, rec->size);
-	cache__be64_put(buf + 9, rec->last_access);
-	buf[17] = (unsigned char)(vlen >> 8);
-	buf[18] = (unsigned char)vlen;
-	memcpy(buf + CACHE__RECORD_HDR, rec->validator, vlen);
+	}
 
 	MDB_val k = {.mv_size = CACHE_ID_LEN, .mv_data = (void *)id->b};
-	MDB_val v = {.mv_size = CACHE__RECORD_HDR + vlen, .mv_data = buf};
+	MDB_val v = {.mv_size = len, .mv_data = buf};
 	rc = mdb_txn_begin(c->env, NULL, 0, &txn);
 	if (rc)
 		goto out;
@@ -1009,6 +1866,7 @@ int cache_blob_put(struct cache *c, const struct cache_id *id,
 	rc = mdb_txn_commit(txn);
 	txn = NULL;
 out:
+	free(buf);
 	if (txn)
 		mdb_txn_abort(txn);
 	if (rc) {
@@ -1017,6 +1875,43 @@ out:
 		return cache__errno(rc);
 	}
 	return 0;
+}
+
+/* Deletes the access and lru entries of every block of id. */
+static int cache__del_access(struct cache *c, MDB_txn *txn,
+			     const struct cache_id *id)
+{
+	unsigned char key[CACHE__BLOCK_KEY_LEN], lk[CACHE__LRU_KEY_LEN];
+	MDB_cursor *cur = NULL;
+	MDB_val k = {.mv_size = sizeof(key), .mv_data = key}, v;
+	MDB_val lkv = {.mv_size = sizeof(lk), .mv_data = lk};
+	int rc;
+
+	rc = mdb_cursor_open(txn, c->dbi_access, &cur);
+	if (rc)
+		return rc;
+	cache__key(key, id, 0);
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	while (rc == 0 && cache__key_is(&k, id)) {
+		if (v.mv_size == 8) {
+			cache__lru_key(lk, cache__be64_get(v.mv_data), id,
+				       cache__be64_get((unsigned char *)k.mv_data +
+						       CACHE_ID_LEN));
+			rc = mdb_del(txn, c->dbi_lru, &lkv, NULL);
+			if (rc && rc != MDB_NOTFOUND)
+				break;
+		}
+		rc = mdb_cursor_del(cur, 0);
+		if (rc)
+			break;
+		k.mv_size = sizeof(key);
+		k.mv_data = key;
+		rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	}
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+	mdb_cursor_close(cur);
+	return rc;
 }
 
 /* Deletes every key of dbi that starts with id. */
@@ -1091,6 +1986,10 @@ int cache_blob_drop(struct cache *c, const struct cache_id *id)
 		rc = 0;
 	if (rc)
 		goto out;
+	step = "delete access times";
+	rc = cache__del_access(c, txn, id);
+	if (rc)
+		goto out;
 	step = "delete extents";
 	rc = cache__del_prefix(txn, c->dbi_extents, id);
 	if (rc)
@@ -1158,6 +2057,18 @@ int cache_stats_get(struct cache *c, struct cache_stats *out)
 	if (rc)
 		goto out;
 	out->map_size = info.me_mapsize;
+	out->format = CACHE__FORMAT;
+	out->block_size = CACHE_BLOCK_SIZE;
+	out->budget = c->budget;
+	if (!out->budget) {
+		MDB_val bk = {.mv_size = 6, .mv_data = "budget"}, bv;
+
+		if (mdb_get(txn, c->dbi_meta, &bk, &bv) == 0 && bv.mv_size == 8)
+			out->budget = cache__be64_get(bv.mv_data);
+	}
+	pthread_mutex_lock(&c->mu);
+	out->evicted = c->evicted_total;
+	pthread_mutex_unlock(&c->mu);
 	size_t plen = strlen(c->dir) + sizeof("/data.mdb");
 	path = malloc(plen);
 	if (!path) {
@@ -1180,4 +2091,618 @@ out:
 		return cache__errno(rc);
 	}
 	return 0;
+}
+
+/* ---- pins ---- */
+
+int cache_pin_set(struct cache *c, const struct cache_id *id, uint64_t slot,
+		  uint64_t start, uint64_t end)
+{
+	int rc = 0;
+
+	if (!c || !id)
+		return -EINVAL;
+	pthread_mutex_lock(&c->aux_mu);
+	size_t i = 0;
+	while (i < c->npins &&
+	       (c->pins[i].slot != slot ||
+		memcmp(c->pins[i].id.b, id->b, CACHE_ID_LEN) != 0))
+		i++;
+	if (start >= end) {
+		if (i < c->npins)
+			c->pins[i] = c->pins[--c->npins];
+		goto out;
+	}
+	if (i == c->npins) {
+		if (c->npins == c->cap_pins) {
+			size_t cap = c->cap_pins ? c->cap_pins * 2 : 16;
+			struct cache__pin *p =
+				realloc(c->pins, cap * sizeof(*p));
+			if (!p) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			c->pins = p;
+			c->cap_pins = cap;
+		}
+		c->pins[i].id = *id;
+		c->pins[i].slot = slot;
+		c->npins++;
+	}
+	c->pins[i].start = start;
+	c->pins[i].end = end;
+out:
+	pthread_mutex_unlock(&c->aux_mu);
+	return rc;
+}
+
+/* ---- eviction on demand ---- */
+
+int cache_blocks_evict(struct cache *c, const struct cache_id *id,
+		       uint64_t first, uint64_t count)
+{
+	MDB_txn *txn = NULL;
+	const char *step = "begin";
+	bool busy, found;
+	int rc;
+
+	if (!c || !id || count > UINT64_MAX - first)
+		return -EINVAL;
+	/* As in cache_blob_drop: queued ones go now, a batch in flight is
+	 * waited for. */
+	pthread_mutex_lock(&c->mu);
+	do {
+		busy = false;
+		struct cache__pending *e = c->head, *next;
+		for (; e; e = next) {
+			next = e->next;
+			if (e->index < first || e->index - first >= count ||
+			    memcmp(e->id.b, id->b, CACHE_ID_LEN) != 0)
+				continue;
+			if (e->committing)
+				busy = true;
+			else
+				cache__unqueue(c, e);
+		}
+		if (busy)
+			pthread_cond_wait(&c->cv_done, &c->mu);
+	} while (busy);
+	pthread_cond_broadcast(&c->cv_done);
+	pthread_cond_broadcast(&c->cv_space);
+	pthread_mutex_unlock(&c->mu);
+
+	rc = mdb_txn_begin(c->env, NULL, 0, &txn);
+	if (rc)
+		goto out;
+	step = "remove blocks";
+	bool any = false;
+	for (uint64_t i = 0; i < count; i++) {
+		rc = cache__block_remove(c, txn, id, first + i, &found);
+		if (rc)
+			goto out;
+		any |= found;
+	}
+	if (any) {
+		step = "update record";
+		rc = cache__record_patch(c, txn, id, cache__rec_unverify, 0);
+		if (rc)
+			goto out;
+	}
+	step = "commit";
+	rc = mdb_txn_commit(txn);
+	txn = NULL;
+out:
+	if (txn)
+		mdb_txn_abort(txn);
+	if (rc) {
+		cache__log(c, CACHE_LOG_ERR, "%s: evict blocks: %s: %s", c->dir,
+			   step, mdb_strerror(rc));
+		return cache__errno(rc);
+	}
+	return 0;
+}
+
+/* ---- integrity ---- */
+
+int cache_blob_digests_set(struct cache *c, const struct cache_id *id,
+			   uint64_t blob_size, uint32_t digest_block_size,
+			   const uint8_t (*digests)[CACHE_SHA256_LEN],
+			   uint64_t n)
+{
+	uint32_t dbs = digest_block_size;
+	uint8_t(*copy)[CACHE_SHA256_LEN] = NULL;
+	int rc = 0;
+
+	if (!c || !id)
+		return -EINVAL;
+	if (n) {
+		if (!digests || dbs < CACHE__DIGEST_BLOCK_MIN ||
+		    (dbs <= CACHE_BLOCK_SIZE ? CACHE_BLOCK_SIZE % dbs
+					     : dbs % CACHE_BLOCK_SIZE) ||
+		    n != (blob_size + dbs - 1) / dbs ||
+		    n > SIZE_MAX / CACHE_SHA256_LEN)
+			return -EINVAL;
+		copy = malloc((size_t)n * CACHE_SHA256_LEN);
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, digests, (size_t)n * CACHE_SHA256_LEN);
+	}
+	pthread_mutex_lock(&c->aux_mu);
+	struct cache__digests *dg = cache__dg_find(c, id);
+	if (!n) {
+		if (dg) {
+			free(dg->d);
+			*dg = c->dgs[--c->ndgs];
+		}
+		goto out;
+	}
+	if (!dg) {
+		if (c->ndgs == c->cap_dgs) {
+			size_t cap = c->cap_dgs ? c->cap_dgs * 2 : 4;
+			struct cache__digests *p =
+				realloc(c->dgs, cap * sizeof(*p));
+			if (!p) {
+				free(copy);
+				rc = -ENOMEM;
+				goto out;
+			}
+			c->dgs = p;
+			c->cap_dgs = cap;
+		}
+		dg = &c->dgs[c->ndgs++];
+		dg->id = *id;
+		dg->d = NULL;
+	}
+	free(dg->d);
+	dg->d = copy;
+	dg->size = blob_size;
+	dg->dbs = dbs;
+	dg->n = n;
+out:
+	pthread_mutex_unlock(&c->aux_mu);
+	return rc;
+}
+
+/* Adds cache blocks [first, last] to the bad list, skipping repeats. */
+static void cache__bad_add(uint64_t *bad, size_t cap, size_t *n,
+			   uint64_t first, uint64_t last)
+{
+	for (uint64_t b = first; b <= last; b++) {
+		if (*n > 0 && *n <= cap && bad[*n - 1] >= b)
+			continue;
+		if (*n < cap)
+			bad[*n] = b;
+		(*n)++;
+	}
+}
+
+/* Sets or clears the record's verified flag (and stores the digest) in a
+ * write transaction of its own. */
+static int cache__record_set_verified(struct cache *c,
+				      const struct cache_id *id,
+				      const uint8_t *sha256, bool ok)
+{
+	struct cache_blob_record *rec = malloc(sizeof(*rec));
+	unsigned char *buf = malloc(CACHE__RECORD_MAX);
+	MDB_val k = {.mv_size = CACHE_ID_LEN, .mv_data = (void *)id->b}, v;
+	MDB_txn *txn = NULL;
+	int rc = ENOMEM;
+
+	if (!rec || !buf)
+		goto out;
+	rc = mdb_txn_begin(c->env, NULL, 0, &txn);
+	if (rc)
+		goto out;
+	rc = mdb_get(txn, c->dbi_blobs, &k, &v);
+	if (rc)
+		goto out;
+	rc = cache__record_decode(&v, rec);
+	if (rc)
+		goto out;
+	rec->verified = ok;
+	if (ok) {
+		rec->has_sha256 = true;
+		memcpy(rec->sha256, sha256, CACHE_SHA256_LEN);
+	}
+	v.mv_size = cache__record_encode(rec, buf);
+	v.mv_data = buf;
+	rc = mdb_put(txn, c->dbi_blobs, &k, &v, 0);
+	if (rc)
+		goto out;
+	rc = mdb_txn_commit(txn);
+	txn = NULL;
+out:
+	if (txn)
+		mdb_txn_abort(txn);
+	free(rec);
+	free(buf);
+	return rc;
+}
+
+int cache_blob_verify(struct cache *c, const struct cache_id *id,
+		      const uint8_t *expected, uint64_t *bad, size_t bad_cap,
+		      size_t *nbad)
+{
+	struct cache_blob_record *rec = NULL;
+	uint8_t want[CACHE_SHA256_LEN], got[CACHE_SHA256_LEN];
+	uint8_t(*dg)[CACHE_SHA256_LEN] = NULL;
+	uint64_t dg_n = 0, nblocks, pos = 0, dpos = 0, didx = 0;
+	uint32_t dbs = 0;
+	EVP_MD_CTX *whole = NULL, *part = NULL;
+	MDB_txn *txn = NULL;
+	size_t nb = 0;
+	unsigned int md_len;
+	int rc, err = 0;
+
+	if (nbad)
+		*nbad = 0;
+	if (!c || !id || (bad_cap && !bad))
+		return -EINVAL;
+	rec = malloc(sizeof(*rec));
+	whole = EVP_MD_CTX_new();
+	part = EVP_MD_CTX_new();
+	if (!rec || !whole || !part) {
+		err = -ENOMEM;
+		goto out;
+	}
+	err = cache_blob_get(c, id, rec);
+	if (err)
+		goto out;
+	if (expected)
+		memcpy(want, expected, sizeof(want));
+	else if (rec->has_sha256)
+		memcpy(want, rec->sha256, sizeof(want));
+	else {
+		err = -ENOENT;
+		goto out;
+	}
+	uint64_t held = 0;
+	err = cache_blob_held(c, id, &held);
+	if (err)
+		goto out;
+	if (held != rec->size) {
+		err = -ENODATA;
+		goto out;
+	}
+	pthread_mutex_lock(&c->aux_mu);
+	struct cache__digests *d = cache__dg_find(c, id);
+	if (d && d->size == rec->size) {
+		dg = malloc((size_t)d->n * CACHE_SHA256_LEN);
+		if (dg) {
+			memcpy(dg, d->d, (size_t)d->n * CACHE_SHA256_LEN);
+			dg_n = d->n;
+			dbs = d->dbs;
+		}
+	}
+	pthread_mutex_unlock(&c->aux_mu);
+
+	EVP_DigestInit_ex(whole, EVP_sha256(), NULL);
+	EVP_DigestInit_ex(part, EVP_sha256(), NULL);
+	rc = cache__rtxn_get(c, &txn);
+	if (rc) {
+		err = cache__errno(rc);
+		goto out;
+	}
+	nblocks = (rec->size + CACHE_BLOCK_SIZE - 1) / CACHE_BLOCK_SIZE;
+	for (uint64_t i = 0; i < nblocks; i++) {
+		unsigned char key[CACHE__BLOCK_KEY_LEN];
+		MDB_val k = {.mv_size = sizeof(key), .mv_data = key}, v;
+		uint64_t want_len = rec->size - pos < CACHE_BLOCK_SIZE
+					    ? rec->size - pos
+					    : CACHE_BLOCK_SIZE;
+
+		cache__key(key, id, i);
+		rc = mdb_get(txn, c->dbi_blocks, &k, &v);
+		if (rc == MDB_NOTFOUND || (rc == 0 && v.mv_size != want_len)) {
+			err = -ENODATA;
+			goto out;
+		}
+		if (rc) {
+			err = cache__errno(rc);
+			goto out;
+		}
+		EVP_DigestUpdate(whole, v.mv_data, v.mv_size);
+		/* Per digest block: feed and close them as the bytes pass. */
+		for (size_t off = 0; dg && off < v.mv_size;) {
+			uint64_t dend = (didx + 1) * (uint64_t)dbs;
+			if (dend > rec->size)
+				dend = rec->size;
+			size_t take = v.mv_size - off;
+			if (take > dend - dpos)
+				take = (size_t)(dend - dpos);
+			EVP_DigestUpdate(part, (unsigned char *)v.mv_data + off,
+					 take);
+			off += take;
+			dpos += take;
+			if (dpos == dend) {
+				EVP_DigestFinal_ex(part, got, &md_len);
+				if (didx < dg_n &&
+				    memcmp(got, dg[didx], CACHE_SHA256_LEN))
+					cache__bad_add(
+						bad, bad_cap, &nb,
+						didx * dbs / CACHE_BLOCK_SIZE,
+						(dend - 1) / CACHE_BLOCK_SIZE);
+				didx++;
+				EVP_DigestInit_ex(part, EVP_sha256(), NULL);
+			}
+		}
+		pos += v.mv_size;
+	}
+	cache__rtxn_put(c, txn);
+	txn = NULL;
+	EVP_DigestFinal_ex(whole, got, &md_len);
+	bool ok = memcmp(got, want, CACHE_SHA256_LEN) == 0;
+	rc = cache__record_set_verified(c, id, want, ok);
+	if (rc) {
+		cache__log(c, CACHE_LOG_ERR, "%s: verify: update record: %s",
+			   c->dir, mdb_strerror(rc));
+		err = cache__errno(rc);
+		goto out;
+	}
+	if (!ok) {
+		char hex[2 * CACHE_ID_LEN + 1];
+
+		cache_id_to_hex(id, hex);
+		cache__log(c, CACHE_LOG_ERR,
+			   "%s: blob %s (%s): SHA-256 of the whole blob does "
+			   "not match; %zu bad blocks found by block digests",
+			   c->dir, hex, rec->identity, nb);
+		err = -EBADMSG;
+	}
+	if (nbad)
+		*nbad = nb < bad_cap ? nb : bad_cap;
+out:
+	if (txn)
+		cache__rtxn_put(c, txn);
+	EVP_MD_CTX_free(whole);
+	EVP_MD_CTX_free(part);
+	free(dg);
+	free(rec);
+	return err;
+}
+
+int cache_blob_check(struct cache *c, const struct cache_id *id,
+		     uint64_t *uncovered)
+{
+	unsigned char key[CACHE__EXTENT_KEY_LEN], bkey[CACHE__BLOCK_KEY_LEN];
+	MDB_cursor *cur = NULL;
+	MDB_txn *txn = NULL;
+	MDB_val k, v, bk = {.mv_size = sizeof(bkey), .mv_data = bkey}, bv;
+	uint64_t n = 0;
+	int rc;
+
+	if (!c || !id || !uncovered)
+		return -EINVAL;
+	rc = cache__rtxn_get(c, &txn);
+	if (rc)
+		goto out;
+	rc = mdb_cursor_open(txn, c->dbi_extents, &cur);
+	if (rc)
+		goto out;
+	cache__key(key, id, 0);
+	k.mv_size = sizeof(key);
+	k.mv_data = key;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	while (rc == 0 && cache__key_is(&k, id)) {
+		uint64_t a = cache__be64_get((unsigned char *)k.mv_data +
+					     CACHE_ID_LEN);
+		uint64_t b = v.mv_size == 8 ? cache__be64_get(v.mv_data) : a;
+
+		for (uint64_t i = a / CACHE_BLOCK_SIZE;
+		     i * CACHE_BLOCK_SIZE < b; i++) {
+			uint64_t need = b - i * CACHE_BLOCK_SIZE;
+			int brc;
+
+			if (need > CACHE_BLOCK_SIZE)
+				need = CACHE_BLOCK_SIZE;
+			cache__key(bkey, id, i);
+			brc = mdb_get(txn, c->dbi_blocks, &bk, &bv);
+			if (brc == MDB_NOTFOUND ||
+			    (brc == 0 && bv.mv_size < need))
+				n++;
+			else if (brc) {
+				rc = brc;
+				goto out;
+			}
+		}
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+out:
+	if (cur)
+		mdb_cursor_close(cur);
+	if (txn)
+		cache__rtxn_put(c, txn);
+	if (rc) {
+		cache__log(c, CACHE_LOG_ERR, "%s: check: %s", c->dir,
+			   mdb_strerror(rc));
+		return cache__errno(rc);
+	}
+	*uncovered = n;
+	return 0;
+}
+
+/* ---- listing ---- */
+
+int cache_blob_ids(struct cache *c, struct cache_id **ids, size_t *n)
+{
+	struct cache_id *arr = NULL;
+	size_t cnt = 0, cap = 0;
+	MDB_cursor *cur = NULL;
+	MDB_txn *txn = NULL;
+	MDB_val k, v;
+	int rc;
+
+	if (!c || !ids || !n)
+		return -EINVAL;
+	rc = cache__rtxn_get(c, &txn);
+	if (rc)
+		goto out;
+	rc = mdb_cursor_open(txn, c->dbi_blobs, &cur);
+	if (rc)
+		goto out;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	while (rc == 0) {
+		if (k.mv_size == CACHE_ID_LEN) {
+			if (cnt == cap) {
+				size_t ncap = cap ? cap * 2 : 64;
+				struct cache_id *p =
+					realloc(arr, ncap * sizeof(*p));
+				if (!p) {
+					rc = ENOMEM;
+					goto out;
+				}
+				arr = p;
+				cap = ncap;
+			}
+			memcpy(arr[cnt++].b, k.mv_data, CACHE_ID_LEN);
+		}
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+out:
+	if (cur)
+		mdb_cursor_close(cur);
+	if (txn)
+		cache__rtxn_put(c, txn);
+	if (rc) {
+		free(arr);
+		cache__log(c, CACHE_LOG_ERR, "%s: list blobs: %s", c->dir,
+			   mdb_strerror(rc));
+		return cache__errno(rc);
+	}
+	*ids = arr;
+	*n = cnt;
+	return 0;
+}
+
+static int cache__sum_extent(void *ctx, uint64_t start, uint64_t end)
+{
+	*(uint64_t *)ctx += end - start;
+	return 0;
+}
+
+int cache_blob_held(struct cache *c, const struct cache_id *id,
+		    uint64_t *bytes)
+{
+	uint64_t sum = 0;
+	int rc;
+
+	if (!bytes)
+		return -EINVAL;
+	rc = cache_extents_each(c, id, cache__sum_extent, &sum);
+	if (rc == 0)
+		*bytes = sum;
+	return rc;
+}
+
+/* ---- compaction ---- */
+
+static uint64_t cache__file_size(const char *dir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+int cache_compact(const struct cache_config *cfg, uint64_t *before,
+		  uint64_t *after)
+{
+	char lockpath[PATH_MAX], tmp[PATH_MAX], from[PATH_MAX], to[PATH_MAX];
+	struct cache *c = NULL;
+	const char *step = "open";
+	int fd = -1, rc;
+
+	if (!cfg || !cfg->dir || !before || !after)
+		return -EINVAL;
+	rc = cache_open(cfg, &c);
+	if (rc)
+		return rc;
+	snprintf(lockpath, sizeof(lockpath), "%s/lock.mdb", c->dir);
+	snprintf(tmp, sizeof(tmp), "%s/compact.tmp", c->dir);
+	snprintf(from, sizeof(from), "%s/compact.tmp/data.mdb", c->dir);
+	snprintf(to, sizeof(to), "%s/data.mdb", c->dir);
+	/* Every process with the environment open holds a shared fcntl lock
+	 * on byte 0 of lock.mdb; turning ours into an exclusive one succeeds
+	 * only when no other process has it open, and makes a process that
+	 * opens it meanwhile wait in mdb_env_open until we are done. */
+	step = "lock";
+	fd = open(lockpath, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET,
+			   .l_start = 0, .l_len = 1};
+	if (fcntl(fd, F_SETLK, &fl) != 0) {
+		struct flock who = fl;
+
+		rc = -EBUSY;
+		if (fcntl(fd, F_GETLK, &who) == 0 && who.l_type != F_UNLCK)
+			cache__log(c, CACHE_LOG_ERR,
+				   "%s: in use by another process (pid %ld, "
+				   "perhaps a mount); unmount it first",
+				   c->dir, (long)who.l_pid);
+		else
+			cache__log(c, CACHE_LOG_ERR,
+				   "%s: in use by another process; unmount "
+				   "it first",
+				   c->dir);
+		goto out_quiet;
+	}
+	step = "flush";
+	rc = cache_flush(c);
+	if (rc)
+		goto out;
+	*before = cache__file_size(c->dir);
+	step = "copy";
+	unlink(from);
+	rmdir(tmp);
+	if (mkdir(tmp, 0700) != 0) {
+		rc = -errno;
+		goto out;
+	}
+	rc = mdb_env_copy2(c->env, tmp, MDB_CP_COMPACT);
+	if (rc) {
+		unlink(from);
+		rmdir(tmp);
+		rc = cache__errno(rc);
+		goto out;
+	}
+	step = "fsync";
+	int cfd = open(from, O_RDONLY | O_CLOEXEC);
+	if (cfd < 0 || fsync(cfd) != 0) {
+		rc = -errno;
+		if (cfd >= 0)
+			close(cfd);
+		unlink(from);
+		rmdir(tmp);
+		goto out;
+	}
+	close(cfd);
+	step = "swap";
+	if (rename(from, to) != 0) {
+		rc = -errno;
+		unlink(from);
+		rmdir(tmp);
+		goto out;
+	}
+	rmdir(tmp);
+	*after = cache__file_size(c->dir);
+	rc = 0;
+out:
+	if (rc)
+		cache__log(c, CACHE_LOG_ERR, "%s: compact: %s: %s", c->dir,
+			   step, strerror(-rc));
+out_quiet:
+	/* Closing the environment closes its lock file, which drops every
+	 * fcntl lock of this process on it, ours included. */
+	cache_close(c);
+	if (fd >= 0)
+		close(fd);
+	return rc;
 }

@@ -36,6 +36,8 @@ struct cache_id;
 #endif
 #define CACHE_ID_LEN 16
 #define CACHE_VALIDATOR_MAX 256
+#define CACHE_IDENTITY_MAX 8192
+#define CACHE_SHA256_LEN 32
 
 enum cache_log_level { CACHE_LOG_ERR, CACHE_LOG_WARN, CACHE_LOG_INFO };
 
@@ -60,6 +62,23 @@ struct cache_config {
 	void (*on_lost)(void *ctx, const struct cache_id *id, uint64_t index,
 			int err);
 	void *lost_ctx;
+	/* Byte budget for block data; 0: unlimited. Counted as stored blocks
+	 * times CACHE_BLOCK_SIZE (a short last block counts whole). Enforced
+	 * by this process's writer at admission: a commit that adds blocks
+	 * evicts the least recently used unpinned blocks, of any blob, in the
+	 * same transaction. Also recorded in the environment for `pacefs
+	 * cache stat`. */
+	uint64_t budget_bytes;
+	/* Optional. Called on the writer thread, after the commit that
+	 * evicted it landed, for each block this process evicted (budget,
+	 * disk or map pressure; not for cache_blocks_evict() or
+	 * cache_blob_drop(), whose callers know). Same rules as on_lost: the
+	 * block's bytes are no longer held. Blocks evicted by another process
+	 * sharing the directory are not reported: a cache_block_read() of
+	 * them returns -ENOENT. */
+	void (*on_evicted)(void *ctx, const struct cache_id *id,
+			   uint64_t index);
+	void *evicted_ctx;
 };
 
 /* A blob's identity: the first CACHE_ID_LEN bytes of SHA-256 over the
@@ -71,12 +90,30 @@ struct cache_id {
 
 void cache_id_from_string(const char *identity, struct cache_id *out);
 
-/* The stored record of one blob. */
+/* Writes the id as 2 * CACHE_ID_LEN lowercase hex digits and a NUL. */
+void cache_id_to_hex(const struct cache_id *id,
+		     char out[2 * CACHE_ID_LEN + 1]);
+
+/* The stored record of one blob. Zero-initialise it before filling it in:
+ * cache_blob_put() writes every field. */
 struct cache_blob_record {
 	uint64_t size;
 	char validator[CACHE_VALIDATOR_MAX]; /* strong ETag, else
 						Last-Modified; "" if none */
-	uint64_t last_access;		     /* seconds since the epoch */
+	uint64_t last_access;		     /* seconds since the epoch; the
+						writer also moves it on when
+						it persists reads or puts */
+	/* Since record version 2 (zero in older records): */
+	uint64_t validated_at; /* seconds since the epoch when the origin
+				  last confirmed `validator`; 0: never */
+	bool has_sha256;       /* sha256 holds the whole blob's digest */
+	bool verified;	       /* the held bytes matched sha256 when the blob
+				  was complete; cleared when a block of it is
+				  evicted (cache_blob_verify sets it) */
+	uint8_t sha256[CACHE_SHA256_LEN];
+	char identity[CACHE_IDENTITY_MAX]; /* the canonical identity string
+					      the id was made from (e.g.
+					      "url:" + URL); "" unknown */
 };
 
 /* Opens (creating if needed) the cache in cfg->dir. Writes *out only on
@@ -109,7 +146,16 @@ int cache_extents_each(struct cache *c, const struct cache_id *id,
 
 /* Queues block `index` of blob id (len bytes, CACHE_BLOCK_SIZE except for
  * the blob's last block) for the writer. Copies data. May block while the
- * queue is over its memory bound (back-pressure). */
+ * queue is over its memory bound (back-pressure).
+ *
+ * With per-block digests registered for the blob
+ * (cache_blob_digests_set), the block is checked first, on the caller's
+ * thread: -EBADMSG when it does not match, and nothing is queued. With
+ * digest blocks larger than a cache block, the check runs when the put
+ * completes a digest block (every other cache block of it readable); then
+ * -EBADMSG means the digest block as a whole is wrong, and the caller
+ * should evict its other cache blocks (cache_blocks_evict) and fetch them
+ * again from another source. */
 int cache_block_put(struct cache *c, const struct cache_id *id,
 		    uint64_t index, const void *data, size_t len);
 
@@ -124,6 +170,77 @@ long cache_block_read(struct cache *c, const struct cache_id *id,
  * first commit error since the last flush, or 0. */
 int cache_flush(struct cache *c);
 
+/* ---- budget and pins ---- */
+
+/* Pins bytes [start, end) of blob id under `slot` (any number the caller
+ * chooses, e.g. a reader id), replacing that (id, slot)'s previous pin;
+ * start >= end removes it. Blocks overlapping a pin are never evicted by
+ * this process's writer (the budget may then be exceeded). Pins live in
+ * memory, per process; another process's writer does not see them. A pin
+ * set while a commit runs applies from the next one. Cheap (a lock and a
+ * scan of the pins): may be called on every read. Returns 0, -EINVAL,
+ * -ENOMEM. */
+int cache_pin_set(struct cache *c, const struct cache_id *id, uint64_t slot,
+		  uint64_t start, uint64_t end);
+
+/* Removes blocks [first, first + count) of blob id, queued or committed,
+ * and cuts them out of its extents, in one transaction. Blocks not held
+ * are skipped. Synchronous; not reported through on_evicted. */
+int cache_blocks_evict(struct cache *c, const struct cache_id *id,
+		       uint64_t first, uint64_t count);
+
+/* ---- integrity ---- */
+
+/* Registers the expected SHA-256 of each digest block of blob id (in
+ * memory, per process; replaces any previous set; n == 0 removes it).
+ * digest_block_size must divide CACHE_BLOCK_SIZE or be a multiple of it;
+ * n must be ceil(blob_size / digest_block_size). Copies the digests.
+ * Returns 0, -EINVAL, -ENOMEM. */
+int cache_blob_digests_set(struct cache *c, const struct cache_id *id,
+			   uint64_t blob_size, uint32_t digest_block_size,
+			   const uint8_t (*digests)[CACHE_SHA256_LEN],
+			   uint64_t n);
+
+/* Checks the whole held blob id against `expected` (NULL: the record's
+ * sha256), reading every block from one read transaction (committed
+ * bytes: call cache_flush first). On a match the record gets verified =
+ * true (and expected as its sha256); on a mismatch verified = false, and
+ * when per-block digests are registered, the cache block indices of the
+ * digest blocks that differ go to bad[0..bad_cap) with their count in
+ * *nbad (0 means the culprits are unknown). Returns 0 (match), -EBADMSG
+ * (mismatch), -ENODATA (some byte of [0, size) is not held), -ENOENT (no
+ * record, or no digest to check against), -EIO. Takes as long as reading
+ * the blob; the record update is a synchronous commit. */
+int cache_blob_verify(struct cache *c, const struct cache_id *id,
+		      const uint8_t *expected, uint64_t *bad, size_t bad_cap,
+		      size_t *nbad);
+
+/* Structural check of blob id: every byte an extent claims is in a stored
+ * block of the right length. *uncovered gets the number of blocks an
+ * extent claims that are missing or too short (0: sound). */
+int cache_blob_check(struct cache *c, const struct cache_id *id,
+		     uint64_t *uncovered);
+
+/* ---- listing and maintenance (pacefs cache) ---- */
+
+/* The ids of every blob record, in key order, as a malloc'd array the
+ * caller frees. Returns 0 (with *n possibly 0 and *ids NULL), -ENOMEM,
+ * -EIO. */
+int cache_blob_ids(struct cache *c, struct cache_id **ids, size_t *n);
+
+/* Sum of the lengths of blob id's extents (committed bytes). */
+int cache_blob_held(struct cache *c, const struct cache_id *id,
+		    uint64_t *bytes);
+
+/* Rewrites the environment at cfg->dir compactly (mdb_env_copy2 with
+ * MDB_CP_COMPACT) and swaps it in: freed pages are returned to the file
+ * system. Opens the environment itself: cfg->dir must not be open in this
+ * process. While it runs it holds LMDB's lock so that no other process can
+ * open the cache. Returns -EBUSY (logged) when another process has it
+ * open, else 0 with the data file's size before and after. */
+int cache_compact(const struct cache_config *cfg, uint64_t *before,
+		  uint64_t *after);
+
 /* Whole-cache figures for status and `pacefs cache`. */
 struct cache_stats {
 	uint64_t blobs;
@@ -131,6 +248,11 @@ struct cache_stats {
 	uint64_t bytes;	    /* bytes of block data held */
 	uint64_t map_size;  /* LMDB map size */
 	uint64_t file_size; /* data.mdb size on disk */
+	uint64_t budget;    /* this process's budget_bytes, else the one the
+			       last process with a budget recorded; 0: none */
+	uint64_t evicted;   /* blocks this process's writer evicted */
+	uint32_t format;    /* on-disk format version */
+	uint32_t block_size;
 };
 
 int cache_stats_get(struct cache *c, struct cache_stats *out);

@@ -1,6 +1,8 @@
 /* test_cache: unit tests of the LMDB cache: persistence, records, blocks
  * through the queue and LMDB, extent merging, drop, format refusal, bad
- * directories, back-pressure, ENOSPC, concurrent and cross-process use. */
+ * directories, back-pressure, ENOSPC, concurrent and cross-process use,
+ * the byte budget, LRU eviction and pins, digests and verification,
+ * compaction; and the crash test's checker (--check-against). */
 #include "cache/cache.h"
 
 #include <errno.h>
@@ -468,7 +470,7 @@ static int raw_meta_put(const char *dir, const char *name, uint32_t x)
 
 	rc = mdb_env_create(&env);
 	if (rc == 0)
-		rc = mdb_env_set_maxdbs(env, 4);
+		rc = mdb_env_set_maxdbs(env, 6);
 	/* Small: the test's own map may not fit twice under valgrind. */
 	if (rc == 0)
 		rc = mdb_env_set_mapsize(env, 64u << 20);
@@ -502,11 +504,11 @@ static void test_format_refused(void)
 	T_EQ_INT(open_at(tmpdir, &c), -EPROTO);
 	T_ASSERT(c == NULL);
 	T_ASSERT(strstr(logcap.last, "version 99") != NULL);
-	T_ASSERT(strstr(logcap.last, "version 1") != NULL);
+	T_ASSERT(strstr(logcap.last, "version 2") != NULL);
 	T_ASSERT(strstr(logcap.last, tmpdir) != NULL);
 
 	/* Back to a known format, but another block size: refused too. */
-	T_EQ_INT(raw_meta_put(tmpdir, "format", 1), 0);
+	T_EQ_INT(raw_meta_put(tmpdir, "format", 2), 0);
 	T_EQ_INT(raw_meta_put(tmpdir, "block_size", 4096), 0);
 	T_EQ_INT(open_at(tmpdir, &c), -EPROTO);
 	T_ASSERT(strstr(logcap.last, "block size 4096") != NULL);
@@ -885,6 +887,825 @@ static void test_kill9(void)
 	tmp_remove();
 }
 
+/* ---- budget, eviction, pins ---- */
+
+#define EV_MAX 256
+
+struct evicted {
+	pthread_mutex_t mu;
+	int n;
+	struct cache_id id[EV_MAX];
+	uint64_t index[EV_MAX];
+};
+
+static void on_evicted(void *ctx, const struct cache_id *id, uint64_t index)
+{
+	struct evicted *ev = ctx;
+
+	pthread_mutex_lock(&ev->mu);
+	if (ev->n < EV_MAX) {
+		ev->id[ev->n] = *id;
+		ev->index[ev->n] = index;
+	}
+	ev->n++;
+	pthread_mutex_unlock(&ev->mu);
+}
+
+/* Whether ev holds (id, index). */
+static bool was_evicted(struct evicted *ev, const struct cache_id *id,
+			uint64_t index)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&ev->mu);
+	for (int i = 0; i < ev->n && i < EV_MAX; i++)
+		found |= ev->index[i] == index &&
+			 memcmp(ev->id[i].b, id->b, CACHE_ID_LEN) == 0;
+	pthread_mutex_unlock(&ev->mu);
+	return found;
+}
+
+static int open_budget(const char *dir, uint64_t blocks, struct evicted *ev,
+		       struct cache **out)
+{
+	struct cache_config cfg = cfg_for(dir);
+
+	cfg.budget_bytes = blocks * BS;
+	cfg.on_evicted = on_evicted;
+	cfg.evicted_ctx = ev;
+	return cache_open(&cfg, out);
+}
+
+static bool held(struct cache *c, const struct cache_id *id, uint64_t i)
+{
+	static unsigned char got[BS];
+
+	return cache_block_read(c, id, i, 0, got, BS) > 0;
+}
+
+/* Whether the extents claim block i, without reading it (a read would
+ * make it recently used). */
+static bool claimed(struct cache *c, const struct cache_id *id, uint64_t i)
+{
+	struct ext_list l;
+
+	if (extents_of(c, id, &l) != 0)
+		return false;
+	for (int x = 0; x < l.n && x < 64; x++)
+		if (l.s[x] <= i * BS && (i + 1) * BS <= l.e[x])
+			return true;
+	return false;
+}
+
+/* The least recently used blocks go first, reads count as use, the
+ * evicted blocks are reported and cut from the extents in the same
+ * commit. */
+static void test_budget_lru(void)
+{
+	struct evicted ev = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	struct cache *c = NULL;
+	struct cache_id a, b;
+	struct ext_list l;
+	struct cache_stats s;
+	static unsigned char got[BS];
+
+	tmp_make();
+	cache_id_from_string("url:lru-a", &a);
+	cache_id_from_string("url:lru-b", &b);
+	T_EQ_INT(open_budget(tmpdir, 8, &ev, &c), 0);
+	for (uint64_t i = 0; i < 8; i++)
+		T_EQ_INT(put_block(c, &a, i, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	T_EQ_INT(ev.n, 0);
+	/* Read blocks 0-3: they become more recent than 4-7. */
+	for (uint64_t i = 0; i < 4; i++)
+		T_EQ_INT(cache_block_read(c, &a, i, 0, got, BS), BS);
+	for (uint64_t i = 0; i < 4; i++)
+		T_EQ_INT(put_block(c, &b, i, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	T_EQ_INT(ev.n, 4);
+	for (uint64_t i = 0; i < 8; i++) {
+		T_EQ_INT(held(c, &a, i), i < 4);
+		T_EQ_INT(was_evicted(&ev, &a, i), i >= 4);
+	}
+	for (uint64_t i = 0; i < 4; i++)
+		T_ASSERT(held(c, &b, i));
+	T_EQ_INT(extents_of(c, &a, &l), 0);
+	T_EQ_INT(l.n, 1);
+	T_EQ_U64(l.s[0], 0);
+	T_EQ_U64(l.e[0], 4ull * BS);
+	T_EQ_INT(cache_stats_get(c, &s), 0);
+	T_EQ_U64(s.blocks, 8);
+	T_EQ_U64(s.bytes, 8ull * BS);
+	T_EQ_U64(s.budget, 8ull * BS);
+	T_EQ_U64(s.evicted, 4);
+	T_EQ_INT(s.format, 2);
+	T_EQ_INT(s.block_size, BS);
+	cache_close(c);
+
+	/* The budget is recorded for `pacefs cache stat`. */
+	c = NULL;
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	T_EQ_INT(cache_stats_get(c, &s), 0);
+	T_EQ_U64(s.budget, 8ull * BS);
+	cache_close(c);
+	tmp_remove();
+}
+
+/* Reads are persisted (at close here) and order eviction in a later
+ * process. */
+static void test_budget_reads_persist(void)
+{
+	struct evicted ev = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	struct cache *c = NULL;
+	struct cache_id a, b;
+	static unsigned char got[BS];
+
+	tmp_make();
+	cache_id_from_string("url:persist-a", &a);
+	cache_id_from_string("url:persist-b", &b);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	for (uint64_t i = 0; i < 4; i++)
+		T_EQ_INT(put_block(c, &a, i, BS), 0);
+	cache_close(c);
+	c = NULL;
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	T_EQ_INT(cache_block_read(c, &a, 2, 0, got, BS), BS);
+	cache_close(c);
+	c = NULL;
+	T_EQ_INT(open_budget(tmpdir, 3, &ev, &c), 0);
+	T_EQ_INT(put_block(c, &b, 0, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	T_EQ_INT(ev.n, 2);
+	T_ASSERT(held(c, &a, 2));
+	T_ASSERT(held(c, &b, 0));
+	T_EQ_INT(held(c, &a, 0) + held(c, &a, 1) + held(c, &a, 3), 1);
+	cache_close(c);
+	tmp_remove();
+}
+
+/* Pinned blocks are skipped, whatever their age; a cleared pin frees
+ * them. */
+static void test_pins(void)
+{
+	struct evicted ev = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	struct cache *c = NULL;
+	struct cache_id a, b;
+
+	tmp_make();
+	cache_id_from_string("url:pin-a", &a);
+	cache_id_from_string("url:pin-b", &b);
+	T_EQ_INT(open_budget(tmpdir, 4, &ev, &c), 0);
+	for (uint64_t i = 0; i < 4; i++)
+		T_EQ_INT(put_block(c, &a, i, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	/* Slot 7 pins bytes of blocks 0 and 1; slot 8 another range that
+	 * slot 8 then moves away. */
+	T_EQ_INT(cache_pin_set(c, &a, 7, 100, BS + 1), 0);
+	T_EQ_INT(cache_pin_set(c, &a, 8, 2 * BS, 3 * BS), 0);
+	T_EQ_INT(cache_pin_set(c, &a, 8, 10 * BS, 11 * BS), 0);
+	T_EQ_INT(put_block(c, &b, 0, BS), 0);
+	T_EQ_INT(put_block(c, &b, 1, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	T_ASSERT(claimed(c, &a, 0));
+	T_ASSERT(claimed(c, &a, 1));
+	T_ASSERT(!claimed(c, &a, 2));
+	T_ASSERT(!claimed(c, &a, 3));
+	/* The oldest unpinned block goes next: b's block 0. */
+	T_EQ_INT(put_block(c, &b, 2, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	T_ASSERT(claimed(c, &a, 0));
+	T_ASSERT(claimed(c, &a, 1));
+	T_ASSERT(!claimed(c, &b, 0));
+	/* Everything older is pinned: the budget gives way. */
+	T_EQ_INT(cache_pin_set(c, &b, 9, 0, 10 * BS), 0);
+	T_EQ_INT(put_block(c, &b, 4, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	struct cache_stats s;
+	T_EQ_INT(cache_stats_get(c, &s), 0);
+	T_EQ_U64(s.blocks, 5);
+	/* Unpinned, a's blocks go. */
+	T_EQ_INT(cache_pin_set(c, &a, 7, 0, 0), 0);
+	T_EQ_INT(put_block(c, &b, 5, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	T_ASSERT(!claimed(c, &a, 0));
+	T_ASSERT(!claimed(c, &a, 1));
+	T_ASSERT(claimed(c, &b, 5));
+	T_EQ_INT(cache_stats_get(c, &s), 0);
+	T_EQ_U64(s.blocks, 4);
+	T_EQ_INT(cache_pin_set(c, NULL, 1, 0, 1), -EINVAL);
+	cache_close(c);
+	tmp_remove();
+}
+
+/* Streaming far more than the budget: after every flush the blocks fit
+ * the budget plus at most one batch, and every extent is backed by its
+ * blocks with the right bytes. */
+static void test_budget_stream(void)
+{
+	struct evicted ev = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	struct cache *c = NULL;
+	struct cache_id id;
+	struct cache_stats s;
+	uint64_t unc = 1, bytes = 0;
+
+	tmp_make();
+	cache_id_from_string("url:stream", &id);
+	T_EQ_INT(open_budget(tmpdir, 16, &ev, &c), 0);
+	for (uint64_t i = 0; i < 120; i++) {
+		T_EQ_INT(put_block(c, &id, i, BS), 0);
+		if (i % 8 == 7) {
+			T_EQ_INT(cache_flush(c), 0);
+			T_EQ_INT(cache_stats_get(c, &s), 0);
+			T_ASSERT(s.blocks <= 16);
+		}
+	}
+	T_EQ_INT(cache_flush(c), 0);
+	T_EQ_INT(cache_stats_get(c, &s), 0);
+	T_EQ_U64(s.blocks, 16);
+	T_EQ_U64(s.bytes, 16ull * BS);
+	T_EQ_INT(ev.n, 120 - 16);
+	void *ctx[2] = {c, &id};
+	T_EQ_INT(cache_extents_each(c, &id, check_claimed, ctx), 0);
+	T_EQ_INT(cache_blob_check(c, &id, &unc), 0);
+	T_EQ_U64(unc, 0);
+	T_EQ_INT(cache_blob_held(c, &id, &bytes), 0);
+	T_EQ_U64(bytes, 16ull * BS);
+	/* The newest stayed. */
+	for (uint64_t i = 104; i < 120; i++)
+		T_ASSERT(held(c, &id, i));
+	cache_close(c);
+	tmp_remove();
+}
+
+/* cache_blocks_evict: queued and committed blocks go, the extent splits,
+ * the verified flag is cleared. */
+static void test_blocks_evict(void)
+{
+	struct cache *c = NULL;
+	struct cache_id id;
+	struct ext_list l;
+	static struct cache_blob_record r, g;
+
+	tmp_make();
+	cache_id_from_string("url:evict", &id);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	r.size = 10ull * BS;
+	r.verified = true;
+	T_EQ_INT(cache_blob_put(c, &id, &r), 0);
+	for (uint64_t i = 0; i < 8; i++)
+		T_EQ_INT(put_block(c, &id, i, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	T_EQ_INT(put_block(c, &id, 8, BS), 0);
+	T_EQ_INT(cache_blocks_evict(c, &id, 3, 2), 0);
+	T_EQ_INT(cache_blocks_evict(c, &id, 8, 5), 0); /* queued, and absent */
+	T_EQ_INT(cache_flush(c), 0);
+	T_EQ_INT(extents_of(c, &id, &l), 0);
+	T_EQ_INT(l.n, 2);
+	T_EQ_U64(l.s[0], 0);
+	T_EQ_U64(l.e[0], 3ull * BS);
+	T_EQ_U64(l.s[1], 5ull * BS);
+	T_EQ_U64(l.e[1], 8ull * BS);
+	T_ASSERT(!held(c, &id, 3));
+	T_ASSERT(!held(c, &id, 8));
+	T_EQ_INT(cache_blob_get(c, &id, &g), 0);
+	T_ASSERT(!g.verified);
+	cache_close(c);
+	tmp_remove();
+}
+
+/* A full map turns into eviction: after the first -ENOSPC, later commits
+ * make room and succeed. */
+static void test_map_pressure(void)
+{
+	struct cache_config cfg;
+	struct evicted ev = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	struct cache *c = NULL;
+	struct cache_id id;
+	int rc = 0, i, ok_after = 0;
+
+	tmp_make();
+	cfg = cfg_for(tmpdir);
+	cfg.map_size = 4u << 20;
+	cfg.on_evicted = on_evicted;
+	cfg.evicted_ctx = &ev;
+	cache_id_from_string("url:pressure", &id);
+	T_EQ_INT(cache_open(&cfg, &c), 0);
+	for (i = 0; i < 64 && rc == 0; i++) {
+		T_EQ_INT(put_block(c, &id, (uint64_t)i, BS), 0);
+		rc = cache_flush(c);
+	}
+	T_EQ_INT(rc, -ENOSPC);
+	for (int j = 0; j < 40; j++) {
+		T_EQ_INT(put_block(c, &id, (uint64_t)(i + j), BS), 0);
+		if (cache_flush(c) == 0)
+			ok_after++;
+	}
+	if (getenv("T_VERBOSE"))
+		fprintf(stderr, "ok_after %d evicted %d\n", ok_after, ev.n);
+	T_ASSERT(ok_after >= 10);
+	T_ASSERT(ev.n > 0);
+	void *ctx[2] = {c, &id};
+	T_EQ_INT(cache_extents_each(c, &id, check_claimed, ctx), 0);
+	cache_close(c);
+	tmp_remove();
+}
+
+/* ---- integrity ---- */
+
+static void sha256_of(const void *p, size_t n, uint8_t out[32]);
+
+/* Per-block digests smaller than a cache block: a bad block is refused
+ * before it is queued; a good one goes in. */
+static void test_digests_small(void)
+{
+	struct cache *c = NULL;
+	struct cache_id id;
+	const uint32_t dbs = BS / 4;
+	const uint64_t size = 3ull * BS + 1000;
+	const uint64_t n = (size + dbs - 1) / dbs;
+	uint8_t(*d)[32] = calloc(n, 32);
+	unsigned char *buf = malloc(BS);
+
+	tmp_make();
+	cache_id_from_string("url:dg-small", &id);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	for (uint64_t i = 0; i < 4; i++) {
+		size_t len = i < 3 ? BS : 1000;
+
+		fill(buf, len, i, 0);
+		for (size_t off = 0; off < len; off += dbs)
+			sha256_of(buf + off, len - off < dbs ? len - off : dbs,
+				  d[(i * BS + off) / dbs]);
+	}
+	T_EQ_INT(cache_blob_digests_set(c, &id, size, 1000, d, n), -EINVAL);
+	T_EQ_INT(cache_blob_digests_set(c, &id, size, dbs, d, n - 1), -EINVAL);
+	T_EQ_INT(cache_blob_digests_set(c, &id, size, BS / 2 * 3, d, 2),
+		 -EINVAL);
+	T_EQ_INT(cache_blob_digests_set(c, &id, size, dbs, d, n), 0);
+	T_EQ_INT(put_block(c, &id, 0, BS), 0);
+	T_EQ_INT(put_block(c, &id, 3, 1000), 0);
+	fill(buf, BS, 1, 0);
+	buf[BS - 1] ^= 1; /* the last digest block of block 1 */
+	T_EQ_INT(cache_block_put(c, &id, 1, buf, BS), -EBADMSG);
+	T_ASSERT(strstr(logcap.last, "does not match") != NULL);
+	T_ASSERT(!held(c, &id, 1));
+	T_EQ_INT(put_block(c, &id, 1, BS), 0);
+	/* Removing the digests: anything goes again. */
+	T_EQ_INT(cache_blob_digests_set(c, &id, 0, 0, NULL, 0), 0);
+	T_EQ_INT(cache_block_put(c, &id, 2, buf, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	cache_close(c);
+	free(d);
+	free(buf);
+	tmp_remove();
+}
+
+/* Digest blocks of two cache blocks: checked when the put completes one. */
+static void test_digests_large(void)
+{
+	struct cache *c = NULL;
+	struct cache_id id;
+	const uint64_t size = 5ull * BS; /* digest blocks: 2, 2, 1 */
+	uint8_t d[3][32];
+	unsigned char *buf = malloc(2 * BS);
+
+	tmp_make();
+	cache_id_from_string("url:dg-large", &id);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	for (uint64_t g = 0; g < 3; g++) {
+		uint64_t nb = g < 2 ? 2 : 1;
+
+		for (uint64_t j = 0; j < nb; j++)
+			fill(buf + j * BS, BS, g * 2 + j, 0);
+		sha256_of(buf, nb * BS, d[g]);
+	}
+	T_EQ_INT(cache_blob_digests_set(c, &id, size, 2 * BS, d, 3), 0);
+	/* Block 1 first: its group is incomplete, so it is taken. */
+	T_EQ_INT(put_block(c, &id, 1, BS), 0);
+	fill(buf, BS, 0, 0);
+	buf[5] ^= 0x80;
+	T_EQ_INT(cache_block_put(c, &id, 0, buf, BS), -EBADMSG);
+	T_EQ_INT(put_block(c, &id, 0, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	/* Group 1 completed by a committed member, group 2 of one block. */
+	T_EQ_INT(put_block(c, &id, 2, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	fill(buf, BS, 3, 0);
+	buf[0] ^= 1;
+	T_EQ_INT(cache_block_put(c, &id, 3, buf, BS), -EBADMSG);
+	T_EQ_INT(put_block(c, &id, 3, BS), 0);
+	T_EQ_INT(put_block(c, &id, 4, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	cache_close(c);
+	free(buf);
+	tmp_remove();
+}
+
+static void sha256_blob(uint64_t size, uint8_t out[32])
+{
+	unsigned char *all = malloc(size);
+
+	for (uint64_t i = 0; i * BS < size; i++) {
+		size_t len = size - i * BS < BS ? size - i * BS : BS;
+		fill(all + i * BS, len, i, 0);
+	}
+	sha256_of(all, size, out);
+	free(all);
+}
+
+/* Whole-blob verification: OK sets verified, a mismatch clears it and
+ * names the bad blocks when block digests are registered. */
+static void test_verify(void)
+{
+	struct cache *c = NULL;
+	struct cache_id id, none;
+	static struct cache_blob_record r, g;
+	const uint64_t size = 4ull * BS + 777;
+	uint8_t want[32], wrong[32], d[5][32];
+	uint64_t bad[8];
+	size_t nbad = 99;
+	unsigned char *buf = malloc(BS);
+
+	tmp_make();
+	cache_id_from_string("url:verify", &id);
+	cache_id_from_string("url:verify-none", &none);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	sha256_blob(size, want);
+	memcpy(wrong, want, 32);
+	wrong[0] ^= 1;
+	r.size = size;
+	snprintf(r.identity, sizeof(r.identity), "url:verify");
+	T_EQ_INT(cache_blob_put(c, &id, &r), 0);
+	T_EQ_INT(cache_blob_verify(c, &none, want, NULL, 0, NULL), -ENOENT);
+	T_EQ_INT(cache_blob_verify(c, &id, NULL, NULL, 0, NULL), -ENOENT);
+	for (uint64_t i = 0; i < 4; i++)
+		T_EQ_INT(put_block(c, &id, i, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	T_EQ_INT(cache_blob_verify(c, &id, want, NULL, 0, NULL), -ENODATA);
+	T_EQ_INT(put_block(c, &id, 4, 777), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	T_EQ_INT(cache_blob_verify(c, &id, want, bad, 8, &nbad), 0);
+	T_EQ_INT(nbad, 0);
+	T_EQ_INT(cache_blob_get(c, &id, &g), 0);
+	T_ASSERT(g.verified);
+	T_ASSERT(g.has_sha256);
+	T_EQ_MEM(g.sha256, want, 32);
+	T_EQ_STR(g.identity, "url:verify");
+	/* The stored digest is used when none is given. */
+	T_EQ_INT(cache_blob_verify(c, &id, NULL, NULL, 0, NULL), 0);
+	T_EQ_INT(cache_blob_verify(c, &id, wrong, bad, 8, &nbad), -EBADMSG);
+	T_EQ_INT(nbad, 0); /* no block digests: culprits unknown */
+	T_EQ_INT(cache_blob_get(c, &id, &g), 0);
+	T_ASSERT(!g.verified);
+	T_EQ_MEM(g.sha256, want, 32); /* a failed check keeps the digest */
+
+	/* Replace block 2 with other bytes, register the right block
+	 * digests: the whole check fails and names block 2. */
+	for (uint64_t i = 0; i < 5; i++) {
+		size_t len = i < 4 ? BS : 777;
+		fill(buf, len, i, 0);
+		sha256_of(buf, len, d[i]);
+	}
+	fill(buf, BS, 2, 9);
+	T_EQ_INT(cache_block_put(c, &id, 2, buf, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	T_EQ_INT(cache_blob_digests_set(c, &id, size, BS, d, 5), 0);
+	T_EQ_INT(cache_blob_verify(c, &id, NULL, bad, 8, &nbad), -EBADMSG);
+	T_EQ_INT(nbad, 1);
+	T_EQ_U64(bad[0], 2);
+	T_EQ_INT(cache_blocks_evict(c, &id, 2, 1), 0);
+	T_EQ_INT(put_block(c, &id, 2, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	T_EQ_INT(cache_blob_verify(c, &id, NULL, bad, 8, &nbad), 0);
+	cache_close(c);
+	free(buf);
+	tmp_remove();
+}
+
+/* Version 2 records round-trip every field; cache_blob_ids lists them. */
+static void test_record_v2(void)
+{
+	struct cache *c = NULL;
+	struct cache_id a, b;
+	static struct cache_blob_record r, g;
+	struct cache_id *ids = NULL;
+	size_t n = 0;
+
+	tmp_make();
+	cache_id_from_string("url:v2-a", &a);
+	cache_id_from_string("url:v2-b", &b);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	r.size = 42;
+	r.last_access = 1700000000;
+	r.validated_at = 1700000123;
+	r.has_sha256 = true;
+	r.verified = true;
+	for (int i = 0; i < 32; i++)
+		r.sha256[i] = (uint8_t)i;
+	snprintf(r.validator, sizeof(r.validator), "\"e\"");
+	memset(r.identity, 'u', CACHE_IDENTITY_MAX - 1);
+	T_EQ_INT(cache_blob_put(c, &a, &r), 0);
+	T_EQ_INT(cache_blob_get(c, &a, &g), 0);
+	T_EQ_U64(g.size, 42);
+	T_EQ_U64(g.validated_at, 1700000123);
+	T_ASSERT(g.has_sha256 && g.verified);
+	T_EQ_MEM(g.sha256, r.sha256, 32);
+	T_EQ_STR(g.validator, "\"e\"");
+	T_EQ_INT(strlen(g.identity), CACHE_IDENTITY_MAX - 1);
+	memset(r.identity, 'u', CACHE_IDENTITY_MAX);
+	T_EQ_INT(cache_blob_put(c, &b, &r), -EINVAL);
+	memset(&r, 0, sizeof(r));
+	T_EQ_INT(cache_blob_put(c, &b, &r), 0);
+	T_EQ_INT(cache_blob_get(c, &b, &g), 0);
+	T_ASSERT(!g.has_sha256 && !g.verified && g.identity[0] == '\0');
+	T_EQ_INT(cache_blob_ids(c, &ids, &n), 0);
+	T_EQ_INT(n, 2);
+	T_ASSERT((memcmp(ids[0].b, a.b, 16) == 0 &&
+		  memcmp(ids[1].b, b.b, 16) == 0) ||
+		 (memcmp(ids[0].b, b.b, 16) == 0 &&
+		  memcmp(ids[1].b, a.b, 16) == 0));
+	free(ids);
+	char hex[33];
+	cache_id_to_hex(&a, hex);
+	T_EQ_INT(strlen(hex), 32);
+	cache_close(c);
+	tmp_remove();
+}
+
+/* Raw LMDB surgery on a closed cache: runs fn(env, txn, ctx). */
+static int raw_edit(const char *dir,
+		    int (*fn)(MDB_txn *txn, void *ctx), void *ctx)
+{
+	MDB_env *env = NULL;
+	MDB_txn *txn = NULL;
+	int rc;
+
+	rc = mdb_env_create(&env);
+	if (rc == 0)
+		rc = mdb_env_set_maxdbs(env, 6);
+	if (rc == 0)
+		rc = mdb_env_set_mapsize(env, 64u << 20);
+	if (rc == 0)
+		rc = mdb_env_open(env, dir, 0, 0600);
+	if (rc == 0)
+		rc = mdb_txn_begin(env, NULL, 0, &txn);
+	if (rc == 0)
+		rc = fn(txn, ctx);
+	if (rc == 0) {
+		rc = mdb_txn_commit(txn);
+		txn = NULL;
+	}
+	if (txn)
+		mdb_txn_abort(txn);
+	mdb_env_close(env);
+	return rc;
+}
+
+/* Makes a format 2 cache look like format 1: no access or lru databases,
+ * a version 1 record. */
+static int make_v1(MDB_txn *txn, void *ctx)
+{
+	const struct cache_id *id = ctx;
+	MDB_dbi dbi;
+	int rc;
+	unsigned char b[4] = {0, 0, 0, 1};
+	unsigned char rec[19 + 3] = {1, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0,
+				     0, 0, 0, 5, 0, 3, 'a', 'b', 'c'};
+	MDB_val k = {.mv_size = 6, .mv_data = "format"};
+	MDB_val v = {.mv_size = 4, .mv_data = b};
+
+	rc = mdb_dbi_open(txn, "meta", 0, &dbi);
+	if (rc == 0)
+		rc = mdb_put(txn, dbi, &k, &v, 0);
+	if (rc == 0)
+		rc = mdb_dbi_open(txn, "access", 0, &dbi);
+	if (rc == 0)
+		rc = mdb_drop(txn, dbi, 1);
+	if (rc == 0)
+		rc = mdb_dbi_open(txn, "lru", 0, &dbi);
+	if (rc == 0)
+		rc = mdb_drop(txn, dbi, 1);
+	if (rc == 0)
+		rc = mdb_dbi_open(txn, "blobs", 0, &dbi);
+	k.mv_size = 16;
+	k.mv_data = (void *)id->b;
+	v.mv_size = sizeof(rec);
+	v.mv_data = rec;
+	if (rc == 0)
+		rc = mdb_put(txn, dbi, &k, &v, 0);
+	return rc;
+}
+
+static void test_upgrade_v1(void)
+{
+	struct evicted ev = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	struct cache *c = NULL;
+	struct cache_id a, b;
+	static struct cache_blob_record g;
+	struct cache_stats s;
+
+	tmp_make();
+	cache_id_from_string("url:old", &a);
+	cache_id_from_string("url:new", &b);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	for (uint64_t i = 0; i < 4; i++)
+		T_EQ_INT(put_block(c, &a, i, BS), 0);
+	cache_close(c);
+	c = NULL;
+	T_EQ_INT(raw_edit(tmpdir, make_v1, &a), 0);
+	T_EQ_INT(open_budget(tmpdir, 4, &ev, &c), 0);
+	T_ASSERT(strstr(logcap.last, "upgraded") != NULL);
+	T_EQ_INT(cache_blob_get(c, &a, &g), 0);
+	T_EQ_U64(g.size, 9);
+	T_EQ_U64(g.last_access, 5);
+	T_EQ_STR(g.validator, "abc");
+	T_ASSERT(!g.has_sha256 && g.identity[0] == '\0');
+	T_EQ_INT(put_block(c, &b, 0, BS), 0);
+	T_EQ_INT(put_block(c, &b, 1, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	T_EQ_INT(ev.n, 2);
+	T_ASSERT(!held(c, &a, 0));
+	T_ASSERT(!held(c, &a, 1));
+	T_ASSERT(held(c, &a, 2));
+	T_EQ_INT(cache_stats_get(c, &s), 0);
+	T_EQ_INT(s.format, 2);
+	cache_close(c);
+	tmp_remove();
+}
+
+/* Deletes block 1 of the blob behind the extents (a broken cache). */
+static int del_block1(MDB_txn *txn, void *ctx)
+{
+	const struct cache_id *id = ctx;
+	unsigned char key[24];
+	MDB_val k = {.mv_size = 24, .mv_data = key};
+	MDB_dbi dbi;
+	int rc;
+
+	memcpy(key, id->b, 16);
+	memset(key + 16, 0, 8);
+	key[23] = 1;
+	rc = mdb_dbi_open(txn, "blocks", 0, &dbi);
+	if (rc == 0)
+		rc = mdb_del(txn, dbi, &k, NULL);
+	return rc;
+}
+
+static void test_check(void)
+{
+	struct cache *c = NULL;
+	struct cache_id id;
+	uint64_t unc = 99;
+
+	tmp_make();
+	cache_id_from_string("url:check", &id);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	for (uint64_t i = 0; i < 3; i++)
+		T_EQ_INT(put_block(c, &id, i, BS), 0);
+	T_EQ_INT(put_block(c, &id, 3, 10), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	T_EQ_INT(cache_blob_check(c, &id, &unc), 0);
+	T_EQ_U64(unc, 0);
+	cache_close(c);
+	c = NULL;
+	T_EQ_INT(raw_edit(tmpdir, del_block1, &id), 0);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	T_EQ_INT(cache_blob_check(c, &id, &unc), 0);
+	T_EQ_U64(unc, 1);
+	cache_close(c);
+	tmp_remove();
+}
+
+static void test_compact(void)
+{
+	struct cache_config cfg;
+	struct cache *c = NULL;
+	struct cache_id a, b;
+	uint64_t before = 0, after = 0;
+	int status = 0;
+
+	tmp_make();
+	cfg = cfg_for(tmpdir);
+	cache_id_from_string("url:compact-a", &a);
+	cache_id_from_string("url:compact-b", &b);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	for (uint64_t i = 0; i < 40; i++)
+		T_EQ_INT(put_block(c, &a, i, BS), 0);
+	for (uint64_t i = 0; i < 4; i++)
+		T_EQ_INT(put_block(c, &b, i, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	T_EQ_INT(cache_blob_drop(c, &a), 0);
+	cache_close(c);
+	c = NULL;
+
+	/* Another process holding it open: refused. */
+	fflush(NULL);
+	pid_t pid = fork();
+	T_ASSERT(pid >= 0);
+	if (pid == 0) {
+		execl(self_path, self_path, "--child-hold", tmpdir,
+		      (char *)NULL);
+		_exit(127);
+	}
+	char flag[128];
+	snprintf(flag, sizeof(flag), "%s/held", tmpdir);
+	for (int i = 0; i < 200 && access(flag, F_OK) != 0; i++)
+		usleep(20 * 1000);
+	T_EQ_INT(cache_compact(&cfg, &before, &after), -EBUSY);
+	T_ASSERT(strstr(logcap.last, "in use") != NULL);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+
+	T_EQ_INT(cache_compact(&cfg, &before, &after), 0);
+	T_ASSERT(after < before);
+	T_ASSERT(after < 20ull * BS);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	void *ctx[2] = {c, &b};
+	T_EQ_INT(cache_extents_each(c, &b, check_claimed, ctx), 0);
+	T_ASSERT(held(c, &b, 3));
+	T_EQ_INT(put_block(c, &a, 0, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	cache_close(c);
+	tmp_remove();
+}
+
+/* The other process of test_compact: holds the cache open until killed. */
+static int child_hold(const char *dir)
+{
+	struct cache *c = NULL;
+	char flag[128];
+
+	if (open_at(dir, &c) != 0)
+		return 1;
+	snprintf(flag, sizeof(flag), "%s/held", dir);
+	FILE *f = fopen(flag, "w");
+	if (f)
+		fclose(f);
+	for (;;)
+		pause();
+}
+
+#include <openssl/evp.h>
+
+static void sha256_of(const void *p, size_t n, uint8_t out[32])
+{
+	unsigned int len = 0;
+
+	EVP_Digest(p, n, out, &len, EVP_sha256(), NULL);
+}
+
+/* The crash test's checker (tests/mount/crash.sh): every byte the cache
+ * at DIR claims for IDENTITY equals FILE's; prints the held byte count.
+ * Exit 0 when sound, 1 on a mismatch, 2 when it cannot check. */
+static int check_against(const char *dir, const char *identity,
+			 const char *file)
+{
+	struct cache *c = NULL;
+	struct cache_id id;
+	struct ext_list l;
+	unsigned char *got = malloc(BS), *want = malloc(BS);
+	uint64_t total = 0, unc = 0;
+	int bad = 0;
+	FILE *f = fopen(file, "rb");
+
+	if (!got || !want || !f || open_at(dir, &c) != 0)
+		return 2;
+	cache_id_from_string(identity, &id);
+	memset(&l, 0, sizeof(l));
+	if (cache_extents_each(c, &id, collect, &l) != 0 || l.n > 64)
+		return 2;
+	for (int x = 0; x < l.n; x++) {
+		for (uint64_t pos = l.s[x]; pos < l.e[x];) {
+			uint64_t i = pos / BS;
+			size_t off = (size_t)(pos - i * BS);
+			size_t n = BS - off;
+
+			if (n > l.e[x] - pos)
+				n = (size_t)(l.e[x] - pos);
+			long r = cache_block_read(c, &id, i, off, got, n);
+			if (fseeko(f, (off_t)pos, SEEK_SET) != 0 ||
+			    fread(want, 1, n, f) != n || r != (long)n ||
+			    memcmp(got, want, n) != 0) {
+				fprintf(stderr, "mismatch at %llu (%ld)\n",
+					(unsigned long long)pos, r);
+				bad++;
+				break;
+			}
+			pos += n;
+			total += n;
+		}
+	}
+	if (cache_blob_check(c, &id, &unc) != 0 || unc != 0)
+		bad++;
+	printf("%llu bytes in %d extents\n", (unsigned long long)total, l.n);
+	cache_close(c);
+	fclose(f);
+	free(got);
+	free(want);
+	return bad ? 1 : 0;
+}
+
 static const struct t_case cases[] = {
 	{"id", test_id},
 	{"open_reopen", test_open_reopen},
@@ -901,6 +1722,19 @@ static const struct t_case cases[] = {
 	{"concurrent", test_concurrent},
 	{"two_processes", test_two_processes},
 	{"kill9", test_kill9},
+	{"budget_lru", test_budget_lru},
+	{"budget_reads_persist", test_budget_reads_persist},
+	{"pins", test_pins},
+	{"budget_stream", test_budget_stream},
+	{"blocks_evict", test_blocks_evict},
+	{"map_pressure", test_map_pressure},
+	{"digests_small", test_digests_small},
+	{"digests_large", test_digests_large},
+	{"verify", test_verify},
+	{"record_v2", test_record_v2},
+	{"upgrade_v1", test_upgrade_v1},
+	{"check", test_check},
+	{"compact", test_compact},
 };
 
 int main(int argc, char **argv)
@@ -910,5 +1744,10 @@ int main(int argc, char **argv)
 		return child_writer(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "--child-stream") == 0)
 		return child_stream(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "--child-hold") == 0)
+		return child_hold(argv[2]);
+	/* test_cache --check-against DIR IDENTITY FILE (tests/mount/crash.sh) */
+	if (argc == 5 && strcmp(argv[1], "--check-against") == 0)
+		return check_against(argv[2], argv[3], argv[4]);
 	return T_RUN(argc, argv, cases);
 }
