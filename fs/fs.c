@@ -76,6 +76,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
 	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
+	/* With asynchronous direct I/O the kernel waits for a synchronous
+	 * O_DIRECT read uninterruptibly, so a signal never reaches a read
+	 * that waits on the network: keep such reads synchronous. */
+	conn->want &= ~(unsigned)FUSE_CAP_ASYNC_DIO;
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
