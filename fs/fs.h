@@ -37,6 +37,7 @@ struct fs_opts {
 	unsigned listing_ttl_s;
 	unsigned attr_timeout_s;
 	unsigned entry_timeout_s;
+	int log_level; /* 0 error, 1 warning, 2 info, 3 debug */
 	bool foreground;
 	bool debug;
 	bool show_help;

@@ -70,10 +70,12 @@ static void usage(void)
 	       "                           (default: 10)\n"
 	       "    -o mirror=URL          another source of the blob "
 	       "(repeatable)\n"
-	       "    -o header=\"N: v\"      a request header (repeatable)\n"
+	       "    -o header=\"N: v\"     a request header (repeatable)\n"
 	       "    -o cafile=FILE, -o insecure, -o proxy=URL   TLS and proxy\n"
 	       "    -o listing_ttl=S       re-read directory indexes after S "
 	       "seconds (60)\n"
+	       "    -o log_level=L         error, warning, info or debug "
+	       "(default: info)\n"
 	       "    -o attr_timeout=S, -o entry_timeout=S   kernel caching of "
 	       "attributes\n"
 	       "                           and names (default: 60)\n"
@@ -502,7 +504,7 @@ int fs_main(int argc, char **argv)
 		status = 0;
 		goto out_opts;
 	}
-	fs__log_init(true, o.debug ? FS_LOG_DEBUG : FS_LOG_INFO);
+	fs__log_init(true, (enum fs_log_level)o.log_level);
 	p.kind = kind_of(o.url);
 	if (check_inputs(&o, p.kind, p.name, sizeof(p.name)) != 0)
 		goto out_opts;
@@ -561,8 +563,7 @@ int fs_main(int argc, char **argv)
 		fail("cannot daemonize");
 	} else {
 		if (!o.foreground)
-			fs__log_init(false,
-				     o.debug ? FS_LOG_DEBUG : FS_LOG_INFO);
+			fs__log_init(false, (enum fs_log_level)o.log_level);
 		status = serve(&o, se, &m, &p) == 0 ? 0 : 1;
 	}
 	fuse_session_unmount(se);

@@ -25,6 +25,7 @@ enum {
 	KEY_READ_TIMEOUT,
 	KEY_STALL_TIMEOUT,
 	KEY_LISTING_TTL,
+	KEY_LOG_LEVEL,
 	KEY_ATTR_TIMEOUT,
 	KEY_ENTRY_TIMEOUT,
 	KEY_MIRROR,
@@ -49,6 +50,7 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("read_timeout=", KEY_READ_TIMEOUT),
 	FUSE_OPT_KEY("stall_timeout=", KEY_STALL_TIMEOUT),
 	FUSE_OPT_KEY("listing_ttl=", KEY_LISTING_TTL),
+	FUSE_OPT_KEY("log_level=", KEY_LOG_LEVEL),
 	FUSE_OPT_KEY("attr_timeout=", KEY_ATTR_TIMEOUT),
 	FUSE_OPT_KEY("entry_timeout=", KEY_ENTRY_TIMEOUT),
 	FUSE_OPT_KEY("mirror=", KEY_MIRROR),
@@ -169,6 +171,7 @@ static int opt_proc(void *data, const char *arg, int key,
 	case KEY_DEBUG:
 		o->debug = true;
 		o->foreground = true;
+		o->log_level = 3;
 		return 0;
 	case KEY_CACHE_DIR:
 		return set_string(s, arg, &o->cache_dir);
@@ -182,6 +185,21 @@ static int opt_proc(void *data, const char *arg, int key,
 		return parse_uint(s, arg, 1, 86400, &o->read_timeout_s);
 	case KEY_STALL_TIMEOUT:
 		return parse_uint(s, arg, 1, 3600, &o->stall_timeout_s);
+	case KEY_LOG_LEVEL: {
+		static const char *const levels[] = {"error", "warning", "info",
+						     "debug"};
+		const char *v = strchr(arg, '=') + 1;
+
+		for (int i = 0; i < 4; i++)
+			if (strcmp(v, levels[i]) == 0) {
+				o->log_level = i;
+				return 0;
+			}
+		return parse_error(s,
+				   "option log_level: '%s' is not one of "
+				   "error, warning, info, debug",
+				   v);
+	}
 	case KEY_LISTING_TTL:
 		return parse_uint(s, arg, 0, 86400 * 365, &o->listing_ttl_s);
 	case KEY_ATTR_TIMEOUT:
@@ -232,6 +250,7 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	out->read_timeout_s = 60;
 	out->stall_timeout_s = 10;
 	out->listing_ttl_s = 60;
+	out->log_level = 2; /* info */
 	out->attr_timeout_s = 60;
 	out->entry_timeout_s = 60;
 	err[0] = '\0';
