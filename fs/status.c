@@ -114,6 +114,30 @@ int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 		    li.collapsed ? "true" : "false");
 		first = false;
 	}
+	put(&o, "],\"sources\":[");
+	first = true;
+	for (uint32_t bi = 0; bi < e->nblobs; bi++) {
+		const struct fs_blob *b = &e->blobs[bi];
+
+		for (uint32_t si = 0; si < b->nsources; si++) {
+			struct pace_source_info psi;
+			uint64_t now = fs__now_ns();
+
+			if (pace_source_info(e->pace, b->sources[si].pace_id,
+					     now, &psi) != 0)
+				continue;
+			put(&o, "%s{\"url\":", first ? "" : ",");
+			put_str(&o, b->sources[si].url);
+			put(&o, ",\"state\":\"%s\",\"lanes\":%u,\"rate\":%" PRIu64
+				"}",
+			    psi.excluded	 ? "excluded"
+			    : psi.down		 ? "down"
+			    : psi.held_until > now ? "backing off"
+						 : "ok",
+			    psi.lanes, psi.rate);
+			first = false;
+		}
+	}
 	pthread_mutex_unlock(&e->mu);
 	put(&o, "]");
 	if (cache_stats_get(m->cache, &cs) == 0)
@@ -183,6 +207,18 @@ static void render(json_t *root)
 			       ? "  (collapsing)"
 			       : "",
 		       json_string_value(json_object_get(v, "source")));
+	}
+	json_array_foreach(json_object_get(root, "sources"), i, v)
+	{
+		char rate[32];
+
+		human((uint64_t)json_integer_value(json_object_get(v, "rate")),
+		      rate, sizeof(rate));
+		printf("source %s: %s, %" JSON_INTEGER_FORMAT
+		       " lanes, %s/s per lane\n",
+		       json_string_value(json_object_get(v, "url")),
+		       json_string_value(json_object_get(v, "state")),
+		       json_integer_value(json_object_get(v, "lanes")), rate);
 	}
 	if (cache != NULL) {
 		char bytes[32], disk[32];

@@ -1900,6 +1900,26 @@ int pace_lane_info(const struct pace *p, uint32_t lane,
 	return 0;
 }
 
+int pace_source_info(const struct pace *p, uint32_t source, uint64_t now_ns,
+		     struct pace_source_info *out)
+{
+	const struct source *s;
+
+	if (!p || !out)
+		return -EINVAL;
+	if (source >= p->n_sources || !p->sources[source].used)
+		return -ENOENT;
+	s = &p->sources[source];
+	memset(out, 0, sizeof(*out));
+	out->excluded = s->excluded;
+	out->held_until = s->hold_until > now_ns ? s->hold_until : 0;
+	out->down = s->faults >= p->cfg.down_faults;
+	out->lanes = s->lanes;
+	out->lane_cap = s->lane_cap;
+	out->rate = s->rate;
+	return 0;
+}
+
 uint32_t pace_source_lane_cap(const struct pace *p, uint32_t source)
 {
 	if (!p || source >= p->n_sources || !p->sources[source].used)

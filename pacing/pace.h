@@ -230,6 +230,19 @@ uint32_t pace_source_lane_cap(const struct pace *p, uint32_t source);
  * included; never above budget_bytes when one is set. */
 uint64_t pace_inflight(const struct pace *p);
 
+/* A source as seen from outside (status output). */
+struct pace_source_info {
+	bool excluded;	     /* 403/404/410 or a mismatch: never used again */
+	bool down;	     /* down_faults transient faults in a row */
+	uint64_t held_until; /* backed off or suspended until then; 0: not */
+	uint32_t lanes;	     /* lanes on it now */
+	uint32_t lane_cap;   /* lanes it may have now (cut on 429/503) */
+	uint64_t rate;	     /* per-connection rate, bytes per second */
+};
+
+int pace_source_info(const struct pace *p, uint32_t source, uint64_t now_ns,
+		     struct pace_source_info *out);
+
 /* Totals for tests and status. */
 struct pace_stats {
 	uint64_t requests;  /* range requests started */

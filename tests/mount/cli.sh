@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cli.sh: foreground and debug modes, lane counts, libfuse option
-# passthrough, and a daemon killed mid-read leaving a cache that a remount
-# still reads correctly.
+# passthrough, SIGTERM unmounting with the cache flushed, and a daemon
+# killed mid-read leaving a cache that a remount still reads correctly.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
@@ -99,6 +99,36 @@ if mount_pacefs -o "cache_dir=$T_TMP/cache-allow,allow_other" "$ORIGIN_URL/eight
 	t_check "allow_other: unmount" umount_pacefs "$mnt"
 else
 	t_fail "allow_other: mount" "$T_MOUNT_ERR"
+fi
+
+# SIGTERM to the daemon: it unmounts by itself with everything read in the
+# cache, so a remount with the origin stopped serves it all.
+mnt=$T_TMP/mnt-term
+cache=$T_TMP/cache-term
+mkdir -p "$mnt"
+if mount_pacefs -o "cache_dir=$cache" "$ORIGIN_URL/eight.bin" "$mnt"; then
+	t_check "SIGTERM: read before" cmp "$mnt/eight.bin" "$WWW/eight.bin"
+	pid=$(pgrep -f "cache_dir=$cache" | head -n 1)
+	kill -TERM "$pid"
+	for _ in $(seq 1 200); do
+		! is_mounted "$mnt" && ! kill -0 "$pid" 2>/dev/null && break
+		sleep 0.05
+	done
+	if ! is_mounted "$mnt" && ! kill -0 "$pid" 2>/dev/null; then
+		t_pass "SIGTERM: unmounted and exited"
+	else
+		t_fail "SIGTERM: unmounted and exited" "$(mount_line "$mnt")"
+	fi
+	origin_stop
+	if mount_pacefs -o "cache_dir=$cache" "$ORIGIN_URL/eight.bin" "$mnt"; then
+		t_check "SIGTERM: every byte from the cache, origin stopped" cmp "$mnt/eight.bin" "$WWW/eight.bin"
+		umount_pacefs "$mnt"
+	else
+		t_fail "SIGTERM: remount from the cache" "$T_MOUNT_ERR"
+	fi
+	origin_start "$WWW"
+else
+	t_fail "SIGTERM: mount" "$T_MOUNT_ERR"
 fi
 
 # kill -9 in the middle of a read: the cache must hold only whole, correct

@@ -76,7 +76,8 @@ t_check "listxattr" bash -c "getfattr --absolute-names -d -m 'user.pacefs' '$F1'
 
 # pacefs status: a bar per file in use, and the cache.
 "$PACEFS" status "$MNT" >"$T_TMP/status.out" 2>&1 || true
-if grep -q 'set/part1/f1.bin .*\[#*\] 100.0%' "$T_TMP/status.out" && grep -q '^cache:' "$T_TMP/status.out"; then
+if grep -q 'set/part1/f1.bin .*\[#*\] 100.0%' "$T_TMP/status.out" && grep -q '^cache:' "$T_TMP/status.out" &&
+	grep -q "^source $U/data/f1.bin: ok" "$T_TMP/status.out"; then
 	t_pass "pacefs status: $(head -n 1 "$T_TMP/status.out")"
 else
 	t_fail "pacefs status" "$(head -n 5 "$T_TMP/status.out")"
