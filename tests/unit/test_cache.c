@@ -1656,7 +1656,8 @@ static void sha256_of(const void *p, size_t n, uint8_t out[32])
 }
 
 /* The crash test's checker (tests/mount/crash.sh): every byte the cache
- * at DIR claims for IDENTITY equals FILE's; prints the held byte count.
+ * at DIR claims for IDENTITY equals FILE's, and every extent is stored;
+ * prints the held byte count, then one "extent START END" line each.
  * Exit 0 when sound, 1 on a mismatch, 2 when it cannot check. */
 static int check_against(const char *dir, const char *identity,
 			 const char *file)
@@ -1699,6 +1700,9 @@ static int check_against(const char *dir, const char *identity,
 	if (cache_blob_check(c, &id, &unc) != 0 || unc != 0)
 		bad++;
 	printf("%llu bytes in %d extents\n", (unsigned long long)total, l.n);
+	for (int x = 0; x < l.n; x++)
+		printf("extent %llu %llu\n", (unsigned long long)l.s[x],
+		       (unsigned long long)l.e[x]);
 	cache_close(c);
 	fclose(f);
 	free(got);
