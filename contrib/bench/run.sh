@@ -36,7 +36,7 @@ WAN_LATENCY=20   # ms before every response
 RANDOM_N_LO=200
 RANDOM_N_WAN=100
 PLAYER_RATE=4000000
-PLAYER_BYTES=$((64 * MiB))
+PLAYER_BYTES=$((64 * MiB)) # of the SEQ_LO_SIZE file
 PLAYER_BS=$((256 * 1024))
 SEEK_N=6
 SEEK_PLAY=$((2 * MiB))
@@ -94,6 +94,9 @@ fuse_abort() {
 cleanup() {
 	local rc=$? m p
 	trap - EXIT INT TERM HUP
+	if [ -n "$STEP_PID" ]; then
+		kill -TERM "$STEP_PID" 2>/dev/null || true
+	fi
 	for m in "${MOUNT_POINTS[@]}"; do
 		if is_mounted "$m"; then
 			fusermount3 -u "$m" 2>/dev/null || { fuse_abort "$m"; umount -l "$m" 2>/dev/null || true; }
@@ -329,21 +332,21 @@ record() {
 	fi
 }
 
-# run_step CMD...: runs CMD under the step timeout and prints its last line,
-# or "failed: ..." with the reason.
+# run_step CMD...: runs CMD under the step timeout and sets STEP to its last
+# line, or to "failed: ..." with the reason. It runs in this shell, in the
+# background with `wait`, so that a signal reaches the traps at once.
+STEP_PID=
 run_step() {
-	local out rc=0
-	out=$(timeout -k 5 "$TO_STEP" "$@" 2>"$W/step.err") || rc=$?
+	local rc=0
+	timeout -k 5 "$TO_STEP" "$@" >"$W/step.out" 2>"$W/step.err" &
+	STEP_PID=$!
+	wait "$STEP_PID" || rc=$?
+	STEP_PID=
+	STEP=$(tail -n 1 "$W/step.out")
 	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-		echo "failed: timed out after ${TO_STEP}s"
-	elif [ "$rc" -ne 0 ]; then
-		out=$(printf '%s\n' "$out" | tail -n 1)
-		if [ -z "$out" ]; then
-			out="failed: exit $rc: $(tail -n 1 "$W/step.err")"
-		fi
-		echo "$out"
-	else
-		printf '%s\n' "$out" | tail -n 1
+		STEP="failed: timed out after ${TO_STEP}s"
+	elif [ "$rc" -ne 0 ] && [[ $STEP != failed:* ]]; then
+		STEP="failed: exit $rc: $(tail -n 1 "$W/step.err")"
 	fi
 }
 
@@ -459,10 +462,12 @@ wl_seq_lo() {
 			fi
 			cold_caches "$f"
 			mark2=$(log_mark "$NGINX_LOG")
-			line=$(run_step "$BR" seq "$MNT/$f")
+			run_step "$BR" seq "$MNT/$f"
+			line=$STEP
 			record seq_lo "$sys" "$r" "$line" "$(log_pulled "$NGINX_LOG" "$mark2")"
 			mark2=$(log_mark "$NGINX_LOG")
-			line=$(run_step "$BR" seq "$MNT/$f")
+			run_step "$BR" seq "$MNT/$f"
+			line=$STEP
 			record warm "$sys" "$r" "$line" "$(log_pulled "$NGINX_LOG" "$mark2")"
 			fs_umount "$MNT" "$MPID"
 			cold_caches "$f"
@@ -472,7 +477,8 @@ wl_seq_lo() {
 				continue
 			fi
 			mark2=$(log_mark "$NGINX_LOG")
-			line=$(run_step "$BR" seq "$MNT/$f")
+			run_step "$BR" seq "$MNT/$f"
+			line=$STEP
 			local during
 			during=$(log_pulled "$NGINX_LOG" "$mark2")
 			fs_umount "$MNT" "$MPID"
@@ -499,7 +505,8 @@ wl_seq_wan() {
 			fi
 			cold_caches "$f"
 			mark=$(log_mark "$WAN_LOG")
-			line=$(run_step "$BR" seq "$MNT/$f")
+			run_step "$BR" seq "$MNT/$f"
+			line=$STEP
 			fs_umount "$MNT" "$MPID"
 			record seq_wan "$sys" "$r" "$line" "$(log_pulled "$WAN_LOG" "$mark")"
 			say "  seq_wan $sys run $r: $line"
@@ -524,7 +531,8 @@ wl_ttfb() {
 					continue
 				fi
 				cold_caches "$f"
-				line=$(run_step "$BR" first "$MNT/$f")
+				run_step "$BR" first "$MNT/$f"
+				line=$STEP
 				fs_umount "$MNT" "$MPID"
 				record "$wl" "$sys" "$r" "$line"
 			done
@@ -548,7 +556,8 @@ wl_random() {
 					continue
 				fi
 				cold_caches "$f"
-				line=$(run_step "$BR" random "$MNT/$f" "$n" "$r")
+				run_step "$BR" random "$MNT/$f" "$n" "$r"
+				line=$STEP
 				fs_umount "$MNT" "$MPID"
 				record "$wl" "$sys" "$r" "$line" "$(log_pulled "$log" "$mark")"
 				say "  $wl $sys run $r: $line $(log_pulled "$log" "$mark")"
@@ -561,9 +570,12 @@ wl_random() {
 # A player consuming PLAYER_BYTES at PLAYER_RATE on the WAN origin, then a
 # playback that seeks; bytes pulled are counted from mount to unmount.
 wl_player() {
-	local sys r line mark f=long.bin
+	local sys r line mark f
 	for r in $(seq 1 "$RUNS"); do
 		for sys in "${SYSTEMS[@]}"; do
+			# the player consumes a quarter of the largest file, so that
+			# read-ahead beyond one window shows in the bytes pulled
+			f=seq.bin
 			fresh "$r" "$sys"
 			mark=$(log_mark "$WAN_LOG")
 			if ! fs_mount "$sys" "$WAN_URL" "$f" "$MNT" "$CACHE"; then
@@ -571,11 +583,13 @@ wl_player() {
 				continue
 			fi
 			cold_caches "$f"
-			line=$(run_step "$BR" player "$MNT/$f" "$PLAYER_RATE" "$PLAYER_BYTES" "$PLAYER_BS")
+			run_step "$BR" player "$MNT/$f" "$PLAYER_RATE" "$PLAYER_BYTES" "$PLAYER_BS"
+			line=$STEP
 			fs_umount "$MNT" "$MPID"
 			record player "$sys" "$r" "$line" "$(log_pulled "$WAN_LOG" "$mark")"
 			say "  player $sys run $r: $line $(log_pulled "$WAN_LOG" "$mark")"
 
+			f=long.bin
 			fresh "$r" "$sys"
 			mark=$(log_mark "$WAN_LOG")
 			if ! fs_mount "$sys" "$WAN_URL" "$f" "$MNT" "$CACHE"; then
@@ -583,7 +597,8 @@ wl_player() {
 				continue
 			fi
 			cold_caches "$f"
-			line=$(run_step "$BR" seek "$MNT/$f" "$PLAYER_RATE" "$SEEK_N" "$SEEK_PLAY" "$PLAYER_BS" "$r")
+			run_step "$BR" seek "$MNT/$f" "$PLAYER_RATE" "$SEEK_N" "$SEEK_PLAY" "$PLAYER_BS" "$r"
+			line=$STEP
 			fs_umount "$MNT" "$MPID"
 			record seek "$sys" "$r" "$line" "$(log_pulled "$WAN_LOG" "$mark")"
 			say "  seek $sys run $r: $line"
@@ -608,7 +623,8 @@ wl_mirrors() {
 				continue
 			}
 			cold_caches "$f"
-			line=$(run_step "$BR" seq "$MNT/$f")
+			run_step "$BR" seq "$MNT/$f"
+			line=$STEP
 			fs_umount "$MNT" "$MPID"
 			record mirrors "$cfg" "$r" "$line" \
 				"a_$(log_pulled "$WAN_LOG" "$mA" | cut -d' ' -f1) b_$(log_pulled "$WAN2_LOG" "$mB" | cut -d' ' -f1)"
