@@ -412,6 +412,47 @@ fi
 		echo "| $(label "$s") | $(f "$(med multi "$s" mbps)" 1 %.1f) | $(vals multi "$s" mbps 1 %.1f) | $(f "$(med multi "$s" pulled)" $MiB %.1f) | $(ratio "$mp" "$(med multi "$s" mbps)") |"
 	done
 	echo
+	echo "## Noise"
+	echo
+	echo "The machine was shared. Largest spreads between runs of one figure (max / min over the $RUNS runs):"
+	echo
+	echo "| workload | system | figure | runs | max / min |"
+	echo "| --- | --- | --- | --- | ---: |"
+	awk -F'\t' '
+		BEGIN {
+			key["seq_lo"] = "mbps"; key["seq_wan"] = "mbps"; key["warm"] = "mbps"
+			key["remount"] = "mbps"; key["mirrors"] = "mbps"; key["multi"] = "mbps"
+			key["ttfb_lo"] = "secs"; key["ttfb_wan"] = "secs"; key["random_lo"] = "p95"
+			key["random_wan"] = "p95"; key["player"] = "worst"; key["seek"] = "p50"
+		}
+		$4 == "ok" && ($1 in key) {
+			n = split($5, kv, " ")
+			for (i = 1; i <= n; i++) {
+				split(kv[i], p, "=")
+				if (p[1] != key[$1] || p[2] + 0 <= 0) continue
+				id = $1 "\t" $2
+				v = p[2] + 0
+				if (!(id in lo) || v < lo[id]) lo[id] = v
+				if (!(id in hi) || v > hi[id]) hi[id] = v
+				list[id] = list[id] (list[id] == "" ? "" : ", ") v
+			}
+		}
+		END {
+			for (id in lo) {
+				split(id, w, "\t")
+				printf "%.3f\t| %s | %s | %s | %s | %.2f |\n", hi[id] / lo[id], w[1], w[2], key[w[1]], list[id], hi[id] / lo[id]
+			}
+		}' "$RAW" | sort -rn | head -n 6 | cut -f2-
+	echo
+	echo "## Caveats"
+	echo
+	echo "- pacefs mounts one blob per mount; the many-readers workload gives it one mount per file, each with its own 8 lanes, while rclone and httpdirfs serve all files from one mount."
+	echo "- httpdirfs runs with \`--no-range-check\`: without it httpdirfs 1.2.5 exits on nginx's 206 responses, which carry Content-Range but no Accept-Ranges (httpdirfs issue #188). It also crashed at unmount in some runs (see Logs); only reads before the unmount count."
+	echo "- Warm re-reads do not drop the page cache: they measure what a user sees on a second read, kernel page cache included where the filesystem keeps it."
+	echo "- Timings include benchread's check of every byte (about 0.07 s per 256 MiB on this machine), the same for every system; curl rows do no check."
+	echo "- The player target's 'one window' is taken as pacing's window_max (64 MiB), the largest read-ahead window; pacefs's window at any moment is not visible from outside."
+	echo "- The WAN origin caps each connection, not the origin as a whole, so the two-mirror workload cannot show aggregation: either mirror alone fills 8 lanes."
+	echo
 	echo "## Logs"
 	echo
 	echo "Lines other than routine ones in each system's log over the whole run (the logs stay in the work directory with BENCH_KEEP=1):"
