@@ -852,6 +852,65 @@ static int child_stream(const char *dir)
 	}
 }
 
+/* The victim of test_kill9_budget: streams blocks of url:kill9 into a
+ * cache with a budget of 32 blocks until killed, reading some back. */
+static int child_stream_budget(const char *dir)
+{
+	struct cache_config cfg = cfg_for(dir);
+	struct cache *c = NULL;
+	struct cache_id id;
+	static unsigned char got[BS];
+
+	cfg.budget_bytes = 32ull * BS;
+	cache_id_from_string("url:kill9", &id);
+	if (cache_open(&cfg, &c) != 0)
+		return 1;
+	for (uint64_t i = 0;; i++) {
+		if (put_block(c, &id, i % 4096, BS) != 0)
+			return 1;
+		cache_block_read(c, &id, (i * 7) % (i + 1), 0, got, BS);
+		if (i % 16 == 15)
+			cache_flush(c);
+	}
+}
+
+/* kill -9 while eviction runs: the extents still claim only stored bytes,
+ * and the budget holds within a batch. */
+static void test_kill9_budget(void)
+{
+	struct cache *c = NULL;
+	struct cache_id id;
+	struct cache_stats s;
+	uint64_t unc = 1;
+	int status = 0;
+
+	tmp_make();
+	cache_id_from_string("url:kill9", &id);
+	fflush(NULL);
+	pid_t pid = fork();
+	T_ASSERT(pid >= 0);
+	if (pid == 0) {
+		execl(self_path, self_path, "--child-stream-budget", tmpdir,
+		      (char *)NULL);
+		_exit(127);
+	}
+	usleep(400 * 1000);
+	T_EQ_INT(kill(pid, SIGKILL), 0);
+	T_EQ_INT(waitpid(pid, &status, 0), pid);
+	T_ASSERT(WIFSIGNALED(status));
+
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	void *ctx[2] = {c, &id};
+	T_EQ_INT(cache_extents_each(c, &id, check_claimed, ctx), 0);
+	T_EQ_INT(cache_blob_check(c, &id, &unc), 0);
+	T_EQ_U64(unc, 0);
+	T_EQ_INT(cache_stats_get(c, &s), 0);
+	T_ASSERT(s.blocks > 0);
+	T_ASSERT(s.blocks <= 32 + 64);
+	cache_close(c);
+	tmp_remove();
+}
+
 /* kill -9 in the middle of commits: whatever the extents claim is there,
  * byte for byte, and the cache opens and writes again. */
 static void test_kill9(void)
@@ -1739,6 +1798,7 @@ static const struct t_case cases[] = {
 	{"upgrade_v1", test_upgrade_v1},
 	{"check", test_check},
 	{"compact", test_compact},
+	{"kill9_budget", test_kill9_budget},
 };
 
 int main(int argc, char **argv)
@@ -1748,6 +1808,8 @@ int main(int argc, char **argv)
 		return child_writer(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "--child-stream") == 0)
 		return child_stream(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "--child-stream-budget") == 0)
+		return child_stream_budget(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "--child-hold") == 0)
 		return child_hold(argv[2]);
 	/* test_cache --check-against DIR IDENTITY FILE (tests/mount/crash.sh) */
