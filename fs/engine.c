@@ -70,8 +70,11 @@ static struct fs_part *part_get(struct fs_engine *e, uint32_t blob,
 	struct fs_part *slot = NULL;
 
 	if (p != NULL) {
-		if (p->state == FS_PART_DONE)
+		if (p->state == FS_PART_DONE) {
 			p->state = FS_PART_FILLING; /* fetched again */
+			p->source = PACE_NONE;
+			p->mixed = false;
+		}
 		return p;
 	}
 	for (uint32_t i = 0; i < e->nparts; i++) {
@@ -101,6 +104,8 @@ static struct fs_part *part_get(struct fs_engine *e, uint32_t blob,
 	}
 	slot->state = FS_PART_FILLING;
 	slot->lost = false;
+	slot->source = PACE_NONE;
+	slot->mixed = false;
 	slot->blob = blob;
 	slot->index = index;
 	return slot;
@@ -146,6 +151,8 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 		memcpy(p->data + (credited_end - bstart),
 		       src + (credited_end - off), stop - credited_end);
 		p->last_use = ++e->part_clock;
+		p->mixed |= p->source != li.source && p->source != PACE_NONE;
+		p->source = li.source;
 		credited_end = stop;
 	}
 	if (credited_end > off) {
@@ -160,13 +167,24 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 	     i * CACHE_BLOCK_SIZE < credited_end && ndone < 8; i++) {
 		struct fs_part *p = part_find(e, li.blob, i);
 
-		if (p != NULL && p->state == FS_PART_FILLING &&
-		    pace_is_held(e->pace, li.blob, i * CACHE_BLOCK_SIZE,
-				 block_end(b, i))) {
-			p->state = FS_PART_HANDING;
-			done[ndone++] = p;
+		if (p == NULL || p->state != FS_PART_FILLING ||
+		    !pace_is_held(e->pace, li.blob, i * CACHE_BLOCK_SIZE,
+				  block_end(b, i)))
+			continue;
+		if (!fs__verify_part(e, li.blob, p)) {
+			/* Wrong bytes: never cached, never served. The one
+			 * source that sent them all is not used again. */
+			pace_blob_forget(e->pace, li.blob, i * CACHE_BLOCK_SIZE,
+					 block_end(b, i));
+			if (!p->mixed)
+				pace_source_exclude(e->pace, p->source);
+			p->state = FS_PART_FREE;
+			continue;
 		}
+		p->state = FS_PART_HANDING;
+		done[ndone++] = p;
 	}
+	fs__verify_start(e, li.blob);
 	pthread_cond_broadcast(&e->cv);
 	pthread_mutex_unlock(&e->mu);
 
@@ -487,8 +505,37 @@ int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
 	/* Resume: what the cache holds is never requested again. */
 	lc.pace = e->pace;
 	rc = cache_extents_each(e->cache, &b->id, load_extent, &lc);
-	if (rc == 0)
+	if (rc == 0) {
 		b->ready = true;
+		fs__verify_start(e, i);
+	}
+out:
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
+			    const uint8_t *sha256, uint32_t dblock,
+			    const uint8_t (*dblocks)[32], uint32_t n)
+{
+	struct fs_blob *b = &e->blobs[i];
+	int rc = 0;
+
+	pthread_mutex_lock(&e->mu);
+	if (sha256 != NULL) {
+		b->has_sha256 = true;
+		memcpy(b->sha256, sha256, sizeof(b->sha256));
+	}
+	if (n > 0 && b->dblocks == NULL) {
+		b->dblocks = malloc((size_t)n * sizeof(*b->dblocks));
+		if (b->dblocks == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		memcpy(b->dblocks, dblocks, (size_t)n * sizeof(*b->dblocks));
+		b->ndblocks = n;
+		b->dblock = dblock;
+	}
 out:
 	pthread_mutex_unlock(&e->mu);
 	return rc;
@@ -515,6 +562,7 @@ static void blobs_free(struct fs_blob *blobs, uint32_t n)
 		}
 		free(b->sources);
 		free(b->name);
+		free(b->dblocks);
 	}
 	free(blobs);
 }
@@ -531,6 +579,12 @@ void fs__engine_free(struct fs_engine *e)
 	if (e == NULL)
 		return;
 	fetch_free(e->fetch);
+	/* Whole-blob checks read through the engine: let them end first. */
+	pthread_mutex_lock(&e->mu);
+	e->stopping = true;
+	while (e->verifiers > 0)
+		pthread_cond_wait(&e->cv, &e->mu);
+	pthread_mutex_unlock(&e->mu);
 	if (e->cache != NULL) {
 		rc = cache_flush(e->cache);
 		if (rc != 0)
@@ -614,10 +668,8 @@ static int wait_held(struct fs_engine *e, uint32_t b, uint32_t reader,
 	return rc == 0 ? 0 : -EIO;
 }
 
-/* Copies held bytes [off, off + len) of blob b into buf, from assembly
- * buffers or the cache. */
-static int copy_held(struct fs_engine *e, uint32_t b, uint64_t off, size_t len,
-		     char *buf)
+int fs__engine_copy_held(struct fs_engine *e, uint32_t b, uint64_t off,
+			 size_t len, char *buf)
 {
 	const struct fs_blob *blob = &e->blobs[b];
 	uint64_t pos = off, end = off + len;
@@ -643,8 +695,15 @@ static int copy_held(struct fs_engine *e, uint32_t b, uint64_t off, size_t len,
 			got = cache_block_read(e->cache, &blob->id, index,
 					       pos - bstart, buf + (pos - off),
 					       stop - pos);
-			if (got == -ENOENT)
-				return -EAGAIN; /* lost since it was held */
+			if (got == -ENOENT) {
+				/* Gone since it was held (a failed commit,
+				 * a drop): fetch it again. */
+				pthread_mutex_lock(&e->mu);
+				pace_blob_forget(e->pace, b, bstart,
+						 block_end(blob, index));
+				pthread_mutex_unlock(&e->mu);
+				return -EAGAIN;
+			}
 			if (got < 0 || (uint64_t)got != stop - pos) {
 				fs__log(FS_LOG_ERR,
 					"%s: block %" PRIu64
@@ -702,6 +761,10 @@ long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 		pthread_mutex_unlock(&e->mu);
 		return drop_changed(e, b);
 	}
+	if (blob->verify == FS_VERIFY_FAILED) {
+		pthread_mutex_unlock(&e->mu);
+		return -EIO; /* logged when the check failed */
+	}
 	pace_reader_read(e->pace, reader, off, end - off, fs__now_ns());
 	pthread_mutex_unlock(&e->mu);
 	/* A block the cache lost after it was held (a failed commit) is
@@ -716,7 +779,7 @@ long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 		fetch_wake(e->fetch);
 		if (rc != 0)
 			return rc;
-		rc = copy_held(e, b, off, (size_t)(end - off), buf);
+		rc = fs__engine_copy_held(e, b, off, (size_t)(end - off), buf);
 		if (rc != -EAGAIN)
 			break;
 	}

@@ -29,6 +29,8 @@ struct fs_opts {
 	unsigned nheaders;
 	char *cafile;
 	char *proxy;
+	bool has_sha256; /* -o sha256=HEX */
+	uint8_t sha256[32];
 	bool insecure;
 	unsigned lanes;
 	unsigned connect_timeout_s;

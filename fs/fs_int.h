@@ -27,6 +27,14 @@ void fs__log_fetch(void *ctx, enum fetch_log_level level, const char *msg);
 
 uint64_t fs__now_ns(void);
 
+/* Where the whole-blob check of a blob stands. */
+enum fs_verify {
+	FS_VERIFY_NONE,	   /* not complete yet, or no digest */
+	FS_VERIFY_RUNNING, /* a thread is hashing it */
+	FS_VERIFY_OK,
+	FS_VERIFY_FAILED, /* failed twice: its reads fail with EIO */
+};
+
 /* One source (URL) of a blob. */
 struct fs_source {
 	char *url;	 /* final URL after redirects */
@@ -45,6 +53,15 @@ struct fs_blob {
 	uint32_t nsources;
 	bool ready;   /* probed, sources added, held bytes loaded; guarded
 			 by the engine's mu */
+	/* Integrity, when a manifest or -o sha256 gives digests. */
+	bool has_sha256;
+	uint8_t sha256[32];    /* of the whole blob */
+	uint32_t dblock;       /* size of the blocks block_sha256 covers; 0:
+				  none */
+	uint8_t (*dblocks)[32];
+	uint32_t ndblocks;
+	enum fs_verify verify;	   /* guarded by mu */
+	uint32_t verify_failures; /* guarded by mu */
 	bool changed; /* the origin now serves another version; guarded by
 			 mu */
 	bool dropped; /* its cached bytes are gone; guarded by mu */
@@ -63,6 +80,8 @@ enum fs_part_state {
 
 struct fs_part {
 	enum fs_part_state state;
+	uint32_t source; /* the scheduler's source that wrote into it */
+	bool mixed;	 /* more than one source wrote into it */
 	bool lost; /* the cache failed to store it: memory holds the only copy,
 		      so its bytes stop being held when it leaves */
 	uint32_t blob;
@@ -91,6 +110,8 @@ struct fs_engine {
 	uint64_t read_timeout_ns;
 	uint64_t stall_ns;
 	uint64_t *lane_seen_ns; /* last start or byte per lane; guarded by mu */
+	uint32_t verifiers;	/* whole-blob checks running; guarded by mu */
+	bool stopping;		/* the engine is being freed; guarded by mu */
 };
 
 struct fs_mount;
@@ -133,6 +154,28 @@ void fs__engine_free(struct fs_engine *e);
  * longer held, so they are fetched again. */
 void fs__engine_on_lost(void *ctx, const struct cache_id *id, uint64_t index,
 			int err);
+
+/* Gives blob i the digests a manifest or -o sha256 names: the whole
+ * blob's (sha256, or NULL) and per-block ones (dblocks[n] over blocks of
+ * dblock bytes, or n == 0); copies them. */
+int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
+			    const uint8_t *sha256, uint32_t dblock,
+			    const uint8_t (*dblocks)[32], uint32_t n);
+
+/* Copies held bytes [off, off + len) of blob b into buf, from memory or
+ * the cache; -EAGAIN when a block left the cache since it was held. */
+int fs__engine_copy_held(struct fs_engine *e, uint32_t b, uint64_t off,
+			 size_t len, char *buf);
+
+/* fs/verify.c. Checks a whole in-memory block of blob b against the
+ * blob's block digests; false on a mismatch (logged, naming the source).
+ * Caller holds e->mu. */
+bool fs__verify_part(struct fs_engine *e, uint32_t b,
+		     const struct fs_part *p);
+
+/* Starts the whole-blob SHA-256 check of blob b on a thread of its own
+ * once every byte is held. Caller holds e->mu. */
+void fs__verify_start(struct fs_engine *e, uint32_t b);
 
 /* Opens and closes a reader stream on blob b. */
 int fs__engine_open(struct fs_engine *e, uint32_t b, uint32_t *reader_out);
@@ -196,6 +239,9 @@ struct fs_node {
 	uint64_t size;
 	bool has_sha256;
 	uint8_t sha256[32];
+	uint32_t dblock;	/* block_sha256's block size; 0: none */
+	uint8_t (*dblocks)[32]; /* immutable once the tree is built */
+	uint32_t ndblocks;
 	uint32_t blob; /* the engine's blob once its size is known */
 };
 

@@ -72,6 +72,8 @@ static void usage(void)
 	       "(repeatable)\n"
 	       "    -o header=\"N: v\"     a request header (repeatable)\n"
 	       "    -o cafile=FILE, -o insecure, -o proxy=URL   TLS and proxy\n"
+	       "    -o sha256=HEX          the blob's SHA-256, checked once it "
+	       "is all held\n"
 	       "    -o listing_ttl=S       re-read directory indexes after S "
 	       "seconds (60)\n"
 	       "    -o log_level=L         error, warning, info or debug "
@@ -249,10 +251,13 @@ static int check_inputs(struct fs_opts *o, enum mount_kind kind, char *name,
 		return fail("%s: %s (not an http:// or https:// URL, nor a "
 			    "readable manifest)",
 			    o->url, strerror(errno));
-	if (kind != MOUNT_URL && (o->name != NULL || o->nmirrors > 0))
+	if (kind != MOUNT_URL &&
+	    (o->name != NULL || o->nmirrors > 0 || o->has_sha256))
 		return fail("option %s: only for a single URL; a manifest "
-			    "names its files and lists their mirrors",
-			    o->name != NULL ? "name" : "mirror");
+			    "names its files, their mirrors and digests",
+			    o->name != NULL	 ? "name"
+			    : o->nmirrors > 0 ? "mirror"
+					      : "sha256");
 	for (unsigned i = 0; i < o->nmirrors; i++)
 		if (check_url(o->mirrors[i]) != 0)
 			return 1;
@@ -383,8 +388,14 @@ static int build_tree(struct fs_mount *m, const struct fs_opts *o,
 		n->size = p->learned.size;
 		n->mtime = p->learned.mtime;
 		url_identity(o->url, &id);
+		n->has_sha256 = o->has_sha256;
+		memcpy(n->sha256, o->sha256, sizeof(n->sha256));
 		rc = fs__engine_blob_add(m->engine, p->name, n->size, &id,
 					 &n->blob);
+		if (rc == 0)
+			rc = fs__engine_blob_digests(
+				m->engine, n->blob,
+				o->has_sha256 ? o->sha256 : NULL, 0, NULL, 0);
 		if (rc == 0)
 			rc = fs__engine_blob_ready(m->engine, n->blob,
 						   p->learned.sources,
@@ -409,6 +420,11 @@ static int build_tree(struct fs_mount *m, const struct fs_opts *o,
 			n->size = me->size;
 			n->has_sha256 = me->has_sha256;
 			memcpy(n->sha256, me->sha256, sizeof(n->sha256));
+			n->dblock = me->block_size;
+			n->dblocks = me->block_sha256;
+			n->ndblocks = me->nblocks;
+			me->block_sha256 = NULL;
+			me->nblocks = 0;
 			if (me->has_mode)
 				n->mode = me->mode;
 			if (me->has_mtime)

@@ -40,6 +40,10 @@ struct node_copy {
 	uint32_t blob;
 	char name[PATH_MAX]; /* the path in the mount, for logs */
 	struct cache_id id;
+	const uint8_t *sha256; /* the node's, immutable; NULL: none */
+	uint32_t dblock;
+	const uint8_t (*dblocks)[32];
+	uint32_t ndblocks;
 };
 
 static void node_copy_free(struct node_copy *c)
@@ -77,6 +81,10 @@ static int node_copy(struct fs_mount *m, uint32_t i, struct node_copy *c)
 	c->size = n->size;
 	c->blob = n->blob;
 	fs__ns_path(m->ns, i, c->name, sizeof(c->name));
+	c->sha256 = n->has_sha256 ? n->sha256 : NULL;
+	c->dblock = n->dblock;
+	c->dblocks = (const uint8_t(*)[32])n->dblocks;
+	c->ndblocks = n->ndblocks;
 	fs__node_identity(n, &c->id);
 out:
 	pthread_mutex_unlock(&m->ns->mu);
@@ -115,6 +123,10 @@ int fs__node_ready(struct fs_mount *m, uint32_t i)
 	if (c.blob == FS_NO_BLOB) {
 		rc = fs__engine_blob_add(m->engine, c.name, l.size, &c.id,
 					 &c.blob);
+		if (rc == 0)
+			rc = fs__engine_blob_digests(m->engine, c.blob,
+						     c.sha256, c.dblock,
+						     c.dblocks, c.ndblocks);
 		if (rc != 0) {
 			fs__log(FS_LOG_ERR, "%s: cannot add its blob: %s",
 				c.name, strerror(-rc));

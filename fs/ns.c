@@ -17,6 +17,7 @@ static void node_free(struct fs_node *n)
 	free(n->name);
 	free(n->children);
 	free(n->list_url);
+	free(n->dblocks);
 	for (uint32_t i = 0; i < n->nurls; i++)
 		free(n->urls[i]);
 	free(n->urls);

@@ -26,6 +26,7 @@ enum {
 	KEY_STALL_TIMEOUT,
 	KEY_LISTING_TTL,
 	KEY_LOG_LEVEL,
+	KEY_SHA256,
 	KEY_ATTR_TIMEOUT,
 	KEY_ENTRY_TIMEOUT,
 	KEY_MIRROR,
@@ -51,6 +52,7 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("stall_timeout=", KEY_STALL_TIMEOUT),
 	FUSE_OPT_KEY("listing_ttl=", KEY_LISTING_TTL),
 	FUSE_OPT_KEY("log_level=", KEY_LOG_LEVEL),
+	FUSE_OPT_KEY("sha256=", KEY_SHA256),
 	FUSE_OPT_KEY("attr_timeout=", KEY_ATTR_TIMEOUT),
 	FUSE_OPT_KEY("entry_timeout=", KEY_ENTRY_TIMEOUT),
 	FUSE_OPT_KEY("mirror=", KEY_MIRROR),
@@ -60,6 +62,17 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("insecure", KEY_INSECURE),
 	FUSE_OPT_END,
 };
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
 
 struct parse_state {
 	struct fs_opts *o;
@@ -200,6 +213,28 @@ static int opt_proc(void *data, const char *arg, int key,
 				   "error, warning, info, debug",
 				   v);
 	}
+	case KEY_SHA256: {
+		const char *v = strchr(arg, '=') + 1;
+
+		if (strlen(v) != 64)
+			return parse_error(s,
+					   "option sha256: expected 64 hex "
+					   "digits, got %zu characters",
+					   strlen(v));
+		for (int i = 0; i < 32; i++) {
+			int hi = hexval(v[2 * i]), lo = hexval(v[2 * i + 1]);
+
+			if (hi < 0 || lo < 0)
+				return parse_error(s,
+						   "option sha256: '%c' is "
+						   "not a hex digit",
+						   hi < 0 ? v[2 * i]
+							  : v[2 * i + 1]);
+			o->sha256[i] = (uint8_t)(hi * 16 + lo);
+		}
+		o->has_sha256 = true;
+		return 0;
+	}
 	case KEY_LISTING_TTL:
 		return parse_uint(s, arg, 0, 86400 * 365, &o->listing_ttl_s);
 	case KEY_ATTR_TIMEOUT:
@@ -293,16 +328,6 @@ void fs_opts_free(struct fs_opts *o)
 	memset(o, 0, sizeof(*o));
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 int fs_name_check(const char *name, char *err, size_t errlen)
 {

@@ -1900,6 +1900,14 @@ int pace_lane_info(const struct pace *p, uint32_t lane,
 	return 0;
 }
 
+int pace_source_exclude(struct pace *p, uint32_t source)
+{
+	if (!p || source >= p->n_sources || !p->sources[source].used)
+		return -ENOENT;
+	source_exclude(p, &p->sources[source]);
+	return 0;
+}
+
 int pace_source_info(const struct pace *p, uint32_t source, uint64_t now_ns,
 		     struct pace_source_info *out)
 {

@@ -230,6 +230,10 @@ uint32_t pace_source_lane_cap(const struct pace *p, uint32_t source);
  * included; never above budget_bytes when one is set. */
 uint64_t pace_inflight(const struct pace *p);
 
+/* Excludes a source for good (it served bytes that failed their digest):
+ * no new request goes to it; its open requests run to their end. */
+int pace_source_exclude(struct pace *p, uint32_t source);
+
 /* A source as seen from outside (status output). */
 struct pace_source_info {
 	bool excluded;	     /* 403/404/410 or a mismatch: never used again */
