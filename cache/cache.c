@@ -1491,7 +1491,11 @@ static void *cache__writer_main(void *arg)
 				   "%s: commit of %d blocks: %s: %s; the "
 				   "blocks are dropped, not claimed",
 				   c->dir, n, step, mdb_strerror(rc));
-		if (rc == MDB_MAP_FULL || rc == ENOSPC || rc == EDQUOT) {
+		/* Only a caller that hears of evictions can stop counting the
+		 * evicted bytes as held; for others a full disk stays a clean
+		 * -ENOSPC. */
+		if ((rc == MDB_MAP_FULL || rc == ENOSPC || rc == EDQUOT) &&
+		    c->on_evicted) {
 			/* Evict now, in a commit of its own that needs few
 			 * pages; LMDB reuses the pages it frees from the
 			 * second commit after it. */

@@ -71,7 +71,8 @@ struct cache_config {
 	uint64_t budget_bytes;
 	/* Optional. Called on the writer thread, after the commit that
 	 * evicted it landed, for each block this process evicted (budget,
-	 * disk or map pressure; not for cache_blocks_evict() or
+	 * or a full disk or map: only a cache with on_evicted set evicts to
+	 * make room after -ENOSPC; not for cache_blocks_evict() or
 	 * cache_blob_drop(), whose callers know). Same rules as on_lost: the
 	 * block's bytes are no longer held. Blocks evicted by another process
 	 * sharing the directory are not reported: a cache_block_read() of
