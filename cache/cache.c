@@ -2323,6 +2323,24 @@ out:
 	return rc;
 }
 
+int cache_blob_mark_verified(struct cache *c, const struct cache_id *id,
+			     const uint8_t *sha256, bool ok)
+{
+	int rc;
+
+	if (!c || !id || (ok && !sha256))
+		return -EINVAL;
+	rc = cache__record_set_verified(c, id, sha256, ok);
+	if (rc == MDB_NOTFOUND)
+		return -ENOENT;
+	if (rc) {
+		cache__log(c, CACHE_LOG_ERR, "%s: mark verified: %s", c->dir,
+			   mdb_strerror(rc));
+		return cache__errno(rc);
+	}
+	return 0;
+}
+
 int cache_blob_verify(struct cache *c, const struct cache_id *id,
 		      const uint8_t *expected, uint64_t *bad, size_t bad_cap,
 		      size_t *nbad)

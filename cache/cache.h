@@ -216,6 +216,14 @@ int cache_blob_verify(struct cache *c, const struct cache_id *id,
 		      const uint8_t *expected, uint64_t *bad, size_t bad_cap,
 		      size_t *nbad);
 
+/* Records the outcome of a whole-blob check the caller made itself (e.g.
+ * while the bytes streamed past): ok sets verified and stores sha256 as
+ * the blob's digest; !ok clears verified (sha256 may be NULL then). One
+ * synchronous commit that rewrites only those fields. Returns 0, -ENOENT
+ * (no record), -EINVAL, -EIO. */
+int cache_blob_mark_verified(struct cache *c, const struct cache_id *id,
+			     const uint8_t *sha256, bool ok);
+
 /* Structural check of blob id: every byte an extent claims is in a stored
  * block of the right length. *uncovered gets the number of blocks an
  * extent claims that are missing or too short (0: sound). */

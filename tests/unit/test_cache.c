@@ -1437,6 +1437,18 @@ static void test_verify(void)
 	T_EQ_INT(put_block(c, &id, 2, BS), 0);
 	T_EQ_INT(cache_flush(c), 0);
 	T_EQ_INT(cache_blob_verify(c, &id, NULL, bad, 8, &nbad), 0);
+
+	/* A check made by the caller, recorded without a re-read. */
+	T_EQ_INT(cache_blob_mark_verified(c, &id, NULL, false), 0);
+	T_EQ_INT(cache_blob_get(c, &id, &g), 0);
+	T_ASSERT(!g.verified && g.has_sha256);
+	T_EQ_INT(cache_blob_mark_verified(c, &id, wrong, true), 0);
+	T_EQ_INT(cache_blob_get(c, &id, &g), 0);
+	T_ASSERT(g.verified);
+	T_EQ_MEM(g.sha256, wrong, 32);
+	T_EQ_STR(g.identity, "url:verify");
+	T_EQ_INT(cache_blob_mark_verified(c, &none, want, true), -ENOENT);
+	T_EQ_INT(cache_blob_mark_verified(c, &id, NULL, true), -EINVAL);
 	cache_close(c);
 	free(buf);
 	tmp_remove();
