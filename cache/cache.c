@@ -115,6 +115,7 @@ struct cache {
 	void (*on_evicted)(void *ctx, const struct cache_id *id,
 			   uint64_t index);
 	void *evicted_ctx;
+	unsigned sync_flags;	/* MDB_NOMETASYNC or MDB_NOSYNC, by cfg->sync */
 	uint64_t budget;	/* configured; 0: none */
 	uint64_t budget_eff;	/* writer only: the budget, lowered after a
 				   full disk or map; 0: none */
@@ -545,9 +546,11 @@ static int cache__env_open(struct cache *c, uint64_t map_size,
 	if (rc == 0) {
 		*step = "open environment";
 		/* MDB_NOTLS: read transactions are pooled and used by any
-		 * FUSE worker thread. No NOSYNC/NOMETASYNC: a commit is
-		 * durable; the writer's batches amortise the fsync. */
-		rc = mdb_env_open(c->env, c->dir, MDB_NOTLS, 0600);
+		 * FUSE worker thread. CACHE_SYNC_FULL (the default) adds no
+		 * NOSYNC/NOMETASYNC: a commit is durable; the writer's
+		 * batches amortise the fsync. */
+		rc = mdb_env_open(c->env, c->dir, MDB_NOTLS | c->sync_flags,
+				  0600);
 	}
 	if (rc) {
 		mdb_env_close(c->env);
@@ -572,6 +575,9 @@ int cache_open(const struct cache_config *cfg, struct cache **out)
 	c->log_ctx = cfg->log_ctx;
 	c->on_lost = cfg->on_lost;
 	c->lost_ctx = cfg->lost_ctx;
+	c->sync_flags = cfg->sync == CACHE_SYNC_META   ? MDB_NOMETASYNC
+			: cfg->sync == CACHE_SYNC_NONE ? MDB_NOSYNC
+						       : 0;
 	c->on_evicted = cfg->on_evicted;
 	c->evicted_ctx = cfg->evicted_ctx;
 	c->budget = cfg->budget_bytes;

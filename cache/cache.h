@@ -41,7 +41,20 @@ struct cache_id;
 
 enum cache_log_level { CACHE_LOG_ERR, CACHE_LOG_WARN, CACHE_LOG_INFO };
 
+/* How commits reach the disk. */
+enum cache_sync {
+	CACHE_SYNC_FULL, /* data, then the meta page, fsynced at every commit:
+			    a power loss keeps every committed byte */
+	CACHE_SYNC_META, /* data fsynced, the meta page written but not
+			    fsynced: a power loss may undo the last commits,
+			    never corrupts (LMDB's MDB_NOMETASYNC) */
+	CACHE_SYNC_NONE, /* nothing fsynced: the OS writes back when it likes;
+			    safe from a crash of pacefs, but a power loss may
+			    lose or corrupt the cache (MDB_NOSYNC) */
+};
+
 struct cache_config {
+	enum cache_sync sync;
 	const char *dir; /* created (mode 0700) if missing */
 	/* Called from any thread, the writer thread included; NULL logs to
 	 * stderr. msg is valid during the call only. */

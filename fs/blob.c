@@ -55,23 +55,82 @@ static int probe_one(const struct fetch_config *fc, const char *url,
 	return s->url != NULL ? 0 : -ENOMEM;
 }
 
-int fs__learn(const struct fetch_config *fc, struct cache *cache,
-	      const struct cache_id *id, const char *const *urls,
-	      uint32_t nurls, const uint64_t *want_size,
-	      struct fs_learned *out, char *err, size_t errlen)
+/* Uses the cache's record without asking the origin: the validator was
+ * confirmed recently enough for the revalidation policy. Only the first
+ * URL is used, pinned to the stored validator. */
+static int learn_from_record(const struct fs_learn_args *a,
+			     const struct cache_blob_record *rec,
+			     struct fs_learned *out, char *err, size_t errlen)
+{
+	out->sources[0].url = strdup(a->urls[0]);
+	out->sources[0].validator =
+		rec->validator[0] != '\0' ? strdup(rec->validator) : NULL;
+	out->nsources = 1;
+	out->size = rec->size;
+	out->mtime = -1;
+	if (out->sources[0].url == NULL) {
+		fs__learned_free(out);
+		return learn_fail(err, errlen, -ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* Writes the blob's record: its size and the first URL's validator; the
+ * time the origin confirmed it (kept when it did not answer); its digest,
+ * and whether the held bytes matched it (kept while the blob is the
+ * same). */
+static int put_record(struct cache *cache, const struct cache_id *id,
+		      const struct fs_learn_args *a, const struct fs_learned *l,
+		      const char *validator, bool confirmed,
+		      const struct cache_blob_record *old, bool same)
 {
 	struct cache_blob_record rec;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.size = l->size;
+	snprintf(rec.validator, sizeof(rec.validator), "%s", validator);
+	rec.last_access = (uint64_t)time(NULL);
+	rec.validated_at = confirmed ? (uint64_t)time(NULL)
+			   : same    ? old->validated_at
+				     : 0;
+	if (a->sha256 != NULL) {
+		rec.has_sha256 = true;
+		memcpy(rec.sha256, a->sha256, sizeof(rec.sha256));
+		rec.verified = same && old->has_sha256 && old->verified &&
+			       memcmp(old->sha256, a->sha256, 32) == 0;
+	} else if (same) {
+		rec.has_sha256 = old->has_sha256;
+		rec.verified = old->verified;
+		memcpy(rec.sha256, old->sha256, sizeof(rec.sha256));
+	}
+	snprintf(rec.identity, sizeof(rec.identity), "%s", a->identity);
+	return cache_blob_put(cache, id, &rec);
+}
+
+int fs__learn(const struct fetch_config *fc, struct cache *cache,
+	      const struct fs_learn_args *a, struct fs_learned *out,
+	      char *err, size_t errlen)
+{
+	struct cache_blob_record rec;
+	struct cache_id id;
 	enum fetch_probe_error kind;
 	char perr[1024], first_err[1024] = "";
-	bool have_rec, unreachable = false, primary_ok = false;
+	bool have_rec, unreachable = false, primary_ok = false, same;
 	const char *ref_url = NULL, *validator;
+	const char *const *urls = a->urls;
+	uint32_t nurls = a->nurls;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	out->sources = calloc(nurls, sizeof(*out->sources));
 	if (out->sources == NULL)
 		return learn_fail(err, errlen, -ENOMEM, "out of memory");
-	have_rec = cache_blob_get(cache, id, &rec) == 0;
+	cache_id_from_string(a->identity, &id);
+	have_rec = cache_blob_get(cache, &id, &rec) == 0;
+	if (have_rec && a->revalidate_s >= 0 && rec.validated_at != 0 &&
+	    (uint64_t)time(NULL) < rec.validated_at + (uint64_t)a->revalidate_s &&
+	    (!a->has_size || rec.size == a->size))
+		return learn_from_record(a, &rec, out, err, errlen);
 	for (uint32_t i = 0; i < nurls; i++) {
 		struct fs_source *s = &out->sources[out->nsources];
 		uint64_t size;
@@ -92,11 +151,11 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 					perr);
 			continue;
 		}
-		if (want_size != NULL && size != *want_size) {
+		if (a->has_size && size != a->size) {
 			snprintf(perr, sizeof(perr),
 				 "%s serves %" PRIu64 " bytes, not the %" PRIu64
 				 " the manifest or listing gives",
-				 urls[i], size, *want_size);
+				 urls[i], size, a->size);
 			fs__log(FS_LOG_WARN, "source not used: %s", perr);
 			if (first_err[0] == '\0')
 				snprintf(first_err, sizeof(first_err), "%s",
@@ -129,19 +188,10 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 		fs__log(FS_LOG_WARN,
 			"origin unreachable (%s); serving what the cache holds",
 			first_err);
-		out->sources[0].url = strdup(urls[0]);
-		out->sources[0].validator =
-			rec.validator[0] != '\0' ? strdup(rec.validator) : NULL;
-		out->nsources = 1;
-		out->size = rec.size;
-		out->mtime = -1;
-		out->offline = true;
-		if (out->sources[0].url == NULL) {
-			fs__learned_free(out);
-			return learn_fail(err, errlen, -ENOMEM,
-					  "out of memory");
-		}
-		return 0;
+		rc = learn_from_record(a, &rec, out, err, errlen);
+		if (rc == 0)
+			out->offline = true;
+		return rc;
 	}
 	/* The first URL's validator is the blob's; a mirror's differs by
 	 * nature (each server makes its own ETag) and is pinned per source. */
@@ -151,14 +201,14 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 				    : "";
 	else
 		validator = have_rec ? rec.validator : "";
-	if (have_rec &&
-	    (rec.size != out->size ||
-	     (primary_ok && strcmp(rec.validator, validator) != 0))) {
+	same = have_rec && rec.size == out->size &&
+	       (!primary_ok || strcmp(rec.validator, validator) == 0);
+	if (have_rec && !same) {
 		fs__log(FS_LOG_INFO,
 			"%s changed on the origin (size %" PRIu64 " -> %" PRIu64
 			", validator '%s' -> '%s'): dropping its cached bytes",
 			urls[0], rec.size, out->size, rec.validator, validator);
-		rc = cache_blob_drop(cache, id);
+		rc = cache_blob_drop(cache, &id);
 		if (rc != 0) {
 			fs__learned_free(out);
 			return learn_fail(err, errlen, rc,
@@ -167,11 +217,7 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 					  urls[0], strerror(-rc));
 		}
 	}
-	memset(&rec, 0, sizeof(rec));
-	rec.size = out->size;
-	snprintf(rec.validator, sizeof(rec.validator), "%s", validator);
-	rec.last_access = (uint64_t)time(NULL);
-	rc = cache_blob_put(cache, id, &rec);
+	rc = put_record(cache, &id, a, out, validator, primary_ok, &rec, same);
 	if (rc != 0) {
 		fs__learned_free(out);
 		return learn_fail(err, errlen, rc,

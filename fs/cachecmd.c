@@ -14,6 +14,7 @@
 
 #include "cache/cache.h"
 #include "fs/cachecmd_int.h"
+#include "fs/fs_int.h"
 
 #define PREFETCH_CHUNK (1024u * 1024u)
 #define ID_SHOWN 12 /* hex digits of an id that ls shows */
@@ -42,43 +43,6 @@ static void cache_usage(FILE *f)
 		"DIR defaults to the mount's default: $XDG_CACHE_HOME/pacefs, "
 		"or\n"
 		"/var/cache/pacefs for root.\n");
-}
-
-/* The default cache directory, as mount.c chooses it; a new string. */
-static char *default_dir(void)
-{
-	const char *xdg = getenv("XDG_CACHE_HOME");
-	const char *home = getenv("HOME");
-	char buf[PATH_MAX];
-
-	if (geteuid() == 0)
-		return strdup("/var/cache/pacefs");
-	if (xdg != NULL && xdg[0] == '/')
-		snprintf(buf, sizeof(buf), "%s/pacefs", xdg);
-	else if (home != NULL && home[0] == '/')
-		snprintf(buf, sizeof(buf), "%s/.cache/pacefs", home);
-	else
-		return strdup("/var/tmp/pacefs");
-	return strdup(buf);
-}
-
-/* Writes n bytes as "512 B", "1.5 KiB", "12.0 MiB", ... */
-static const char *human(uint64_t n, char *buf, size_t cap)
-{
-	static const char *const unit[] = {"B",	  "KiB", "MiB",
-					   "GiB", "TiB", "PiB"};
-	double v = (double)n;
-	int u = 0;
-
-	while (v >= 1024 && u < 5) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, cap, "%" PRIu64 " B", n);
-	else
-		snprintf(buf, cap, "%.1f %s", v, unit[u]);
-	return buf;
 }
 
 static void log_stderr(void *ctx, enum cache_log_level level, const char *msg)
@@ -176,8 +140,8 @@ static int cmd_ls(struct cache *c)
 		}
 		printf("%-*.*s %10s %10s %5.1f%%  %-16s %s  %s\n", ID_SHOWN,
 		       ID_SHOWN, bi->hex,
-		       human(bi->rec.size, size, sizeof(size)),
-		       human(bi->held, held, sizeof(held)), pct, when,
+		       fs__human_size(bi->rec.size, size, sizeof(size)),
+		       fs__human_size(bi->held, held, sizeof(held)), pct, when,
 		       bi->rec.verified ? "V" : "-", shown_identity(bi));
 	}
 	free(ids);
@@ -197,22 +161,22 @@ static int cmd_stat(struct cache *c, const char *dir)
 	}
 	printf("cache directory: %s\n", dir);
 	printf("format version:  %" PRIu32 "\n", s.format);
-	printf("block size:      %s\n", human(s.block_size, a, sizeof(a)));
+	printf("block size:      %s\n", fs__human_size(s.block_size, a, sizeof(a)));
 	printf("blobs:           %" PRIu64 "\n", s.blobs);
 	printf("blocks:          %" PRIu64 "\n", s.blocks);
 	printf("bytes held:      %s (%" PRIu64 " bytes)\n",
-	       human(s.bytes, a, sizeof(a)), s.bytes);
+	       fs__human_size(s.bytes, a, sizeof(a)), s.bytes);
 	if (s.budget)
 		printf("budget:          %s (%.1f%% used; blocks count "
 		       "whole)\n",
-		       human(s.budget, b, sizeof(b)),
+		       fs__human_size(s.budget, b, sizeof(b)),
 		       100.0 * (double)s.blocks * s.block_size /
 			       (double)s.budget);
 	else
 		printf("budget:          none (-o cache_size sets one)\n");
-	printf("file on disk:    %s\n", human(s.file_size, d, sizeof(d)));
+	printf("file on disk:    %s\n", fs__human_size(s.file_size, d, sizeof(d)));
 	printf("map size:        %s (address space, not disk)\n",
-	       human(s.map_size, e, sizeof(e)));
+	       fs__human_size(s.map_size, e, sizeof(e)));
 	return 0;
 }
 
@@ -329,8 +293,8 @@ static int cmd_verify(struct cache *c, char **args, int nargs)
 		if (bi->held != bi->rec.size) {
 			printf("structure OK; incomplete (%s of %s held), "
 			       "not checked\n",
-			       human(bi->held, held, sizeof(held)),
-			       human(bi->rec.size, size, sizeof(size)));
+			       fs__human_size(bi->held, held, sizeof(held)),
+			       fs__human_size(bi->rec.size, size, sizeof(size)));
 			continue;
 		}
 		rc = cache_blob_verify(c, &todo[i], NULL, bad, 16, &nbad);
@@ -431,8 +395,8 @@ static int cmd_gc(const char *dir)
 		fprintf(stderr, "pacefs: cache: gc: %s\n", strerror(-rc));
 		return 1;
 	}
-	printf("compacted %s: %s -> %s\n", path, human(before, a, sizeof(a)),
-	       human(after, b, sizeof(b)));
+	printf("compacted %s: %s -> %s\n", path, fs__human_size(before, a, sizeof(a)),
+	       fs__human_size(after, b, sizeof(b)));
 	return 0;
 }
 
@@ -469,7 +433,7 @@ int fs_cache_command(int argc, char **argv)
 		goto out;
 	}
 	if (dir == NULL)
-		dir = default_dir();
+		dir = fs__default_cache_dir();
 	if (dir == NULL) {
 		status = 1;
 		goto out;
@@ -538,8 +502,8 @@ static void progress(const char *path, uint64_t done, uint64_t size,
 	for (int i = 0; i < width; i++)
 		fputc(i < fill ? '#' : '.', stderr);
 	fprintf(stderr, "] %s / %s  %s/s  ETA %s \033[K",
-		human(done, a, sizeof(a)), human(size, b, sizeof(b)),
-		human((uint64_t)rate, r, sizeof(r)), eta);
+		fs__human_size(done, a, sizeof(a)), fs__human_size(size, b, sizeof(b)),
+		fs__human_size((uint64_t)rate, r, sizeof(r)), eta);
 	fflush(stderr);
 }
 
@@ -597,8 +561,8 @@ static int prefetch_one(const char *path, char *buf, bool tty)
 		double secs = now_s() - start;
 
 		printf("%s: %s in %.1f s (%s/s)\n", path,
-		       human(done, a, sizeof(a)), secs,
-		       human(secs > 0 ? (uint64_t)((double)done / secs) : done,
+		       fs__human_size(done, a, sizeof(a)), secs,
+		       fs__human_size(secs > 0 ? (uint64_t)((double)done / secs) : done,
 			     r, sizeof(r)));
 		fflush(stdout);
 	}

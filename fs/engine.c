@@ -613,11 +613,12 @@ int fs__engine_open(struct fs_engine *e, uint32_t b, uint32_t *reader_out)
 	return rc;
 }
 
-void fs__engine_close(struct fs_engine *e, uint32_t reader)
+void fs__engine_close(struct fs_engine *e, uint32_t b, uint32_t reader)
 {
 	pthread_mutex_lock(&e->mu);
 	pace_reader_close(e->pace, reader, fs__now_ns());
 	pthread_mutex_unlock(&e->mu);
+	cache_pin_set(e->cache, &e->blobs[b].id, reader, 0, 0);
 }
 
 /* Waits until [off, end) of blob b is held, or the caller's cancelled()
@@ -750,7 +751,7 @@ long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 		     bool (*cancelled)(void *), void *arg)
 {
 	const struct fs_blob *blob = &e->blobs[b];
-	uint64_t end;
+	uint64_t end, cursor = 0, window = 0;
 	int rc = 0;
 
 	if (off >= blob->size || len == 0)
@@ -766,7 +767,11 @@ long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 		return -EIO; /* logged when the check failed */
 	}
 	pace_reader_read(e->pace, reader, off, end - off, fs__now_ns());
+	if (pace_reader_window(e->pace, reader, &cursor, &window) != 0)
+		window = 0;
 	pthread_mutex_unlock(&e->mu);
+	/* The reader's window is not evicted while it reads there. */
+	cache_pin_set(e->cache, &blob->id, reader, off, cursor + window);
 	/* A block the cache lost after it was held (a failed commit) is
 	 * forgotten by fs__engine_on_lost and fetched again. */
 	for (int tries = 0; tries < 3; tries++) {
@@ -786,24 +791,24 @@ long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 	return rc != 0 ? (rc == -EAGAIN ? -EIO : rc) : (long)(end - off);
 }
 
-void fs__engine_on_lost(void *ctx, const struct cache_id *id, uint64_t index,
-			int err)
+/* A block the cache no longer has: served from memory while it is there,
+ * else no longer held, so a read fetches it again. */
+static void block_gone(struct fs_engine *e, const struct cache_id *id,
+		       uint64_t index, int err)
 {
-	struct fs_engine *e = *(struct fs_engine **)ctx;
 	struct fs_part *p;
 
-	if (e == NULL)
-		return;
 	for (uint32_t i = 0; i < e->nblobs; i++) {
 		const struct fs_blob *b = &e->blobs[i];
 
 		if (memcmp(b->id.b, id->b, sizeof(id->b)) != 0)
 			continue;
-		fs__log(FS_LOG_ERR,
-			"%s: block %" PRIu64 " could not be stored in the "
-			"cache (%s); it is served from memory while it lasts, "
-			"then fetched again when read",
-			b->name, index, strerror(-err));
+		if (err != 0)
+			fs__log(FS_LOG_ERR,
+				"%s: block %" PRIu64 " could not be stored in "
+				"the cache (%s); it is served from memory "
+				"while it lasts, then fetched again when read",
+				b->name, index, strerror(-err));
 		pthread_mutex_lock(&e->mu);
 		p = part_find(e, i, index);
 		if (p != NULL && p->state != FS_PART_FILLING)
@@ -813,6 +818,24 @@ void fs__engine_on_lost(void *ctx, const struct cache_id *id, uint64_t index,
 					 block_end(b, index));
 		pthread_mutex_unlock(&e->mu);
 	}
+}
+
+void fs__engine_on_lost(void *ctx, const struct cache_id *id, uint64_t index,
+			int err)
+{
+	struct fs_engine *e = *(struct fs_engine **)ctx;
+
+	if (e != NULL)
+		block_gone(e, id, index, err);
+}
+
+void fs__engine_on_evicted(void *ctx, const struct cache_id *id,
+			   uint64_t index)
+{
+	struct fs_engine *e = *(struct fs_engine **)ctx;
+
+	if (e != NULL)
+		block_gone(e, id, index, 0);
 }
 
 void fs__engine_wake_readers(struct fs_engine *e)

@@ -343,7 +343,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	struct fs_mount *m = fuse_req_userdata(req);
 
 	(void)ino;
-	fs__engine_close(m->engine, FH_READER(fi->fh));
+	fs__engine_close(m->engine, FH_BLOB(fi->fh), FH_READER(fi->fh));
 	fuse_reply_err(req, 0);
 }
 

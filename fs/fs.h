@@ -39,7 +39,10 @@ struct fs_opts {
 	unsigned listing_ttl_s;
 	unsigned attr_timeout_s;
 	unsigned entry_timeout_s;
-	int log_level; /* 0 error, 1 warning, 2 info, 3 debug */
+	int log_level;	      /* 0 error, 1 warning, 2 info, 3 debug */
+	int64_t revalidate_s; /* -1: always; INT64_MAX: never */
+	uint64_t cache_size;  /* 0: unlimited */
+	int cache_sync;	      /* enum cache_sync */
 	bool foreground;
 	bool debug;
 	bool show_help;
@@ -59,6 +62,10 @@ void fs_opts_free(struct fs_opts *o);
  * err) when the segment is empty, ".", "..", or decodes to a '/' or NUL. */
 int fs_name_from_url(const char *url, char *out, size_t cap, char *err,
 		     size_t errlen);
+
+/* Parses a size: digits with an optional K, M, G or T (powers of 1024,
+ * optionally followed by "iB" or "B"). -EINVAL when it is not one. */
+int fs_parse_size(const char *v, uint64_t *out);
 
 /* Checks a file name given by -o name=. */
 int fs_name_check(const char *name, char *err, size_t errlen);

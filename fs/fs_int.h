@@ -27,6 +27,13 @@ void fs__log_fetch(void *ctx, enum fetch_log_level level, const char *msg);
 
 uint64_t fs__now_ns(void);
 
+/* The default cache directory, a new string: $XDG_CACHE_HOME/pacefs (or
+ * ~/.cache/pacefs), /var/cache/pacefs for root. */
+char *fs__default_cache_dir(void);
+
+/* Writes n bytes as "512 B", "1.5 KiB", "12.0 MiB", ...; returns buf. */
+const char *fs__human_size(uint64_t n, char *buf, size_t cap);
+
 /* Where the whole-blob check of a blob stands. */
 enum fs_verify {
 	FS_VERIFY_NONE,	   /* not complete yet, or no digest */
@@ -177,9 +184,13 @@ bool fs__verify_part(struct fs_engine *e, uint32_t b,
  * once every byte is held. Caller holds e->mu. */
 void fs__verify_start(struct fs_engine *e, uint32_t b);
 
+/* The cache's on_evicted callback, as on_lost without an error. */
+void fs__engine_on_evicted(void *ctx, const struct cache_id *id,
+			   uint64_t index);
+
 /* Opens and closes a reader stream on blob b. */
 int fs__engine_open(struct fs_engine *e, uint32_t b, uint32_t *reader_out);
-void fs__engine_close(struct fs_engine *e, uint32_t reader);
+void fs__engine_close(struct fs_engine *e, uint32_t b, uint32_t reader);
 
 /* Reads up to len bytes at off of blob b for reader into buf, waiting for
  * missing bytes. Returns the byte count or a negative errno: -EIO when no
@@ -286,16 +297,27 @@ struct fs_learned {
 	bool offline; /* nothing answered; from the cache's record */
 };
 
-/* Probes urls (the first is the primary) for a blob with cache identity
- * id. Sources that disagree on the size (with each other, or with
- * *want_size when given) are left out with a log line. A blob whose
+/* What fs__learn() is asked about one file. */
+struct fs_learn_args {
+	const char *identity;	 /* the cache identity string */
+	const char *const *urls; /* the first is the primary */
+	uint32_t nurls;
+	bool has_size; /* the manifest or listing gives the size */
+	uint64_t size;
+	const uint8_t *sha256; /* the whole blob's digest, or NULL */
+	int64_t revalidate_s;  /* trust a record the origin confirmed less
+				  than this long ago; -1: always ask */
+};
+
+/* Probes a file's URLs. Sources that disagree on the size (with each other,
+ * or with a->size when given) are left out with a log line. A blob whose
  * primary validator changed is dropped from the cache; when nothing
- * answers but the cache has the blob, its record stands in (offline). On
+ * answers but the cache has the blob, its record stands in (offline); when
+ * the record is fresh for the revalidation policy, nothing is asked. On
  * failure writes one line naming the URL and the cause into err. */
 int fs__learn(const struct fetch_config *fc, struct cache *cache,
-	      const struct cache_id *id, const char *const *urls,
-	      uint32_t nurls, const uint64_t *want_size,
-	      struct fs_learned *out, char *err, size_t errlen);
+	      const struct fs_learn_args *a, struct fs_learned *out,
+	      char *err, size_t errlen);
 void fs__learned_free(struct fs_learned *l);
 
 /* What the FUSE operations see through fuse_req_userdata(). */
@@ -311,11 +333,12 @@ struct fs_mount {
 	double attr_timeout;
 	double entry_timeout;
 	uint64_t listing_ttl_ns;
+	int64_t revalidate_s; /* -1: always ask the origin at first open */
 };
 
 /* The cache identity of a file: its SHA-256 when known, else its first
  * URL; never whichever mirror answered. */
-void fs__node_identity(const struct fs_node *n, struct cache_id *out);
+void fs__node_identity(const struct fs_node *n, char *buf, size_t cap);
 
 /* Makes node i's blob ready to read: probes its URLs if it has never been,
  * adds its blob to the engine. Returns 0 or -EIO (logged). */

@@ -1,9 +1,14 @@
 /* log: one line per event, to stderr in the foreground and to syslog when
- * daemonized, with the step, the source and the reason in the text. */
+ * daemonized, with the step, the source and the reason in the text; and
+ * the small helpers every command of fs/ shares. */
+#include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <syslog.h>
+#include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <fuse_log.h>
 #include <string.h>
@@ -88,4 +93,38 @@ uint64_t fs__now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+char *fs__default_cache_dir(void)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	char buf[PATH_MAX];
+
+	if (geteuid() == 0)
+		return strdup("/var/cache/pacefs");
+	if (xdg != NULL && xdg[0] == '/')
+		snprintf(buf, sizeof(buf), "%s/pacefs", xdg);
+	else if (home != NULL && home[0] == '/')
+		snprintf(buf, sizeof(buf), "%s/.cache/pacefs", home);
+	else
+		return strdup("/var/tmp/pacefs");
+	return strdup(buf);
+}
+
+const char *fs__human_size(uint64_t n, char *buf, size_t cap)
+{
+	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+	double v = (double)n;
+	int u = 0;
+
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, cap, "%" PRIu64 " B", n);
+	else
+		snprintf(buf, cap, "%.1f %s", v, unit[u]);
+	return buf;
 }

@@ -16,6 +16,7 @@
 
 #include <fuse_lowlevel.h>
 
+#include "fs/cachecmd_int.h"
 #include "fs/fs_int.h"
 #include "fs/parse_int.h"
 
@@ -43,6 +44,8 @@ static void usage(void)
 	       "       pacefs [options] MANIFEST.json MOUNTPOINT\n"
 	       "       pacefs [options] URL/ MOUNTPOINT\n"
 	       "       pacefs status [-w] [--json] MOUNTPOINT\n"
+	       "       pacefs cache ls|stat|verify|evict|gc [--cache-dir DIR]\n"
+	       "       pacefs prefetch PATH...\n"
 	       "\n"
 	       "Mounts the HTTP(S) blob at URL read-only as MOUNTPOINT/NAME; or\n"
 	       "the files a manifest lists; or, for a URL ending in '/', the\n"
@@ -74,6 +77,12 @@ static void usage(void)
 	       "    -o cafile=FILE, -o insecure, -o proxy=URL   TLS and proxy\n"
 	       "    -o sha256=HEX          the blob's SHA-256, checked once it "
 	       "is all held\n"
+	       "    -o cache_size=SIZE     cache budget, least recently used "
+	       "out (K/M/G/T)\n"
+	       "    -o cache_sync=M        full (default), meta or none\n"
+	       "    -o revalidate=R        always (default), never, or SECONDS "
+	       "since the\n"
+	       "                           origin last confirmed a file\n"
 	       "    -o listing_ttl=S       re-read directory indexes after S "
 	       "seconds (60)\n"
 	       "    -o log_level=L         error, warning, info or debug "
@@ -84,24 +93,6 @@ static void usage(void)
 	       "\n"
 	       "libfuse options (-o allow_other, ...) are passed through; "
 	       "see mount.fuse3(8).\n");
-}
-
-/* The default cache directory, as a new string. */
-static char *default_cache_dir(void)
-{
-	const char *xdg = getenv("XDG_CACHE_HOME");
-	const char *home = getenv("HOME");
-	char buf[PATH_MAX];
-
-	if (geteuid() == 0)
-		return strdup("/var/cache/pacefs");
-	if (xdg != NULL && xdg[0] == '/')
-		snprintf(buf, sizeof(buf), "%s/pacefs", xdg);
-	else if (home != NULL && home[0] == '/')
-		snprintf(buf, sizeof(buf), "%s/.cache/pacefs", home);
-	else
-		return strdup("/var/tmp/pacefs");
-	return strdup(buf);
 }
 
 static int check_url(const char *url)
@@ -142,14 +133,19 @@ static void keep_message(void *ctx, enum cache_log_level level, const char *msg)
 
 /* Opens the cache. On the terminal (`quiet`) a failure is one line with
  * the cache's own detail; in the daemon the detail goes to the log. */
-static int open_cache(const char *dir, bool quiet, struct fs_engine **engine,
-		      struct cache **out)
+static int open_cache(const struct fs_opts *o, bool quiet,
+		      struct fs_engine **engine, struct cache **out)
 {
+	const char *dir = o->cache_dir;
 	char detail[512] = "";
 	struct cache_config cc = {.dir = dir,
+				  .sync = (enum cache_sync)o->cache_sync,
+				  .budget_bytes = o->cache_size,
 				  .log = fs__log_cache,
 				  .on_lost = fs__engine_on_lost,
-				  .lost_ctx = engine};
+				  .lost_ctx = engine,
+				  .on_evicted = fs__engine_on_evicted,
+				  .evicted_ctx = engine};
 	int rc;
 
 	if (quiet) {
@@ -275,7 +271,7 @@ static int check_inputs(struct fs_opts *o, enum mount_kind kind, char *name,
 		return fail("option cafile: %s: %s", o->cafile,
 			    strerror(errno));
 	if (o->cache_dir == NULL &&
-	    (o->cache_dir = default_cache_dir()) == NULL)
+	    (o->cache_dir = fs__default_cache_dir()) == NULL)
 		return fail("out of memory");
 	return 0;
 }
@@ -296,6 +292,7 @@ static void fetch_config_from(const struct fs_opts *o, struct fetch_config *f)
 struct prepared {
 	enum mount_kind kind;
 	char name[NAME_MAX + 1];    /* MOUNT_URL */
+	char identity[PATH_MAX + 16]; /* MOUNT_URL */
 	char **urls;		    /* MOUNT_URL: the URL, then mirrors */
 	uint32_t nurls;
 	struct fs_learned learned;  /* MOUNT_URL */
@@ -309,13 +306,11 @@ static void prepared_free(struct prepared *p)
 	fs__manifest_free(&p->manifest);
 }
 
-/* The cache identity of the single-URL mount's blob. */
-static void url_identity(const char *url, struct cache_id *id)
+/* The cache identity of the single-URL mount's blob: its URL, even with
+ * -o sha256 (the digest checks it; it does not name it). */
+static void url_identity(const char *url, char *buf, size_t cap)
 {
-	char identity[PATH_MAX + 16];
-
-	snprintf(identity, sizeof(identity), "url:%s", url);
-	cache_id_from_string(identity, id);
+	snprintf(buf, cap, "url:%s", url);
 }
 
 /* Before the mount, on the terminal: probe the URL, read the manifest, or
@@ -325,7 +320,7 @@ static int prepare(const struct fs_opts *o, const struct fetch_config *fc,
 		   struct cache *cache, struct prepared *p)
 {
 	struct fs_index_entry *ents = NULL;
-	struct cache_id id;
+	struct fs_learn_args args;
 	char err[1024], *page = NULL;
 	uint32_t nents = 0;
 	size_t len;
@@ -340,9 +335,14 @@ static int prepare(const struct fs_opts *o, const struct fetch_config *fc,
 		for (unsigned i = 0; i < o->nmirrors; i++)
 			p->urls[i + 1] = o->mirrors[i];
 		p->nurls = o->nmirrors + 1;
-		url_identity(o->url, &id);
-		rc = fs__learn(fc, cache, &id, (const char *const *)p->urls,
-			       p->nurls, NULL, &p->learned, err, sizeof(err));
+		url_identity(o->url, p->identity, sizeof(p->identity));
+		memset(&args, 0, sizeof(args));
+		args.identity = p->identity;
+		args.urls = (const char *const *)p->urls;
+		args.nurls = p->nurls;
+		args.sha256 = o->has_sha256 ? o->sha256 : NULL;
+		args.revalidate_s = o->revalidate_s;
+		rc = fs__learn(fc, cache, &args, &p->learned, err, sizeof(err));
 		return rc != 0 ? fail("%s", err) : 0;
 	case MOUNT_MANIFEST:
 		rc = fs__manifest_load(o->url, &p->manifest, err, sizeof(err));
@@ -373,6 +373,7 @@ static int build_tree(struct fs_mount *m, const struct fs_opts *o,
 		struct fs_node *n;
 		struct cache_id id;
 
+		cache_id_from_string(p->identity, &id);
 		rc = fs__ns_add(ns, 0, p->name, false, &node);
 		if (rc != 0)
 			return rc;
@@ -387,7 +388,6 @@ static int build_tree(struct fs_mount *m, const struct fs_opts *o,
 		n->has_size = true;
 		n->size = p->learned.size;
 		n->mtime = p->learned.mtime;
-		url_identity(o->url, &id);
 		n->has_sha256 = o->has_sha256;
 		memcpy(n->sha256, o->sha256, sizeof(n->sha256));
 		rc = fs__engine_blob_add(m->engine, p->name, n->size, &id,
@@ -453,7 +453,7 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 	 * whose page faults cost a tenth of a cold read's CPU. */
 	mallopt(M_MMAP_THRESHOLD, 8 * 1024 * 1024);
 	mallopt(M_TRIM_THRESHOLD, 128 * 1024 * 1024);
-	rc = open_cache(o->cache_dir, false, &m->engine, &m->cache);
+	rc = open_cache(o, false, &m->engine, &m->cache);
 	if (rc != 0)
 		return rc;
 	memset(&ec, 0, sizeof(ec));
@@ -507,6 +507,10 @@ int fs_main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "status") == 0)
 		return fs_status_command(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "cache") == 0)
+		return fs_cache_command(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "prefetch") == 0)
+		return fs_prefetch_command(argc, argv);
 	if (fs_opts_parse(argc, argv, &o, err, sizeof(err)) != 0)
 		return fail("%s", err);
 	memset(&m, 0, sizeof(m));
@@ -546,7 +550,7 @@ int fs_main(int argc, char **argv)
 	fetch_config_from(&o, &m.fetch);
 	/* Open the cache once here to report problems on the terminal; the
 	 * daemon reopens it, as an LMDB environment must not cross fork. */
-	if (open_cache(o.cache_dir, true, &m.engine, &cache) != 0 ||
+	if (open_cache(&o, true, &m.engine, &cache) != 0 ||
 	    absolute_cache_dir(&o.cache_dir) != 0)
 		goto out_session;
 	rc = prepare(&o, &m.fetch, cache, &p);
@@ -565,6 +569,7 @@ int fs_main(int argc, char **argv)
 	m.attr_timeout = o.attr_timeout_s;
 	m.entry_timeout = o.entry_timeout_s;
 	m.listing_ttl_ns = (uint64_t)o.listing_ttl_s * 1000000000u;
+	m.revalidate_s = o.revalidate_s;
 
 	if (fuse_set_signal_handlers(se) != 0) {
 		fail("cannot install signal handlers");

@@ -14,20 +14,17 @@
 /* The largest directory-index page read. */
 #define FS_LISTING_MAX (64u * 1024u * 1024u)
 
-void fs__node_identity(const struct fs_node *n, struct cache_id *out)
+void fs__node_identity(const struct fs_node *n, char *buf, size_t cap)
 {
-	char identity[FS_MANIFEST_URL_MAX + 16];
-
 	if (n->has_sha256) {
-		char *p = identity + snprintf(identity, sizeof(identity),
-					      "sha256:");
+		size_t used = (size_t)snprintf(buf, cap, "sha256:");
 
-		for (int i = 0; i < 32; i++)
-			p += snprintf(p, 3, "%02x", n->sha256[i]);
+		for (int i = 0; i < 32 && used + 2 < cap; i++)
+			used += (size_t)snprintf(buf + used, cap - used,
+						 "%02x", n->sha256[i]);
 	} else {
-		snprintf(identity, sizeof(identity), "url:%s", n->urls[0]);
+		snprintf(buf, cap, "url:%s", n->urls[0]);
 	}
-	cache_id_from_string(identity, out);
 }
 
 /* Copies what probing node i needs out of the namespace, so that the
@@ -39,6 +36,7 @@ struct node_copy {
 	uint64_t size;
 	uint32_t blob;
 	char name[PATH_MAX]; /* the path in the mount, for logs */
+	char identity[FS_MANIFEST_URL_MAX + 16];
 	struct cache_id id;
 	const uint8_t *sha256; /* the node's, immutable; NULL: none */
 	uint32_t dblock;
@@ -85,7 +83,8 @@ static int node_copy(struct fs_mount *m, uint32_t i, struct node_copy *c)
 	c->dblock = n->dblock;
 	c->dblocks = (const uint8_t(*)[32])n->dblocks;
 	c->ndblocks = n->ndblocks;
-	fs__node_identity(n, &c->id);
+	fs__node_identity(n, c->identity, sizeof(c->identity));
+	cache_id_from_string(c->identity, &c->id);
 out:
 	pthread_mutex_unlock(&m->ns->mu);
 	if (rc != 0)
@@ -95,6 +94,7 @@ out:
 
 int fs__node_ready(struct fs_mount *m, uint32_t i)
 {
+	struct fs_learn_args args;
 	struct node_copy c;
 	struct fs_learned l;
 	char err[1024];
@@ -112,9 +112,14 @@ int fs__node_ready(struct fs_mount *m, uint32_t i)
 	pthread_mutex_unlock(&m->ns->mu);
 	if (c.blob != FS_NO_BLOB && fs__engine_blob_is_ready(m->engine, c.blob))
 		goto out_learn;
-	rc = fs__learn(&m->fetch, m->cache, &c.id, (const char *const *)c.urls,
-		       c.nurls, c.has_size ? &c.size : NULL, &l, err,
-		       sizeof(err));
+	args.identity = c.identity;
+	args.urls = (const char *const *)c.urls;
+	args.nurls = c.nurls;
+	args.has_size = c.has_size;
+	args.size = c.size;
+	args.sha256 = c.sha256;
+	args.revalidate_s = m->revalidate_s;
+	rc = fs__learn(&m->fetch, m->cache, &args, &l, err, sizeof(err));
 	if (rc != 0) {
 		fs__log(FS_LOG_ERR, "%s: cannot open: %s", c.name, err);
 		rc = -EIO;

@@ -27,6 +27,9 @@ enum {
 	KEY_LISTING_TTL,
 	KEY_LOG_LEVEL,
 	KEY_SHA256,
+	KEY_REVALIDATE,
+	KEY_CACHE_SIZE,
+	KEY_CACHE_SYNC,
 	KEY_ATTR_TIMEOUT,
 	KEY_ENTRY_TIMEOUT,
 	KEY_MIRROR,
@@ -53,6 +56,9 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("listing_ttl=", KEY_LISTING_TTL),
 	FUSE_OPT_KEY("log_level=", KEY_LOG_LEVEL),
 	FUSE_OPT_KEY("sha256=", KEY_SHA256),
+	FUSE_OPT_KEY("revalidate=", KEY_REVALIDATE),
+	FUSE_OPT_KEY("cache_size=", KEY_CACHE_SIZE),
+	FUSE_OPT_KEY("cache_sync=", KEY_CACHE_SYNC),
 	FUSE_OPT_KEY("attr_timeout=", KEY_ATTR_TIMEOUT),
 	FUSE_OPT_KEY("entry_timeout=", KEY_ENTRY_TIMEOUT),
 	FUSE_OPT_KEY("mirror=", KEY_MIRROR),
@@ -235,6 +241,51 @@ static int opt_proc(void *data, const char *arg, int key,
 		o->has_sha256 = true;
 		return 0;
 	}
+	case KEY_REVALIDATE: {
+		const char *v = strchr(arg, '=') + 1;
+		unsigned secs;
+
+		if (strcmp(v, "always") == 0) {
+			o->revalidate_s = -1;
+			return 0;
+		}
+		if (strcmp(v, "never") == 0) {
+			o->revalidate_s = INT64_MAX;
+			return 0;
+		}
+		if (parse_uint(s, arg, 0, UINT32_MAX, &secs) != 0) {
+			s->rc = 0; /* say it with the choices */
+			return parse_error(s,
+					   "option revalidate: '%s' is not "
+					   "always, never or a number of "
+					   "seconds",
+					   v);
+		}
+		o->revalidate_s = secs;
+		return 0;
+	}
+	case KEY_CACHE_SIZE:
+		if (fs_parse_size(strchr(arg, '=') + 1, &o->cache_size) != 0)
+			return parse_error(s,
+					   "option cache_size: '%s' is not a "
+					   "size (a number with an optional "
+					   "K, M, G or T)",
+					   strchr(arg, '=') + 1);
+		return 0;
+	case KEY_CACHE_SYNC: {
+		static const char *const modes[] = {"full", "meta", "none"};
+		const char *v = strchr(arg, '=') + 1;
+
+		for (int i = 0; i < 3; i++)
+			if (strcmp(v, modes[i]) == 0) {
+				o->cache_sync = i;
+				return 0;
+			}
+		return parse_error(s,
+				   "option cache_sync: '%s' is not one of "
+				   "full, meta, none",
+				   v);
+	}
 	case KEY_LISTING_TTL:
 		return parse_uint(s, arg, 0, 86400 * 365, &o->listing_ttl_s);
 	case KEY_ATTR_TIMEOUT:
@@ -286,6 +337,7 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	out->stall_timeout_s = 10;
 	out->listing_ttl_s = 60;
 	out->log_level = 2; /* info */
+	out->revalidate_s = -1;
 	out->attr_timeout_s = 60;
 	out->entry_timeout_s = 60;
 	err[0] = '\0';
@@ -395,5 +447,48 @@ int fs_name_from_url(const char *url, char *out, size_t cap, char *err,
 			 url);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+int fs_parse_size(const char *v, uint64_t *out)
+{
+	uint64_t n = 0, mult = 1;
+	const char *p = v;
+
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (n > (UINT64_MAX - 9) / 10)
+			return -EINVAL;
+		n = n * 10 + (uint64_t)(*p - '0');
+	}
+	switch (*p) {
+	case 'k':
+	case 'K':
+		mult = 1ull << 10;
+		break;
+	case 'm':
+	case 'M':
+		mult = 1ull << 20;
+		break;
+	case 'g':
+	case 'G':
+		mult = 1ull << 30;
+		break;
+	case 't':
+	case 'T':
+		mult = 1ull << 40;
+		break;
+	case '\0':
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*p != '\0' && strcmp(p + 1, "") != 0 && strcmp(p + 1, "B") != 0 &&
+	    strcmp(p + 1, "iB") != 0)
+		return -EINVAL;
+	if (n > UINT64_MAX / mult)
+		return -EINVAL;
+	*out = n * mult;
 	return 0;
 }

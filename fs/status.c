@@ -149,20 +149,6 @@ int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 	return o.full ? -ERANGE : (int)o.used;
 }
 
-/* "12.3 MiB" */
-static void human(uint64_t v, char *buf, size_t cap)
-{
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double d = (double)v;
-	int u = 0;
-
-	while (d >= 1024 && u < 4) {
-		d /= 1024;
-		u++;
-	}
-	snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", d, units[u]);
-}
-
 static void render(json_t *root)
 {
 	json_t *files = json_object_get(root, "files");
@@ -184,8 +170,8 @@ static void render(json_t *root)
 		for (int k = 0; k < 30; k++)
 			bar[k] = k < fill ? '#' : '.';
 		bar[30] = '\0';
-		human(size, hs, sizeof(hs));
-		human(held, hh, sizeof(hh));
+		fs__human_size(size, hs, sizeof(hs));
+		fs__human_size(held, hh, sizeof(hh));
 		printf("%-40s [%s] %5.1f%%  %s of %s  %s\n",
 		       json_string_value(json_object_get(v, "path")), bar, pct,
 		       hh, hs,
@@ -195,7 +181,7 @@ static void render(json_t *root)
 	{
 		char rate[32];
 
-		human((uint64_t)json_integer_value(json_object_get(v, "rate")),
+		fs__human_size((uint64_t)json_integer_value(json_object_get(v, "rate")),
 		      rate, sizeof(rate));
 		printf("  lane %2lld  %-30s %s/s  %" JSON_INTEGER_FORMAT
 		       "-%" JSON_INTEGER_FORMAT "%s\n    from %s\n",
@@ -212,7 +198,7 @@ static void render(json_t *root)
 	{
 		char rate[32];
 
-		human((uint64_t)json_integer_value(json_object_get(v, "rate")),
+		fs__human_size((uint64_t)json_integer_value(json_object_get(v, "rate")),
 		      rate, sizeof(rate));
 		printf("source %s: %s, %" JSON_INTEGER_FORMAT
 		       " lanes, %s/s per lane\n",
@@ -223,10 +209,10 @@ static void render(json_t *root)
 	if (cache != NULL) {
 		char bytes[32], disk[32];
 
-		human((uint64_t)json_integer_value(
+		fs__human_size((uint64_t)json_integer_value(
 			      json_object_get(cache, "bytes")),
 		      bytes, sizeof(bytes));
-		human((uint64_t)json_integer_value(
+		fs__human_size((uint64_t)json_integer_value(
 			      json_object_get(cache, "file_size")),
 		      disk, sizeof(disk));
 		printf("cache: %" JSON_INTEGER_FORMAT

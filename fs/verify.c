@@ -160,6 +160,9 @@ static void *verify_main(void *arg)
 		drop = true;
 	}
 	pthread_mutex_unlock(&e->mu);
+	if (rc == 0)
+		cache_blob_mark_verified(e->cache, &blob->id, blob->sha256,
+					 !drop);
 	if (drop) {
 		rc = cache_blob_drop(e->cache, &blob->id);
 		if (rc != 0)
