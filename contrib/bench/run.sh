@@ -69,6 +69,16 @@ mkdir -p "$WWW" "$W/logs" "$W/mnt" "$W/cache"
 : >"$RAW"
 T_START=$(date +%s)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+# What was measured, where and when, recorded now for the report.
+BENCH_DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
+BENCH_MACHINE="$(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) memory, Linux $(uname -r)"
+BENCH_VERSIONS="$("$PACEFS" -V 2>&1 | awk 'NR == 1'); $(rclone version 2>/dev/null | awk 'NR == 1'); $(httpdirfs --version 2>&1 | awk 'NR == 1'); $(/usr/sbin/nginx -v 2>&1 | awk 'NR == 1'); $(curl -V | awk 'NR == 1')"
+BENCH_COMMIT=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
+# Others edit the tree: say when the binary may hold more than the commit.
+dirty=$(git -C "$REPO" status --porcelain -- fs fetch cache pacing 2>/dev/null | awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $2 }')
+if [ -n "$dirty" ]; then
+	BENCH_COMMIT="$BENCH_COMMIT plus uncommitted changes in $dirty"
+fi
 
 # --- cleanup: every mount unmounted, every process stopped ------------------
 
@@ -720,13 +730,25 @@ T_END=$(date +%s)
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 say "measurements done in $((T_END - T_START)) s; writing the report"
 
-export BENCH_W=$W BENCH_RAW=$RAW BENCH_OUT=$OUT BENCH_DROP_OK=$DROP_OK \
+export BENCH_RAW=$RAW BENCH_OUT=$OUT BENCH_DROP_OK=$DROP_OK \
 	BENCH_SECS=$((T_END - T_START)) BENCH_RUNS=$RUNS PACEFS \
+	BENCH_DATE BENCH_MACHINE BENCH_VERSIONS BENCH_COMMIT \
 	BENCH_LOAD="$LOAD_START at the start, $LOAD_END at the end"
 export SEQ_LO_SIZE SEQ_WAN_SIZE LONG_SIZE MULTI_SIZE MULTI_FILES MULTI_READERS \
 	WAN_RATE WAN_LATENCY RANDOM_N_LO RANDOM_N_WAN PLAYER_RATE PLAYER_BYTES \
 	PLAYER_BS SEEK_N SEEK_PLAY
-mkdir -p "$OUT"
+mkdir -p "$OUT/logs"
 cp "$RAW" "$OUT/raw.tsv"
+# The mounts' own logs and the settings, so that report.sh can be run again
+# on this run alone.
+cp "$W/logs/pacefs.log" "$W/logs/rclone.log" "$W/logs/httpdirfs.log" "$OUT/logs/" 2>/dev/null || true
+{
+	for v in BENCH_DATE BENCH_MACHINE BENCH_VERSIONS BENCH_COMMIT BENCH_DROP_OK BENCH_SECS BENCH_RUNS BENCH_LOAD PACEFS SEQ_LO_SIZE \
+		SEQ_WAN_SIZE LONG_SIZE MULTI_SIZE MULTI_FILES MULTI_READERS WAN_RATE \
+		WAN_LATENCY RANDOM_N_LO RANDOM_N_WAN PLAYER_RATE PLAYER_BYTES PLAYER_BS \
+		SEEK_N SEEK_PLAY; do
+		printf 'export %s=%q\n' "$v" "${!v}"
+	done
+} >"$OUT/settings.sh"
 "$HERE/report.sh"
 say "report: $OUT/README.md"
