@@ -923,6 +923,20 @@ int cache_block_put(struct cache *c, const struct cache_id *id,
 
 /* ---- writer ---- */
 
+/* Writes the extent [start, end) of id. Returns an MDB code. */
+static int cache__extent_put(MDB_txn *txn, MDB_dbi dbi,
+			     const struct cache_id *id, uint64_t start,
+			     uint64_t end)
+{
+	unsigned char key[CACHE__EXTENT_KEY_LEN], val[8];
+	MDB_val k = {.mv_size = sizeof(key), .mv_data = key};
+	MDB_val v = {.mv_size = sizeof(val), .mv_data = val};
+
+	cache__key(key, id, start);
+	cache__be64_put(val, end);
+	return mdb_put(txn, dbi, &k, &v, 0);
+}
+
 /* Merges [start, end) into the extents of id: absorbs the extent that
  * reaches start from below and every extent that starts at or before the
  * (growing) end, then writes the union as one extent. */
@@ -930,7 +944,7 @@ static int cache__extent_merge(MDB_txn *txn, MDB_dbi dbi,
 			       const struct cache_id *id, uint64_t start,
 			       uint64_t end)
 {
-	unsigned char key[CACHE__EXTENT_KEY_LEN], val[8];
+	unsigned char key[CACHE__EXTENT_KEY_LEN];
 	MDB_cursor *cur = NULL;
 	MDB_val k, v;
 	int rc;
@@ -989,13 +1003,7 @@ static int cache__extent_merge(MDB_txn *txn, MDB_dbi dbi,
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		goto out;
 
-	cache__key(key, id, start);
-	cache__be64_put(val, end);
-	k.mv_size = sizeof(key);
-	k.mv_data = key;
-	v.mv_size = sizeof(val);
-	v.mv_data = val;
-	rc = mdb_put(txn, dbi, &k, &v, 0);
+	rc = cache__extent_put(txn, dbi, id, start, end);
 out:
 	mdb_cursor_close(cur);
 	return rc;
@@ -1050,7 +1058,7 @@ static int cache__access_set(struct cache *c, MDB_txn *txn,
 static int cache__extent_cut(MDB_txn *txn, MDB_dbi dbi,
 			     const struct cache_id *id, uint64_t s, uint64_t e)
 {
-	unsigned char key[CACHE__EXTENT_KEY_LEN], val[8];
+	unsigned char key[CACHE__EXTENT_KEY_LEN];
 	MDB_cursor *cur = NULL;
 	MDB_val k = {.mv_size = sizeof(key), .mv_data = key}, v;
 	uint64_t a = 0, b = 0;
@@ -1087,25 +1095,12 @@ static int cache__extent_cut(MDB_txn *txn, MDB_dbi dbi,
 	if (rc)
 		goto out;
 	if (a < s) {
-		cache__key(key, id, a);
-		cache__be64_put(val, s);
-		k.mv_size = sizeof(key);
-		k.mv_data = key;
-		v.mv_size = sizeof(val);
-		v.mv_data = val;
-		rc = mdb_put(txn, dbi, &k, &v, 0);
+		rc = cache__extent_put(txn, dbi, id, a, s);
 		if (rc)
 			goto out;
 	}
-	if (e < b) {
-		cache__key(key, id, e);
-		cache__be64_put(val, b);
-		k.mv_size = sizeof(key);
-		k.mv_data = key;
-		v.mv_size = sizeof(val);
-		v.mv_data = val;
-		rc = mdb_put(txn, dbi, &k, &v, 0);
-	}
+	if (e < b)
+		rc = cache__extent_put(txn, dbi, id, e, b);
 out:
 	mdb_cursor_close(cur);
 	return rc;

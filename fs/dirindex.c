@@ -54,17 +54,6 @@ static bool at_anchor(const char *p, const char *end)
 	       (is_space(p[2]) || p[2] == '>');
 }
 
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 /* Appends code point cp as UTF-8; false if it is not a character. */
 static bool put_utf8(char *out, size_t *o, size_t cap, unsigned long cp)
 {
@@ -123,7 +112,7 @@ static size_t entity(const char *s, size_t len, char *out, size_t *o,
 	if (hex)
 		i++;
 	for (size_t start = i; i < len && i < start + 8; i++) {
-		int d = hex ? hexval(s[i])
+		int d = hex ? fs__hexval(s[i])
 			    : (s[i] >= '0' && s[i] <= '9' ? s[i] - '0' : -1);
 
 		if (d < 0)
@@ -202,9 +191,9 @@ static bool href_name(const char *raw, size_t rawlen, char *name, bool *is_dir)
 	for (size_t i = 0; i < len; i++) {
 		char ch = s[i];
 
-		if (ch == '%' && i + 2 < len && hexval(s[i + 1]) >= 0 &&
-		    hexval(s[i + 2]) >= 0) {
-			ch = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+		if (ch == '%' && i + 2 < len && fs__hexval(s[i + 1]) >= 0 &&
+		    fs__hexval(s[i + 2]) >= 0) {
+			ch = (char)(fs__hexval(s[i + 1]) * 16 + fs__hexval(s[i + 2]));
 			i += 2;
 		}
 		if (ch == '\0' || ch == '/' || n >= FS_DIRINDEX_NAME_MAX)

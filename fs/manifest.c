@@ -139,17 +139,6 @@ static int oom(struct mctx *c)
 	return -ENOMEM;
 }
 
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 /* Reads a SHA-256 digest written as 64 hex digits. */
 static int parse_digest(struct mctx *c, const char *field, const json_t *v,
 			uint8_t out[32])
@@ -167,7 +156,7 @@ static int parse_digest(struct mctx *c, const char *field, const json_t *v,
 	if (len != 64)
 		return fail(c, field, "expected 64 hex digits, got %zu", len);
 	for (size_t i = 0; i < 64; i++) {
-		if (hexval(s[i]) < 0) {
+		if (fs__hexval(s[i]) < 0) {
 			char q[32];
 
 			return fail(c, field,
@@ -178,7 +167,7 @@ static int parse_digest(struct mctx *c, const char *field, const json_t *v,
 	}
 	for (size_t i = 0; i < 32; i++)
 		out[i] =
-			(uint8_t)(hexval(s[2 * i]) * 16 + hexval(s[2 * i + 1]));
+			(uint8_t)(fs__hexval(s[2 * i]) * 16 + fs__hexval(s[2 * i + 1]));
 	return 0;
 }
 

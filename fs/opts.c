@@ -12,6 +12,7 @@
 #include <fuse_opt.h>
 
 #include "fs/fs.h"
+#include "fs/parse_int.h"
 
 enum {
 	KEY_HELP,
@@ -68,17 +69,6 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("insecure", KEY_INSECURE),
 	FUSE_OPT_END,
 };
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 struct parse_state {
 	struct fs_opts *o;
@@ -228,7 +218,7 @@ static int opt_proc(void *data, const char *arg, int key,
 					   "digits, got %zu characters",
 					   strlen(v));
 		for (int i = 0; i < 32; i++) {
-			int hi = hexval(v[2 * i]), lo = hexval(v[2 * i + 1]);
+			int hi = fs__hexval(v[2 * i]), lo = fs__hexval(v[2 * i + 1]);
 
 			if (hi < 0 || lo < 0)
 				return parse_error(s,
@@ -417,9 +407,9 @@ int fs_name_from_url(const char *url, char *out, size_t cap, char *err,
 	for (const char *c = seg; c < stop; c++) {
 		char ch = *c;
 
-		if (ch == '%' && c + 2 < stop && hexval(c[1]) >= 0 &&
-		    hexval(c[2]) >= 0) {
-			ch = (char)(hexval(c[1]) * 16 + hexval(c[2]));
+		if (ch == '%' && c + 2 < stop && fs__hexval(c[1]) >= 0 &&
+		    fs__hexval(c[2]) >= 0) {
+			ch = (char)(fs__hexval(c[1]) * 16 + fs__hexval(c[2]));
 			c += 2;
 			if (ch == '\0') {
 				snprintf(err, errlen,

@@ -7,6 +7,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The value of a hex digit, or -1. */
+static inline int fs__hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
 /* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar
  * (m 1..12, d 1..31); the civil-date algorithm both parsers share. */
 static inline int64_t fs__days_from_civil(int64_t y, unsigned m, unsigned d)
