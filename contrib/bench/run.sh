@@ -65,7 +65,13 @@ make -C "$REPO" --no-print-directory BUILD="$BUILD_REL" "$BUILD_REL/bench/benchr
 W=$(mktemp -d "${TMPDIR:-/tmp}/pacefs-bench.XXXXXX")
 WWW=$W/www
 RAW=$W/raw.tsv
-mkdir -p "$WWW" "$W/logs" "$W/mnt" "$W/cache"
+mkdir -p "$WWW" "$W/logs" "$W/mnt" "$W/cache" "$W/bin"
+# Private copies: others rebuild build/ while this runs, and a binary
+# relinked mid-run would fail a mount or mix two versions in one report.
+cp "$PACEFS" "$ORIGIN_BIN" "$BR" "$W/bin/"
+PACEFS=$W/bin/pacefs
+ORIGIN_BIN=$W/bin/pacefs-origin
+BR=$W/bin/benchread
 : >"$RAW"
 T_START=$(date +%s)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -731,7 +737,7 @@ LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 say "measurements done in $((T_END - T_START)) s; writing the report"
 
 export BENCH_RAW=$RAW BENCH_OUT=$OUT BENCH_DROP_OK=$DROP_OK \
-	BENCH_SECS=$((T_END - T_START)) BENCH_RUNS=$RUNS PACEFS \
+	BENCH_SECS=$((T_END - T_START)) BENCH_RUNS=$RUNS \
 	BENCH_DATE BENCH_MACHINE BENCH_VERSIONS BENCH_COMMIT \
 	BENCH_LOAD="$LOAD_START at the start, $LOAD_END at the end"
 export SEQ_LO_SIZE SEQ_WAN_SIZE LONG_SIZE MULTI_SIZE MULTI_FILES MULTI_READERS \
@@ -743,7 +749,7 @@ cp "$RAW" "$OUT/raw.tsv"
 # on this run alone.
 cp "$W/logs/pacefs.log" "$W/logs/rclone.log" "$W/logs/httpdirfs.log" "$OUT/logs/" 2>/dev/null || true
 {
-	for v in BENCH_DATE BENCH_MACHINE BENCH_VERSIONS BENCH_COMMIT BENCH_DROP_OK BENCH_SECS BENCH_RUNS BENCH_LOAD PACEFS SEQ_LO_SIZE \
+	for v in BENCH_DATE BENCH_MACHINE BENCH_VERSIONS BENCH_COMMIT BENCH_DROP_OK BENCH_SECS BENCH_RUNS BENCH_LOAD SEQ_LO_SIZE \
 		SEQ_WAN_SIZE LONG_SIZE MULTI_SIZE MULTI_FILES MULTI_READERS WAN_RATE \
 		WAN_LATENCY RANDOM_N_LO RANDOM_N_WAN PLAYER_RATE PLAYER_BYTES PLAYER_BS \
 		SEEK_N SEEK_PLAY; do
