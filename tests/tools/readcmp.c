@@ -29,7 +29,8 @@ static void usage(void)
 		"       readcmp random A B COUNT SEED [maxlen]\n"
 		"       readcmp straddle A B BLOCK\n"
 		"A is read through the mount, B is the source; exit 0 when "
-		"equal, 1 on a mismatch or read error, 2 on bad usage.\n");
+		"equal, 1 on a mismatch or read error, 2 on bad usage.\n"
+		"READCMP_DONTNEED=1 drops A's page cache before reading.\n");
 }
 
 /* Parses a decimal unsigned number; returns 0 or -EINVAL. */
@@ -172,9 +173,10 @@ static int run_seq(struct side *a, struct side *b, size_t bufsize)
 }
 
 /* Does one pread of [off, off+len) on both sides and compares the return
- * values and bytes; returns 0 when equal, 1 otherwise. */
+ * values and bytes; returns 0 when equal, 1 otherwise. Adds the bytes
+ * compared to *bytes when bytes is not NULL. */
 static int pread_cmp(struct side *a, struct side *b, uint64_t off, size_t len,
-		     const char *what)
+		     const char *what, uint64_t *bytes)
 {
 	ssize_t na, nb;
 
@@ -196,6 +198,8 @@ static int pread_cmp(struct side *a, struct side *b, uint64_t off, size_t len,
 		       what, off, len, na, a->path, nb, b->path);
 		return 1;
 	}
+	if (bytes != NULL)
+		*bytes += (uint64_t)na;
 	return compare(a, b, off, (size_t)na, what);
 }
 
@@ -219,6 +223,7 @@ static int run_random(struct side *a, struct side *b, uint64_t count,
 {
 	uint64_t state = seed;
 	uint64_t size = b->size;
+	uint64_t bytes = 0;
 	uint64_t i;
 
 	if (check_sizes(a, b) != 0)
@@ -242,15 +247,16 @@ static int run_random(struct side *a, struct side *b, uint64_t count,
 			len = 1 + (size_t)rng_below(&state, 8192 < maxlen ? 8192 : maxlen);
 		else
 			len = 1 + (size_t)rng_below(&state, maxlen);
-		if (pread_cmp(a, b, off, len, "random") != 0) {
+		if (pread_cmp(a, b, off, len, "random", &bytes) != 0) {
 			printf("readcmp: random: read %" PRIu64 " of %" PRIu64
 			       " (seed %" PRIu64 ")\n",
 			       i + 1, count, seed);
 			return 1;
 		}
 	}
-	printf("readcmp: random: %" PRIu64 " preads equal (seed %" PRIu64 ")\n",
-	       count, seed);
+	printf("readcmp: random: %" PRIu64 " preads equal, %" PRIu64
+	       " bytes (seed %" PRIu64 ")\n",
+	       count, bytes, seed);
 	return 0;
 }
 
@@ -272,7 +278,7 @@ static int straddle_one(struct side *a, struct side *b, uint64_t bound,
 				continue;
 			(*reads)++;
 			if (pread_cmp(a, b, bound - before, (size_t)len,
-				      "straddle") != 0) {
+				      "straddle", NULL) != 0) {
 				printf("readcmp: straddle: around boundary %" PRIu64
 				       " (block %" PRIu64 ")\n",
 				       bound, block);
@@ -359,6 +365,10 @@ int main(int argc, char **argv)
 	if (side_open(&a, argv[2], bufsize) != 0 ||
 	    side_open(&b, argv[3], bufsize) != 0)
 		goto out;
+	/* The mount keeps its page cache across opens; a load test that
+	 * wants every read to reach pacefs drops A's pages first. */
+	if (getenv("READCMP_DONTNEED") != NULL)
+		posix_fadvise(a.fd, 0, 0, POSIX_FADV_DONTNEED);
 	switch (mode) {
 	case MODE_SEQ:
 		rc = run_seq(&a, &b, bufsize);
