@@ -9,7 +9,7 @@ PKGS=(
 	libcurl4-openssl-dev libssl-dev
 	liblmdb-dev lmdb-utils
 	libjansson-dev
-	clang libclang-rt-14-dev
+	clang libclang-rt-14-dev valgrind
 	nginx-light curl openssl attr ca-certificates
 	procps psmisc iproute2 coreutils xxd
 )
