@@ -32,7 +32,7 @@ struct cache_id;
 /* Overridable only to build the block-size benchmark (cache/bench.c); a
  * cache records its block size and is refused by a build with another. */
 #ifndef CACHE_BLOCK_SIZE
-#define CACHE_BLOCK_SIZE (256u * 1024u)
+#define CACHE_BLOCK_SIZE (64u * 1024u)
 #endif
 #define CACHE_ID_LEN 16
 #define CACHE_VALIDATOR_MAX 256

@@ -16,7 +16,7 @@
 #include "fetch/fetch_int.h"
 
 /* Large receive buffers mean fewer callbacks per MiB; curl caps this. */
-#define FETCH_BUFFER_SIZE (512L * 1024L)
+#define FETCH_BUFFER_SIZE ((long)FETCH_BUFFER_BYTES)
 
 struct fetch_lane {
 	struct fetch *f;

@@ -51,6 +51,9 @@ struct fetch_result {
 	char reason[256];	 /* for the log: step and cause */
 };
 
+/* The most body bytes one on_data() call passes. */
+#define FETCH_BUFFER_BYTES (512u * 1024u)
+
 enum fetch_log_level {
 	FETCH_LOG_ERR,
 	FETCH_LOG_WARN,

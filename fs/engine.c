@@ -12,9 +12,12 @@
 
 /* Blocks kept in memory: each lane fills one at a time, one left behind by
  * a cancelled or faulted lane waits for its remainder, and the rest keep
- * the most recently used whole blocks (8 lanes: 64 blocks, 16 MiB). */
-#define FS_PARTS_PER_LANE 4
-#define FS_PARTS_EXTRA 32
+ * the most recently used whole blocks (8 lanes: 256 blocks, 16 MiB). */
+#define FS_PARTS_PER_LANE 16
+#define FS_PARTS_EXTRA 128
+/* Blocks one on_data call can complete: curl's largest write, in blocks,
+ * and both partial ends. */
+#define FS_DONE_MAX (FETCH_BUFFER_BYTES / CACHE_BLOCK_SIZE + 2)
 #define FS_ACTIONS 32
 
 static uint64_t block_end(const struct fs_blob *b, uint64_t index)
@@ -116,7 +119,7 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 {
 	struct fs_engine *e = ctx;
 	struct pace_lane_info li;
-	struct fs_part *done[8];
+	struct fs_part *done[FS_DONE_MAX];
 	uint32_t ndone = 0;
 	const uint8_t *src = buf;
 	uint64_t end = off + len;
@@ -164,7 +167,7 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 	/* Hand whole blocks to the cache. They stay here after, so a reader
 	 * never misses held bytes. */
 	for (uint64_t i = off / CACHE_BLOCK_SIZE;
-	     i * CACHE_BLOCK_SIZE < credited_end && ndone < 8; i++) {
+	     i * CACHE_BLOCK_SIZE < credited_end && ndone < FS_DONE_MAX; i++) {
 		struct fs_part *p = part_find(e, li.blob, i);
 
 		if (p == NULL || p->state != FS_PART_FILLING ||
@@ -400,6 +403,8 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	pc.max_lanes = cfg->lanes;
 	pc.lanes_per_source = cfg->lanes;
 	pc.align = CACHE_BLOCK_SIZE;
+	/* A random read pulls one block, not more. */
+	pc.min_request = CACHE_BLOCK_SIZE;
 	pc.deadline_ns = e->read_timeout_ns;
 	pc.stall_ns = (uint64_t)cfg->stall_timeout_s * 1000000000u;
 	pc.max_blobs = cfg->max_blobs;

@@ -448,7 +448,7 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 	struct fuse_loop_config *lc;
 	int rc;
 
-	/* Blocks (256 KiB) and reads (1 MiB) are allocated and freed at a
+	/* Blocks (64 KiB) and reads (1 MiB) are allocated and freed at a
 	 * high rate: keep them on the heap rather than in fresh mappings,
 	 * whose page faults cost a tenth of a cold read's CPU. */
 	mallopt(M_MMAP_THRESHOLD, 8 * 1024 * 1024);

@@ -6,7 +6,7 @@ set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 t_require_mount
 
-BLOCK=262144
+BLOCK=65536
 SIZES=(0 1 4095 262143 262145 1048583 $((67108864 + 12345)))
 WWW=$T_TMP/www
 mkdir -p "$WWW"

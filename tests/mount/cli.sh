@@ -161,7 +161,7 @@ if wait_mounted "$mnt" "$pid"; then
 	if mount_pacefs -o "cache_dir=$cache" "$ORIGIN_URL/big.bin" "$mnt"; then
 		t_pass "kill -9: remount with the same cache_dir"
 		t_check "kill -9: sequential read after remount" timeout 180 "$READCMP" seq "$mnt/big.bin" "$WWW/big.bin"
-		t_check "kill -9: straddling reads after remount" timeout 180 "$READCMP" straddle "$mnt/big.bin" "$WWW/big.bin" 262144
+		t_check "kill -9: straddling reads after remount" timeout 180 "$READCMP" straddle "$mnt/big.bin" "$WWW/big.bin" 65536
 		t_check "kill -9: unmount" umount_pacefs "$mnt"
 	else
 		t_fail "kill -9: remount with the same cache_dir" "$T_MOUNT_ERR"

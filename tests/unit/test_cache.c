@@ -91,16 +91,18 @@ static void fill(unsigned char *buf, size_t len, uint64_t index, int seed)
 					 (unsigned)seed);
 }
 
+#define EXT_LIST_MAX 4096
+
 struct ext_list {
 	int n;
-	uint64_t s[64], e[64];
+	uint64_t s[EXT_LIST_MAX], e[EXT_LIST_MAX];
 };
 
 static int collect(void *ctx, uint64_t start, uint64_t end)
 {
 	struct ext_list *l = ctx;
 
-	if (l->n < 64) {
+	if (l->n < EXT_LIST_MAX) {
 		l->s[l->n] = start;
 		l->e[l->n] = end;
 	}
@@ -1245,7 +1247,7 @@ static void test_map_pressure(void)
 
 	tmp_make();
 	cfg = cfg_for(tmpdir);
-	cfg.map_size = 4u << 20;
+	cfg.map_size = 16ull * BS; /* room for about a dozen blocks */
 	cfg.on_evicted = on_evicted;
 	cfg.evicted_ctx = &ev;
 	cache_id_from_string("url:pressure", &id);
@@ -1745,7 +1747,7 @@ static int check_against(const char *dir, const char *identity,
 		return 2;
 	cache_id_from_string(identity, &id);
 	memset(&l, 0, sizeof(l));
-	if (cache_extents_each(c, &id, collect, &l) != 0 || l.n > 64)
+	if (cache_extents_each(c, &id, collect, &l) != 0 || l.n > EXT_LIST_MAX)
 		return 2;
 	for (int x = 0; x < l.n; x++) {
 		for (uint64_t pos = l.s[x]; pos < l.e[x];) {
