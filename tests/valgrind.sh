@@ -8,7 +8,6 @@ if [ $# -ne 1 ]; then
 	echo "usage: tests/valgrind.sh BUILD_DIR" >&2
 	exit 2
 fi
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$(cd "$1" && pwd)
 # Under memcheck the simulator runs about 50 times slower: its fixed
 # scenarios and this many randomized ones (1000 in make check) keep it to
@@ -72,7 +71,9 @@ vg() {
 
 shopt -s nullglob
 for bin in "$BUILD"/tests/test_*; do
-	[ -f "$bin" ] && [ -x "$bin" ] || continue
+	if [ ! -f "$bin" ] || [ ! -x "$bin" ]; then
+		continue
+	fi
 	vg "$(basename "$bin")" "$bin"
 done
 if [ -x "$BUILD/tests/sim" ]; then

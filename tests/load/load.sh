@@ -65,7 +65,7 @@ rss_pair() { awk '/^VmRSS:/ { r = $2 } /^RssAnon:/ { a = $2 } END { print r + 0,
 fd_count() { find "/proc/$DAEMON/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 sock_count() { find "/proc/$DAEMON/fd" -mindepth 1 -maxdepth 1 -lname 'socket:*' 2>/dev/null | wc -l; }
 fuse_count() { find "/proc/$DAEMON/fd" -mindepth 1 -maxdepth 1 -lname /dev/fuse 2>/dev/null | wc -l; }
-fd_list() { ls -l "/proc/$DAEMON/fd" 2>/dev/null | awk 'NR > 1 { print $NF }' | sed 's/\[[0-9]*\]$//' | sort | uniq -c | sort -rn | head -n 8; }
+fd_list() { find "/proc/$DAEMON/fd" -mindepth 1 -maxdepth 1 -printf "%l\n" 2>/dev/null | sed 's/\[[0-9]*\]$//' | sort | uniq -c | sort -rn | head -n 8; }
 
 # Every file listed and stat'ed once, so the baseline holds whatever the
 # daemon opens for the tree itself.
