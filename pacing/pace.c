@@ -1576,23 +1576,6 @@ static size_t queue_next(struct pace *p, struct pace_action *acts, size_t n,
 	return n;
 }
 
-/* True while a read of reader ri waits on a lane that has not had its
- * first byte: its read-ahead connects only after that, so that on a cold
- * file the demanded bytes are not slowed by the connections and requests
- * of read-ahead started in the same instant (first-byte time through the
- * mount went from 2-15 ms to about 1 ms on loopback). */
-static bool awaits_first_byte(const struct pace *p, uint32_t ri)
-{
-	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
-		const struct lane *l = &p->lanes[i];
-
-		if (l->state == LANE_BUSY && l->demand && l->reader == ri &&
-		    !l->got_first)
-			return true;
-	}
-	return false;
-}
-
 size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 		 size_t cap)
 {
@@ -1795,8 +1778,7 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 				uint32_t src;
 				struct lane *l;
 
-				if (!r->used || !r->seen || r->w == 0 ||
-				    awaits_first_byte(p, ri))
+				if (!r->used || !r->seen || r->w == 0)
 					continue;
 				b = &p->blobs[r->blob];
 				wend = min64(sat_add(r->cursor, r->w), b->size);
