@@ -1,11 +1,11 @@
-export BENCH_DATE=2026-11-30\ 00:45\ UTC
+export BENCH_DATE=2026-11-30\ 01:28\ UTC
 export BENCH_MACHINE=2\ CPUs\ \(AMD\ EPYC\)\,\ 23.5\ GiB\ memory\,\ Linux\ 6.18.44-fc-v857
 export BENCH_VERSIONS=pacefs\ 0.1.0\ \(libfuse\ 3.14.0\,\ libcurl/7.88.1\ OpenSSL/3.0.19\ zlib/1.2.13\ brotli/1.0.9\ zstd/1.5.4\ libidn2/2.3.3\ libpsl/0.21.2\ \(+libidn2/2.3.3\)\ libssh2/1.10.0\ nghttp2/1.52.0\ librtmp/2.3\ OpenLDAP/2.5.13\)\;\ rclone\ v1.60.1-DEV\;\ HTTPDirFS\ version\ 1.2.5\;\ nginx\ version:\ nginx/1.22.1\;\ curl\ 7.88.1\ \(x86_64-pc-linux-gnu\)\ libcurl/7.88.1\ OpenSSL/3.0.19\ zlib/1.2.13\ brotli/1.0.9\ zstd/1.5.4\ libidn2/2.3.3\ libpsl/0.21.2\ \(+libidn2/2.3.3\)\ libssh2/1.10.0\ nghttp2/1.52.0\ librtmp/2.3\ OpenLDAP/2.5.13
-export BENCH_COMMIT=28b1520
+export BENCH_COMMIT=a02ec66
 export BENCH_DROP_OK=1
-export BENCH_SECS=529
+export BENCH_SECS=517
 export BENCH_RUNS=3
-export BENCH_LOAD=3.48\ 2.79\ 2.68\ at\ the\ start\,\ 4.54\ 2.57\ 2.49\ at\ the\ end
+export BENCH_LOAD=33.52\ 16.49\ 12.66\ at\ the\ start\,\ 4.37\ 4.45\ 7.87\ at\ the\ end
 export SEQ_LO_SIZE=268435456
 export SEQ_WAN_SIZE=67108864
 export LONG_SIZE=134217728
