@@ -49,11 +49,14 @@ int fetch_parse_content_range(const char *v, uint64_t *start_out,
 	if (strncasecmp(p, "bytes", 5) != 0)
 		return -EINVAL;
 	p = skip_space(p + 5);
+	/* UINT64_MAX marks "*" in the results: a number that large is no
+	 * offset or size, and would pass for one (found by fuzz_http). */
 	if (*p == '*') {
 		p++;
 	} else {
 		if (parse_u64(&p, &start) != 0 || *p++ != '-' ||
-		    parse_u64(&p, &end) != 0 || end < start)
+		    parse_u64(&p, &end) != 0 || end < start ||
+		    end == UINT64_MAX)
 			return -EINVAL;
 	}
 	if (*p++ != '/')
@@ -63,7 +66,7 @@ int fetch_parse_content_range(const char *v, uint64_t *start_out,
 			return -EINVAL; /* "* / *" says nothing */
 		p++;
 	} else {
-		if (parse_u64(&p, &total) != 0)
+		if (parse_u64(&p, &total) != 0 || total == UINT64_MAX)
 			return -EINVAL;
 		if (start != UINT64_MAX && end >= total)
 			return -EINVAL;

@@ -40,6 +40,10 @@ static void content_range_bad(void)
 		"items 0-9/10",			  /* wrong unit */
 		"bytes 0-9/10 trailing",	  /* junk */
 		"bytes 0-99999999999999999999/1", /* overflow */
+		/* 2^64-1 is the "*" marker, never a value */
+		"bytes 18446744073709551615-18446744073709551615/"
+		"18446744073709551615",
+		"bytes */18446744073709551615",
 	};
 	uint64_t s, e, t;
 
