@@ -52,19 +52,28 @@ static void log_stderr(void *ctx, enum cache_log_level level, const char *msg)
 		fprintf(stderr, "pacefs: cache: %s\n", msg);
 }
 
+/* True when dir holds a cache; else says so on stderr. The commands
+ * never create one where the user mistyped a path. */
+static bool cache_exists(const char *dir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	if (stat(path, &st) == 0)
+		return true;
+	fprintf(stderr, "pacefs: cache: %s: no cache there (%s)\n", dir,
+		strerror(errno));
+	return false;
+}
+
 static int open_existing(const char *dir, struct cache **out)
 {
 	struct cache_config cfg = {.dir = dir, .log = log_stderr};
-	struct stat st;
-	char path[PATH_MAX];
 	int rc;
 
-	snprintf(path, sizeof(path), "%s/data.mdb", dir);
-	if (stat(path, &st) != 0) {
-		fprintf(stderr, "pacefs: cache: %s: no cache there (%s)\n",
-			dir, strerror(errno));
+	if (!cache_exists(dir))
 		return 1;
-	}
 	rc = cache_open(&cfg, out);
 	if (rc != 0) {
 		fprintf(stderr, "pacefs: cache: %s: cannot open: %s\n", dir,
@@ -127,9 +136,9 @@ static int cmd_ls(struct cache *c)
 			status = 1;
 			continue;
 		}
-		pct = bi->rec.size ? 100.0 * (double)bi->held /
-					     (double)bi->rec.size
-				   : 100.0;
+		pct = bi->rec.size
+			      ? 100.0 * (double)bi->held / (double)bi->rec.size
+			      : 100.0;
 		if (bi->rec.last_access) {
 			time_t t = (time_t)bi->rec.last_access;
 			struct tm tm;
@@ -161,7 +170,8 @@ static int cmd_stat(struct cache *c, const char *dir)
 	}
 	printf("cache directory: %s\n", dir);
 	printf("format version:  %" PRIu32 "\n", s.format);
-	printf("block size:      %s\n", fs__human_size(s.block_size, a, sizeof(a)));
+	printf("block size:      %s\n",
+	       fs__human_size(s.block_size, a, sizeof(a)));
 	printf("blobs:           %" PRIu64 "\n", s.blobs);
 	printf("blocks:          %" PRIu64 "\n", s.blocks);
 	printf("bytes held:      %s (%" PRIu64 " bytes)\n",
@@ -174,7 +184,8 @@ static int cmd_stat(struct cache *c, const char *dir)
 			       (double)s.budget);
 	else
 		printf("budget:          none (-o cache_size sets one)\n");
-	printf("file on disk:    %s\n", fs__human_size(s.file_size, d, sizeof(d)));
+	printf("file on disk:    %s\n",
+	       fs__human_size(s.file_size, d, sizeof(d)));
 	printf("map size:        %s (address space, not disk)\n",
 	       fs__human_size(s.map_size, e, sizeof(e)));
 	return 0;
@@ -221,7 +232,8 @@ static int resolve(const struct cache_id *ids, size_t n, const char *arg,
 		}
 	}
 	/* A URL is stored under "url:" + URL; anything else as given. */
-	if (strncmp(arg, "http://", 7) == 0 || strncmp(arg, "https://", 8) == 0) {
+	if (strncmp(arg, "http://", 7) == 0 ||
+	    strncmp(arg, "https://", 8) == 0) {
 		size_t len = strlen(arg) + 5;
 		char *s = malloc(len);
 
@@ -294,7 +306,8 @@ static int cmd_verify(struct cache *c, char **args, int nargs)
 			printf("structure OK; incomplete (%s of %s held), "
 			       "not checked\n",
 			       fs__human_size(bi->held, held, sizeof(held)),
-			       fs__human_size(bi->rec.size, size, sizeof(size)));
+			       fs__human_size(bi->rec.size, size,
+					      sizeof(size)));
 			continue;
 		}
 		rc = cache_blob_verify(c, &todo[i], NULL, bad, 16, &nbad);
@@ -358,8 +371,8 @@ static int cmd_evict(struct cache *c, char **args, int nargs)
 		rc = cache_blob_drop(c, &id);
 		cache_id_to_hex(&id, hex);
 		if (rc != 0) {
-			fprintf(stderr, "pacefs: cache: evict %s: %s\n", args[i],
-				strerror(-rc));
+			fprintf(stderr, "pacefs: cache: evict %s: %s\n",
+				args[i], strerror(-rc));
 			status = 1;
 		} else {
 			printf("dropped %.*s (%s)\n", ID_SHOWN, hex, args[i]);
@@ -374,16 +387,10 @@ static int cmd_gc(const char *dir)
 	struct cache_config cfg = {.dir = dir, .log = log_stderr};
 	uint64_t before = 0, after = 0;
 	char a[32], b[32];
-	struct stat st;
-	char path[PATH_MAX];
 	int rc;
 
-	snprintf(path, sizeof(path), "%s/data.mdb", dir);
-	if (stat(path, &st) != 0) {
-		fprintf(stderr, "pacefs: cache: %s: no cache there (%s)\n",
-			dir, strerror(errno));
+	if (!cache_exists(dir))
 		return 1;
-	}
 	rc = cache_compact(&cfg, &before, &after);
 	if (rc == -EBUSY) {
 		fprintf(stderr, "pacefs: cache: gc: refused: the cache is "
@@ -395,7 +402,8 @@ static int cmd_gc(const char *dir)
 		fprintf(stderr, "pacefs: cache: gc: %s\n", strerror(-rc));
 		return 1;
 	}
-	printf("compacted %s: %s -> %s\n", path, fs__human_size(before, a, sizeof(a)),
+	printf("compacted %s/data.mdb: %s -> %s\n", dir,
+	       fs__human_size(before, a, sizeof(a)),
 	       fs__human_size(after, b, sizeof(b)));
 	return 0;
 }
@@ -416,7 +424,8 @@ int fs_cache_command(int argc, char **argv)
 			cache_usage(stdout);
 			status = 0;
 			goto out;
-		} else if (strcmp(argv[i], "--cache-dir") == 0 && i + 1 < argc) {
+		} else if (strcmp(argv[i], "--cache-dir") == 0 &&
+			   i + 1 < argc) {
 			free(dir);
 			dir = strdup(argv[++i]);
 		} else if (strncmp(argv[i], "--cache-dir=", 12) == 0) {
@@ -492,17 +501,19 @@ static void progress(const char *path, uint64_t done, uint64_t size,
 
 	if (rate > 0 && size > done) {
 		uint64_t left = (uint64_t)((double)(size - done) / rate);
-		snprintf(eta, sizeof(eta), "%" PRIu64 ":%02" PRIu64,
-			 left / 60, left % 60);
+		snprintf(eta, sizeof(eta), "%" PRIu64 ":%02" PRIu64, left / 60,
+			 left % 60);
 	} else if (size <= done) {
 		snprintf(eta, sizeof(eta), "0:00");
 	}
-	fill = size ? (int)((double)width * (double)done / (double)size) : width;
+	fill = size ? (int)((double)width * (double)done / (double)size)
+		    : width;
 	fprintf(stderr, "\r%.40s [", path);
 	for (int i = 0; i < width; i++)
 		fputc(i < fill ? '#' : '.', stderr);
 	fprintf(stderr, "] %s / %s  %s/s  ETA %s \033[K",
-		fs__human_size(done, a, sizeof(a)), fs__human_size(size, b, sizeof(b)),
+		fs__human_size(done, a, sizeof(a)),
+		fs__human_size(size, b, sizeof(b)),
 		fs__human_size((uint64_t)rate, r, sizeof(r)), eta);
 	fflush(stderr);
 }
@@ -562,8 +573,9 @@ static int prefetch_one(const char *path, char *buf, bool tty)
 
 		printf("%s: %s in %.1f s (%s/s)\n", path,
 		       fs__human_size(done, a, sizeof(a)), secs,
-		       fs__human_size(secs > 0 ? (uint64_t)((double)done / secs) : done,
-			     r, sizeof(r)));
+		       fs__human_size(secs > 0 ? (uint64_t)((double)done / secs)
+					       : done,
+				      r, sizeof(r)));
 		fflush(stdout);
 	}
 	return status;

@@ -109,7 +109,8 @@ int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 				put_str(&o, b->sources[s].url);
 		put(&o,
 		    ",\"start\":%" PRIu64 ",\"frontier\":%" PRIu64
-		    ",\"end\":%" PRIu64 ",\"rate\":%" PRIu64 ",\"collapsed\":%s}",
+		    ",\"end\":%" PRIu64 ",\"rate\":%" PRIu64
+		    ",\"collapsed\":%s}",
 		    li.start, li.frontier, li.end, li.rate,
 		    li.collapsed ? "true" : "false");
 		first = false;
@@ -128,12 +129,13 @@ int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 				continue;
 			put(&o, "%s{\"url\":", first ? "" : ",");
 			put_str(&o, b->sources[si].url);
-			put(&o, ",\"state\":\"%s\",\"lanes\":%u,\"rate\":%" PRIu64
-				"}",
-			    psi.excluded	 ? "excluded"
-			    : psi.down		 ? "down"
+			put(&o,
+			    ",\"state\":\"%s\",\"lanes\":%u,\"rate\":%" PRIu64
+			    "}",
+			    psi.excluded	   ? "excluded"
+			    : psi.down		   ? "down"
 			    : psi.held_until > now ? "backing off"
-						 : "ok",
+						   : "ok",
 			    psi.lanes, psi.rate);
 			first = false;
 		}
@@ -174,15 +176,15 @@ static void render(json_t *root)
 		fs__human_size(held, hh, sizeof(hh));
 		printf("%-40s [%s] %5.1f%%  %s of %s  %s\n",
 		       json_string_value(json_object_get(v, "path")), bar, pct,
-		       hh, hs,
-		       json_string_value(json_object_get(v, "state")));
+		       hh, hs, json_string_value(json_object_get(v, "state")));
 	}
 	json_array_foreach(lanes, i, v)
 	{
 		char rate[32];
 
-		fs__human_size((uint64_t)json_integer_value(json_object_get(v, "rate")),
-		      rate, sizeof(rate));
+		fs__human_size((uint64_t)json_integer_value(
+				       json_object_get(v, "rate")),
+			       rate, sizeof(rate));
 		printf("  lane %2lld  %-30s %s/s  %" JSON_INTEGER_FORMAT
 		       "-%" JSON_INTEGER_FORMAT "%s\n    from %s\n",
 		       json_integer_value(json_object_get(v, "lane")),
@@ -198,8 +200,9 @@ static void render(json_t *root)
 	{
 		char rate[32];
 
-		fs__human_size((uint64_t)json_integer_value(json_object_get(v, "rate")),
-		      rate, sizeof(rate));
+		fs__human_size((uint64_t)json_integer_value(
+				       json_object_get(v, "rate")),
+			       rate, sizeof(rate));
 		printf("source %s: %s, %" JSON_INTEGER_FORMAT
 		       " lanes, %s/s per lane\n",
 		       json_string_value(json_object_get(v, "url")),
@@ -210,11 +213,11 @@ static void render(json_t *root)
 		char bytes[32], disk[32];
 
 		fs__human_size((uint64_t)json_integer_value(
-			      json_object_get(cache, "bytes")),
-		      bytes, sizeof(bytes));
+				       json_object_get(cache, "bytes")),
+			       bytes, sizeof(bytes));
 		fs__human_size((uint64_t)json_integer_value(
-			      json_object_get(cache, "file_size")),
-		      disk, sizeof(disk));
+				       json_object_get(cache, "file_size")),
+			       disk, sizeof(disk));
 		printf("cache: %" JSON_INTEGER_FORMAT
 		       " blobs, %s held, %s on disk\n",
 		       json_integer_value(json_object_get(cache, "blobs")),
@@ -230,7 +233,8 @@ int fs_status_command(int argc, char **argv)
 	ssize_t n;
 
 	for (int i = 2; i < argc; i++) {
-		if (strcmp(argv[i], "-w") == 0 || strcmp(argv[i], "--watch") == 0)
+		if (strcmp(argv[i], "-w") == 0 ||
+		    strcmp(argv[i], "--watch") == 0)
 			watch = true;
 		else if (strcmp(argv[i], "--json") == 0)
 			as_json = true;
