@@ -137,6 +137,7 @@ for s in pacefs rclone httpdirfs; do
 	declare "PP_$s=$(med player "$s" pulled)"
 	declare "PC_$s=$(med player "$s" consumed)"
 	declare "PW_$s=$(med player "$s" worst)"
+	declare "MH_$s=$(med memory "$s" hwm_kib)"
 done
 v() { local n=$1; printf '%s' "${!n}"; }
 
@@ -259,6 +260,8 @@ trap 'rm -f "$TGT" "$PLOT_ERR"' EXIT
 	echo "| warm re-read: >= 2x httpdirfs | pacefs $(f "$WM_pacefs" 1 %.0f) MB/s vs $(f "$WM_httpdirfs" 1 %.0f) MB/s: $(ratio "$WM_pacefs" "$WM_httpdirfs") | $(yesno ge "$WM_pacefs" "$(mul "$WM_httpdirfs" 2)") |"
 	echo "| warm re-read: >= 1.5x rclone | vs $(f "$WM_rclone" 1 %.0f) MB/s: $(ratio "$WM_pacefs" "$WM_rclone") | $(yesno ge "$WM_pacefs" "$(mul "$WM_rclone" 1.5)") |"
 	rp=$(med remount pacefs read_pulled) rq=$(med remount pacefs pulled)
+	lim=$(awk -v w="$WINDOW" 'BEGIN { print (64 * 1048576 + w) / 1024 }')
+	echo "| memory (issue 5): daemon's peak RSS streaming $((${MEM_SIZE:-0} / MiB)) MiB <= 64 MiB + one window ($((WINDOW / MiB)) MiB) | pacefs $(f "$MH_pacefs" 1024 %.0f) MiB (rclone $(f "$MH_rclone" 1024 %.0f), httpdirfs $(f "$MH_httpdirfs" 1024 %.0f)) | $(yesno le "$MH_pacefs" "$lim") |"
 	echo "| remount: zero bytes pulled by the full read | $(f "$rp" 1 %.0f) bytes during the read; $(f "$rq" 1 %.0f) bytes mount to unmount (requests: $(vals remount pacefs reqs 1 %d)) | $(yesno le "$rp" 0) |"
 	echo
 
@@ -297,7 +300,7 @@ n_na=$(grep -c '| n/a (the reference failed) |$' "$TGT" || true)
 
 	echo "## Headline"
 	echo
-	echo "- Targets of issue 8: **$n_met met, $n_not NOT met**$( [ "$n_na" -eq 0 ] || printf ', %s not judged (a reference failed)' "$n_na") (table below)."
+	echo "- Targets: **$n_met met, $n_not NOT met**$( [ "$n_na" -eq 0 ] || printf ', %s not judged (a reference failed)' "$n_na") (table below)."
 	echo "- Cold sequential: loopback pacefs $(f "$SL_pacefs" 1 %.0f) MB/s = $(ratio "$SL_pacefs" "$SL_rclone") rclone, $(ratio "$SL_pacefs" "$SL_httpdirfs") httpdirfs, $(ratio "$SL_pacefs" "$SL_curl1") curl alone; WAN $(f "$SW_pacefs" 1 %.1f) MB/s = $(ratio "$SW_pacefs" "$SW_rclone") rclone, $(ratio "$SW_pacefs" "$SW_httpdirfs") httpdirfs, $(ratio "$SW_pacefs" "$SW_curl8") curl with 8 ranges."
 	echo "- First byte of a cold file: pacefs $(f "$TL_pacefs" 0.001 %.2f) ms on loopback ($(ratio "$TL_pacefs" "$TL_curl1") one curl range request), $(f "$TW_pacefs" 0.001 %.1f) ms on WAN ($(ratio "$TW_pacefs" "$TW_curl1"))."
 	echo "- Random 4 KiB on WAN: pacefs p95 $(f "$R95_wan_pacefs" 0.001 %.1f) ms vs rclone $(f "$R95_wan_rclone" 0.001 %.1f) ms and httpdirfs $(f "$R95_wan_httpdirfs" 0.001 %.1f) ms, pulling $(f "$RP_wan_pacefs" $MiB %.1f) MiB vs $(f "$RP_wan_rclone" $MiB %.1f) and $(f "$RP_wan_httpdirfs" $MiB %.1f) MiB."
@@ -305,7 +308,7 @@ n_na=$(grep -c '| n/a (the reference failed) |$' "$TGT" || true)
 	echo
 	for p in "${PLOTS[@]}"; do echo "![$p]($p)"; done
 	echo
-	echo "## Targets (issue 8)"
+	echo "## Targets (issues 4, 5 and 8)"
 	echo
 
 	cat "$TGT"
@@ -407,6 +410,16 @@ n_na=$(grep -c '| n/a (the reference failed) |$' "$TGT" || true)
 		echo "| $(label "$s") | $(f "$(med multi "$s" mbps)" 1 %.1f) | $(vals multi "$s" mbps 1 %.1f) | $(f "$(med multi "$s" pulled)" $MiB %.1f) | $(ratio "$mp" "$(med multi "$s" mbps)") |"
 	done
 	echo
+	echo "## Memory while streaming (loopback, $((${MEM_SIZE:-0} / MiB)) MiB)"
+	echo
+	echo "One cold sequential read of the whole file; the mount daemon's peak resident set (VmHWM: heap, buffers and the pages of its cache files it has mapped) and its RSS at the end of the read, before the unmount."
+	echo
+	echo "| system | MB/s | peak RSS MiB | runs | RSS at the end, MiB |"
+	echo "| --- | ---: | ---: | --- | ---: |"
+	for s in "${SYS[@]}"; do
+		echo "| $(label "$s") | $(f "$(med memory "$s" mbps)" 1 %.0f) | $(f "$(v "MH_$s")" 1024 %.0f) | $(vals memory "$s" hwm_kib 1024 %.0f) | $(f "$(med memory "$s" rss_kib)" 1024 %.0f) |"
+	done
+	echo
 	echo "## Noise"
 	echo
 	echo "The machine was shared. Largest spreads between runs of one figure (max / min over the $RUNS runs):"
@@ -417,6 +430,7 @@ n_na=$(grep -c '| n/a (the reference failed) |$' "$TGT" || true)
 		BEGIN {
 			key["seq_lo"] = "mbps"; key["seq_wan"] = "mbps"; key["warm"] = "mbps"
 			key["remount"] = "mbps"; key["mirrors"] = "mbps"; key["multi"] = "mbps"
+			key["memory"] = "hwm_kib"
 			key["ttfb_lo"] = "secs"; key["ttfb_wan"] = "secs"; key["random_lo"] = "p95"
 			key["random_wan"] = "p95"; key["player"] = "worst"; key["seek"] = "p50"
 		}

@@ -5,7 +5,8 @@
 # plots. Usage: contrib/bench/run.sh PACEFS_BINARY
 #
 # Environment: BENCH_RUNS (3), BENCH_OUT (docs/bench), BENCH_KEEP=1 keeps the
-# work directory, BENCH_ONLY="seq_lo seq_wan ..." runs a subset.
+# work directory, BENCH_ONLY="seq_lo seq_wan ..." runs a subset,
+# BENCH_MEM_SIZE the bytes of the memory workload's file (4 GiB).
 # shellcheck disable=SC2317 # cleanup functions are called from traps
 set -euo pipefail
 
@@ -29,6 +30,7 @@ SEQ_LO_SIZE=$((256 * MiB)) # loopback sequential, warm, remount
 SEQ_WAN_SIZE=$((64 * MiB)) # WAN sequential, first byte, mirrors
 LONG_SIZE=$((128 * MiB))   # WAN random reads, player, seeks
 MULTI_SIZE=$((32 * MiB))   # each of the many-readers files
+MEM_SIZE=${BENCH_MEM_SIZE:-$((4096 * MiB))} # streamed while the daemon's RSS is read
 MULTI_FILES=4
 MULTI_READERS=8
 WAN_RATE=8000000 # bytes/s per connection
@@ -709,6 +711,36 @@ wl_multi() {
 	done
 }
 
+# proc_kib PID FIELD: a /proc/PID/status figure (VmHWM, VmRSS, ...) in KiB,
+# or "-" when the process is gone.
+proc_kib() { awk -v k="$2:" '$1 == k { print $2; found = 1 } END { if (!found) print "-" }' "/proc/$1/status" 2>/dev/null || echo -; }
+
+# Memory: one cold sequential read of the MEM_SIZE file from loopback nginx;
+# the daemon's peak resident set (VmHWM: anonymous memory and mapped cache
+# pages alike) and its RSS at the end of the read, before the unmount.
+wl_memory() {
+	local sys r line hwm rss f=mem.bin
+	for r in $(seq 1 "$RUNS"); do
+		for sys in "${SYSTEMS[@]}"; do
+			fresh "$r" "$sys"
+			if ! fs_mount "$sys" "$NGINX_URL" "$f" "$MNT" "$CACHE"; then
+				record memory "$sys" "$r" "failed: mount: $MOUNT_ERR"
+				continue
+			fi
+			cold_caches "$f"
+			run_step "$BR" seq "$MNT/$f"
+			line=$STEP
+			hwm=$(proc_kib "$MPID" VmHWM)
+			rss=$(proc_kib "$MPID" VmRSS)
+			fs_umount "$MNT" "$MPID"
+			# MEM_SIZE of cache per run: give the disk back at once.
+			rm -rf "$CACHE"
+			record memory "$sys" "$r" "$line" "hwm_kib=$hwm rss_kib=$rss"
+			say "  memory $sys run $r: $line hwm_kib=$hwm rss_kib=$rss"
+		done
+	done
+}
+
 # --- main -------------------------------------------------------------------
 
 say "work directory $W, $RUNS runs per figure"
@@ -717,6 +749,7 @@ say "generating files"
 "$BR" gen "$WWW/wan.bin" "$SEQ_WAN_SIZE" >/dev/null
 "$BR" gen "$WWW/long.bin" "$LONG_SIZE" >/dev/null
 for ((k = 0; k < MULTI_FILES; k++)); do "$BR" gen "$WWW/multi$k.bin" "$MULTI_SIZE" >/dev/null; done
+if wanted memory; then "$BR" gen "$WWW/mem.bin" "$MEM_SIZE" >/dev/null; fi
 : >"$W/rclone.conf"
 
 nginx_start
@@ -726,7 +759,7 @@ WAN2_URL=$WAN_URL WAN2_LOG=$WAN_LOG
 wan_start wan
 say "nginx $NGINX_URL; WAN origins $WAN_URL and $WAN2_URL (${WAN_LATENCY} ms, $WAN_RATE B/s per connection)"
 
-for wl in seq_lo seq_wan ttfb random player mirrors multi; do
+for wl in seq_lo seq_wan ttfb random player mirrors multi memory; do
 	if wanted "$wl"; then
 		say "workload $wl"
 		"wl_$wl"
@@ -742,7 +775,7 @@ export BENCH_RAW=$RAW BENCH_OUT=$OUT BENCH_DROP_OK=$DROP_OK \
 	BENCH_LOAD="$LOAD_START at the start, $LOAD_END at the end"
 export SEQ_LO_SIZE SEQ_WAN_SIZE LONG_SIZE MULTI_SIZE MULTI_FILES MULTI_READERS \
 	WAN_RATE WAN_LATENCY RANDOM_N_LO RANDOM_N_WAN PLAYER_RATE PLAYER_BYTES \
-	PLAYER_BS SEEK_N SEEK_PLAY
+	PLAYER_BS SEEK_N SEEK_PLAY MEM_SIZE
 mkdir -p "$OUT/logs"
 cp "$RAW" "$OUT/raw.tsv"
 # The mounts' own logs and the settings, so that report.sh can be run again
@@ -752,7 +785,7 @@ cp "$W/logs/pacefs.log" "$W/logs/rclone.log" "$W/logs/httpdirfs.log" "$OUT/logs/
 	for v in BENCH_DATE BENCH_MACHINE BENCH_VERSIONS BENCH_COMMIT BENCH_DROP_OK BENCH_SECS BENCH_RUNS BENCH_LOAD SEQ_LO_SIZE \
 		SEQ_WAN_SIZE LONG_SIZE MULTI_SIZE MULTI_FILES MULTI_READERS WAN_RATE \
 		WAN_LATENCY RANDOM_N_LO RANDOM_N_WAN PLAYER_RATE PLAYER_BYTES PLAYER_BS \
-		SEEK_N SEEK_PLAY; do
+		SEEK_N SEEK_PLAY MEM_SIZE; do
 		printf 'export %s=%q\n' "$v" "${!v}"
 	done
 } >"$OUT/settings.sh"
