@@ -108,6 +108,9 @@ struct pace_config {
 				  read-ahead; 0: none, else >= max_request */
 	uint32_t jitter_pct;  /* backoffs and Retry-After holds last up to
 				 this many percent longer, at random */
+	uint64_t first_hold_ns; /* read-ahead of a blob waits up to this long
+				   while a waiting read's request has not
+				   had its first byte; 0: no wait */
 	uint64_t seed;	      /* seeds that randomness (deterministic) */
 };
 

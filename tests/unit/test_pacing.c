@@ -266,11 +266,53 @@ static void test_window_first_poll(void)
 	T_EQ_INT(fix_poll(&f), 0); /* no read yet, no read-ahead */
 	T_EQ_INT(pace_reader_read(f.p, f.rd, 0, 4 * KIB, f.now), 0);
 	T_EQ_INT(pace_wait_begin(f.p, f.rd, 0, 4 * KIB, f.now, &w), 0);
-	fix_poll(&f);
-	T_ASSERT(f.n >= 2);
+	/* The read's request alone, until its first byte arrives. */
+	T_EQ_INT(fix_poll(&f), 1);
 	T_EQ_U64(f.a[0].start, 0);
-	for (size_t k = 0; k < f.n; k++)
+	T_EQ_U64(pace_next_wake(f.p, f.now), f.now + c.first_hold_ns);
+	f.now += c.first_hold_ns / 2;
+	T_EQ_INT(fix_poll(&f), 0);
+	pace_on_data(f.p, f.a[0].lane, 0, 1, f.now);
+	fix_poll(&f);
+	T_ASSERT(f.n >= 1);
+	for (size_t k = 0; k < f.n; k++) {
+		T_ASSERT(f.a[k].kind == PACE_ACT_START);
+		T_ASSERT(f.a[k].start > 0);
 		T_ASSERT(f.a[k].end <= 4 * KIB + 2 * c.window_min);
+	}
+	pace_free(f.p);
+}
+
+/* A read whose request has no first byte holds read-ahead for
+ * first_hold_ns only. */
+static void test_first_hold_expires(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t w;
+
+	small_cfg(&c);
+	T_EQ_INT(fix_init(&f, &c, 4 * MIB), 0);
+	T_EQ_INT(pace_reader_read(f.p, f.rd, 0, 4 * KIB, f.now), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 0, 4 * KIB, f.now, &w), 0);
+	T_EQ_INT(fix_poll(&f), 1);
+	f.now += c.first_hold_ns - 1;
+	T_EQ_INT(fix_poll(&f), 0);
+	f.now += 1;
+	T_ASSERT(fix_poll(&f) >= 1);
+	T_ASSERT(f.a[0].start > 0);
+	/* A hold that ended is no reason to wake early. */
+	T_ASSERT(pace_next_wake(f.p, f.now) > f.now);
+	pace_free(f.p);
+
+	/* 0 turns the hold off: read-ahead starts with the read. */
+	small_cfg(&c);
+	c.first_hold_ns = 0;
+	T_EQ_INT(fix_init(&f, &c, 4 * MIB), 0);
+	T_EQ_INT(pace_reader_read(f.p, f.rd, 0, 4 * KIB, f.now), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 0, 4 * KIB, f.now, &w), 0);
+	T_ASSERT(fix_poll(&f) >= 2);
+	T_EQ_U64(f.a[0].start, 0);
 	pace_free(f.p);
 }
 
@@ -483,7 +525,10 @@ static void test_deadline(void)
 	T_EQ_INT(fix_init(&f, &c, 1 * MIB), 0);
 	T_EQ_INT(pace_wait_begin(f.p, f.rd, 0, 4 * KIB, f.now, &w), 0);
 	T_EQ_INT(fix_poll(&f), 1);
-	T_EQ_U64(pace_next_wake(f.p, f.now), f.now + 2 * SEC);
+	/* The read-ahead hold ends first, then the stall check is due. */
+	T_EQ_U64(pace_next_wake(f.p, f.now), f.now + c.first_hold_ns);
+	T_EQ_U64(pace_next_wake(f.p, f.now + c.first_hold_ns),
+		 f.now + 2 * SEC);
 	f.now += 5 * SEC - 1;
 	T_EQ_INT(pace_wait_state(f.p, w, f.now), -EINPROGRESS);
 	f.now += 1;
@@ -941,6 +986,7 @@ static const struct t_case cases[] = {
 	{"demand_first", test_demand_first},
 	{"readahead_window", test_readahead_window},
 	{"window_first_poll", test_window_first_poll},
+	{"first_hold_expires", test_first_hold_expires},
 	{"no_refetch_resume", test_no_refetch_resume},
 	{"on_data_absolute", test_on_data_absolute},
 	{"backoff_grows", test_backoff_grows},
