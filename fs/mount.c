@@ -79,7 +79,7 @@ static void usage(void)
 	       "is all held\n"
 	       "    -o cache_size=SIZE     cache budget, least recently used "
 	       "out (K/M/G/T)\n"
-	       "    -o cache_sync=M        full (default), meta or none\n"
+	       "    -o cache_sync=M        meta (default), full or none\n"
 	       "    -o revalidate=R        always (default), never, or SECONDS "
 	       "since the\n"
 	       "                           origin last confirmed a file\n"

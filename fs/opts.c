@@ -11,6 +11,7 @@
 #include <fuse_lowlevel.h>
 #include <fuse_opt.h>
 
+#include "cache/cache.h"
 #include "fs/fs.h"
 #include "fs/parse_int.h"
 
@@ -330,6 +331,9 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	out->revalidate_s = -1;
 	out->attr_timeout_s = 60;
 	out->entry_timeout_s = 60;
+	/* Integrity on power loss at one fsync per commit: see the Sync mode
+	 * section of cache/README.md. */
+	out->cache_sync = CACHE_SYNC_META;
 	err[0] = '\0';
 	if (fuse_opt_parse(&args, &s, opt_spec, opt_proc) != 0) {
 		if (s.rc == 0)
