@@ -628,9 +628,9 @@ static int cache__env_open(struct cache *c, uint64_t map_size,
 	if (rc == 0) {
 		*step = "open environment";
 		/* MDB_NOTLS: read transactions are pooled and used by any
-		 * FUSE worker thread. CACHE_SYNC_FULL (the library default) adds no
-		 * NOSYNC/NOMETASYNC: a commit is durable; the writer's
-		 * batches amortise the fsync. */
+		 * FUSE worker thread. CACHE_SYNC_FULL (the library's
+		 * default) adds no NOSYNC/NOMETASYNC: a commit is durable;
+		 * the writer's batches amortise the fsync. */
 		rc = mdb_env_open(c->env, c->dir, MDB_NOTLS | c->sync_flags,
 				  0600);
 	}
