@@ -18,15 +18,26 @@
 #define MIB (KIB * KIB)
 #define NS_PER_SEC 1000000000.0
 
-/* Word i of a file (bytes 8i..8i+7, little-endian) is splitmix64(seed + i),
- * the seed being the FNV-1a hash of the file's base name: any mount, any
- * name-preserving origin, any offset can be checked without the source. */
 static uint64_t splitmix64(uint64_t x)
 {
 	x += 0x9e3779b97f4a7c15ull;
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
 	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
 	return x ^ (x >> 31);
+}
+
+/* Word i of a file (bytes 8i..8i+7, little-endian), the seed being the
+ * FNV-1a hash of the file's base name: any mount, any name-preserving
+ * origin, any offset can be checked without the source. An odd multiplier
+ * and a xorshift are both one-to-one, so no two words of a file are equal
+ * and a block served at the wrong offset never passes. One multiply a
+ * word (splitmix64 took three) lets the checker run at page-cache speed
+ * instead of capping warm reads at about 3.5 GB/s. */
+static uint64_t word_at(uint64_t seed, uint64_t i)
+{
+	uint64_t x = (seed + i) * 0x9e3779b97f4a7c15ull;
+
+	return x ^ (x >> 29);
 }
 
 static uint64_t name_seed(const char *path)
@@ -48,7 +59,7 @@ static void expect_fill(unsigned char *dst, uint64_t seed, uint64_t off,
 	size_t i = 0;
 
 	while (i < len) {
-		uint64_t pos = off + i, w = splitmix64(seed + pos / 8);
+		uint64_t pos = off + i, w = word_at(seed, pos / 8);
 		unsigned b = (unsigned)(pos % 8);
 
 		if (b == 0 && len - i >= 8) {
@@ -176,15 +187,18 @@ static double reader_pread(struct reader *r, uint64_t off, size_t len)
 	}
 	t1 = now_s();
 	if (off % 8 == 0 && len % 8 == 0) {
-		/* The common case, word by word without a second buffer. */
-		uint64_t w, i;
+		/* The common case, word by word without a second buffer;
+		 * differences are OR-ed over the whole read rather than tested
+		 * per word, so that the loop has no early exit and runs at
+		 * several GB/s (the checker must not be what a warm read through
+		 * the page cache measures). A mismatch is located below. */
+		uint64_t w, diff = 0;
 
-		for (i = 0; i < len / 8; i++) {
+		for (uint64_t i = 0; i < len / 8; i++) {
 			memcpy(&w, r->buf + 8 * i, 8);
-			if (w != splitmix64(r->seed + off / 8 + i))
-				break;
+			diff |= w ^ word_at(r->seed, off / 8 + i);
 		}
-		if (i == len / 8)
+		if (diff == 0)
 			return t1 - t0;
 	}
 	expect_fill(r->want, r->seed, off, len);
