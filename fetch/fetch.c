@@ -18,11 +18,18 @@
 /* Large receive buffers mean fewer callbacks per MiB; curl caps this. */
 #define FETCH_BUFFER_SIZE ((long)FETCH_BUFFER_BYTES)
 
+/* One transfer slot. Each lane owns two: the one carrying its open request
+ * and one for the request queued behind it (PACE_ACT_QUEUE), sent ahead on
+ * its own connection so that the round trip overlaps the open request's
+ * end; its body is held (the transfer paused at its first body byte) until
+ * the lane's START for that range promotes it. */
 struct fetch_lane {
 	struct fetch *f;
-	uint32_t id;
+	uint32_t id; /* the lane, for the hooks */
 	CURL *easy;
 	bool busy;
+	bool ahead; /* sent ahead, not promoted yet: its body waits */
+	bool held;  /* paused in on_body while ahead */
 	const char *url;
 	const char *validator;
 	uint64_t size;
@@ -49,7 +56,8 @@ struct fetch {
 	struct fetch_hooks hooks;
 	CURLM *multi;
 	struct curl_slist *headers; /* the configured headers */
-	struct fetch_lane *lanes;
+	struct fetch_lane *slots;   /* 2 per lane */
+	struct fetch_lane **cur;    /* per lane: the slot of its open request */
 	pthread_t thread;
 	bool started;
 	atomic_bool stop;
@@ -249,6 +257,12 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 	size_t len = size * n;
 	size_t take;
 
+	if (l->ahead) {
+		/* curl keeps these bytes and passes them again once the
+		 * promotion unpauses the transfer. */
+		l->held = true;
+		return CURL_WRITEFUNC_PAUSE;
+	}
 	if (!l->checked && lane_check_head(l) == 0)
 		return 0;
 	if (l->pos >= l->asked_end)
@@ -292,8 +306,9 @@ int fetch_new(const struct fetch_config *cfg, const struct fetch_hooks *hooks,
 	f->hooks = *hooks;
 	atomic_init(&f->stop, false);
 	f->multi = curl_multi_init();
-	f->lanes = calloc(cfg->max_lanes, sizeof(*f->lanes));
-	if (f->multi == NULL || f->lanes == NULL)
+	f->slots = calloc(2 * (size_t)cfg->max_lanes, sizeof(*f->slots));
+	f->cur = calloc(cfg->max_lanes, sizeof(*f->cur));
+	if (f->multi == NULL || f->slots == NULL || f->cur == NULL)
 		goto out;
 	{
 		bool ok;
@@ -303,13 +318,16 @@ int fetch_new(const struct fetch_config *cfg, const struct fetch_hooks *hooks,
 			goto out;
 	}
 	curl_multi_setopt(f->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+	/* A lane's open request and the one sent ahead of it. */
 	curl_multi_setopt(f->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
-			  (long)cfg->max_lanes);
-	for (uint32_t i = 0; i < cfg->max_lanes; i++) {
-		struct fetch_lane *l = &f->lanes[i];
+			  2L * (long)cfg->max_lanes);
+	for (uint32_t i = 0; i < 2 * cfg->max_lanes; i++) {
+		struct fetch_lane *l = &f->slots[i];
 
+		if (i % 2 == 0)
+			f->cur[i / 2] = l;
 		l->f = f;
-		l->id = i;
+		l->id = i / 2;
 		l->easy = curl_easy_init();
 		if (l->easy == NULL)
 			goto out;
@@ -385,17 +403,33 @@ static void lane_finish(struct fetch_lane *l, CURLcode cc)
 	f->hooks.on_done(f->hooks.ctx, l->id, &res);
 }
 
-int fetch_lane_start(struct fetch *f, uint32_t lane,
-		     const struct fetch_target *t, uint64_t start, uint64_t end)
+/* The lane's other slot: where a request is sent ahead. */
+static struct fetch_lane *lane_spare(struct fetch *f, uint32_t lane)
 {
-	struct fetch_lane *l;
+	struct fetch_lane *pair = &f->slots[2 * (size_t)lane];
+
+	return f->cur[lane] == pair ? pair + 1 : pair;
+}
+
+/* Drops a request sent ahead, without on_done: the scheduler never counted
+ * it as started. */
+static void slot_abandon(struct fetch_lane *l)
+{
+	if (!l->busy)
+		return;
+	curl_multi_remove_handle(l->f->multi, l->easy);
+	l->busy = false;
+	l->ahead = false;
+	l->held = false;
+}
+
+/* Sets up slot l for GET Range: bytes=start-(end-1) and hands it to curl. */
+static int slot_start(struct fetch *f, struct fetch_lane *l,
+		      const struct fetch_target *t, uint64_t start,
+		      uint64_t end, bool ahead)
+{
 	struct curl_slist *headers;
 
-	if (lane >= f->cfg.max_lanes || start >= end || end > t->size)
-		return -EINVAL;
-	l = &f->lanes[lane];
-	if (l->busy)
-		return -EBUSY;
 	l->url = t->url;
 	l->validator = t->validator;
 	l->size = t->size;
@@ -409,6 +443,8 @@ int fetch_lane_start(struct fetch *f, uint32_t lane,
 	l->last_modified[0] = '\0';
 	l->retry_after_ms = 0;
 	l->forced = false;
+	l->ahead = ahead;
+	l->held = false;
 	l->errbuf[0] = '\0';
 	memset(&l->res, 0, sizeof(l->res));
 	snprintf(l->range, sizeof(l->range), "%" PRIu64 "-%" PRIu64, start,
@@ -417,7 +453,7 @@ int fetch_lane_start(struct fetch *f, uint32_t lane,
 	if (t->validator != NULL && t->validator[0] != '\0') {
 		/* If-Range turns a changed blob into a 200, which the head
 		 * check rejects: two versions never mix. The node lives in
-		 * the lane, so a request allocates nothing. */
+		 * the slot, so a request allocates nothing. */
 		snprintf(l->if_range, sizeof(l->if_range), "If-Range: %s",
 			 t->validator);
 		l->if_range_node.data = l->if_range;
@@ -433,13 +469,54 @@ int fetch_lane_start(struct fetch *f, uint32_t lane,
 	return 0;
 }
 
+int fetch_lane_start(struct fetch *f, uint32_t lane,
+		     const struct fetch_target *t, uint64_t start, uint64_t end)
+{
+	struct fetch_lane *l, *a;
+
+	if (lane >= f->cfg.max_lanes || start >= end || end > t->size)
+		return -EINVAL;
+	l = f->cur[lane];
+	if (l->busy)
+		return -EBUSY;
+	a = lane_spare(f, lane);
+	if (a->busy && a->ahead && a->start == start && a->asked_end == end &&
+	    a->url == t->url) {
+		/* The request queued behind the last one is under way:
+		 * promote it; its held bytes come now. */
+		f->cur[lane] = a;
+		a->ahead = false;
+		if (a->held) {
+			a->held = false;
+			curl_easy_pause(a->easy, CURLPAUSE_CONT);
+		}
+		return 0;
+	}
+	slot_abandon(a);
+	return slot_start(f, l, t, start, end, false);
+}
+
+int fetch_lane_queue(struct fetch *f, uint32_t lane,
+		     const struct fetch_target *t, uint64_t start, uint64_t end)
+{
+	struct fetch_lane *a;
+
+	if (lane >= f->cfg.max_lanes || start >= end || end > t->size)
+		return -EINVAL;
+	if (!f->cur[lane]->busy)
+		return -EINVAL;
+	a = lane_spare(f, lane);
+	slot_abandon(a);
+	return slot_start(f, a, t, start, end, true);
+}
+
 void fetch_lane_set_end(struct fetch *f, uint32_t lane, uint64_t end)
 {
 	struct fetch_lane *l;
 
 	if (lane >= f->cfg.max_lanes)
 		return;
-	l = &f->lanes[lane];
+	l = f->cur[lane];
 	if (!l->busy || end >= l->end)
 		return;
 	l->end = end > l->pos ? end : l->pos;
@@ -459,7 +536,9 @@ void fetch_lane_cancel(struct fetch *f, uint32_t lane)
 
 	if (lane >= f->cfg.max_lanes)
 		return;
-	l = &f->lanes[lane];
+	/* A cancel drops the queued range too. */
+	slot_abandon(lane_spare(f, lane));
+	l = f->cur[lane];
 	if (!l->busy)
 		return;
 	l->forced = true;
@@ -481,7 +560,14 @@ static void drain_done(struct fetch *f)
 			continue;
 		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE,
 				  (char **)&l);
-		if (l != NULL && l->busy)
+		if (l == NULL || !l->busy)
+			continue;
+		if (l->ahead)
+			/* Ended before its START (a refused connection, an
+			 * error with no body): forget it; the START, if it
+			 * comes, asks again and hears the reason itself. */
+			slot_abandon(l);
+		else
 			lane_finish(l, msg->data.result);
 	}
 }
@@ -504,6 +590,11 @@ static void *fetch_loop(void *arg)
 			     curl_multi_strerror(mc));
 		drain_done(f);
 		timeout_ms = f->hooks.on_tick(f->hooks.ctx);
+		/* A request sent ahead of one that has ended and that this
+		 * turn did not promote is no longer wanted (pace.h). */
+		for (uint32_t i = 0; i < f->cfg.max_lanes; i++)
+			if (!f->cur[i]->busy)
+				slot_abandon(lane_spare(f, i));
 		if (timeout_ms < 0 || timeout_ms > 1000)
 			timeout_ms = 1000;
 		curl_multi_poll(f->multi, NULL, 0, (int)timeout_ms, NULL);
@@ -535,15 +626,17 @@ void fetch_free(struct fetch *f)
 		curl_multi_wakeup(f->multi);
 		pthread_join(f->thread, NULL);
 	}
-	for (uint32_t i = 0; f->lanes != NULL && i < f->cfg.max_lanes; i++) {
-		struct fetch_lane *l = &f->lanes[i];
+	for (uint32_t i = 0; f->slots != NULL && i < 2 * f->cfg.max_lanes;
+	     i++) {
+		struct fetch_lane *l = &f->slots[i];
 
 		if (l->busy)
 			curl_multi_remove_handle(f->multi, l->easy);
 		if (l->easy != NULL)
 			curl_easy_cleanup(l->easy);
 	}
-	free(f->lanes);
+	free(f->slots);
+	free(f->cur);
 	curl_slist_free_all(f->headers);
 	if (f->multi != NULL)
 		curl_multi_cleanup(f->multi);

@@ -120,6 +120,17 @@ int fetch_lane_start(struct fetch *f, uint32_t lane,
 		     const struct fetch_target *t, uint64_t start,
 		     uint64_t end);
 
+/* Sends GET Range: bytes=start-(end-1) ahead, on a connection of its own,
+ * as the lane's next request behind its open one (PACE_ACT_QUEUE): its
+ * body is held until fetch_lane_start() names exactly this lane and range,
+ * which then promotes it instead of asking again. A request sent ahead
+ * that the turn after the open request's end does not promote, a cancel of
+ * the lane, or a failure before its promotion drops it without on_done.
+ * Event thread only. -EINVAL if the lane is idle or the range bad. */
+int fetch_lane_queue(struct fetch *f, uint32_t lane,
+		     const struct fetch_target *t, uint64_t start,
+		     uint64_t end);
+
 /* Lowers the end of the lane's open request: bytes at or past `end` are
  * not delivered and the transfer ends with FETCH_OK once `end` is reached.
  * Event thread only. */
@@ -153,9 +164,10 @@ enum fetch_probe_error {
 
 /* Synchronously probes url with a one-byte range GET: size, Range support,
  * validators, final URL. A 5xx or 429 answer is tried again a few times
- * (honouring a short Retry-After) before it counts. On failure writes a one-line reason naming the URL
- * and the cause into err and returns a negative errno; *kind says which
- * class of failure it was. Not for the event thread. */
+ * (honouring a short Retry-After) before it counts. On failure writes a
+ * one-line reason naming the URL and the cause into err and returns a
+ * negative errno; *kind says which class of failure it was. Not for the
+ * event thread. */
 int fetch_probe(const struct fetch_config *cfg, const char *url,
 		struct fetch_probe *out, enum fetch_probe_error *kind,
 		char *err, size_t errlen);

@@ -326,8 +326,24 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 		fetch_lane_cancel(e->fetch, a->lane);
 		break;
 	case PACE_ACT_QUEUE:
-		/* Advisory: fetch/ does not send a request ahead, so the
-		 * queued range comes again as a START once the open one ends. */
+		/* Sent ahead on a connection of its own; the START that comes
+		 * once the open request ends promotes it. Advisory: if it
+		 * cannot be sent, that START asks for the range itself. */
+		s = source_of(e, a->source);
+		if (s == NULL)
+			return;
+		b = &e->blobs[e->source_of_pace[a->source]];
+		t.url = s->url;
+		t.validator = s->validator;
+		t.size = b->size;
+		fs__log(FS_LOG_DEBUG,
+			"lane %u: GET %s bytes %" PRIu64 "-%" PRIu64
+			" sent ahead",
+			a->lane, s->url, a->start, a->end - 1);
+		rc = fetch_lane_queue(e->fetch, a->lane, &t, a->start, a->end);
+		if (rc != 0)
+			fs__log(FS_LOG_DEBUG, "lane %u: cannot send ahead: %s",
+				a->lane, strerror(-rc));
 		break;
 	}
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # fetch.sh: pacefs against nginx over HTTPS with a CA the test makes, over
 # HTTP/2, through redirects, with two mirrors (and one that disagrees), and
-# with a request header the origin requires; every read compares bytes.
+# with a request header the origin requires; every read compares bytes. Then
+# fetch/ alone (tests/tools/fetchq) against the project's origin: a request
+# sent ahead is promoted without being asked twice, or dropped unseen.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
@@ -191,4 +193,31 @@ else
 fi
 
 nginx_stop "$NGINX_PID"
+
+# Requests sent ahead (fetch_lane_queue), through an origin 20 ms away.
+FETCHQ=$(dirname "$READCMP")/fetchq
+if [ ! -x "$FETCHQ" ] || [ ! -x "$ORIGIN_BIN" ]; then
+	t_fail "sent ahead" "fetchq or pacefs-origin not built (run make check)"
+	t_done
+fi
+mkdir -p "$T_TMP/q"
+cp "$WWW/files/blob.bin" "$T_TMP/q/b.bin"
+o_start q --root "$T_TMP/q" --latency 20
+# sent_ahead SCENARIO: runs fetchq; prints its line, then the ranges the
+# origin was asked for meanwhile, one per line.
+sent_ahead() {
+	local n0
+	n0=$(wc -l <"$T_TMP/q.log")
+	"$FETCHQ" "$1" "$O_URL/b.bin" "$T_TMP/q/b.bin" || true
+	sleep 0.2 # the origin logs a request when its response ends
+	tail -n +$((n0 + 1)) "$T_TMP/q.log" | awk '{ print $3 }'
+}
+out=$(sent_ahead promote)
+t_eq "sent ahead, promoted: bytes in order" "ok promote: 524288 bytes in order" "$(head -n 1 <<<"$out")"
+t_eq "sent ahead, promoted: asked once" "bytes=0-262143 bytes=262144-524287" "$(tail -n +2 <<<"$out" | sort | tr '\n' ' ' | sed 's/ $//')"
+out=$(sent_ahead abandon)
+t_eq "sent ahead, not promoted: none of its bytes" "ok abandon: 524288 bytes in order" "$(head -n 1 <<<"$out")"
+t_eq "sent ahead, not promoted: it was sent" 1 "$(grep -c '^bytes=262144-524287$' <<<"$out" || true)"
+out=$(sent_ahead cancel)
+t_eq "sent ahead, lane cancelled: no bytes" "ok cancel: 0 bytes in order" "$(head -n 1 <<<"$out")"
 t_done

@@ -1,6 +1,7 @@
-# tests/tools: small programs the mount tests use to compare bytes and to
-# interrupt reads.
-TEST_TOOLS := $(BUILD)/tests/readcmp $(BUILD)/tests/intread
+# tests/tools: small programs the mount tests use to compare bytes, to
+# interrupt reads and to drive fetch/ against a live origin.
+TEST_TOOLS := $(BUILD)/tests/readcmp $(BUILD)/tests/intread \
+	$(BUILD)/tests/fetchq
 
 $(BUILD)/tests/readcmp: $(BUILD)/tests/tools/readcmp.o
 	@mkdir -p $(dir $@)
@@ -9,3 +10,7 @@ $(BUILD)/tests/readcmp: $(BUILD)/tests/tools/readcmp.o
 $(BUILD)/tests/intread: $(BUILD)/tests/tools/intread.o
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
+
+$(BUILD)/tests/fetchq: $(BUILD)/tests/tools/fetchq.o $(BUILD)/libfetch.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null) -lpthread
