@@ -286,22 +286,32 @@ static void log_if_stalled(struct fs_engine *e, uint32_t lane)
 			lane, s->url, idle / 1000000000u, li.frontier);
 }
 
+/* Fills t with what action a requests from; NULL if its source is gone. */
+static const struct fs_source *action_target(const struct fs_engine *e,
+					     const struct pace_action *a,
+					     struct fetch_target *t)
+{
+	const struct fs_source *s = source_of(e, a->source);
+
+	if (s == NULL)
+		return NULL;
+	t->url = s->url;
+	t->validator = s->validator;
+	t->size = e->blobs[e->source_of_pace[a->source]].size;
+	return s;
+}
+
 static void run_action(struct fs_engine *e, const struct pace_action *a)
 {
-	const struct fs_blob *b;
 	const struct fs_source *s;
 	struct fetch_target t;
 	int rc;
 
 	switch (a->kind) {
 	case PACE_ACT_START:
-		s = source_of(e, a->source);
+		s = action_target(e, a, &t);
 		if (s == NULL)
 			return;
-		b = &e->blobs[e->source_of_pace[a->source]];
-		t.url = s->url;
-		t.validator = s->validator;
-		t.size = b->size;
 		fs__log(FS_LOG_DEBUG,
 			"lane %u: GET %s bytes %" PRIu64 "-%" PRIu64, a->lane,
 			s->url, a->start, a->end - 1);
@@ -329,13 +339,9 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 		/* Sent ahead on a connection of its own; the START that comes
 		 * once the open request ends promotes it. Advisory: if it
 		 * cannot be sent, that START asks for the range itself. */
-		s = source_of(e, a->source);
+		s = action_target(e, a, &t);
 		if (s == NULL)
 			return;
-		b = &e->blobs[e->source_of_pace[a->source]];
-		t.url = s->url;
-		t.validator = s->validator;
-		t.size = b->size;
 		fs__log(FS_LOG_DEBUG,
 			"lane %u: GET %s bytes %" PRIu64 "-%" PRIu64
 			" sent ahead",

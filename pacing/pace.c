@@ -1883,7 +1883,7 @@ uint64_t pace_next_wake(const struct pace *p, uint64_t now_ns)
 		if (l->state == LANE_BUSY)
 			t = min64(t, sat_add(l->last_progress_ns,
 					     p->cfg.stall_ns));
-		/* The end of a read-ahead hold (first_holder). */
+		/* The end of a read-ahead hold (first_hold). */
 		if (l->state == LANE_BUSY && l->demand && !l->got_first &&
 		    now_ns < sat_add(l->started_ns, p->cfg.first_hold_ns))
 			t = min64(t, sat_add(l->started_ns,
