@@ -1,11 +1,11 @@
-export BENCH_DATE=2026-11-30\ 02:46\ UTC
+export BENCH_DATE=2026-11-30\ 03:21\ UTC
 export BENCH_MACHINE=2\ CPUs\ \(AMD\ EPYC\)\,\ 23.5\ GiB\ memory\,\ Linux\ 6.18.44-fc-v857
 export BENCH_VERSIONS=pacefs\ 0.1.0\ \(libfuse\ 3.14.0\,\ libcurl/7.88.1\ OpenSSL/3.0.19\ zlib/1.2.13\ brotli/1.0.9\ zstd/1.5.4\ libidn2/2.3.3\ libpsl/0.21.2\ \(+libidn2/2.3.3\)\ libssh2/1.10.0\ nghttp2/1.52.0\ librtmp/2.3\ OpenLDAP/2.5.13\)\;\ rclone\ v1.60.1-DEV\;\ HTTPDirFS\ version\ 1.2.5\;\ nginx\ version:\ nginx/1.22.1\;\ curl\ 7.88.1\ \(x86_64-pc-linux-gnu\)\ libcurl/7.88.1\ OpenSSL/3.0.19\ zlib/1.2.13\ brotli/1.0.9\ zstd/1.5.4\ libidn2/2.3.3\ libpsl/0.21.2\ \(+libidn2/2.3.3\)\ libssh2/1.10.0\ nghttp2/1.52.0\ librtmp/2.3\ OpenLDAP/2.5.13
-export BENCH_COMMIT=09d83a4
+export BENCH_COMMIT=56d8c82
 export BENCH_DROP_OK=1
-export BENCH_SECS=855
+export BENCH_SECS=851
 export BENCH_RUNS=3
-export BENCH_LOAD=0.30\ 1.04\ 1.95\ at\ the\ start\,\ 1.52\ 1.83\ 1.79\ at\ the\ end
+export BENCH_LOAD=1.21\ 2.22\ 3.35\ at\ the\ start\,\ 1.93\ 2.01\ 2.40\ at\ the\ end
 export SEQ_LO_SIZE=268435456
 export SEQ_WAN_SIZE=67108864
 export LONG_SIZE=134217728
