@@ -203,21 +203,27 @@ fi
 mkdir -p "$T_TMP/q"
 cp "$WWW/files/blob.bin" "$T_TMP/q/b.bin"
 o_start q --root "$T_TMP/q" --latency 20
-# sent_ahead SCENARIO: runs fetchq; prints its line, then the ranges the
-# origin was asked for meanwhile, one per line.
+# sent_ahead SCENARIO N: runs fetchq; prints its line, then the ranges the
+# origin was asked for meanwhile, one per line, once it has logged N of them
+# (it logs a request when its response ends; 5 s at most) and 0.3 s more, so
+# that a request too many shows.
 sent_ahead() {
-	local n0
+	local n0 i
 	n0=$(wc -l <"$T_TMP/q.log")
 	"$FETCHQ" "$1" "$O_URL/b.bin" "$T_TMP/q/b.bin" || true
-	sleep 0.2 # the origin logs a request when its response ends
+	for i in $(seq 1 50); do
+		[ "$(($(wc -l <"$T_TMP/q.log") - n0))" -lt "$2" ] || break
+		sleep 0.1
+	done
+	sleep 0.3
 	tail -n +$((n0 + 1)) "$T_TMP/q.log" | awk '{ print $3 }'
 }
-out=$(sent_ahead promote)
-t_eq "sent ahead, promoted: bytes in order" "ok promote: 524288 bytes in order" "$(head -n 1 <<<"$out")"
-t_eq "sent ahead, promoted: asked once" "bytes=0-262143 bytes=262144-524287" "$(tail -n +2 <<<"$out" | sort | tr '\n' ' ' | sed 's/ $//')"
-out=$(sent_ahead abandon)
-t_eq "sent ahead, not promoted: none of its bytes" "ok abandon: 524288 bytes in order" "$(head -n 1 <<<"$out")"
-t_eq "sent ahead, not promoted: it was sent" 1 "$(grep -c '^bytes=262144-524287$' <<<"$out" || true)"
-out=$(sent_ahead cancel)
-t_eq "sent ahead, lane cancelled: no bytes" "ok cancel: 0 bytes in order" "$(head -n 1 <<<"$out")"
+out=$(sent_ahead promote 2)
+t_eq "sent ahead, promoted: bytes in order" "$(head -n 1 <<<"$out")" "ok promote: 524288 bytes in order"
+t_eq "sent ahead, promoted: asked once" "$(tail -n +2 <<<"$out" | sort | tr '\n' ' ' | sed 's/ $//')" "bytes=0-262143 bytes=262144-524287"
+out=$(sent_ahead abandon 3)
+t_eq "sent ahead, not promoted: none of its bytes" "$(head -n 1 <<<"$out")" "ok abandon: 524288 bytes in order"
+t_eq "sent ahead, not promoted: it was sent" "$(grep -c '^bytes=262144-524287$' <<<"$out" || true)" 1
+out=$(sent_ahead cancel 0)
+t_eq "sent ahead, lane cancelled: no bytes" "$(head -n 1 <<<"$out")" "ok cancel: 0 bytes in order"
 t_done
