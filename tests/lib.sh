@@ -123,6 +123,15 @@ t_require_mount() {
 	fi
 }
 
+# t_require_origin: tests against the project's origin fail (never skip)
+# without its binary.
+t_require_origin() {
+	if [ ! -x "$ORIGIN_BIN" ]; then
+		t_fail "$T_NAME" "pacefs-origin not found at $ORIGIN_BIN (run make)"
+		t_done
+	fi
+}
+
 # --- files ------------------------------------------------------------------
 
 # gen_file PATH SIZE [SEED]: deterministic pseudo-random content (AES-CTR

@@ -7,10 +7,7 @@ set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
 t_require_mount
-if [ ! -x "$ORIGIN_BIN" ]; then
-	t_fail "$T_NAME" "pacefs-origin not found at $ORIGIN_BIN (run make)"
-	t_done
-fi
+t_require_origin
 
 WWW=$T_TMP/www
 mkdir -p "$WWW"

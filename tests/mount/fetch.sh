@@ -196,8 +196,9 @@ nginx_stop "$NGINX_PID"
 
 # Requests sent ahead (fetch_lane_queue), through an origin 20 ms away.
 FETCHQ=$(dirname "$READCMP")/fetchq
-if [ ! -x "$FETCHQ" ] || [ ! -x "$ORIGIN_BIN" ]; then
-	t_fail "sent ahead" "fetchq or pacefs-origin not built (run make check)"
+t_require_origin
+if [ ! -x "$FETCHQ" ]; then
+	t_fail "sent ahead" "fetchq not found at $FETCHQ (run make check)"
 	t_done
 fi
 mkdir -p "$T_TMP/q"

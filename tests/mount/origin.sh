@@ -9,10 +9,7 @@ source "$(dirname "$0")/../lib.sh"
 if ! command -v curl >/dev/null 2>&1; then
 	t_skip_all "curl is missing"
 fi
-if [ ! -x "$ORIGIN_BIN" ]; then
-	t_fail "$T_NAME" "pacefs-origin not found at $ORIGIN_BIN (run make)"
-	t_done
-fi
+t_require_origin
 
 # slice FILE START LEN: bytes [START, START+LEN) of FILE.
 slice() {
