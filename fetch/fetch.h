@@ -189,6 +189,25 @@ int fetch_parse_content_range(const char *v, uint64_t *start_out,
  * now_s, seconds since the epoch) into milliseconds; -EINVAL if neither. */
 int fetch_parse_retry_after(const char *v, int64_t now_s, uint64_t *ms_out);
 
+/* URLs (fetch/url.c). Secrets travel only to the origin they were given
+ * for, and a URL's userinfo ("user:password@") is never shown. */
+
+/* True when url carries userinfo. */
+bool fetch_url_has_userinfo(const char *url);
+
+/* url without its userinfo, as a new string (free() it): what logs, status
+ * and listings show. NULL when memory ran out. A string that is no URL
+ * comes back unchanged. */
+char *fetch_url_redacted(const char *url);
+
+/* url's origin as a new string "scheme://host:port" (lowercase host,
+ * default port filled in; free() it). Returns 0, -EINVAL (not a URL
+ * curl can parse), -ENOMEM. */
+int fetch_url_origin(const char *url, char **out);
+
+/* True when a and b parse and have the same scheme, host and port. */
+bool fetch_url_same_origin(const char *a, const char *b);
+
 /* Maps an HTTP status of a failed range request to an outcome. */
 enum fetch_outcome fetch_classify_status(long status);
 

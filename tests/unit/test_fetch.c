@@ -2,6 +2,8 @@
  * decide whether a range response's bytes may be used. */
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "fetch/fetch.h"
 #include "tests/t.h"
@@ -86,11 +88,52 @@ static void classify(void)
 	T_EQ_INT(fetch_classify_status(416), FETCH_FATAL);
 }
 
+static void url_redacted(void)
+{
+	static const char *const cases[][2] = {
+		{"http://user:pw@h.example/a", "http://h.example/a"},
+		{"https://u:p@ss@h:8443/x?y=a@b", "https://h:8443/x?y=a@b"},
+		{"http://h.example/a@b", "http://h.example/a@b"},
+		{"http://h.example?q=u:p@x", "http://h.example?q=u:p@x"},
+		{"http://tok@h", "http://h"},
+		{"not a url", "not a url"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *r = fetch_url_redacted(cases[i][0]);
+
+		T_ASSERT(r != NULL);
+		if (strcmp(r, cases[i][1]) != 0)
+			T_FAIL("\"%s\" -> \"%s\", want \"%s\"", cases[i][0], r,
+			       cases[i][1]);
+		T_EQ_INT(fetch_url_has_userinfo(cases[i][0]),
+			 strcmp(cases[i][0], cases[i][1]) != 0);
+		free(r);
+	}
+}
+
+static void url_origin(void)
+{
+	char *o = NULL;
+
+	T_EQ_INT(fetch_url_origin("HTTP://Host.Example/a/b?c", &o), 0);
+	T_EQ_STR(o, "http://host.example:80");
+	free(o);
+	T_ASSERT(fetch_url_same_origin("https://h/a", "https://H:443/b"));
+	T_ASSERT(!fetch_url_same_origin("https://h/a", "http://h/a"));
+	T_ASSERT(!fetch_url_same_origin("http://h/a", "http://h:8080/a"));
+	T_ASSERT(!fetch_url_same_origin("http://h/a", "http://h.evil/a"));
+	T_ASSERT(!fetch_url_same_origin("http://h/a", "no url"));
+	T_EQ_INT(fetch_url_origin("no url", &o), -EINVAL);
+}
+
 static const struct t_case cases[] = {
 	{"content_range_ok", content_range_ok},
 	{"content_range_bad", content_range_bad},
 	{"retry_after", retry_after},
 	{"classify", classify},
+	{"url_redacted", url_redacted},
+	{"url_origin", url_origin},
 };
 
 int main(int argc, char **argv)
