@@ -1,6 +1,7 @@
 /* cache: the LMDB sparse-range cache: environment, schema, write queue and
  * writer thread, and the read paths. */
 #include "cache/cache.h"
+#include "cache/cache_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <fcntl.h>
@@ -21,7 +23,7 @@
 #include <unistd.h>
 
 /* The on-disk schema version this build reads and writes (see README.md). */
-#define CACHE__FORMAT 2u
+#define CACHE__FORMAT 3u
 
 /* A batch ends at 16 MiB (64 blocks of 256 KiB) or when the queue drains:
  * big enough to amortise the fsync, small enough that the queue keeps
@@ -391,45 +393,6 @@ static int cache__meta_put_u32(MDB_txn *txn, MDB_dbi dbi, const char *name,
 	return mdb_put(txn, dbi, &k, &v, 0);
 }
 
-/* Gives every block of a format 1 cache an access entry as old as can be
- * (tick 1), so that eviction sees them, oldest first. */
-static int cache__upgrade_v1(struct cache *c, MDB_txn *txn)
-{
-	MDB_cursor *cur = NULL;
-	MDB_val k, v;
-	int rc;
-
-	rc = mdb_cursor_open(txn, c->dbi_blocks, &cur);
-	if (rc)
-		return rc;
-	rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-	while (rc == 0) {
-		if (k.mv_size == CACHE__BLOCK_KEY_LEN) {
-			struct cache_id id;
-			unsigned char lk[CACHE__LRU_KEY_LEN], tv[8];
-			uint64_t index = cache__be64_get(
-				(unsigned char *)k.mv_data + CACHE_ID_LEN);
-			MDB_val ak = {.mv_size = k.mv_size,
-				      .mv_data = k.mv_data};
-			MDB_val av = {.mv_size = 8, .mv_data = tv};
-			MDB_val lkv = {.mv_size = sizeof(lk), .mv_data = lk};
-			MDB_val empty = {.mv_size = 0, .mv_data = tv};
-
-			memcpy(id.b, k.mv_data, CACHE_ID_LEN);
-			cache__be64_put(tv, 1);
-			cache__lru_key(lk, 1, &id, index);
-			rc = mdb_put(txn, c->dbi_access, &ak, &av, 0);
-			if (rc == 0)
-				rc = mdb_put(txn, c->dbi_lru, &lkv, &empty, 0);
-			if (rc)
-				break;
-		}
-		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
-	}
-	mdb_cursor_close(cur);
-	return rc == MDB_NOTFOUND ? 0 : rc;
-}
-
 /* Opens the named databases and checks or writes the meta entries. An
  * environment of another format is left untouched (the txn aborts). */
 static int cache__schema(struct cache *c)
@@ -452,10 +415,20 @@ static int cache__schema(struct cache *c)
 			     &have_version);
 	if (rc)
 		goto out;
-	/* Format 1 lacks the access and lru databases; it is upgraded in
-	 * place below (its version 1 records stay readable). */
-	bool upgrade = have_version && version == 1;
-	if (have_version && version != CACHE__FORMAT && !upgrade) {
+	/* Formats 1 and 2 stored blocks without a checksum: their bytes
+	 * cannot be told from damaged ones, so they are refused rather than
+	 * upgraded (README.md, "Bumping the format"). */
+	if (have_version && version < CACHE__FORMAT) {
+		cache__log(c, CACHE_LOG_ERR,
+			   "open %s: cache format %u has no block checksums; "
+			   "this build needs format %u: remove %s/data.mdb "
+			   "and %s/lock.mdb (the bytes are fetched again), "
+			   "or keep using the pacefs that wrote it",
+			   c->dir, version, CACHE__FORMAT, c->dir, c->dir);
+		mdb_txn_abort(txn);
+		return -EPROTO;
+	}
+	if (have_version && version != CACHE__FORMAT) {
 		cache__log(c, CACHE_LOG_ERR,
 			   "open %s: cache format version %u found, this "
 			   "build supports version %u only; use another "
@@ -489,17 +462,8 @@ static int cache__schema(struct cache *c)
 		rc = mdb_dbi_open(txn, "lru", MDB_CREATE, &c->dbi_lru);
 	if (rc)
 		goto out;
-	if (upgrade) {
-		step = "upgrade from format 1";
-		rc = cache__upgrade_v1(c, txn);
-		if (rc)
-			goto out;
-		cache__log(c, CACHE_LOG_INFO,
-			   "open %s: upgraded the cache from format 1 to %u",
-			   c->dir, CACHE__FORMAT);
-	}
 	step = "write meta";
-	if (!have_version || upgrade)
+	if (!have_version)
 		rc = cache__meta_put_u32(txn, c->dbi_meta, "format",
 					 CACHE__FORMAT);
 	if (rc == 0 && c->budget) {
@@ -533,7 +497,7 @@ static void *cache__writer_main(void *arg);
 static void cache__free(struct cache *c);
 
 /* Remembers the data file's descriptor and where LMDB mapped it, for
- * cache__map_copy and cache__map_unmap_pages. LMDB has no call that gives
+ * cache__value_copy and cache__map_unmap_pages. LMDB has no call that gives
  * the map's address (mdb_env_info's me_mapaddr is only set for a fixed
  * map), so it is looked up in /proc/self/maps by the file's inode. Without
  * it reads copy from the map and nothing is unmapped. */
@@ -579,24 +543,37 @@ static void cache__map_unmap_pages(const struct cache *c)
 		(void)madvise((void *)c->map_base, c->map_len, MADV_DONTNEED);
 }
 
-/* Copies n bytes that LMDB returned at p (inside the map, valid under the
- * caller's read transaction) into buf. pread copies from the page cache
- * without mapping the pages into the daemon: a stream read back from the
- * cache through the map grew RSS by every page it touched (about 180 MiB
- * of data.mdb after 2 GiB), which the kernel only drops under pressure. */
-static void cache__map_copy(const struct cache *c, void *buf, const void *p,
-			    size_t n)
+/* Copies a block value that LMDB returned at p (inside the map, valid
+ * under the caller's read transaction): its n bytes of data into buf and
+ * its checksum trailer into sum. pread copies from the page cache without
+ * mapping the pages into the daemon: a stream read back from the cache
+ * through the map grew RSS by every page it touched (about 180 MiB of
+ * data.mdb after 2 GiB), which the kernel only drops under pressure. One
+ * preadv reads both parts. */
+static void cache__value_copy(const struct cache *c, void *buf,
+			      unsigned char sum[CACHE__SUM_LEN], const void *p,
+			      size_t n)
 {
 	const unsigned char *src = p;
-	size_t done = 0;
+	size_t done = 0, total = n + CACHE__SUM_LEN;
 
 	if (c->data_fd >= 0 && src >= c->map_base &&
-	    (size_t)(src - c->map_base) + n <= c->map_len) {
+	    (size_t)(src - c->map_base) + total <= c->map_len) {
 		off_t off = (off_t)(src - c->map_base);
 
-		while (done < n) {
-			ssize_t got = pread(c->data_fd, (char *)buf + done,
-					    n - done, off + (off_t)done);
+		while (done < total) {
+			struct iovec iov[2];
+			int niov = 0;
+			ssize_t got;
+
+			if (done < n) {
+				iov[niov].iov_base = (char *)buf + done;
+				iov[niov++].iov_len = n - done;
+			}
+			iov[niov].iov_base = sum + (done < n ? 0 : done - n);
+			iov[niov++].iov_len =
+				done < n ? CACHE__SUM_LEN : total - done;
+			got = preadv(c->data_fd, iov, niov, off + (off_t)done);
 			if (got <= 0)
 				break;
 			done += (size_t)got;
@@ -604,6 +581,76 @@ static void cache__map_copy(const struct cache *c, void *buf, const void *p,
 	}
 	if (done < n)
 		memcpy((char *)buf + done, src + done, n - done);
+	if (done < total) {
+		size_t s = done > n ? done - n : 0;
+
+		memcpy(sum + s, src + n + s, CACHE__SUM_LEN - s);
+	}
+}
+
+/* Refuses a data file that LMDB's own code would fault on, before any of
+ * it reads the map beyond the meta pages: one shorter than the pages its
+ * meta page says it uses (a read of those through the map is SIGBUS), or
+ * whose B-trees are damaged (cache__env_check). Returns 0 or -EPROTO /
+ * -errno, logged in one line. */
+static int cache__file_check(struct cache *c)
+{
+	mdb_filehandle_t fd;
+	MDB_envinfo info;
+	MDB_stat st;
+	MDB_txn *txn = NULL;
+	struct stat fst;
+	char msg[512] = "";
+	int rc;
+
+	rc = mdb_env_get_fd(c->env, &fd);
+	if (rc == 0)
+		rc = mdb_env_info(c->env, &info);
+	if (rc == 0)
+		rc = mdb_env_stat(c->env, &st);
+	if (rc == 0 && fstat(fd, &fst) != 0)
+		rc = errno;
+	if (rc) {
+		cache__log(c, CACHE_LOG_ERR, "open %s: check data.mdb: %s",
+			   c->dir, mdb_strerror(rc));
+		return cache__errno(rc);
+	}
+	uint64_t need = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
+	if ((uint64_t)fst.st_size < need) {
+		cache__log(c, CACHE_LOG_ERR,
+			   "open %s: %s/data.mdb is %" PRIu64 " bytes but its "
+			   "last page ends at byte %" PRIu64 ": the file was "
+			   "truncated; refused: remove %s/data.mdb and "
+			   "%s/lock.mdb (the bytes are fetched again)",
+			   c->dir, c->dir, (uint64_t)fst.st_size, need, c->dir,
+			   c->dir);
+		return -EPROTO;
+	}
+	/* A read transaction keeps the pages of its snapshot from being
+	 * reused by another process's commits while they are walked. */
+	for (int tries = 0; tries < 8; tries++) {
+		rc = mdb_txn_begin(c->env, NULL, MDB_RDONLY, &txn);
+		if (rc) {
+			cache__log(c, CACHE_LOG_ERR,
+				   "open %s: check data.mdb: begin: %s",
+				   c->dir, mdb_strerror(rc));
+			return cache__errno(rc);
+		}
+		rc = cache__env_check(fd, c->env, txn, msg, sizeof(msg));
+		mdb_txn_abort(txn);
+		if (rc != -EAGAIN)
+			break;
+	}
+	if (rc == -EPROTO)
+		cache__log(c, CACHE_LOG_ERR,
+			   "open %s: %s/data.mdb is damaged (%s); refused: "
+			   "remove %s/data.mdb and %s/lock.mdb (the bytes are "
+			   "fetched again)",
+			   c->dir, c->dir, msg, c->dir, c->dir);
+	else if (rc)
+		cache__log(c, CACHE_LOG_ERR, "open %s: check data.mdb: %s",
+			   c->dir, msg[0] ? msg : strerror(-rc));
+	return rc;
 }
 
 /* Creates and opens c->env with the given map size. On failure c->env is
@@ -728,6 +775,10 @@ int cache_open(const struct cache_config *cfg, struct cache **out)
 				   c->dir);
 		goto out;
 	}
+
+	rc = cache__file_check(c);
+	if (rc)
+		goto out;
 
 	/* Slots of readers killed with -9 would pin old snapshots, so that
 	 * freed pages are never reused and the file only grows. */
@@ -1205,7 +1256,8 @@ static int cache__block_remove(struct cache *c, MDB_txn *txn,
 	cache__key(key, id, index);
 	rc = mdb_get(txn, c->dbi_blocks, &k, &v);
 	if (rc == 0) {
-		len = v.mv_size;
+		len = v.mv_size > CACHE__SUM_LEN ? v.mv_size - CACHE__SUM_LEN
+						 : 0;
 		*found = true;
 		rc = mdb_del(txn, c->dbi_blocks, &k, NULL);
 	} else if (rc == MDB_NOTFOUND) {
@@ -1416,13 +1468,18 @@ static int cache__commit(struct cache *c, struct cache__pending **batch,
 		struct cache__pending *e = batch[i];
 		unsigned char key[CACHE__BLOCK_KEY_LEN];
 		MDB_val k = {.mv_size = sizeof(key), .mv_data = key};
-		MDB_val v = {.mv_size = e->len, .mv_data = e->data};
+		MDB_val v = {.mv_size = e->len + CACHE__SUM_LEN};
 
 		cache__key(key, &e->id, e->index);
 		*step = "put block";
-		rc = mdb_put(txn, c->dbi_blocks, &k, &v, 0);
+		rc = mdb_put(txn, c->dbi_blocks, &k, &v, MDB_RESERVE);
 		if (rc)
 			goto out;
+		/* The checksum is of the bytes as they arrived, computed here
+		 * rather than on the fetch thread that queued them. */
+		memcpy(v.mv_data, e->data, e->len);
+		cache__sum_put(&e->id, e->index, e->data, e->len,
+			       (unsigned char *)v.mv_data + e->len);
 		*step = "merge extent";
 		uint64_t start = e->index * CACHE_BLOCK_SIZE;
 		rc = cache__extent_merge(txn, c->dbi_extents, &e->id, start,
@@ -1697,6 +1754,85 @@ void cache_close(struct cache *c)
 
 /* ---- reads ---- */
 
+/* Whether the stored block value v of (id, index) has a plausible length
+ * and matches its checksum; scratch holds CACHE_BLOCK_SIZE bytes. */
+static bool cache__value_ok(const struct cache *c, const struct cache_id *id,
+			    uint64_t index, const MDB_val *v,
+			    unsigned char *scratch)
+{
+	unsigned char sum[CACHE__SUM_LEN];
+	size_t blen;
+
+	if (v->mv_size <= CACHE__SUM_LEN ||
+	    v->mv_size > CACHE_BLOCK_SIZE + CACHE__SUM_LEN)
+		return false;
+	blen = v->mv_size - CACHE__SUM_LEN;
+	cache__value_copy(c, scratch, sum, v->mv_data, blen);
+	return cache__sum_ok(id, index, scratch, blen, sum);
+}
+
+/* A committed block failed its checksum: removes it (data, access and lru
+ * entries, its bytes from the extents, the blob's verified flag) in a
+ * write transaction that first checks it again, so that a block put
+ * again meanwhile stays, and logs it once. Returns -ENOENT (the block is
+ * not held: the caller fetches it again) or a negative errno. */
+static int cache__block_bad(struct cache *c, const struct cache_id *id,
+			    uint64_t index)
+{
+	unsigned char key[CACHE__BLOCK_KEY_LEN];
+	MDB_val k = {.mv_size = sizeof(key), .mv_data = key}, v;
+	unsigned char *scratch = malloc(CACHE_BLOCK_SIZE);
+	char hex[2 * CACHE_ID_LEN + 1];
+	const char *step = "begin";
+	MDB_txn *txn = NULL;
+	bool found = false;
+	int rc;
+
+	if (!scratch)
+		return -ENOMEM;
+	rc = mdb_txn_begin(c->env, NULL, 0, &txn);
+	if (rc)
+		goto out;
+	step = "read block";
+	cache__key(key, id, index);
+	rc = mdb_get(txn, c->dbi_blocks, &k, &v);
+	if (rc == MDB_NOTFOUND || (rc == 0 && cache__value_ok(c, id, index, &v,
+							       scratch))) {
+		rc = 0; /* gone or replaced since: nothing to drop */
+		goto out;
+	}
+	if (rc)
+		goto out;
+	step = "remove block";
+	rc = cache__block_remove(c, txn, id, index, &found);
+	if (rc == 0 && found)
+		rc = cache__record_patch(c, txn, id, cache__rec_unverify, 0);
+	if (rc)
+		goto out;
+	step = "commit";
+	rc = mdb_txn_commit(txn);
+	txn = NULL;
+	if (rc == 0) {
+		cache_id_to_hex(id, hex);
+		cache__log(c, CACHE_LOG_ERR,
+			   "%s: blob %s block %" PRIu64
+			   ": checksum mismatch in data.mdb (damaged on "
+			   "disk); dropped, to be fetched again",
+			   c->dir, hex, index);
+	}
+out:
+	if (txn)
+		mdb_txn_abort(txn);
+	free(scratch);
+	if (rc) {
+		cache__log(c, CACHE_LOG_ERR,
+			   "%s: drop a block that failed its checksum: %s: %s",
+			   c->dir, step, mdb_strerror(rc));
+		return cache__errno(rc);
+	}
+	return -ENOENT;
+}
+
 long cache_block_read(struct cache *c, const struct cache_id *id,
 		      uint64_t index, size_t off, void *buf, size_t len)
 {
@@ -1741,18 +1877,39 @@ long cache_block_read(struct cache *c, const struct cache_id *id,
 			   c->dir, mdb_strerror(rc));
 		return cache__errno(rc);
 	}
-	unsigned char key[CACHE__BLOCK_KEY_LEN];
+	unsigned char key[CACHE__BLOCK_KEY_LEN], sum[CACHE__SUM_LEN];
 	MDB_val k = {.mv_size = sizeof(key), .mv_data = key}, v;
+	bool bad = false;
 	cache__key(key, id, index);
 	rc = mdb_get(txn, c->dbi_blocks, &k, &v);
-	if (rc == 0) {
+	if (rc == 0 && (v.mv_size <= CACHE__SUM_LEN ||
+			v.mv_size > CACHE_BLOCK_SIZE + CACHE__SUM_LEN)) {
 		n = 0;
-		if (off < v.mv_size) {
-			n = (long)(v.mv_size - off < len ? v.mv_size - off
-							 : len);
-			cache__map_copy(c, buf,
-					(unsigned char *)v.mv_data + off,
-					(size_t)n);
+		bad = true;
+	} else if (rc == 0) {
+		size_t blen = v.mv_size - CACHE__SUM_LEN;
+
+		n = 0;
+		if (off < blen) {
+			/* The checksum covers the whole block: a part of it
+			 * is read whole into scratch memory. */
+			bool whole = off == 0 && len >= blen;
+			unsigned char *dst = whole ? buf : malloc(blen);
+
+			n = (long)(blen - off < len ? blen - off : len);
+			if (!dst) {
+				n = -ENOMEM;
+			} else {
+				cache__value_copy(c, dst, sum, v.mv_data,
+						  blen);
+				bad = !cache__sum_ok(id, index, dst, blen, sum);
+				if (!whole && !bad)
+					memcpy(buf, dst + off, (size_t)n);
+				if (!whole)
+					free(dst);
+				if (bad)
+					memset(buf, 0, (size_t)n);
+			}
 		}
 	} else if (rc == MDB_NOTFOUND) {
 		n = -ENOENT;
@@ -1762,6 +1919,8 @@ long cache_block_read(struct cache *c, const struct cache_id *id,
 		n = cache__errno(rc);
 	}
 	cache__rtxn_put(c, txn);
+	if (bad)
+		n = cache__block_bad(c, id, index);
 	return n;
 }
 
@@ -2501,7 +2660,8 @@ int cache_blob_verify(struct cache *c, const struct cache_id *id,
 
 		cache__key(key, id, i);
 		rc = mdb_get(txn, c->dbi_blocks, &k, &v);
-		if (rc == MDB_NOTFOUND || (rc == 0 && v.mv_size != want_len)) {
+		if (rc == MDB_NOTFOUND ||
+		    (rc == 0 && v.mv_size != want_len + CACHE__SUM_LEN)) {
 			err = -ENODATA;
 			goto out;
 		}
@@ -2509,6 +2669,7 @@ int cache_blob_verify(struct cache *c, const struct cache_id *id,
 			err = cache__errno(rc);
 			goto out;
 		}
+		v.mv_size -= CACHE__SUM_LEN; /* the bytes, not the checksum */
 		EVP_DigestUpdate(whole, v.mv_data, v.mv_size);
 		/* Per digest block: feed and close them as the bytes pass. */
 		for (size_t off = 0; dg && off < v.mv_size;) {
@@ -2569,6 +2730,85 @@ out:
 	return err;
 }
 
+int cache_blob_sums_check(struct cache *c, const struct cache_id *id,
+			  uint64_t *nblocks, uint64_t *bad, size_t bad_cap,
+			  size_t *nbad)
+{
+	unsigned char key[CACHE__BLOCK_KEY_LEN];
+	unsigned char *scratch = NULL;
+	uint64_t *list = NULL, count = 0;
+	size_t nlist = 0, cap = 0;
+	MDB_cursor *cur = NULL;
+	MDB_txn *txn = NULL;
+	MDB_val k, v;
+	int rc, err = 0;
+
+	if (!c || !id || !nblocks || !nbad || (bad_cap && !bad))
+		return -EINVAL;
+	*nblocks = 0;
+	*nbad = 0;
+	scratch = malloc(CACHE_BLOCK_SIZE);
+	if (!scratch)
+		return -ENOMEM;
+	rc = cache__rtxn_get(c, &txn);
+	if (rc == 0)
+		rc = mdb_cursor_open(txn, c->dbi_blocks, &cur);
+	if (rc)
+		goto out;
+	cache__key(key, id, 0);
+	k.mv_size = sizeof(key);
+	k.mv_data = key;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	while (rc == 0 && cache__key_is(&k, id)) {
+		uint64_t index = cache__be64_get((unsigned char *)k.mv_data +
+						 CACHE_ID_LEN);
+
+		count++;
+		if (!cache__value_ok(c, id, index, &v, scratch)) {
+			if (nlist == cap) {
+				size_t ncap = cap ? cap * 2 : 16;
+				uint64_t *p = realloc(list, ncap * sizeof(*p));
+
+				if (!p) {
+					rc = ENOMEM;
+					goto out;
+				}
+				list = p;
+				cap = ncap;
+			}
+			list[nlist++] = index;
+		}
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+out:
+	if (cur)
+		mdb_cursor_close(cur);
+	if (txn)
+		cache__rtxn_put(c, txn);
+	free(scratch);
+	if (rc) {
+		free(list);
+		cache__log(c, CACHE_LOG_ERR, "%s: check block checksums: %s",
+			   c->dir, mdb_strerror(rc));
+		return cache__errno(rc);
+	}
+	/* Dropped outside the read transaction, each as a read would. */
+	for (size_t i = 0; i < nlist; i++) {
+		int brc = cache__block_bad(c, id, list[i]);
+
+		if (brc != -ENOENT && err == 0)
+			err = brc;
+		if (i < bad_cap)
+			bad[i] = list[i];
+	}
+	free(list);
+	*nblocks = count;
+	*nbad = nlist;
+	return err;
+}
+
 int cache_blob_check(struct cache *c, const struct cache_id *id,
 		     uint64_t *uncovered)
 {
@@ -2606,7 +2846,7 @@ int cache_blob_check(struct cache *c, const struct cache_id *id,
 			cache__key(bkey, id, i);
 			brc = mdb_get(txn, c->dbi_blocks, &bk, &bv);
 			if (brc == MDB_NOTFOUND ||
-			    (brc == 0 && bv.mv_size < need))
+			    (brc == 0 && bv.mv_size < need + CACHE__SUM_LEN))
 				n++;
 			else if (brc) {
 				rc = brc;

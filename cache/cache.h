@@ -131,8 +131,13 @@ struct cache_blob_record {
 };
 
 /* Opens (creating if needed) the cache in cfg->dir. Writes *out only on
- * success. Errors: -EACCES/-EROFS/-ENOTDIR (directory unusable, logged with
- * the path), -EPROTO (unknown format version), -ENOMEM, -EIO. */
+ * success. Before anything reads the map, refuses (-EPROTO, logged in one
+ * line) a data.mdb shorter than the pages LMDB's meta page says it uses,
+ * and one whose B-trees are damaged (a structural walk of every database,
+ * reading with pread); and a cache of format 1 or 2 (no block checksums).
+ * Errors: -EACCES/-EROFS/-ENOTDIR (directory unusable, logged with the
+ * path), -EPROTO (unknown format version, damaged file), -ENOMEM,
+ * -EIO. */
 int cache_open(const struct cache_config *cfg, struct cache **out);
 
 /* Waits for every queued block to commit, stops the writer and closes the
@@ -175,8 +180,12 @@ int cache_block_put(struct cache *c, const struct cache_id *id,
 
 /* Copies up to len bytes starting at byte `off` of block `index` of blob id
  * into buf, from the queue if the block is not yet committed, else from
- * LMDB. Returns the number of bytes copied (short at the blob's end),
- * -ENOENT when the block is not held, -EIO. */
+ * LMDB. A committed block is read whole and checked against the checksum
+ * stored with it; one that fails is never copied out: it is dropped from
+ * the cache (logged once, with the blob and block) and the read returns
+ * -ENOENT, so that the caller fetches it again. Returns the number of
+ * bytes copied (short at the blob's end), -ENOENT when the block is not
+ * held, -ENOMEM, -EIO. */
 long cache_block_read(struct cache *c, const struct cache_id *id,
 		      uint64_t index, size_t off, void *buf, size_t len);
 
@@ -236,6 +245,16 @@ int cache_blob_verify(struct cache *c, const struct cache_id *id,
  * (no record), -EINVAL, -EIO. */
 int cache_blob_mark_verified(struct cache *c, const struct cache_id *id,
 			     const uint8_t *sha256, bool ok);
+
+/* Checks the checksum of every committed block of blob id, reading each
+ * from the data file. A block that fails is dropped, as a read that finds
+ * it drops it (logged; its bytes leave the extents). *nblocks gets the
+ * number of blocks checked, *nbad the number dropped, and bad[0..bad_cap)
+ * their indices. Returns 0, -ENOMEM, -EIO. Takes as long as reading the
+ * blob's blocks. */
+int cache_blob_sums_check(struct cache *c, const struct cache_id *id,
+			  uint64_t *nblocks, uint64_t *bad, size_t bad_cap,
+			  size_t *nbad);
 
 /* Structural check of blob id: every byte an extent claims is in a stored
  * block of the right length. *uncovered gets the number of blocks an

@@ -1,5 +1,5 @@
 # cache: the LMDB sparse-range cache.
-CACHE_SRCS := cache/cache.c
+CACHE_SRCS := cache/cache.c cache/blocksum.c cache/envcheck.c
 $(BUILD)/libcache.a: $(CACHE_SRCS:%.c=$(BUILD)/%.o)
 
 # The block-size benchmark: cache.c and bench.c built once per block size
@@ -14,8 +14,10 @@ $(BUILD)/cache/bench-%/bench.o: cache/bench.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -DCACHE_BLOCK_SIZE=$*u -c $< -o $@
 
-$(BUILD)/cache/bench_%: $(BUILD)/cache/bench-%/bench.o $(BUILD)/cache/bench-%/cache.o
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs lmdb libcrypto 2>/dev/null)
+# The other sources do not depend on the block size.
+$(BUILD)/cache/bench_%: $(BUILD)/cache/bench-%/bench.o $(BUILD)/cache/bench-%/cache.o \
+		$(filter-out $(BUILD)/cache/cache.o,$(CACHE_SRCS:%.c=$(BUILD)/%.o))
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs lmdb libcrypto libxxhash 2>/dev/null)
 
 .PRECIOUS: $(BUILD)/cache/bench-%/cache.o $(BUILD)/cache/bench-%/bench.o
 .PHONY: cache-bench

@@ -7,7 +7,7 @@ PKGS=(
 	gcc make pkg-config
 	libfuse3-dev fuse3
 	libcurl4-openssl-dev libssl-dev
-	liblmdb-dev lmdb-utils
+	liblmdb-dev lmdb-utils libxxhash-dev
 	libjansson-dev
 	clang libclang-rt-14-dev valgrind
 	nginx-light curl openssl attr ca-certificates

@@ -29,11 +29,14 @@ static void cache_usage(FILE *f)
 		"                   V when verified, identity (the URL)\n"
 		"  stat             totals: blobs, blocks, bytes, budget, file "
 		"and map size\n"
-		"  verify [BLOB...] recompute the SHA-256 of complete blobs "
-		"that have one,\n"
-		"                   and check that every held extent is "
-		"stored (exit 1 on\n"
-		"                   a mismatch)\n"
+		"  verify [BLOB...] check every stored block against its "
+		"checksum (a\n"
+		"                   damaged one is dropped: a mount fetches "
+		"it again), that\n"
+		"                   every held extent is stored, and the "
+		"SHA-256 of complete\n"
+		"                   blobs that have one (exit 1 on any "
+		"fault)\n"
 		"  evict BLOB...|--all\n"
 		"                   drop blobs (BLOB: a URL, an identity or "
 		"an id prefix)\n"
@@ -45,11 +48,15 @@ static void cache_usage(FILE *f)
 		"/var/cache/pacefs for root.\n");
 }
 
+/* ctx: a bool set once something was said, so that a failed open is
+ * one line, the cache's own. */
 static void log_stderr(void *ctx, enum cache_log_level level, const char *msg)
 {
-	(void)ctx;
-	if (level != CACHE_LOG_INFO)
+	if (level != CACHE_LOG_INFO) {
 		fprintf(stderr, "pacefs: cache: %s\n", msg);
+		if (ctx)
+			*(bool *)ctx = true;
+	}
 }
 
 /* True when dir holds a cache; else says so on stderr. The commands
@@ -69,17 +76,19 @@ static bool cache_exists(const char *dir)
 
 static int open_existing(const char *dir, struct cache **out)
 {
-	struct cache_config cfg = {.dir = dir, .log = log_stderr};
+	bool said = false;
+	struct cache_config cfg = {
+		.dir = dir, .log = log_stderr, .log_ctx = &said};
 	int rc;
 
 	if (!cache_exists(dir))
 		return 1;
 	rc = cache_open(&cfg, out);
-	if (rc != 0) {
+	if (rc != 0 && !said)
 		fprintf(stderr, "pacefs: cache: %s: cannot open: %s\n", dir,
 			strerror(-rc));
+	if (rc != 0)
 		return 1;
-	}
 	return 0;
 }
 
@@ -281,7 +290,7 @@ static int cmd_verify(struct cache *c, char **args, int nargs)
 		ntodo = n;
 	}
 	for (size_t i = 0; todo && i < ntodo; i++) {
-		uint64_t uncovered = 0, bad[16];
+		uint64_t uncovered = 0, bad[16], nblocks = 0;
 		size_t nbad = 0;
 		char held[32], size[32];
 
@@ -290,6 +299,26 @@ static int cmd_verify(struct cache *c, char **args, int nargs)
 			continue;
 		}
 		printf("%.*s %s: ", ID_SHOWN, bi->hex, shown_identity(bi));
+		fflush(stdout); /* before the cache's log lines on stderr */
+		rc = cache_blob_sums_check(c, &todo[i], &nblocks, bad, 16,
+					   &nbad);
+		if (rc != 0) {
+			printf("not checked: %s\n", strerror(-rc));
+			status = 1;
+			continue;
+		}
+		if (nbad != 0) {
+			printf("DAMAGED: %zu of %" PRIu64
+			       " blocks failed their checksum and were "
+			       "dropped (a mount fetches them again): ",
+			       nbad, nblocks);
+			for (size_t j = 0; j < nbad && j < 16; j++)
+				printf("%s%" PRIu64, j ? "," : "blocks ",
+				       bad[j]);
+			printf("%s\n", nbad > 16 ? ",..." : "");
+			status = 1;
+			continue;
+		}
 		rc = cache_blob_check(c, &todo[i], &uncovered);
 		if (rc != 0 || uncovered != 0) {
 			printf("BROKEN: %" PRIu64
@@ -299,12 +328,16 @@ static int cmd_verify(struct cache *c, char **args, int nargs)
 			continue;
 		}
 		if (!bi->rec.has_sha256) {
-			printf("structure OK; no SHA-256 to check against\n");
+			printf("%" PRIu64 " blocks and structure OK; no "
+			       "SHA-256 to check against\n",
+			       nblocks);
 			continue;
 		}
 		if (bi->held != bi->rec.size) {
-			printf("structure OK; incomplete (%s of %s held), "
-			       "not checked\n",
+			printf("%" PRIu64 " blocks and structure OK; "
+			       "incomplete (%s of %s held), no SHA-256 "
+			       "check\n",
+			       nblocks,
 			       fs__human_size(bi->held, held, sizeof(held)),
 			       fs__human_size(bi->rec.size, size,
 					      sizeof(size)));
@@ -384,7 +417,9 @@ static int cmd_evict(struct cache *c, char **args, int nargs)
 
 static int cmd_gc(const char *dir)
 {
-	struct cache_config cfg = {.dir = dir, .log = log_stderr};
+	bool said = false;
+	struct cache_config cfg = {
+		.dir = dir, .log = log_stderr, .log_ctx = &said};
 	uint64_t before = 0, after = 0;
 	char a[32], b[32];
 	int rc;
@@ -399,7 +434,9 @@ static int cmd_gc(const char *dir)
 		return 1;
 	}
 	if (rc != 0) {
-		fprintf(stderr, "pacefs: cache: gc: %s\n", strerror(-rc));
+		if (!said)
+			fprintf(stderr, "pacefs: cache: gc: %s\n",
+				strerror(-rc));
 		return 1;
 	}
 	printf("compacted %s/data.mdb: %s -> %s\n", dir,

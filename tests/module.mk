@@ -16,7 +16,7 @@ $(BUILD)/tests/sim: tests/sim/sim.c $(BUILD)/libpacing.a
 
 $(BUILD)/tests/test_cache: $(BUILD)/tests/unit/test_cache.o $(BUILD)/libcache.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs lmdb libcrypto 2>/dev/null)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs lmdb libcrypto libxxhash 2>/dev/null)
 
 $(BUILD)/tests/test_fetch: $(BUILD)/tests/unit/test_fetch.o $(BUILD)/libfetch.a
 	@mkdir -p $(dir $@)

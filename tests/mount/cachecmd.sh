@@ -48,7 +48,7 @@ t_eq "ls: one blob" "$(printf '%s\n' "$out" | wc -l)" 2
 out=$("$CMD" cache stat --cache-dir "$CACHE")
 t_eq "stat: blobs" "$(printf '%s\n' "$out" | awk '/^blobs:/ { print $2 }')" 1
 t_eq "stat: bytes" "$(printf '%s\n' "$out" | awk -F'[()]' '/^bytes held:/ { print $2 }')" "$((24 * MiB + 5)) bytes"
-t_eq "stat: format" "$(printf '%s\n' "$out" | awk '/^format version:/ { print $3 }')" 2
+t_eq "stat: format" "$(printf '%s\n' "$out" | awk '/^format version:/ { print $3 }')" 3
 
 out=$("$CMD" cache verify --cache-dir "$CACHE" 2>&1) && rc=0 || rc=$?
 t_eq "verify: exit status ($out)" "$rc" 0

@@ -506,11 +506,11 @@ static void test_format_refused(void)
 	T_EQ_INT(open_at(tmpdir, &c), -EPROTO);
 	T_ASSERT(c == NULL);
 	T_ASSERT(strstr(logcap.last, "version 99") != NULL);
-	T_ASSERT(strstr(logcap.last, "version 2") != NULL);
+	T_ASSERT(strstr(logcap.last, "version 3") != NULL);
 	T_ASSERT(strstr(logcap.last, tmpdir) != NULL);
 
 	/* Back to a known format, but another block size: refused too. */
-	T_EQ_INT(raw_meta_put(tmpdir, "format", 2), 0);
+	T_EQ_INT(raw_meta_put(tmpdir, "format", 3), 0);
 	T_EQ_INT(raw_meta_put(tmpdir, "block_size", 4096), 0);
 	T_EQ_INT(open_at(tmpdir, &c), -EPROTO);
 	T_ASSERT(strstr(logcap.last, "block size 4096") != NULL);
@@ -1060,7 +1060,7 @@ static void test_budget_lru(void)
 	T_EQ_U64(s.bytes, 8ull * BS);
 	T_EQ_U64(s.budget, 8ull * BS);
 	T_EQ_U64(s.evicted, 4);
-	T_EQ_INT(s.format, 2);
+	T_EQ_INT(s.format, 3);
 	T_EQ_INT(s.block_size, BS);
 	cache_close(c);
 
@@ -1535,75 +1535,321 @@ static int raw_edit(const char *dir,
 	return rc;
 }
 
-/* Makes a format 2 cache look like format 1: no access or lru databases,
- * a version 1 record. */
-static int make_v1(MDB_txn *txn, void *ctx)
+/* Formats 1 and 2 stored blocks without checksums: refused, untouched,
+ * with one line that says what to do. */
+static void test_old_format_refused(void)
 {
-	const struct cache_id *id = ctx;
-	MDB_dbi dbi;
-	int rc;
-	unsigned char b[4] = {0, 0, 0, 1};
-	unsigned char rec[19 + 3] = {1, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0,
-				     0, 0, 0, 5, 0, 3, 'a', 'b', 'c'};
-	MDB_val k = {.mv_size = 6, .mv_data = "format"};
-	MDB_val v = {.mv_size = 4, .mv_data = b};
-
-	rc = mdb_dbi_open(txn, "meta", 0, &dbi);
-	if (rc == 0)
-		rc = mdb_put(txn, dbi, &k, &v, 0);
-	if (rc == 0)
-		rc = mdb_dbi_open(txn, "access", 0, &dbi);
-	if (rc == 0)
-		rc = mdb_drop(txn, dbi, 1);
-	if (rc == 0)
-		rc = mdb_dbi_open(txn, "lru", 0, &dbi);
-	if (rc == 0)
-		rc = mdb_drop(txn, dbi, 1);
-	if (rc == 0)
-		rc = mdb_dbi_open(txn, "blobs", 0, &dbi);
-	k.mv_size = 16;
-	k.mv_data = (void *)id->b;
-	v.mv_size = sizeof(rec);
-	v.mv_data = rec;
-	if (rc == 0)
-		rc = mdb_put(txn, dbi, &k, &v, 0);
-	return rc;
-}
-
-static void test_upgrade_v1(void)
-{
-	struct evicted ev = {.mu = PTHREAD_MUTEX_INITIALIZER};
 	struct cache *c = NULL;
-	struct cache_id a, b;
-	static struct cache_blob_record g;
-	struct cache_stats s;
+	struct cache_id a;
 
 	tmp_make();
 	cache_id_from_string("url:old", &a);
-	cache_id_from_string("url:new", &b);
 	T_EQ_INT(open_at(tmpdir, &c), 0);
-	for (uint64_t i = 0; i < 4; i++)
-		T_EQ_INT(put_block(c, &a, i, BS), 0);
+	T_EQ_INT(put_block(c, &a, 0, BS), 0);
 	cache_close(c);
 	c = NULL;
-	T_EQ_INT(raw_edit(tmpdir, make_v1, &a), 0);
-	T_EQ_INT(open_budget(tmpdir, 4, &ev, &c), 0);
-	T_ASSERT(strstr(logcap.last, "upgraded") != NULL);
-	T_EQ_INT(cache_blob_get(c, &a, &g), 0);
-	T_EQ_U64(g.size, 9);
-	T_EQ_U64(g.last_access, 5);
-	T_EQ_STR(g.validator, "abc");
-	T_ASSERT(!g.has_sha256 && g.identity[0] == '\0');
-	T_EQ_INT(put_block(c, &b, 0, BS), 0);
-	T_EQ_INT(put_block(c, &b, 1, BS), 0);
-	T_EQ_INT(cache_flush(c), 0);
-	T_EQ_INT(ev.n, 2);
-	T_ASSERT(!held(c, &a, 0));
-	T_ASSERT(!held(c, &a, 1));
-	T_ASSERT(held(c, &a, 2));
-	T_EQ_INT(cache_stats_get(c, &s), 0);
-	T_EQ_INT(s.format, 2);
+	for (uint32_t f = 1; f <= 2; f++) {
+		T_EQ_INT(raw_meta_put(tmpdir, "format", f), 0);
+		T_EQ_INT(open_at(tmpdir, &c), -EPROTO);
+		T_ASSERT(c == NULL);
+		T_ASSERT(strstr(logcap.last, "no block checksums") != NULL);
+		T_ASSERT(strstr(logcap.last, "remove") != NULL);
+		T_ASSERT(strstr(logcap.last, tmpdir) != NULL);
+	}
+	tmp_remove();
+}
+
+/* Edits the stored value of one block: flips byte `at` of it, or swaps
+ * it with block `other`'s. */
+struct block_edit {
+	struct cache_id id;
+	uint64_t index, other;
+	size_t at;
+	bool swap;
+};
+
+static int edit_block(MDB_txn *txn, void *ctx)
+{
+	const struct block_edit *be = ctx;
+	unsigned char key[24], key2[24];
+	static unsigned char copy[BS + 64], copy2[BS + 64];
+	MDB_val k = {.mv_size = 24, .mv_data = key}, v;
+	MDB_val k2 = {.mv_size = 24, .mv_data = key2}, v2;
+	MDB_dbi dbi;
+	int rc;
+
+	memcpy(key, be->id.b, 16);
+	memcpy(key2, be->id.b, 16);
+	for (int i = 0; i < 8; i++) {
+		key[16 + i] = (unsigned char)(be->index >> (56 - 8 * i));
+		key2[16 + i] = (unsigned char)(be->other >> (56 - 8 * i));
+	}
+	rc = mdb_dbi_open(txn, "blocks", 0, &dbi);
+	if (rc == 0)
+		rc = mdb_get(txn, dbi, &k, &v);
+	if (rc)
+		return rc;
+	memcpy(copy, v.mv_data, v.mv_size);
+	v.mv_data = copy;
+	if (!be->swap) {
+		copy[be->at] ^= 0x01;
+		return mdb_put(txn, dbi, &k, &v, 0);
+	}
+	rc = mdb_get(txn, dbi, &k2, &v2);
+	if (rc)
+		return rc;
+	memcpy(copy2, v2.mv_data, v2.mv_size);
+	v2.mv_data = copy2;
+	rc = mdb_put(txn, dbi, &k, &v2, 0);
+	if (rc == 0)
+		rc = mdb_put(txn, dbi, &k2, &v, 0);
+	return rc;
+}
+
+/* A block whose bytes changed on disk is never served: the read drops it
+ * (once, logged with the blob and block) and says it is not held. */
+static void test_sum_bad_block(void)
+{
+	struct cache *c = NULL;
+	struct block_edit be = {.index = 2, .at = 1000};
+	static unsigned char got[BS], want[BS];
+	uint64_t held_bytes = 0;
+	int n;
+
+	tmp_make();
+	cache_id_from_string("url:sum", &be.id);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	for (uint64_t i = 0; i < 6; i++)
+		T_EQ_INT(put_block(c, &be.id, i, i == 5 ? 100 : BS), 0);
 	cache_close(c);
+	c = NULL;
+	T_EQ_INT(raw_edit(tmpdir, edit_block, &be), 0);
+	be.index = 5; /* the short last block's checksum */
+	be.at = 100 + 3;
+	T_EQ_INT(raw_edit(tmpdir, edit_block, &be), 0);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	fill(want, BS, 1, 0);
+	T_EQ_INT(cache_block_read(c, &be.id, 1, 0, got, BS), BS);
+	T_ASSERT(memcmp(got, want, BS) == 0);
+	n = logcap.n;
+	/* A part of the block far from the flipped byte fails too. */
+	T_EQ_INT(cache_block_read(c, &be.id, 2, 60000, got, 10), -ENOENT);
+	T_ASSERT(strstr(logcap.last, "checksum mismatch") != NULL);
+	T_ASSERT(strstr(logcap.last, "block 2") != NULL);
+	T_EQ_INT(logcap.n, n + 1);
+	T_EQ_INT(cache_block_read(c, &be.id, 2, 0, got, BS), -ENOENT);
+	T_EQ_INT(logcap.n, n + 1); /* dropped once, logged once */
+	T_EQ_INT(cache_block_read(c, &be.id, 5, 0, got, BS), -ENOENT);
+	T_EQ_INT(cache_blob_held(c, &be.id, &held_bytes), 0);
+	T_EQ_U64(held_bytes, 4ull * BS);
+	/* Put again, it is served. */
+	T_EQ_INT(put_block(c, &be.id, 2, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	fill(want, BS, 2, 0);
+	T_EQ_INT(cache_block_read(c, &be.id, 2, 0, got, BS), BS);
+	T_ASSERT(memcmp(got, want, BS) == 0);
+	cache_close(c);
+	c = NULL;
+
+	/* Two blocks' values swapped: each sound, under the other's key. */
+	be.index = 0;
+	be.other = 1;
+	be.swap = true;
+	T_EQ_INT(raw_edit(tmpdir, edit_block, &be), 0);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	T_EQ_INT(cache_block_read(c, &be.id, 0, 0, got, BS), -ENOENT);
+	T_EQ_INT(cache_block_read(c, &be.id, 1, 0, got, BS), -ENOENT);
+	cache_close(c);
+	tmp_remove();
+}
+
+/* cache_blob_sums_check finds every bad block, drops it, lists it. */
+static void test_sums_check(void)
+{
+	struct cache *c = NULL;
+	struct block_edit be = {.at = 7};
+	uint64_t nblocks = 0, bad[4] = {0};
+	size_t nbad = 9;
+
+	tmp_make();
+	cache_id_from_string("url:sums", &be.id);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	for (uint64_t i = 0; i < 8; i++)
+		T_EQ_INT(put_block(c, &be.id, i, BS), 0);
+	cache_close(c);
+	c = NULL;
+	be.index = 3;
+	T_EQ_INT(raw_edit(tmpdir, edit_block, &be), 0);
+	be.index = 6;
+	be.at = BS + 2; /* the checksum itself */
+	T_EQ_INT(raw_edit(tmpdir, edit_block, &be), 0);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	T_EQ_INT(cache_blob_sums_check(c, &be.id, &nblocks, bad, 4, &nbad), 0);
+	T_EQ_U64(nblocks, 8);
+	T_EQ_INT((int)nbad, 2);
+	T_EQ_U64(bad[0], 3);
+	T_EQ_U64(bad[1], 6);
+	T_ASSERT(!held(c, &be.id, 3));
+	T_ASSERT(held(c, &be.id, 4));
+	T_EQ_INT(cache_blob_sums_check(c, &be.id, &nblocks, bad, 4, &nbad), 0);
+	T_EQ_U64(nblocks, 6);
+	T_EQ_INT((int)nbad, 0);
+	cache_close(c);
+	tmp_remove();
+}
+
+static char data_path[160];
+
+static void data_path_set(void)
+{
+	snprintf(data_path, sizeof(data_path), "%s/data.mdb", tmpdir);
+}
+
+/* A data.mdb cut short (at a page boundary, at half) is refused at open
+ * with one line, before anything reads the missing pages. */
+static void test_truncated(void)
+{
+	struct cache *c = NULL;
+	struct cache_id id;
+	struct stat st;
+	off_t cuts[2];
+
+	tmp_make();
+	data_path_set();
+	cache_id_from_string("url:trunc", &id);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	for (uint64_t i = 0; i < 32; i++)
+		T_EQ_INT(put_block(c, &id, i, BS), 0);
+	cache_close(c);
+	c = NULL;
+	T_EQ_INT(stat(data_path, &st), 0);
+	cuts[0] = st.st_size - 4096;
+	cuts[1] = st.st_size / 2 + 123;
+	for (int i = 0; i < 2; i++) {
+		T_EQ_INT(truncate(data_path, cuts[i]), 0);
+		T_EQ_INT(open_at(tmpdir, &c), -EPROTO);
+		T_ASSERT(c == NULL);
+		T_ASSERT(strstr(logcap.last, "truncated") != NULL);
+		T_ASSERT(strstr(logcap.last, "data.mdb") != NULL);
+	}
+	tmp_remove();
+}
+
+/* One damaged file, in a child: the open refuses it, or every read gives
+ * the block's own bytes or a miss, and writes work or fail cleanly. */
+static int damaged_child(uint64_t nblocks, const struct cache_id *id)
+{
+	struct cache *c = NULL;
+	static unsigned char got[BS], want[BS];
+	uint64_t bad[4], nb;
+	size_t nbad;
+
+	if (open_at(tmpdir, &c) != 0)
+		return 0; /* refused */
+	for (uint64_t i = 0; i < nblocks; i++) {
+		long n = cache_block_read(c, id, i, 0, got, BS);
+
+		fill(want, BS, i, 0);
+		if (n >= 0 && (n != BS || memcmp(got, want, BS) != 0))
+			return 3; /* wrong bytes served */
+	}
+	(void)cache_blob_sums_check(c, id, &nb, bad, 4, &nbad);
+	(void)put_block(c, id, nblocks, BS);
+	(void)cache_blocks_evict(c, id, 0, 2);
+	(void)cache_flush(c);
+	cache_close(c);
+	return 0;
+}
+
+/* Damaged B-tree pages (a flipped bit, a changed word) never crash and
+ * never serve wrong bytes. Each case runs in a child so that a fault
+ * shows as a signal. */
+static void test_damaged_btree(void)
+{
+	struct cache *c = NULL;
+	struct cache_id id;
+	struct stat st;
+	unsigned char *orig, *dam;
+	uint64_t pages[256], npages = 0;
+	const uint64_t nblocks = 300;
+	int rounds = getenv("T_ROUNDS") ? atoi(getenv("T_ROUNDS")) : 300;
+	size_t size;
+
+	tmp_make();
+	data_path_set();
+	cache_id_from_string("url:btree", &id);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	for (uint64_t i = 0; i < nblocks; i++)
+		T_EQ_INT(put_block(c, &id, i, BS), 0);
+	T_EQ_INT(cache_flush(c), 0);
+	T_EQ_INT(cache_blocks_evict(c, &id, 10, 5), 0); /* a free list */
+	cache_close(c);
+	c = NULL;
+	T_EQ_INT(stat(data_path, &st), 0);
+	size = (size_t)st.st_size;
+	orig = malloc(size);
+	dam = malloc(size);
+	T_ASSERT(orig && dam);
+	FILE *f = fopen(data_path, "rb");
+	T_ASSERT(f && fread(orig, 1, size, f) == size);
+	fclose(f);
+	/* Branch and leaf pages: their header names them (LMDB's layout). */
+	for (uint64_t p = 2; p < size / 4096 && npages < 256; p++) {
+		uint64_t pgno;
+		uint16_t flags;
+
+		memcpy(&pgno, orig + p * 4096, 8);
+		memcpy(&flags, orig + p * 4096 + 10, 2);
+		if (pgno == p && (flags == 1 || flags == 2))
+			pages[npages++] = p;
+	}
+	T_ASSERT(npages >= 4);
+	srand(getenv("T_SEED") ? (unsigned)atoi(getenv("T_SEED")) : 17u);
+	for (int round = 0; round < rounds; round++) {
+		uint64_t p = pages[(uint64_t)rand() % npages];
+		size_t at = (size_t)rand() % 4096;
+		pid_t pid;
+		int status = 0;
+
+		uint16_t lower, upper;
+
+		memcpy(dam, orig, size);
+		memcpy(&lower, orig + p * 4096 + 12, 2);
+		memcpy(&upper, orig + p * 4096 + 14, 2);
+		/* Within what the page uses: header, pointers, nodes. */
+		if (at >= lower && at < upper && upper < 4096)
+			at = upper + at % (4096u - upper);
+		if (round % 4 == 0) /* a whole word garbled */
+			for (size_t j = 0; j < 8 && (at & ~(size_t)7) + j < 4096;
+			     j++)
+				dam[p * 4096 + (at & ~(size_t)7) + j] =
+					(unsigned char)rand();
+		else if (round % 4 == 1) /* a run of garbage */
+			for (size_t j = at; j < at + 64 && j < 4096; j++)
+				dam[p * 4096 + j] = (unsigned char)rand();
+		else
+			dam[p * 4096 + at] ^=
+				(unsigned char)(1u << (rand() % 8));
+		f = fopen(data_path, "wb");
+		T_ASSERT(f && fwrite(dam, 1, size, f) == size);
+		fclose(f);
+		pid = fork();
+		if (pid == 0)
+			_exit(damaged_child(nblocks, &id));
+		T_ASSERT(pid > 0);
+		T_EQ_INT(waitpid(pid, &status, 0), pid);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			fprintf(stderr, "  page %llu byte %zu: %s %d\n",
+				(unsigned long long)p, at,
+				WIFSIGNALED(status) ? "signal" : "exit",
+				WIFSIGNALED(status) ? WTERMSIG(status)
+						    : WEXITSTATUS(status));
+			T_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+			break;
+		}
+	}
+	free(orig);
+	free(dam);
 	tmp_remove();
 }
 
@@ -1809,7 +2055,11 @@ static const struct t_case cases[] = {
 	{"digests_large", test_digests_large},
 	{"verify", test_verify},
 	{"record_v2", test_record_v2},
-	{"upgrade_v1", test_upgrade_v1},
+	{"old_format_refused", test_old_format_refused},
+	{"sum_bad_block", test_sum_bad_block},
+	{"sums_check", test_sums_check},
+	{"truncated", test_truncated},
+	{"damaged_btree", test_damaged_btree},
 	{"check", test_check},
 	{"compact", test_compact},
 	{"kill9_budget", test_kill9_budget},
