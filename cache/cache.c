@@ -738,6 +738,12 @@ int cache_open(const struct cache_config *cfg, struct cache **out)
 			   c->dir, step, strerror(-rc));
 		goto out;
 	}
+	char msg[768];
+	rc = cache__dir_check(c->dir, cfg->shared, msg, sizeof(msg));
+	if (rc < 0) {
+		cache__log(c, CACHE_LOG_ERR, "open %s: %s", c->dir, msg);
+		goto out;
+	}
 
 	/* A huge map costs only address space; it must not fill in practice
 	 * because growing it needs every transaction of the process closed. */

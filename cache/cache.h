@@ -93,6 +93,10 @@ struct cache_config {
 	void (*on_evicted)(void *ctx, const struct cache_id *id,
 			   uint64_t index);
 	void *evicted_ctx;
+	/* The directory is shared on purpose: do not refuse it, or its
+	 * data.mdb and lock.mdb, for another owner or for group or other
+	 * write permission (see cache_open). */
+	bool shared;
 };
 
 /* A blob's identity: the first CACHE_ID_LEN bytes of SHA-256 over the
@@ -131,12 +135,15 @@ struct cache_blob_record {
 };
 
 /* Opens (creating if needed) the cache in cfg->dir. Writes *out only on
- * success. Before anything reads the map, refuses (-EPROTO, logged in one
- * line) a data.mdb shorter than the pages LMDB's meta page says it uses,
- * and one whose B-trees are damaged (a structural walk of every database,
- * reading with pread); and a cache of format 1 or 2 (no block checksums).
- * Errors: -EACCES/-EROFS/-ENOTDIR (directory unusable, logged with the
- * path), -EPROTO (unknown format version, damaged file), -ENOMEM,
+ * success. Before LMDB uses the files, refuses (-EPERM, logged with the
+ * path, its owner and mode) a directory, data.mdb or lock.mdb not owned
+ * by the effective uid or writable by group or others (unless
+ * cfg->shared), and a file that is not a regular file. Before anything
+ * reads the map, refuses (-EPROTO, logged in one line) a data.mdb shorter
+ * than the pages LMDB's meta page says it uses, one whose B-trees are
+ * damaged (a structural walk of every database, reading with pread), and
+ * a cache of format 1 or 2 (no block checksums). Errors: -EACCES/-EROFS/-ENOTDIR (directory unusable, logged with the
+ * path), -EPERM, -EPROTO (unknown format version, damaged file), -ENOMEM,
  * -EIO. */
 int cache_open(const struct cache_config *cfg, struct cache **out);
 

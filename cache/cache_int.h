@@ -1,5 +1,6 @@
 /* cache_int: what the files of cache/ share and nothing outside includes:
- * the block checksum and the structural check of data.mdb. */
+ * the block checksum, the structural check of data.mdb and the ownership
+ * check of the cache directory. */
 #ifndef CACHE_INT_H
 #define CACHE_INT_H
 
@@ -40,5 +41,15 @@ bool cache__sum_ok(const struct cache_id *id, uint64_t index, const void *data,
  * negative errno from reading the file. */
 int cache__env_check(int fd, MDB_env *env, MDB_txn *txn, char *msg,
 		     size_t msglen);
+
+/* ---- ownership of the cache directory (dirmode.c) ---- */
+
+/* Refuses, like ssh's StrictModes, a cache directory or a data.mdb or
+ * lock.mdb in it that is not owned by the effective uid, is writable by
+ * group or others, or (the files) is not a regular file. With shared, only
+ * the type is checked. Missing files are fine (LMDB creates them 0600).
+ * Returns 0, or -EPERM with one line naming the path, its owner and mode
+ * in msg, or a negative errno from lstat/stat (the step in msg). */
+int cache__dir_check(const char *dir, bool shared, char *msg, size_t msglen);
 
 #endif

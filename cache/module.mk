@@ -1,5 +1,5 @@
 # cache: the LMDB sparse-range cache.
-CACHE_SRCS := cache/cache.c cache/blocksum.c cache/envcheck.c
+CACHE_SRCS := cache/cache.c cache/blocksum.c cache/envcheck.c cache/dirmode.c
 $(BUILD)/libcache.a: $(CACHE_SRCS:%.c=$(BUILD)/%.o)
 
 # The block-size benchmark: cache.c and bench.c built once per block size

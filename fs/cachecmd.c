@@ -22,7 +22,8 @@
 static void cache_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: pacefs cache COMMAND [--cache-dir DIR] [ARGS]\n"
+		"usage: pacefs cache COMMAND [--cache-dir DIR] [--cache-shared] "
+		"[ARGS]\n"
 		"\n"
 		"  ls               one line per blob: id, size, bytes held, "
 		"last access,\n"
@@ -44,8 +45,13 @@ static void cache_usage(FILE *f)
 		"mount uses it)\n"
 		"\n"
 		"DIR defaults to the mount's default: $XDG_CACHE_HOME/pacefs, "
-		"or\n"
-		"/var/cache/pacefs for root.\n");
+		"else\n"
+		"~/.cache/pacefs; /var/cache/pacefs for root. A cache directory "
+		"not owned\n"
+		"by you, or writable by group or others, is refused; "
+		"--cache-shared accepts\n"
+		"one that is shared on purpose (as -o cache_shared does for "
+		"a mount).\n");
 }
 
 /* ctx: a bool set once something was said, so that a failed open is
@@ -74,11 +80,13 @@ static bool cache_exists(const char *dir)
 	return false;
 }
 
-static int open_existing(const char *dir, struct cache **out)
+static int open_existing(const char *dir, bool shared, struct cache **out)
 {
 	bool said = false;
-	struct cache_config cfg = {
-		.dir = dir, .log = log_stderr, .log_ctx = &said};
+	struct cache_config cfg = {.dir = dir,
+				   .log = log_stderr,
+				   .log_ctx = &said,
+				   .shared = shared};
 	int rc;
 
 	if (!cache_exists(dir))
@@ -415,11 +423,13 @@ static int cmd_evict(struct cache *c, char **args, int nargs)
 	return status;
 }
 
-static int cmd_gc(const char *dir)
+static int cmd_gc(const char *dir, bool shared)
 {
 	bool said = false;
-	struct cache_config cfg = {
-		.dir = dir, .log = log_stderr, .log_ctx = &said};
+	struct cache_config cfg = {.dir = dir,
+				   .log = log_stderr,
+				   .log_ctx = &said,
+				   .shared = shared};
 	uint64_t before = 0, after = 0;
 	char a[32], b[32];
 	int rc;
@@ -450,6 +460,7 @@ int fs_cache_command(int argc, char **argv)
 	char *dir = NULL, **args;
 	const char *sub = NULL;
 	struct cache *c = NULL;
+	bool shared = false;
 	int nargs = 0, status = 2;
 
 	args = calloc((size_t)argc + 1, sizeof(*args));
@@ -468,6 +479,8 @@ int fs_cache_command(int argc, char **argv)
 		} else if (strncmp(argv[i], "--cache-dir=", 12) == 0) {
 			free(dir);
 			dir = strdup(argv[i] + 12);
+		} else if (strcmp(argv[i], "--cache-shared") == 0) {
+			shared = true;
 		} else if (sub == NULL) {
 			sub = argv[i];
 		} else {
@@ -478,14 +491,20 @@ int fs_cache_command(int argc, char **argv)
 		cache_usage(stderr);
 		goto out;
 	}
-	if (dir == NULL)
-		dir = fs__default_cache_dir();
 	if (dir == NULL) {
-		status = 1;
-		goto out;
+		char err[256];
+
+		dir = fs__default_cache_dir(err, sizeof(err));
+		if (dir == NULL) {
+			fprintf(stderr, "pacefs: cache: %s (or --cache-dir "
+					"DIR)\n",
+				err);
+			status = 1;
+			goto out;
+		}
 	}
 	if (strcmp(sub, "gc") == 0) {
-		status = nargs ? 2 : cmd_gc(dir);
+		status = nargs ? 2 : cmd_gc(dir, shared);
 		if (nargs)
 			cache_usage(stderr);
 		goto out;
@@ -502,7 +521,7 @@ int fs_cache_command(int argc, char **argv)
 		goto out;
 	}
 	status = 1;
-	if (open_existing(dir, &c) != 0)
+	if (open_existing(dir, shared, &c) != 0)
 		goto out;
 	if (strcmp(sub, "ls") == 0)
 		status = cmd_ls(c);

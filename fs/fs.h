@@ -32,6 +32,7 @@ struct fs_opts {
 	bool has_sha256; /* -o sha256=HEX */
 	uint8_t sha256[32];
 	bool insecure;
+	bool cache_shared; /* -o cache_shared: no ownership check */
 	unsigned lanes;
 	unsigned connect_timeout_s;
 	unsigned read_timeout_s;

@@ -27,9 +27,11 @@ void fs__log_fetch(void *ctx, enum fetch_log_level level, const char *msg);
 
 uint64_t fs__now_ns(void);
 
-/* The default cache directory, a new string: $XDG_CACHE_HOME/pacefs (or
- * ~/.cache/pacefs), /var/cache/pacefs for root. */
-char *fs__default_cache_dir(void);
+/* The default cache directory, a new string: /var/cache/pacefs for root,
+ * else $XDG_CACHE_HOME/pacefs, else $HOME/.cache/pacefs, else the
+ * account's home (getpwuid) + /.cache/pacefs; never a shared, guessable
+ * path. NULL with the reason in err when there is none. */
+char *fs__default_cache_dir(char *err, size_t errlen);
 
 /* Writes n bytes as "512 B", "1.5 KiB", "12.0 MiB", ...; returns buf. */
 const char *fs__human_size(uint64_t n, char *buf, size_t cap);

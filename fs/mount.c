@@ -59,7 +59,12 @@ static void usage(void)
 	       "    -d                     debug log (implies -f)\n"
 	       "    -o cache_dir=DIR       cache directory (default: "
 	       "$XDG_CACHE_HOME/pacefs,\n"
-	       "                           or /var/cache/pacefs for root)\n"
+	       "                           else ~/.cache/pacefs; "
+	       "/var/cache/pacefs for root)\n"
+	       "    -o cache_shared        accept a cache directory that "
+	       "another user owns\n"
+	       "                           or group/others may write "
+	       "(shared on purpose)\n"
 	       "    -o name=NAME           file name (default: the URL's "
 	       "last path segment)\n"
 	       "    -o lanes=N             parallel transfers (default: 8)\n"
@@ -139,6 +144,7 @@ static int open_cache(const struct fs_opts *o, bool quiet,
 	const char *dir = o->cache_dir;
 	char detail[512] = "";
 	struct cache_config cc = {.dir = dir,
+				  .shared = o->cache_shared,
 				  .sync = (enum cache_sync)o->cache_sync,
 				  .budget_bytes = o->cache_size,
 				  .log = fs__log_cache,
@@ -271,8 +277,8 @@ static int check_inputs(struct fs_opts *o, enum mount_kind kind, char *name,
 		return fail("option cafile: %s: %s", o->cafile,
 			    strerror(errno));
 	if (o->cache_dir == NULL &&
-	    (o->cache_dir = fs__default_cache_dir()) == NULL)
-		return fail("out of memory");
+	    (o->cache_dir = fs__default_cache_dir(err, sizeof(err))) == NULL)
+		return fail("%s", err);
 	return 0;
 }
 

@@ -39,6 +39,7 @@ enum {
 	KEY_CAFILE,
 	KEY_PROXY,
 	KEY_INSECURE,
+	KEY_CACHE_SHARED,
 };
 
 static const struct fuse_opt opt_spec[] = {
@@ -68,6 +69,7 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("cafile=", KEY_CAFILE),
 	FUSE_OPT_KEY("proxy=", KEY_PROXY),
 	FUSE_OPT_KEY("insecure", KEY_INSECURE),
+	FUSE_OPT_KEY("cache_shared", KEY_CACHE_SHARED),
 	FUSE_OPT_END,
 };
 
@@ -295,6 +297,9 @@ static int opt_proc(void *data, const char *arg, int key,
 		return set_string(s, arg, &o->proxy);
 	case KEY_INSECURE:
 		o->insecure = true;
+		return 0;
+	case KEY_CACHE_SHARED:
+		o->cache_shared = true;
 		return 0;
 	case FUSE_OPT_KEY_NONOPT:
 		if (o->url == NULL) {

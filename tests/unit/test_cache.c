@@ -1535,6 +1535,54 @@ static int raw_edit(const char *dir,
 	return rc;
 }
 
+/* A directory, data.mdb or lock.mdb another user owns or may write is
+ * refused (-EPERM, one line naming it), unless the cache is shared on
+ * purpose; a symlinked data.mdb is refused either way. */
+static void test_dir_owner(void)
+{
+	struct cache_config cfg;
+	struct cache *c = NULL;
+	char path[192], other[192];
+
+	tmp_make();
+	cfg = cfg_for(tmpdir);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	cache_close(c);
+	c = NULL;
+	T_EQ_INT(chmod(tmpdir, 0770), 0);
+	T_EQ_INT(open_at(tmpdir, &c), -EPERM);
+	T_ASSERT(strstr(logcap.last, "mode 0770") != NULL);
+	cfg.shared = true;
+	T_EQ_INT(cache_open(&cfg, &c), 0);
+	cache_close(c);
+	c = NULL;
+	T_EQ_INT(chmod(tmpdir, 0700), 0);
+	snprintf(path, sizeof(path), "%s/lock.mdb", tmpdir);
+	T_EQ_INT(chmod(path, 0622), 0);
+	T_EQ_INT(open_at(tmpdir, &c), -EPERM);
+	T_ASSERT(strstr(logcap.last, path) != NULL);
+	T_EQ_INT(chmod(path, 0600), 0);
+	if (geteuid() == 0) {
+		snprintf(path, sizeof(path), "%s/data.mdb", tmpdir);
+		T_EQ_INT(chown(path, 65534, 65534), 0);
+		T_EQ_INT(open_at(tmpdir, &c), -EPERM);
+		T_ASSERT(strstr(logcap.last, "uid 65534") != NULL);
+		T_EQ_INT(chown(path, 0, 0), 0);
+	}
+	/* A symlink: LMDB would open what it points to. */
+	snprintf(path, sizeof(path), "%s/data.mdb", tmpdir);
+	snprintf(other, sizeof(other), "%s/elsewhere", tmpdir);
+	T_EQ_INT(rename(path, other), 0);
+	T_EQ_INT(symlink(other, path), 0);
+	T_EQ_INT(cache_open(&cfg, &c), -EPERM);
+	T_ASSERT(strstr(logcap.last, "not a regular file") != NULL);
+	T_EQ_INT(unlink(path), 0);
+	T_EQ_INT(rename(other, path), 0);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	cache_close(c);
+	tmp_remove();
+}
+
 /* Formats 1 and 2 stored blocks without checksums: refused, untouched,
  * with one line that says what to do. */
 static void test_old_format_refused(void)
@@ -2055,6 +2103,7 @@ static const struct t_case cases[] = {
 	{"digests_large", test_digests_large},
 	{"verify", test_verify},
 	{"record_v2", test_record_v2},
+	{"dir_owner", test_dir_owner},
 	{"old_format_refused", test_old_format_refused},
 	{"sum_bad_block", test_sum_bad_block},
 	{"sums_check", test_sums_check},
