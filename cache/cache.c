@@ -543,19 +543,19 @@ static void cache__map_unmap_pages(const struct cache *c)
 		(void)madvise((void *)c->map_base, c->map_len, MADV_DONTNEED);
 }
 
-/* Copies a block value that LMDB returned at p (inside the map, valid
- * under the caller's read transaction): its n bytes of data into buf and
- * its checksum trailer into sum. pread copies from the page cache without
+/* Copies na + nb bytes from byte voff of a value that LMDB returned at p
+ * (inside the map, valid under the caller's read transaction): the first
+ * na into a, the rest into b. pread copies from the page cache without
  * mapping the pages into the daemon: a stream read back from the cache
  * through the map grew RSS by every page it touched (about 180 MiB of
  * data.mdb after 2 GiB), which the kernel only drops under pressure. One
- * preadv reads both parts. */
-static void cache__value_copy(const struct cache *c, void *buf,
-			      unsigned char sum[CACHE__SUM_LEN], const void *p,
-			      size_t n)
+ * preadv reads a block and its checksums. */
+static void cache__value_read(const struct cache *c, const void *p,
+			      size_t voff, void *a, size_t na, void *b,
+			      size_t nb)
 {
-	const unsigned char *src = p;
-	size_t done = 0, total = n + CACHE__SUM_LEN;
+	const unsigned char *src = (const unsigned char *)p + voff;
+	size_t done = 0, total = na + nb;
 
 	if (c->data_fd >= 0 && src >= c->map_base &&
 	    (size_t)(src - c->map_base) + total <= c->map_len) {
@@ -566,25 +566,28 @@ static void cache__value_copy(const struct cache *c, void *buf,
 			int niov = 0;
 			ssize_t got;
 
-			if (done < n) {
-				iov[niov].iov_base = (char *)buf + done;
-				iov[niov++].iov_len = n - done;
+			if (done < na) {
+				iov[niov].iov_base = (char *)a + done;
+				iov[niov++].iov_len = na - done;
 			}
-			iov[niov].iov_base = sum + (done < n ? 0 : done - n);
-			iov[niov++].iov_len =
-				done < n ? CACHE__SUM_LEN : total - done;
+			if (nb) {
+				size_t bo = done > na ? done - na : 0;
+
+				iov[niov].iov_base = (char *)b + bo;
+				iov[niov++].iov_len = nb - bo;
+			}
 			got = preadv(c->data_fd, iov, niov, off + (off_t)done);
 			if (got <= 0)
 				break;
 			done += (size_t)got;
 		}
 	}
-	if (done < n)
-		memcpy((char *)buf + done, src + done, n - done);
+	if (done < na)
+		memcpy((char *)a + done, src + done, na - done);
 	if (done < total) {
-		size_t s = done > n ? done - n : 0;
+		size_t bo = done > na ? done - na : 0;
 
-		memcpy(sum + s, src + n + s, CACHE__SUM_LEN - s);
+		memcpy((char *)b + bo, src + na + bo, nb - bo);
 	}
 }
 
@@ -1262,8 +1265,9 @@ static int cache__block_remove(struct cache *c, MDB_txn *txn,
 	cache__key(key, id, index);
 	rc = mdb_get(txn, c->dbi_blocks, &k, &v);
 	if (rc == 0) {
-		len = v.mv_size > CACHE__SUM_LEN ? v.mv_size - CACHE__SUM_LEN
-						 : 0;
+		/* A damaged value: its bytes leave the extents whole. */
+		if (!cache__sum_block_len(v.mv_size, &len))
+			len = CACHE_BLOCK_SIZE;
 		*found = true;
 		rc = mdb_del(txn, c->dbi_blocks, &k, NULL);
 	} else if (rc == MDB_NOTFOUND) {
@@ -1474,7 +1478,7 @@ static int cache__commit(struct cache *c, struct cache__pending **batch,
 		struct cache__pending *e = batch[i];
 		unsigned char key[CACHE__BLOCK_KEY_LEN];
 		MDB_val k = {.mv_size = sizeof(key), .mv_data = key};
-		MDB_val v = {.mv_size = e->len + CACHE__SUM_LEN};
+		MDB_val v = {.mv_size = cache__sum_value_len(e->len)};
 
 		cache__key(key, &e->id, e->index);
 		*step = "put block";
@@ -1484,8 +1488,8 @@ static int cache__commit(struct cache *c, struct cache__pending **batch,
 		/* The checksum is of the bytes as they arrived, computed here
 		 * rather than on the fetch thread that queued them. */
 		memcpy(v.mv_data, e->data, e->len);
-		cache__sum_put(&e->id, e->index, e->data, e->len,
-			       (unsigned char *)v.mv_data + e->len);
+		cache__sum_put(cache__sum_seed(&e->id, e->index), e->data,
+			       e->len, (unsigned char *)v.mv_data + e->len);
 		*step = "merge extent";
 		uint64_t start = e->index * CACHE_BLOCK_SIZE;
 		rc = cache__extent_merge(txn, c->dbi_extents, &e->id, start,
@@ -1760,21 +1764,71 @@ void cache_close(struct cache *c)
 
 /* ---- reads ---- */
 
+/* Room for a whole stored value: a block and its checksums. */
+#define CACHE__VALUE_MAX (CACHE_BLOCK_SIZE + \
+			  CACHE__SUM_LEN * (CACHE_BLOCK_SIZE / CACHE__SUM_CHUNK + 1))
+
 /* Whether the stored block value v of (id, index) has a plausible length
- * and matches its checksum; scratch holds CACHE_BLOCK_SIZE bytes. */
+ * and every chunk matches its checksum; scratch holds CACHE__VALUE_MAX
+ * bytes. */
 static bool cache__value_ok(const struct cache *c, const struct cache_id *id,
 			    uint64_t index, const MDB_val *v,
 			    unsigned char *scratch)
 {
-	unsigned char sum[CACHE__SUM_LEN];
 	size_t blen;
 
-	if (v->mv_size <= CACHE__SUM_LEN ||
-	    v->mv_size > CACHE_BLOCK_SIZE + CACHE__SUM_LEN)
+	if (!cache__sum_block_len(v->mv_size, &blen))
 		return false;
-	blen = v->mv_size - CACHE__SUM_LEN;
-	cache__value_copy(c, scratch, sum, v->mv_data, blen);
-	return cache__sum_ok(id, index, scratch, blen, sum);
+	cache__value_read(c, v->mv_data, 0, scratch, v->mv_size, NULL, 0);
+	return cache__sum_ok(cache__sum_seed(id, index), 0, scratch, blen,
+			     scratch + blen);
+}
+
+/* Copies n bytes from byte off of the stored block (id, index) of blen
+ * bytes whose value LMDB returned at p into buf, checking the chunks they
+ * lie in. A range of whole chunks is read straight into buf with its
+ * checksums (one preadv for a whole block); another one through scratch
+ * memory. Returns whether a chunk failed (buf then holds unchecked
+ * bytes: the caller must not use them). */
+static bool cache__block_copy(const struct cache *c, const struct cache_id *id,
+			      uint64_t index, const void *p, size_t blen,
+			      size_t off, size_t n, void *buf)
+{
+	unsigned char sums[CACHE__SUM_LEN * (CACHE_BLOCK_SIZE /
+						 CACHE__SUM_CHUNK + 1)];
+	unsigned char small[2 * CACHE__SUM_CHUNK];
+	size_t first = off / CACHE__SUM_CHUNK;
+	size_t last = (off + n - 1) / CACHE__SUM_CHUNK;
+	size_t start = first * CACHE__SUM_CHUNK;
+	size_t end = (last + 1) * CACHE__SUM_CHUNK < blen
+			     ? (last + 1) * CACHE__SUM_CHUNK
+			     : blen;
+	size_t nsums = (last - first + 1) * CACHE__SUM_LEN;
+	unsigned char *dst = buf;
+	bool ok;
+
+	if (start != off || end != off + n) {
+		dst = end - start <= sizeof(small) ? small : malloc(end - start);
+		if (!dst)
+			return true; /* cannot check: not served */
+	}
+	if (first == 0 && end == blen) /* the block, then its checksums */
+		cache__value_read(c, p, start, dst, end - start,
+				  sums, nsums);
+	else {
+		cache__value_read(c, p, start, dst, end - start, NULL, 0);
+		cache__value_read(c, p, blen + first * CACHE__SUM_LEN, sums,
+				  nsums, NULL, 0);
+	}
+	ok = cache__sum_ok(cache__sum_seed(id, index), first, dst, end - start,
+			   sums);
+	if (dst != buf) {
+		if (ok)
+			memcpy(buf, dst + (off - start), n);
+		if (dst != small)
+			free(dst);
+	}
+	return !ok;
 }
 
 /* A committed block failed its checksum: removes it (data, access and lru
@@ -1787,7 +1841,7 @@ static int cache__block_bad(struct cache *c, const struct cache_id *id,
 {
 	unsigned char key[CACHE__BLOCK_KEY_LEN];
 	MDB_val k = {.mv_size = sizeof(key), .mv_data = key}, v;
-	unsigned char *scratch = malloc(CACHE_BLOCK_SIZE);
+	unsigned char *scratch = malloc(CACHE__VALUE_MAX);
 	char hex[2 * CACHE_ID_LEN + 1];
 	const char *step = "begin";
 	MDB_txn *txn = NULL;
@@ -1883,39 +1937,23 @@ long cache_block_read(struct cache *c, const struct cache_id *id,
 			   c->dir, mdb_strerror(rc));
 		return cache__errno(rc);
 	}
-	unsigned char key[CACHE__BLOCK_KEY_LEN], sum[CACHE__SUM_LEN];
+	unsigned char key[CACHE__BLOCK_KEY_LEN];
 	MDB_val k = {.mv_size = sizeof(key), .mv_data = key}, v;
+	size_t blen = 0;
 	bool bad = false;
 	cache__key(key, id, index);
 	rc = mdb_get(txn, c->dbi_blocks, &k, &v);
-	if (rc == 0 && (v.mv_size <= CACHE__SUM_LEN ||
-			v.mv_size > CACHE_BLOCK_SIZE + CACHE__SUM_LEN)) {
+	if (rc == 0 && !cache__sum_block_len(v.mv_size, &blen)) {
 		n = 0;
 		bad = true;
 	} else if (rc == 0) {
-		size_t blen = v.mv_size - CACHE__SUM_LEN;
-
 		n = 0;
 		if (off < blen) {
-			/* The checksum covers the whole block: a part of it
-			 * is read whole into scratch memory. */
-			bool whole = off == 0 && len >= blen;
-			unsigned char *dst = whole ? buf : malloc(blen);
-
 			n = (long)(blen - off < len ? blen - off : len);
-			if (!dst) {
-				n = -ENOMEM;
-			} else {
-				cache__value_copy(c, dst, sum, v.mv_data,
-						  blen);
-				bad = !cache__sum_ok(id, index, dst, blen, sum);
-				if (!whole && !bad)
-					memcpy(buf, dst + off, (size_t)n);
-				if (!whole)
-					free(dst);
-				if (bad)
-					memset(buf, 0, (size_t)n);
-			}
+			bad = cache__block_copy(c, id, index, v.mv_data, blen,
+						off, (size_t)n, buf);
+			if (bad)
+				memset(buf, 0, (size_t)n);
 		}
 	} else if (rc == MDB_NOTFOUND) {
 		n = -ENOENT;
@@ -2667,7 +2705,7 @@ int cache_blob_verify(struct cache *c, const struct cache_id *id,
 		cache__key(key, id, i);
 		rc = mdb_get(txn, c->dbi_blocks, &k, &v);
 		if (rc == MDB_NOTFOUND ||
-		    (rc == 0 && v.mv_size != want_len + CACHE__SUM_LEN)) {
+		    (rc == 0 && v.mv_size != cache__sum_value_len(want_len))) {
 			err = -ENODATA;
 			goto out;
 		}
@@ -2675,7 +2713,7 @@ int cache_blob_verify(struct cache *c, const struct cache_id *id,
 			err = cache__errno(rc);
 			goto out;
 		}
-		v.mv_size -= CACHE__SUM_LEN; /* the bytes, not the checksum */
+		v.mv_size = want_len; /* the bytes, not the checksums */
 		EVP_DigestUpdate(whole, v.mv_data, v.mv_size);
 		/* Per digest block: feed and close them as the bytes pass. */
 		for (size_t off = 0; dg && off < v.mv_size;) {
@@ -2753,7 +2791,7 @@ int cache_blob_sums_check(struct cache *c, const struct cache_id *id,
 		return -EINVAL;
 	*nblocks = 0;
 	*nbad = 0;
-	scratch = malloc(CACHE_BLOCK_SIZE);
+	scratch = malloc(CACHE__VALUE_MAX);
 	if (!scratch)
 		return -ENOMEM;
 	rc = cache__rtxn_get(c, &txn);
@@ -2851,8 +2889,12 @@ int cache_blob_check(struct cache *c, const struct cache_id *id,
 				need = CACHE_BLOCK_SIZE;
 			cache__key(bkey, id, i);
 			brc = mdb_get(txn, c->dbi_blocks, &bk, &bv);
+			size_t blen = 0;
+
 			if (brc == MDB_NOTFOUND ||
-			    (brc == 0 && bv.mv_size < need + CACHE__SUM_LEN))
+			    (brc == 0 &&
+			     (!cache__sum_block_len(bv.mv_size, &blen) ||
+			      blen < need)))
 				n++;
 			else if (brc) {
 				rc = brc;

@@ -12,21 +12,40 @@
 
 #include "cache/cache.h"
 
-/* ---- block checksum (blocksum.c) ---- */
+/* ---- block checksums (blocksum.c) ---- */
 
-/* Every stored block value is the block's bytes followed by this many
- * bytes: the big-endian XXH3-64 of the bytes, seeded by the block's key
- * (id, index), so that bytes moved under another key fail too. */
+/* Every stored block value is the block's bytes followed by a checksum of
+ * each CACHE__SUM_CHUNK bytes of them (the last chunk may be shorter): the
+ * big-endian XXH3-64 of the chunk, seeded by the block's key (id, index)
+ * plus the chunk's number, so that bytes moved under another key or to
+ * another place fail too. Per chunk, a small read checks only what it
+ * reads. */
+#define CACHE__SUM_CHUNK 4096u
 #define CACHE__SUM_LEN 8u
 
-/* Writes the trailer of block (id, index) holding data[0..len) to out. */
-void cache__sum_put(const struct cache_id *id, uint64_t index,
-		    const void *data, size_t len,
-		    unsigned char out[CACHE__SUM_LEN]);
+/* The number of chunks of a block of len bytes. */
+size_t cache__sum_chunks(size_t len);
 
-/* Whether trailer matches data[0..len) of block (id, index). */
-bool cache__sum_ok(const struct cache_id *id, uint64_t index, const void *data,
-		   size_t len, const unsigned char trailer[CACHE__SUM_LEN]);
+/* The size of the stored value of a block of len bytes. */
+size_t cache__sum_value_len(size_t len);
+
+/* The block length of a stored value of vlen bytes; false when no block
+ * length gives that value size (a damaged value). */
+bool cache__sum_block_len(size_t vlen, size_t *len);
+
+/* The seed of block (id, index), for the two functions below. */
+uint64_t cache__sum_seed(const struct cache_id *id, uint64_t index);
+
+/* Writes the checksums of the len bytes of a block to out (8 bytes per
+ * chunk). */
+void cache__sum_put(uint64_t seed, const void *data, size_t len,
+		    unsigned char *out);
+
+/* Whether the len bytes at data, which start at chunk `first` of the block
+ * and end at a chunk boundary or at the block's end, match the checksums
+ * at sums (8 bytes per chunk, from chunk `first` on). */
+bool cache__sum_ok(uint64_t seed, size_t first, const void *data, size_t len,
+		   const unsigned char *sums);
 
 /* ---- structural check of data.mdb (envcheck.c) ---- */
 
