@@ -114,6 +114,7 @@ struct cache {
 	int data_fd;
 	const unsigned char *map_base;
 	size_t map_len;
+	size_t psize; /* LMDB's page size */
 	MDB_dbi dbi_meta, dbi_blobs, dbi_extents, dbi_blocks;
 	MDB_dbi dbi_access, dbi_lru;
 	char *dir;
@@ -596,7 +597,7 @@ static void cache__value_read(const struct cache *c, const void *p,
  * meta page says it uses (a read of those through the map is SIGBUS), or
  * whose B-trees are damaged (cache__env_check). Returns 0 or -EPROTO /
  * -errno, logged in one line. */
-static int cache__file_check(struct cache *c)
+static int cache__file_check(struct cache *c, bool deep)
 {
 	mdb_filehandle_t fd;
 	MDB_envinfo info;
@@ -618,6 +619,7 @@ static int cache__file_check(struct cache *c)
 			   c->dir, mdb_strerror(rc));
 		return cache__errno(rc);
 	}
+	c->psize = st.ms_psize;
 	uint64_t need = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
 	if ((uint64_t)fst.st_size < need) {
 		cache__log(c, CACHE_LOG_ERR,
@@ -639,7 +641,8 @@ static int cache__file_check(struct cache *c)
 				   c->dir, mdb_strerror(rc));
 			return cache__errno(rc);
 		}
-		rc = cache__env_check(fd, c->env, txn, msg, sizeof(msg));
+		rc = cache__env_check(fd, c->env, txn, deep, msg,
+				      sizeof(msg));
 		mdb_txn_abort(txn);
 		if (rc != -EAGAIN)
 			break;
@@ -785,7 +788,7 @@ int cache_open(const struct cache_config *cfg, struct cache **out)
 		goto out;
 	}
 
-	rc = cache__file_check(c);
+	rc = cache__file_check(c, false);
 	if (rc)
 		goto out;
 
@@ -1249,6 +1252,23 @@ out:
 	return rc;
 }
 
+/* Whether LMDB may free the stored block value v: the header of its first
+ * overflow page, whose page count LMDB trusts when it frees them, was not
+ * read at open (one scattered read per block; envcheck.c). Returns 0 or
+ * MDB_CORRUPTED (logged: freeing it would hand out pages still in use). */
+static int cache__value_freeable(struct cache *c, const MDB_val *v)
+{
+	if (cache__ov_ok(c->data_fd, c->map_base, c->map_len, c->psize,
+			 v->mv_data, v->mv_size) == 0)
+		return 0;
+	cache__log(c, CACHE_LOG_ERR,
+		   "%s: data.mdb is damaged: a block's overflow page header "
+		   "is wrong, so it is not freed; remove %s/data.mdb and "
+		   "%s/lock.mdb (the bytes are fetched again)",
+		   c->dir, c->dir, c->dir);
+	return MDB_CORRUPTED;
+}
+
 /* Removes block (id, index): its data, its access and lru entries and its
  * bytes from the extents, in txn. *found says whether it was stored. */
 static int cache__block_remove(struct cache *c, MDB_txn *txn,
@@ -1264,6 +1284,10 @@ static int cache__block_remove(struct cache *c, MDB_txn *txn,
 	*found = false;
 	cache__key(key, id, index);
 	rc = mdb_get(txn, c->dbi_blocks, &k, &v);
+	if (rc == 0)
+		rc = cache__value_freeable(c, &v);
+	if (rc == MDB_CORRUPTED)
+		return rc;
 	if (rc == 0) {
 		/* A damaged value: its bytes leave the extents whole. */
 		if (!cache__sum_block_len(v.mv_size, &len))
@@ -1479,10 +1503,18 @@ static int cache__commit(struct cache *c, struct cache__pending **batch,
 		unsigned char key[CACHE__BLOCK_KEY_LEN];
 		MDB_val k = {.mv_size = sizeof(key), .mv_data = key};
 		MDB_val v = {.mv_size = cache__sum_value_len(e->len)};
+		MDB_val old;
 
 		cache__key(key, &e->id, e->index);
 		*step = "put block";
-		rc = mdb_put(txn, c->dbi_blocks, &k, &v, MDB_RESERVE);
+		/* A put over a stored block frees its pages. */
+		rc = mdb_get(txn, c->dbi_blocks, &k, &old);
+		if (rc == 0)
+			rc = cache__value_freeable(c, &old);
+		else if (rc == MDB_NOTFOUND)
+			rc = 0;
+		if (rc == 0)
+			rc = mdb_put(txn, c->dbi_blocks, &k, &v, MDB_RESERVE);
 		if (rc)
 			goto out;
 		/* The checksum is of the bytes as they arrived, computed here
@@ -2235,6 +2267,36 @@ static int cache__del_prefix(MDB_txn *txn, MDB_dbi dbi,
 	return rc;
 }
 
+/* Deletes every block of id, each checked before LMDB frees its pages. */
+static int cache__del_blocks(struct cache *c, MDB_txn *txn,
+			     const struct cache_id *id)
+{
+	unsigned char key[CACHE__BLOCK_KEY_LEN];
+	MDB_cursor *cur = NULL;
+	MDB_val k = {.mv_size = sizeof(key), .mv_data = key}, v;
+	int rc;
+
+	rc = mdb_cursor_open(txn, c->dbi_blocks, &cur);
+	if (rc)
+		return rc;
+	cache__key(key, id, 0);
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	while (rc == 0 && cache__key_is(&k, id)) {
+		rc = cache__value_freeable(c, &v);
+		if (rc == 0)
+			rc = mdb_cursor_del(cur, 0);
+		if (rc)
+			break;
+		k.mv_size = sizeof(key);
+		k.mv_data = key;
+		rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	}
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+	mdb_cursor_close(cur);
+	return rc;
+}
+
 int cache_blob_drop(struct cache *c, const struct cache_id *id)
 {
 	MDB_txn *txn = NULL;
@@ -2288,7 +2350,7 @@ int cache_blob_drop(struct cache *c, const struct cache_id *id)
 	if (rc)
 		goto out;
 	step = "delete blocks";
-	rc = cache__del_prefix(txn, c->dbi_blocks, id);
+	rc = cache__del_blocks(c, txn, id);
 	if (rc)
 		goto out;
 	step = "commit";
@@ -3054,6 +3116,11 @@ int cache_compact(const struct cache_config *cfg, uint64_t *before,
 	rc = cache_flush(c);
 	if (rc)
 		goto out;
+	/* The copy follows every overflow value's page count: check their
+	 * headers first (cache_open does not read them). */
+	rc = cache__file_check(c, true);
+	if (rc)
+		goto out_quiet;
 	*before = cache__file_size(c->dir);
 	step = "copy";
 	unlink(from);

@@ -52,14 +52,25 @@ bool cache__sum_ok(uint64_t seed, size_t first, const void *data, size_t len,
 /* Checks the snapshot of the environment that txn (a read transaction of
  * env, whose data file is open as fd) sees, reading pages with pread, never
  * through the map, so that no damage can fault: the file holds every page
- * the snapshot uses; every branch, leaf and overflow page of every database
- * (the free list and the main database included) has a sound header, lies
- * inside the file, is used once, and its nodes fit in it; keys ascend;
- * entry and page counts match the database records; tree depth is bounded.
- * Returns 0 (sound), -EPROTO (damaged: why in msg, one line), or a
- * negative errno from reading the file. */
-int cache__env_check(int fd, MDB_env *env, MDB_txn *txn, char *msg,
-		     size_t msglen);
+ * the snapshot uses; every branch and leaf page of every database (the
+ * free list and the main database included) has a sound header, lies
+ * inside the file, is used once, and its nodes fit in it; every overflow
+ * value's pages lie inside the file and are used once (with deep, the
+ * header of its first page is read and checked too: one scattered read
+ * per value); keys ascend; entry and page counts match the database
+ * records; tree depth is bounded. Returns 0 (sound), -EPROTO (damaged: why
+ * in msg, one line), or a negative errno from reading the file. */
+int cache__env_check(int fd, MDB_env *env, MDB_txn *txn, bool deep,
+		     char *msg, size_t msglen);
+
+/* Before LMDB frees the overflow pages of a value (a delete, or a put over
+ * it), it trusts the page count in their first page's header: checks that
+ * header (read from fd, else from the map) for the value LMDB returned at
+ * `value` (vsize bytes) inside the map at `map` (map_len bytes, pages of
+ * psize bytes). Returns 0 (sound; or an inline value, or one outside the
+ * map: a page of the current write transaction), -EPROTO. */
+int cache__ov_ok(int fd, const unsigned char *map, size_t map_len,
+		 size_t psize, const void *value, size_t vsize);
 
 /* ---- ownership of the cache directory (dirmode.c) ---- */
 

@@ -58,6 +58,7 @@ struct ec_db {
 
 struct ec {
 	int fd;
+	bool deep; /* read every overflow value's header too */
 	size_t psize;
 	uint64_t npages;     /* pages the snapshot uses: last page + 1 */
 	unsigned char *seen; /* a bit per page: met once already */
@@ -117,6 +118,45 @@ static void ec_db_get(const unsigned char *p, struct ec_db *db)
 	db->overflow = ec_pgno(p + 8 + 2 * EC_P);
 	db->entries = ec_pgno(p + 8 + 3 * EC_P);
 	db->root = ec_pgno(p + 8 + 4 * EC_P);
+}
+
+/* Whether hdr is the header of the first of `pages` overflow pages that
+ * start at page pgno. */
+static bool ec_ov_hdr_ok(const unsigned char *hdr, uint64_t pgno,
+			 uint64_t pages)
+{
+	uint32_t npg;
+
+	memcpy(&npg, hdr + EC_P + 4, sizeof(npg));
+	return ec_pgno(hdr) == pgno &&
+	       (ec_u16(hdr + EC_P + 2) &
+		~(uint64_t)(EC_P_DIRTY | EC_P_KEEP)) == EC_P_OVERFLOW &&
+	       npg == pages;
+}
+
+int cache__ov_ok(int fd, const unsigned char *map, size_t map_len,
+		 size_t psize, const void *value, size_t vsize)
+{
+	const unsigned char *v = value;
+	unsigned char hdr[EC_PAGEHDR];
+	uint64_t at, pgno;
+
+	/* A value on overflow pages starts right after the first one's
+	 * header; an inline one, inside a leaf, never there. */
+	if (!map || v < map || v >= map + map_len ||
+	    (size_t)(v - map) % psize != EC_PAGEHDR)
+		return 0; /* inline, or a page of the current transaction */
+	at = (uint64_t)(v - map) - EC_PAGEHDR;
+	pgno = at / psize;
+	if (fd >= 0) {
+		if (pread(fd, hdr, sizeof(hdr), (off_t)at) != (ssize_t)sizeof(hdr))
+			return -EPROTO;
+	} else {
+		memcpy(hdr, map + at, sizeof(hdr));
+	}
+	return ec_ov_hdr_ok(hdr, pgno, (EC_PAGEHDR - 1 + vsize) / psize + 1)
+		       ? 0
+		       : -EPROTO;
 }
 
 /* Reads n bytes at byte `off` of the file; a short read is damage (the
@@ -341,19 +381,15 @@ static int ec_tree(struct ec *ec, uint64_t pgno, unsigned depth,
 					       ec->db, pgno, i);
 			opg = ec_pgno(data);
 			rc = ec_mark(ec, opg, pages, "overflow");
-			if (rc == 0)
+			/* One read per value, scattered over the file: only
+			 * the deep check pays it; reads do not use the
+			 * header, and frees check it first (cache__ov_ok). */
+			if (rc == 0 && ec->deep)
 				rc = ec_read(ec, opg * ec->psize, hdr,
 					     sizeof(hdr));
 			if (rc)
 				return rc;
-			uint32_t npg;
-
-			memcpy(&npg, hdr + EC_P + 4, sizeof(npg));
-			if (ec_pgno(hdr) != opg ||
-			    (ec_u16(hdr + EC_P + 2) &
-			     ~(uint64_t)(EC_P_DIRTY | EC_P_KEEP)) !=
-				    EC_P_OVERFLOW ||
-			    npg != pages)
+			if (ec->deep && !ec_ov_hdr_ok(hdr, opg, pages))
 				return ec_fail(ec, "%s: overflow page %" PRIu64
 					       " of a %" PRIu64 "-byte value "
 					       "has a bad header",
@@ -407,8 +443,8 @@ static int ec_db_walk(struct ec *ec, const char *name, const struct ec_db *db,
 	return 0;
 }
 
-int cache__env_check(int fd, MDB_env *env, MDB_txn *txn, char *msg,
-		     size_t msglen)
+int cache__env_check(int fd, MDB_env *env, MDB_txn *txn, bool deep,
+		     char *msg, size_t msglen)
 {
 	struct ec *ec = calloc(1, sizeof(*ec));
 	unsigned char meta[EC_META_LEN];
@@ -421,6 +457,7 @@ int cache__env_check(int fd, MDB_env *env, MDB_txn *txn, char *msg,
 	if (!ec)
 		return -ENOMEM;
 	ec->fd = fd;
+	ec->deep = deep;
 	ec->msg = msg;
 	ec->msglen = msglen;
 	ec->db = "meta";
