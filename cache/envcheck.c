@@ -329,6 +329,24 @@ static int ec_tree(struct ec *ec, uint64_t pgno, unsigned depth,
 		ec->leaf++;
 	else
 		ec->branch++;
+	/* A cold file: ask for a branch's children all at once, so that the
+	 * disk reads them in parallel rather than one by one below. */
+	for (uint64_t i = 0; !leaf && i < nkeys; i++) {
+		uint64_t at = ec_u16(pg + EC_PAGEHDR + 2 * i);
+
+		if (at >= upper && at % 2 == 0 && at + EC_NODEHDR <= ec->psize) {
+			const unsigned char *node = pg + at;
+			uint64_t child = ec_u16(node) | ec_u16(node + 2) << 16;
+
+			if (EC_P == 8)
+				child |= ec_u16(node + 4) << 32;
+			if (child < ec->npages)
+				(void)posix_fadvise(ec->fd,
+						    (off_t)(child * ec->psize),
+						    (off_t)ec->psize,
+						    POSIX_FADV_WILLNEED);
+		}
+	}
 	for (uint64_t i = 0; i < nkeys; i++) {
 		uint64_t at = ec_u16(pg + EC_PAGEHDR + 2 * i);
 		const unsigned char *node = pg + at;
