@@ -87,18 +87,16 @@ serves "own dir and files again" "$D" ""
 
 # --- no HOME: the account's home, never /var/tmp -----------------------------
 # As nobody (home /nonexistent) without HOME or XDG_CACHE_HOME: the default
-# cache directory is under the account's home, which does not exist.
-mkdir -p "$T_TMP/bin"
-cp "$PACEFS" "$T_TMP/bin/pacefs"
-chmod 0755 "$T_TMP" "$T_TMP/bin"
+# cache directory is under the account's home, which does not exist. The
+# binary is run through a descriptor: nobody may not enter the test's
+# private folders.
 out=$(cd / && setpriv --reuid=nobody --regid=nogroup --clear-groups \
-	env -u HOME -u XDG_CACHE_HOME "$T_TMP/bin/pacefs" cache ls 2>&1) && rc=0 || rc=$?
+	env -u HOME -u XDG_CACHE_HOME /proc/self/fd/3 cache ls 3<"$PACEFS" 2>&1) && rc=0 || rc=$?
 t_eq "no HOME: cache ls exits 1 (no cache there)" "$rc" 1
 case $out in
 */var/tmp*) t_fail "no HOME: no /var/tmp path" "got '$out'" ;;
 *"/nonexistent/.cache/pacefs"*) t_pass "no HOME: the account's home ($out)" ;;
 *) t_fail "no HOME: the account's home" "got '$out'" ;;
 esac
-chmod 0700 "$T_TMP"
 
 t_done
