@@ -63,6 +63,12 @@ bool cache__sum_ok(uint64_t seed, size_t first, const void *data, size_t len,
 int cache__env_check(int fd, MDB_env *env, MDB_txn *txn, bool deep,
 		     char *msg, size_t msglen);
 
+/* The same walk without LMDB (the fuzz target's entry): pages of psize
+ * bytes, the snapshot of the meta page whose txnid is txnid (-EAGAIN when
+ * neither meta page has it). */
+int cache__file_walk(int fd, size_t psize, uint64_t txnid, bool deep,
+		     char *msg, size_t msglen);
+
 /* Before LMDB frees the overflow pages of a value (a delete, or a put over
  * it), it trusts the page count in their first page's header: checks that
  * header (read from fd, else from the map) for the value LMDB returned at

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /*
@@ -282,7 +283,12 @@ static int ec_value(struct ec *ec, const unsigned char *key, size_t klen,
 				rc = ec_fail(ec, "%s: a bad database record",
 					     ec->db);
 			else {
-				memcpy(ec->sub_name[ec->nsub], key, klen);
+				/* Printable, for the one-line message. */
+				for (size_t j = 0; j < klen; j++)
+					ec->sub_name[ec->nsub][j] =
+						key[j] >= 0x20 && key[j] < 0x7f
+							? (char)key[j]
+							: '?';
 				ec->sub_name[ec->nsub][klen] = '\0';
 				ec_db_get(v, &ec->sub[ec->nsub++]);
 			}
@@ -464,28 +470,41 @@ static int ec_db_walk(struct ec *ec, const char *name, const struct ec_db *db,
 int cache__env_check(int fd, MDB_env *env, MDB_txn *txn, bool deep,
 		     char *msg, size_t msglen)
 {
+	MDB_stat st;
+	int rc = mdb_env_stat(env, &st);
+
+	if (rc) {
+		snprintf(msg, msglen, "stat: %s", mdb_strerror(rc));
+		return -EIO;
+	}
+	return cache__file_walk(fd, st.ms_psize, mdb_txn_id(txn), deep, msg,
+				msglen);
+}
+
+int cache__file_walk(int fd, size_t psize, uint64_t txnid, bool deep,
+		     char *msg, size_t msglen)
+{
 	struct ec *ec = calloc(1, sizeof(*ec));
 	unsigned char meta[EC_META_LEN];
 	struct ec_db free_db, main_db;
-	MDB_stat st;
+	struct stat st;
 	bool found = false;
-	uint64_t txnid = mdb_txn_id(txn);
 	int rc;
 
 	if (!ec)
 		return -ENOMEM;
+	msg[0] = '\0';
+	if (psize < 512 || psize > 65536 || psize % 512) {
+		snprintf(msg, msglen, "page size %zu", psize);
+		free(ec);
+		return -EINVAL;
+	}
 	ec->fd = fd;
 	ec->deep = deep;
 	ec->msg = msg;
 	ec->msglen = msglen;
 	ec->db = "meta";
-	rc = mdb_env_stat(env, &st);
-	if (rc) {
-		snprintf(msg, msglen, "stat: %s", mdb_strerror(rc));
-		rc = -EIO;
-		goto out;
-	}
-	ec->psize = st.ms_psize;
+	ec->psize = psize;
 	/* The meta page of this snapshot: the one with its txnid. */
 	for (unsigned m = 0; m < EC_NUM_METAS && !found; m++) {
 		uint32_t magic, version;
@@ -514,6 +533,17 @@ int cache__env_check(int fd, MDB_env *env, MDB_txn *txn, bool deep,
 	if (ec->npages < EC_NUM_METAS ||
 	    ec->npages > (uint64_t)SIZE_MAX / 8 / ec->psize) {
 		rc = ec_fail(ec, "meta: last page %" PRIu64, ec->npages - 1);
+		goto out;
+	}
+	if (fstat(fd, &st) != 0) {
+		rc = -errno;
+		snprintf(msg, msglen, "stat: %s", strerror(errno));
+		goto out;
+	}
+	if ((uint64_t)st.st_size / ec->psize < ec->npages) {
+		rc = ec_fail(ec, "the file is %" PRIu64 " bytes, its pages end "
+			     "at byte %" PRIu64 ": truncated",
+			     (uint64_t)st.st_size, ec->npages * ec->psize);
 		goto out;
 	}
 	ec->seen = calloc((size_t)(ec->npages + 7) / 8, 1);

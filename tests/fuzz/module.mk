@@ -8,7 +8,7 @@ FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
 	-DFUSE_USE_VERSION=312 $(WARN) -g -O1 -I. -MMD -MP
 FUZZ_OBJ := $(BUILD)/fuzz/obj
 FUZZ_BINS := $(BUILD)/fuzz/fuzz_manifest $(BUILD)/fuzz/fuzz_dirindex \
-	$(BUILD)/fuzz/fuzz_http $(BUILD)/fuzz/fuzz_name
+	$(BUILD)/fuzz/fuzz_http $(BUILD)/fuzz/fuzz_name $(BUILD)/fuzz/fuzz_lmdb
 
 .PHONY: fuzz
 fuzz: $(FUZZ_BINS)
@@ -37,3 +37,8 @@ $(BUILD)/fuzz/fuzz_name: $(FUZZ_OBJ)/tests/fuzz/fuzz_name.o \
 		$(FUZZ_OBJ)/fs/opts.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
 		$(shell $(PKG_CONFIG) --libs fuse3 2>/dev/null)
+
+$(BUILD)/fuzz/fuzz_lmdb: $(FUZZ_OBJ)/tests/fuzz/fuzz_lmdb.o \
+		$(FUZZ_OBJ)/cache/envcheck.o
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
+		$(shell $(PKG_CONFIG) --libs lmdb 2>/dev/null)
