@@ -55,7 +55,10 @@ static void cache_usage(FILE *f)
 }
 
 /* ctx: a bool set once something was said, so that a failed open is
- * one line, the cache's own. */
+ * one line, the cache's own. The cache keeps ctx for its life: it points
+ * to a static. */
+static bool cache_said;
+
 static void log_stderr(void *ctx, enum cache_log_level level, const char *msg)
 {
 	if (level != CACHE_LOG_INFO) {
@@ -82,17 +85,17 @@ static bool cache_exists(const char *dir)
 
 static int open_existing(const char *dir, bool shared, struct cache **out)
 {
-	bool said = false;
 	struct cache_config cfg = {.dir = dir,
 				   .log = log_stderr,
-				   .log_ctx = &said,
+				   .log_ctx = &cache_said,
 				   .shared = shared};
 	int rc;
 
 	if (!cache_exists(dir))
 		return 1;
+	cache_said = false;
 	rc = cache_open(&cfg, out);
-	if (rc != 0 && !said)
+	if (rc != 0 && !cache_said)
 		fprintf(stderr, "pacefs: cache: %s: cannot open: %s\n", dir,
 			strerror(-rc));
 	if (rc != 0)
@@ -306,10 +309,12 @@ static int cmd_verify(struct cache *c, char **args, int nargs)
 			status = 1;
 			continue;
 		}
-		printf("%.*s %s: ", ID_SHOWN, bi->hex, shown_identity(bi));
-		fflush(stdout); /* before the cache's log lines on stderr */
+		/* Before the blob's line: the cache logs each block it drops. */
+		fflush(stdout);
 		rc = cache_blob_sums_check(c, &todo[i], &nblocks, bad, 16,
 					   &nbad);
+		fflush(stderr);
+		printf("%.*s %s: ", ID_SHOWN, bi->hex, shown_identity(bi));
 		if (rc != 0) {
 			printf("not checked: %s\n", strerror(-rc));
 			status = 1;
@@ -425,10 +430,9 @@ static int cmd_evict(struct cache *c, char **args, int nargs)
 
 static int cmd_gc(const char *dir, bool shared)
 {
-	bool said = false;
 	struct cache_config cfg = {.dir = dir,
 				   .log = log_stderr,
-				   .log_ctx = &said,
+				   .log_ctx = &cache_said,
 				   .shared = shared};
 	uint64_t before = 0, after = 0;
 	char a[32], b[32];
@@ -436,6 +440,7 @@ static int cmd_gc(const char *dir, bool shared)
 
 	if (!cache_exists(dir))
 		return 1;
+	cache_said = false;
 	rc = cache_compact(&cfg, &before, &after);
 	if (rc == -EBUSY) {
 		fprintf(stderr, "pacefs: cache: gc: refused: the cache is "
@@ -444,7 +449,7 @@ static int cmd_gc(const char *dir, bool shared)
 		return 1;
 	}
 	if (rc != 0) {
-		if (!said)
+		if (!cache_said)
 			fprintf(stderr, "pacefs: cache: gc: %s\n",
 				strerror(-rc));
 		return 1;

@@ -1620,7 +1620,7 @@ static int edit_block(MDB_txn *txn, void *ctx)
 {
 	const struct block_edit *be = ctx;
 	unsigned char key[24], key2[24];
-	static unsigned char copy[BS + 64], copy2[BS + 64];
+	static unsigned char copy[BS + 512], copy2[BS + 512];
 	MDB_val k = {.mv_size = 24, .mv_data = key}, v;
 	MDB_val k2 = {.mv_size = 24, .mv_data = key2}, v2;
 	MDB_dbi dbi;
