@@ -27,6 +27,9 @@
  *   meta page:   header, magic (4), version (4), address (P), map size (P),
  *                free db, main db, last page (P), txnid (P)
  */
+#if MDB_VERSION_MAJOR != 0 || MDB_VERSION_MINOR != 9
+#error "envcheck.c reads LMDB 0.9's on-disk layout: check it against this LMDB"
+#endif
 #define EC_P sizeof(size_t)
 #define EC_PAGEHDR (EC_P + 8)
 #define EC_NODEHDR 8u
