@@ -551,9 +551,8 @@ static void cache__map_unmap_pages(const struct cache *c)
  * through the map grew RSS by every page it touched (about 180 MiB of
  * data.mdb after 2 GiB), which the kernel only drops under pressure. One
  * preadv reads a block and its checksums. */
-static void cache__value_read(const struct cache *c, const void *p,
-			      size_t voff, void *a, size_t na, void *b,
-			      size_t nb)
+static void cache__value_read(const struct cache *c, const void *p, size_t voff,
+			      void *a, size_t na, void *b, size_t nb)
 {
 	const unsigned char *src = (const unsigned char *)p + voff;
 	size_t done = 0, total = na + nb;
@@ -637,12 +636,11 @@ static int cache__file_check(struct cache *c, bool deep)
 		rc = mdb_txn_begin(c->env, NULL, MDB_RDONLY, &txn);
 		if (rc) {
 			cache__log(c, CACHE_LOG_ERR,
-				   "open %s: check data.mdb: begin: %s",
-				   c->dir, mdb_strerror(rc));
+				   "open %s: check data.mdb: begin: %s", c->dir,
+				   mdb_strerror(rc));
 			return cache__errno(rc);
 		}
-		rc = cache__env_check(fd, c->env, txn, deep, msg,
-				      sizeof(msg));
+		rc = cache__env_check(fd, c->env, txn, deep, msg, sizeof(msg));
 		mdb_txn_abort(txn);
 		if (rc != -EAGAIN)
 			break;
@@ -1797,8 +1795,9 @@ void cache_close(struct cache *c)
 /* ---- reads ---- */
 
 /* Room for a whole stored value: a block and its checksums. */
-#define CACHE__VALUE_MAX (CACHE_BLOCK_SIZE + \
-			  CACHE__SUM_LEN * (CACHE_BLOCK_SIZE / CACHE__SUM_CHUNK + 1))
+#define CACHE__VALUE_MAX                                                       \
+	(CACHE_BLOCK_SIZE +                                                    \
+	 CACHE__SUM_LEN * (CACHE_BLOCK_SIZE / CACHE__SUM_CHUNK + 1))
 
 /* Whether the stored block value v of (id, index) has a plausible length
  * and every chunk matches its checksum; scratch holds CACHE__VALUE_MAX
@@ -1826,8 +1825,8 @@ static bool cache__block_copy(const struct cache *c, const struct cache_id *id,
 			      uint64_t index, const void *p, size_t blen,
 			      size_t off, size_t n, void *buf)
 {
-	unsigned char sums[CACHE__SUM_LEN * (CACHE_BLOCK_SIZE /
-						 CACHE__SUM_CHUNK + 1)];
+	unsigned char sums[CACHE__SUM_LEN *
+			   (CACHE_BLOCK_SIZE / CACHE__SUM_CHUNK + 1)];
 	unsigned char small[2 * CACHE__SUM_CHUNK];
 	size_t first = off / CACHE__SUM_CHUNK;
 	size_t last = (off + n - 1) / CACHE__SUM_CHUNK;
@@ -1840,13 +1839,13 @@ static bool cache__block_copy(const struct cache *c, const struct cache_id *id,
 	bool ok;
 
 	if (start != off || end != off + n) {
-		dst = end - start <= sizeof(small) ? small : malloc(end - start);
+		dst = end - start <= sizeof(small) ? small
+						   : malloc(end - start);
 		if (!dst)
 			return true; /* cannot check: not served */
 	}
 	if (first == 0 && end == blen) /* the block, then its checksums */
-		cache__value_read(c, p, start, dst, end - start,
-				  sums, nsums);
+		cache__value_read(c, p, start, dst, end - start, sums, nsums);
 	else {
 		cache__value_read(c, p, start, dst, end - start, NULL, 0);
 		cache__value_read(c, p, blen + first * CACHE__SUM_LEN, sums,
@@ -1888,8 +1887,8 @@ static int cache__block_bad(struct cache *c, const struct cache_id *id,
 	step = "read block";
 	cache__key(key, id, index);
 	rc = mdb_get(txn, c->dbi_blocks, &k, &v);
-	if (rc == MDB_NOTFOUND || (rc == 0 && cache__value_ok(c, id, index, &v,
-							       scratch))) {
+	if (rc == MDB_NOTFOUND ||
+	    (rc == 0 && cache__value_ok(c, id, index, &v, scratch))) {
 		rc = 0; /* gone or replaced since: nothing to drop */
 		goto out;
 	}

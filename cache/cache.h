@@ -142,9 +142,9 @@ struct cache_blob_record {
  * reads the map, refuses (-EPROTO, logged in one line) a data.mdb shorter
  * than the pages LMDB's meta page says it uses, one whose B-trees are
  * damaged (a structural walk of every database, reading with pread), and
- * a cache of format 1 or 2 (no block checksums). Errors: -EACCES/-EROFS/-ENOTDIR (directory unusable, logged with the
- * path), -EPERM, -EPROTO (unknown format version, damaged file), -ENOMEM,
- * -EIO. */
+ * a cache of format 1 or 2 (no block checksums). Errors:
+ * -EACCES/-EROFS/-ENOTDIR (directory unusable, logged with the path), -EPERM,
+ * -EPROTO (unknown format version, damaged file), -ENOMEM, -EIO. */
 int cache_open(const struct cache_config *cfg, struct cache **out);
 
 /* Waits for every queued block to commit, stops the writer and closes the

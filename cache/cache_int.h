@@ -60,14 +60,14 @@ bool cache__sum_ok(uint64_t seed, size_t first, const void *data, size_t len,
  * per value); keys ascend; entry and page counts match the database
  * records; tree depth is bounded. Returns 0 (sound), -EPROTO (damaged: why
  * in msg, one line), or a negative errno from reading the file. */
-int cache__env_check(int fd, MDB_env *env, MDB_txn *txn, bool deep,
-		     char *msg, size_t msglen);
+int cache__env_check(int fd, MDB_env *env, MDB_txn *txn, bool deep, char *msg,
+		     size_t msglen);
 
 /* The same walk without LMDB (the fuzz target's entry): pages of psize
  * bytes, the snapshot of the meta page whose txnid is txnid (-EAGAIN when
  * neither meta page has it). */
-int cache__file_walk(int fd, size_t psize, uint64_t txnid, bool deep,
-		     char *msg, size_t msglen);
+int cache__file_walk(int fd, size_t psize, uint64_t txnid, bool deep, char *msg,
+		     size_t msglen);
 
 /* Before LMDB frees the overflow pages of a value (a delete, or a put over
  * it), it trusts the page count in their first page's header: checks that
@@ -75,8 +75,8 @@ int cache__file_walk(int fd, size_t psize, uint64_t txnid, bool deep,
  * `value` (vsize bytes) inside the map at `map` (map_len bytes, pages of
  * psize bytes). Returns 0 (sound; or an inline value, or one outside the
  * map: a page of the current write transaction), -EPROTO. */
-int cache__ov_ok(int fd, const unsigned char *map, size_t map_len,
-		 size_t psize, const void *value, size_t vsize);
+int cache__ov_ok(int fd, const unsigned char *map, size_t map_len, size_t psize,
+		 const void *value, size_t vsize);
 
 /* ---- ownership of the cache directory (dirmode.c) ---- */
 

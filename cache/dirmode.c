@@ -46,7 +46,8 @@ static int dm_check(const char *path, bool is_dir, bool shared, char *msg,
 			 is_dir ? "directory" : "regular file");
 		return is_dir ? -ENOTDIR : -EPERM;
 	}
-	if (shared || (st.st_uid == euid && !(st.st_mode & (S_IWGRP | S_IWOTH))))
+	if (shared ||
+	    (st.st_uid == euid && !(st.st_mode & (S_IWGRP | S_IWOTH))))
 		return 0;
 	dm_owner(st.st_uid, owner, sizeof(owner));
 	dm_owner(euid, me, sizeof(me));

@@ -133,13 +133,13 @@ static bool ec_ov_hdr_ok(const unsigned char *hdr, uint64_t pgno,
 
 	memcpy(&npg, hdr + EC_P + 4, sizeof(npg));
 	return ec_pgno(hdr) == pgno &&
-	       (ec_u16(hdr + EC_P + 2) &
-		~(uint64_t)(EC_P_DIRTY | EC_P_KEEP)) == EC_P_OVERFLOW &&
+	       (ec_u16(hdr + EC_P + 2) & ~(uint64_t)(EC_P_DIRTY | EC_P_KEEP)) ==
+		       EC_P_OVERFLOW &&
 	       npg == pages;
 }
 
-int cache__ov_ok(int fd, const unsigned char *map, size_t map_len,
-		 size_t psize, const void *value, size_t vsize)
+int cache__ov_ok(int fd, const unsigned char *map, size_t map_len, size_t psize,
+		 const void *value, size_t vsize)
 {
 	const unsigned char *v = value;
 	unsigned char hdr[EC_PAGEHDR];
@@ -153,7 +153,8 @@ int cache__ov_ok(int fd, const unsigned char *map, size_t map_len,
 	at = (uint64_t)(v - map) - EC_PAGEHDR;
 	pgno = at / psize;
 	if (fd >= 0) {
-		if (pread(fd, hdr, sizeof(hdr), (off_t)at) != (ssize_t)sizeof(hdr))
+		if (pread(fd, hdr, sizeof(hdr), (off_t)at) !=
+		    (ssize_t)sizeof(hdr))
 			return -EPROTO;
 	} else {
 		memcpy(hdr, map + at, sizeof(hdr));
@@ -177,8 +178,9 @@ static int ec_read(struct ec *ec, uint64_t off, void *buf, size_t n)
 		if (got < 0) {
 			int err = errno;
 
-			snprintf(ec->msg, ec->msglen, "read at byte %" PRIu64
-				 ": %s", off + done, strerror(err));
+			snprintf(ec->msg, ec->msglen,
+				 "read at byte %" PRIu64 ": %s", off + done,
+				 strerror(err));
 			return -err;
 		}
 		if (got == 0)
@@ -245,8 +247,10 @@ static int ec_idl(struct ec *ec, const unsigned char *v, size_t len)
 		return ec_fail(ec, "%s: a free list of %zu bytes", ec->db, len);
 	n = ec_pgno(v);
 	if (n != len / EC_P - 1)
-		return ec_fail(ec, "%s: a free list of %zu bytes says %" PRIu64
-			       " pages", ec->db, len, n);
+		return ec_fail(ec,
+			       "%s: a free list of %zu bytes says %" PRIu64
+			       " pages",
+			       ec->db, len, n);
 	for (uint64_t i = 1; i <= n; i++) {
 		int rc = ec_mark(ec, ec_pgno(v + i * EC_P), 1, "free");
 
@@ -269,8 +273,9 @@ static int ec_value(struct ec *ec, const unsigned char *key, size_t klen,
 	if (ec->intkey || (ec->main && (flags & EC_F_SUBDATA))) {
 		if (flags & EC_F_BIGDATA) {
 			if (len > ((uint64_t)1 << 30))
-				return ec_fail(ec, "%s: a value of %" PRIu64
-					       " bytes", ec->db, len);
+				return ec_fail(
+					ec, "%s: a value of %" PRIu64 " bytes",
+					ec->db, len);
 			big = malloc((size_t)len);
 			if (!big)
 				return -ENOMEM;
@@ -320,16 +325,20 @@ static int ec_tree(struct ec *ec, uint64_t pgno, unsigned depth,
 	lower = ec_u16(pg + EC_P + 4);
 	upper = ec_u16(pg + EC_P + 6);
 	if (ec_pgno(pg) != pgno)
-		return ec_fail(ec, "%s: page %" PRIu64 " says it is page %"
-			       PRIu64, ec->db, pgno, ec_pgno(pg));
+		return ec_fail(ec,
+			       "%s: page %" PRIu64 " says it is page %" PRIu64,
+			       ec->db, pgno, ec_pgno(pg));
 	if (flags != (leaf ? EC_P_LEAF : EC_P_BRANCH))
-		return ec_fail(ec, "%s: page %" PRIu64 " has flags 0x%" PRIx64
+		return ec_fail(ec,
+			       "%s: page %" PRIu64 " has flags 0x%" PRIx64
 			       " at depth %u of %u",
 			       ec->db, pgno, flags, depth, maxdepth);
 	if (lower < EC_PAGEHDR || lower > upper || upper > ec->psize ||
 	    (lower - EC_PAGEHDR) % 2)
-		return ec_fail(ec, "%s: page %" PRIu64 " has bounds %" PRIu64
-			       "-%" PRIu64, ec->db, pgno, lower, upper);
+		return ec_fail(ec,
+			       "%s: page %" PRIu64 " has bounds %" PRIu64
+			       "-%" PRIu64,
+			       ec->db, pgno, lower, upper);
 	nkeys = (lower - EC_PAGEHDR) / 2;
 	if (!leaf && nkeys == 0)
 		return ec_fail(ec, "%s: branch page %" PRIu64 " is empty",
@@ -343,17 +352,17 @@ static int ec_tree(struct ec *ec, uint64_t pgno, unsigned depth,
 	for (uint64_t i = 0; !leaf && i < nkeys; i++) {
 		uint64_t at = ec_u16(pg + EC_PAGEHDR + 2 * i);
 
-		if (at >= upper && at % 2 == 0 && at + EC_NODEHDR <= ec->psize) {
+		if (at >= upper && at % 2 == 0 &&
+		    at + EC_NODEHDR <= ec->psize) {
 			const unsigned char *node = pg + at;
 			uint64_t child = ec_u16(node) | ec_u16(node + 2) << 16;
 
 			if (EC_P == 8)
 				child |= ec_u16(node + 4) << 32;
 			if (child < ec->npages)
-				(void)posix_fadvise(ec->fd,
-						    (off_t)(child * ec->psize),
-						    (off_t)ec->psize,
-						    POSIX_FADV_WILLNEED);
+				(void)posix_fadvise(
+					ec->fd, (off_t)(child * ec->psize),
+					(off_t)ec->psize, POSIX_FADV_WILLNEED);
 		}
 	}
 	for (uint64_t i = 0; i < nkeys; i++) {
@@ -362,16 +371,18 @@ static int ec_tree(struct ec *ec, uint64_t pgno, unsigned depth,
 		uint64_t lo, hi, nflags, ksize, dsize, room;
 
 		if (at < upper || at % 2 || at + EC_NODEHDR > ec->psize)
-			return ec_fail(ec, "%s: page %" PRIu64 " node %" PRIu64
-				       " at offset %" PRIu64, ec->db, pgno, i,
-				       at);
+			return ec_fail(ec,
+				       "%s: page %" PRIu64 " node %" PRIu64
+				       " at offset %" PRIu64,
+				       ec->db, pgno, i, at);
 		lo = ec_u16(node);
 		hi = ec_u16(node + 2);
 		nflags = ec_u16(node + 4);
 		ksize = ec_u16(node + 6);
 		room = ec->psize - at - EC_NODEHDR;
 		if (ksize > EC_KEY_MAX || ksize > room)
-			return ec_fail(ec, "%s: page %" PRIu64 " node %" PRIu64
+			return ec_fail(ec,
+				       "%s: page %" PRIu64 " node %" PRIu64
 				       " has a key of %" PRIu64 " bytes",
 				       ec->db, pgno, i, ksize);
 		room -= ksize;
@@ -392,7 +403,8 @@ static int ec_tree(struct ec *ec, uint64_t pgno, unsigned depth,
 		ec->entries++;
 		if (nflags & ~(uint64_t)(EC_F_BIGDATA | EC_F_SUBDATA) ||
 		    ((nflags & EC_F_SUBDATA) && !ec->main))
-			return ec_fail(ec, "%s: page %" PRIu64 " node %" PRIu64
+			return ec_fail(ec,
+				       "%s: page %" PRIu64 " node %" PRIu64
 				       " has flags 0x%" PRIx64,
 				       ec->db, pgno, i, nflags);
 		const unsigned char *data = node + EC_NODEHDR + ksize;
@@ -400,10 +412,12 @@ static int ec_tree(struct ec *ec, uint64_t pgno, unsigned depth,
 
 		if (nflags & EC_F_BIGDATA) {
 			unsigned char hdr[EC_PAGEHDR];
-			uint64_t pages = (EC_PAGEHDR - 1 + dsize) / ec->psize + 1;
+			uint64_t pages =
+				(EC_PAGEHDR - 1 + dsize) / ec->psize + 1;
 
 			if (room < EC_P)
-				return ec_fail(ec, "%s: page %" PRIu64
+				return ec_fail(ec,
+					       "%s: page %" PRIu64
 					       " node %" PRIu64 " overruns it",
 					       ec->db, pgno, i);
 			opg = ec_pgno(data);
@@ -417,14 +431,17 @@ static int ec_tree(struct ec *ec, uint64_t pgno, unsigned depth,
 			if (rc)
 				return rc;
 			if (ec->deep && !ec_ov_hdr_ok(hdr, opg, pages))
-				return ec_fail(ec, "%s: overflow page %" PRIu64
+				return ec_fail(ec,
+					       "%s: overflow page %" PRIu64
 					       " of a %" PRIu64 "-byte value "
 					       "has a bad header",
 					       ec->db, opg, dsize);
 			ec->overflow += pages;
 		} else if (dsize > room) {
-			return ec_fail(ec, "%s: page %" PRIu64 " node %" PRIu64
-				       " overruns it", ec->db, pgno, i);
+			return ec_fail(ec,
+				       "%s: page %" PRIu64 " node %" PRIu64
+				       " overruns it",
+				       ec->db, pgno, i);
 		}
 		rc = ec_value(ec, node + EC_NODEHDR, (size_t)ksize,
 			      (unsigned)nflags, data, dsize, opg);
@@ -470,8 +487,8 @@ static int ec_db_walk(struct ec *ec, const char *name, const struct ec_db *db,
 	return 0;
 }
 
-int cache__env_check(int fd, MDB_env *env, MDB_txn *txn, bool deep,
-		     char *msg, size_t msglen)
+int cache__env_check(int fd, MDB_env *env, MDB_txn *txn, bool deep, char *msg,
+		     size_t msglen)
 {
 	MDB_stat st;
 	int rc = mdb_env_stat(env, &st);
@@ -484,8 +501,8 @@ int cache__env_check(int fd, MDB_env *env, MDB_txn *txn, bool deep,
 				msglen);
 }
 
-int cache__file_walk(int fd, size_t psize, uint64_t txnid, bool deep,
-		     char *msg, size_t msglen)
+int cache__file_walk(int fd, size_t psize, uint64_t txnid, bool deep, char *msg,
+		     size_t msglen)
 {
 	struct ec *ec = calloc(1, sizeof(*ec));
 	unsigned char meta[EC_META_LEN];
@@ -544,7 +561,8 @@ int cache__file_walk(int fd, size_t psize, uint64_t txnid, bool deep,
 		goto out;
 	}
 	if ((uint64_t)st.st_size / ec->psize < ec->npages) {
-		rc = ec_fail(ec, "the file is %" PRIu64 " bytes, its pages end "
+		rc = ec_fail(ec,
+			     "the file is %" PRIu64 " bytes, its pages end "
 			     "at byte %" PRIu64 ": truncated",
 			     (uint64_t)st.st_size, ec->npages * ec->psize);
 		goto out;
@@ -565,8 +583,8 @@ int cache__file_walk(int fd, size_t psize, uint64_t txnid, bool deep,
 			rc = ec_fail(ec, "database %s: flags 0x%x",
 				     ec->sub_name[i], ec->sub[i].flags);
 		else
-			rc = ec_db_walk(ec, ec->sub_name[i], &ec->sub[i],
-					false, false);
+			rc = ec_db_walk(ec, ec->sub_name[i], &ec->sub[i], false,
+					false);
 	}
 	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_NORMAL);
 out:

@@ -1934,8 +1934,8 @@ static void test_damaged_btree(void)
 		if (at >= lower && at < upper && upper < 4096)
 			at = upper + at % (4096u - upper);
 		if (round % 4 == 0) /* a whole word garbled */
-			for (size_t j = 0; j < 8 && (at & ~(size_t)7) + j < 4096;
-			     j++)
+			for (size_t j = 0;
+			     j < 8 && (at & ~(size_t)7) + j < 4096; j++)
 				dam[p * 4096 + (at & ~(size_t)7) + j] =
 					(unsigned char)rand();
 		else if (round % 4 == 1) /* a run of garbage */
