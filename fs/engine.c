@@ -553,6 +553,16 @@ int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
 		b->has_sha256 = true;
 		memcpy(b->sha256, sha256, sizeof(b->sha256));
 	}
+	/* Every byte must have its digest: bytes no digest covers would pass
+	 * fs__verify_part, and be stored under a content identity. */
+	if (n > 0 && (dblock == 0 || (b->size + dblock - 1) / dblock != n)) {
+		fs__log(FS_LOG_ERR,
+			"%s: %" PRIu32 " block digests of %" PRIu32
+			" bytes do not cover its %" PRIu64 " bytes",
+			b->name, n, dblock, b->size);
+		rc = -EINVAL;
+		goto out;
+	}
 	if (n > 0 && b->dblocks == NULL) {
 		b->dblocks = malloc((size_t)n * sizeof(*b->dblocks));
 		if (b->dblocks == NULL) {

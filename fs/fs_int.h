@@ -336,9 +336,17 @@ struct fs_mount {
 	int64_t revalidate_s; /* -1: always ask the origin at first open */
 };
 
-/* The cache identity of a file: its SHA-256 when known, else its first
- * URL; never whichever mirror answered. */
+/* The cache identity of a file (docs/manifest.md, "The cache"): a content
+ * identity when its block digests are checked before its bytes are cached
+ * (fs__node_has_content_identity), shared by every file naming the same
+ * digests; else its first URL, never whichever mirror answered. Caller
+ * holds the namespace's mu. */
 void fs__node_identity(const struct fs_node *n, char *buf, size_t cap);
+
+/* True when node n's identity names its content: every block stored under
+ * it passed the per-block digests the identity is made of. Caller holds
+ * the namespace's mu. */
+bool fs__node_has_content_identity(const struct fs_node *n);
 
 /* Makes node i's blob ready to read: probes its URLs if it has never been,
  * adds its blob to the engine. Returns 0 or -EIO (logged). */

@@ -8,23 +8,59 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "fs/fs_int.h"
 #include "fs/parse_int.h"
 
 /* The largest directory-index page read. */
 #define FS_LISTING_MAX (64u * 1024u * 1024u)
 
+bool fs__node_has_content_identity(const struct fs_node *n)
+{
+	/* fs__verify_part checks digest blocks that divide a cache block;
+	 * larger ones only the whole-file check covers. */
+	return n->ndblocks > 0 && n->dblock > 0 &&
+	       n->dblock <= CACHE_BLOCK_SIZE &&
+	       CACHE_BLOCK_SIZE % n->dblock == 0;
+}
+
+static void hex32(const uint8_t *d, char out[65])
+{
+	for (int i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+/* "sha256:H block_sha256:BS:D" (without "sha256:H " when the entry gives
+ * no whole-file digest), D the SHA-256 of the block digests, 32 bytes
+ * each, in order. Every block stored under it was checked against that
+ * list before it was cached, so the bytes it holds are the ones the list
+ * names, whichever source sent them. A whole-file digest alone binds
+ * nothing until the file is complete: such entries keep their source's
+ * identity. */
+static void content_identity(const struct fs_node *n, char *buf, size_t cap)
+{
+	uint8_t list[32];
+	char h[65], d[65];
+
+	EVP_Digest(n->dblocks, (size_t)n->ndblocks * sizeof(n->dblocks[0]),
+		   list, NULL, EVP_sha256(), NULL);
+	hex32(list, d);
+	if (n->has_sha256) {
+		hex32(n->sha256, h);
+		snprintf(buf, cap, "sha256:%s block_sha256:%" PRIu32 ":%s", h,
+			 n->dblock, d);
+	} else {
+		snprintf(buf, cap, "block_sha256:%" PRIu32 ":%s", n->dblock, d);
+	}
+}
+
 void fs__node_identity(const struct fs_node *n, char *buf, size_t cap)
 {
-	if (n->has_sha256) {
-		size_t used = (size_t)snprintf(buf, cap, "sha256:");
-
-		for (int i = 0; i < 32 && used + 2 < cap; i++)
-			used += (size_t)snprintf(buf + used, cap - used,
-						 "%02x", n->sha256[i]);
-	} else {
+	if (fs__node_has_content_identity(n))
+		content_identity(n, buf, cap);
+	else
 		snprintf(buf, cap, "url:%s", n->urls[0]);
-	}
 }
 
 /* Copies what probing node i needs out of the namespace, so that the
@@ -97,9 +133,19 @@ int fs__node_ready(struct fs_mount *m, uint32_t i)
 	struct fs_learn_args args;
 	struct node_copy c;
 	struct fs_learned l;
+	const struct fs_node *n;
 	char err[1024];
+	uint32_t blob;
 	int rc;
 
+	/* Every open asks: a file ready already needs no copy (nor the hash
+	 * over its block digests that its identity takes). */
+	pthread_mutex_lock(&m->ns->mu);
+	n = fs__ns_get(m->ns, i);
+	blob = n != NULL ? n->blob : FS_NO_BLOB;
+	pthread_mutex_unlock(&m->ns->mu);
+	if (blob != FS_NO_BLOB && fs__engine_blob_is_ready(m->engine, blob))
+		return 0;
 	rc = node_copy(m, i, &c);
 	if (rc != 0)
 		return rc;

@@ -1,9 +1,13 @@
 /* test_fs: the command line: options, their errors, and the file name
- * derived from a URL. */
+ * derived from a URL; the cache identity of a manifest's file. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "fs/fs.h"
+#include "fs/fs_int.h"
 #include "tests/t.h"
 
 static int parse(struct fs_opts *o, char *err, size_t errlen, int argc,
@@ -116,7 +120,76 @@ static void name_from_url_refused(void)
 	}
 }
 
+/* A file of 3 digest blocks of dblock bytes, each digest filled with
+ * `fill`, and the whole-file digest all 0xab when has_sha256. */
+static void identity_node(struct fs_node *n, char **urls, uint8_t (*d)[32],
+			  bool has_sha256, uint32_t dblock, uint8_t fill)
+{
+	memset(n, 0, sizeof(*n));
+	n->urls = urls;
+	n->nurls = 1;
+	n->has_size = true;
+	n->size = 3 * (uint64_t)dblock - 10;
+	n->has_sha256 = has_sha256;
+	memset(n->sha256, 0xab, sizeof(n->sha256));
+	memset(d, fill, 3 * sizeof(*d));
+	n->dblock = dblock;
+	n->dblocks = d;
+	n->ndblocks = 3;
+}
+
+static void identity_forms(void)
+{
+	char *urls[] = {"http://h/f.bin"};
+	uint8_t d[3][32], list[32];
+	struct fs_node n;
+	char got[512], want[512], dhex[65];
+
+	for (int i = 0; i < 32; i++)
+		snprintf(want + 2 * i, 3, "%02x", 0xab);
+	/* The whole-file digest alone: the source's identity. */
+	identity_node(&n, urls, d, true, 65536, 1);
+	n.dblocks = NULL;
+	n.ndblocks = 0;
+	n.dblock = 0;
+	T_ASSERT(!fs__node_has_content_identity(&n));
+	fs__node_identity(&n, got, sizeof(got));
+	T_EQ_STR(got, "url:http://h/f.bin");
+
+	/* Block digests checked before caching: the content's. */
+	identity_node(&n, urls, d, true, 65536, 1);
+	EVP_Digest(d, sizeof(d), list, NULL, EVP_sha256(), NULL);
+	for (int i = 0; i < 32; i++)
+		snprintf(dhex + 2 * i, 3, "%02x", list[i]);
+	T_ASSERT(fs__node_has_content_identity(&n));
+	fs__node_identity(&n, got, sizeof(got));
+	snprintf(want + 64, sizeof(want) - 64, " block_sha256:65536:%s", dhex);
+	T_EQ_STR(got + 7, want);
+	T_ASSERT(strncmp(got, "sha256:", 7) == 0);
+
+	/* Without a whole-file digest, and with small blocks. */
+	identity_node(&n, urls, d, false, 4096, 1);
+	fs__node_identity(&n, got, sizeof(got));
+	snprintf(want, sizeof(want), "block_sha256:4096:%s", dhex);
+	T_EQ_STR(got, want);
+
+	/* Other block digests, the same whole-file digest: another identity,
+	 * so blocks checked against one list never serve the other. */
+	identity_node(&n, urls, d, true, 65536, 2);
+	fs__node_identity(&n, got, sizeof(got));
+	T_ASSERT(strstr(got, dhex) == NULL);
+	T_ASSERT(strncmp(got, "sha256:abab", 11) == 0);
+
+	/* Digest blocks larger than a cache block are checked only with the
+	 * whole file: the source's identity. */
+	identity_node(&n, urls, d, true, 2 * CACHE_BLOCK_SIZE, 1);
+	T_ASSERT(!fs__node_has_content_identity(&n));
+	fs__node_identity(&n, got, sizeof(got));
+	T_EQ_STR(got, "url:http://h/f.bin");
+}
+
 static const struct t_case cases[] = {
+	{"identity_forms", identity_forms},
 	{"opts_defaults", opts_defaults},
 	{"opts_ours_and_fuse", opts_ours_and_fuse},
 	{"opts_errors_name_the_option", opts_errors_name_the_option},
