@@ -241,6 +241,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_mount *m = fuse_req_userdata(req);
 	uint32_t reader, blob;
+	bool keep_cache;
 	int rc;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
@@ -253,14 +254,15 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	blob = node_blob(m, NODE_OF(ino));
-	rc = fs__engine_open(m->engine, blob, &reader);
+	rc = fs__engine_open(m->engine, blob, ino, &reader, &keep_cache);
 	if (rc != 0) {
 		fuse_reply_err(req, rc == -ENOSPC ? EMFILE : -rc);
 		return;
 	}
 	fi->fh = FH_MAKE(blob, reader);
-	/* The blob is pinned to its validator: cached pages stay true. */
-	fi->keep_cache = 1;
+	/* The blob is pinned to its validator: cached pages stay true, but
+	 * for bytes dropped as wrong or stale since the last open. */
+	fi->keep_cache = keep_cache;
 	fuse_reply_open(req, fi);
 }
 

@@ -53,7 +53,8 @@ struct fs_source {
 struct fs_blob {
 	char *name;
 	uint64_t size;
-	uint64_t ino;
+	uint64_t ino; /* its file's inode once opened, 0 before; guarded by
+			 mu */
 	struct cache_id id;
 	uint32_t pace_id;
 	struct fs_source *sources;
@@ -72,6 +73,11 @@ struct fs_blob {
 	bool changed; /* the origin now serves another version; guarded by
 			 mu */
 	bool dropped; /* its cached bytes are gone; guarded by mu */
+	/* The kernel may cache pages of bytes the mount dropped as wrong or
+	 * stale (fs__inval_queue); guarded by mu. */
+	uint64_t inval_start, inval_end; /* pages still to drop; empty: none */
+	bool pages_stale; /* bytes dropped since the last open, which must
+			     not keep the kernel's pages */
 };
 
 /* A block in memory: assembled from arriving bytes until whole, then kept
@@ -119,6 +125,13 @@ struct fs_engine {
 	uint64_t *lane_seen_ns; /* last start or byte per lane; guarded by mu */
 	uint32_t verifiers;	/* whole-blob checks running; guarded by mu */
 	bool stopping;		/* the engine is being freed; guarded by mu */
+	/* Page invalidations (fs/inval.c). */
+	struct fuse_session *se; /* while the thread runs */
+	pthread_cond_t inval_cv; /* a range queued, or stop */
+	pthread_t inval_thread;
+	bool inval_running;
+	bool inval_stop;	/* guarded by mu */
+	uint32_t inval_pending; /* blobs with a range queued; guarded by mu */
 };
 
 struct fs_mount;
@@ -184,12 +197,34 @@ bool fs__verify_part(struct fs_engine *e, uint32_t b,
  * once every byte is held. Caller holds e->mu. */
 void fs__verify_start(struct fs_engine *e, uint32_t b);
 
+/* fs/inval.c. Queues the kernel's pages of bytes [start, end) of blob b
+ * to be dropped (the mount dropped those bytes as wrong or stale), and
+ * makes the next open drop all of them. Not for evictions: the kernel's
+ * pages of evicted bytes are still right. Caller holds e->mu. */
+void fs__inval_queue(struct fs_engine *e, uint32_t b, uint64_t start,
+		     uint64_t end);
+
+/* Starts the thread that sends the queued invalidations through se. Call
+ * while the session serves requests (the kernel waits, in an
+ * invalidation, for the reads in flight over those pages). 0 or a
+ * negative errno. */
+int fs__inval_start(struct fs_engine *e, struct fuse_session *se);
+
+/* Stops that thread; before the session is destroyed. Pending ranges are
+ * left (the mount ends). fs__inval_stop(NULL) and a second call do
+ * nothing. */
+void fs__inval_stop(struct fs_engine *e);
+
 /* The cache's on_evicted callback, as on_lost without an error. */
 void fs__engine_on_evicted(void *ctx, const struct cache_id *id,
 			   uint64_t index);
 
-/* Opens and closes a reader stream on blob b. */
-int fs__engine_open(struct fs_engine *e, uint32_t b, uint32_t *reader_out);
+/* Opens a reader stream on blob b, the file of inode ino. *keep_cache
+ * says whether the kernel may keep its cached pages of the file: false
+ * once after bytes were dropped as wrong or stale. */
+int fs__engine_open(struct fs_engine *e, uint32_t b, uint64_t ino,
+		    uint32_t *reader_out, bool *keep_cache);
+/* Closes a reader stream. */
 void fs__engine_close(struct fs_engine *e, uint32_t b, uint32_t reader);
 
 /* Reads up to len bytes at off of blob b for reader into buf, waiting for
