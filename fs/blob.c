@@ -115,7 +115,7 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 	struct cache_id id;
 	enum fetch_probe_error kind;
 	char perr[1024], first_err[1024] = "";
-	bool have_rec, unreachable = false, primary_ok = false, same;
+	bool have_rec, unreachable = false, primary_ok = false, same, keep;
 	const char *ref_url = NULL, *validator;
 	const char *const *urls = a->urls;
 	uint32_t nurls = a->nurls;
@@ -127,8 +127,13 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 		return learn_fail(err, errlen, -ENOMEM, "out of memory");
 	cache_id_from_string(a->identity, &id);
 	have_rec = cache_blob_get(cache, &id, &rec) == 0;
-	if (have_rec && a->revalidate_s >= 0 && rec.validated_at != 0 &&
-	    (uint64_t)time(NULL) < rec.validated_at + (uint64_t)a->revalidate_s &&
+	/* A content identity's record may hold the validator of another URL
+	 * naming the same content, which this one's requests must not carry:
+	 * its sources are always probed. */
+	if (have_rec && !a->content && a->revalidate_s >= 0 &&
+	    rec.validated_at != 0 &&
+	    (uint64_t)time(NULL) <
+		    rec.validated_at + (uint64_t)a->revalidate_s &&
 	    (!a->has_size || rec.size == a->size))
 		return learn_from_record(a, &rec, out, err, errlen);
 	for (uint32_t i = 0; i < nurls; i++) {
@@ -203,7 +208,12 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 		validator = have_rec ? rec.validator : "";
 	same = have_rec && rec.size == out->size &&
 	       (!primary_ok || strcmp(rec.validator, validator) == 0);
-	if (have_rec && !same) {
+	/* Under a content identity every held block matched the digests it
+	 * names: another validator (another URL naming the same content, or
+	 * a new version, whose blocks will fail their digests) only pins the
+	 * sources anew. */
+	keep = have_rec && a->content && rec.size == out->size;
+	if (have_rec && !same && !keep) {
 		fs__log(FS_LOG_INFO,
 			"%s changed on the origin (size %" PRIu64 " -> %" PRIu64
 			", validator '%s' -> '%s'): dropping its cached bytes",
@@ -217,7 +227,8 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 					  urls[0], strerror(-rc));
 		}
 	}
-	rc = put_record(cache, &id, a, out, validator, primary_ok, &rec, same);
+	rc = put_record(cache, &id, a, out, validator, primary_ok, &rec,
+			same || keep);
 	if (rc != 0) {
 		fs__learned_free(out);
 		return learn_fail(err, errlen, rc,

@@ -342,14 +342,18 @@ struct fs_learn_args {
 	const uint8_t *sha256; /* the whole blob's digest, or NULL */
 	int64_t revalidate_s;  /* trust a record the origin confirmed less
 				  than this long ago; -1: always ask */
+	bool content; /* the identity names the content (verified per block),
+			 not what a source serves */
 };
 
 /* Probes a file's URLs. Sources that disagree on the size (with each other,
  * or with a->size when given) are left out with a log line. A blob whose
- * primary validator changed is dropped from the cache; when nothing
- * answers but the cache has the blob, its record stands in (offline); when
- * the record is fresh for the revalidation policy, nothing is asked. On
- * failure writes one line naming the URL and the cause into err. */
+ * primary validator changed is dropped from the cache (not under a content
+ * identity: its bytes are the content, whatever a URL serves now); when
+ * nothing answers but the cache has the blob, its record stands in
+ * (offline); when the record is fresh for the revalidation policy, nothing
+ * is asked (never under a content identity). On failure writes one line
+ * naming the URL and the cause into err. */
 int fs__learn(const struct fetch_config *fc, struct cache *cache,
 	      const struct fs_learn_args *a, struct fs_learned *out,
 	      char *err, size_t errlen);

@@ -73,6 +73,7 @@ struct node_copy {
 	uint32_t blob;
 	char name[PATH_MAX]; /* the path in the mount, for logs */
 	char identity[FS_MANIFEST_URL_MAX + 16];
+	bool content; /* the identity names the content */
 	struct cache_id id;
 	const uint8_t *sha256; /* the node's, immutable; NULL: none */
 	uint32_t dblock;
@@ -120,6 +121,7 @@ static int node_copy(struct fs_mount *m, uint32_t i, struct node_copy *c)
 	c->dblocks = (const uint8_t(*)[32])n->dblocks;
 	c->ndblocks = n->ndblocks;
 	fs__node_identity(n, c->identity, sizeof(c->identity));
+	c->content = fs__node_has_content_identity(n);
 	cache_id_from_string(c->identity, &c->id);
 out:
 	pthread_mutex_unlock(&m->ns->mu);
@@ -165,6 +167,7 @@ int fs__node_ready(struct fs_mount *m, uint32_t i)
 	args.size = c.size;
 	args.sha256 = c.sha256;
 	args.revalidate_s = m->revalidate_s;
+	args.content = c.content;
 	rc = fs__learn(&m->fetch, m->cache, &args, &l, err, sizeof(err));
 	if (rc != 0) {
 		fs__log(FS_LOG_ERR, "%s: cannot open: %s", c.name, err);

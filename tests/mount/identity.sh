@@ -6,6 +6,8 @@
 # same cache directory, must read X's bytes only, also before its
 # whole-file check could run, with the mount's page cache in play. The
 # same with per-block digests: the first entry gives those of Y's blocks.
+# Content verified per block is shared by the entries naming its digests,
+# whatever their URLs.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
@@ -109,5 +111,42 @@ victim blocks "$T_TMP/cache2" "$T_TMP/b2.json"
 # them.
 poison mixed "$T_TMP/cache3" "$T_TMP/a2.json"
 victim mixed "$T_TMP/cache3" "$T_TMP/b.json"
+
+# --- verified content is shared: an entry naming the same digests at
+# another URL (another validator) reads it from the cache, and fetches only
+# what is missing, pinned to its own URL's validator.
+cp "$WWW/x.bin" "$WWW/x2.bin"
+touch -d '-1 hour' "$WWW/x2.bin"
+BX=$(block_digests "$WWW/x.bin")
+manifest "$T_TMP/c.json" "$ORIGIN_URL/x.bin" "$BX"
+manifest "$T_TMP/d.json" "$ORIGIN_URL/x2.bin" "$BX"
+MNT=$T_TMP/mnt-shared
+mkdir -p "$MNT"
+fg_mount "$T_TMP/shared-c.log" -o "cache_dir=$T_TMP/cache4" "$T_TMP/c.json" "$MNT"
+t_check "shared: read at the first URL" cmp "$MNT/f.bin" "$WWW/x.bin"
+stop_mount "$MNT"
+fg_mount "$T_TMP/shared-d.log" -o "cache_dir=$T_TMP/cache4" "$T_TMP/d.json" "$MNT"
+t_check "shared: read at another URL" cmp "$MNT/f.bin" "$WWW/x.bin"
+t_eq "shared: nothing fetched again from the other URL" \
+	"$(origin_log | grep -c '^GET /x2.bin 206 "bytes=' | tr -d ' ')" \
+	"$(origin_log | grep -c '^GET /x2.bin 206 "bytes=0-0"' | tr -d ' ')"
+stop_mount "$MNT"
+
+# Part of it held, the other URL trusted without asking (-o revalidate):
+# the rest comes from the other URL with its own validator.
+fg_mount "$T_TMP/part-c.log" -o "cache_dir=$T_TMP/cache5" "$T_TMP/c.json" "$MNT"
+# One block, past the kernel's read-ahead: some of the file stays missing.
+dd if="$MNT/f.bin" of=/dev/null bs=65536 count=1 iflag=direct 2>/dev/null
+stop_mount "$MNT"
+if "$PACEFS" cache ls --cache-dir "$T_TMP/cache5" | tail -n +2 | grep -q ' 100\.0%'; then
+	t_fail "shared, part held: precondition" "all of it is held"
+fi
+fg_mount "$T_TMP/part-d.log" -o "cache_dir=$T_TMP/cache5,revalidate=3600" "$T_TMP/d.json" "$MNT"
+if timeout 60 cat "$MNT/f.bin" >"$T_TMP/part.out" 2>/dev/null; then
+	t_check "shared, part held: every byte is X's" cmp "$T_TMP/part.out" "$WWW/x.bin"
+else
+	t_fail "shared, part held: every byte is X's" "the read failed: $(grep -m2 error "$T_TMP/part-d.log")"
+fi
+stop_mount "$MNT"
 
 t_done
