@@ -244,8 +244,9 @@ static size_t lane_check_head(struct fetch_lane *l)
 				  "%s: Content-Range %" PRIu64 "-%" PRIu64
 				  "/%" PRIu64 " does not match the request "
 				  "%" PRIu64 "-%" PRIu64 "/%" PRIu64,
-				  lane_shown(l), l->cr_start, l->cr_end, l->cr_total,
-				  l->start, l->asked_end - 1, l->size);
+				  lane_shown(l), l->cr_start, l->cr_end,
+				  l->cr_total, l->start, l->asked_end - 1,
+				  l->size);
 	validator = l->validator;
 	if (validator != NULL && validator[0] != '\0' &&
 	    strcmp(validator, l->etag) != 0 &&
@@ -254,7 +255,8 @@ static size_t lane_check_head(struct fetch_lane *l)
 		return lane_abort(l, FETCH_FATAL,
 				  "%s: the blob changed: ETag '%s', "
 				  "Last-Modified '%s', expected '%s'",
-				  lane_shown(l), l->etag, l->last_modified, validator);
+				  lane_shown(l), l->etag, l->last_modified,
+				  validator);
 	}
 	l->checked = true;
 	return 1;
@@ -401,7 +403,8 @@ static void lane_finish(struct fetch_lane *l, CURLcode cc)
 		res.outcome = status == 206 ? FETCH_TRANSIENT
 					    : fetch_classify_status(status);
 		snprintf(res.reason, sizeof(res.reason),
-			 "%s: HTTP %ld with an empty body", lane_shown(l), status);
+			 "%s: HTTP %ld with an empty body", lane_shown(l),
+			 status);
 	} else if (l->pos == l->end) {
 		res.outcome = FETCH_OK;
 	} else {

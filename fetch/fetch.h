@@ -199,8 +199,7 @@ void fetch_probe_free(struct fetch_probe *p);
  * Anything but a 200 is an error, with one line naming the URL and the
  * cause in err. Not for the event thread. */
 int fetch_get(const struct fetch_config *cfg, const char *url, size_t max,
-	      char **body, size_t *len, char **final, char *err,
-	      size_t errlen);
+	      char **body, size_t *len, char **final, char *err, size_t errlen);
 
 /* Parses "bytes S-E/T" (T may be "*"; total_out then UINT64_MAX) or
  * "bytes * /T" (unsatisfied: start and end UINT64_MAX). Returns 0 or

@@ -70,8 +70,8 @@ int fetch__redirect_next(CURL *easy, const char *start, const char *from,
  * response that is no redirect ended (its CURLcode in *cc, the URL it came
  * from in *final: free() it), or what fetch__redirect_next returned, with
  * err set. */
-int fetch__perform(const struct fetch_config *cfg, CURL *easy,
-		   const char *url, struct curl_slist *headers, CURLcode *cc,
-		   char **final, char *err, size_t errlen);
+int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
+		   struct curl_slist *headers, CURLcode *cc, char **final,
+		   char *err, size_t errlen);
 
 #endif

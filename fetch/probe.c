@@ -274,8 +274,7 @@ static size_t get_body(char *data, size_t size, size_t n, void *arg)
 }
 
 int fetch_get(const struct fetch_config *cfg, const char *url, size_t max,
-	      char **body, size_t *len, char **final, char *err,
-	      size_t errlen)
+	      char **body, size_t *len, char **final, char *err, size_t errlen)
 {
 	struct get_state g = {.max = max};
 	char errbuf[CURL_ERROR_SIZE] = "", herr[512] = "";

@@ -35,8 +35,8 @@ bool fetch__is_redirect(CURL *easy)
 }
 
 /* Writes "what: A -> B" with both URLs shown without userinfo. */
-static void hop_error(char *err, size_t errlen, const char *what,
-		      const char *a, const char *b)
+static void hop_error(char *err, size_t errlen, const char *what, const char *a,
+		      const char *b)
 {
 	char *ra = fetch_url_redacted(a), *rb = fetch_url_redacted(b);
 
@@ -65,17 +65,16 @@ int fetch__redirect_next(CURL *easy, const char *start, const char *from,
 	 * never gets bytes an attacker on the path could have changed. */
 	if (strncasecmp(from, "https://", 8) == 0 &&
 	    strncasecmp(target, "https://", 8) != 0) {
-		hop_error(err, errlen,
-			  "refusing a redirect from https to http", from,
-			  target);
+		hop_error(err, errlen, "refusing a redirect from https to http",
+			  from, target);
 		return -EPERM;
 	}
 	return fetch__url_hop(start, target, next);
 }
 
-int fetch__perform(const struct fetch_config *cfg, CURL *easy,
-		   const char *url, struct curl_slist *headers, CURLcode *cc,
-		   char **final, char *err, size_t errlen)
+int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
+		   struct curl_slist *headers, CURLcode *cc, char **final,
+		   char *err, size_t errlen)
 {
 	char *hop = NULL, *next = NULL;
 	const char *at = url;

@@ -50,9 +50,8 @@ static int probe_one(const struct fetch_config *fc, const char *url,
 	 * another origin (a CDN's presigned URL, which expires) is asked
 	 * again by every request, from the URL the user gave with its
 	 * credentials, and followed without them. */
-	s->url = strdup(fetch_url_same_origin(url, pr.final_url)
-				? pr.final_url
-				: url);
+	s->url = strdup(fetch_url_same_origin(url, pr.final_url) ? pr.final_url
+								 : url);
 	fetch_probe_free(&pr);
 	if (pr.etag[0] != '\0' && !pr.etag_weak)
 		s->validator = strdup(pr.etag);

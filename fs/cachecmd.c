@@ -269,7 +269,8 @@ static int resolve(const struct cache_id *ids, size_t n, const char *arg,
 	{
 		char *shown = fetch_url_redacted(arg);
 
-		fprintf(stderr, "pacefs: cache: %s: no such blob in the cache\n",
+		fprintf(stderr,
+			"pacefs: cache: %s: no such blob in the cache\n",
 			shown != NULL ? shown : "?");
 		free(shown);
 	}

@@ -47,8 +47,8 @@ void fs__headers_free(char **list, unsigned n)
 	free(list);
 }
 
-int fs__headers_parse(const char *text, size_t len, char ***out,
-		      unsigned *n, char *err, size_t errlen)
+int fs__headers_parse(const char *text, size_t len, char ***out, unsigned *n,
+		      char *err, size_t errlen)
 {
 	char **list = NULL;
 	unsigned count = 0, line = 0;

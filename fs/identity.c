@@ -37,11 +37,12 @@ char *fs__url_identity(const char *url)
 	len = 4 + strlen(bare) + sizeof(mark) + 2 * mdlen;
 	out = malloc(len);
 	if (out != NULL) {
-		size_t used = (size_t)snprintf(out, len, "url:%s%s", bare, mark);
+		size_t used =
+			(size_t)snprintf(out, len, "url:%s%s", bare, mark);
 
 		for (unsigned int i = 0; i < mdlen; i++)
-			used += (size_t)snprintf(out + used, len - used,
-						 "%02x", md[i]);
+			used += (size_t)snprintf(out + used, len - used, "%02x",
+						 md[i]);
 	}
 	free(bare);
 	return out;

@@ -47,7 +47,8 @@ static void usage(void)
 	       "       pacefs cache ls|stat|verify|evict|gc [--cache-dir DIR]\n"
 	       "       pacefs prefetch PATH...\n"
 	       "\n"
-	       "Mounts the HTTP(S) blob at URL read-only as MOUNTPOINT/NAME; or\n"
+	       "Mounts the HTTP(S) blob at URL read-only as MOUNTPOINT/NAME; "
+	       "or\n"
 	       "the files a manifest lists; or, for a URL ending in '/', the\n"
 	       "tree its HTML directory index (nginx, Apache) shows.\n"
 	       "Unmount with: fusermount3 -u MOUNTPOINT\n"
@@ -68,7 +69,8 @@ static void usage(void)
 	       "    -o read_timeout=S      a blocked read fails with EIO "
 	       "after S seconds\n"
 	       "                           (default: 60)\n"
-	       "    -o stall_timeout=S     a transfer with no byte for S seconds "
+	       "    -o stall_timeout=S     a transfer with no byte for S "
+	       "seconds "
 	       "is retried\n"
 	       "                           (default: 10)\n"
 	       "    -o mirror=URL          another source of the blob "
@@ -321,9 +323,9 @@ static int add_origin(struct prepared *p, const char *url)
 	int rc = fetch_url_origin(url, &o);
 
 	if (rc != 0)
-		return rc == -ENOMEM ? fail("out of memory")
-				     : fail("URL '%s': curl cannot parse it",
-					    url);
+		return rc == -ENOMEM
+			       ? fail("out of memory")
+			       : fail("URL '%s': curl cannot parse it", url);
 	for (size_t i = 0; i < p->norigins; i++)
 		if (strcmp(p->origins[i], o) == 0) {
 			free(o);
@@ -353,9 +355,8 @@ static int header_origins(const struct fs_opts *o, struct fetch_config *fc,
 	for (unsigned i = 0; i < o->nmirrors; i++)
 		if (add_origin(p, o->mirrors[i]) != 0)
 			return 1;
-	for (uint32_t i = 0; p->kind == MOUNT_MANIFEST &&
-			     i < p->manifest.nfiles;
-	     i++)
+	for (uint32_t i = 0;
+	     p->kind == MOUNT_MANIFEST && i < p->manifest.nfiles; i++)
 		for (uint32_t u = 0; u < p->manifest.files[i].nurls; u++)
 			if (add_origin(p, p->manifest.files[i].urls[u]) != 0)
 				return 1;

@@ -261,8 +261,8 @@ int fs__node_list(struct fs_mount *m, uint32_t d)
 	pthread_mutex_unlock(&ns->mu);
 	if (url == NULL)
 		return 0; /* fresh, or not an index */
-	rc = fetch_get(&m->fetch, url, FS_LISTING_MAX, &page, &len, &final,
-		       err, sizeof(err));
+	rc = fetch_get(&m->fetch, url, FS_LISTING_MAX, &page, &len, &final, err,
+		       sizeof(err));
 	if (rc == 0)
 		rc = fs__dirindex_parse(page, len, &ents, &nents, err,
 					sizeof(err));

@@ -171,11 +171,12 @@ static int add_header_file(struct parse_state *s, const char *arg)
 	char **list = NULL, **grown, why[512];
 	unsigned n = 0;
 
-	if (fs__headers_load(path, getuid(), &list, &n, why, sizeof(why)) !=
-	    0)
+	if (fs__headers_load(path, getuid(), &list, &n, why, sizeof(why)) != 0)
 		return parse_error(s, "option header_file: %s", why);
+	if (n == 0)
+		return 0; /* comments only: nothing to add */
 	grown = realloc(o->headers, (o->nheaders + n) * sizeof(*grown));
-	if (grown == NULL && o->nheaders + n > 0) {
+	if (grown == NULL) {
 		fs__headers_free(list, n);
 		return parse_error(s, "out of memory");
 	}
@@ -407,7 +408,8 @@ static void scrub_optlist(char *list)
 			end++;
 		}
 		if (strncmp(item, "header=", 7) == 0) {
-			char *v = memchr(item + 7, ':', (size_t)(end - item - 7));
+			char *v =
+				memchr(item + 7, ':', (size_t)(end - item - 7));
 
 			v = v != NULL ? v + 1 : item + 7;
 			memset(v, '*', (size_t)(end - v));

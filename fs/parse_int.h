@@ -45,7 +45,7 @@ static inline unsigned fs__month_days(int64_t y, unsigned m)
 }
 
 /* Request headers (fs/headers.c). */
-#define FS_HEADERS_MAX 64	    /* headers one file may give */
+#define FS_HEADERS_MAX 64	 /* headers one file may give */
 #define FS_HEADER_FILE_MAX 65536 /* bytes of a header file */
 
 /* 0 when the len bytes at h are one header, "Name: value": a token for a
@@ -58,8 +58,8 @@ int fs__header_check(const char *h, size_t len);
  * '#' skipped, a CR before a line end dropped. Returns 0 with *out (*n
  * strings; free with fs__headers_free), or -EINVAL with one line naming
  * the line number (never the value) in err, or -ENOMEM. Thread-safe. */
-int fs__headers_parse(const char *text, size_t len, char ***out,
-		      unsigned *n, char *err, size_t errlen);
+int fs__headers_parse(const char *text, size_t len, char ***out, unsigned *n,
+		      char *err, size_t errlen);
 
 /* Reads and parses the header file at path, which must be a regular file
  * owned by uid that neither group nor others may read or write. Errors:

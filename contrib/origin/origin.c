@@ -74,7 +74,8 @@ static const struct {
 	[FAULT_SLOWFIRST] = {"slowfirst", 1, 1},
 	[FAULT_REFUSE] = {"refuse", 0, 0},
 	[FAULT_RATE] = {"rate", 1, 1},
-	[FAULT_REDIRECT] = {"redirect", 1, 1}, /* its one argument is the rest */
+	/* A redirect's one argument is the rest of the rule. */
+	[FAULT_REDIRECT] = {"redirect", 1, 1},
 };
 
 struct fault {
@@ -1106,8 +1107,7 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 			rc = -ENOMEM;
 			goto out;
 		}
-		snprintf(loc, n, "Location: %s%s\r\n", f->location,
-			 rq->target);
+		snprintf(loc, n, "Location: %s%s\r\n", f->location, rq->target);
 		rc = send_status(c, rq, status, -1, loc, closing, &sent);
 		free(loc);
 		goto out;

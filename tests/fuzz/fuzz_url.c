@@ -40,8 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r = fetch_url_redacted(s);
 	if (r == NULL || authority_has_at(r, false))
 		abort();
-	if (fetch_url_has_userinfo(s) !=
-	    fetch_url_userinfo(s, &st, &en))
+	if (fetch_url_has_userinfo(s) != fetch_url_userinfo(s, &st, &en))
 		abort();
 	if (fetch_url_has_userinfo(s) && (en <= st || s[en - 1] != '@'))
 		abort();

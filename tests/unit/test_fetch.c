@@ -138,7 +138,8 @@ static void text_redact(void)
 		 "'https://h' and http://d:1/x?e@f then ftp://h"},
 		{"http://u:p@ss:w@h:8/", "http://h:8/"},
 		{"no url, a@b and :// alone", "no url, a@b and :// alone"},
-		{"http://h:8080 refused: user@example", "http://h:8080 refused: user@example"},
+		{"http://h:8080 refused: user@example",
+		 "http://h:8080 refused: user@example"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

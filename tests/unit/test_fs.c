@@ -127,7 +127,8 @@ static void argv_scrubbed(void)
 {
 	char a1[] = "-o", a2[] = "lanes=2,header=X-Key: k1\\,k2,mirror=http://"
 				 "u:p@m/x,header=Bad";
-	char a3[] = "-oheader=Authorization: Bearer abc", a4[] = "http://u:pw@h/f";
+	char a3[] = "-oheader=Authorization: Bearer abc",
+	     a4[] = "http://u:pw@h/f";
 	char a5[] = "/mnt", a0[] = "pacefs";
 	char *argv[] = {a0, a1, a2, a3, a4, a5, NULL};
 
@@ -157,12 +158,11 @@ static const char *header_file(const char *text, mode_t mode)
 
 static void opts_header_file(void)
 {
-	const char *path =
-		header_file("# tokens\n\nX-Token: s3cret\r\nX-Other: 2\n",
-			    0600);
+	const char *path = header_file(
+		"# tokens\n\nX-Token: s3cret\r\nX-Other: 2\n", 0600);
 	char opt[128], err[512];
-	char *argv[] = {"pacefs", "-o", opt, "-o", "header=A: b",
-			"http://h/x", "/mnt", NULL};
+	char *argv[] = {"pacefs",      "-o",	     opt,    "-o",
+			"header=A: b", "http://h/x", "/mnt", NULL};
 	struct fs_opts o;
 
 	snprintf(opt, sizeof(opt), "header_file=%s", path);
@@ -213,7 +213,7 @@ static void url_identity(void)
 	/* Never cut: URLs that differ after 10,000 bytes differ. */
 	memcpy(url, "http://h/?", 10);
 	memset(url + 10, 'x', 19000);
-	strcpy(url + 19010, "&f=a");
+	memcpy(url + 19010, "&f=a", 5);
 	long1 = fs__url_identity(url);
 	url[19013] = 'b';
 	long2 = fs__url_identity(url);

@@ -1195,8 +1195,8 @@ static void headers_parse_refused(void)
 	unsigned n = 7;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		T_EQ_INT(fs__headers_parse(bad[i][0], strlen(bad[i][0]), &h,
-					   &n, err, sizeof(err)),
+		T_EQ_INT(fs__headers_parse(bad[i][0], strlen(bad[i][0]), &h, &n,
+					   err, sizeof(err)),
 			 -EINVAL);
 		if (strncmp(err, bad[i][1], strlen(bad[i][1])) != 0 ||
 		    strstr(err, "secret") != NULL || strchr(err, '\n'))
