@@ -45,7 +45,14 @@ static int probe_one(const struct fetch_config *fc, const char *url,
 
 	if (rc != 0)
 		return rc;
-	s->url = strdup(pr.final_url);
+	/* Redirects that stayed on the URL's origin are pinned: later
+	 * requests go straight to where they led. One that crossed to
+	 * another origin (a CDN's presigned URL, which expires) is asked
+	 * again by every request, from the URL the user gave with its
+	 * credentials, and followed without them. */
+	s->url = strdup(fetch_url_same_origin(url, pr.final_url) ? pr.final_url
+								 : url);
+	fetch_probe_free(&pr);
 	if (pr.etag[0] != '\0' && !pr.etag_weak)
 		s->validator = strdup(pr.etag);
 	else if (pr.last_modified[0] != '\0')
@@ -103,7 +110,14 @@ static int put_record(struct cache *cache, const struct cache_id *id,
 		rec.verified = old->verified;
 		memcpy(rec.sha256, old->sha256, sizeof(rec.sha256));
 	}
-	snprintf(rec.identity, sizeof(rec.identity), "%s", a->identity);
+	/* The record's copy is for `pacefs cache ls` only (the id is made
+	 * from the whole identity): one too long to store says so. */
+	if (strlen(a->identity) < sizeof(rec.identity))
+		snprintf(rec.identity, sizeof(rec.identity), "%s", a->identity);
+	else
+		snprintf(rec.identity, sizeof(rec.identity),
+			 "%.*s... (%zu bytes)", (int)sizeof(rec.identity) - 64,
+			 a->identity, strlen(a->identity));
 	return cache_blob_put(cache, id, &rec);
 }
 

@@ -395,11 +395,22 @@ static int xattr_value(struct fs_mount *m, uint32_t i, const char *name,
 	} else if (strcmp(name, "url") == 0) {
 		size_t used = 0;
 
+		/* Without userinfo: with allow_other, every user reads
+		 * this. */
 		buf[0] = '\0';
-		for (uint32_t u = 0; u < n->nurls && used < cap; u++)
+		for (uint32_t u = 0; u < n->nurls && used < cap; u++) {
+			char *shown = fetch_url_redacted(n->urls[u]);
+
+			if (shown == NULL) {
+				len = -ENOMEM;
+				break;
+			}
 			used += (size_t)snprintf(buf + used, cap - used, "%s%s",
-						 u ? "\n" : "", n->urls[u]);
-		len = (int)strlen(buf);
+						 u ? "\n" : "", shown);
+			free(shown);
+		}
+		if (len != -ENOMEM)
+			len = (int)strlen(buf);
 	} else if (strcmp(name, "size") == 0 && n->has_size) {
 		len = snprintf(buf, cap, "%" PRIu64, n->size);
 	} else if (strcmp(name, "sha256") == 0 && n->has_sha256) {

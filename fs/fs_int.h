@@ -3,6 +3,7 @@
 #define FS_INT_H
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -21,6 +22,9 @@ enum fs_log_level { FS_LOG_ERR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };
 void fs__log_init(bool to_stderr, enum fs_log_level level);
 void fs__log(enum fs_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* vsnprintf into buf with every URL's userinfo removed (removed before a
+ * long line is cut): what every log line and terminal line goes through. */
+void fs__format_shown(char *buf, size_t cap, const char *fmt, va_list ap);
 /* Adapters for the modules' log callbacks. */
 void fs__log_cache(void *ctx, enum cache_log_level level, const char *msg);
 void fs__log_fetch(void *ctx, enum fetch_log_level level, const char *msg);
@@ -378,9 +382,20 @@ struct fs_mount {
 /* The cache identity of a file (docs/manifest.md, "The cache"): a content
  * identity when its block digests are checked before its bytes are cached
  * (fs__node_has_content_identity), shared by every file naming the same
- * digests; else its first URL, never whichever mirror answered. Caller
+ * digests; else its first URL (fs__url_identity), never whichever mirror
+ * answered. A new string (free() it); NULL when memory ran out. Caller
  * holds the namespace's mu. */
-void fs__node_identity(const struct fs_node *n, char *buf, size_t cap);
+char *fs__node_identity(const struct fs_node *n);
+
+/* What follows a newline in the identity of a URL with userinfo. */
+#define FS_IDENTITY_USERINFO "userinfo-sha256:"
+
+/* fs/identity.c. The cache identity of url, whole (never cut): "url:" +
+ * url when it has no userinfo; else "url:" + url without its userinfo +
+ * "\n" FS_IDENTITY_USERINFO + the hex SHA-256 of the whole URL, so that
+ * no credential is stored and two never share bytes. A new string (free()
+ * it); NULL when memory ran out. */
+char *fs__url_identity(const char *url);
 
 /* True when node n's identity names its content: every block stored under
  * it passed the per-block digests the identity is made of. Caller holds
