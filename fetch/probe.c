@@ -16,6 +16,7 @@
 
 struct probe_state {
 	struct fetch_probe *out;
+	CURL *easy;
 	bool cr_seen;
 	uint64_t cr_start, cr_end, cr_total;
 	uint64_t content_length;
@@ -77,6 +78,8 @@ static size_t probe_body(char *buf, size_t size, size_t n, void *arg)
 	struct probe_state *s = arg;
 
 	(void)buf;
+	if (fetch__is_redirect(s->easy))
+		return size * n; /* the next hop follows */
 	s->body += size * n;
 	/* A server that ignores Range sends the whole blob: stop at once. */
 	return s->body > 1 ? 0 : size * n;
@@ -85,6 +88,7 @@ static size_t probe_body(char *buf, size_t size, size_t n, void *arg)
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Every line names the URL; its userinfo is never shown. */
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -95,56 +99,59 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -EIO;
 }
 
+/* url as shown: without its userinfo (free() it; NULL: memory ran out,
+ * which the callers show as "?"). */
+#define SHOWN(u) ((u) != NULL ? (u) : "?")
+
 /* One probe request; fetch_probe() retries it. */
 static int probe_once(const struct fetch_config *cfg, const char *url,
 		      struct fetch_probe *out, enum fetch_probe_error *kind,
 		      uint64_t *retry_after_ms, char *err, size_t errlen)
 {
 	struct probe_state s;
-	char errbuf[CURL_ERROR_SIZE] = "";
-	char *final = NULL;
+	char errbuf[CURL_ERROR_SIZE] = "", herr[512] = "";
+	char *shown = fetch_url_redacted(url), *final = NULL;
 	struct curl_slist *headers;
 	bool headers_ok;
 	CURL *easy;
-	CURLcode cc;
+	CURLcode cc = CURLE_OK;
 	int rc;
 
+	fetch_probe_free(out);
 	memset(out, 0, sizeof(*out));
 	memset(&s, 0, sizeof(s));
 	s.out = out;
 	*kind = FETCH_PROBE_UNSUITABLE;
 	headers = fetch__headers(cfg, &headers_ok);
 	easy = curl_easy_init();
-	if (easy == NULL || !headers_ok) {
-		curl_slist_free_all(headers);
-		if (easy != NULL)
-			curl_easy_cleanup(easy);
-		return fail(err, errlen, "%s: out of memory", url);
-	}
-	if (fetch__easy_setup(easy, cfg, errbuf) != CURLE_OK) {
-		rc = fail(err, errlen, "%s: cannot set up curl options", url);
+	s.easy = easy;
+	if (easy == NULL || !headers_ok || shown == NULL) {
+		rc = fail(err, errlen, "%s: out of memory", SHOWN(shown));
 		goto out;
 	}
-	curl_easy_setopt(easy, CURLOPT_URL, url);
+	if (fetch__easy_setup(easy, cfg, errbuf) != CURLE_OK) {
+		rc = fail(err, errlen, "%s: cannot set up curl options", shown);
+		goto out;
+	}
 	curl_easy_setopt(easy, CURLOPT_RANGE, "0-0");
-	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
 	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, probe_header);
 	curl_easy_setopt(easy, CURLOPT_HEADERDATA, &s);
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_body);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &s);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, cfg->connect_timeout_ms * 3);
-	cc = curl_easy_perform(easy);
+	rc = fetch__perform(cfg, easy, url, headers, &cc, &final, herr,
+			    sizeof(herr));
+	if (rc != 0) {
+		/* A redirect refused is final: no retry. */
+		rc = fail(err, errlen, "%s: %s", shown, herr);
+		goto out;
+	}
+	out->final_url = final;
 	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &out->status);
-	if (curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &final) ==
-		    CURLE_OK &&
-	    final != NULL)
-		snprintf(out->final_url, sizeof(out->final_url), "%s", final);
-	else
-		snprintf(out->final_url, sizeof(out->final_url), "%s", url);
 	if (cc != CURLE_OK && cc != CURLE_WRITE_ERROR) {
 		*kind = out->status == 0 ? FETCH_PROBE_UNREACHABLE
 					 : FETCH_PROBE_REFUSED;
-		rc = fail(err, errlen, "%s: %s", url,
+		rc = fail(err, errlen, "%s: %s", shown,
 			  errbuf[0] ? errbuf : curl_easy_strerror(cc));
 		goto out;
 	}
@@ -156,7 +163,7 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 		rc = fail(err, errlen,
 			  "%s: the server ignores Range requests (HTTP 200 "
 			  "to a range request); pacefs needs Range support",
-			  url);
+			  shown);
 		goto out;
 	} else if (out->status == 416 && s.cr_seen &&
 		   s.cr_start == UINT64_MAX && s.cr_total == 0) {
@@ -168,14 +175,14 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 			rc = fail(err, errlen,
 				  "%s: HTTP 206 without a Content-Range "
 				  "'bytes 0-0/SIZE'",
-				  url);
+				  shown);
 			goto out;
 		}
 		out->size = s.cr_total;
 	} else {
 		*kind = FETCH_PROBE_REFUSED;
 		*retry_after_ms = s.retry_after_ms;
-		rc = fail(err, errlen, "%s: HTTP %ld", url, out->status);
+		rc = fail(err, errlen, "%s: HTTP %ld", shown, out->status);
 		goto out;
 	}
 	out->ranges = true;
@@ -186,9 +193,21 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 	*kind = FETCH_PROBE_OK;
 	rc = 0;
 out:
-	curl_easy_cleanup(easy);
+	if (rc != 0)
+		fetch_probe_free(out);
+	if (easy != NULL)
+		curl_easy_cleanup(easy);
 	curl_slist_free_all(headers);
+	free(shown);
 	return rc;
+}
+
+void fetch_probe_free(struct fetch_probe *p)
+{
+	if (p == NULL)
+		return;
+	free(p->final_url);
+	p->final_url = NULL;
 }
 
 int fetch_probe(const struct fetch_config *cfg, const char *url,
@@ -197,6 +216,8 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 {
 	uint64_t wait_ms = FETCH__PROBE_FIRST_WAIT_MS;
 	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
 
 	/* 5xx and 429 may pass: try again a few times, as Retry-After says
 	 * when it asks for little enough. Anything else is final at once. */
@@ -223,6 +244,7 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 }
 
 struct get_state {
+	CURL *easy;
 	char *buf;
 	size_t len;
 	size_t max;
@@ -235,6 +257,8 @@ static size_t get_body(char *data, size_t size, size_t n, void *arg)
 	size_t len = size * n;
 	char *grown;
 
+	if (fetch__is_redirect(g->easy))
+		return len; /* the next hop follows */
 	if (g->len + len > g->max) {
 		g->too_big = true;
 		return 0;
@@ -250,48 +274,62 @@ static size_t get_body(char *data, size_t size, size_t n, void *arg)
 }
 
 int fetch_get(const struct fetch_config *cfg, const char *url, size_t max,
-	      char **body, size_t *len, char *err, size_t errlen)
+	      char **body, size_t *len, char **final, char *err, size_t errlen)
 {
 	struct get_state g = {.max = max};
-	char errbuf[CURL_ERROR_SIZE] = "";
+	char errbuf[CURL_ERROR_SIZE] = "", herr[512] = "";
+	char *shown = fetch_url_redacted(url), *last = NULL;
 	struct curl_slist *headers;
 	bool headers_ok;
 	long status = 0;
 	CURL *easy;
-	CURLcode cc;
+	CURLcode cc = CURLE_OK;
 	int rc = 0;
 
 	headers = fetch__headers(cfg, &headers_ok);
 	easy = curl_easy_init();
-	if (easy == NULL || !headers_ok ||
+	g.easy = easy;
+	if (easy == NULL || !headers_ok || shown == NULL ||
 	    fetch__easy_setup(easy, cfg, errbuf) != CURLE_OK) {
-		rc = fail(err, errlen, "%s: cannot set up a request", url);
+		rc = fail(err, errlen, "%s: cannot set up a request",
+			  SHOWN(shown));
 		goto out;
 	}
-	curl_easy_setopt(easy, CURLOPT_URL, url);
-	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, get_body);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &g);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
 			 cfg->connect_timeout_ms * 3);
-	cc = curl_easy_perform(easy);
+	rc = fetch__perform(cfg, easy, url, headers, &cc, &last, herr,
+			    sizeof(herr));
+	if (rc != 0) {
+		rc = fail(err, errlen, "%s: %s", shown, herr);
+		goto out;
+	}
 	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
 	if (g.too_big)
-		rc = fail(err, errlen, "%s: larger than %zu bytes", url, max);
+		rc = fail(err, errlen, "%s: larger than %zu bytes", shown, max);
 	else if (cc != CURLE_OK)
-		rc = fail(err, errlen, "%s: %s", url,
+		rc = fail(err, errlen, "%s: %s", shown,
 			  errbuf[0] ? errbuf : curl_easy_strerror(cc));
 	else if (status != 200)
-		rc = fail(err, errlen, "%s: HTTP %ld", url, status);
+		rc = fail(err, errlen, "%s: HTTP %ld", shown, status);
 out:
 	if (easy != NULL)
 		curl_easy_cleanup(easy);
 	curl_slist_free_all(headers);
+	free(shown);
+	if (rc == 0 && g.buf == NULL && (g.buf = strdup("")) == NULL)
+		rc = fail(err, errlen, "out of memory");
 	if (rc != 0) {
 		free(g.buf);
+		free(last);
 		return rc;
 	}
-	*body = g.buf != NULL ? g.buf : strdup("");
+	*body = g.buf;
 	*len = g.len;
-	return *body != NULL ? 0 : -ENOMEM;
+	if (final != NULL)
+		*final = last;
+	else
+		free(last);
+	return 0;
 }

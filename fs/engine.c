@@ -179,6 +179,9 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 			 * source that sent them all is not used again. */
 			pace_blob_forget(e->pace, li.blob, i * CACHE_BLOCK_SIZE,
 					 block_end(b, i));
+			/* Its bytes were readable as they arrived. */
+			fs__inval_queue(e, li.blob, i * CACHE_BLOCK_SIZE,
+					block_end(b, i));
 			if (!p->mixed)
 				pace_source_exclude(e->pace, p->source);
 			p->state = FS_PART_FREE;
@@ -228,6 +231,9 @@ static void blob_changed(struct fs_engine *e, uint32_t lane,
 	if (b->changed || b->nsources == 0 || b->sources[0].pace_id != li.source)
 		return; /* a mirror: the scheduler excludes it */
 	b->changed = true;
+	/* Its reads fail from now on, also those the kernel would serve
+	 * from its cache. */
+	fs__inval_queue(e, li.blob, 0, b->size);
 	fs__log(FS_LOG_ERR,
 		"%s: %s; its reads fail with EIO until it is remounted",
 		b->name, res->reason);
@@ -418,6 +424,7 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&e->cv, &ca);
 	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&e->inval_cv, NULL);
 	e->cache = cache;
 	e->read_timeout_ns = (uint64_t)cfg->read_timeout_s * 1000000000u;
 
@@ -553,6 +560,16 @@ int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
 		b->has_sha256 = true;
 		memcpy(b->sha256, sha256, sizeof(b->sha256));
 	}
+	/* Every byte must have its digest: bytes no digest covers would pass
+	 * fs__verify_part, and be stored under a content identity. */
+	if (n > 0 && (dblock == 0 || (b->size + dblock - 1) / dblock != n)) {
+		fs__log(FS_LOG_ERR,
+			"%s: %" PRIu32 " block digests of %" PRIu32
+			" bytes do not cover its %" PRIu64 " bytes",
+			b->name, n, dblock, b->size);
+		rc = -EINVAL;
+		goto out;
+	}
 	if (n > 0 && b->dblocks == NULL) {
 		b->dblocks = malloc((size_t)n * sizeof(*b->dblocks));
 		if (b->dblocks == NULL) {
@@ -605,6 +622,7 @@ void fs__engine_free(struct fs_engine *e)
 
 	if (e == NULL)
 		return;
+	fs__inval_stop(e);
 	fetch_free(e->fetch);
 	/* Whole-blob checks read through the engine: let them end first. */
 	pthread_mutex_lock(&e->mu);
@@ -626,16 +644,27 @@ void fs__engine_free(struct fs_engine *e)
 	free(e->lane_seen_ns);
 	blobs_free(e->blobs, e->nblobs);
 	pthread_cond_destroy(&e->cv);
+	pthread_cond_destroy(&e->inval_cv);
 	pthread_mutex_destroy(&e->mu);
 	free(e);
 }
 
-int fs__engine_open(struct fs_engine *e, uint32_t b, uint32_t *reader_out)
+int fs__engine_open(struct fs_engine *e, uint32_t b, uint64_t ino,
+		    uint32_t *reader_out, bool *keep_cache)
 {
+	struct fs_blob *blob = &e->blobs[b];
 	int rc;
 
 	pthread_mutex_lock(&e->mu);
 	rc = pace_reader_open(e->pace, b, fs__now_ns(), reader_out);
+	if (rc == 0) {
+		blob->ino = ino;
+		/* The kernel's pages were right when it read them unless
+		 * bytes were dropped since: then this open drops them all,
+		 * should an invalidation not have reached them. */
+		*keep_cache = !blob->pages_stale;
+		blob->pages_stale = false;
+	}
 	pthread_mutex_unlock(&e->mu);
 	return rc;
 }

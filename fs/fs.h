@@ -58,6 +58,12 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 
 void fs_opts_free(struct fs_opts *o);
 
+/* Overwrites, in argv's own memory, what /proc/PID/cmdline must not show
+ * once the options are parsed: the values of -o header= (the name stays)
+ * and the userinfo of URL arguments and -o mirror= ('*' each). Items
+ * separate as libfuse separates them. */
+void fs_opts_scrub_argv(int argc, char **argv);
+
 /* Derives the file name from a URL: its last path segment, query and
  * fragment removed, percent-decoded. Returns -EINVAL (with the reason in
  * err) when the segment is empty, ".", "..", or decodes to a '/' or NUL. */

@@ -3,6 +3,7 @@
 #define FS_INT_H
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -21,6 +22,9 @@ enum fs_log_level { FS_LOG_ERR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };
 void fs__log_init(bool to_stderr, enum fs_log_level level);
 void fs__log(enum fs_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* vsnprintf into buf with every URL's userinfo removed (removed before a
+ * long line is cut): what every log line and terminal line goes through. */
+void fs__format_shown(char *buf, size_t cap, const char *fmt, va_list ap);
 /* Adapters for the modules' log callbacks. */
 void fs__log_cache(void *ctx, enum cache_log_level level, const char *msg);
 void fs__log_fetch(void *ctx, enum fetch_log_level level, const char *msg);
@@ -55,7 +59,8 @@ struct fs_source {
 struct fs_blob {
 	char *name;
 	uint64_t size;
-	uint64_t ino;
+	uint64_t ino; /* its file's inode once opened, 0 before; guarded by
+			 mu */
 	struct cache_id id;
 	uint32_t pace_id;
 	struct fs_source *sources;
@@ -74,6 +79,11 @@ struct fs_blob {
 	bool changed; /* the origin now serves another version; guarded by
 			 mu */
 	bool dropped; /* its cached bytes are gone; guarded by mu */
+	/* The kernel may cache pages of bytes the mount dropped as wrong or
+	 * stale (fs__inval_queue); guarded by mu. */
+	uint64_t inval_start, inval_end; /* pages still to drop; empty: none */
+	bool pages_stale; /* bytes dropped since the last open, which must
+			     not keep the kernel's pages */
 };
 
 /* A block in memory: assembled from arriving bytes until whole, then kept
@@ -121,6 +131,13 @@ struct fs_engine {
 	uint64_t *lane_seen_ns; /* last start or byte per lane; guarded by mu */
 	uint32_t verifiers;	/* whole-blob checks running; guarded by mu */
 	bool stopping;		/* the engine is being freed; guarded by mu */
+	/* Page invalidations (fs/inval.c). */
+	struct fuse_session *se; /* while the thread runs */
+	pthread_cond_t inval_cv; /* a range queued, or stop */
+	pthread_t inval_thread;
+	bool inval_running;
+	bool inval_stop;	/* guarded by mu */
+	uint32_t inval_pending; /* blobs with a range queued; guarded by mu */
 };
 
 struct fs_mount;
@@ -186,12 +203,34 @@ bool fs__verify_part(struct fs_engine *e, uint32_t b,
  * once every byte is held. Caller holds e->mu. */
 void fs__verify_start(struct fs_engine *e, uint32_t b);
 
+/* fs/inval.c. Queues the kernel's pages of bytes [start, end) of blob b
+ * to be dropped (the mount dropped those bytes as wrong or stale), and
+ * makes the next open drop all of them. Not for evictions: the kernel's
+ * pages of evicted bytes are still right. Caller holds e->mu. */
+void fs__inval_queue(struct fs_engine *e, uint32_t b, uint64_t start,
+		     uint64_t end);
+
+/* Starts the thread that sends the queued invalidations through se. Call
+ * while the session serves requests (the kernel waits, in an
+ * invalidation, for the reads in flight over those pages). 0 or a
+ * negative errno. */
+int fs__inval_start(struct fs_engine *e, struct fuse_session *se);
+
+/* Stops that thread; before the session is destroyed. Pending ranges are
+ * left (the mount ends). fs__inval_stop(NULL) and a second call do
+ * nothing. */
+void fs__inval_stop(struct fs_engine *e);
+
 /* The cache's on_evicted callback, as on_lost without an error. */
 void fs__engine_on_evicted(void *ctx, const struct cache_id *id,
 			   uint64_t index);
 
-/* Opens and closes a reader stream on blob b. */
-int fs__engine_open(struct fs_engine *e, uint32_t b, uint32_t *reader_out);
+/* Opens a reader stream on blob b, the file of inode ino. *keep_cache
+ * says whether the kernel may keep its cached pages of the file: false
+ * once after bytes were dropped as wrong or stale. */
+int fs__engine_open(struct fs_engine *e, uint32_t b, uint64_t ino,
+		    uint32_t *reader_out, bool *keep_cache);
+/* Closes a reader stream. */
 void fs__engine_close(struct fs_engine *e, uint32_t b, uint32_t reader);
 
 /* Reads up to len bytes at off of blob b for reader into buf, waiting for
@@ -309,14 +348,18 @@ struct fs_learn_args {
 	const uint8_t *sha256; /* the whole blob's digest, or NULL */
 	int64_t revalidate_s;  /* trust a record the origin confirmed less
 				  than this long ago; -1: always ask */
+	bool content; /* the identity names the content (verified per block),
+			 not what a source serves */
 };
 
 /* Probes a file's URLs. Sources that disagree on the size (with each other,
  * or with a->size when given) are left out with a log line. A blob whose
- * primary validator changed is dropped from the cache; when nothing
- * answers but the cache has the blob, its record stands in (offline); when
- * the record is fresh for the revalidation policy, nothing is asked. On
- * failure writes one line naming the URL and the cause into err. */
+ * primary validator changed is dropped from the cache (not under a content
+ * identity: its bytes are the content, whatever a URL serves now); when
+ * nothing answers but the cache has the blob, its record stands in
+ * (offline); when the record is fresh for the revalidation policy, nothing
+ * is asked (never under a content identity). On failure writes one line
+ * naming the URL and the cause into err. */
 int fs__learn(const struct fetch_config *fc, struct cache *cache,
 	      const struct fs_learn_args *a, struct fs_learned *out,
 	      char *err, size_t errlen);
@@ -338,9 +381,28 @@ struct fs_mount {
 	int64_t revalidate_s; /* -1: always ask the origin at first open */
 };
 
-/* The cache identity of a file: its SHA-256 when known, else its first
- * URL; never whichever mirror answered. */
-void fs__node_identity(const struct fs_node *n, char *buf, size_t cap);
+/* The cache identity of a file (docs/manifest.md, "The cache"): a content
+ * identity when its block digests are checked before its bytes are cached
+ * (fs__node_has_content_identity), shared by every file naming the same
+ * digests; else its first URL (fs__url_identity), never whichever mirror
+ * answered. A new string (free() it); NULL when memory ran out. Caller
+ * holds the namespace's mu. */
+char *fs__node_identity(const struct fs_node *n);
+
+/* What follows a newline in the identity of a URL with userinfo. */
+#define FS_IDENTITY_USERINFO "userinfo-sha256:"
+
+/* fs/identity.c. The cache identity of url, whole (never cut): "url:" +
+ * url when it has no userinfo; else "url:" + url without its userinfo +
+ * "\n" FS_IDENTITY_USERINFO + the hex SHA-256 of the whole URL, so that
+ * no credential is stored and two never share bytes. A new string (free()
+ * it); NULL when memory ran out. */
+char *fs__url_identity(const char *url);
+
+/* True when node n's identity names its content: every block stored under
+ * it passed the per-block digests the identity is made of. Caller holds
+ * the namespace's mu. */
+bool fs__node_has_content_identity(const struct fs_node *n);
 
 /* Makes node i's blob ready to read: probes its URLs if it has never been,
  * adds its blob to the engine. Returns 0 or -EIO (logged). */

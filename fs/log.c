@@ -65,12 +65,36 @@ void fs__log(enum fs_log_level level, const char *fmt, ...)
 	if (level > log_level)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	fs__format_shown(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (log_stderr)
 		fprintf(stderr, "pacefs: %s: %s\n", names[level], msg);
 	else
 		syslog(prio[level], "%s", msg);
+}
+
+void fs__format_shown(char *buf, size_t cap, const char *fmt, va_list ap)
+{
+	va_list again;
+	char *whole;
+	int n;
+
+	va_copy(again, ap);
+	n = vsnprintf(buf, cap, fmt, ap);
+	/* Redacted before it is cut, so that a cut inside a long userinfo
+	 * never leaves part of it behind. */
+	if (n >= 0 && (size_t)n >= cap &&
+	    (whole = malloc((size_t)n + 1)) != NULL) {
+		vsnprintf(whole, (size_t)n + 1, fmt, again);
+		fetch_text_redact(whole);
+		snprintf(buf, cap, "%s", whole);
+		free(whole);
+	} else if (n >= 0 && (size_t)n >= cap) {
+		snprintf(buf, cap, "(a line too long to show)");
+	} else {
+		fetch_text_redact(buf);
+	}
+	va_end(again);
 }
 
 void fs__log_cache(void *ctx, enum cache_log_level level, const char *msg)

@@ -8,23 +8,63 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "fs/fs_int.h"
 #include "fs/parse_int.h"
 
 /* The largest directory-index page read. */
 #define FS_LISTING_MAX (64u * 1024u * 1024u)
 
-void fs__node_identity(const struct fs_node *n, char *buf, size_t cap)
+bool fs__node_has_content_identity(const struct fs_node *n)
 {
-	if (n->has_sha256) {
-		size_t used = (size_t)snprintf(buf, cap, "sha256:");
+	/* fs__verify_part checks digest blocks that divide a cache block;
+	 * larger ones only the whole-file check covers. */
+	return n->ndblocks > 0 && n->dblock > 0 &&
+	       n->dblock <= CACHE_BLOCK_SIZE &&
+	       CACHE_BLOCK_SIZE % n->dblock == 0;
+}
 
-		for (int i = 0; i < 32 && used + 2 < cap; i++)
-			used += (size_t)snprintf(buf + used, cap - used,
-						 "%02x", n->sha256[i]);
+static void hex32(const uint8_t *d, char out[65])
+{
+	for (int i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+/* "sha256:H block_sha256:BS:D" (without "sha256:H " when the entry gives
+ * no whole-file digest), D the SHA-256 of the block digests, 32 bytes
+ * each, in order. Every block stored under it was checked against that
+ * list before it was cached, so the bytes it holds are the ones the list
+ * names, whichever source sent them. A whole-file digest alone binds
+ * nothing until the file is complete: such entries keep their source's
+ * identity. A new string; NULL when memory ran out. */
+static char *content_identity(const struct fs_node *n)
+{
+	size_t cap = sizeof("sha256: block_sha256::") + 64 + 10 + 64;
+	uint8_t list[32];
+	char h[65], d[65];
+	char *buf = malloc(cap);
+
+	if (buf == NULL)
+		return NULL;
+	EVP_Digest(n->dblocks, (size_t)n->ndblocks * sizeof(n->dblocks[0]),
+		   list, NULL, EVP_sha256(), NULL);
+	hex32(list, d);
+	if (n->has_sha256) {
+		hex32(n->sha256, h);
+		snprintf(buf, cap, "sha256:%s block_sha256:%" PRIu32 ":%s", h,
+			 n->dblock, d);
 	} else {
-		snprintf(buf, cap, "url:%s", n->urls[0]);
+		snprintf(buf, cap, "block_sha256:%" PRIu32 ":%s", n->dblock, d);
 	}
+	return buf;
+}
+
+char *fs__node_identity(const struct fs_node *n)
+{
+	if (fs__node_has_content_identity(n))
+		return content_identity(n);
+	return fs__url_identity(n->urls[0]);
 }
 
 /* Copies what probing node i needs out of the namespace, so that the
@@ -36,7 +76,8 @@ struct node_copy {
 	uint64_t size;
 	uint32_t blob;
 	char name[PATH_MAX]; /* the path in the mount, for logs */
-	char identity[FS_MANIFEST_URL_MAX + 16];
+	char *identity;
+	bool content; /* the identity names the content */
 	struct cache_id id;
 	const uint8_t *sha256; /* the node's, immutable; NULL: none */
 	uint32_t dblock;
@@ -49,6 +90,7 @@ static void node_copy_free(struct node_copy *c)
 	for (uint32_t i = 0; c->urls != NULL && i < c->nurls; i++)
 		free(c->urls[i]);
 	free(c->urls);
+	free(c->identity);
 }
 
 static int node_copy(struct fs_mount *m, uint32_t i, struct node_copy *c)
@@ -83,7 +125,12 @@ static int node_copy(struct fs_mount *m, uint32_t i, struct node_copy *c)
 	c->dblock = n->dblock;
 	c->dblocks = (const uint8_t(*)[32])n->dblocks;
 	c->ndblocks = n->ndblocks;
-	fs__node_identity(n, c->identity, sizeof(c->identity));
+	c->identity = fs__node_identity(n);
+	c->content = fs__node_has_content_identity(n);
+	if (c->identity == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	cache_id_from_string(c->identity, &c->id);
 out:
 	pthread_mutex_unlock(&m->ns->mu);
@@ -97,9 +144,19 @@ int fs__node_ready(struct fs_mount *m, uint32_t i)
 	struct fs_learn_args args;
 	struct node_copy c;
 	struct fs_learned l;
+	const struct fs_node *n;
 	char err[1024];
+	uint32_t blob;
 	int rc;
 
+	/* Every open asks: a file ready already needs no copy (nor the hash
+	 * over its block digests that its identity takes). */
+	pthread_mutex_lock(&m->ns->mu);
+	n = fs__ns_get(m->ns, i);
+	blob = n != NULL ? n->blob : FS_NO_BLOB;
+	pthread_mutex_unlock(&m->ns->mu);
+	if (blob != FS_NO_BLOB && fs__engine_blob_is_ready(m->engine, blob))
+		return 0;
 	rc = node_copy(m, i, &c);
 	if (rc != 0)
 		return rc;
@@ -119,6 +176,7 @@ int fs__node_ready(struct fs_mount *m, uint32_t i)
 	args.size = c.size;
 	args.sha256 = c.sha256;
 	args.revalidate_s = m->revalidate_s;
+	args.content = c.content;
 	rc = fs__learn(&m->fetch, m->cache, &args, &l, err, sizeof(err));
 	if (rc != 0) {
 		fs__log(FS_LOG_ERR, "%s: cannot open: %s", c.name, err);
@@ -160,16 +218,26 @@ out:
 	return rc;
 }
 
-/* Appends name to base, percent-encoding all but RFC 3986's unreserved
- * characters, and a '/' for a directory. */
+/* Resolves name, a relative href of the page at base, as a browser does:
+ * base up to the last '/' of its path (its query dropped), then name
+ * percent-encoding all but RFC 3986's unreserved characters, and a '/' for
+ * a directory. */
 static char *child_url(const char *base, const char *name, bool is_dir)
 {
-	size_t blen = strlen(base), n = blen;
-	char *url = malloc(blen + strlen(name) * 3 + 2);
+	const char *path = strstr(base, "://");
+	size_t blen = strcspn(base, "?#"), n;
+	char *url;
 
+	path = path != NULL ? path + 3 + strcspn(path + 3, "/?#") : base;
+	while (blen > (size_t)(path - base) && base[blen - 1] != '/')
+		blen--;
+	url = malloc(blen + strlen(name) * 3 + 3);
 	if (url == NULL)
 		return NULL;
 	memcpy(url, base, blen);
+	n = blen;
+	if (n == 0 || url[n - 1] != '/')
+		url[n++] = '/'; /* "http://h" lists as "http://h/" */
 	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
 		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
 		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' ||
@@ -229,7 +297,7 @@ int fs__node_list(struct fs_mount *m, uint32_t d)
 	struct fs_ns *ns = m->ns;
 	struct fs_index_entry *ents = NULL;
 	uint32_t nents = 0;
-	char *url = NULL, *page = NULL, err[1024];
+	char *url = NULL, *page = NULL, *final = NULL, err[1024];
 	uint64_t now = fs__now_ns();
 	size_t len;
 	int rc = 0;
@@ -242,7 +310,7 @@ int fs__node_list(struct fs_mount *m, uint32_t d)
 	pthread_mutex_unlock(&ns->mu);
 	if (url == NULL)
 		return 0; /* fresh, or not an index */
-	rc = fetch_get(&m->fetch, url, FS_LISTING_MAX, &page, &len, err,
+	rc = fetch_get(&m->fetch, url, FS_LISTING_MAX, &page, &len, &final, err,
 		       sizeof(err));
 	if (rc == 0)
 		rc = fs__dirindex_parse(page, len, &ents, &nents, err,
@@ -254,8 +322,10 @@ int fs__node_list(struct fs_mount *m, uint32_t d)
 	pthread_mutex_lock(&ns->mu);
 	for (uint32_t i = 0; i < ns->nodes[d]->nchildren; i++)
 		ns->nodes[ns->nodes[d]->children[i]]->gone = true;
+	/* Links are relative to where the page came from, after its
+	 * redirects. */
 	for (uint32_t i = 0; i < nents && rc == 0; i++)
-		rc = merge_entry(m, d, url, &ents[i]);
+		rc = merge_entry(m, d, final, &ents[i]);
 	ns->nodes[d]->listed_ns = now;
 	pthread_mutex_unlock(&ns->mu);
 	if (rc != 0)
@@ -263,6 +333,7 @@ int fs__node_list(struct fs_mount *m, uint32_t d)
 out:
 	fs__dirindex_free(ents, nents);
 	free(page);
+	free(final);
 	free(url);
 	return rc != 0 ? -EIO : 0;
 }

@@ -58,6 +58,19 @@ static void put_str(struct out *o, const char *s)
 	put(o, "\"");
 }
 
+/* Writes url as a JSON string, without its userinfo: status is readable
+ * by whoever may read the mount's root. */
+static void put_url(struct out *o, const char *url)
+{
+	char *shown = fetch_url_redacted(url);
+
+	if (shown == NULL)
+		o->full = true; /* out of memory: the caller says so */
+	else
+		put_str(o, shown);
+	free(shown);
+}
+
 int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 {
 	struct fs_engine *e = m->engine;
@@ -83,7 +96,7 @@ int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 		put(&o, ",\"urls\":[");
 		for (uint32_t u = 0; u < n->nurls; u++) {
 			put(&o, "%s", u ? "," : "");
-			put_str(&o, n->urls[u]);
+			put_url(&o, n->urls[u]);
 		}
 		put(&o, "]}");
 		first = false;
@@ -106,7 +119,7 @@ int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 		put(&o, ",\"source\":");
 		for (uint32_t s = 0; s < b->nsources; s++)
 			if (b->sources[s].pace_id == li.source)
-				put_str(&o, b->sources[s].url);
+				put_url(&o, b->sources[s].url);
 		put(&o,
 		    ",\"start\":%" PRIu64 ",\"frontier\":%" PRIu64
 		    ",\"end\":%" PRIu64 ",\"rate\":%" PRIu64
@@ -128,7 +141,7 @@ int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 					     now, &psi) != 0)
 				continue;
 			put(&o, "%s{\"url\":", first ? "" : ",");
-			put_str(&o, b->sources[si].url);
+			put_url(&o, b->sources[si].url);
 			put(&o,
 			    ",\"state\":\"%s\",\"lanes\":%u,\"rate\":%" PRIu64
 			    "}",

@@ -51,6 +51,7 @@ enum fault_kind {
 	FAULT_SLOWFIRST,
 	FAULT_REFUSE,
 	FAULT_RATE,
+	FAULT_REDIRECT,
 	FAULT_KIND_COUNT
 };
 
@@ -73,6 +74,8 @@ static const struct {
 	[FAULT_SLOWFIRST] = {"slowfirst", 1, 1},
 	[FAULT_REFUSE] = {"refuse", 0, 0},
 	[FAULT_RATE] = {"rate", 1, 1},
+	/* A redirect's one argument is the rest of the rule. */
+	[FAULT_REDIRECT] = {"redirect", 1, 1},
 };
 
 struct fault {
@@ -82,6 +85,7 @@ struct fault {
 	int code;	    /* status and burst */
 	long retry_after;   /* status: seconds, or -1 for none */
 	uint64_t skip;	    /* status: the first `skip` requests are served */
+	char *location;	    /* redirect: the prefix of the Location */
 	atomic_ullong hits; /* requests this rule has matched so far */
 };
 
@@ -96,6 +100,8 @@ struct server {
 	size_t nfaults;
 	pthread_mutex_t log_mu;
 	FILE *log; /* guarded by log_mu; NULL: no request log */
+	char **log_headers; /* --log-header NAME: their values are logged */
+	size_t nlog_headers;
 };
 
 /* A token bucket over body bytes; it takes the time as an argument so that
@@ -117,8 +123,11 @@ struct conn {
 	bool bucket_set;
 };
 
+#define ORIGIN_LOG_HEADERS_MAX 8
+
 struct request {
 	const char *method;
+	const char *logged[ORIGIN_LOG_HEADERS_MAX]; /* --log-header values */
 	const char *target;   /* as sent, for the log */
 	char path[PATH_MAX];  /* percent-decoded, without the query */
 	const char *range;    /* NULL: no Range header */
@@ -288,6 +297,13 @@ static int fault_parse(const char *spec, struct fault *f)
 	}
 	if (kind < 0 || p == spec)
 		goto out;
+	/* A redirect's prefix is a URL: its colons are its own. */
+	while (args && kind == FAULT_REDIRECT && nargs == 0) {
+		a[nargs] = args;
+		alen[nargs] = strlen(args);
+		nargs++;
+		args = NULL;
+	}
 	while (args) {
 		const char *colon = strchr(args, ':');
 
@@ -350,6 +366,17 @@ static int fault_parse(const char *spec, struct fault *f)
 		if (rc < 0)
 			goto out;
 		break;
+	case FAULT_REDIRECT:
+		if (alen[0] == 0 || strpbrk(a[0], " \t\r\n") != NULL) {
+			rc = -EINVAL;
+			goto out;
+		}
+		f->location = strndup(a[0], alen[0]);
+		if (!f->location) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		break;
 	default:
 		break;
 	}
@@ -370,6 +397,8 @@ static const char *reason_phrase(int code)
 		return "OK";
 	case 206:
 		return "Partial Content";
+	case 302:
+		return "Found";
 	case 400:
 		return "Bad Request";
 	case 403:
@@ -553,10 +582,27 @@ static void log_request(struct server *srv, const struct request *rq,
 	range[n] = '\0';
 	pthread_mutex_lock(&srv->log_mu);
 	if (srv->log) {
-		fprintf(srv->log, "%s %s %s %d %" PRIu64 " %s\n",
+		fprintf(srv->log, "%s %s %s %d %" PRIu64 " %s",
 			rq->method ? rq->method : "-",
 			rq->target ? rq->target : "-", range, status, sent,
 			fault ? fault : "-");
+		/* --log-header values, blanks and '%' percent-encoded so
+		 * that each stays one field. */
+		for (size_t i = 0; i < srv->nlog_headers; i++) {
+			const char *v = rq->logged[i];
+
+			fputc(' ', srv->log);
+			if (!v || !*v)
+				fputc('-', srv->log);
+			for (; v && *v; v++) {
+				if (*v == ' ' || *v == '\t' || *v == '%')
+					fprintf(srv->log, "%%%02X",
+						(unsigned char)*v);
+				else
+					fputc(*v, srv->log);
+			}
+		}
+		fputc('\n', srv->log);
 		fflush(srv->log);
 	}
 	pthread_mutex_unlock(&srv->log_mu);
@@ -597,7 +643,7 @@ static int send_all(int fd, const void *data, size_t len, int flags)
 
 /* A bounded string builder for response heads. */
 struct head {
-	char buf[2048];
+	char buf[ORIGIN_HEAD_MAX + 2048]; /* a Location may echo the target */
 	size_t len;
 	bool overflow;
 };
@@ -1051,6 +1097,21 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 	}
 	if (srv->latency_ms)
 		sleep_ns(srv->latency_ms * NS_PER_MS);
+	if (f && f->kind == FAULT_REDIRECT) {
+		size_t n = strlen(f->location) + strlen(rq->target) + 16;
+		char *loc = malloc(n);
+
+		applied = "redirect";
+		status = 302;
+		if (!loc) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		snprintf(loc, n, "Location: %s%s\r\n", f->location, rq->target);
+		rc = send_status(c, rq, status, -1, loc, closing, &sent);
+		free(loc);
+		goto out;
+	}
 	if (f && ((f->kind == FAULT_STATUS && hits > f->skip) ||
 		  (f->kind == FAULT_BURST && hits <= f->n))) {
 		applied = fault_kinds[f->kind].name;
@@ -1206,7 +1267,8 @@ static int read_head(struct conn *c, size_t *head_len)
 
 /* Splits the head in place into rq; returns 0 or -EINVAL. The pointers in
  * rq stay valid until the head buffer is reused for the next request. */
-static int request_parse(char *head, struct request *rq)
+static int request_parse(const struct server *srv, char *head,
+			 struct request *rq)
 {
 	char *line, *next, *sp1, *sp2, *colon, *v, *e;
 	bool http10;
@@ -1248,6 +1310,9 @@ static int request_parse(char *head, struct request *rq)
 		e = v + strlen(v);
 		while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
 			*--e = '\0';
+		for (size_t i = 0; i < srv->nlog_headers; i++)
+			if (strcasecmp(line, srv->log_headers[i]) == 0)
+				rq->logged[i] = v;
 		if (strcasecmp(line, "Range") == 0) {
 			rq->range = v;
 		} else if (strcasecmp(line, "If-Range") == 0) {
@@ -1326,7 +1391,7 @@ static void *conn_main(void *arg)
 			break;
 		}
 		c->head[head_len - 2] = '\0';
-		rc = request_parse(c->head, &rq);
+		rc = request_parse(c->srv, c->head, &rq);
 		if (rc < 0) {
 			memset(&rq, 0, sizeof(rq));
 			rq.method = "-";
@@ -1501,11 +1566,12 @@ static void usage(FILE *fp)
 	fputs("usage: pacefs-origin --root DIR [--listen 127.0.0.1:PORT]\n"
 	      "         [--port-file FILE] [--rate BYTES_PER_SEC[K|M|G]]\n"
 	      "         [--latency MS] [--fault GLOB:KIND[:ARG]]...\n"
-	      "         [--log FILE] [--quiet] [--autoindex]\n"
+	      "         [--log FILE] [--log-header NAME]... [--quiet] "
+	      "[--autoindex]\n"
 	      "fault kinds: stall:N reset:N status:CODE[:RETRY_AFTER] "
 	      "burst:CODE:K norange\n"
 	      "  badrange short:N etag-change:N content-change:N "
-	      "slowfirst:MS refuse rate:BYTES\n",
+	      "slowfirst:MS refuse rate:BYTES redirect:URL_PREFIX\n",
 	      fp);
 }
 
@@ -1536,6 +1602,7 @@ int main(int argc, char **argv)
 		{"latency", required_argument, NULL, 'L'},
 		{"fault", required_argument, NULL, 'f'},
 		{"log", required_argument, NULL, 'g'},
+		{"log-header", required_argument, NULL, 'H'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"autoindex", no_argument, NULL, 'a'},
 		{"help", no_argument, NULL, 'h'},
@@ -1596,6 +1663,20 @@ int main(int argc, char **argv)
 		case 'g':
 			log_path = optarg;
 			break;
+		case 'H': {
+			char **nh;
+
+			if (server.nlog_headers == ORIGIN_LOG_HEADERS_MAX)
+				die("--log-header: at most %d",
+				    ORIGIN_LOG_HEADERS_MAX);
+			nh = realloc(server.log_headers,
+				     (server.nlog_headers + 1) * sizeof(*nh));
+			if (!nh)
+				die("out of memory");
+			server.log_headers = nh;
+			nh[server.nlog_headers++] = optarg;
+			break;
+		}
 		case 'q':
 			server.quiet = true;
 			break;

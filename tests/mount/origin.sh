@@ -251,6 +251,21 @@ fi
 fetch after_faults "$U/f.bin"
 t_eq "still serving after the faults" "$C_CODE $C_SIZE" "200 $SIZE"
 
+# --- redirect and --log-header ---------------------------------------------
+
+o_start redir --root "$WWW" --log-header X-Token --log-header Authorization \
+	--fault "/r/*:redirect:http://127.0.0.1:9/pre"
+fetch redir -H 'X-Token: a b%c' "$O_URL/r/f.bin?q=1&x=y"
+t_eq "redirect: 302 to the prefix and the whole target" \
+	"$C_CODE $(hdr "$T_TMP/redir.head" Location)" "302 http://127.0.0.1:9/pre/r/f.bin?q=1&x=y"
+fetch unredir -u 'u:p' "$O_URL/f.bin"
+t_eq "--log-header: each value one field, '-' when absent" \
+	"$(awk '{ print $6, $7, $8 }' "$T_TMP/redir.log" | tr '\n' ' ')" \
+	"redirect a%20b%25c - - - Basic%20dTpw "
+rc=0
+timeout 5 "$ORIGIN_BIN" --root "$WWW" --fault '/r/*:redirect:' >/dev/null 2>"$T_TMP/badredir.err" || rc=$?
+t_eq "redirect without a URL: usage error" "$rc" 2
+
 # --- rate cap and latency --------------------------------------------------
 
 o_start rate8 --root "$WWW" --rate 8M

@@ -2,10 +2,12 @@
  * decide whether a range response's bytes may be used. */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fetch/fetch.h"
+#include "fetch/fetch_int.h"
 #include "tests/t.h"
 
 static void content_range_ok(void)
@@ -127,7 +129,89 @@ static void url_origin(void)
 	T_EQ_INT(fetch_url_origin("no url", &o), -EINVAL);
 }
 
+static void text_redact(void)
+{
+	static const char *const cases[][2] = {
+		{"lane 1: GET http://u:pw@h/a bytes 0-9",
+		 "lane 1: GET http://h/a bytes 0-9"},
+		{"'https://a:b@h' and http://c@d:1/x?e@f then ftp://g@h",
+		 "'https://h' and http://d:1/x?e@f then ftp://h"},
+		{"http://u:p@ss:w@h:8/", "http://h:8/"},
+		{"no url, a@b and :// alone", "no url, a@b and :// alone"},
+		{"http://h:8080 refused: user@example",
+		 "http://h:8080 refused: user@example"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[128];
+
+		snprintf(buf, sizeof(buf), "%s", cases[i][0]);
+		fetch_text_redact(buf);
+		T_EQ_STR(buf, cases[i][1]);
+	}
+}
+
+static void url_shown(void)
+{
+	char buf[16];
+
+	/* A cut never leaves part of a userinfo, however long. */
+	fetch__url_shown("http://user:a-very-long-password@h/x", buf,
+			 sizeof(buf));
+	T_EQ_STR(buf, "http://h/x");
+	fetch__url_shown("http://h/a/very/long/path", buf, sizeof(buf));
+	T_EQ_STR(buf, "http://h/a/very");
+}
+
+static void url_hop(void)
+{
+	static const char *const cases[][3] = {
+		/* start, redirect target, next hop */
+		{"http://u:p@h/a", "http://h/b", "http://u:p@h/b"},
+		{"http://u:p@h/a", "http://h:81/b", "http://h:81/b"},
+		{"http://u:p@h/a", "https://h/b", "https://h/b"},
+		{"http://u:p@h/a", "http://cdn/b?sig=1", "http://cdn/b?sig=1"},
+		/* A target's own userinfo is never taken. */
+		{"http://h/a", "http://x:y@cdn/b", "http://cdn/b"},
+		{"http://u:p@h/a", "http://x:y@h/b", "http://u:p@h/b"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *next = NULL;
+
+		T_EQ_INT(fetch__url_hop(cases[i][0], cases[i][1], &next), 0);
+		T_EQ_STR(next, cases[i][2]);
+		free(next);
+	}
+}
+
+static void sends_headers(void)
+{
+	const char *const headers[] = {"X-Token: t"};
+	const char *const origins[] = {"https://h.example:443",
+				       "http://m:8080"};
+	struct fetch_config cfg = {.headers = headers, .nheaders = 1};
+
+	/* No origin given: the headers go nowhere. */
+	T_ASSERT(!fetch__sends_headers(&cfg, "https://h.example/a"));
+	cfg.header_origins = origins;
+	cfg.nheader_origins = 2;
+	T_ASSERT(fetch__sends_headers(&cfg, "https://H.example:443/a?b"));
+	T_ASSERT(fetch__sends_headers(&cfg, "https://u:p@h.example/a"));
+	T_ASSERT(fetch__sends_headers(&cfg, "http://m:8080/x"));
+	T_ASSERT(!fetch__sends_headers(&cfg, "http://h.example/a"));
+	T_ASSERT(!fetch__sends_headers(&cfg, "https://h.example:8443/a"));
+	T_ASSERT(!fetch__sends_headers(&cfg, "https://h.example.evil/a"));
+	T_ASSERT(!fetch__sends_headers(&cfg, "http://m/x"));
+	cfg.nheaders = 0;
+	T_ASSERT(!fetch__sends_headers(&cfg, "https://h.example/a"));
+}
+
 static const struct t_case cases[] = {
+	{"text_redact", text_redact},
+	{"url_shown", url_shown},
+	{"url_hop", url_hop},
+	{"sends_headers", sends_headers},
 	{"content_range_ok", content_range_ok},
 	{"content_range_bad", content_range_bad},
 	{"retry_after", retry_after},
