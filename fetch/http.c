@@ -88,8 +88,13 @@ int fetch_parse_retry_after(const char *v, int64_t now_s, uint64_t *ms_out)
 	const char *rest;
 
 	if (isdigit((unsigned char)*p)) {
-		if (parse_u64(&p, &secs) != 0)
-			return -EINVAL;
+		/* Any run of digits is a delay, however long: a number past
+		 * 64 bits asks for longer than any cap, not for none. */
+		if (parse_u64(&p, &secs) != 0) {
+			secs = UINT64_MAX;
+			while (isdigit((unsigned char)*p))
+				p++;
+		}
 		p = skip_space(p);
 		if (*p != '\0' && *p != '\r' && *p != '\n')
 			return -EINVAL;
@@ -105,8 +110,11 @@ int fetch_parse_retry_after(const char *v, int64_t now_s, uint64_t *ms_out)
 		return -EINVAL;
 	{
 		int64_t at = (int64_t)timegm(&tm);
+		uint64_t secs_left = at > now_s ? (uint64_t)at - (uint64_t)now_s
+						: 0;
 
-		*ms_out = at > now_s ? (uint64_t)(at - now_s) * 1000 : 0;
+		*ms_out = secs_left > UINT64_MAX / 1000 ? UINT64_MAX
+							: secs_left * 1000;
 	}
 	return 0;
 }

@@ -116,6 +116,7 @@ struct fs_engine {
 	uint32_t nsource_map;
 	uint64_t read_timeout_ns;
 	uint64_t stall_ns;
+	uint64_t retry_after_max_ns;
 	uint64_t *lane_seen_ns; /* last start or byte per lane; guarded by mu */
 	uint32_t verifiers;	/* whole-blob checks running; guarded by mu */
 	bool stopping;		/* the engine is being freed; guarded by mu */
@@ -129,6 +130,7 @@ struct fs_engine_config {
 	unsigned lanes;
 	unsigned read_timeout_s;
 	unsigned stall_timeout_s;
+	unsigned retry_after_max_s;
 	struct fetch_config fetch;
 };
 

@@ -71,6 +71,10 @@ static void usage(void)
 	       "    -o stall_timeout=S     a transfer with no byte for S seconds "
 	       "is retried\n"
 	       "                           (default: 10)\n"
+	       "    -o retry_after_max=S   a 429 or 503 holds its source at most "
+	       "S seconds,\n"
+	       "                           whatever Retry-After asks (default: "
+	       "60)\n"
 	       "    -o mirror=URL          another source of the blob "
 	       "(repeatable)\n"
 	       "    -o header=\"N: v\"     a request header (repeatable)\n"
@@ -460,6 +464,7 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 	ec.lanes = o->lanes;
 	ec.read_timeout_s = o->read_timeout_s;
 	ec.stall_timeout_s = o->stall_timeout_s;
+	ec.retry_after_max_s = o->retry_after_max_s;
 	ec.fetch = m->fetch;
 	ec.max_blobs = p->kind == MOUNT_MANIFEST ? p->manifest.nfiles
 			: p->kind == MOUNT_URL	 ? 1

@@ -39,6 +39,7 @@ enum {
 	KEY_CAFILE,
 	KEY_PROXY,
 	KEY_INSECURE,
+	KEY_RETRY_AFTER_MAX,
 };
 
 static const struct fuse_opt opt_spec[] = {
@@ -55,6 +56,7 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("connect_timeout=", KEY_CONNECT_TIMEOUT),
 	FUSE_OPT_KEY("read_timeout=", KEY_READ_TIMEOUT),
 	FUSE_OPT_KEY("stall_timeout=", KEY_STALL_TIMEOUT),
+	FUSE_OPT_KEY("retry_after_max=", KEY_RETRY_AFTER_MAX),
 	FUSE_OPT_KEY("listing_ttl=", KEY_LISTING_TTL),
 	FUSE_OPT_KEY("log_level=", KEY_LOG_LEVEL),
 	FUSE_OPT_KEY("sha256=", KEY_SHA256),
@@ -195,6 +197,8 @@ static int opt_proc(void *data, const char *arg, int key,
 		return parse_uint(s, arg, 1, 86400, &o->read_timeout_s);
 	case KEY_STALL_TIMEOUT:
 		return parse_uint(s, arg, 1, 3600, &o->stall_timeout_s);
+	case KEY_RETRY_AFTER_MAX:
+		return parse_uint(s, arg, 1, 86400, &o->retry_after_max_s);
 	case KEY_LOG_LEVEL: {
 		static const char *const levels[] = {"error", "warning", "info",
 						     "debug"};
@@ -326,6 +330,7 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	out->connect_timeout_s = 10;
 	out->read_timeout_s = 60;
 	out->stall_timeout_s = 10;
+	out->retry_after_max_s = 60;
 	out->listing_ttl_s = 60;
 	out->log_level = 2; /* info */
 	out->revalidate_s = -1;

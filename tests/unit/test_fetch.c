@@ -70,6 +70,19 @@ static void retry_after(void)
 					 1445412490, &ms),
 		 0);
 	T_EQ_U64(ms, 0);
+	/* A server's number, however large, saturates: never a wrapped,
+	 * short delay. */
+	T_EQ_INT(fetch_parse_retry_after("999999999", 0, &ms), 0);
+	T_EQ_U64(ms, 999999999000ull);
+	T_EQ_INT(fetch_parse_retry_after("18446744073709551615", 0, &ms), 0);
+	T_EQ_U64(ms, UINT64_MAX / 1000 * 1000);
+	T_EQ_INT(fetch_parse_retry_after("99999999999999999999999", 0, &ms),
+		 0);
+	T_EQ_U64(ms, UINT64_MAX / 1000 * 1000);
+	T_EQ_INT(fetch_parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", 0,
+					 &ms),
+		 0);
+	T_EQ_U64(ms, 253402300799000ull);
 	T_EQ_INT(fetch_parse_retry_after("soon", 0, &ms), -EINVAL);
 	T_EQ_INT(fetch_parse_retry_after("12x", 0, &ms), -EINVAL);
 }

@@ -24,6 +24,7 @@ static void opts_defaults(void)
 	T_EQ_INT(o.lanes, 8);
 	T_EQ_INT(o.read_timeout_s, 60);
 	T_EQ_INT(o.connect_timeout_s, 10);
+	T_EQ_INT(o.retry_after_max_s, 60);
 	T_ASSERT(!o.foreground);
 	T_ASSERT(o.cache_dir == NULL);
 	fs_opts_free(&o);
@@ -60,6 +61,8 @@ static void opts_errors_name_the_option(void)
 	char *bad_lanes[] = {"pacefs", "-o", "lanes=0", "http://h/x", "/m"};
 	char *bad_num[] = {"pacefs", "-o", "read_timeout=abc", "http://h/x",
 			   "/m"};
+	char *bad_cap[] = {"pacefs", "-o", "retry_after_max=0", "http://h/x",
+			   "/m"};
 	char *no_mp[] = {"pacefs", "http://h/x"};
 	char *extra[] = {"pacefs", "http://h/x", "/m", "/other"};
 	struct fs_opts o;
@@ -70,6 +73,8 @@ static void opts_errors_name_the_option(void)
 	T_EQ_INT(parse(&o, err, sizeof(err), 5, bad_num), -EINVAL);
 	T_ASSERT(strstr(err, "read_timeout") != NULL);
 	T_ASSERT(strstr(err, "abc") != NULL);
+	T_EQ_INT(parse(&o, err, sizeof(err), 5, bad_cap), -EINVAL);
+	T_ASSERT(strstr(err, "retry_after_max") != NULL);
 	T_EQ_INT(parse(&o, err, sizeof(err), 2, no_mp), -EINVAL);
 	T_ASSERT(strstr(err, "MOUNTPOINT") != NULL);
 	T_EQ_INT(parse(&o, err, sizeof(err), 4, extra), -EINVAL);
