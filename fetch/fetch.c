@@ -370,16 +370,20 @@ static void lane_finish(struct fetch_lane *l, CURLcode cc)
 		case CURLE_TOO_MANY_REDIRECTS:
 			res.outcome = FETCH_GONE;
 			break;
-		case CURLE_OUT_OF_MEMORY:
-			res.outcome = FETCH_LOCAL;
-			break;
 		default:
+			/* Everything else, CURLE_OUT_OF_MEMORY included: curl
+			 * 7.x reports a response header over its 100 KB limit
+			 * so (8.6 says CURLE_TOO_LARGE), and a server must not
+			 * be able to make a lane retry at once, forever. */
 			res.outcome = FETCH_TRANSIENT;
 			break;
 		}
-		snprintf(res.reason, sizeof(res.reason), "%.120s: %.120s",
+		snprintf(res.reason, sizeof(res.reason), "%.120s: %.80s%s",
 			 l->url,
-			 l->errbuf[0] ? l->errbuf : curl_easy_strerror(cc));
+			 l->errbuf[0] ? l->errbuf : curl_easy_strerror(cc),
+			 cc == CURLE_OUT_OF_MEMORY
+				 ? " (or a response header over curl's limit)"
+				 : "");
 	} else if (!l->checked) {
 		/* No body byte arrived: judge the status alone. */
 		long status = 0;

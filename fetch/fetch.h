@@ -33,12 +33,15 @@ struct fetch;
 enum fetch_outcome {
 	FETCH_OK,	 /* every byte of [start, end) was delivered */
 	FETCH_CANCELLED, /* fetch_lane_cancel() */
-	FETCH_TRANSIENT, /* 5xx, reset, timeout, short body: retry later */
+	FETCH_TRANSIENT, /* 5xx, reset, timeout, short body, a response
+			    curl cannot take (a header over its limit):
+			    retry later */
 	FETCH_THROTTLED, /* 429 or 503: wait retry_after_ms */
 	FETCH_GONE,	 /* 401, 403, 404, 410: this source will not serve */
 	FETCH_FATAL,	 /* validator, size or Content-Range mismatch, a 200
 			    to a range request: never mix these bytes */
-	FETCH_LOCAL,	 /* a local failure (memory, curl setup) */
+	FETCH_LOCAL,	 /* a local failure (curl setup), never what a
+			    response did */
 };
 
 struct fetch_result {

@@ -1,9 +1,10 @@
 /* test_fs: the command line: options, their errors, and the file name
- * derived from a URL. */
+ * derived from a URL; the log's escaping and rate limit. */
 #include <errno.h>
 #include <string.h>
 
 #include "fs/fs.h"
+#include "fs/fs_int.h"
 #include "tests/t.h"
 
 static int parse(struct fs_opts *o, char *err, size_t errlen, int argc,
@@ -121,12 +122,86 @@ static void name_from_url_refused(void)
 	}
 }
 
+/* Whatever a server puts in a name or a header, the log shows no byte a
+ * terminal would act on: C0 controls, DEL, C1 controls (also as UTF-8)
+ * and bytes that are not UTF-8 become \xNN; printable UTF-8 stays. */
+static void log_escape(void)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"plain name.bin", "plain name.bin"},
+		{"a\x1b[31mred\x1b[0m", "a\\x1b[31mred\\x1b[0m"},
+		{"line\nbreak\r\ttab", "line\\x0abreak\\x0d\\x09tab"},
+		{"del\x7f", "del\\x7f"},
+		{"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+		 "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+		{"c1 \xc2\x9b csi", "c1 \\xc2\\x9b csi"},
+		{"raw \x9b csi", "raw \\x9b csi"},
+		{"latin1 \xe9t\xe9", "latin1 \\xe9t\\xe9"},
+		{"cut \xe2\x82", "cut \\xe2\\x82"},
+		{"overlong \xc0\xaf", "overlong \\xc0\\xaf"},
+		{"surrogate \xed\xa0\x80", "surrogate \\xed\\xa0\\x80"},
+	};
+	char out[128];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		T_EQ_STR(fs__escape(cases[i].in, out, sizeof(out)),
+			 cases[i].out);
+	/* Cut when full, never in the middle of an escape. */
+	T_EQ_STR(fs__escape("ab\x1b", out, 5), "ab");
+	T_EQ_STR(fs__escape("abcdef", out, 4), "abc");
+}
+
+/* Lines alike but for their numbers are one kind; a storm of them is
+ * logged FS_LOG_BURST times per window, and the rest are counted and
+ * reported once the window ends. */
+static void log_rate_limit(void)
+{
+	static struct fs_log_limit l;
+	struct fs_log_report r;
+	uint64_t now = 1000, key = fs__log_key("lane 3: http://h:80/f: boom");
+	int logged = 0;
+	char line[64];
+
+	T_EQ_U64(fs__log_key("lane 12: http://h:8080/f: boom"), key);
+	T_ASSERT(fs__log_key("lane 3: http://h:80/g: boom") != key);
+	for (int i = 0; i < 1000; i++) {
+		snprintf(line, sizeof(line), "lane %d: http://h:80/f: boom",
+			 i % 8);
+		logged += fs__log_admit(&l, fs__log_key(line), 1, line, now);
+		now += 1000000; /* 1000 lines a second */
+	}
+	T_EQ_INT(logged, FS_LOG_BURST);
+	/* Another kind is not held back by the storm. */
+	T_ASSERT(fs__log_admit(&l, fs__log_key("mounted x"), 2, "mounted x",
+			       now));
+	T_ASSERT(!fs__log_take_report(&l, now, &r)); /* window still open */
+	now = 1000 + FS_LOG_WINDOW_NS;
+	T_ASSERT(fs__log_take_report(&l, now, &r));
+	T_EQ_INT(r.suppressed, 1000 - FS_LOG_BURST);
+	T_EQ_INT(r.level, 1);
+	T_EQ_STR(r.sample, "lane 7: http://h:80/f: boom");
+	T_ASSERT(!fs__log_take_report(&l, now, &r)); /* reported once */
+	/* A new window logs again. */
+	T_ASSERT(fs__log_admit(&l, key, 1, "lane 0: http://h:80/f: boom",
+			       now));
+	/* More kinds than slots: each new kind is still logged. */
+	for (int i = 0; i < 3 * FS_LOG_KINDS; i++) {
+		snprintf(line, sizeof(line), "kind %c%c", 'a' + i % 26,
+			 'a' + i / 26);
+		T_ASSERT(fs__log_admit(&l, fs__log_key(line), 1, line, now));
+	}
+}
+
 static const struct t_case cases[] = {
 	{"opts_defaults", opts_defaults},
 	{"opts_ours_and_fuse", opts_ours_and_fuse},
 	{"opts_errors_name_the_option", opts_errors_name_the_option},
 	{"name_from_url", name_from_url},
 	{"name_from_url_refused", name_from_url_refused},
+	{"log_escape", log_escape},
+	{"log_rate_limit", log_rate_limit},
 };
 
 int main(int argc, char **argv)
