@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <fuse_lowlevel.h>
 #include <fuse_opt.h>
@@ -151,6 +152,8 @@ static int add_string(struct parse_state *s, const char *arg, char ***list,
 /* A header must be "Name: value" on one line, with a token for a name. */
 static int check_header(struct parse_state *s, const char *h)
 {
+	static const char *const own[] = {"Range", "If-Range",
+					  "Accept-Encoding"};
 	const char *colon = strchr(h, ':');
 
 	if (colon == NULL || colon == h ||
@@ -160,6 +163,16 @@ static int check_header(struct parse_state *s, const char *h)
 				   "option header: '%.*s...' is not 'Name: "
 				   "value' on one line",
 				   (int)(colon != NULL ? colon - h : 20), h);
+	/* pacefs sets these itself: a range, its validator, and the bytes
+	 * as stored (another Accept-Encoding would get every range
+	 * refused). */
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if ((size_t)(colon - h) == strlen(own[i]) &&
+		    strncasecmp(h, own[i], strlen(own[i])) == 0)
+			return parse_error(s,
+					   "option header: pacefs sets %s "
+					   "itself",
+					   own[i]);
 	return 0;
 }
 

@@ -87,6 +87,47 @@ static void retry_after(void)
 	T_EQ_INT(fetch_parse_retry_after("12x", 0, &ms), -EINVAL);
 }
 
+/* A Content-Length is a size a file can have, or an error (never wrapped
+ * to a small number, as the probe's hand-made loop did with 2^64). */
+static void content_length(void)
+{
+	uint64_t n = 1;
+
+	T_EQ_INT(fetch_parse_content_length("0", &n), 0);
+	T_EQ_U64(n, 0);
+	T_EQ_INT(fetch_parse_content_length(" 1049575 \r\n", &n), 0);
+	T_EQ_U64(n, 1049575);
+	T_EQ_INT(fetch_parse_content_length("9223372036854775807", &n), 0);
+	T_EQ_U64(n, FETCH_SIZE_MAX);
+	T_EQ_INT(fetch_parse_content_length("9223372036854775808", &n),
+		 -EFBIG);
+	T_EQ_INT(fetch_parse_content_length("18446744073709551615", &n),
+		 -EFBIG);
+	T_EQ_INT(fetch_parse_content_length("18446744073709551616", &n),
+		 -EINVAL);
+	T_EQ_INT(fetch_parse_content_length("", &n), -EINVAL);
+	T_EQ_INT(fetch_parse_content_length("-1", &n), -EINVAL);
+	T_EQ_INT(fetch_parse_content_length("12, 12", &n), -EINVAL);
+	T_EQ_INT(fetch_parse_content_length("0x10", &n), -EINVAL);
+}
+
+/* Only identity leaves the bytes as stored (and chunked, for the
+ * transfer, which curl undoes). */
+static void coding(void)
+{
+	T_ASSERT(fetch_coding_is_identity("", false));
+	T_ASSERT(fetch_coding_is_identity("identity", false));
+	T_ASSERT(fetch_coding_is_identity(" IDENTITY ,identity\r\n", false));
+	T_ASSERT(!fetch_coding_is_identity("gzip", false));
+	T_ASSERT(!fetch_coding_is_identity("identity, gzip", false));
+	T_ASSERT(!fetch_coding_is_identity("x-gzip", false));
+	T_ASSERT(!fetch_coding_is_identity("identity;q=1", false));
+	T_ASSERT(!fetch_coding_is_identity("chunked", false));
+	T_ASSERT(fetch_coding_is_identity("chunked", true));
+	T_ASSERT(!fetch_coding_is_identity("gzip, chunked", true));
+	T_ASSERT(!fetch_coding_is_identity("br", true));
+}
+
 static void classify(void)
 {
 	T_EQ_INT(fetch_classify_status(429), FETCH_THROTTLED);
@@ -144,6 +185,8 @@ static const struct t_case cases[] = {
 	{"content_range_ok", content_range_ok},
 	{"content_range_bad", content_range_bad},
 	{"retry_after", retry_after},
+	{"content_length", content_length},
+	{"coding", coding},
 	{"classify", classify},
 	{"url_redacted", url_redacted},
 	{"url_origin", url_origin},

@@ -64,6 +64,8 @@ static void opts_errors_name_the_option(void)
 			   "/m"};
 	char *bad_cap[] = {"pacefs", "-o", "retry_after_max=0", "http://h/x",
 			   "/m"};
+	char *own_hdr[] = {"pacefs", "-o", "header=accept-encoding: gzip",
+			   "http://h/x", "/m"};
 	char *no_mp[] = {"pacefs", "http://h/x"};
 	char *extra[] = {"pacefs", "http://h/x", "/m", "/other"};
 	struct fs_opts o;
@@ -76,6 +78,8 @@ static void opts_errors_name_the_option(void)
 	T_ASSERT(strstr(err, "abc") != NULL);
 	T_EQ_INT(parse(&o, err, sizeof(err), 5, bad_cap), -EINVAL);
 	T_ASSERT(strstr(err, "retry_after_max") != NULL);
+	T_EQ_INT(parse(&o, err, sizeof(err), 5, own_hdr), -EINVAL);
+	T_ASSERT(strstr(err, "sets Accept-Encoding itself") != NULL);
 	T_EQ_INT(parse(&o, err, sizeof(err), 2, no_mp), -EINVAL);
 	T_ASSERT(strstr(err, "MOUNTPOINT") != NULL);
 	T_EQ_INT(parse(&o, err, sizeof(err), 4, extra), -EINVAL);
