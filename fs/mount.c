@@ -28,13 +28,14 @@ static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int fail(const char *fmt, ...)
 {
+	char msg[2048], safe[4096];
 	va_list ap;
 
-	fputs("pacefs: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	/* The reason may quote what a server sent. */
+	fprintf(stderr, "pacefs: %s\n", fs__escape(msg, safe, sizeof(safe)));
 	return 1;
 }
 
