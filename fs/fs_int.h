@@ -297,10 +297,19 @@ struct fs_node {
 	uint32_t mode;
 	int64_t mtime; /* seconds; -1: unknown */
 	/* directories */
-	uint32_t *children;
+	uint32_t *children; /* in the order they were added */
 	uint32_t nchildren, cap_children;
+	uint32_t *index;   /* children by name: an open-addressing table of
+			      nindex slots (a power of two, at most half
+			      full; FS_NO_NODE: free) once the directory has
+			      FS_NS_INDEX_MIN children; NULL before */
+	uint32_t nindex;
 	char *list_url;	    /* a directory-index mount's page for it */
 	uint64_t listed_ns; /* when that page was read; 0: never */
+	bool listing;	    /* a thread is reading and merging that page */
+	uint32_t list_gen;  /* bumped by each merge of the page */
+	uint32_t seen_gen;  /* in a listed directory: the parent's list_gen
+			       of the last page that listed this node */
 	/* files */
 	char **urls;
 	uint32_t nurls;
@@ -314,11 +323,19 @@ struct fs_node {
 	uint32_t blob; /* the engine's blob once its size is known */
 };
 
-/* The tree; node i is inode i + 1. */
+/* Children a directory has before it gets a table by name: below, a scan
+ * is as fast and costs no memory. */
+#define FS_NS_INDEX_MIN 16
+
+/* The tree; node i is inode i + 1. Every lookup of a name is O(1): a
+ * server lists as many names as it likes, and chooses them, so the table
+ * is keyed with a random SipHash key (no names it could make collide). */
 struct fs_ns {
 	pthread_mutex_t mu;
+	pthread_cond_t listed;	/* a directory's listing ended */
 	struct fs_node **nodes; /* guarded by mu */
 	uint32_t n, cap;	/* guarded by mu */
+	uint64_t key[2];	/* SipHash key of the name tables */
 };
 
 /* Creates a namespace holding the root directory. */

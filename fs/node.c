@@ -14,6 +14,11 @@
 /* The largest directory-index page read. */
 #define FS_LISTING_MAX (64u * 1024u * 1024u)
 
+/* Entries merged per hold of the namespace's lock: a page of a million
+ * names is merged in short holds, so that every other operation of the
+ * mount waits a fraction of a millisecond behind it, not seconds. */
+#define FS_LIST_BATCH 1024u
+
 void fs__node_identity(const struct fs_node *n, char *buf, size_t cap)
 {
 	if (n->has_sha256) {
@@ -184,10 +189,11 @@ static char *child_url(const char *base, const char *name, bool is_dir)
 	return url;
 }
 
-/* Adds or refreshes one listed entry under directory d. Caller holds
- * ns->mu. */
-static int merge_entry(struct fs_mount *m, uint32_t d, const char *base,
-		       const struct fs_index_entry *ent)
+/* Adds or refreshes one listed entry under directory d, as seen by the
+ * merge of generation gen; a new node takes *url (made outside the lock).
+ * Caller holds ns->mu. */
+static int merge_entry(struct fs_mount *m, uint32_t d, uint32_t gen,
+		       const struct fs_index_entry *ent, char **url)
 {
 	struct fs_ns *ns = m->ns;
 	uint32_t c = fs__ns_child(ns, d, ent->name);
@@ -202,16 +208,15 @@ static int merge_entry(struct fs_mount *m, uint32_t d, const char *base,
 			return rc;
 		n = ns->nodes[c];
 		if (ent->is_dir) {
-			n->list_url = child_url(base, ent->name, true);
+			n->list_url = *url;
 		} else {
 			n->urls = calloc(1, sizeof(*n->urls));
-			if (n->urls != NULL)
-				n->urls[0] = child_url(base, ent->name, false);
-			n->nurls = n->urls != NULL && n->urls[0] != NULL;
+			if (n->urls == NULL)
+				return -ENOMEM;
+			n->urls[0] = *url;
+			n->nurls = 1;
 		}
-		if ((ent->is_dir && n->list_url == NULL) ||
-		    (!ent->is_dir && n->nurls == 0))
-			return -ENOMEM;
+		*url = NULL;
 		/* A size the page states exactly is taken; a probe confirms
 		 * it at the first open. */
 		n->has_size = !ent->is_dir && ent->has_size;
@@ -219,9 +224,64 @@ static int merge_entry(struct fs_mount *m, uint32_t d, const char *base,
 	}
 	n = ns->nodes[c];
 	n->gone = false;
+	n->seen_gen = gen;
 	if (ent->has_mtime)
 		n->mtime = ent->mtime;
 	return 0;
+}
+
+/* Merges a parsed page into directory d, FS_LIST_BATCH entries per hold of
+ * the lock, then marks what the page no longer lists as gone. A node the
+ * page still lists is never gone in between: it is only marked once every
+ * entry is in. Caller holds the directory's listing (d->listing). */
+static int merge_page(struct fs_mount *m, uint32_t d, const char *base,
+		      const struct fs_index_entry *ents, uint32_t nents)
+{
+	struct fs_ns *ns = m->ns;
+	char **urls = calloc(nents ? nents : 1, sizeof(*urls));
+	uint32_t gen, done = 0;
+	int rc = 0;
+
+	if (urls == NULL)
+		return -ENOMEM;
+	/* The URLs are built outside the lock (a node that exists already
+	 * does not need its own, but it costs less than a lookup under the
+	 * lock to find out). */
+	for (uint32_t i = 0; i < nents && rc == 0; i++) {
+		urls[i] = child_url(base, ents[i].name, ents[i].is_dir);
+		if (urls[i] == NULL)
+			rc = -ENOMEM;
+	}
+	pthread_mutex_lock(&ns->mu);
+	gen = ++ns->nodes[d]->list_gen;
+	pthread_mutex_unlock(&ns->mu);
+	while (rc == 0 && done < nents) {
+		uint32_t end = nents - done > FS_LIST_BATCH
+				       ? done + FS_LIST_BATCH
+				       : nents;
+
+		pthread_mutex_lock(&ns->mu);
+		for (; done < end && rc == 0; done++)
+			rc = merge_entry(m, d, gen, &ents[done], &urls[done]);
+		pthread_mutex_unlock(&ns->mu);
+	}
+	/* Only a whole page says what is gone. */
+	for (uint32_t i = 0, more = rc == 0; more;) {
+		pthread_mutex_lock(&ns->mu);
+		for (uint32_t end = i + FS_LIST_BATCH;
+		     i < end && i < ns->nodes[d]->nchildren; i++) {
+			struct fs_node *c =
+				ns->nodes[ns->nodes[d]->children[i]];
+
+			c->gone = c->seen_gen != gen;
+		}
+		more = i < ns->nodes[d]->nchildren;
+		pthread_mutex_unlock(&ns->mu);
+	}
+	for (uint32_t i = 0; i < nents; i++)
+		free(urls[i]);
+	free(urls);
+	return rc;
 }
 
 int fs__node_list(struct fs_mount *m, uint32_t d)
@@ -230,15 +290,29 @@ int fs__node_list(struct fs_mount *m, uint32_t d)
 	struct fs_index_entry *ents = NULL;
 	uint32_t nents = 0;
 	char *url = NULL, *page = NULL, err[1024];
-	uint64_t now = fs__now_ns();
+	uint64_t now;
+	bool merged = false;
 	size_t len;
 	int rc = 0;
 
 	pthread_mutex_lock(&ns->mu);
+	/* One thread reads a directory's page at a time. The others use
+	 * the listing they have (a refresh only adds and drops names), or,
+	 * when there is none yet, wait for its result rather than read the
+	 * page again. */
+	while (ns->nodes[d]->listing && ns->nodes[d]->listed_ns == 0)
+		pthread_cond_wait(&ns->listed, &ns->mu);
+	if (ns->nodes[d]->listing) {
+		pthread_mutex_unlock(&ns->mu);
+		return 0;
+	}
+	now = fs__now_ns(); /* after the wait: the other's listing is fresh */
 	if (ns->nodes[d]->list_url != NULL &&
 	    (ns->nodes[d]->listed_ns == 0 ||
-	     now - ns->nodes[d]->listed_ns > m->listing_ttl_ns))
+	     now - ns->nodes[d]->listed_ns > m->listing_ttl_ns)) {
 		url = strdup(ns->nodes[d]->list_url);
+		ns->nodes[d]->listing = url != NULL;
+	}
 	pthread_mutex_unlock(&ns->mu);
 	if (url == NULL)
 		return 0; /* fresh, or not an index */
@@ -251,16 +325,20 @@ int fs__node_list(struct fs_mount *m, uint32_t d)
 		fs__log(FS_LOG_ERR, "cannot list %s: %s", url, err);
 		goto out;
 	}
-	pthread_mutex_lock(&ns->mu);
-	for (uint32_t i = 0; i < ns->nodes[d]->nchildren; i++)
-		ns->nodes[ns->nodes[d]->children[i]]->gone = true;
-	for (uint32_t i = 0; i < nents && rc == 0; i++)
-		rc = merge_entry(m, d, url, &ents[i]);
-	ns->nodes[d]->listed_ns = now;
-	pthread_mutex_unlock(&ns->mu);
+	free(page); /* parsed: up to 64 MiB that the merge does not need */
+	page = NULL;
+	rc = merge_page(m, d, url, ents, nents);
 	if (rc != 0)
 		fs__log(FS_LOG_ERR, "cannot list %s: %s", url, strerror(-rc));
+	merged = true;
 out:
+	pthread_mutex_lock(&ns->mu);
+	/* A page that could not be read is asked again at the next use. */
+	if (merged)
+		ns->nodes[d]->listed_ns = now;
+	ns->nodes[d]->listing = false;
+	pthread_cond_broadcast(&ns->listed);
+	pthread_mutex_unlock(&ns->mu);
 	fs__dirindex_free(ents, nents);
 	free(page);
 	free(url);

@@ -198,6 +198,49 @@ static void log_rate_limit(void)
 	}
 }
 
+/* A directory finds each of many children by name (through its table once
+ * it has FS_NS_INDEX_MIN), refuses a second of one name, and paths build
+ * their directories once. */
+static void ns_many_children(void)
+{
+	struct fs_ns *ns;
+	uint32_t id, dir, first = 0;
+	char name[32];
+
+	T_EQ_INT(fs__ns_new(&ns), 0);
+	T_EQ_INT(fs__ns_add(ns, 0, "d", true, &dir), 0);
+	for (uint32_t i = 0; i < 20000; i++) {
+		snprintf(name, sizeof(name), "f%05u.bin", i);
+		T_EQ_INT(fs__ns_add(ns, dir, name, false, &id), 0);
+		if (i == 0)
+			first = id;
+		/* Every name added so far, old and new, stays found. */
+		if (i % 997 == 0 || i == FS_NS_INDEX_MIN - 1 ||
+		    i == FS_NS_INDEX_MIN) {
+			T_EQ_U64(fs__ns_child(ns, dir, "f00000.bin"), first);
+			T_EQ_U64(fs__ns_child(ns, dir, name), id);
+		}
+	}
+	for (uint32_t i = 0; i < 20000; i++) {
+		snprintf(name, sizeof(name), "f%05u.bin", i);
+		id = fs__ns_child(ns, dir, name);
+		T_ASSERT(id != FS_NO_NODE);
+		T_EQ_STR(fs__ns_get(ns, id)->name, name);
+	}
+	T_EQ_U64(fs__ns_child(ns, dir, "f20000.bin"), FS_NO_NODE);
+	T_EQ_U64(fs__ns_child(ns, dir, ""), FS_NO_NODE);
+	T_EQ_INT(fs__ns_add(ns, dir, "f12345.bin", false, &id), -EEXIST);
+	T_EQ_INT(fs__ns_add_path(ns, "d/f00001.bin/x", &id), -ENOTDIR);
+	for (uint32_t i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "a/b/c%u", i);
+		T_EQ_INT(fs__ns_add_path(ns, name, &id), 0);
+	}
+	dir = fs__ns_child(ns, fs__ns_child(ns, 0, "a"), "b");
+	T_EQ_INT(fs__ns_get(ns, dir)->nchildren, 100);
+	T_ASSERT(fs__ns_child(ns, dir, "c99") != FS_NO_NODE);
+	fs__ns_free(ns);
+}
+
 static const struct t_case cases[] = {
 	{"opts_defaults", opts_defaults},
 	{"opts_ours_and_fuse", opts_ours_and_fuse},
@@ -206,6 +249,7 @@ static const struct t_case cases[] = {
 	{"name_from_url_refused", name_from_url_refused},
 	{"log_escape", log_escape},
 	{"log_rate_limit", log_rate_limit},
+	{"ns_many_children", ns_many_children},
 };
 
 int main(int argc, char **argv)
