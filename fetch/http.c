@@ -110,8 +110,8 @@ int fetch_parse_retry_after(const char *v, int64_t now_s, uint64_t *ms_out)
 		return -EINVAL;
 	{
 		int64_t at = (int64_t)timegm(&tm);
-		uint64_t secs_left = at > now_s ? (uint64_t)at - (uint64_t)now_s
-						: 0;
+		uint64_t secs_left =
+			at > now_s ? (uint64_t)at - (uint64_t)now_s : 0;
 
 		*ms_out = secs_left > UINT64_MAX / 1000 ? UINT64_MAX
 							: secs_left * 1000;

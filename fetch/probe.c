@@ -20,8 +20,8 @@ struct probe_state {
 	uint64_t cr_start, cr_end, cr_total;
 	char cr_raw[64]; /* the Content-Range value, cut, for errors */
 	uint64_t content_length;
-	bool cl_seen;	 /* a Content-Length that is a size */
-	char cl_bad[64]; /* one that is not: the value, for the error */
+	bool cl_seen;	  /* a Content-Length that is a size */
+	char cl_bad[64];  /* one that is not: the value, for the error */
 	char coding[128]; /* a Content- or Transfer-Encoding that is not
 			     identity: the header line, for the error */
 	uint64_t retry_after_ms;

@@ -299,10 +299,10 @@ struct fs_node {
 	/* directories */
 	uint32_t *children; /* in the order they were added */
 	uint32_t nchildren, cap_children;
-	uint32_t *index;   /* children by name: an open-addressing table of
-			      nindex slots (a power of two, at most half
-			      full; FS_NO_NODE: free) once the directory has
-			      FS_NS_INDEX_MIN children; NULL before */
+	uint32_t *index; /* children by name: an open-addressing table of
+			    nindex slots (a power of two, at most half
+			    full; FS_NO_NODE: free) once the directory has
+			    FS_NS_INDEX_MIN children; NULL before */
 	uint32_t nindex;
 	char *list_url;	    /* a directory-index mount's page for it */
 	uint64_t listed_ns; /* when that page was read; 0: never */

@@ -39,10 +39,9 @@ static uint64_t name_hash(const uint64_t key[2], const char *name)
 {
 	const unsigned char *p = (const unsigned char *)name;
 	size_t len = strlen(name);
-	uint64_t v[4] = {key[0] ^ 0x736f6d6570736575ull,
-			 key[1] ^ 0x646f72616e646f6dull,
-			 key[0] ^ 0x6c7967656e657261ull,
-			 key[1] ^ 0x7465646279746573ull};
+	uint64_t v[4] = {
+		key[0] ^ 0x736f6d6570736575ull, key[1] ^ 0x646f72616e646f6dull,
+		key[0] ^ 0x6c7967656e657261ull, key[1] ^ 0x7465646279746573ull};
 	uint64_t last = (uint64_t)len << 56;
 	size_t i = 0;
 

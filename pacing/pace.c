@@ -836,8 +836,8 @@ static uint64_t rng_next(struct pace *p)
 static uint64_t jitter(struct pace *p, uint64_t d)
 {
 	/* In integers: a double of a hold near 2^64 does not convert back. */
-	uint64_t span = d / 100 * p->cfg.jitter_pct +
-			d % 100 * p->cfg.jitter_pct / 100;
+	uint64_t span =
+		d / 100 * p->cfg.jitter_pct + d % 100 * p->cfg.jitter_pct / 100;
 
 	if (span == 0)
 		return d;
@@ -913,8 +913,8 @@ int pace_on_done(struct pace *p, uint32_t lane, enum pace_outcome outcome,
 		/* The server's Retry-After is an input like any other: a
 		 * hold of years would leave the source dead until a
 		 * remount. */
-		retry_after_ns = min64(retry_after_ns,
-				       p->cfg.retry_after_max_ns);
+		retry_after_ns =
+			min64(retry_after_ns, p->cfg.retry_after_max_ns);
 		/* Multiplicative decrease and backoff, once per hold: the
 		 * lanes that were open when the source said "too many" get
 		 * the same answer, and must not stretch the hold. */
@@ -949,9 +949,9 @@ int pace_on_done(struct pace *p, uint32_t lane, enum pace_outcome outcome,
 		 * pause all the same, so that a failure that repeats (a
 		 * transfer that cannot be set up) is not retried in a busy
 		 * loop. */
-		s->hold_until = max64(s->hold_until,
-				      sat_add(p->now,
-					      jitter(p, p->cfg.backoff_ns)));
+		s->hold_until =
+			max64(s->hold_until,
+			      sat_add(p->now, jitter(p, p->cfg.backoff_ns)));
 		break;
 	}
 	/* A request that ended whole hands over to its queued range: the lane

@@ -76,8 +76,7 @@ static void retry_after(void)
 	T_EQ_U64(ms, 999999999000ull);
 	T_EQ_INT(fetch_parse_retry_after("18446744073709551615", 0, &ms), 0);
 	T_EQ_U64(ms, UINT64_MAX / 1000 * 1000);
-	T_EQ_INT(fetch_parse_retry_after("99999999999999999999999", 0, &ms),
-		 0);
+	T_EQ_INT(fetch_parse_retry_after("99999999999999999999999", 0, &ms), 0);
 	T_EQ_U64(ms, UINT64_MAX / 1000 * 1000);
 	T_EQ_INT(fetch_parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", 0,
 					 &ms),
@@ -99,8 +98,7 @@ static void content_length(void)
 	T_EQ_U64(n, 1049575);
 	T_EQ_INT(fetch_parse_content_length("9223372036854775807", &n), 0);
 	T_EQ_U64(n, FETCH_SIZE_MAX);
-	T_EQ_INT(fetch_parse_content_length("9223372036854775808", &n),
-		 -EFBIG);
+	T_EQ_INT(fetch_parse_content_length("9223372036854775808", &n), -EFBIG);
 	T_EQ_INT(fetch_parse_content_length("18446744073709551615", &n),
 		 -EFBIG);
 	T_EQ_INT(fetch_parse_content_length("18446744073709551616", &n),

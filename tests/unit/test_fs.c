@@ -188,8 +188,7 @@ static void log_rate_limit(void)
 	T_EQ_STR(r.sample, "lane 7: http://h:80/f: boom");
 	T_ASSERT(!fs__log_take_report(&l, now, &r)); /* reported once */
 	/* A new window logs again. */
-	T_ASSERT(fs__log_admit(&l, key, 1, "lane 0: http://h:80/f: boom",
-			       now));
+	T_ASSERT(fs__log_admit(&l, key, 1, "lane 0: http://h:80/f: boom", now));
 	/* More kinds than slots: each new kind is still logged. */
 	for (int i = 0; i < 3 * FS_LOG_KINDS; i++) {
 		snprintf(line, sizeof(line), "kind %c%c", 'a' + i % 26,

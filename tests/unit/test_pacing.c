@@ -557,9 +557,9 @@ static void test_retry_after_capped(void)
 		T_EQ_INT(pace_on_done(f.p, f.a[1].lane, PACE_OUT_THROTTLED,
 				      asks[k], f.now),
 			 0);
-		T_EQ_INT(pace_wait_begin(f.p, f.rd, 4 * KIB, 4 * KIB, f.now,
-					 &w),
-			 0);
+		T_EQ_INT(
+			pace_wait_begin(f.p, f.rd, 4 * KIB, 4 * KIB, f.now, &w),
+			0);
 		T_ASSERT(pace_next_wake(f.p, f.now) <= f.now + 60 * SEC);
 		f.now += 60 * SEC;
 		T_ASSERT(fix_poll(&f) >= 1); /* the source is back */
