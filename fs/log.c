@@ -192,7 +192,7 @@ static void log_line(enum fs_log_level level, const char *msg)
 	static const char *const names[] = {"error", "warning", "info",
 					    "debug"};
 	static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
-	char safe[2048];
+	char safe[4 * 1024]; /* every byte of msg escaped still fits */
 
 	fs__escape(msg, safe, sizeof(safe));
 	if (log_stderr)

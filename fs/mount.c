@@ -28,7 +28,7 @@ static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int fail(const char *fmt, ...)
 {
-	char msg[2048], safe[4096];
+	char msg[2048], safe[4 * 2048]; /* escaped, every byte fits */
 	va_list ap;
 
 	va_start(ap, fmt);
