@@ -420,9 +420,12 @@ void fs__node_identity(const struct fs_node *n, char *buf, size_t cap);
 int fs__node_ready(struct fs_mount *m, uint32_t i);
 
 /* Reads the directory-index page of directory node i when it was never
- * read or is older than the listing TTL, and adds what it lists. Returns 0
- * or a negative errno (logged). */
-int fs__node_list(struct fs_mount *m, uint32_t i);
+ * read or is older than the listing TTL, and adds what it lists. While
+ * another thread reads it, waits for that result when there is no listing
+ * yet or `fresh` asks for it (a readdir), else returns at once and the
+ * caller uses the listing there is (a lookup). Returns 0 or a negative
+ * errno (logged). */
+int fs__node_list(struct fs_mount *m, uint32_t i, bool fresh);
 
 /* The low-level operations of a pacefs mount. */
 extern const struct fuse_lowlevel_ops fs__ops;

@@ -284,7 +284,7 @@ static int merge_page(struct fs_mount *m, uint32_t d, const char *base,
 	return rc;
 }
 
-int fs__node_list(struct fs_mount *m, uint32_t d)
+int fs__node_list(struct fs_mount *m, uint32_t d, bool fresh)
 {
 	struct fs_ns *ns = m->ns;
 	struct fs_index_entry *ents = NULL;
@@ -296,11 +296,12 @@ int fs__node_list(struct fs_mount *m, uint32_t d)
 	int rc = 0;
 
 	pthread_mutex_lock(&ns->mu);
-	/* One thread reads a directory's page at a time. The others use
-	 * the listing they have (a refresh only adds and drops names), or,
-	 * when there is none yet, wait for its result rather than read the
-	 * page again. */
-	while (ns->nodes[d]->listing && ns->nodes[d]->listed_ns == 0)
+	/* One thread reads a directory's page at a time. The others wait
+	 * for its result rather than read the page again, or, for a lookup
+	 * when there is a listing already, use that one (a refresh only adds
+	 * and drops names): a name is found at once during a refresh. */
+	while (ns->nodes[d]->listing &&
+	       (fresh || ns->nodes[d]->listed_ns == 0))
 		pthread_cond_wait(&ns->listed, &ns->mu);
 	if (ns->nodes[d]->listing) {
 		pthread_mutex_unlock(&ns->mu);
