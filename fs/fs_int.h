@@ -349,6 +349,23 @@ struct fs_node *fs__ns_get(struct fs_ns *ns, uint32_t i);
 /* The child of dir called name, or FS_NO_NODE. Caller holds ns->mu. */
 uint32_t fs__ns_child(struct fs_ns *ns, uint32_t dir, const char *name);
 
+/* Makes room for dir to hold `total` children without growing its arrays
+ * or its table by name again (a directory page's merge: one allocation,
+ * and no rehash under the lock on the first listing). -ENOTDIR, -ENOMEM,
+ * -ENOSPC (no inode numbers left). Caller holds ns->mu. */
+int fs__ns_reserve(struct fs_ns *ns, uint32_t dir, uint32_t total);
+
+/* A new node called name, not in any tree yet (no lock needed), or NULL
+ * when memory ran out; fs__node_free() frees one that is in none. */
+struct fs_node *fs__node_new(const char *name, bool is_dir);
+void fs__node_free(struct fs_node *n);
+
+/* Makes n (from fs__node_new) a child of dir: the tree owns it from then
+ * on. -EEXIST (a child of that name exists), -ENOTDIR, -ENOMEM: n is still
+ * the caller's. Caller holds ns->mu. */
+int fs__ns_link(struct fs_ns *ns, uint32_t dir, struct fs_node *n,
+		uint32_t *out);
+
 /* Adds a child to dir. -EEXIST, -ENOTDIR, -ENOMEM. Caller holds ns->mu. */
 int fs__ns_add(struct fs_ns *ns, uint32_t dir, const char *name, bool is_dir,
 	       uint32_t *out);

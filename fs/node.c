@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +16,8 @@
 #define FS_LISTING_MAX (64u * 1024u * 1024u)
 
 /* Entries merged per hold of the namespace's lock: a page of a million
- * names is merged in short holds, so that every other operation of the
- * mount waits a fraction of a millisecond behind it, not seconds. */
+ * names is merged in holds of about half a millisecond, so that every
+ * other operation of the mount waits that long behind it, not seconds. */
 #define FS_LIST_BATCH 1024u
 
 void fs__node_identity(const struct fs_node *n, char *buf, size_t cap)
@@ -189,40 +190,60 @@ static char *child_url(const char *base, const char *name, bool is_dir)
 	return url;
 }
 
-/* Adds or refreshes one listed entry under directory d, as seen by the
- * merge of generation gen; a new node takes *url (made outside the lock).
- * Caller holds ns->mu. */
-static int merge_entry(struct fs_mount *m, uint32_t d, uint32_t gen,
-		       const struct fs_index_entry *ent, char **url)
+/* A node for a listed entry, built outside the lock: most of a merge's
+ * work is allocation, and none of it needs the namespace. NULL when
+ * memory ran out. */
+static struct fs_node *entry_node(const char *base,
+				  const struct fs_index_entry *ent)
 {
-	struct fs_ns *ns = m->ns;
+	struct fs_node *n = fs__node_new(ent->name, ent->is_dir);
+	char *url = n != NULL ? child_url(base, ent->name, ent->is_dir) : NULL;
+
+	if (url == NULL)
+		goto fail;
+	if (ent->is_dir) {
+		n->list_url = url;
+	} else {
+		n->urls = calloc(1, sizeof(*n->urls));
+		if (n->urls == NULL) {
+			free(url);
+			goto fail;
+		}
+		n->urls[0] = url;
+		n->nurls = 1;
+		/* A size the page states exactly is taken; a probe confirms
+		 * it at the first open. */
+		n->has_size = ent->has_size;
+		n->size = ent->size;
+	}
+	if (ent->has_mtime)
+		n->mtime = ent->mtime;
+	return n;
+fail:
+	fs__node_free(n);
+	return NULL;
+}
+
+/* Adds or refreshes one listed entry under directory d, as seen by the
+ * merge of generation gen: a new name links *fresh (which the tree then
+ * owns: *fresh becomes NULL). Caller holds ns->mu. */
+static int merge_entry(struct fs_ns *ns, uint32_t d, uint32_t gen,
+		       const struct fs_index_entry *ent, struct fs_node **fresh)
+{
 	uint32_t c = fs__ns_child(ns, d, ent->name);
 	struct fs_node *n;
 	int rc;
 
-	if (c != FS_NO_NODE && ns->nodes[c]->is_dir != ent->is_dir)
-		return 0; /* a file became a directory: keep what we have */
 	if (c == FS_NO_NODE) {
-		rc = fs__ns_add(ns, d, ent->name, ent->is_dir, &c);
-		if (rc != 0)
-			return rc;
-		n = ns->nodes[c];
-		if (ent->is_dir) {
-			n->list_url = *url;
-		} else {
-			n->urls = calloc(1, sizeof(*n->urls));
-			if (n->urls == NULL)
-				return -ENOMEM;
-			n->urls[0] = *url;
-			n->nurls = 1;
-		}
-		*url = NULL;
-		/* A size the page states exactly is taken; a probe confirms
-		 * it at the first open. */
-		n->has_size = !ent->is_dir && ent->has_size;
-		n->size = ent->size;
+		(*fresh)->seen_gen = gen;
+		rc = fs__ns_link(ns, d, *fresh, &c);
+		if (rc == 0)
+			*fresh = NULL;
+		return rc;
 	}
 	n = ns->nodes[c];
+	if (n->is_dir != ent->is_dir)
+		return 0; /* a file became a directory: keep what we have */
 	n->gone = false;
 	n->seen_gen = gen;
 	if (ent->has_mtime)
@@ -230,40 +251,47 @@ static int merge_entry(struct fs_mount *m, uint32_t d, uint32_t gen,
 	return 0;
 }
 
-/* Merges a parsed page into directory d, FS_LIST_BATCH entries per hold of
- * the lock, then marks what the page no longer lists as gone. A node the
- * page still lists is never gone in between: it is only marked once every
- * entry is in. Caller holds the directory's listing (d->listing). */
+/* Merges a parsed page into directory d in batches of FS_LIST_BATCH
+ * entries: each batch's nodes are built outside the lock, then linked in
+ * one short hold of it, and the thread yields before the next, so that an
+ * operation waiting for the lock gets it. Then it marks what the page no
+ * longer lists as gone: a node the page still lists is never gone in
+ * between. Caller holds the directory's listing (d->listing). */
 static int merge_page(struct fs_mount *m, uint32_t d, const char *base,
 		      const struct fs_index_entry *ents, uint32_t nents)
 {
 	struct fs_ns *ns = m->ns;
-	char **urls = calloc(nents ? nents : 1, sizeof(*urls));
+	struct fs_node *batch[FS_LIST_BATCH];
 	uint32_t gen, done = 0;
-	int rc = 0;
+	int rc;
 
-	if (urls == NULL)
-		return -ENOMEM;
-	/* The URLs are built outside the lock (a node that exists already
-	 * does not need its own, but it costs less than a lookup under the
-	 * lock to find out). */
-	for (uint32_t i = 0; i < nents && rc == 0; i++) {
-		urls[i] = child_url(base, ents[i].name, ents[i].is_dir);
-		if (urls[i] == NULL)
-			rc = -ENOMEM;
-	}
 	pthread_mutex_lock(&ns->mu);
 	gen = ++ns->nodes[d]->list_gen;
+	rc = fs__ns_reserve(ns, d, nents);
 	pthread_mutex_unlock(&ns->mu);
 	while (rc == 0 && done < nents) {
-		uint32_t end = nents - done > FS_LIST_BATCH
-				       ? done + FS_LIST_BATCH
-				       : nents;
+		uint32_t n = nents - done > FS_LIST_BATCH ? FS_LIST_BATCH
+							  : nents - done;
+		uint32_t built = 0, i;
 
+		for (; built < n; built++) {
+			batch[built] = entry_node(base, &ents[done + built]);
+			if (batch[built] == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+		}
 		pthread_mutex_lock(&ns->mu);
-		for (; done < end && rc == 0; done++)
-			rc = merge_entry(m, d, gen, &ents[done], &urls[done]);
+		for (i = 0; i < built && rc == 0; i++)
+			rc = merge_entry(ns, d, gen, &ents[done + i],
+					 &batch[i]);
 		pthread_mutex_unlock(&ns->mu);
+		/* The names that were there already: their nodes were not
+		 * needed. */
+		for (i = 0; i < built; i++)
+			fs__node_free(batch[i]);
+		done += n;
+		sched_yield();
 	}
 	/* Only a whole page says what is gone. */
 	for (uint32_t i = 0, more = rc == 0; more;) {
@@ -278,9 +306,6 @@ static int merge_page(struct fs_mount *m, uint32_t d, const char *base,
 		more = i < ns->nodes[d]->nchildren;
 		pthread_mutex_unlock(&ns->mu);
 	}
-	for (uint32_t i = 0; i < nents; i++)
-		free(urls[i]);
-	free(urls);
 	return rc;
 }
 

@@ -94,7 +94,7 @@ static int index_build(struct fs_ns *ns, struct fs_node *d, uint32_t nslots)
 	return 0;
 }
 
-static void node_free(struct fs_node *n)
+void fs__node_free(struct fs_node *n)
 {
 	if (n == NULL)
 		return;
@@ -147,7 +147,7 @@ fail:
 	if (ns != NULL)
 		free(ns->nodes);
 	free(ns);
-	node_free(root);
+	fs__node_free(root);
 	return -ENOMEM;
 }
 
@@ -156,7 +156,7 @@ void fs__ns_free(struct fs_ns *ns)
 	if (ns == NULL)
 		return;
 	for (uint32_t i = 0; i < ns->n; i++)
-		node_free(ns->nodes[i]);
+		fs__node_free(ns->nodes[i]);
 	free(ns->nodes);
 	pthread_cond_destroy(&ns->listed);
 	pthread_mutex_destroy(&ns->mu);
@@ -209,16 +209,76 @@ static int grow_u32(uint32_t **a, uint32_t n, uint32_t *cap)
 	return 0;
 }
 
-int fs__ns_add(struct fs_ns *ns, uint32_t dir, const char *name, bool is_dir,
-	       uint32_t *out)
+int fs__ns_reserve(struct fs_ns *ns, uint32_t dir, uint32_t total)
 {
 	struct fs_node *d = fs__ns_get(ns, dir);
-	struct fs_node *n;
+	uint64_t slots = 4 * FS_NS_INDEX_MIN;
+	uint64_t nodes;
+
+	if (d == NULL || !d->is_dir)
+		return -ENOTDIR;
+	if (total <= d->nchildren)
+		return 0;
+	nodes = (uint64_t)ns->n + (total - d->nchildren);
+	if (nodes >= FS_NO_NODE)
+		return -ENOSPC;
+	if (total > d->cap_children) {
+		uint32_t *grown =
+			realloc(d->children, (size_t)total * sizeof(*grown));
+
+		if (grown == NULL)
+			return -ENOMEM;
+		d->children = grown;
+		d->cap_children = total;
+	}
+	if (nodes > ns->cap) {
+		struct fs_node **grown =
+			realloc(ns->nodes, (size_t)nodes * sizeof(*grown));
+
+		if (grown == NULL)
+			return -ENOMEM;
+		ns->nodes = grown;
+		ns->cap = (uint32_t)nodes;
+	}
+	if (total < FS_NS_INDEX_MIN)
+		return 0;
+	/* fs__ns_add keeps it at most half full: no rebuild up to total. */
+	while (slots < 2 * ((uint64_t)total + 1))
+		slots *= 2;
+	if (slots > UINT32_MAX)
+		return -ENOSPC;
+	if (d->index != NULL && slots <= d->nindex)
+		return 0;
+	return index_build(ns, d, (uint32_t)slots);
+}
+
+struct fs_node *fs__node_new(const char *name, bool is_dir)
+{
+	struct fs_node *n = calloc(1, sizeof(*n));
+
+	if (n == NULL)
+		return NULL;
+	n->name = strdup(name);
+	if (n->name == NULL) {
+		free(n);
+		return NULL;
+	}
+	n->is_dir = is_dir;
+	n->mode = is_dir ? 0555 : 0444;
+	n->mtime = -1;
+	n->blob = FS_NO_BLOB;
+	return n;
+}
+
+int fs__ns_link(struct fs_ns *ns, uint32_t dir, struct fs_node *n,
+		uint32_t *out)
+{
+	struct fs_node *d = fs__ns_get(ns, dir);
 	uint32_t id = ns->n;
 
 	if (d == NULL || !d->is_dir)
 		return -ENOTDIR;
-	if (fs__ns_child(ns, dir, name) != FS_NO_NODE)
+	if (fs__ns_child(ns, dir, n->name) != FS_NO_NODE)
 		return -EEXIST;
 	if (ns->n == ns->cap) {
 		struct fs_node **grown =
@@ -239,19 +299,7 @@ int fs__ns_add(struct fs_ns *ns, uint32_t dir, const char *name, bool is_dir,
 			d->index == NULL ? 4 * FS_NS_INDEX_MIN
 					 : d->nindex * 2) != 0)
 		return -ENOMEM;
-	n = calloc(1, sizeof(*n));
-	if (n == NULL)
-		return -ENOMEM;
-	n->name = strdup(name);
-	if (n->name == NULL) {
-		free(n);
-		return -ENOMEM;
-	}
 	n->parent = dir;
-	n->is_dir = is_dir;
-	n->mode = is_dir ? 0555 : 0444;
-	n->mtime = -1;
-	n->blob = FS_NO_BLOB;
 	ns->nodes[id] = n;
 	ns->n++;
 	d->children[d->nchildren++] = id;
@@ -259,6 +307,20 @@ int fs__ns_add(struct fs_ns *ns, uint32_t dir, const char *name, bool is_dir,
 		index_put(ns, d, id);
 	*out = id;
 	return 0;
+}
+
+int fs__ns_add(struct fs_ns *ns, uint32_t dir, const char *name, bool is_dir,
+	       uint32_t *out)
+{
+	struct fs_node *n = fs__node_new(name, is_dir);
+	int rc;
+
+	if (n == NULL)
+		return -ENOMEM;
+	rc = fs__ns_link(ns, dir, n, out);
+	if (rc != 0)
+		fs__node_free(n);
+	return rc;
 }
 
 int fs__ns_add_path(struct fs_ns *ns, const char *path, uint32_t *out)
