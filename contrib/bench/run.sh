@@ -917,7 +917,7 @@ wl_sqlite() {
 wl_transfer1() {
 	local r line mark n503 why
 	if ! "$ORIGIN_BIN" --help 2>&1 | grep -q -- '--max-transfers'; then
-		why="needs pacefs-origin --max-transfers (this pacefs-origin has no such option)"
+		why="needs pacefs-origin --max-transfers, which this pacefs-origin lacks"
 		for r in $(seq 1 "$RUNS"); do record transfer1 pacefs "$r" "skipped: $why"; done
 		return
 	fi
@@ -970,19 +970,24 @@ wl_stall() {
 
 # gen_client_data: the MP4, the zip, the database and the reference outputs
 # (ffprobe's report and frame checksums from the local copy) in DATA, made
-# when missing or made with other settings; then linked into WWW.
+# when missing or made with other settings or another clients.py; then
+# linked into WWW.
 gen_client_data() {
-	local stamp f
-	stamp="media $MEDIA_SECS $MEDIA_KBPS play $PLAY_SECS ss $SS_POS zip $ZIP_MEMBERS $ZIP_MEMBER_BYTES db $DB_ROWS $DB_PAYLOAD $(ffmpeg -version | awk 'NR == 1')"
+	local stamp rstamp f
+	stamp="media $MEDIA_SECS $MEDIA_KBPS zip $ZIP_MEMBERS $ZIP_MEMBER_BYTES db $DB_ROWS $DB_PAYLOAD $(ffmpeg -version | awk 'NR == 1')"
+	rstamp="$stamp play $PLAY_SECS ss $SS_POS $(md5sum <"$W/bin/clients.py")"
 	mkdir -p "$DATA/refs"
 	if [ "$(cat "$DATA/stamp" 2>/dev/null)" != "$stamp" ]; then
-		rm -f "$DATA/stamp"
+		rm -f "$DATA/stamp" "$DATA/refs/stamp"
 		say "generating the real clients' files in $DATA"
 		"${CL[@]}" gen-media "$DATA/media.mp4" "$MEDIA_SECS" "$MEDIA_KBPS"
 		"${CL[@]}" gen-zip "$DATA/big.zip" "$ZIP_MEMBERS" "$ZIP_MEMBER_BYTES"
 		"${CL[@]}" gen-db "$DATA/lookup.db" "$DB_ROWS" "$DB_PAYLOAD"
-		"${CL[@]}" media-refs "$DATA/media.mp4" "$PLAY_SECS" "$SS_POS" "$DATA/refs"
 		echo "$stamp" >"$DATA/stamp"
+	fi
+	if [ "$(cat "$DATA/refs/stamp" 2>/dev/null)" != "$rstamp" ]; then
+		"${CL[@]}" media-refs "$DATA/media.mp4" "$PLAY_SECS" "$SS_POS" "$DATA/refs"
+		echo "$rstamp" >"$DATA/refs/stamp"
 	fi
 	for f in media.mp4 big.zip lookup.db; do
 		ln -f "$DATA/$f" "$WWW/$f" 2>/dev/null || cp "$DATA/$f" "$WWW/$f"
