@@ -184,16 +184,22 @@ def run_timed(cmd, what):
     return dt, r.stdout, err
 
 
-def cmd_media_refs(path, secs, ss_pos, outdir):
+def ss_ref(refdir, pos):
+    return os.path.join(refdir, f"ss_{pos}.ref")
+
+
+def cmd_media_refs(path, secs, refdir, *positions):
     """The reference outputs from the local copy: ffprobe's report, the
-    frame checksums of the first SECS seconds and of the -ss segment."""
+    frame checksums of the first SECS seconds and the packet checksums of
+    the -ss segment at each of POSITIONS."""
     _, out, _ = run_timed(probe_cmd(path), "ffprobe")
-    with open(os.path.join(outdir, "probe.ref"), "wb") as f:
+    with open(os.path.join(refdir, "probe.ref"), "wb") as f:
         f.write(probe_output(out))
-    run_timed(play_cmd(path, secs, os.path.join(outdir, "play.ref"), False),
+    run_timed(play_cmd(path, secs, os.path.join(refdir, "play.ref"), False),
               "ffmpeg")
-    run_timed(ss_cmd(path, ss_pos, os.path.join(outdir, "ss.ref")), "ffmpeg")
-    ok(refs=3)
+    for pos in positions:
+        run_timed(ss_cmd(path, int(pos), ss_ref(refdir, pos)), "ffmpeg")
+    ok(refs=2 + len(positions))
 
 
 def cmd_ffprobe(path, ref):
@@ -202,35 +208,39 @@ def cmd_ffprobe(path, ref):
     ok(secs=f6(dt), read=bytes_read(err))
 
 
-def ffss(path, pos, ref):
+def ffss(path, pos, refdir):
     """ffmpeg -ss POS -t SS_SECS, checked: (secs, bytes read)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "ss.md5")
-        dt, _, err = run_timed(ss_cmd(path, pos, out), "ffmpeg -ss")
+        dt, _, err = run_timed(ss_cmd(path, pos, out), f"ffmpeg -ss {pos}")
         with open(out, "rb") as f:
-            check_ref(f.read(), ref, "ffmpeg -ss's packet checksums")
+            check_ref(f.read(), ss_ref(refdir, pos),
+                      f"ffmpeg -ss {pos}'s packet checksums")
     return dt, bytes_read(err)
 
 
-def cmd_ffss(path, pos, ref):
-    dt, n = ffss(path, pos, ref)
+def cmd_ffss(path, pos, refdir):
+    dt, n = ffss(path, pos, refdir)
     ok(secs=f6(dt), read=n)
 
 
-def cmd_play(path, secs, ss_at, ss_pos, play_ref, ss_ref):
+def cmd_play(path, secs, refdir, *jumps):
     """ffmpeg -re playback of the first SECS seconds (decoded, frame
-    checksums checked); SS_AT seconds in, a second ffmpeg -ss SS_POS on the
-    same file (a jump during playback). Startup: wall time minus media time
-    at the first progress report; stall: the most that lag grew later (ffmpeg
-    -re catches up after a stall, so the wall time alone hides it; 0.1 s
-    resolution)."""
-    res = {}
+    checksums checked); and for each jump AT:POS, AT seconds in, ffmpeg -ss
+    POS on the same file (jumps during playback, one after another; the
+    median of their times is the figure, the machine being shared).
+    Startup: wall time minus media time at the first progress report;
+    stall: the most that lag grew later (ffmpeg -re catches up after a
+    stall, so the wall time alone hides it; 0.1 s resolution)."""
+    res = {"ss": []}
 
     def jump():
-        time.sleep(max(0.0, t0 + ss_at - time.monotonic()))
         try:
-            res["ss"] = ffss(path, ss_pos, ss_ref)
-        except Failed as e:
+            for j in jumps:
+                at, pos = (int(x) for x in j.split(":"))
+                time.sleep(max(0.0, t0 + at - time.monotonic()))
+                res["ss"].append(ffss(path, pos, refdir))
+        except Exception as e:  # reported by the main thread
             res["ss_err"] = str(e)
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -259,17 +269,22 @@ def cmd_play(path, secs, ss_at, ss_pos, play_ref, ss_ref):
             last = err.strip().splitlines()[-1:] or ["no message"]
             raise Failed(f"ffmpeg -re exit {rc}: {last[0]}")
         with open(out, "rb") as f:
-            check_ref(f.read(), play_ref, "playback's frame checksums")
+            check_ref(f.read(), os.path.join(refdir, "play.ref"),
+                      "playback's frame checksums")
     if "ss_err" in res:
         raise Failed(res["ss_err"])
+    if len(res["ss"]) != len(jumps):
+        raise Failed(f"{len(res['ss'])} of {len(jumps)} jumps made")
     if not lags:
         raise Failed("ffmpeg -re gave no progress report")
     startup = lags[0]
-    ss_secs, ss_read = res["ss"]
+    ss = sorted(t for t, _ in res["ss"])
+    ss_read = sum(n for _, n in res["ss"])
     ok(secs=f6(wall), startup=f6(startup),
        stall=f6(max(0.0, max(lags) - startup)),
        consumed=bytes_read(err) + ss_read, play_read=bytes_read(err),
-       ss_secs=f6(ss_secs), ss_read=ss_read)
+       ss_secs=f6(ss[(len(ss) - 1) // 2]), ss_max=f6(ss[-1]), ss_n=len(ss),
+       ss_read=ss_read)
 
 
 # --- zipfile ------------------------------------------------------------------
@@ -386,10 +401,10 @@ def usage():
         "usage: clients.py gen-media OUT SECS KBPS\n"
         "       clients.py gen-zip OUT MEMBERS MEMBER_BYTES\n"
         "       clients.py gen-db OUT ROWS PAYLOAD_BYTES\n"
-        "       clients.py media-refs FILE SECS SS_POS OUTDIR\n"
+        "       clients.py media-refs FILE SECS REFDIR POS...\n"
         "       clients.py ffprobe FILE REF\n"
-        "       clients.py ffss FILE SS_POS REF\n"
-        "       clients.py play FILE SECS SS_AT SS_POS PLAY_REF SS_REF\n"
+        "       clients.py ffss FILE POS REFDIR\n"
+        "       clients.py play FILE SECS REFDIR AT:POS...\n"
         "       clients.py zip FILE LOCAL MEMBER\n"
         "       clients.py sqlite FILE LOCAL N SEED ROWS LOG|-\n"
         "       clients.py eio FILE LIMIT\n")
@@ -400,10 +415,10 @@ COMMANDS = {
     "gen-media": (cmd_gen_media, (str, int, int)),
     "gen-zip": (cmd_gen_zip, (str, int, int)),
     "gen-db": (cmd_gen_db, (str, int, int)),
-    "media-refs": (cmd_media_refs, (str, int, int, str)),
+    "media-refs": (cmd_media_refs, (str, int, str, "*")),
     "ffprobe": (cmd_ffprobe, (str, str)),
     "ffss": (cmd_ffss, (str, int, str)),
-    "play": (cmd_play, (str, int, float, int, str, str)),
+    "play": (cmd_play, (str, int, str, "*")),  # at least one jump
     "zip": (cmd_zip, (str, str, str)),
     "sqlite": (cmd_sqlite, (str, str, int, int, int, str)),
     "eio": (cmd_eio, (str, int)),
@@ -415,10 +430,14 @@ def main():
         usage()
     fn, types = COMMANDS[sys.argv[1]]
     args = sys.argv[2:]
-    if len(args) != len(types):
+    # "*": one or more further string arguments
+    rest = types[-1] == "*"
+    if rest:
+        types = types[:-1]
+    if len(args) < len(types) + rest or (not rest and len(args) != len(types)):
         usage()
     try:
-        fn(*(t(a) for t, a in zip(types, args)))
+        fn(*(t(a) for t, a in zip(types, args)), *args[len(types):])
     except (Failed, OSError, zipfile.BadZipFile, sqlite3.Error) as e:
         print(f"failed: {e}", flush=True)
         sys.exit(1)

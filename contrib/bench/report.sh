@@ -339,7 +339,7 @@ trap 'rm -f "$TGT" "$PLOT_ERR"' EXIT
 	lim=$(awk -v rtt="$RTT" -v b="${SEEK_JUMP:-0}" -v l="${LANES:-8}" -v r="$WAN_RATE" 'BEGIN { print 2 * (rtt + b / (l * r)) }')
 	echo "| $((${SEEK_JUMP:-0} / 1024)) KiB read at a new position during playback (p50) <= 2 x (RTT + $((${SEEK_JUMP:-0} / 1024)) KiB / (${LANES:-8} lanes x $WAN_RATE B/s)) = $(f "$lim" 0.001 %.1f) ms | pacefs $(f "$S1_pacefs" 0.001 %.1f) ms (max $(f "$(med seek1m pacefs max)" 0.001 %.1f) ms; rclone $(f "$S1_rclone" 0.001 %.1f), httpdirfs $(f "$S1_httpdirfs" 0.001 %.1f)) | $(yesno le "$S1_pacefs" "$lim") |"
 	dp=$(sub "$CJ_pacefs" "$CJ_local") dr=$(sub "$CJ_rclone" "$CJ_local")
-	echo "| ffmpeg -ss into the middle during playback: pacefs - local <= (rclone - local) / 3 | pacefs $(f "$CJ_pacefs" 1 %.3f) s, rclone $(f "$CJ_rclone" 1 %.3f) s, local $(f "$CJ_local" 1 %.3f) s: $(f "$dp" 1 %.3f) s vs $(f "$dr" 1 %.3f) s above the floor (cold, in a fresh mount: pacefs $(f "$CS_pacefs" 1 %.3f) s, rclone $(f "$CS_rclone" 1 %.3f) s, local $(f "$CS_local" 1 %.3f) s) | $(yesno le "$dp" "$(mul "$dr" "$(awk 'BEGIN { print 1/3 }')")") |"
+	echo "| ffmpeg -ss during playback (median of the jumps): pacefs - local <= (rclone - local) / 3 | pacefs $(f "$CJ_pacefs" 1 %.3f) s, rclone $(f "$CJ_rclone" 1 %.3f) s, local $(f "$CJ_local" 1 %.3f) s: $(f "$dp" 1 %.3f) s vs $(f "$dr" 1 %.3f) s above the floor (cold, in a fresh mount: pacefs $(f "$CS_pacefs" 1 %.3f) s, rclone $(f "$CS_rclone" 1 %.3f) s, local $(f "$CS_local" 1 %.3f) s) | $(yesno le "$dp" "$(mul "$dr" "$(awk 'BEGIN { print 1/3 }')")") |"
 	zp=$(med zip pacefs pulled)
 	echo "| zip: one $((${ZIP_MEMBER_BYTES:-0} / 1024)) KiB member, pulled <= 1.5 MiB, mount to unmount | pacefs $(f "$zp" $MiB %.2f) MiB (rclone $(f "$(med zip rclone pulled)" $MiB %.2f), httpdirfs $(f "$(med zip httpdirfs pulled)" $MiB %.2f)) | $(yesno le "$zp" $((3 * MiB / 2))) |"
 	qr=$(med sqlite pacefs lookup_reqs)
@@ -485,7 +485,7 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 	echo
 	echo "- **ffprobe**: \`ffprobe -show_format -show_streams\` of the cold file (reads the head, the moov at the end, the first packets); its report is compared with the local copy's."
 	echo "- **ffmpeg -ss**: \`ffmpeg -ss ${SS_POS:-0} -i FILE -t 2 -c copy -f framemd5\`, into the middle of the cold file; the packets' checksums are compared with the local copy's. Stream copy, not decoding: decoding is the same CPU work on every system and on this shared machine its noise hid the cost of the reading."
-	echo "- **playback**: \`ffmpeg -re -i FILE -t ${PLAY_SECS:-0} -f framemd5\` (decoded at the media's rate), and ${SS_AT:-0} s into it the same ffmpeg -ss as above on the same file (a jump during playback). Startup: wall time minus media time at ffmpeg's first progress report; stall: how much that lag grew later (0.1 s resolution: ffmpeg -re catches up after a stall, so the wall time hides it)."
+	echo "- **playback**: \`ffmpeg -re -i FILE -t ${PLAY_SECS:-0} -f framemd5\` (decoded at the media's rate), and during it, one after another, ffmpeg -ss as above on the same file (jumps during playback; AT:POS, seconds into the playback : position in the media: ${PLAY_JUMPS:-none}); their median time is the figure. Startup: wall time minus media time at ffmpeg's first progress report; stall: how much that lag grew later (0.1 s resolution: ffmpeg -re catches up after a stall, so the wall time hides it)."
 	echo "- **zip**: Python's zipfile opens the archive and reads the member in the middle (${ZIP_READ:-m050.bin}; zipfile checks its CRC-32); compared with the local copy's member."
 	echo "- **sqlite**: ${SQL_N:-0} point lookups by seeded random key with Python's sqlite3 after the schema is read (untimed); results compared with the local copy's. Requests: lines of the origin's log between the first lookup and 0.5 s after the last."
 	echo "- **Read**: the bytes the client itself read (ffmpeg's own input statistics). **Pulled**: from the origin's log, mount to unmount."
@@ -501,13 +501,13 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 		done
 	done
 	echo
-	echo "### Playback with a jump (ffmpeg -re, ${PLAY_SECS:-0} s, and -ss ${SS_POS:-0} at ${SS_AT:-0} s)"
+	echo "### Playback with jumps (ffmpeg -re, ${PLAY_SECS:-0} s, and ffmpeg -ss at ${PLAY_JUMPS:-none})"
 	echo
-	echo "| system | wall s | startup s | stall s | -ss during playback, s | its runs | above the floor, s | consumed MiB | pulled MiB | pulled - consumed MiB |"
-	echo "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"
+	echo "| system | wall s | startup s | stall s | -ss during playback, median s | its runs | slowest -ss s | above the floor, s | consumed MiB | pulled MiB | pulled - consumed MiB |"
+	echo "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |"
 	for s in "${CSYS[@]}"; do
 		pc=$(med ffplay "$s" consumed) pp=$(med ffplay "$s" pulled)
-		echo "| $(label "$s") | $(f "$(med ffplay "$s" secs)" 1 %.2f) | $(g "$(med ffplay "$s" startup)" 1 %.2f) | $(g "$(med ffplay "$s" stall)" 1 %.2f) | $(g "$(v "CJ_$s")" 1 %.3f) | $(vals ffplay "$s" ss_secs 1 %.3f) | $(g "$(sub "$(v "CJ_$s")" "$CJ_local")" 1 %.3f) | $(g "$pc" $MiB %.1f) | $(g "$pp" $MiB %.1f) | $(g "$(sub "$pp" "$pc")" $MiB %.1f) |"
+		echo "| $(label "$s") | $(f "$(med ffplay "$s" secs)" 1 %.2f) | $(g "$(med ffplay "$s" startup)" 1 %.2f) | $(g "$(med ffplay "$s" stall)" 1 %.2f) | $(g "$(v "CJ_$s")" 1 %.3f) | $(vals ffplay "$s" ss_secs 1 %.3f) | $(g "$(med ffplay "$s" ss_max)" 1 %.3f) | $(g "$(sub "$(v "CJ_$s")" "$CJ_local")" 1 %.3f) | $(g "$pc" $MiB %.1f) | $(g "$pp" $MiB %.1f) | $(g "$(sub "$pp" "$pc")" $MiB %.1f) |"
 	done
 	echo
 	echo "### SQLite point lookups (${SQL_N:-0} lookups)"

@@ -61,8 +61,10 @@ CLIENT_SYSTEMS=(local pacefs rclone httpdirfs)
 MEDIA_SECS=300 # the MP4: 640x360, 25 fps, H.264 at MEDIA_KBPS + AAC 128 kbit/s
 MEDIA_KBPS=4000
 PLAY_SECS=10 # ffmpeg -re plays the first PLAY_SECS of it
-SS_AT=5      # s into the playback, a second ffmpeg -ss into the middle
-SS_POS=$((MEDIA_SECS / 2))
+SS_POS=$((MEDIA_SECS / 2)) # ffmpeg -ss into the middle of the cold file
+# AT:POS: AT s into the playback, ffmpeg -ss POS on the same file (a jump);
+# three, for a median on a shared machine
+PLAY_JUMPS="3:100 5:150 7:200"
 ZIP_MEMBERS=100
 ZIP_MEMBER_BYTES=$MiB
 ZIP_READ=m050.bin # a member in the middle
@@ -888,13 +890,13 @@ client_wl() {
 wl_ffprobe() { client_wl ffprobe media.mp4 "${CL[@]}" ffprobe @PATH@ "$DATA/refs/probe.ref"; }
 
 # ffmpeg -ss into the middle of the cold MP4, SS_SECS decoded.
-wl_ffss() { client_wl ffss media.mp4 "${CL[@]}" ffss @PATH@ "$SS_POS" "$DATA/refs/ss.ref"; }
+wl_ffss() { client_wl ffss media.mp4 "${CL[@]}" ffss @PATH@ "$SS_POS" "$DATA/refs"; }
 
-# ffmpeg -re playback of the first PLAY_SECS, and SS_AT s in, ffmpeg -ss into
-# the middle of the same file.
+# ffmpeg -re playback of the first PLAY_SECS, with the PLAY_JUMPS (ffmpeg -ss
+# on the same file) during it.
 wl_ffplay() {
-	client_wl ffplay media.mp4 "${CL[@]}" play @PATH@ "$PLAY_SECS" "$SS_AT" "$SS_POS" \
-		"$DATA/refs/play.ref" "$DATA/refs/ss.ref"
+	# shellcheck disable=SC2086 # one argument per jump
+	client_wl ffplay media.mp4 "${CL[@]}" play @PATH@ "$PLAY_SECS" "$DATA/refs" $PLAY_JUMPS
 }
 
 # Python's zipfile reading one member from the middle of the stored zip.
@@ -975,7 +977,7 @@ wl_stall() {
 gen_client_data() {
 	local stamp rstamp f
 	stamp="media $MEDIA_SECS $MEDIA_KBPS zip $ZIP_MEMBERS $ZIP_MEMBER_BYTES db $DB_ROWS $DB_PAYLOAD $(ffmpeg -version | awk 'NR == 1')"
-	rstamp="$stamp play $PLAY_SECS ss $SS_POS $(md5sum <"$W/bin/clients.py")"
+	rstamp="$stamp play $PLAY_SECS ss $SS_POS $PLAY_JUMPS $(md5sum <"$W/bin/clients.py")"
 	mkdir -p "$DATA/refs"
 	if [ "$(cat "$DATA/stamp" 2>/dev/null)" != "$stamp" ]; then
 		rm -f "$DATA/stamp" "$DATA/refs/stamp"
@@ -986,7 +988,9 @@ gen_client_data() {
 		echo "$stamp" >"$DATA/stamp"
 	fi
 	if [ "$(cat "$DATA/refs/stamp" 2>/dev/null)" != "$rstamp" ]; then
-		"${CL[@]}" media-refs "$DATA/media.mp4" "$PLAY_SECS" "$SS_POS" "$DATA/refs"
+		# shellcheck disable=SC2046,SC2086 # one argument per position
+		"${CL[@]}" media-refs "$DATA/media.mp4" "$PLAY_SECS" "$DATA/refs" "$SS_POS" \
+			$(printf '%s\n' $PLAY_JUMPS | cut -d: -f2)
 		echo "$rstamp" >"$DATA/refs/stamp"
 	fi
 	for f in media.mp4 big.zip lookup.db; do
@@ -1033,7 +1037,7 @@ export BENCH_RAW=$RAW BENCH_OUT=$OUT BENCH_DROP_OK=$DROP_OK \
 SETTINGS=(SEQ_LO_SIZE SEQ_WAN_SIZE LONG_SIZE MULTI_SIZE MULTI_FILES MULTI_READERS
 	WAN_RATE WAN_LATENCY RANDOM_N_LO RANDOM_N_WAN PLAYER_RATE PLAYER_BYTES
 	PLAYER_BS SEEK_N SEEK_PLAY MEM_SIZE SEEK_JUMP PLAYER2_RATE PLAYER2_BYTES
-	PLAYER_LEAD LANES MEDIA_SECS MEDIA_KBPS PLAY_SECS SS_AT SS_POS ZIP_MEMBERS
+	PLAYER_LEAD LANES MEDIA_SECS MEDIA_KBPS PLAY_SECS PLAY_JUMPS SS_POS ZIP_MEMBERS
 	ZIP_MEMBER_BYTES DB_ROWS DB_PAYLOAD SQL_N T1_RETRY_AFTER READ_TIMEOUT)
 export "${SETTINGS[@]}"
 mkdir -p "$OUT/logs"
