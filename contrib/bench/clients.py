@@ -26,7 +26,7 @@ import zipfile
 
 FFMPEG = "ffmpeg"
 FFPROBE = "ffprobe"
-# -ss and playback decode this many seconds of media.
+# ffmpeg -ss copies this many seconds of media from its position.
 SS_SECS = 2
 STATS_RE = re.compile(r"Statistics: (\d+) bytes read")
 
