@@ -309,7 +309,7 @@ if command -v gnuplot >/dev/null 2>&1; then
 		set logscale y
 		set grid ytics
 		set key below horizontal
-		set xtics rotate by -20
+		set xtics rotate by 20 right
 		set title "seconds, log scale"
 		plot "$dat" using 2:xtic(1) title "local copy (floor)", '' using 3 title "pacefs", '' using 4 title "rclone", '' using 5 title "httpdirfs"
 		set title "MiB pulled from the origin, mount to unmount, log scale"
