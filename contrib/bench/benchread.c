@@ -388,7 +388,8 @@ static int cmd_seek(char **argv, int argc)
 	uint64_t nseek = parse_u64(argv[2], "seek count");
 	uint64_t bytes = parse_u64(argv[3], "play bytes"), i, slots;
 	size_t bs = (size_t)parse_u64(argv[4], "block size");
-	size_t jump_bs = argc > 6 ? (size_t)parse_u64(argv[6], "jump size") : bs;
+	size_t jump_bs =
+		argc > 6 ? (size_t)parse_u64(argv[6], "jump size") : bs;
 	double first = 0, stalled = 0, worst = 0, w, *lat;
 	struct reader r;
 
@@ -422,7 +423,8 @@ static void usage(void)
 	      "       benchread first FILE\n"
 	      "       benchread random FILE N SEED\n"
 	      "       benchread player FILE RATE BYTES BS\n"
-	      "       benchread seek FILE RATE NSEEK PLAY_BYTES BS SEED [JUMP_BS]\n"
+	      "       benchread seek FILE RATE NSEEK PLAY_BYTES BS SEED "
+	      "[JUMP_BS]\n"
 	      "sizes take K or M (powers of 1024)\n",
 	      stderr);
 	exit(2);
