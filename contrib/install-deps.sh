@@ -11,11 +11,13 @@ PKGS=(
 	libjansson-dev
 	clang libclang-rt-14-dev valgrind
 	nginx-light curl openssl attr ca-certificates
-	procps psmisc iproute2 coreutils xxd
+	procps psmisc iproute2 coreutils xxd python3
 )
 
-# Only make bench needs these: the competitors and the plotting.
-BENCH_PKGS=(rclone httpdirfs gnuplot-nox procps)
+# Only make bench needs these: the competitors, the plotting and the real
+# clients it runs through each mount (ffmpeg/ffprobe, Python's zipfile and
+# sqlite3).
+BENCH_PKGS=(rclone httpdirfs gnuplot-nox procps ffmpeg python3)
 
 case "${1:-}" in
 "") ;;

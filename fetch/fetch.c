@@ -44,6 +44,8 @@ struct fetch_lane {
 	uint64_t cr_start, cr_end, cr_total;
 	char etag[256];
 	char last_modified[128];
+	char coding[128]; /* a Content- or Transfer-Encoding that is not
+			     identity: the header line, for the reason */
 	uint64_t retry_after_ms;
 	bool forced; /* the write callback aborted with `res` */
 	struct fetch_result res;
@@ -128,7 +130,11 @@ CURLcode fetch__easy_setup(CURL *easy, const struct fetch_config *cfg,
 			       cfg->connect_timeout_ms);
 	rc |= curl_easy_setopt(easy, CURLOPT_TCP_NODELAY, 1L);
 	rc |= curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
-	rc |= curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, NULL);
+	/* Ranges are of the stored bytes: ask for them as stored, and keep
+	 * curl from decoding what a server encodes anyway, so that the
+	 * header checks see it and refuse it (fetch_get decodes documents). */
+	rc |= curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "identity");
+	rc |= curl_easy_setopt(easy, CURLOPT_HTTP_CONTENT_DECODING, 0L);
 	if (cfg->cafile != NULL)
 		rc |= curl_easy_setopt(easy, CURLOPT_CAINFO, cfg->cafile);
 	if (cfg->insecure) {
@@ -176,7 +182,21 @@ static size_t on_header(char *line, size_t size, size_t n, void *arg)
 		l->cr_seen = false;
 		l->etag[0] = '\0';
 		l->last_modified[0] = '\0';
+		l->coding[0] = '\0';
 		l->retry_after_ms = 0;
+	} else if (fetch__header_is(line, len, "Content-Encoding", &v) ||
+		   fetch__header_is(line, len, "Transfer-Encoding", &v)) {
+		char buf[128];
+		bool transfer = (line[0] | 0x20) == 't';
+
+		fetch__header_value(v, len - (size_t)(v - line), buf,
+				    sizeof(buf));
+		if (l->coding[0] == '\0' &&
+		    !fetch_coding_is_identity(buf, transfer))
+			snprintf(l->coding, sizeof(l->coding), "%s: %.100s",
+				 transfer ? "Transfer-Encoding"
+					  : "Content-Encoding",
+				 buf);
 	} else if (fetch__header_is(line, len, "Content-Range", &v)) {
 		char buf[128];
 
@@ -228,6 +248,13 @@ static size_t lane_check_head(struct fetch_lane *l)
 		}
 		return lane_abort(l, o, "%s: HTTP %ld", lane_shown(l), status);
 	}
+	if (l->coding[0] != '\0')
+		/* The range is of the encoded bytes, and they are not the
+		 * blob's: never store them as its bytes. */
+		return lane_abort(l, FETCH_FATAL,
+				  "%s: '%s' although identity was asked for: "
+				  "pacefs serves the bytes as stored only",
+				  lane_shown(l), l->coding);
 	if (!l->cr_seen)
 		return lane_abort(l, FETCH_FATAL,
 				  "%s: 206 without a valid Content-Range",
@@ -384,16 +411,20 @@ static void lane_finish(struct fetch_lane *l, CURLcode cc)
 		case CURLE_TOO_MANY_REDIRECTS:
 			res.outcome = FETCH_GONE;
 			break;
-		case CURLE_OUT_OF_MEMORY:
-			res.outcome = FETCH_LOCAL;
-			break;
 		default:
+			/* Everything else, CURLE_OUT_OF_MEMORY included: curl
+			 * 7.x reports a response header over its 100 KB limit
+			 * so (8.6 says CURLE_TOO_LARGE), and a server must not
+			 * be able to make a lane retry at once, forever. */
 			res.outcome = FETCH_TRANSIENT;
 			break;
 		}
-		snprintf(res.reason, sizeof(res.reason), "%s: %.90s",
+		snprintf(res.reason, sizeof(res.reason), "%.120s: %.80s%s",
 			 lane_shown(l),
-			 l->errbuf[0] ? l->errbuf : curl_easy_strerror(cc));
+			 l->errbuf[0] ? l->errbuf : curl_easy_strerror(cc),
+			 cc == CURLE_OUT_OF_MEMORY
+				 ? " (or a response header over curl's limit)"
+				 : "");
 	} else if (!l->checked) {
 		/* No body byte arrived: judge the status alone. */
 		long status = 0;
@@ -466,6 +497,7 @@ static void slot_reset_response(struct fetch_lane *l)
 	l->cr_seen = false;
 	l->etag[0] = '\0';
 	l->last_modified[0] = '\0';
+	l->coding[0] = '\0';
 	l->retry_after_ms = 0;
 	l->forced = false;
 	l->errbuf[0] = '\0';

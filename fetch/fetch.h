@@ -33,12 +33,15 @@ struct fetch;
 enum fetch_outcome {
 	FETCH_OK,	 /* every byte of [start, end) was delivered */
 	FETCH_CANCELLED, /* fetch_lane_cancel() */
-	FETCH_TRANSIENT, /* 5xx, reset, timeout, short body: retry later */
+	FETCH_TRANSIENT, /* 5xx, reset, timeout, short body, a response
+			    curl cannot take (a header over its limit):
+			    retry later */
 	FETCH_THROTTLED, /* 429 or 503: wait retry_after_ms */
 	FETCH_GONE,	 /* 401, 403, 404, 410: this source will not serve */
 	FETCH_FATAL,	 /* validator, size or Content-Range mismatch, a 200
 			    to a range request: never mix these bytes */
-	FETCH_LOCAL,	 /* a local failure (memory, curl setup) */
+	FETCH_LOCAL,	 /* a local failure (curl setup), never what a
+			    response did */
 };
 
 struct fetch_result {
@@ -206,6 +209,21 @@ int fetch_get(const struct fetch_config *cfg, const char *url, size_t max,
  * -EINVAL. */
 int fetch_parse_content_range(const char *v, uint64_t *start_out,
 			      uint64_t *end_incl_out, uint64_t *total_out);
+
+/* The largest blob size pacefs takes: a file's size is an off_t. */
+#define FETCH_SIZE_MAX ((uint64_t)INT64_MAX)
+
+/* Parses a Content-Length value (decimal digits, surrounding white space
+ * allowed). Returns 0, -EINVAL (empty, not digits, or past 64 bits) or
+ * -EFBIG (over FETCH_SIZE_MAX, written to *out all the same). */
+int fetch_parse_content_length(const char *v, uint64_t *out);
+
+/* True when a Content-Encoding (transfer false) or Transfer-Encoding
+ * (transfer true) value leaves the bytes as stored: an empty list or only
+ * "identity" (and "chunked", which curl undoes, for Transfer-Encoding),
+ * case-insensitive, comma-separated. Any other coding would make the body
+ * something else than the blob's bytes. */
+bool fetch_coding_is_identity(const char *v, bool transfer);
 
 /* Parses a Retry-After value (delta-seconds or an HTTP date relative to
  * now_s, seconds since the epoch) into milliseconds; -EINVAL if neither. */

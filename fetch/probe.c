@@ -19,8 +19,12 @@ struct probe_state {
 	CURL *easy;
 	bool cr_seen;
 	uint64_t cr_start, cr_end, cr_total;
+	char cr_raw[64]; /* the Content-Range value, cut, for errors */
 	uint64_t content_length;
-	bool cl_seen;
+	bool cl_seen;	  /* a Content-Length that is a size */
+	char cl_bad[64];  /* one that is not: the value, for the error */
+	char coding[128]; /* a Content- or Transfer-Encoding that is not
+			     identity: the header line, for the error */
 	uint64_t retry_after_ms;
 	size_t body;
 };
@@ -34,7 +38,10 @@ static size_t probe_header(char *line, size_t size, size_t n, void *arg)
 
 	if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
 		s->cr_seen = false;
+		s->cr_raw[0] = '\0';
 		s->cl_seen = false;
+		s->cl_bad[0] = '\0';
+		s->coding[0] = '\0';
 		s->out->etag[0] = '\0';
 		s->out->last_modified[0] = '\0';
 	} else if (fetch__header_is(line, len, "Content-Range", &v)) {
@@ -43,19 +50,28 @@ static size_t probe_header(char *line, size_t size, size_t n, void *arg)
 		s->cr_seen =
 			fetch_parse_content_range(buf, &s->cr_start, &s->cr_end,
 						  &s->cr_total) == 0;
+		snprintf(s->cr_raw, sizeof(s->cr_raw), "%.40s%s", buf,
+			 strlen(buf) > 40 ? "..." : "");
 	} else if (fetch__header_is(line, len, "Content-Length", &v)) {
-		const char *p;
+		fetch__header_value(v, len - (size_t)(v - line), buf,
+				    sizeof(buf));
+		s->cl_seen = fetch_parse_content_length(
+				     buf, &s->content_length) == 0;
+		if (!s->cl_seen)
+			snprintf(s->cl_bad, sizeof(s->cl_bad), "%.40s%s", buf,
+				 strlen(buf) > 40 ? "..." : "");
+	} else if (fetch__header_is(line, len, "Content-Encoding", &v) ||
+		   fetch__header_is(line, len, "Transfer-Encoding", &v)) {
+		bool transfer = (line[0] | 0x20) == 't';
 
 		fetch__header_value(v, len - (size_t)(v - line), buf,
 				    sizeof(buf));
-		p = buf;
-		s->content_length = 0;
-		s->cl_seen = *p != '\0';
-		for (; *p >= '0' && *p <= '9'; p++)
-			s->content_length =
-				s->content_length * 10 + (uint64_t)(*p - '0');
-		if (*p != '\0')
-			s->cl_seen = false;
+		if (s->coding[0] == '\0' &&
+		    !fetch_coding_is_identity(buf, transfer))
+			snprintf(s->coding, sizeof(s->coding), "%s: %.100s",
+				 transfer ? "Transfer-Encoding"
+					  : "Content-Encoding",
+				 buf);
 	} else if (fetch__header_is(line, len, "ETag", &v)) {
 		fetch__header_value(v, len - (size_t)(v - line), s->out->etag,
 				    sizeof(s->out->etag));
@@ -155,7 +171,21 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 			  errbuf[0] ? errbuf : curl_easy_strerror(cc));
 		goto out;
 	}
-	if (out->status == 200 && s.cl_seen && s.content_length == 0) {
+	if (s.coding[0] != '\0' && out->status >= 200 && out->status < 300) {
+		/* A range of encoded bytes is not a range of the blob. */
+		rc = fail(err, errlen,
+			  "%s: HTTP %ld with '%s' although identity was asked "
+			  "for; pacefs needs the bytes as stored",
+			  shown, out->status, s.coding);
+		goto out;
+	}
+	if (out->status == 200 && s.cl_bad[0] != '\0') {
+		rc = fail(err, errlen,
+			  "%s: HTTP 200 with Content-Length '%s', which is no "
+			  "size (at most %" PRIu64 ")",
+			  shown, s.cl_bad, FETCH_SIZE_MAX);
+		goto out;
+	} else if (out->status == 200 && s.cl_seen && s.content_length == 0) {
 		/* An empty blob: some servers answer a range of it with an
 		 * empty 200 rather than a 416. */
 		out->size = 0;
@@ -173,9 +203,17 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 		if (!s.cr_seen || s.cr_start != 0 || s.cr_end != 0 ||
 		    s.cr_total == UINT64_MAX) {
 			rc = fail(err, errlen,
-				  "%s: HTTP 206 without a Content-Range "
+				  "%s: HTTP 206 with Content-Range '%s', not "
 				  "'bytes 0-0/SIZE'",
-				  shown);
+				  shown, s.cr_raw);
+			goto out;
+		}
+		if (s.cr_total > FETCH_SIZE_MAX) {
+			rc = fail(err, errlen,
+				  "%s: Content-Range total %" PRIu64
+				  " is over the largest file size (%" PRIu64
+				  ")",
+				  shown, s.cr_total, FETCH_SIZE_MAX);
 			goto out;
 		}
 		out->size = s.cr_total;
@@ -295,6 +333,10 @@ int fetch_get(const struct fetch_config *cfg, const char *url, size_t max,
 			  SHOWN(shown));
 		goto out;
 	}
+	/* A document, parsed and never served: one a server encodes although
+	 * identity was asked for is decoded (at most `max` bytes of it), and
+	 * an encoding curl does not know is an error. */
+	curl_easy_setopt(easy, CURLOPT_HTTP_CONTENT_DECODING, 1L);
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, get_body);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &g);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,

@@ -239,21 +239,58 @@ static void blob_changed(struct fs_engine *e, uint32_t lane,
 		b->name, res->reason);
 }
 
+/* Milliseconds to nanoseconds, saturated: a Retry-After is the server's
+ * number, and a wrapped product would be a short hold chosen by chance. */
+static uint64_t ms_to_ns(uint64_t ms)
+{
+	return ms > UINT64_MAX / 1000000u ? UINT64_MAX : ms * 1000000u;
+}
+
 static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 {
 	struct fs_engine *e = ctx;
+	struct pace_lane_info li;
+	struct pace_source_info si;
+	uint64_t now, hold_ms = 0;
 
-	if (res->outcome != FETCH_OK && res->outcome != FETCH_CANCELLED)
+	if (res->outcome != FETCH_OK && res->outcome != FETCH_CANCELLED &&
+	    res->outcome != FETCH_THROTTLED)
 		fs__log(res->outcome == FETCH_TRANSIENT ? FS_LOG_WARN
 							: FS_LOG_ERR,
 			"lane %u: %s", lane, res->reason);
 	pthread_mutex_lock(&e->mu);
+	now = fs__now_ns();
 	if (res->blob_changed)
 		blob_changed(e, lane, res);
+	if (pace_lane_info(e->pace, lane, &li) != 0)
+		li.busy = false;
 	pace_on_done(e->pace, lane, pace_outcome_of(res->outcome),
-		     res->retry_after_ms * 1000000u, fs__now_ns());
+		     ms_to_ns(res->retry_after_ms), now);
+	/* The hold the scheduler chose (Retry-After capped, or the backoff
+	 * when that is longer), for the log line. */
+	if (res->outcome == FETCH_THROTTLED && li.busy &&
+	    pace_source_info(e->pace, li.source, now, &si) == 0 &&
+	    si.held_until > now)
+		hold_ms = (si.held_until - now) / 1000000u;
 	pthread_cond_broadcast(&e->cv);
 	pthread_mutex_unlock(&e->mu);
+	if (res->outcome != FETCH_THROTTLED)
+		return;
+	if (res->retry_after_ms > 0)
+		fs__log(FS_LOG_WARN,
+			"lane %u: %s: Retry-After %" PRIu64
+			" s; the source is held for %" PRIu64 ".%03" PRIu64
+			" s%s",
+			lane, res->reason, res->retry_after_ms / 1000,
+			hold_ms / 1000, hold_ms % 1000,
+			ms_to_ns(res->retry_after_ms) > e->retry_after_max_ns
+				? " (capped by retry_after_max)"
+				: "");
+	else
+		fs__log(FS_LOG_WARN,
+			"lane %u: %s; the source is held for %" PRIu64
+			".%03" PRIu64 " s",
+			lane, res->reason, hold_ms / 1000, hold_ms % 1000);
 }
 
 /* The source the scheduler knows as `id`, or NULL. */
@@ -436,9 +473,13 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	pc.min_request = CACHE_BLOCK_SIZE;
 	pc.deadline_ns = e->read_timeout_ns;
 	pc.stall_ns = (uint64_t)cfg->stall_timeout_s * 1000000000u;
+	if (cfg->retry_after_max_s != 0)
+		pc.retry_after_max_ns =
+			(uint64_t)cfg->retry_after_max_s * 1000000000u;
 	pc.max_blobs = cfg->max_blobs;
 	pc.max_sources = cfg->max_sources;
 	e->stall_ns = pc.stall_ns;
+	e->retry_after_max_ns = pc.retry_after_max_ns;
 	rc = pace_config_check(&pc, &field);
 	if (rc != 0) {
 		fs__log(FS_LOG_ERR, "scheduler configuration: bad %s", field);

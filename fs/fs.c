@@ -90,7 +90,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	bool is_dir;
 	int rc;
 
-	rc = fs__node_list(m, NODE_OF(parent));
+	rc = fs__node_list(m, NODE_OF(parent), false);
 	if (rc != 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -184,7 +184,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 
 	(void)fi;
 	if (off == 0) {
-		rc = fs__node_list(m, NODE_OF(ino));
+		rc = fs__node_list(m, NODE_OF(ino), true);
 		if (rc != 0) {
 			fuse_reply_err(req, -rc);
 			return;

@@ -37,6 +37,7 @@ struct fs_opts {
 	unsigned connect_timeout_s;
 	unsigned read_timeout_s;
 	unsigned stall_timeout_s;
+	unsigned retry_after_max_s; /* the longest a 429/503 holds a source */
 	unsigned listing_ttl_s;
 	unsigned attr_timeout_s;
 	unsigned entry_timeout_s;

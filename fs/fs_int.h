@@ -18,13 +18,69 @@
 
 enum fs_log_level { FS_LOG_ERR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };
 
-/* Sends log lines to stderr (foreground) or syslog (daemon). */
+/* Sends log lines to stderr (foreground) or syslog (daemon). Every line is
+ * escaped (fs__escape): servers choose much of what is logged (names,
+ * ETags, reasons). Lines alike but for their numbers (fs__log_key) are
+ * rate-limited (fs__log_admit), debug lines aside, so that a fault that
+ * repeats cannot flood the log. Thread-safe. */
 void fs__log_init(bool to_stderr, enum fs_log_level level);
 void fs__log(enum fs_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* vsnprintf into buf with every URL's userinfo removed (removed before a
  * long line is cut): what every log line and terminal line goes through. */
 void fs__format_shown(char *buf, size_t cap, const char *fmt, va_list ap);
+
+/* Copies s into out (cap > 0 bytes, always NUL-terminated, cut when full)
+ * with every byte a terminal or a log reader could take for something
+ * else written as \xNN: control bytes (< 0x20, 0x7f), UTF-8 C1 controls
+ * (U+0080..U+009F) and bytes that are not well-formed UTF-8. Returns out. */
+char *fs__escape(const char *s, char *out, size_t cap);
+
+/* The length of the well-formed UTF-8 sequence of two to four bytes at s
+ * (its code point in *cp), or 0: ASCII, a stray or overlong byte, a
+ * surrogate, a cut sequence. Reads up to s's NUL. */
+size_t fs__utf8_seq(const char *s, uint32_t *cp);
+
+/* A line's kind for the rate limit: a hash of its text with every run of
+ * digits counted as one, so that "lane 3: ..." and "lane 5: ..." or two
+ * offsets are the same kind. */
+uint64_t fs__log_key(const char *msg);
+
+/* Lines of one kind logged per window; the rest are counted. */
+#define FS_LOG_BURST 5
+#define FS_LOG_WINDOW_NS (10 * 1000000000ull)
+#define FS_LOG_KINDS 32
+
+/* Lines left out of one kind, reported when its window ends. */
+struct fs_log_report {
+	uint32_t suppressed;
+	int level;
+	char sample[120]; /* the last line left out, cut */
+};
+
+/* The rate limit's state: the kinds seen lately (the oldest window makes
+ * room for a new kind, and its count is then lost). */
+struct fs_log_limit {
+	struct {
+		bool used;
+		uint64_t key;
+		uint64_t since; /* the window's start */
+		uint32_t logged;
+		struct fs_log_report left_out;
+	} kind[FS_LOG_KINDS];
+};
+
+/* Admits a line of kind key (text msg) at now_ns: true for the first
+ * FS_LOG_BURST lines of a kind in each FS_LOG_WINDOW_NS; a later one is
+ * counted (msg kept as the sample) and false. Pure; the caller locks. */
+bool fs__log_admit(struct fs_log_limit *l, uint64_t key, int level,
+		   const char *msg, uint64_t now_ns);
+
+/* Takes one kind whose window has ended with lines left out: fills *r and
+ * clears the count. False when there is none. Call it before each line (in
+ * a loop) so that a storm that stopped is still reported. */
+bool fs__log_take_report(struct fs_log_limit *l, uint64_t now_ns,
+			 struct fs_log_report *r);
 /* Adapters for the modules' log callbacks. */
 void fs__log_cache(void *ctx, enum cache_log_level level, const char *msg);
 void fs__log_fetch(void *ctx, enum fetch_log_level level, const char *msg);
@@ -128,6 +184,7 @@ struct fs_engine {
 	uint32_t nsource_map;
 	uint64_t read_timeout_ns;
 	uint64_t stall_ns;
+	uint64_t retry_after_max_ns;
 	uint64_t *lane_seen_ns; /* last start or byte per lane; guarded by mu */
 	uint32_t verifiers;	/* whole-blob checks running; guarded by mu */
 	bool stopping;		/* the engine is being freed; guarded by mu */
@@ -148,6 +205,7 @@ struct fs_engine_config {
 	unsigned lanes;
 	unsigned read_timeout_s;
 	unsigned stall_timeout_s;
+	unsigned retry_after_max_s;
 	struct fetch_config fetch;
 };
 
@@ -280,10 +338,19 @@ struct fs_node {
 	uint32_t mode;
 	int64_t mtime; /* seconds; -1: unknown */
 	/* directories */
-	uint32_t *children;
+	uint32_t *children; /* in the order they were added */
 	uint32_t nchildren, cap_children;
+	uint32_t *index; /* children by name: an open-addressing table of
+			    nindex slots (a power of two, at most half
+			    full; FS_NO_NODE: free) once the directory has
+			    FS_NS_INDEX_MIN children; NULL before */
+	uint32_t nindex;
 	char *list_url;	    /* a directory-index mount's page for it */
 	uint64_t listed_ns; /* when that page was read; 0: never */
+	bool listing;	    /* a thread is reading and merging that page */
+	uint32_t list_gen;  /* bumped by each merge of the page */
+	uint32_t seen_gen;  /* in a listed directory: the parent's list_gen
+			       of the last page that listed this node */
 	/* files */
 	char **urls;
 	uint32_t nurls;
@@ -297,11 +364,19 @@ struct fs_node {
 	uint32_t blob; /* the engine's blob once its size is known */
 };
 
-/* The tree; node i is inode i + 1. */
+/* Children a directory has before it gets a table by name: below, a scan
+ * is as fast and costs no memory. */
+#define FS_NS_INDEX_MIN 16
+
+/* The tree; node i is inode i + 1. Every lookup of a name is O(1): a
+ * server lists as many names as it likes, and chooses them, so the table
+ * is keyed with a random SipHash key (no names it could make collide). */
 struct fs_ns {
 	pthread_mutex_t mu;
+	pthread_cond_t listed;	/* a directory's listing ended */
 	struct fs_node **nodes; /* guarded by mu */
 	uint32_t n, cap;	/* guarded by mu */
+	uint64_t key[2];	/* SipHash key of the name tables */
 };
 
 /* Creates a namespace holding the root directory. */
@@ -314,6 +389,23 @@ struct fs_node *fs__ns_get(struct fs_ns *ns, uint32_t i);
 
 /* The child of dir called name, or FS_NO_NODE. Caller holds ns->mu. */
 uint32_t fs__ns_child(struct fs_ns *ns, uint32_t dir, const char *name);
+
+/* Makes room for dir to hold `total` children without growing its arrays
+ * or its table by name again (a directory page's merge: one allocation,
+ * and no rehash under the lock on the first listing). -ENOTDIR, -ENOMEM,
+ * -ENOSPC (no inode numbers left). Caller holds ns->mu. */
+int fs__ns_reserve(struct fs_ns *ns, uint32_t dir, uint32_t total);
+
+/* A new node called name, not in any tree yet (no lock needed), or NULL
+ * when memory ran out; fs__node_free() frees one that is in none. */
+struct fs_node *fs__node_new(const char *name, bool is_dir);
+void fs__node_free(struct fs_node *n);
+
+/* Makes n (from fs__node_new) a child of dir: the tree owns it from then
+ * on. -EEXIST (a child of that name exists), -ENOTDIR, -ENOMEM: n is still
+ * the caller's. Caller holds ns->mu. */
+int fs__ns_link(struct fs_ns *ns, uint32_t dir, struct fs_node *n,
+		uint32_t *out);
 
 /* Adds a child to dir. -EEXIST, -ENOTDIR, -ENOMEM. Caller holds ns->mu. */
 int fs__ns_add(struct fs_ns *ns, uint32_t dir, const char *name, bool is_dir,
@@ -409,9 +501,12 @@ bool fs__node_has_content_identity(const struct fs_node *n);
 int fs__node_ready(struct fs_mount *m, uint32_t i);
 
 /* Reads the directory-index page of directory node i when it was never
- * read or is older than the listing TTL, and adds what it lists. Returns 0
- * or a negative errno (logged). */
-int fs__node_list(struct fs_mount *m, uint32_t i);
+ * read or is older than the listing TTL, and adds what it lists. While
+ * another thread reads it, waits for that result when there is no listing
+ * yet or `fresh` asks for it (a readdir), else returns at once and the
+ * caller uses the listing there is (a lookup). Returns 0 or a negative
+ * errno (logged). */
+int fs__node_list(struct fs_mount *m, uint32_t i, bool fresh);
 
 /* The low-level operations of a pacefs mount. */
 extern const struct fuse_lowlevel_ops fs__ops;

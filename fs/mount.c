@@ -28,13 +28,14 @@ static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int fail(const char *fmt, ...)
 {
-	char line[2048];
+	char line[2048], safe[4 * 2048]; /* escaped, every byte fits */
 	va_list ap;
 
 	va_start(ap, fmt);
 	fs__format_shown(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "pacefs: %s\n", line);
+	/* The reason may quote what a server sent. */
+	fprintf(stderr, "pacefs: %s\n", fs__escape(line, safe, sizeof(safe)));
 	return 1;
 }
 
@@ -78,6 +79,10 @@ static void usage(void)
 	       "seconds "
 	       "is retried\n"
 	       "                           (default: 10)\n"
+	       "    -o retry_after_max=S   a 429 or 503 holds its source at most "
+	       "S seconds,\n"
+	       "                           whatever Retry-After asks (default: "
+	       "60)\n"
 	       "    -o mirror=URL          another source of the blob "
 	       "(repeatable)\n"
 	       "    -o header=\"N: v\"     a request header (repeatable)\n"
@@ -526,6 +531,7 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 	ec.lanes = o->lanes;
 	ec.read_timeout_s = o->read_timeout_s;
 	ec.stall_timeout_s = o->stall_timeout_s;
+	ec.retry_after_max_s = o->retry_after_max_s;
 	ec.fetch = m->fetch;
 	ec.max_blobs = p->kind == MOUNT_MANIFEST ? p->manifest.nfiles
 			: p->kind == MOUNT_URL	 ? 1

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,11 @@
 
 /* The largest directory-index page read. */
 #define FS_LISTING_MAX (64u * 1024u * 1024u)
+
+/* Entries merged per hold of the namespace's lock: a page of a million
+ * names is merged in holds of about half a millisecond, so that every
+ * other operation of the mount waits that long behind it, not seconds. */
+#define FS_LIST_BATCH 1024u
 
 bool fs__node_has_content_identity(const struct fs_node *n)
 {
@@ -252,61 +258,155 @@ static char *child_url(const char *base, const char *name, bool is_dir)
 	return url;
 }
 
-/* Adds or refreshes one listed entry under directory d. Caller holds
- * ns->mu. */
-static int merge_entry(struct fs_mount *m, uint32_t d, const char *base,
-		       const struct fs_index_entry *ent)
+/* A node for a listed entry, built outside the lock: most of a merge's
+ * work is allocation, and none of it needs the namespace. NULL when
+ * memory ran out. */
+static struct fs_node *entry_node(const char *base,
+				  const struct fs_index_entry *ent)
 {
-	struct fs_ns *ns = m->ns;
+	struct fs_node *n = fs__node_new(ent->name, ent->is_dir);
+	char *url = n != NULL ? child_url(base, ent->name, ent->is_dir) : NULL;
+
+	if (url == NULL)
+		goto fail;
+	if (ent->is_dir) {
+		n->list_url = url;
+	} else {
+		n->urls = calloc(1, sizeof(*n->urls));
+		if (n->urls == NULL) {
+			free(url);
+			goto fail;
+		}
+		n->urls[0] = url;
+		n->nurls = 1;
+		/* A size the page states exactly is taken; a probe confirms
+		 * it at the first open. */
+		n->has_size = ent->has_size;
+		n->size = ent->size;
+	}
+	if (ent->has_mtime)
+		n->mtime = ent->mtime;
+	return n;
+fail:
+	fs__node_free(n);
+	return NULL;
+}
+
+/* Adds or refreshes one listed entry under directory d, as seen by the
+ * merge of generation gen: a new name links *fresh (which the tree then
+ * owns: *fresh becomes NULL). Caller holds ns->mu. */
+static int merge_entry(struct fs_ns *ns, uint32_t d, uint32_t gen,
+		       const struct fs_index_entry *ent, struct fs_node **fresh)
+{
 	uint32_t c = fs__ns_child(ns, d, ent->name);
 	struct fs_node *n;
 	int rc;
 
-	if (c != FS_NO_NODE && ns->nodes[c]->is_dir != ent->is_dir)
-		return 0; /* a file became a directory: keep what we have */
 	if (c == FS_NO_NODE) {
-		rc = fs__ns_add(ns, d, ent->name, ent->is_dir, &c);
-		if (rc != 0)
-			return rc;
-		n = ns->nodes[c];
-		if (ent->is_dir) {
-			n->list_url = child_url(base, ent->name, true);
-		} else {
-			n->urls = calloc(1, sizeof(*n->urls));
-			if (n->urls != NULL)
-				n->urls[0] = child_url(base, ent->name, false);
-			n->nurls = n->urls != NULL && n->urls[0] != NULL;
-		}
-		if ((ent->is_dir && n->list_url == NULL) ||
-		    (!ent->is_dir && n->nurls == 0))
-			return -ENOMEM;
-		/* A size the page states exactly is taken; a probe confirms
-		 * it at the first open. */
-		n->has_size = !ent->is_dir && ent->has_size;
-		n->size = ent->size;
+		(*fresh)->seen_gen = gen;
+		rc = fs__ns_link(ns, d, *fresh, &c);
+		if (rc == 0)
+			*fresh = NULL;
+		return rc;
 	}
 	n = ns->nodes[c];
+	if (n->is_dir != ent->is_dir)
+		return 0; /* a file became a directory: keep what we have */
 	n->gone = false;
+	n->seen_gen = gen;
 	if (ent->has_mtime)
 		n->mtime = ent->mtime;
 	return 0;
 }
 
-int fs__node_list(struct fs_mount *m, uint32_t d)
+/* Merges a parsed page into directory d in batches of FS_LIST_BATCH
+ * entries: each batch's nodes are built outside the lock, then linked in
+ * one short hold of it, and the thread yields before the next, so that an
+ * operation waiting for the lock gets it. Then it marks what the page no
+ * longer lists as gone: a node the page still lists is never gone in
+ * between. Caller holds the directory's listing (d->listing). */
+static int merge_page(struct fs_mount *m, uint32_t d, const char *base,
+		      const struct fs_index_entry *ents, uint32_t nents)
+{
+	struct fs_ns *ns = m->ns;
+	struct fs_node *batch[FS_LIST_BATCH];
+	uint32_t gen, done = 0;
+	int rc;
+
+	pthread_mutex_lock(&ns->mu);
+	gen = ++ns->nodes[d]->list_gen;
+	rc = fs__ns_reserve(ns, d, nents);
+	pthread_mutex_unlock(&ns->mu);
+	while (rc == 0 && done < nents) {
+		uint32_t n = nents - done > FS_LIST_BATCH ? FS_LIST_BATCH
+							  : nents - done;
+		uint32_t built = 0, i;
+
+		for (; built < n; built++) {
+			batch[built] = entry_node(base, &ents[done + built]);
+			if (batch[built] == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+		}
+		pthread_mutex_lock(&ns->mu);
+		for (i = 0; i < built && rc == 0; i++)
+			rc = merge_entry(ns, d, gen, &ents[done + i],
+					 &batch[i]);
+		pthread_mutex_unlock(&ns->mu);
+		/* The names that were there already: their nodes were not
+		 * needed. */
+		for (i = 0; i < built; i++)
+			fs__node_free(batch[i]);
+		done += n;
+		sched_yield();
+	}
+	/* Only a whole page says what is gone. */
+	for (uint32_t i = 0, more = rc == 0; more;) {
+		pthread_mutex_lock(&ns->mu);
+		for (uint32_t end = i + FS_LIST_BATCH;
+		     i < end && i < ns->nodes[d]->nchildren; i++) {
+			struct fs_node *c =
+				ns->nodes[ns->nodes[d]->children[i]];
+
+			c->gone = c->seen_gen != gen;
+		}
+		more = i < ns->nodes[d]->nchildren;
+		pthread_mutex_unlock(&ns->mu);
+	}
+	return rc;
+}
+
+int fs__node_list(struct fs_mount *m, uint32_t d, bool fresh)
 {
 	struct fs_ns *ns = m->ns;
 	struct fs_index_entry *ents = NULL;
 	uint32_t nents = 0;
 	char *url = NULL, *page = NULL, *final = NULL, err[1024];
-	uint64_t now = fs__now_ns();
+	uint64_t now;
+	bool merged = false;
 	size_t len;
 	int rc = 0;
 
 	pthread_mutex_lock(&ns->mu);
+	/* One thread reads a directory's page at a time. The others wait
+	 * for its result rather than read the page again, or, for a lookup
+	 * when there is a listing already, use that one (a refresh only adds
+	 * and drops names): a name is found at once during a refresh. */
+	while (ns->nodes[d]->listing &&
+	       (fresh || ns->nodes[d]->listed_ns == 0))
+		pthread_cond_wait(&ns->listed, &ns->mu);
+	if (ns->nodes[d]->listing) {
+		pthread_mutex_unlock(&ns->mu);
+		return 0;
+	}
+	now = fs__now_ns(); /* after the wait: the other's listing is fresh */
 	if (ns->nodes[d]->list_url != NULL &&
 	    (ns->nodes[d]->listed_ns == 0 ||
-	     now - ns->nodes[d]->listed_ns > m->listing_ttl_ns))
+	     now - ns->nodes[d]->listed_ns > m->listing_ttl_ns)) {
 		url = strdup(ns->nodes[d]->list_url);
+		ns->nodes[d]->listing = url != NULL;
+	}
 	pthread_mutex_unlock(&ns->mu);
 	if (url == NULL)
 		return 0; /* fresh, or not an index */
@@ -319,18 +419,22 @@ int fs__node_list(struct fs_mount *m, uint32_t d)
 		fs__log(FS_LOG_ERR, "cannot list %s: %s", url, err);
 		goto out;
 	}
-	pthread_mutex_lock(&ns->mu);
-	for (uint32_t i = 0; i < ns->nodes[d]->nchildren; i++)
-		ns->nodes[ns->nodes[d]->children[i]]->gone = true;
+	free(page); /* parsed: up to 64 MiB that the merge does not need */
+	page = NULL;
 	/* Links are relative to where the page came from, after its
 	 * redirects. */
-	for (uint32_t i = 0; i < nents && rc == 0; i++)
-		rc = merge_entry(m, d, final, &ents[i]);
-	ns->nodes[d]->listed_ns = now;
-	pthread_mutex_unlock(&ns->mu);
+	rc = merge_page(m, d, final, ents, nents);
 	if (rc != 0)
 		fs__log(FS_LOG_ERR, "cannot list %s: %s", url, strerror(-rc));
+	merged = true;
 out:
+	pthread_mutex_lock(&ns->mu);
+	/* A page that could not be read is asked again at the next use. */
+	if (merged)
+		ns->nodes[d]->listed_ns = now;
+	ns->nodes[d]->listing = false;
+	pthread_cond_broadcast(&ns->listed);
+	pthread_mutex_unlock(&ns->mu);
 	fs__dirindex_free(ents, nents);
 	free(page);
 	free(final);

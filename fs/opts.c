@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <strings.h>
 
 #include <fuse_lowlevel.h>
 #include <fuse_opt.h>
@@ -43,6 +44,7 @@ enum {
 	KEY_PROXY,
 	KEY_INSECURE,
 	KEY_CACHE_SHARED,
+	KEY_RETRY_AFTER_MAX,
 };
 
 static const struct fuse_opt opt_spec[] = {
@@ -59,6 +61,7 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("connect_timeout=", KEY_CONNECT_TIMEOUT),
 	FUSE_OPT_KEY("read_timeout=", KEY_READ_TIMEOUT),
 	FUSE_OPT_KEY("stall_timeout=", KEY_STALL_TIMEOUT),
+	FUSE_OPT_KEY("retry_after_max=", KEY_RETRY_AFTER_MAX),
 	FUSE_OPT_KEY("listing_ttl=", KEY_LISTING_TTL),
 	FUSE_OPT_KEY("log_level=", KEY_LOG_LEVEL),
 	FUSE_OPT_KEY("sha256=", KEY_SHA256),
@@ -155,6 +158,8 @@ static int add_string(struct parse_state *s, const char *arg, char ***list,
 /* A header must be "Name: value" on one line, with a token for a name. */
 static int check_header(struct parse_state *s, const char *h)
 {
+	static const char *const own[] = {"Range", "If-Range",
+					  "Accept-Encoding"};
 	const char *colon = strchr(h, ':');
 
 	if (fs__header_check(h, strlen(h)) != 0)
@@ -162,6 +167,16 @@ static int check_header(struct parse_state *s, const char *h)
 				   "option header: '%.*s...' is not 'Name: "
 				   "value' on one line",
 				   (int)(colon != NULL ? colon - h : 20), h);
+	/* pacefs sets these itself: a range, its validator, and the bytes
+	 * as stored (another Accept-Encoding would get every range
+	 * refused). */
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if ((size_t)(colon - h) == strlen(own[i]) &&
+		    strncasecmp(h, own[i], strlen(own[i])) == 0)
+			return parse_error(s,
+					   "option header: pacefs sets %s "
+					   "itself",
+					   own[i]);
 	return 0;
 }
 
@@ -223,6 +238,8 @@ static int opt_proc(void *data, const char *arg, int key,
 		return parse_uint(s, arg, 1, 86400, &o->read_timeout_s);
 	case KEY_STALL_TIMEOUT:
 		return parse_uint(s, arg, 1, 3600, &o->stall_timeout_s);
+	case KEY_RETRY_AFTER_MAX:
+		return parse_uint(s, arg, 1, 86400, &o->retry_after_max_s);
 	case KEY_LOG_LEVEL: {
 		static const char *const levels[] = {"error", "warning", "info",
 						     "debug"};
@@ -359,6 +376,7 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	out->connect_timeout_s = 10;
 	out->read_timeout_s = 60;
 	out->stall_timeout_s = 10;
+	out->retry_after_max_s = 60;
 	out->listing_ttl_s = 60;
 	out->log_level = 2; /* info */
 	out->revalidate_s = -1;

@@ -134,7 +134,8 @@ struct fs_index_entry {
 	char *name; /* percent-decoded, never "", ".", "..", nor holding '/'
 		       or NUL; no trailing slash */
 	bool is_dir;
-	bool has_size; /* false for "-" and for human sizes like "1.2M" */
+	bool has_size; /* false for "-", for human sizes like "1.2M" and for
+			  numbers over INT64_MAX */
 	uint64_t size;
 	bool has_mtime;
 	int64_t mtime; /* the listed time read as UTC, seconds */

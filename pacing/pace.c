@@ -251,6 +251,7 @@ void pace_config_default(struct pace_config *cfg)
 	cfg->backoff_max_ns = 10 * SEC;
 	cfg->down_faults = 4;
 	cfg->budget_bytes = 0;
+	cfg->retry_after_max_ns = 60 * SEC;
 	cfg->jitter_pct = 25;
 	cfg->first_hold_ns = 1000000ull;
 	cfg->seed = 0x9e3779b97f4a7c15ull;
@@ -297,6 +298,8 @@ int pace_config_check(const struct pace_config *cfg, const char **field)
 		bad = "down_faults";
 	else if (cfg->budget_bytes && cfg->budget_bytes < cfg->max_request)
 		bad = "budget_bytes";
+	else if (cfg->retry_after_max_ns == 0)
+		bad = "retry_after_max_ns";
 	else if (cfg->jitter_pct > 100)
 		bad = "jitter_pct";
 	if (bad) {
@@ -832,7 +835,9 @@ static uint64_t rng_next(struct pace *p)
  * together do not all come back at the same instant. */
 static uint64_t jitter(struct pace *p, uint64_t d)
 {
-	uint64_t span = (uint64_t)((double)d * p->cfg.jitter_pct / 100.0);
+	/* In integers: a double of a hold near 2^64 does not convert back. */
+	uint64_t span =
+		d / 100 * p->cfg.jitter_pct + d % 100 * p->cfg.jitter_pct / 100;
 
 	if (span == 0)
 		return d;
@@ -905,6 +910,11 @@ int pace_on_done(struct pace *p, uint32_t lane, enum pace_outcome outcome,
 		}
 		break;
 	case PACE_OUT_THROTTLED:
+		/* The server's Retry-After is an input like any other: a
+		 * hold of years would leave the source dead until a
+		 * remount. */
+		retry_after_ns =
+			min64(retry_after_ns, p->cfg.retry_after_max_ns);
 		/* Multiplicative decrease and backoff, once per hold: the
 		 * lanes that were open when the source said "too many" get
 		 * the same answer, and must not stretch the hold. */
@@ -912,7 +922,15 @@ int pace_on_done(struct pace *p, uint32_t lane, enum pace_outcome outcome,
 			s->hold_until = max64(s->hold_until,
 					      sat_add(p->now, retry_after_ns));
 		} else {
+			uint64_t before = s->hold_until;
+
 			source_backoff(p, s, retry_after_ns);
+			/* Jitter does not stretch it past the cap either. */
+			s->hold_until = max64(
+				before,
+				min64(s->hold_until,
+				      sat_add(p->now,
+					      p->cfg.retry_after_max_ns)));
 			uint32_t cur = s->lanes < s->lane_cap ? s->lanes
 							      : s->lane_cap;
 
@@ -927,6 +945,13 @@ int pace_on_done(struct pace *p, uint32_t lane, enum pace_outcome outcome,
 		source_exclude(p, s);
 		break;
 	case PACE_OUT_LOCAL:
+		/* Not the source's fault: neither counted nor grown, but a
+		 * pause all the same, so that a failure that repeats (a
+		 * transfer that cannot be set up) is not retried in a busy
+		 * loop. */
+		s->hold_until =
+			max64(s->hold_until,
+			      sat_add(p->now, jitter(p, p->cfg.backoff_ns)));
 		break;
 	}
 	/* A request that ended whole hands over to its queued range: the lane

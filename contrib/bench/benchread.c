@@ -323,32 +323,36 @@ static int cmd_random(char **argv)
 	return 0;
 }
 
-/* Plays [off, off + bytes) in BS reads at RATE bytes/s: read i is due
- * period after read i-1 was due, or at once when late (a player that
- * stalled does not burst to catch up). Returns the worst wait after the
- * first read, and the first read's wait in *first. */
+/* Plays [off, off + bytes) at RATE bytes/s: a first read of FIRST_BS
+ * bytes (a player filling its buffer at a new position), then BS reads;
+ * read i is due its own bytes' worth of time after read i-1 was due, or at
+ * once when late (a player that stalled does not burst to catch up).
+ * Returns the worst wait after the first read, and the first read's wait
+ * in *first. */
 static double play(struct reader *r, uint64_t off, uint64_t bytes, size_t bs,
-		   double rate, double *first, double *stalled)
+		   size_t first_bs, double rate, double *first, double *stalled)
 {
 	double period = (double)bs / rate, due = 0, worst = 0, w;
 	uint64_t end = off + bytes < r->size ? off + bytes : r->size, pos;
+	size_t len;
 
-	for (pos = off; pos < end; pos += bs) {
+	for (pos = off; pos < end; pos += len) {
+		len = pos == off ? first_bs : bs;
 		if (pos > off) {
 			sleep_until(due);
 			if (now_s() > due + 0.001)
 				due = now_s();
 		}
-		w = reader_pread(r, pos, bs);
+		w = reader_pread(r, pos, len);
 		if (pos == off) {
 			*first = w;
-			due = now_s();
-		} else {
-			if (w > worst)
-				worst = w;
-			if (w > period)
-				*stalled += w - period;
+			due = now_s() + (double)len / rate;
+			continue;
 		}
+		if (w > worst)
+			worst = w;
+		if (w > period)
+			*stalled += w - period;
 		due += period;
 	}
 	return worst;
@@ -367,36 +371,41 @@ static int cmd_player(char **argv)
 	if (bytes > r.size)
 		bytes = r.size;
 	t0 = now_s();
-	worst = play(&r, 0, bytes, bs, rate, &first, &stalled);
+	worst = play(&r, 0, bytes, bs, bs, rate, &first, &stalled);
 	printf("ok consumed=%" PRIu64
 	       " secs=%.6f first=%.6f worst=%.6f stalled=%.6f\n",
 	       bytes, now_s() - t0, first, worst, stalled);
 	return 0;
 }
 
-/* seek FILE RATE NSEEK PLAY BS SEED: plays PLAY bytes at the start, then
- * NSEEK times jumps to a seeded BS-aligned position and plays PLAY bytes
- * there; prints the latency of the first read at each new position. */
-static int cmd_seek(char **argv)
+/* seek FILE RATE NSEEK PLAY BS SEED [JUMP_BS]: plays PLAY bytes at the
+ * start, then NSEEK times jumps to a seeded BS-aligned position and plays
+ * PLAY bytes there, the first read at each new position being JUMP_BS bytes
+ * (BS); prints the latency of that first read. */
+static int cmd_seek(char **argv, int argc)
 {
 	double rate = (double)parse_u64(argv[1], "rate");
 	uint64_t nseek = parse_u64(argv[2], "seek count");
 	uint64_t bytes = parse_u64(argv[3], "play bytes"), i, slots;
 	size_t bs = (size_t)parse_u64(argv[4], "block size");
+	size_t jump_bs =
+		argc > 6 ? (size_t)parse_u64(argv[6], "jump size") : bs;
 	double first = 0, stalled = 0, worst = 0, w, *lat;
 	struct reader r;
 
 	rng_state = parse_u64(argv[5], "seed");
-	reader_open(&r, argv[0], bs);
+	if (jump_bs == 0 || bs == 0)
+		fail("seek: zero read size");
+	reader_open(&r, argv[0], jump_bs > bs ? jump_bs : bs);
 	lat = calloc(nseek ? nseek : 1, sizeof(*lat));
 	slots = r.size > bytes ? (r.size - bytes) / bs : 0;
 	if (!lat || nseek == 0 || slots == 0)
 		fail("seek: file too small");
-	play(&r, 0, bytes, bs, rate, &first, &stalled);
+	play(&r, 0, bytes, bs, bs, rate, &first, &stalled);
 	for (i = 0; i < nseek; i++) {
 		uint64_t pos = (rng_next() % slots) * bs;
 
-		w = play(&r, pos, bytes, bs, rate, &lat[i], &stalled);
+		w = play(&r, pos, bytes, bs, jump_bs, rate, &lat[i], &stalled);
 		if (w > worst)
 			worst = w;
 	}
@@ -414,7 +423,8 @@ static void usage(void)
 	      "       benchread first FILE\n"
 	      "       benchread random FILE N SEED\n"
 	      "       benchread player FILE RATE BYTES BS\n"
-	      "       benchread seek FILE RATE NSEEK PLAY_BYTES BS SEED\n"
+	      "       benchread seek FILE RATE NSEEK PLAY_BYTES BS SEED "
+	      "[JUMP_BS]\n"
 	      "sizes take K or M (powers of 1024)\n",
 	      stderr);
 	exit(2);
@@ -440,8 +450,8 @@ int main(int argc, char **argv)
 		return cmd_random(argv);
 	if (strcmp(cmd, "player") == 0 && argc == 4)
 		return cmd_player(argv);
-	if (strcmp(cmd, "seek") == 0 && argc == 6)
-		return cmd_seek(argv);
+	if (strcmp(cmd, "seek") == 0 && (argc == 6 || argc == 7))
+		return cmd_seek(argv, argc);
 	usage();
 	return 2;
 }

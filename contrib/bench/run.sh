@@ -5,8 +5,12 @@
 # plots. Usage: contrib/bench/run.sh PACEFS_BINARY
 #
 # Environment: BENCH_RUNS (3), BENCH_OUT (docs/bench), BENCH_KEEP=1 keeps the
-# work directory, BENCH_ONLY="seq_lo seq_wan ..." runs a subset,
-# BENCH_MEM_SIZE the bytes of the memory workload's file (4 GiB).
+# work directory, BENCH_ONLY="seq_lo seq_wan ..." runs a subset (the names
+# are in WORKLOADS below), BENCH_MEM_SIZE the bytes of the memory workload's
+# file (4 GiB), BENCH_LEAD the player target's lead in seconds (3),
+# BENCH_DATA a directory that keeps the real clients' generated files (the
+# MP4, zip and database) from one run to the next (default: made anew in
+# the work directory).
 # shellcheck disable=SC2317 # cleanup functions are called from traps
 set -euo pipefail
 
@@ -42,13 +46,44 @@ PLAYER_BYTES=$((64 * MiB)) # of the SEQ_LO_SIZE file
 PLAYER_BS=$((256 * 1024))
 SEEK_N=6
 SEEK_PLAY=$((2 * MiB))
+SEEK_JUMP=$MiB # the first read at each new position in seek1m
+PLAYER2_RATE=2000000
+PLAYER2_BYTES=$((24 * MiB)) # 12.6 s of play
+# shellcheck disable=SC2034 # for report.sh
+PLAYER_LEAD=${BENCH_LEAD:-3} # s: the player may pull this far ahead of what it consumed
+# shellcheck disable=SC2034 # for report.sh
+LANES=8 # pacefs's default lanes, for the seek target's bound
 SYSTEMS=(pacefs rclone httpdirfs)
+
+# The real clients: the same command through each system and on the local
+# copy, which is in the page cache (the floor without a network).
+CLIENT_SYSTEMS=(local pacefs rclone httpdirfs)
+MEDIA_SECS=300 # the MP4: 640x360, 25 fps, H.264 at MEDIA_KBPS + AAC 128 kbit/s
+MEDIA_KBPS=4000
+PLAY_SECS=10 # ffmpeg -re plays the first PLAY_SECS of it
+SS_POS=$((MEDIA_SECS / 2)) # ffmpeg -ss into the middle of the cold file
+# AT:POS: AT s into the playback, ffmpeg -ss POS on the same file (a jump);
+# three, for a median on a shared machine
+PLAY_JUMPS="3:100 5:150 7:200"
+ZIP_MEMBERS=100
+ZIP_MEMBER_BYTES=$MiB
+ZIP_READ=m050.bin # a member in the middle
+DB_ROWS=262144    # 1000-byte payloads on 4 KiB pages: about 257 MiB
+DB_PAYLOAD=1000
+SQL_N=50                # point lookups
+T1_FILE=multi0.bin      # MULTI_SIZE bytes, through the one-transfer origin
+T1_RETRY_AFTER=1        # s, that origin's Retry-After on its 503s
+STALL_SIZE=$((4 * MiB)) # the file behind the one-byte-per-response origin
+READ_TIMEOUT=5          # pacefs -o read_timeout= against it
+WORKLOADS=(seq_lo seq_wan ttfb random player player2 seek1m mirrors multi
+	ffprobe ffss ffplay zip sqlite transfer1 stall memory)
 
 # Per-step timeouts, seconds.
 TO_MOUNT=30
 TO_STEP=240
+TO_SHORT=30 # steps that take seconds when all is well: the 503 origin, the stalled read
 
-for need in /usr/sbin/nginx rclone httpdirfs gnuplot curl fusermount3 timeout mountpoint; do
+for need in /usr/sbin/nginx rclone httpdirfs gnuplot curl fusermount3 timeout mountpoint ffmpeg ffprobe /usr/bin/python3; do
 	if ! command -v "$need" >/dev/null 2>&1; then
 		echo "bench: $need is missing; run contrib/install-deps.sh --bench" >&2
 		exit 1
@@ -70,10 +105,11 @@ RAW=$W/raw.tsv
 mkdir -p "$WWW" "$W/logs" "$W/mnt" "$W/cache" "$W/bin"
 # Private copies: others rebuild build/ while this runs, and a binary
 # relinked mid-run would fail a mount or mix two versions in one report.
-cp "$PACEFS" "$ORIGIN_BIN" "$BR" "$W/bin/"
+cp "$PACEFS" "$ORIGIN_BIN" "$BR" "$HERE/clients.py" "$W/bin/"
 PACEFS=$W/bin/pacefs
 ORIGIN_BIN=$W/bin/pacefs-origin
 BR=$W/bin/benchread
+CL=(/usr/bin/python3 "$W/bin/clients.py")
 : >"$RAW"
 T_START=$(date +%s)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -220,27 +256,36 @@ nginx_start() {
 	return 1
 }
 
-# wan_start NAME: pacefs-origin over $WWW with the WAN caps and a listing;
-# sets WAN_URL and WAN_LOG (its request log: "method path range status bytes
+# origin_start NAME ROOT [OPTION...]: pacefs-origin over ROOT with OPTIONs;
+# sets O_URL and O_LOG (its request log: "method path range status bytes
 # fault").
-wan_start() {
-	local name=$1 i
+origin_start() {
+	local name=$1 root=$2 i
+	shift 2
 	rm -f "$W/$name.port"
 	: >"$W/logs/$name.log"
-	"$ORIGIN_BIN" --root "$WWW" --port-file "$W/$name.port" --log "$W/logs/$name.log" \
-		--rate "$WAN_RATE" --latency "$WAN_LATENCY" --autoindex --quiet \
-		</dev/null >"$W/logs/$name.out" 2>&1 &
+	"$ORIGIN_BIN" --root "$root" --port-file "$W/$name.port" --log "$W/logs/$name.log" \
+		--quiet "$@" </dev/null >"$W/logs/$name.out" 2>&1 &
 	SERVER_PIDS+=("$!")
 	for i in $(seq 1 100); do
 		if [ -s "$W/$name.port" ]; then
-			WAN_URL=http://127.0.0.1:$(cat "$W/$name.port")
-			WAN_LOG=$W/logs/$name.log
+			O_URL=http://127.0.0.1:$(cat "$W/$name.port")
+			O_LOG=$W/logs/$name.log
 			return 0
 		fi
+		kill -0 "${SERVER_PIDS[-1]}" 2>/dev/null || break
 		sleep 0.05
 	done
-	echo "bench: pacefs-origin did not start: $(cat "$W/logs/$name.out")" >&2
+	echo "bench: pacefs-origin $* did not start: $(cat "$W/logs/$name.out")" >&2
 	return 1
+}
+
+# wan_start NAME: pacefs-origin over $WWW with the WAN caps and a listing;
+# sets WAN_URL and WAN_LOG.
+wan_start() {
+	origin_start "$1" "$WWW" --rate "$WAN_RATE" --latency "$WAN_LATENCY" --autoindex || return 1
+	WAN_URL=$O_URL
+	WAN_LOG=$O_LOG
 }
 
 # log_mark LOG: the log's current length; log_pulled LOG MARK: "pulled=BYTES
@@ -338,11 +383,14 @@ fs_umount() {
 # --- recording --------------------------------------------------------------
 
 # record WL SYS RUN LINE [EXTRA]: appends one result: LINE is benchread's
-# output ("ok k=v ..." or "failed: ...").
+# output ("ok k=v ..." or "failed: ...") or "skipped: WHY".
 record() {
 	local wl=$1 sys=$2 run=$3 line=$4 extra=${5:-}
 	if [[ $line == ok* ]]; then
 		printf '%s\t%s\t%s\tok\t%s %s\n' "$wl" "$sys" "$run" "${line#ok }" "$extra" >>"$RAW"
+	elif [[ $line == skipped:* ]]; then
+		printf '%s\t%s\t%s\tskipped\t%s\n' "$wl" "$sys" "$run" "${line#skipped: }" >>"$RAW"
+		say "  $wl $sys run $run skipped: ${line#skipped: }"
 	else
 		line=${line#failed: }
 		printf '%s\t%s\t%s\tfailed\t%s\n' "$wl" "$sys" "$run" "${line//$'\t'/ }" >>"$RAW"
@@ -350,19 +398,20 @@ record() {
 	fi
 }
 
-# run_step CMD...: runs CMD under the step timeout and sets STEP to its last
-# line, or to "failed: ..." with the reason. It runs in this shell, in the
-# background with `wait`, so that a signal reaches the traps at once.
+# run_step CMD...: runs CMD under the step timeout (STEP_TO, else TO_STEP)
+# and sets STEP to its last line, or to "failed: ..." with the reason. It
+# runs in this shell, in the background with `wait`, so that a signal
+# reaches the traps at once.
 STEP_PID=
 run_step() {
-	local rc=0
-	timeout -k 5 "$TO_STEP" "$@" >"$W/step.out" 2>"$W/step.err" &
+	local rc=0 to=${STEP_TO:-$TO_STEP}
+	timeout -k 5 "$to" "$@" >"$W/step.out" 2>"$W/step.err" &
 	STEP_PID=$!
 	wait "$STEP_PID" || rc=$?
 	STEP_PID=
 	STEP=$(tail -n 1 "$W/step.out")
 	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-		STEP="failed: timed out after ${TO_STEP}s"
+		STEP="failed: timed out after ${to}s"
 	elif [ "$rc" -ne 0 ] && [[ $STEP != failed:* ]]; then
 		STEP="failed: exit $rc: $(tail -n 1 "$W/step.err")"
 	fi
@@ -585,41 +634,71 @@ wl_random() {
 	done
 }
 
-# A player consuming PLAYER_BYTES at PLAYER_RATE on the WAN origin, then a
-# playback that seeks; bytes pulled are counted from mount to unmount.
+# player_one WL SYS RUN RATE BYTES: a player consuming BYTES at RATE on the
+# WAN origin; bytes pulled are counted from mount to unmount. It consumes at
+# most a quarter of the largest file, so that read-ahead beyond what it
+# needs shows in the bytes pulled.
+player_one() {
+	local wl=$1 sys=$2 r=$3 rate=$4 bytes=$5 line mark f=seq.bin
+	fresh "$r" "$sys"
+	mark=$(log_mark "$WAN_LOG")
+	if ! fs_mount "$sys" "$WAN_URL" "$f" "$MNT" "$CACHE"; then
+		record "$wl" "$sys" "$r" "failed: mount: $MOUNT_ERR"
+		return
+	fi
+	cold_caches "$f"
+	run_step "$BR" player "$MNT/$f" "$rate" "$bytes" "$PLAYER_BS"
+	line=$STEP
+	fs_umount "$MNT" "$MPID"
+	record "$wl" "$sys" "$r" "$line" "$(log_pulled "$WAN_LOG" "$mark")"
+	say "  $wl $sys run $r: $line $(log_pulled "$WAN_LOG" "$mark")"
+}
+
+# seek_one WL SYS RUN JUMP: a playback at PLAYER_RATE that seeks SEEK_N
+# times on the WAN origin, its first read at each new position JUMP bytes.
+seek_one() {
+	local wl=$1 sys=$2 r=$3 jump=$4 line mark f=long.bin
+	fresh "$r" "$sys"
+	mark=$(log_mark "$WAN_LOG")
+	if ! fs_mount "$sys" "$WAN_URL" "$f" "$MNT" "$CACHE"; then
+		record "$wl" "$sys" "$r" "failed: mount: $MOUNT_ERR"
+		return
+	fi
+	cold_caches "$f"
+	run_step "$BR" seek "$MNT/$f" "$PLAYER_RATE" "$SEEK_N" "$SEEK_PLAY" "$PLAYER_BS" "$r" "$jump"
+	line=$STEP
+	fs_umount "$MNT" "$MPID"
+	record "$wl" "$sys" "$r" "$line" "$(log_pulled "$WAN_LOG" "$mark")"
+	say "  $wl $sys run $r: $line"
+}
+
+# The player at PLAYER_RATE, then a playback that seeks (PLAYER_BS reads).
 wl_player() {
-	local sys r line mark f
+	local sys r
 	for r in $(seq 1 "$RUNS"); do
 		for sys in "${SYSTEMS[@]}"; do
-			# the player consumes a quarter of the largest file, so that
-			# read-ahead beyond one window shows in the bytes pulled
-			f=seq.bin
-			fresh "$r" "$sys"
-			mark=$(log_mark "$WAN_LOG")
-			if ! fs_mount "$sys" "$WAN_URL" "$f" "$MNT" "$CACHE"; then
-				record player "$sys" "$r" "failed: mount: $MOUNT_ERR"
-				continue
-			fi
-			cold_caches "$f"
-			run_step "$BR" player "$MNT/$f" "$PLAYER_RATE" "$PLAYER_BYTES" "$PLAYER_BS"
-			line=$STEP
-			fs_umount "$MNT" "$MPID"
-			record player "$sys" "$r" "$line" "$(log_pulled "$WAN_LOG" "$mark")"
-			say "  player $sys run $r: $line $(log_pulled "$WAN_LOG" "$mark")"
+			player_one player "$sys" "$r" "$PLAYER_RATE" "$PLAYER_BYTES"
+			seek_one seek "$sys" "$r" "$PLAYER_BS"
+		done
+	done
+}
 
-			f=long.bin
-			fresh "$r" "$sys"
-			mark=$(log_mark "$WAN_LOG")
-			if ! fs_mount "$sys" "$WAN_URL" "$f" "$MNT" "$CACHE"; then
-				record seek "$sys" "$r" "failed: mount: $MOUNT_ERR"
-				continue
-			fi
-			cold_caches "$f"
-			run_step "$BR" seek "$MNT/$f" "$PLAYER_RATE" "$SEEK_N" "$SEEK_PLAY" "$PLAYER_BS" "$r"
-			line=$STEP
-			fs_umount "$MNT" "$MPID"
-			record seek "$sys" "$r" "$line" "$(log_pulled "$WAN_LOG" "$mark")"
-			say "  seek $sys run $r: $line"
+# The player at PLAYER2_RATE.
+wl_player2() {
+	local sys r
+	for r in $(seq 1 "$RUNS"); do
+		for sys in "${SYSTEMS[@]}"; do
+			player_one player2 "$sys" "$r" "$PLAYER2_RATE" "$PLAYER2_BYTES"
+		done
+	done
+}
+
+# Seeks whose first read at each new position is SEEK_JUMP (1 MiB).
+wl_seek1m() {
+	local sys r
+	for r in $(seq 1 "$RUNS"); do
+		for sys in "${SYSTEMS[@]}"; do
+			seek_one seek1m "$sys" "$r" "$SEEK_JUMP"
 		done
 	done
 }
@@ -741,6 +820,184 @@ wl_memory() {
 	done
 }
 
+# --- real clients -----------------------------------------------------------
+
+# warm_clients: puts the clients' programs and libraries back in the page
+# cache after cold_caches (ffmpeg loads about 200 libraries: from disk that
+# would add most of a second to every system's figure, the floor's too).
+CLIENT_FILES=()
+warm_clients() {
+	local b
+	if [ "${#CLIENT_FILES[@]}" -eq 0 ]; then
+		for b in "$(command -v ffmpeg)" "$(command -v ffprobe)" /usr/bin/python3 \
+			$(/usr/bin/python3 -c 'import _sqlite3, _hashlib; print(_sqlite3.__file__, _hashlib.__file__)'); do
+			CLIENT_FILES+=("$b")
+			mapfile -t -O "${#CLIENT_FILES[@]}" CLIENT_FILES < <(ldd "$b" | awk '$3 ~ /^\// { print $3 }')
+		done
+	fi
+	cat "${CLIENT_FILES[@]}" >/dev/null
+	# and Python's modules, by importing them
+	"${CL[@]}" >/dev/null 2>&1 || true
+}
+
+# client_step WL SYS RUN FILE CMD...: runs CMD with @PATH@ replaced by FILE's
+# path through a fresh mount of SYS on the WAN origin (the local copy, in the
+# page cache, for SYS=local) and @LOG@ by the WAN origin's log ("-" for
+# local); records its line with the bytes pulled from mount to unmount.
+client_step() {
+	local wl=$1 sys=$2 r=$3 f=$4 mark path log a args=()
+	shift 4
+	if [ "$sys" = local ]; then
+		cold_caches "$f"
+		path=$WWW/$f log=-
+	else
+		fresh "$r" "$sys"
+		mark=$(log_mark "$WAN_LOG")
+		if ! fs_mount "$sys" "$WAN_URL" "$f" "$MNT" "$CACHE"; then
+			record "$wl" "$sys" "$r" "failed: mount: $MOUNT_ERR"
+			return
+		fi
+		cold_caches "$f"
+		path=$MNT/$f log=$WAN_LOG
+	fi
+	warm_clients
+	for a in "$@"; do
+		a=${a//@PATH@/$path}
+		args+=("${a//@LOG@/$log}")
+	done
+	run_step "${args[@]}"
+	if [ "$sys" = local ]; then
+		record "$wl" "$sys" "$r" "$STEP"
+	else
+		fs_umount "$MNT" "$MPID"
+		record "$wl" "$sys" "$r" "$STEP" "$(log_pulled "$WAN_LOG" "$mark")"
+	fi
+	say "  $wl $sys run $r: $(tail -n 1 "$RAW" | cut -f4-)"
+}
+
+# client_wl WL FILE CMD...: client_step for every run and every system.
+client_wl() {
+	local wl=$1 r sys
+	shift
+	for r in $(seq 1 "$RUNS"); do
+		for sys in "${CLIENT_SYSTEMS[@]}"; do
+			client_step "$wl" "$sys" "$r" "$@"
+		done
+	done
+}
+
+# ffprobe of the cold MP4 (its moov index is at the end).
+wl_ffprobe() { client_wl ffprobe media.mp4 "${CL[@]}" ffprobe @PATH@ "$DATA/refs/probe.ref"; }
+
+# ffmpeg -ss into the middle of the cold MP4, SS_SECS decoded.
+wl_ffss() { client_wl ffss media.mp4 "${CL[@]}" ffss @PATH@ "$SS_POS" "$DATA/refs"; }
+
+# ffmpeg -re playback of the first PLAY_SECS, with the PLAY_JUMPS (ffmpeg -ss
+# on the same file) during it.
+wl_ffplay() {
+	# shellcheck disable=SC2086 # one argument per jump
+	client_wl ffplay media.mp4 "${CL[@]}" play @PATH@ "$PLAY_SECS" "$DATA/refs" $PLAY_JUMPS
+}
+
+# Python's zipfile reading one member from the middle of the stored zip.
+wl_zip() { client_wl zip big.zip "${CL[@]}" zip @PATH@ "$WWW/big.zip" "$ZIP_READ"; }
+
+# SQL_N point lookups in the database (seeded by the run number).
+wl_sqlite() {
+	local r sys
+	for r in $(seq 1 "$RUNS"); do
+		for sys in "${CLIENT_SYSTEMS[@]}"; do
+			client_step sqlite "$sys" "$r" lookup.db \
+				"${CL[@]}" sqlite @PATH@ "$WWW/lookup.db" "$SQL_N" "$r" "$DB_ROWS" @LOG@
+		done
+	done
+}
+
+# One transfer at a time (pacefs only, and curl as the limit): the origin
+# answers 503 with Retry-After beyond its first transfer; the whole file must
+# come, correct, on loopback.
+wl_transfer1() {
+	local r line mark n503 why
+	if ! "$ORIGIN_BIN" --help 2>&1 | grep -q -- '--max-transfers'; then
+		why="needs pacefs-origin --max-transfers, which this pacefs-origin lacks"
+		for r in $(seq 1 "$RUNS"); do record transfer1 pacefs "$r" "skipped: $why"; done
+		return
+	fi
+	origin_start transfer1 "$WWW" --max-transfers 1 --retry-after "$T1_RETRY_AFTER" || {
+		for r in $(seq 1 "$RUNS"); do record transfer1 pacefs "$r" "failed: the one-transfer origin did not start"; done
+		return
+	}
+	for r in $(seq 1 "$RUNS"); do
+		fresh "$r" pacefs
+		mark=$(log_mark "$O_LOG")
+		if ! fs_mount pacefs "$O_URL" "$T1_FILE" "$MNT" "$CACHE"; then
+			record transfer1 pacefs "$r" "failed: mount: $MOUNT_ERR"
+			continue
+		fi
+		cold_caches "$T1_FILE"
+		STEP_TO=$TO_SHORT run_step "$BR" seq "$MNT/$T1_FILE"
+		line=$STEP
+		fs_umount "$MNT" "$MPID"
+		n503=$(tail -c +$((mark + 1)) "$O_LOG" | awk '$4 == 503 { n++ } END { print n + 0 }')
+		record transfer1 pacefs "$r" "$line" "$(log_pulled "$O_LOG" "$mark") n503=$n503"
+		say "  transfer1 pacefs run $r: $line n503=$n503"
+		record transfer1 curl1 "$r" "$(curl_one "$O_URL/$T1_FILE" "$MULTI_SIZE")"
+	done
+}
+
+# read_timeout (pacefs only): an origin that sends one byte of every
+# response and then nothing; the application's read must fail with EIO
+# soon after READ_TIMEOUT.
+wl_stall() {
+	local r line root=$W/www-stall
+	mkdir -p "$root"
+	"$BR" gen "$root/stall.bin" "$STALL_SIZE" >/dev/null
+	origin_start stall "$root" --fault '/stall.bin:stall:1' || {
+		for r in $(seq 1 "$RUNS"); do record stall pacefs "$r" "failed: the stalling origin did not start"; done
+		return
+	}
+	for r in $(seq 1 "$RUNS"); do
+		fresh "$r" pacefs
+		if ! fs_mount pacefs "$O_URL" stall.bin "$MNT" "$CACHE" -o "read_timeout=$READ_TIMEOUT"; then
+			record stall pacefs "$r" "failed: mount: $MOUNT_ERR"
+			continue
+		fi
+		STEP_TO=$TO_SHORT run_step "${CL[@]}" eio "$MNT/stall.bin" "$STALL_SIZE"
+		line=$STEP
+		fs_umount "$MNT" "$MPID"
+		record stall pacefs "$r" "$line"
+		say "  stall pacefs run $r: $line"
+	done
+}
+
+# gen_client_data: the MP4, the zip, the database and the reference outputs
+# (ffprobe's report and frame checksums from the local copy) in DATA, made
+# when missing or made with other settings or another clients.py; then
+# linked into WWW.
+gen_client_data() {
+	local stamp rstamp f
+	stamp="media $MEDIA_SECS $MEDIA_KBPS zip $ZIP_MEMBERS $ZIP_MEMBER_BYTES db $DB_ROWS $DB_PAYLOAD $(ffmpeg -version | awk 'NR == 1')"
+	rstamp="$stamp play $PLAY_SECS ss $SS_POS $PLAY_JUMPS $(md5sum <"$W/bin/clients.py")"
+	mkdir -p "$DATA/refs"
+	if [ "$(cat "$DATA/stamp" 2>/dev/null)" != "$stamp" ]; then
+		rm -f "$DATA/stamp" "$DATA/refs/stamp"
+		say "generating the real clients' files in $DATA"
+		"${CL[@]}" gen-media "$DATA/media.mp4" "$MEDIA_SECS" "$MEDIA_KBPS"
+		"${CL[@]}" gen-zip "$DATA/big.zip" "$ZIP_MEMBERS" "$ZIP_MEMBER_BYTES"
+		"${CL[@]}" gen-db "$DATA/lookup.db" "$DB_ROWS" "$DB_PAYLOAD"
+		echo "$stamp" >"$DATA/stamp"
+	fi
+	if [ "$(cat "$DATA/refs/stamp" 2>/dev/null)" != "$rstamp" ]; then
+		# shellcheck disable=SC2046,SC2086 # one argument per position
+		"${CL[@]}" media-refs "$DATA/media.mp4" "$PLAY_SECS" "$DATA/refs" "$SS_POS" \
+			$(printf '%s\n' $PLAY_JUMPS | cut -d: -f2)
+		echo "$rstamp" >"$DATA/refs/stamp"
+	fi
+	for f in media.mp4 big.zip lookup.db; do
+		ln -f "$DATA/$f" "$WWW/$f" 2>/dev/null || cp "$DATA/$f" "$WWW/$f"
+	done
+}
+
 # --- main -------------------------------------------------------------------
 
 say "work directory $W, $RUNS runs per figure"
@@ -750,6 +1007,10 @@ say "generating files"
 "$BR" gen "$WWW/long.bin" "$LONG_SIZE" >/dev/null
 for ((k = 0; k < MULTI_FILES; k++)); do "$BR" gen "$WWW/multi$k.bin" "$MULTI_SIZE" >/dev/null; done
 if wanted memory; then "$BR" gen "$WWW/mem.bin" "$MEM_SIZE" >/dev/null; fi
+DATA=${BENCH_DATA:-$W/data}
+if wanted ffprobe || wanted ffss || wanted ffplay || wanted zip || wanted sqlite; then
+	gen_client_data
+fi
 : >"$W/rclone.conf"
 
 nginx_start
@@ -759,7 +1020,7 @@ WAN2_URL=$WAN_URL WAN2_LOG=$WAN_LOG
 wan_start wan
 say "nginx $NGINX_URL; WAN origins $WAN_URL and $WAN2_URL (${WAN_LATENCY} ms, $WAN_RATE B/s per connection)"
 
-for wl in seq_lo seq_wan ttfb random player mirrors multi memory; do
+for wl in "${WORKLOADS[@]}"; do
 	if wanted "$wl"; then
 		say "workload $wl"
 		"wl_$wl"
@@ -773,19 +1034,20 @@ export BENCH_RAW=$RAW BENCH_OUT=$OUT BENCH_DROP_OK=$DROP_OK \
 	BENCH_SECS=$((T_END - T_START)) BENCH_RUNS=$RUNS \
 	BENCH_DATE BENCH_MACHINE BENCH_VERSIONS BENCH_COMMIT \
 	BENCH_LOAD="$LOAD_START at the start, $LOAD_END at the end"
-export SEQ_LO_SIZE SEQ_WAN_SIZE LONG_SIZE MULTI_SIZE MULTI_FILES MULTI_READERS \
-	WAN_RATE WAN_LATENCY RANDOM_N_LO RANDOM_N_WAN PLAYER_RATE PLAYER_BYTES \
-	PLAYER_BS SEEK_N SEEK_PLAY MEM_SIZE
+SETTINGS=(SEQ_LO_SIZE SEQ_WAN_SIZE LONG_SIZE MULTI_SIZE MULTI_FILES MULTI_READERS
+	WAN_RATE WAN_LATENCY RANDOM_N_LO RANDOM_N_WAN PLAYER_RATE PLAYER_BYTES
+	PLAYER_BS SEEK_N SEEK_PLAY MEM_SIZE SEEK_JUMP PLAYER2_RATE PLAYER2_BYTES
+	PLAYER_LEAD LANES MEDIA_SECS MEDIA_KBPS PLAY_SECS PLAY_JUMPS SS_POS ZIP_MEMBERS
+	ZIP_MEMBER_BYTES DB_ROWS DB_PAYLOAD SQL_N T1_RETRY_AFTER READ_TIMEOUT)
+export "${SETTINGS[@]}"
 mkdir -p "$OUT/logs"
 cp "$RAW" "$OUT/raw.tsv"
 # The mounts' own logs and the settings, so that report.sh can be run again
 # on this run alone.
 cp "$W/logs/pacefs.log" "$W/logs/rclone.log" "$W/logs/httpdirfs.log" "$OUT/logs/" 2>/dev/null || true
 {
-	for v in BENCH_DATE BENCH_MACHINE BENCH_VERSIONS BENCH_COMMIT BENCH_DROP_OK BENCH_SECS BENCH_RUNS BENCH_LOAD SEQ_LO_SIZE \
-		SEQ_WAN_SIZE LONG_SIZE MULTI_SIZE MULTI_FILES MULTI_READERS WAN_RATE \
-		WAN_LATENCY RANDOM_N_LO RANDOM_N_WAN PLAYER_RATE PLAYER_BYTES PLAYER_BS \
-		SEEK_N SEEK_PLAY MEM_SIZE; do
+	for v in BENCH_DATE BENCH_MACHINE BENCH_VERSIONS BENCH_COMMIT BENCH_DROP_OK BENCH_SECS BENCH_RUNS BENCH_LOAD \
+		"${SETTINGS[@]}"; do
 		printf 'export %s=%q\n' "$v" "${!v}"
 	done
 } >"$OUT/settings.sh"

@@ -52,6 +52,11 @@ enum fault_kind {
 	FAULT_REFUSE,
 	FAULT_RATE,
 	FAULT_REDIRECT,
+	FAULT_BIGHEADER,
+	FAULT_ENCODING,
+	FAULT_TOTAL,
+	FAULT_CLEN,
+	FAULT_ETAG,
 	FAULT_KIND_COUNT
 };
 
@@ -64,7 +69,7 @@ static const struct {
 } fault_kinds[FAULT_KIND_COUNT] = {
 	[FAULT_STALL] = {"stall", 1, 1},
 	[FAULT_RESET] = {"reset", 1, 1},
-	[FAULT_STATUS] = {"status", 1, 3},
+	[FAULT_STATUS] = {"status", 1, 4},
 	[FAULT_BURST] = {"burst", 2, 2},
 	[FAULT_NORANGE] = {"norange", 0, 0},
 	[FAULT_BADRANGE] = {"badrange", 0, 0},
@@ -76,6 +81,11 @@ static const struct {
 	[FAULT_RATE] = {"rate", 1, 1},
 	/* A redirect's one argument is the rest of the rule. */
 	[FAULT_REDIRECT] = {"redirect", 1, 1},
+	[FAULT_BIGHEADER] = {"bigheader", 1, 2},
+	[FAULT_ENCODING] = {"encoding", 1, 2},
+	[FAULT_TOTAL] = {"total", 1, 1},
+	[FAULT_CLEN] = {"clen", 1, 1},
+	[FAULT_ETAG] = {"etag", 1, 2},
 };
 
 struct fault {
@@ -86,6 +96,9 @@ struct fault {
 	long retry_after;   /* status: seconds, or -1 for none */
 	uint64_t skip;	    /* status: the first `skip` requests are served */
 	char *location;	    /* redirect: the prefix of the Location */
+	uint64_t count;	    /* status: then this many get CODE; 0: all */
+	char *text; /* encoding, etag: the header's value; total, clen: the
+		       number, as digits (it may not fit 64 bits) */
 	atomic_ullong hits; /* requests this rule has matched so far */
 };
 
@@ -276,8 +289,8 @@ static int parse_size(const char *s, size_t len, uint64_t *out)
  * is followed by a known kind name, so globs may hold ':' themselves. */
 static int fault_parse(const char *spec, struct fault *f)
 {
-	const char *p, *args = NULL, *a[3];
-	size_t alen[3];
+	const char *p, *args = NULL, *a[4];
+	size_t alen[4];
 	int kind = -1, nargs = 0, i, rc = -EINVAL;
 	uint64_t v;
 
@@ -307,7 +320,7 @@ static int fault_parse(const char *spec, struct fault *f)
 	while (args) {
 		const char *colon = strchr(args, ':');
 
-		if (nargs == 3)
+		if (nargs == 4)
 			goto out;
 		a[nargs] = args;
 		alen[nargs] = colon ? (size_t)(colon - args) : strlen(args);
@@ -330,10 +343,17 @@ static int fault_parse(const char *spec, struct fault *f)
 			goto out;
 		}
 		f->code = (int)v;
-		if (nargs == 3) {
+		if (nargs >= 3) {
 			rc = parse_u64(a[2], alen[2], &f->skip);
 			if (rc < 0)
 				goto out;
+		}
+		if (nargs == 4) {
+			rc = parse_u64(a[3], alen[3], &f->count);
+			if (rc < 0 || f->count == 0) {
+				rc = -EINVAL;
+				goto out;
+			}
 		}
 		if (nargs >= 2) {
 			rc = parse_u64(a[1], alen[1], &v);
@@ -377,8 +397,48 @@ static int fault_parse(const char *spec, struct fault *f)
 			goto out;
 		}
 		break;
+	case FAULT_BIGHEADER:
+		rc = parse_size(a[0], alen[0], &f->n);
+		if (rc < 0 || f->n > ((uint64_t)64 << 20)) {
+			rc = -EINVAL;
+			goto out;
+		}
+		break;
+	case FAULT_TOTAL:
+	case FAULT_CLEN:
+		if (alen[0] == 0 || alen[0] > 40 ||
+		    strspn(a[0], "0123456789") < alen[0]) {
+			rc = -EINVAL;
+			goto out;
+		}
+		break;
+	case FAULT_ENCODING:
+	case FAULT_ETAG:
+		/* Any byte a header line can hold, control bytes included. */
+		if (alen[0] == 0 || memchr(a[0], '\r', alen[0]) ||
+		    memchr(a[0], '\n', alen[0])) {
+			rc = -EINVAL;
+			goto out;
+		}
+		break;
 	default:
 		break;
+	}
+	if (f->kind == FAULT_BIGHEADER || f->kind == FAULT_ENCODING ||
+	    f->kind == FAULT_ETAG) {
+		if (nargs == 2) {
+			rc = parse_u64(a[1], alen[1], &f->skip);
+			if (rc < 0)
+				goto out;
+		}
+	}
+	if (f->kind == FAULT_TOTAL || f->kind == FAULT_CLEN ||
+	    f->kind == FAULT_ENCODING || f->kind == FAULT_ETAG) {
+		f->text = strndup(a[0], alen[0]);
+		if (!f->text) {
+			rc = -ENOMEM;
+			goto out;
+		}
 	}
 	f->glob = strndup(spec, (size_t)(p - spec));
 	if (!f->glob) {
@@ -692,6 +752,32 @@ static int head_send(struct conn *c, struct head *h, bool more)
 	if (h->overflow)
 		return -EOVERFLOW;
 	return send_all(c->fd, h->buf, h->len, more ? MSG_MORE : 0);
+}
+
+/* Sends the head with an X-Pad header of pad bytes before its end
+ * (bigheader), corked with the body to come when more is true. */
+static int head_send_padded(struct conn *c, struct head *h, uint64_t pad,
+			    bool more)
+{
+	char fill[4096];
+	int rc;
+
+	if (h->overflow)
+		return -EOVERFLOW;
+	memset(fill, 'a', sizeof(fill));
+	/* The head ends with its empty line: the pad goes before it. */
+	rc = send_all(c->fd, h->buf, h->len - 2, MSG_MORE);
+	if (rc == 0)
+		rc = send_all(c->fd, "X-Pad: ", 7, MSG_MORE);
+	while (rc == 0 && pad > 0) {
+		size_t n = pad < sizeof(fill) ? (size_t)pad : sizeof(fill);
+
+		rc = send_all(c->fd, fill, n, MSG_MORE);
+		pad -= n;
+	}
+	if (rc == 0)
+		rc = send_all(c->fd, "\r\n\r\n", 4, more ? MSG_MORE : 0);
+	return rc;
 }
 
 /* Answers with a short text body, e.g. for 404 or an injected status. */
@@ -1112,7 +1198,8 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 		free(loc);
 		goto out;
 	}
-	if (f && ((f->kind == FAULT_STATUS && hits > f->skip) ||
+	if (f && ((f->kind == FAULT_STATUS && hits > f->skip &&
+		   (f->count == 0 || hits <= f->skip + f->count)) ||
 		  (f->kind == FAULT_BURST && hits <= f->n))) {
 		applied = fault_kinds[f->kind].name;
 		status = f->code;
@@ -1152,12 +1239,22 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 	}
 	snprintf(e.etag + strlen(e.etag), sizeof(e.etag) - strlen(e.etag),
 		 "\"");
+	if (f && f->kind == FAULT_ETAG && hits > f->skip) {
+		applied = "etag";
+		snprintf(e.etag, sizeof(e.etag), "%s", f->text);
+	}
 	if (f && f->kind == FAULT_RATE) {
 		applied = "rate";
 		rate = f->n;
 	}
 	if (rq->range && f && f->kind == FAULT_NORANGE) {
 		applied = "norange";
+	} else if (f && f->kind == FAULT_CLEN) {
+		/* A 200 whose Content-Length is the rule's number: the
+		 * connection closes after the body, whatever it said. */
+		applied = "clen";
+		closing = true;
+		*after = AFTER_CLOSE;
 	} else if (rq->range &&
 		   (!rq->if_range || if_range_matches(rq->if_range, &e))) {
 		rr = range_parse(rq->range, e.size, &start, &len);
@@ -1178,22 +1275,34 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 	}
 	status = rr == RANGE_PART ? 206 : 200;
 	head_start(&h, status);
+	if (f && f->kind == FAULT_CLEN)
+		head_add(&h, "Content-Length: %s\r\n", f->text);
+	else
+		head_add(&h, "Content-Length: %" PRIu64 "\r\n", len);
 	head_add(&h,
 		 "Content-Type: application/octet-stream\r\n"
-		 "Content-Length: %" PRIu64 "\r\n"
 		 "Accept-Ranges: bytes\r\nETag: %s\r\nLast-Modified: %s\r\n",
-		 len, e.etag, lm);
+		 e.etag, lm);
+	if (f && f->kind == FAULT_ENCODING && hits > f->skip) {
+		applied = "encoding";
+		head_add(&h, "Content-Encoding: %s\r\n", f->text);
+	}
 	if (rr == RANGE_PART) {
 		uint64_t shift = 0;
+		char total[48];
 
 		if (f && f->kind == FAULT_BADRANGE) {
 			applied = "badrange";
 			shift = 1;
 		}
+		snprintf(total, sizeof(total), "%" PRIu64, e.size);
+		if (f && f->kind == FAULT_TOTAL) {
+			applied = "total";
+			snprintf(total, sizeof(total), "%s", f->text);
+		}
 		head_add(&h,
-			 "Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64
-			 "\r\n",
-			 start + shift, start + len - 1 + shift, e.size);
+			 "Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%s\r\n",
+			 start + shift, start + len - 1 + shift, total);
 	}
 	body = head_only ? 0 : len;
 	if (f && body > 0) {
@@ -1218,7 +1327,13 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 	}
 	head_end(&h, closing);
 	/* slowfirst: the head goes at once, only the body waits. */
-	rc = head_send(c, &h, body > 0 && !(f && f->kind == FAULT_SLOWFIRST));
+	if (f && f->kind == FAULT_BIGHEADER && hits > f->skip) {
+		applied = "bigheader";
+		rc = head_send_padded(c, &h, f->n, body > 0);
+	} else {
+		rc = head_send(c, &h,
+			       body > 0 && !(f && f->kind == FAULT_SLOWFIRST));
+	}
 	if (rc < 0 || body == 0)
 		goto out;
 	if (f && f->kind == FAULT_SLOWFIRST)

@@ -72,8 +72,60 @@ static void retry_after(void)
 					 1445412490, &ms),
 		 0);
 	T_EQ_U64(ms, 0);
+	/* A server's number, however large, saturates: never a wrapped,
+	 * short delay. */
+	T_EQ_INT(fetch_parse_retry_after("999999999", 0, &ms), 0);
+	T_EQ_U64(ms, 999999999000ull);
+	T_EQ_INT(fetch_parse_retry_after("18446744073709551615", 0, &ms), 0);
+	T_EQ_U64(ms, UINT64_MAX / 1000 * 1000);
+	T_EQ_INT(fetch_parse_retry_after("99999999999999999999999", 0, &ms), 0);
+	T_EQ_U64(ms, UINT64_MAX / 1000 * 1000);
+	T_EQ_INT(fetch_parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", 0,
+					 &ms),
+		 0);
+	T_EQ_U64(ms, 253402300799000ull);
 	T_EQ_INT(fetch_parse_retry_after("soon", 0, &ms), -EINVAL);
 	T_EQ_INT(fetch_parse_retry_after("12x", 0, &ms), -EINVAL);
+}
+
+/* A Content-Length is a size a file can have, or an error (never wrapped
+ * to a small number, as the probe's hand-made loop did with 2^64). */
+static void content_length(void)
+{
+	uint64_t n = 1;
+
+	T_EQ_INT(fetch_parse_content_length("0", &n), 0);
+	T_EQ_U64(n, 0);
+	T_EQ_INT(fetch_parse_content_length(" 1049575 \r\n", &n), 0);
+	T_EQ_U64(n, 1049575);
+	T_EQ_INT(fetch_parse_content_length("9223372036854775807", &n), 0);
+	T_EQ_U64(n, FETCH_SIZE_MAX);
+	T_EQ_INT(fetch_parse_content_length("9223372036854775808", &n), -EFBIG);
+	T_EQ_INT(fetch_parse_content_length("18446744073709551615", &n),
+		 -EFBIG);
+	T_EQ_INT(fetch_parse_content_length("18446744073709551616", &n),
+		 -EINVAL);
+	T_EQ_INT(fetch_parse_content_length("", &n), -EINVAL);
+	T_EQ_INT(fetch_parse_content_length("-1", &n), -EINVAL);
+	T_EQ_INT(fetch_parse_content_length("12, 12", &n), -EINVAL);
+	T_EQ_INT(fetch_parse_content_length("0x10", &n), -EINVAL);
+}
+
+/* Only identity leaves the bytes as stored (and chunked, for the
+ * transfer, which curl undoes). */
+static void coding(void)
+{
+	T_ASSERT(fetch_coding_is_identity("", false));
+	T_ASSERT(fetch_coding_is_identity("identity", false));
+	T_ASSERT(fetch_coding_is_identity(" IDENTITY ,identity\r\n", false));
+	T_ASSERT(!fetch_coding_is_identity("gzip", false));
+	T_ASSERT(!fetch_coding_is_identity("identity, gzip", false));
+	T_ASSERT(!fetch_coding_is_identity("x-gzip", false));
+	T_ASSERT(!fetch_coding_is_identity("identity;q=1", false));
+	T_ASSERT(!fetch_coding_is_identity("chunked", false));
+	T_ASSERT(fetch_coding_is_identity("chunked", true));
+	T_ASSERT(!fetch_coding_is_identity("gzip, chunked", true));
+	T_ASSERT(!fetch_coding_is_identity("br", true));
 }
 
 static void classify(void)
@@ -215,6 +267,8 @@ static const struct t_case cases[] = {
 	{"content_range_ok", content_range_ok},
 	{"content_range_bad", content_range_bad},
 	{"retry_after", retry_after},
+	{"content_length", content_length},
+	{"coding", coding},
 	{"classify", classify},
 	{"url_redacted", url_redacted},
 	{"url_origin", url_origin},

@@ -1,6 +1,7 @@
 /* test_fs: the command line: options, their errors, the file name derived
- * from a URL, what argv keeps once parsed, header files, and the cache
- * identities of a URL and of a manifest's file. */
+ * from a URL, what argv keeps once parsed, header files, the cache
+ * identities of a URL and of a manifest's file, and the log's escaping
+ * and rate limit. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@ static void opts_defaults(void)
 	T_EQ_INT(o.lanes, 8);
 	T_EQ_INT(o.read_timeout_s, 60);
 	T_EQ_INT(o.connect_timeout_s, 10);
+	T_EQ_INT(o.retry_after_max_s, 60);
 	T_ASSERT(!o.foreground);
 	T_ASSERT(o.cache_dir == NULL);
 	fs_opts_free(&o);
@@ -69,6 +71,10 @@ static void opts_errors_name_the_option(void)
 	char *bad_lanes[] = {"pacefs", "-o", "lanes=0", "http://h/x", "/m"};
 	char *bad_num[] = {"pacefs", "-o", "read_timeout=abc", "http://h/x",
 			   "/m"};
+	char *bad_cap[] = {"pacefs", "-o", "retry_after_max=0", "http://h/x",
+			   "/m"};
+	char *own_hdr[] = {"pacefs", "-o", "header=accept-encoding: gzip",
+			   "http://h/x", "/m"};
 	char *no_mp[] = {"pacefs", "http://h/x"};
 	char *extra[] = {"pacefs", "http://h/x", "/m", "/other"};
 	struct fs_opts o;
@@ -79,6 +85,10 @@ static void opts_errors_name_the_option(void)
 	T_EQ_INT(parse(&o, err, sizeof(err), 5, bad_num), -EINVAL);
 	T_ASSERT(strstr(err, "read_timeout") != NULL);
 	T_ASSERT(strstr(err, "abc") != NULL);
+	T_EQ_INT(parse(&o, err, sizeof(err), 5, bad_cap), -EINVAL);
+	T_ASSERT(strstr(err, "retry_after_max") != NULL);
+	T_EQ_INT(parse(&o, err, sizeof(err), 5, own_hdr), -EINVAL);
+	T_ASSERT(strstr(err, "sets Accept-Encoding itself") != NULL);
 	T_EQ_INT(parse(&o, err, sizeof(err), 2, no_mp), -EINVAL);
 	T_ASSERT(strstr(err, "MOUNTPOINT") != NULL);
 	T_EQ_INT(parse(&o, err, sizeof(err), 4, extra), -EINVAL);
@@ -302,6 +312,120 @@ static void url_identity(void)
 	free(url);
 }
 
+/* Whatever a server puts in a name or a header, the log shows no byte a
+ * terminal would act on: C0 controls, DEL, C1 controls (also as UTF-8)
+ * and bytes that are not UTF-8 become \xNN; printable UTF-8 stays. */
+static void log_escape(void)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"plain name.bin", "plain name.bin"},
+		{"a\x1b[31mred\x1b[0m", "a\\x1b[31mred\\x1b[0m"},
+		{"line\nbreak\r\ttab", "line\\x0abreak\\x0d\\x09tab"},
+		{"del\x7f", "del\\x7f"},
+		{"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+		 "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+		{"c1 \xc2\x9b csi", "c1 \\xc2\\x9b csi"},
+		{"raw \x9b csi", "raw \\x9b csi"},
+		{"latin1 \xe9t\xe9", "latin1 \\xe9t\\xe9"},
+		{"cut \xe2\x82", "cut \\xe2\\x82"},
+		{"overlong \xc0\xaf", "overlong \\xc0\\xaf"},
+		{"surrogate \xed\xa0\x80", "surrogate \\xed\\xa0\\x80"},
+	};
+	char out[128];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		T_EQ_STR(fs__escape(cases[i].in, out, sizeof(out)),
+			 cases[i].out);
+	/* Cut when full, never in the middle of an escape. */
+	T_EQ_STR(fs__escape("ab\x1b", out, 5), "ab");
+	T_EQ_STR(fs__escape("abcdef", out, 4), "abc");
+}
+
+/* Lines alike but for their numbers are one kind; a storm of them is
+ * logged FS_LOG_BURST times per window, and the rest are counted and
+ * reported once the window ends. */
+static void log_rate_limit(void)
+{
+	static struct fs_log_limit l;
+	struct fs_log_report r;
+	uint64_t now = 1000, key = fs__log_key("lane 3: http://h:80/f: boom");
+	int logged = 0;
+	char line[64];
+
+	T_EQ_U64(fs__log_key("lane 12: http://h:8080/f: boom"), key);
+	T_ASSERT(fs__log_key("lane 3: http://h:80/g: boom") != key);
+	for (int i = 0; i < 1000; i++) {
+		snprintf(line, sizeof(line), "lane %d: http://h:80/f: boom",
+			 i % 8);
+		logged += fs__log_admit(&l, fs__log_key(line), 1, line, now);
+		now += 1000000; /* 1000 lines a second */
+	}
+	T_EQ_INT(logged, FS_LOG_BURST);
+	/* Another kind is not held back by the storm. */
+	T_ASSERT(fs__log_admit(&l, fs__log_key("mounted x"), 2, "mounted x",
+			       now));
+	T_ASSERT(!fs__log_take_report(&l, now, &r)); /* window still open */
+	now = 1000 + FS_LOG_WINDOW_NS;
+	T_ASSERT(fs__log_take_report(&l, now, &r));
+	T_EQ_INT(r.suppressed, 1000 - FS_LOG_BURST);
+	T_EQ_INT(r.level, 1);
+	T_EQ_STR(r.sample, "lane 7: http://h:80/f: boom");
+	T_ASSERT(!fs__log_take_report(&l, now, &r)); /* reported once */
+	/* A new window logs again. */
+	T_ASSERT(fs__log_admit(&l, key, 1, "lane 0: http://h:80/f: boom", now));
+	/* More kinds than slots: each new kind is still logged. */
+	for (int i = 0; i < 3 * FS_LOG_KINDS; i++) {
+		snprintf(line, sizeof(line), "kind %c%c", 'a' + i % 26,
+			 'a' + i / 26);
+		T_ASSERT(fs__log_admit(&l, fs__log_key(line), 1, line, now));
+	}
+}
+
+/* A directory finds each of many children by name (through its table once
+ * it has FS_NS_INDEX_MIN), refuses a second of one name, and paths build
+ * their directories once. */
+static void ns_many_children(void)
+{
+	struct fs_ns *ns;
+	uint32_t id, dir, first = 0;
+	char name[32];
+
+	T_EQ_INT(fs__ns_new(&ns), 0);
+	T_EQ_INT(fs__ns_add(ns, 0, "d", true, &dir), 0);
+	for (uint32_t i = 0; i < 20000; i++) {
+		snprintf(name, sizeof(name), "f%05u.bin", i);
+		T_EQ_INT(fs__ns_add(ns, dir, name, false, &id), 0);
+		if (i == 0)
+			first = id;
+		/* Every name added so far, old and new, stays found. */
+		if (i % 997 == 0 || i == FS_NS_INDEX_MIN - 1 ||
+		    i == FS_NS_INDEX_MIN) {
+			T_EQ_U64(fs__ns_child(ns, dir, "f00000.bin"), first);
+			T_EQ_U64(fs__ns_child(ns, dir, name), id);
+		}
+	}
+	for (uint32_t i = 0; i < 20000; i++) {
+		snprintf(name, sizeof(name), "f%05u.bin", i);
+		id = fs__ns_child(ns, dir, name);
+		T_ASSERT(id != FS_NO_NODE);
+		T_EQ_STR(fs__ns_get(ns, id)->name, name);
+	}
+	T_EQ_U64(fs__ns_child(ns, dir, "f20000.bin"), FS_NO_NODE);
+	T_EQ_U64(fs__ns_child(ns, dir, ""), FS_NO_NODE);
+	T_EQ_INT(fs__ns_add(ns, dir, "f12345.bin", false, &id), -EEXIST);
+	T_EQ_INT(fs__ns_add_path(ns, "d/f00001.bin/x", &id), -ENOTDIR);
+	for (uint32_t i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "a/b/c%u", i);
+		T_EQ_INT(fs__ns_add_path(ns, name, &id), 0);
+	}
+	dir = fs__ns_child(ns, fs__ns_child(ns, 0, "a"), "b");
+	T_EQ_INT(fs__ns_get(ns, dir)->nchildren, 100);
+	T_ASSERT(fs__ns_child(ns, dir, "c99") != FS_NO_NODE);
+	fs__ns_free(ns);
+}
+
 static const struct t_case cases[] = {
 	{"identity_forms", identity_forms},
 	{"argv_scrubbed", argv_scrubbed},
@@ -312,6 +436,9 @@ static const struct t_case cases[] = {
 	{"opts_errors_name_the_option", opts_errors_name_the_option},
 	{"name_from_url", name_from_url},
 	{"name_from_url_refused", name_from_url_refused},
+	{"log_escape", log_escape},
+	{"log_rate_limit", log_rate_limit},
+	{"ns_many_children", ns_many_children},
 };
 
 int main(int argc, char **argv)
