@@ -759,8 +759,11 @@ static void rate_update(struct pace *p, struct lane *l)
 	if (l->nsamples >= COLLAPSE_MIN_SAMPLES && l->level &&
 	    l->rate * COLLAPSE_FACTOR < l->level) {
 		/* Collapse: the preferred steal victim from now on, and its
-		 * source takes no new lane for a while. */
+		 * source takes no new lane for a while. Its queued range is
+		 * dropped: it could not start before the hold ends, and a
+		 * lane that is not collapsed serves those bytes sooner. */
 		l->collapsed = true;
+		l->q = false;
 		s->collapsed_until = sat_add(p->now, COLLAPSE_HOLD_NS);
 		s->peak = l->rate;
 		s->saturated = false;
