@@ -105,9 +105,11 @@ uint64_t pace__ranges_count(const struct pace__ranges *r, uint64_t s,
  *   IDLE       -> REQUESTED   START: for a waiting read, read-ahead or a steal
  *   REQUESTED  -> RECEIVING   its first byte arrived
  *   RECEIVING  -> COLLAPSED   its rate fell under 1/COLLAPSE_FACTOR of its
- *                             own level (its queued range is dropped)
- *   RECEIVING  -> PROMOTED    the request ended whole and a range was queued
- *   PROMOTED   -> REQUESTED   the next poll STARTs the queued range,
+ *                             own level
+ *   RECEIVING, -> PROMOTED    the request ended whole and a range was queued
+ *   COLLAPSED
+ *   PROMOTED   -> REQUESTED   the next poll STARTs the queued range (a new
+ *                             request: measured afresh),
  *   PROMOTED   -> IDLE        or finds it no longer wanted
  *   open       -> YIELDING    CANCEL for a seek or a waiting read
  *   open       -> RECLAIMING  CANCEL of a stalled lane, or of a collapsed one

@@ -71,11 +71,10 @@ void pace__rate_update(struct pace *p, struct lane *l)
 	if (l->nsamples >= COLLAPSE_MIN_SAMPLES && l->level &&
 	    l->rate * COLLAPSE_FACTOR < l->level) {
 		/* Collapse: the preferred steal victim from now on, and its
-		 * source takes no new lane for a while. Its queued range is
-		 * dropped: it could not start before the hold ends, and a
-		 * lane that is not collapsed serves those bytes sooner. */
+		 * source takes no new lane for a while. A range it queued
+		 * stays its own (the executor may have sent it ahead); it is
+		 * not promoted before the hold ends (promote_ok). */
 		pace__lane_set(p, l, LANE_COLLAPSED);
-		l->q = false;
 		s->collapsed_until = pace__sat_add(p->now, COLLAPSE_HOLD_NS);
 		s->peak = l->rate;
 		s->saturated = false;
