@@ -106,7 +106,8 @@ struct figures {
 	uint64_t requests, steals, reclaims;
 	double detect;		/* collapse detected after this long */
 	double max_wait_after_first;
-	double bw[MAX_BLOB];	/* per-blob bytes/s while all were read */
+	double bw[MAX_BLOB];	/* per-blob bytes/s while every sequential
+				   reader read */
 	uint64_t max_req;	/* largest request of a random reader */
 	double seek_start_delay; /* seek to START of the new position */
 	int cancels_on_seek;
@@ -781,7 +782,8 @@ static int run(const struct scenario *sc, struct figures *fig, char *err,
 			}
 		}
 		for (int i = 0; i < sc->nrd; i++)
-			all_reading &= s->rd[i].open && !s->rd[i].done;
+			if (sc->rd[i].kind == RD_SEQ)
+				all_reading &= s->rd[i].open && !s->rd[i].done;
 		if (all_reading && all_t0 < 0) {
 			all_t0 = s->t;
 			memcpy(all_b0, s->consumed_by_blob, sizeof(all_b0));
