@@ -131,6 +131,7 @@ int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
 	l->frontier = pace__max64(l->frontier, e);
 	l->last_progress_ns = p->now;
 	p->sources[l->source].faults = 0;
+	p->sources[l->source].served_ns = p->now;
 	if (l->state == LANE_REQUESTED) {
 		struct source *src = &p->sources[l->source];
 		uint64_t lat = p->now - l->started_ns;
@@ -146,6 +147,45 @@ int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
 	}
 	pace__rate_update(p, l);
 	return 0;
+}
+
+/* A 429 or 503 on lane l. While other lanes of the source are open, or
+ * one delivered bytes since l's request went out, the origin serves some
+ * and refuses more: the source's lane cap drops to the lanes still open
+ * (at least one), so that a burst of refusals converges on the
+ * concurrency the origin accepts within one round trip; no lane that is
+ * receiving is stopped, and the cap does not grow back before
+ * Retry-After. Otherwise the origin refuses everything: the source is
+ * suspended as Retry-After asks (its backoff at least) and its cap
+ * halved. */
+static void throttled(struct pace *p, struct lane *l, struct source *s,
+		      uint64_t retry_after_ns)
+{
+	uint32_t others = 0, cap;
+
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
+		const struct lane *o = &p->lanes[i];
+
+		if (o != l && pace__lane_open(o) && o->source == l->source)
+			others++;
+	}
+	if (others > 0 || s->served_ns >= l->started_ns) {
+		cap = others;
+	} else {
+		pace__source_backoff(p, s, retry_after_ns);
+		cap = s->lane_cap / 2;
+	}
+	if (cap == 0)
+		cap = 1;
+	if (cap < s->lane_cap) {
+		s->lane_cap = cap;
+		p->stats.throttle_cuts++;
+	}
+	s->inc_at = pace__max64(
+		s->inc_at,
+		pace__max64(pace__sat_add(s->hold_until, AIMD_INC_NS),
+			    pace__sat_add(p->now, pace__max64(retry_after_ns,
+							      AIMD_INC_NS))));
 }
 
 /* Adjusts the source for how the lane's request ended. */
@@ -185,23 +225,7 @@ static void judge_source(struct pace *p, struct lane *l, struct source *s,
 		}
 		break;
 	case PACE_OUT_THROTTLED:
-		/* Multiplicative decrease and backoff, once per hold: the
-		 * lanes that were open when the source said "too many" get
-		 * the same answer, and must not stretch the hold. */
-		if (p->now < s->cut_until) {
-			s->hold_until = pace__max64(
-				s->hold_until,
-				pace__sat_add(p->now, retry_after_ns));
-		} else {
-			uint32_t cur;
-
-			pace__source_backoff(p, s, retry_after_ns);
-			cur = s->lanes < s->lane_cap ? s->lanes : s->lane_cap;
-			s->lane_cap = cur / 2 ? cur / 2 : 1;
-			s->cut_until = s->hold_until;
-			s->inc_at = pace__sat_add(s->hold_until, AIMD_INC_NS);
-			p->stats.throttle_cuts++;
-		}
+		throttled(p, l, s, retry_after_ns);
 		break;
 	case PACE_OUT_GONE:
 	case PACE_OUT_FATAL:
@@ -278,5 +302,7 @@ int pace_lane_info(const struct pace *p, uint32_t lane,
 	out->queued = pace__lane_open(l) && l->q;
 	out->qstart = out->queued ? l->qstart : 0;
 	out->qend = out->queued ? l->qend : 0;
+	out->reader = out->busy ? l->reader : PACE_NONE;
+	out->demand = out->busy && pace__lane_demand(l);
 	return 0;
 }

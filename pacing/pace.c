@@ -41,6 +41,9 @@ void pace_config_default(struct pace_config *cfg)
 	cfg->max_request = 8 * MIB;
 	cfg->window_min = 1 * MIB;
 	cfg->window_max = 64 * MIB;
+	cfg->lead_ns = 3 * SEC;
+	cfg->seq_min = 1 * MIB;
+	cfg->kernel_ahead = 0;
 	cfg->stall_ns = 10 * SEC;
 	cfg->deadline_ns = 60 * SEC;
 	cfg->backoff_ns = 200 * 1000000ull;
@@ -81,6 +84,8 @@ int pace_config_check(const struct pace_config *cfg, const char **field)
 		bad = "window_min";
 	else if (cfg->window_max < cfg->window_min)
 		bad = "window_max";
+	else if (cfg->lead_ns == 0)
+		bad = "lead_ns";
 	else if (cfg->stall_ns == 0)
 		bad = "stall_ns";
 	else if (cfg->deadline_ns == 0)
@@ -301,7 +306,6 @@ int pace_reader_open(struct pace *p, uint32_t blob, uint64_t now_ns,
 	memset(r, 0, sizeof(*r));
 	r->used = true;
 	r->blob = blob;
-	r->w = p->cfg.window_min;
 	if (id >= p->n_readers)
 		p->n_readers = id + 1;
 	*reader_out = id;
@@ -344,10 +348,11 @@ int pace_wait_begin(struct pace *p, uint32_t reader, uint64_t off,
 			break;
 	if (id == p->cfg.max_waits)
 		return -ENOSPC;
-	/* A sequential reader waiting at its cursor outruns its window. */
-	if (r->w && !r->random && off + len >= r->cursor &&
+	/* A sequential reader waiting at its cursor outran its window (a
+	 * read that opened the window could not have been ahead of it). */
+	if (r->w && r->had_window && off + len >= r->cursor &&
 	    off <= r->cursor + r->w)
-		pace__window_grow(p, r);
+		pace__window_waited(p, r);
 	w = &p->waits[id];
 	w->used = true;
 	w->reader = reader;

@@ -18,9 +18,16 @@
 #define RATE_WINDOW_NS (200ull * 1000000ull)
 
 /* Sequential tolerance: reordered kernel read-ahead steps back a little,
- * and forward skips of a few MiB still count as sequential. */
+ * and, once a window is open, forward skips of a few MiB still count as
+ * sequential. */
 #define SEQ_BACK (1 * MIB)
 #define SEQ_FWD (4 * MIB)
+
+/* A reader's consumption rate is sampled over at least this long. */
+#define CONSUME_WINDOW_NS (1 * SEC)
+
+/* A reader that has not read for this long is paused (status). */
+#define PAUSE_NS (1 * SEC)
 
 /* Most intervals a blob's held set may hold, whatever its size. */
 #define RANGES_CAP_MAX (1u << 18)
@@ -180,10 +187,10 @@ struct source {
 	uint64_t collapsed_until;
 	uint32_t faults;     /* transient faults since its last byte */
 	uint64_t fault_ns;   /* when the last of them happened */
+	uint64_t served_ns;  /* when it last delivered a byte */
 	uint64_t agg_tmp;    /* scratch for pace__measure */
 	uint32_t n_tmp;
 	uint32_t lane_cap;   /* AIMD: lanes allowed now */
-	uint64_t cut_until;  /* no second cut before this (one per hold) */
 	uint64_t inc_at;     /* next additive increase */
 };
 
@@ -200,12 +207,22 @@ struct blob {
 struct reader {
 	bool used;
 	uint32_t blob;
-	uint32_t gen;	  /* bumped on every seek */
-	bool random;	  /* last move was a seek: no read-ahead */
+	uint32_t gen;	  /* bumped on every jump (a seek) */
 	bool seen;	  /* has read at least once */
-	uint64_t cursor;
-	uint64_t w;	  /* window length */
-	uint64_t seq_run; /* sequential bytes since W last grew */
+	bool evident;	  /* this run is sequential enough to read ahead */
+	uint64_t cursor;  /* end of the run's furthest read */
+	uint64_t run;	  /* bytes read sequentially after the run's first
+			     read (a single large read is no evidence) */
+	uint64_t w;	  /* window length past the cursor; 0: none */
+	bool had_window;  /* read-ahead ran when its last read came */
+	bool jumped;	  /* its last read started a new run */
+	uint64_t grow_run; /* sequential bytes since W last grew */
+	/* Consumption: bytes over wall time, pauses included. */
+	uint64_t crate;	      /* bytes per second, smoothed; 0: unknown */
+	uint64_t rate_t0;     /* start of the current sample */
+	uint64_t rate_bytes;  /* consumed in it */
+	uint64_t last_read_ns;
+	uint64_t last_wait_ns; /* it last waited at its cursor; 0: never */
 	uint64_t deficit; /* deficit round robin credit, bytes */
 	uint32_t nl_tmp;  /* scratch for queueing: lanes serving it */
 };
@@ -373,8 +390,10 @@ uint64_t pace__window_end(struct pace *p, const struct reader *r,
  * gen. */
 bool pace__reader_live(const struct pace *p, uint32_t ri, uint32_t gen);
 
-/* Doubles r's window, up to what its blob's sources can fill. */
-void pace__window_grow(struct pace *p, struct reader *r);
+/* The reader waited at its cursor for bytes of its window: the window
+ * doubles, up to what its blob's sources can fill, and does not shrink
+ * for a lead's time. */
+void pace__window_waited(struct pace *p, struct reader *r);
 
 /* ---- requests (poll.c) ---- */
 
@@ -382,6 +401,11 @@ void pace__window_grow(struct pace *p, struct reader *r);
  * the end of that unowned missing gap to *gap_end. */
 uint64_t pace__first_free(struct pace *p, uint32_t blob, uint64_t a,
 			  uint64_t lim, uint64_t *gap_end);
+
+/* The first byte at or after off of blob that is neither held nor owned
+ * by a lane (its open request or queued range), or the blob's size. */
+uint64_t pace__covered_from(const struct pace *p, uint32_t blob,
+			    uint64_t off);
 
 /* End of a request starting at x inside an unowned gap ending at
  * gap_end, wanting about `want` bytes, never past `lim`. */

@@ -70,6 +70,36 @@ uint64_t pace__first_free(struct pace *p, uint32_t blob, uint64_t a,
 	return x;
 }
 
+uint64_t pace__covered_from(const struct pace *p, uint32_t blob,
+			    uint64_t off)
+{
+	const struct blob *b = &p->blobs[blob];
+	uint64_t x = off;
+
+	for (;;) {
+		bool owned = false;
+
+		x = pace__ranges_next_missing(&b->held, x);
+		if (x >= b->size)
+			return b->size;
+		for (uint32_t i = 0; i < p->cfg.max_lanes && !owned; i++) {
+			const struct lane *l = &p->lanes[i];
+
+			if (!pace__lane_open(l) || l->blob != blob)
+				continue;
+			if (l->start <= x && x < l->end) {
+				x = l->end;
+				owned = true;
+			} else if (l->q && l->qstart <= x && x < l->qend) {
+				x = l->qend;
+				owned = true;
+			}
+		}
+		if (!owned)
+			return x;
+	}
+}
+
 /* Aligned up, clamped to the blob size, the gap and max_request. */
 uint64_t pace__request_end(const struct pace *p, const struct blob *b,
 			   uint64_t x, uint64_t want, uint64_t gap_end,
@@ -386,6 +416,80 @@ static bool yield_old_windows(struct pace *p, struct poll *o)
 	return true;
 }
 
+/* Lane l, receiving for a while, holds bytes that waiting read w needs,
+ * and another source of the blob takes a lane now and would do better:
+ * its own source is in a collapse hold (a lane started there after the
+ * collapse never collapses against its own level), the other source's
+ * connections are more than SLOW_FACTOR times faster, or l at its rate
+ * would miss w's deadline (an untried source is then worth the risk). */
+static bool lane_outpaced(struct pace *p, const struct lane *l,
+			  const struct wait *w)
+{
+	const struct source *own = &p->sources[l->source];
+	uint64_t left, deadline;
+	uint32_t alt;
+
+	if (l->state != LANE_RECEIVING || l->nsamples < COLLAPSE_MIN_SAMPLES)
+		return false;
+	alt = pace__pick_source(p, w->blob, true);
+	if (alt == PACE_NONE || alt == l->source ||
+	    p->sources[alt].collapsed_until > p->now)
+		return false;
+	if (own->collapsed_until > p->now ||
+	    (double)pace__expected_rate(p, alt) >
+		    (double)l->rate * SLOW_FACTOR)
+		return true;
+	deadline = pace__sat_add(w->begin_ns, p->cfg.deadline_ns);
+	left = deadline > p->now ? deadline - p->now : 0;
+	return (double)(pace__min64(w->end, l->end) - l->frontier) *
+		       (double)SEC >
+	       (double)pace__max64(l->rate, 1) * (double)left;
+}
+
+/* Lanes that could start on blob now: idle lanes, within what its
+ * sources' lane caps still allow. */
+static uint32_t lanes_free(const struct pace *p, uint32_t blob)
+{
+	const struct blob *b = &p->blobs[blob];
+	uint32_t idle = 0, room = 0;
+
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++)
+		idle += p->lanes[i].state == LANE_IDLE;
+	for (uint32_t i = b->first_src; i != PACE_NONE;
+	     i = p->sources[i].next) {
+		const struct source *s = &p->sources[i];
+		uint32_t cap = s->lane_cap < p->cfg.lanes_per_source
+				       ? s->lane_cap
+				       : p->cfg.lanes_per_source;
+
+		if (s->excluded || p->now < s->hold_until || s->lanes >= cap)
+			continue;
+		room += cap - s->lanes;
+	}
+	return idle < room ? idle : room;
+}
+
+/* How much of waiting read w, from x on, one request takes: a read at a
+ * cold position (its reader just jumped, or reads at random) is split
+ * over the lanes that can start now, at least min_request each, so that
+ * it costs one round trip plus its size over their combined rate rather
+ * than over one connection's. A sequential reader's read is not: its
+ * window's lanes serve it. */
+static uint64_t demand_share(const struct pace *p, const struct wait *w,
+			     uint64_t x)
+{
+	const struct reader *r = pace__reader_get(p, w->reader);
+	uint64_t left = w->end - x;
+	uint32_t n;
+
+	if (r && r->w > 0 && !r->jumped)
+		return left;
+	n = lanes_free(p, w->blob);
+	if (n <= 1)
+		return left;
+	return pace__align_up((left + n - 1) / n, p->cfg.align);
+}
+
 /* One waiting read: its missing bytes go to idle lanes, or read-ahead
  * yields a lane to it. */
 static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi)
@@ -406,9 +510,11 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi)
 		 * request: nothing to hurry. */
 		if (own && oend != own->end)
 			own = NULL;
-		/* A read waits on a collapsed lane: take its range back now
+		/* A read waits on a collapsed lane, or on one far slower
+		 * than another source would be: take its range back now
 		 * (received bytes are kept). */
-		if (own && own->state == LANE_COLLAPSED &&
+		if (own && (own->state == LANE_COLLAPSED ||
+			    lane_outpaced(p, own, w)) &&
 		    !pace__caps_stream(p->sources[own->source].caps)) {
 			if (o->n == o->cap)
 				return false;
@@ -436,7 +542,8 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi)
 			break;
 		src = pace__pick_source(p, w->blob, true);
 		l = pace__idle_lane(p);
-		e = pace__request_end(p, b, x, w->end - x, ge, UINT64_MAX);
+		e = pace__request_end(p, b, x, demand_share(p, w, x), ge,
+				      UINT64_MAX);
 		if (e < b->size)
 			e = pace__budget_fit(p, x, e);
 		else if (e - x > budget_room(p))
@@ -449,14 +556,15 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi)
 			p->wrr = wi + 1;
 			continue;
 		}
-		if (l && e > x)
-			break; /* no source ready: wait for one */
-		if (src == PACE_NONE && (l || !blob_ready(p, b)))
+		/* No source takes a request now (backing off, suspended,
+		 * excluded): wait for one. */
+		if (src == PACE_NONE && !blob_ready(p, b))
 			break;
-		/* No lane, or no room in the budget: read-ahead yields to the
-		 * read, and starts nothing new in this poll (the bytes it
-		 * frees are the read's). */
-		if (l)
+		/* No lane, its sources at their lane caps, or no room in the
+		 * budget: read-ahead yields to the read, and with the budget
+		 * short starts nothing new in this poll (the bytes it frees
+		 * are the read's). */
+		if (src != PACE_NONE && l)
 			o->starved = true;
 		if (o->yields > 0) {
 			o->yields--; /* a lane is already on its way */
