@@ -11,7 +11,7 @@ PKGS=(
 	libjansson-dev
 	clang libclang-rt-14-dev valgrind
 	nginx-light curl openssl attr ca-certificates
-	procps psmisc iproute2 coreutils xxd
+	procps psmisc iproute2 coreutils xxd python3
 )
 
 # Only make bench needs these: the competitors and the plotting.

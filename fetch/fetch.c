@@ -30,7 +30,9 @@ struct fetch_lane {
 	bool busy;
 	bool ahead; /* sent ahead, not promoted yet: its body waits */
 	bool held;  /* paused in on_body while ahead */
-	const char *url;
+	const char *url; /* where the request started (the target's) */
+	char *hop;	 /* after a redirect: where it is now (owned) */
+	unsigned hops;
 	const char *validator;
 	uint64_t size;
 	uint64_t start;
@@ -42,10 +44,13 @@ struct fetch_lane {
 	uint64_t cr_start, cr_end, cr_total;
 	char etag[256];
 	char last_modified[128];
+	char coding[128]; /* a Content- or Transfer-Encoding that is not
+			     identity: the header line, for the reason */
 	uint64_t retry_after_ms;
 	bool forced; /* the write callback aborted with `res` */
 	struct fetch_result res;
 	char range[48];
+	char shown[160]; /* url without userinfo, cut, for reasons */
 	char if_range[300];
 	struct curl_slist if_range_node; /* heads the shared header list */
 	char errbuf[CURL_ERROR_SIZE];
@@ -117,15 +122,19 @@ CURLcode fetch__easy_setup(CURL *easy, const struct fetch_config *cfg,
 	rc |= curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
 	rc |= curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
 	rc |= curl_easy_setopt(easy, CURLOPT_USERAGENT, FETCH__USER_AGENT);
-	rc |= curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L);
-	rc |= curl_easy_setopt(easy, CURLOPT_MAXREDIRS, FETCH__MAX_REDIRS);
+	/* Redirects are followed by fetch/redirect.c, hop by hop, so that
+	 * credentials never cross to another origin. */
+	rc |= curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
 	rc |= curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
-	rc |= curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	rc |= curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
 			       cfg->connect_timeout_ms);
 	rc |= curl_easy_setopt(easy, CURLOPT_TCP_NODELAY, 1L);
 	rc |= curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
-	rc |= curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, NULL);
+	/* Ranges are of the stored bytes: ask for them as stored, and keep
+	 * curl from decoding what a server encodes anyway, so that the
+	 * header checks see it and refuse it (fetch_get decodes documents). */
+	rc |= curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "identity");
+	rc |= curl_easy_setopt(easy, CURLOPT_HTTP_CONTENT_DECODING, 0L);
 	if (cfg->cafile != NULL)
 		rc |= curl_easy_setopt(easy, CURLOPT_CAINFO, cfg->cafile);
 	if (cfg->insecure) {
@@ -135,6 +144,13 @@ CURLcode fetch__easy_setup(CURL *easy, const struct fetch_config *cfg,
 	if (cfg->proxy != NULL)
 		rc |= curl_easy_setopt(easy, CURLOPT_PROXY, cfg->proxy);
 	return rc;
+}
+
+/* The lane's first URL as reasons show it: without userinfo, cut. */
+static const char *lane_shown(struct fetch_lane *l)
+{
+	fetch__url_shown(l->url, l->shown, sizeof(l->shown));
+	return l->shown;
 }
 
 /* Ends the write callback's transfer with an outcome of our choosing. */
@@ -166,7 +182,21 @@ static size_t on_header(char *line, size_t size, size_t n, void *arg)
 		l->cr_seen = false;
 		l->etag[0] = '\0';
 		l->last_modified[0] = '\0';
+		l->coding[0] = '\0';
 		l->retry_after_ms = 0;
+	} else if (fetch__header_is(line, len, "Content-Encoding", &v) ||
+		   fetch__header_is(line, len, "Transfer-Encoding", &v)) {
+		char buf[128];
+		bool transfer = (line[0] | 0x20) == 't';
+
+		fetch__header_value(v, len - (size_t)(v - line), buf,
+				    sizeof(buf));
+		if (l->coding[0] == '\0' &&
+		    !fetch_coding_is_identity(buf, transfer))
+			snprintf(l->coding, sizeof(l->coding), "%s: %.100s",
+				 transfer ? "Transfer-Encoding"
+					  : "Content-Encoding",
+				 buf);
 	} else if (fetch__header_is(line, len, "Content-Range", &v)) {
 		char buf[128];
 
@@ -211,31 +241,39 @@ static size_t lane_check_head(struct fetch_lane *l)
 			return lane_abort(l, o,
 					  "%s: HTTP 200 to a range request "
 					  "(%s)",
-					  l->url,
+					  lane_shown(l),
 					  l->res.blob_changed
 						  ? "the blob changed"
 						  : "Range is ignored");
 		}
-		return lane_abort(l, o, "%s: HTTP %ld", l->url, status);
+		return lane_abort(l, o, "%s: HTTP %ld", lane_shown(l), status);
 	}
+	if (l->coding[0] != '\0')
+		/* The range is of the encoded bytes, and they are not the
+		 * blob's: never store them as its bytes. */
+		return lane_abort(l, FETCH_FATAL,
+				  "%s: '%s' although identity was asked for: "
+				  "pacefs serves the bytes as stored only",
+				  lane_shown(l), l->coding);
 	if (!l->cr_seen)
 		return lane_abort(l, FETCH_FATAL,
 				  "%s: 206 without a valid Content-Range",
-				  l->url);
+				  lane_shown(l));
 	if (l->cr_total != l->size) {
 		l->res.blob_changed = true;
 		return lane_abort(l, FETCH_FATAL,
 				  "%s: the blob changed: its size is now "
 				  "%" PRIu64 ", not %" PRIu64,
-				  l->url, l->cr_total, l->size);
+				  lane_shown(l), l->cr_total, l->size);
 	}
 	if (l->cr_start != l->start || l->cr_end + 1 != l->asked_end)
 		return lane_abort(l, FETCH_FATAL,
 				  "%s: Content-Range %" PRIu64 "-%" PRIu64
 				  "/%" PRIu64 " does not match the request "
 				  "%" PRIu64 "-%" PRIu64 "/%" PRIu64,
-				  l->url, l->cr_start, l->cr_end, l->cr_total,
-				  l->start, l->asked_end - 1, l->size);
+				  lane_shown(l), l->cr_start, l->cr_end,
+				  l->cr_total, l->start, l->asked_end - 1,
+				  l->size);
 	validator = l->validator;
 	if (validator != NULL && validator[0] != '\0' &&
 	    strcmp(validator, l->etag) != 0 &&
@@ -244,7 +282,8 @@ static size_t lane_check_head(struct fetch_lane *l)
 		return lane_abort(l, FETCH_FATAL,
 				  "%s: the blob changed: ETag '%s', "
 				  "Last-Modified '%s', expected '%s'",
-				  l->url, l->etag, l->last_modified, validator);
+				  lane_shown(l), l->etag, l->last_modified,
+				  validator);
 	}
 	l->checked = true;
 	return 1;
@@ -257,6 +296,8 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 	size_t len = size * n;
 	size_t take;
 
+	if (!l->checked && fetch__is_redirect(l->easy))
+		return len; /* drain_done follows it once it ends */
 	if (l->ahead) {
 		/* curl keeps these bytes and passes them again once the
 		 * promotion unpauses the transfer. */
@@ -269,7 +310,7 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 		return lane_abort(l, FETCH_FATAL,
 				  "%s: body longer than the %" PRIu64
 				  " bytes of its Content-Range",
-				  l->url, l->asked_end - l->start);
+				  lane_shown(l), l->asked_end - l->start);
 	take = len;
 	if (l->pos + take > l->asked_end)
 		take = (size_t)(l->asked_end - l->pos);
@@ -286,7 +327,7 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 		return lane_abort(l, FETCH_FATAL,
 				  "%s: body longer than the %" PRIu64
 				  " bytes of its Content-Range",
-				  l->url, l->asked_end - l->start);
+				  lane_shown(l), l->asked_end - l->start);
 	return len;
 }
 
@@ -370,16 +411,20 @@ static void lane_finish(struct fetch_lane *l, CURLcode cc)
 		case CURLE_TOO_MANY_REDIRECTS:
 			res.outcome = FETCH_GONE;
 			break;
-		case CURLE_OUT_OF_MEMORY:
-			res.outcome = FETCH_LOCAL;
-			break;
 		default:
+			/* Everything else, CURLE_OUT_OF_MEMORY included: curl
+			 * 7.x reports a response header over its 100 KB limit
+			 * so (8.6 says CURLE_TOO_LARGE), and a server must not
+			 * be able to make a lane retry at once, forever. */
 			res.outcome = FETCH_TRANSIENT;
 			break;
 		}
-		snprintf(res.reason, sizeof(res.reason), "%.120s: %.120s",
-			 l->url,
-			 l->errbuf[0] ? l->errbuf : curl_easy_strerror(cc));
+		snprintf(res.reason, sizeof(res.reason), "%.120s: %.80s%s",
+			 lane_shown(l),
+			 l->errbuf[0] ? l->errbuf : curl_easy_strerror(cc),
+			 cc == CURLE_OUT_OF_MEMORY
+				 ? " (or a response header over curl's limit)"
+				 : "");
 	} else if (!l->checked) {
 		/* No body byte arrived: judge the status alone. */
 		long status = 0;
@@ -389,14 +434,15 @@ static void lane_finish(struct fetch_lane *l, CURLcode cc)
 		res.outcome = status == 206 ? FETCH_TRANSIENT
 					    : fetch_classify_status(status);
 		snprintf(res.reason, sizeof(res.reason),
-			 "%s: HTTP %ld with an empty body", l->url, status);
+			 "%s: HTTP %ld with an empty body", lane_shown(l),
+			 status);
 	} else if (l->pos == l->end) {
 		res.outcome = FETCH_OK;
 	} else {
 		res.outcome = FETCH_TRANSIENT;
 		snprintf(res.reason, sizeof(res.reason),
 			 "%s: short body: %" PRIu64 " of %" PRIu64 " bytes",
-			 l->url, l->pos - l->start, l->end - l->start);
+			 lane_shown(l), l->pos - l->start, l->end - l->start);
 	}
 	res.retry_after_ms = l->retry_after_ms;
 	l->busy = false;
@@ -423,49 +469,106 @@ static void slot_abandon(struct fetch_lane *l)
 	l->held = false;
 }
 
+/* Points slot l at url: the configured headers only when url's origin is
+ * one they were given for; If-Range (no secret) on every hop. */
+static void slot_aim(struct fetch *f, struct fetch_lane *l, const char *url)
+{
+	struct curl_slist *creds, *headers;
+
+	creds = fetch__sends_headers(&f->cfg, url) ? f->headers : NULL;
+	headers = creds;
+	if (l->validator != NULL && l->validator[0] != '\0') {
+		/* If-Range turns a changed blob into a 200, which the head
+		 * check rejects: two versions never mix. The node lives in
+		 * the slot, so a request allocates no header list. */
+		l->if_range_node.data = l->if_range;
+		l->if_range_node.next = creds;
+		headers = &l->if_range_node;
+	}
+	curl_easy_setopt(l->easy, CURLOPT_URL, url);
+	curl_easy_setopt(l->easy, CURLOPT_HTTPHEADER, headers);
+}
+
+/* Forgets what the last response of slot l said. */
+static void slot_reset_response(struct fetch_lane *l)
+{
+	l->pos = l->start;
+	l->checked = false;
+	l->cr_seen = false;
+	l->etag[0] = '\0';
+	l->last_modified[0] = '\0';
+	l->coding[0] = '\0';
+	l->retry_after_ms = 0;
+	l->forced = false;
+	l->errbuf[0] = '\0';
+	memset(&l->res, 0, sizeof(l->res));
+}
+
 /* Sets up slot l for GET Range: bytes=start-(end-1) and hands it to curl. */
 static int slot_start(struct fetch *f, struct fetch_lane *l,
 		      const struct fetch_target *t, uint64_t start,
 		      uint64_t end, bool ahead)
 {
-	struct curl_slist *headers;
-
 	l->url = t->url;
+	free(l->hop);
+	l->hop = NULL;
+	l->hops = 0;
 	l->validator = t->validator;
 	l->size = t->size;
 	l->start = start;
 	l->end = end;
 	l->asked_end = end;
-	l->pos = start;
-	l->checked = false;
-	l->cr_seen = false;
-	l->etag[0] = '\0';
-	l->last_modified[0] = '\0';
-	l->retry_after_ms = 0;
-	l->forced = false;
+	slot_reset_response(l);
 	l->ahead = ahead;
 	l->held = false;
-	l->errbuf[0] = '\0';
-	memset(&l->res, 0, sizeof(l->res));
 	snprintf(l->range, sizeof(l->range), "%" PRIu64 "-%" PRIu64, start,
 		 end - 1);
-	headers = f->headers;
-	if (t->validator != NULL && t->validator[0] != '\0') {
-		/* If-Range turns a changed blob into a 200, which the head
-		 * check rejects: two versions never mix. The node lives in
-		 * the slot, so a request allocates nothing. */
+	if (t->validator != NULL && t->validator[0] != '\0')
 		snprintf(l->if_range, sizeof(l->if_range), "If-Range: %s",
 			 t->validator);
-		l->if_range_node.data = l->if_range;
-		l->if_range_node.next = f->headers;
-		headers = &l->if_range_node;
-	}
-	curl_easy_setopt(l->easy, CURLOPT_URL, t->url);
+	slot_aim(f, l, t->url);
 	curl_easy_setopt(l->easy, CURLOPT_RANGE, l->range);
-	curl_easy_setopt(l->easy, CURLOPT_HTTPHEADER, headers);
 	if (curl_multi_add_handle(f->multi, l->easy) != CURLM_OK)
 		return -ENOMEM;
 	l->busy = true;
+	return 0;
+}
+
+/* When slot l's finished response is a redirect, sends the same range to
+ * its next hop on the same slot (also while sent ahead: a promotion finds
+ * it under way) and returns 0. Returns 1 when it is no redirect, or a
+ * negative errno with the outcome set (FETCH_GONE for a refused hop). */
+static int slot_follow(struct fetch *f, struct fetch_lane *l)
+{
+	char *next = NULL, why[200];
+	int rc;
+
+	rc = fetch__redirect_next(l->easy, l->url,
+				  l->hop != NULL ? l->hop : l->url, l->hops,
+				  &next, why, sizeof(why));
+	if (rc == 1)
+		return 1;
+	curl_easy_getinfo(l->easy, CURLINFO_RESPONSE_CODE, &l->res.status);
+	l->forced = true;
+	if (rc != 0) {
+		l->res.outcome = rc == -ENOMEM ? FETCH_LOCAL : FETCH_GONE;
+		snprintf(l->res.reason, sizeof(l->res.reason), "%s",
+			 rc == -ENOMEM ? "out of memory" : why);
+		return rc;
+	}
+	curl_multi_remove_handle(f->multi, l->easy);
+	free(l->hop);
+	l->hop = next;
+	l->hops++;
+	slot_reset_response(l);
+	slot_aim(f, l, l->hop);
+	if (curl_multi_add_handle(f->multi, l->easy) != CURLM_OK) {
+		l->forced = true;
+		l->res.outcome = FETCH_LOCAL;
+		snprintf(l->res.reason, sizeof(l->res.reason),
+			 "%s: cannot follow a redirect", lane_shown(l));
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -562,6 +665,9 @@ static void drain_done(struct fetch *f)
 				  (char **)&l);
 		if (l == NULL || !l->busy)
 			continue;
+		if (msg->data.result == CURLE_OK && !l->forced &&
+		    slot_follow(f, l) == 0)
+			continue;
 		if (l->ahead)
 			/* Ended before its START (a refused connection, an
 			 * error with no body): forget it; the START, if it
@@ -634,6 +740,7 @@ void fetch_free(struct fetch *f)
 			curl_multi_remove_handle(f->multi, l->easy);
 		if (l->easy != NULL)
 			curl_easy_cleanup(l->easy);
+		free(l->hop);
 	}
 	free(f->slots);
 	free(f->cur);

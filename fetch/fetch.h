@@ -33,12 +33,15 @@ struct fetch;
 enum fetch_outcome {
 	FETCH_OK,	 /* every byte of [start, end) was delivered */
 	FETCH_CANCELLED, /* fetch_lane_cancel() */
-	FETCH_TRANSIENT, /* 5xx, reset, timeout, short body: retry later */
+	FETCH_TRANSIENT, /* 5xx, reset, timeout, short body, a response
+			    curl cannot take (a header over its limit):
+			    retry later */
 	FETCH_THROTTLED, /* 429 or 503: wait retry_after_ms */
 	FETCH_GONE,	 /* 401, 403, 404, 410: this source will not serve */
 	FETCH_FATAL,	 /* validator, size or Content-Range mismatch, a 200
 			    to a range request: never mix these bytes */
-	FETCH_LOCAL,	 /* a local failure (memory, curl setup) */
+	FETCH_LOCAL,	 /* a local failure (curl setup), never what a
+			    response did */
 };
 
 struct fetch_result {
@@ -67,10 +70,16 @@ struct fetch_config {
 	const char *cafile;	    /* NULL: the system CA bundle */
 	bool insecure;		    /* skip TLS verification */
 	const char *proxy;	    /* NULL: curl's environment variables */
-	const char *const *headers; /* "Name: value" sent with every request
-				       (never logged); borrowed for the
-				       instance's life */
+	const char *const *headers; /* "Name: value" (never logged), sent
+				       on every request and redirect hop
+				       whose URL has one of header_origins;
+				       borrowed for the instance's life */
 	size_t nheaders;
+	/* The origins ("scheme://host:port", as fetch_url_origin writes
+	 * them) the headers were given for; borrowed. None: the headers go
+	 * nowhere. */
+	const char *const *header_origins;
+	size_t nheader_origins;
 };
 
 struct fetch_hooks {
@@ -86,9 +95,10 @@ struct fetch_hooks {
 };
 
 /* What a lane requests from. Strings are borrowed: they must stay valid
- * until the transfer's on_done. */
+ * until the transfer's on_done. A redirect is followed on every request
+ * (see fetch_probe for the rules). */
 struct fetch_target {
-	const char *url;       /* the source's final URL (after redirects) */
+	const char *url;       /* where each request starts */
 	const char *validator; /* strong ETag or Last-Modified; NULL: none */
 	uint64_t size;	       /* total size the source must report */
 };
@@ -147,7 +157,8 @@ struct fetch_probe {
 	char etag[256];		 /* "" if none */
 	bool etag_weak;		 /* W/ prefix */
 	char last_modified[128]; /* "" if none */
-	char final_url[2048];	 /* after redirects */
+	char *final_url;	 /* after redirects, whole (owned: see
+				    fetch_probe_free) */
 	int64_t mtime;		 /* Last-Modified, seconds since the epoch;
 				    -1 if unknown */
 	long status;
@@ -162,22 +173,36 @@ enum fetch_probe_error {
 	FETCH_PROBE_UNSUITABLE,	 /* no Range support, bad Content-Range */
 };
 
+/*
+ * Redirects. Every request (probe, GET, range transfer) follows them itself,
+ * at most 8 hops: a hop from https to http is refused (FETCH_GONE, a
+ * reason naming both URLs); the configured headers go only to a hop whose
+ * origin is one of cfg->header_origins; the userinfo of the first URL
+ * (which curl sends as Basic auth) goes only to hops of that URL's own
+ * origin. Reasons and err lines show URLs without userinfo.
+ */
+
 /* Synchronously probes url with a one-byte range GET: size, Range support,
  * validators, final URL. A 5xx or 429 answer is tried again a few times
  * (honouring a short Retry-After) before it counts. On failure writes a
  * one-line reason naming the URL and the cause into err and returns a
- * negative errno; *kind says which class of failure it was. Not for the
+ * negative errno; *kind says which class of failure it was; *out then owns
+ * nothing. On success free out's strings with fetch_probe_free. Not for the
  * event thread. */
 int fetch_probe(const struct fetch_config *cfg, const char *url,
 		struct fetch_probe *out, enum fetch_probe_error *kind,
 		char *err, size_t errlen);
 
+/* Frees what a successful probe allocated; NULL-safe, idempotent. */
+void fetch_probe_free(struct fetch_probe *p);
+
 /* Synchronously GETs url (a small document such as a directory index) into
- * *body (NUL-terminated, at most max bytes; free() it). Anything but a 200
- * is an error, with one line naming the URL and the cause in err. Not for
- * the event thread. */
+ * *body (NUL-terminated, at most max bytes; free() it), and, when final is
+ * not NULL, the URL it came from after redirects into *final (free() it).
+ * Anything but a 200 is an error, with one line naming the URL and the
+ * cause in err. Not for the event thread. */
 int fetch_get(const struct fetch_config *cfg, const char *url, size_t max,
-	      char **body, size_t *len, char *err, size_t errlen);
+	      char **body, size_t *len, char **final, char *err, size_t errlen);
 
 /* Parses "bytes S-E/T" (T may be "*"; total_out then UINT64_MAX) or
  * "bytes * /T" (unsatisfied: start and end UINT64_MAX). Returns 0 or
@@ -185,12 +210,32 @@ int fetch_get(const struct fetch_config *cfg, const char *url, size_t max,
 int fetch_parse_content_range(const char *v, uint64_t *start_out,
 			      uint64_t *end_incl_out, uint64_t *total_out);
 
+/* The largest blob size pacefs takes: a file's size is an off_t. */
+#define FETCH_SIZE_MAX ((uint64_t)INT64_MAX)
+
+/* Parses a Content-Length value (decimal digits, surrounding white space
+ * allowed). Returns 0, -EINVAL (empty, not digits, or past 64 bits) or
+ * -EFBIG (over FETCH_SIZE_MAX, written to *out all the same). */
+int fetch_parse_content_length(const char *v, uint64_t *out);
+
+/* True when a Content-Encoding (transfer false) or Transfer-Encoding
+ * (transfer true) value leaves the bytes as stored: an empty list or only
+ * "identity" (and "chunked", which curl undoes, for Transfer-Encoding),
+ * case-insensitive, comma-separated. Any other coding would make the body
+ * something else than the blob's bytes. */
+bool fetch_coding_is_identity(const char *v, bool transfer);
+
 /* Parses a Retry-After value (delta-seconds or an HTTP date relative to
  * now_s, seconds since the epoch) into milliseconds; -EINVAL if neither. */
 int fetch_parse_retry_after(const char *v, int64_t now_s, uint64_t *ms_out);
 
 /* URLs (fetch/url.c). Secrets travel only to the origin they were given
  * for, and a URL's userinfo ("user:password@") is never shown. */
+
+/* Where url's userinfo ("user:password@", the '@' included) is: true with
+ * [*start, *end) when it has one. Its authority runs from "://" to the
+ * first '/', '?' or '#'; the userinfo to its last '@'. */
+bool fetch_url_userinfo(const char *url, size_t *start, size_t *end);
 
 /* True when url carries userinfo. */
 bool fetch_url_has_userinfo(const char *url);
@@ -207,6 +252,11 @@ int fetch_url_origin(const char *url, char **out);
 
 /* True when a and b parse and have the same scheme, host and port. */
 bool fetch_url_same_origin(const char *a, const char *b);
+
+/* Removes, in place, the userinfo of every URL in a line of text (after
+ * each "://", up to the last '@' before a '/', '?', '#' or white space):
+ * the last guard before a line reaches a log or a terminal. */
+void fetch_text_redact(char *text);
 
 /* Maps an HTTP status of a failed range request to an outcome. */
 enum fetch_outcome fetch_classify_status(long status);

@@ -33,8 +33,45 @@ void fetch__header_value(const char *v, size_t len, char *out, size_t cap);
 struct curl_slist *fetch__headers(const struct fetch_config *cfg, bool *ok);
 
 /* Applies the options every handle shares: timeouts, TLS, proxy, user
- * agent, redirects, no signals. Returns a CURLcode. */
+ * agent, no signals; curl follows no redirect itself (fetch/redirect.c
+ * does). Returns a CURLcode. */
 CURLcode fetch__easy_setup(CURL *easy, const struct fetch_config *cfg,
 			   char *errbuf);
+
+/* fetch/url.c. The URL a redirect to target leads to: target without any
+ * userinfo, with start's userinfo when it has start's origin. Returns 0,
+ * -ENOMEM. */
+int fetch__url_hop(const char *start, const char *target, char **out);
+
+/* fetch/url.c. Writes url without its userinfo into buf, cut to cap
+ * bytes (for reasons and log lines; never for a request). */
+void fetch__url_shown(const char *url, char *buf, size_t cap);
+
+/* fetch/redirect.c: the rules every request follows redirects by. */
+
+/* True when the configured headers may go to url: its origin is one of
+ * cfg->header_origins. */
+bool fetch__sends_headers(const struct fetch_config *cfg, const char *url);
+
+/* True when easy's last response is a 3xx, whose body is not the
+ * document asked for: body callbacks drop it. */
+bool fetch__is_redirect(CURL *easy);
+
+/* When easy's finished response is a redirect (a 3xx with a Location),
+ * the next hop of a request that started at start and is now at from,
+ * after `hops` hops: 0 with *next (free() it), 1 when it is no redirect,
+ * -ELOOP (too many hops) or -EPERM (https to http) with one line naming
+ * the URLs (userinfo removed) in err, -ENOMEM. */
+int fetch__redirect_next(CURL *easy, const char *start, const char *from,
+			 unsigned hops, char **next, char *err, size_t errlen);
+
+/* Runs easy's request from url, following redirects: each hop gets
+ * `headers` only when fetch__sends_headers allows them. Returns 0 once a
+ * response that is no redirect ended (its CURLcode in *cc, the URL it came
+ * from in *final: free() it), or what fetch__redirect_next returned, with
+ * err set. */
+int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
+		   struct curl_slist *headers, CURLcode *cc, char **final,
+		   char *err, size_t errlen);
 
 #endif

@@ -88,8 +88,13 @@ int fetch_parse_retry_after(const char *v, int64_t now_s, uint64_t *ms_out)
 	const char *rest;
 
 	if (isdigit((unsigned char)*p)) {
-		if (parse_u64(&p, &secs) != 0)
-			return -EINVAL;
+		/* Any run of digits is a delay, however long: a number past
+		 * 64 bits asks for longer than any cap, not for none. */
+		if (parse_u64(&p, &secs) != 0) {
+			secs = UINT64_MAX;
+			while (isdigit((unsigned char)*p))
+				p++;
+		}
 		p = skip_space(p);
 		if (*p != '\0' && *p != '\r' && *p != '\n')
 			return -EINVAL;
@@ -105,10 +110,46 @@ int fetch_parse_retry_after(const char *v, int64_t now_s, uint64_t *ms_out)
 		return -EINVAL;
 	{
 		int64_t at = (int64_t)timegm(&tm);
+		uint64_t secs_left =
+			at > now_s ? (uint64_t)at - (uint64_t)now_s : 0;
 
-		*ms_out = at > now_s ? (uint64_t)(at - now_s) * 1000 : 0;
+		*ms_out = secs_left > UINT64_MAX / 1000 ? UINT64_MAX
+							: secs_left * 1000;
 	}
 	return 0;
+}
+
+int fetch_parse_content_length(const char *v, uint64_t *out)
+{
+	const char *p = skip_space(v);
+	uint64_t n;
+
+	if (parse_u64(&p, &n) != 0)
+		return -EINVAL;
+	p = skip_space(p);
+	if (*p != '\0' && *p != '\r' && *p != '\n')
+		return -EINVAL;
+	*out = n;
+	return n > FETCH_SIZE_MAX ? -EFBIG : 0;
+}
+
+bool fetch_coding_is_identity(const char *v, bool transfer)
+{
+	const char *p = v;
+
+	for (;;) {
+		size_t n;
+
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (*p == '\0' || *p == '\r' || *p == '\n')
+			return true;
+		n = strcspn(p, " \t,\r\n");
+		if (!(n == 8 && strncasecmp(p, "identity", 8) == 0) &&
+		    !(transfer && n == 7 && strncasecmp(p, "chunked", 7) == 0))
+			return false;
+		p += n;
+	}
 }
 
 enum fetch_outcome fetch_classify_status(long status)

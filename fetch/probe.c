@@ -16,10 +16,15 @@
 
 struct probe_state {
 	struct fetch_probe *out;
+	CURL *easy;
 	bool cr_seen;
 	uint64_t cr_start, cr_end, cr_total;
+	char cr_raw[64]; /* the Content-Range value, cut, for errors */
 	uint64_t content_length;
-	bool cl_seen;
+	bool cl_seen;	  /* a Content-Length that is a size */
+	char cl_bad[64];  /* one that is not: the value, for the error */
+	char coding[128]; /* a Content- or Transfer-Encoding that is not
+			     identity: the header line, for the error */
 	uint64_t retry_after_ms;
 	size_t body;
 };
@@ -33,7 +38,10 @@ static size_t probe_header(char *line, size_t size, size_t n, void *arg)
 
 	if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
 		s->cr_seen = false;
+		s->cr_raw[0] = '\0';
 		s->cl_seen = false;
+		s->cl_bad[0] = '\0';
+		s->coding[0] = '\0';
 		s->out->etag[0] = '\0';
 		s->out->last_modified[0] = '\0';
 	} else if (fetch__header_is(line, len, "Content-Range", &v)) {
@@ -42,19 +50,28 @@ static size_t probe_header(char *line, size_t size, size_t n, void *arg)
 		s->cr_seen =
 			fetch_parse_content_range(buf, &s->cr_start, &s->cr_end,
 						  &s->cr_total) == 0;
+		snprintf(s->cr_raw, sizeof(s->cr_raw), "%.40s%s", buf,
+			 strlen(buf) > 40 ? "..." : "");
 	} else if (fetch__header_is(line, len, "Content-Length", &v)) {
-		const char *p;
+		fetch__header_value(v, len - (size_t)(v - line), buf,
+				    sizeof(buf));
+		s->cl_seen = fetch_parse_content_length(
+				     buf, &s->content_length) == 0;
+		if (!s->cl_seen)
+			snprintf(s->cl_bad, sizeof(s->cl_bad), "%.40s%s", buf,
+				 strlen(buf) > 40 ? "..." : "");
+	} else if (fetch__header_is(line, len, "Content-Encoding", &v) ||
+		   fetch__header_is(line, len, "Transfer-Encoding", &v)) {
+		bool transfer = (line[0] | 0x20) == 't';
 
 		fetch__header_value(v, len - (size_t)(v - line), buf,
 				    sizeof(buf));
-		p = buf;
-		s->content_length = 0;
-		s->cl_seen = *p != '\0';
-		for (; *p >= '0' && *p <= '9'; p++)
-			s->content_length =
-				s->content_length * 10 + (uint64_t)(*p - '0');
-		if (*p != '\0')
-			s->cl_seen = false;
+		if (s->coding[0] == '\0' &&
+		    !fetch_coding_is_identity(buf, transfer))
+			snprintf(s->coding, sizeof(s->coding), "%s: %.100s",
+				 transfer ? "Transfer-Encoding"
+					  : "Content-Encoding",
+				 buf);
 	} else if (fetch__header_is(line, len, "ETag", &v)) {
 		fetch__header_value(v, len - (size_t)(v - line), s->out->etag,
 				    sizeof(s->out->etag));
@@ -77,6 +94,8 @@ static size_t probe_body(char *buf, size_t size, size_t n, void *arg)
 	struct probe_state *s = arg;
 
 	(void)buf;
+	if (fetch__is_redirect(s->easy))
+		return size * n; /* the next hop follows */
 	s->body += size * n;
 	/* A server that ignores Range sends the whole blob: stop at once. */
 	return s->body > 1 ? 0 : size * n;
@@ -85,6 +104,7 @@ static size_t probe_body(char *buf, size_t size, size_t n, void *arg)
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Every line names the URL; its userinfo is never shown. */
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -95,60 +115,77 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -EIO;
 }
 
+/* url as shown: without its userinfo (free() it; NULL: memory ran out,
+ * which the callers show as "?"). */
+#define SHOWN(u) ((u) != NULL ? (u) : "?")
+
 /* One probe request; fetch_probe() retries it. */
 static int probe_once(const struct fetch_config *cfg, const char *url,
 		      struct fetch_probe *out, enum fetch_probe_error *kind,
 		      uint64_t *retry_after_ms, char *err, size_t errlen)
 {
 	struct probe_state s;
-	char errbuf[CURL_ERROR_SIZE] = "";
-	char *final = NULL;
+	char errbuf[CURL_ERROR_SIZE] = "", herr[512] = "";
+	char *shown = fetch_url_redacted(url), *final = NULL;
 	struct curl_slist *headers;
 	bool headers_ok;
 	CURL *easy;
-	CURLcode cc;
+	CURLcode cc = CURLE_OK;
 	int rc;
 
+	fetch_probe_free(out);
 	memset(out, 0, sizeof(*out));
 	memset(&s, 0, sizeof(s));
 	s.out = out;
 	*kind = FETCH_PROBE_UNSUITABLE;
 	headers = fetch__headers(cfg, &headers_ok);
 	easy = curl_easy_init();
-	if (easy == NULL || !headers_ok) {
-		curl_slist_free_all(headers);
-		if (easy != NULL)
-			curl_easy_cleanup(easy);
-		return fail(err, errlen, "%s: out of memory", url);
-	}
-	if (fetch__easy_setup(easy, cfg, errbuf) != CURLE_OK) {
-		rc = fail(err, errlen, "%s: cannot set up curl options", url);
+	s.easy = easy;
+	if (easy == NULL || !headers_ok || shown == NULL) {
+		rc = fail(err, errlen, "%s: out of memory", SHOWN(shown));
 		goto out;
 	}
-	curl_easy_setopt(easy, CURLOPT_URL, url);
+	if (fetch__easy_setup(easy, cfg, errbuf) != CURLE_OK) {
+		rc = fail(err, errlen, "%s: cannot set up curl options", shown);
+		goto out;
+	}
 	curl_easy_setopt(easy, CURLOPT_RANGE, "0-0");
-	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
 	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, probe_header);
 	curl_easy_setopt(easy, CURLOPT_HEADERDATA, &s);
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_body);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &s);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, cfg->connect_timeout_ms * 3);
-	cc = curl_easy_perform(easy);
+	rc = fetch__perform(cfg, easy, url, headers, &cc, &final, herr,
+			    sizeof(herr));
+	if (rc != 0) {
+		/* A redirect refused is final: no retry. */
+		rc = fail(err, errlen, "%s: %s", shown, herr);
+		goto out;
+	}
+	out->final_url = final;
 	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &out->status);
-	if (curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &final) ==
-		    CURLE_OK &&
-	    final != NULL)
-		snprintf(out->final_url, sizeof(out->final_url), "%s", final);
-	else
-		snprintf(out->final_url, sizeof(out->final_url), "%s", url);
 	if (cc != CURLE_OK && cc != CURLE_WRITE_ERROR) {
 		*kind = out->status == 0 ? FETCH_PROBE_UNREACHABLE
 					 : FETCH_PROBE_REFUSED;
-		rc = fail(err, errlen, "%s: %s", url,
+		rc = fail(err, errlen, "%s: %s", shown,
 			  errbuf[0] ? errbuf : curl_easy_strerror(cc));
 		goto out;
 	}
-	if (out->status == 200 && s.cl_seen && s.content_length == 0) {
+	if (s.coding[0] != '\0' && out->status >= 200 && out->status < 300) {
+		/* A range of encoded bytes is not a range of the blob. */
+		rc = fail(err, errlen,
+			  "%s: HTTP %ld with '%s' although identity was asked "
+			  "for; pacefs needs the bytes as stored",
+			  shown, out->status, s.coding);
+		goto out;
+	}
+	if (out->status == 200 && s.cl_bad[0] != '\0') {
+		rc = fail(err, errlen,
+			  "%s: HTTP 200 with Content-Length '%s', which is no "
+			  "size (at most %" PRIu64 ")",
+			  shown, s.cl_bad, FETCH_SIZE_MAX);
+		goto out;
+	} else if (out->status == 200 && s.cl_seen && s.content_length == 0) {
 		/* An empty blob: some servers answer a range of it with an
 		 * empty 200 rather than a 416. */
 		out->size = 0;
@@ -156,7 +193,7 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 		rc = fail(err, errlen,
 			  "%s: the server ignores Range requests (HTTP 200 "
 			  "to a range request); pacefs needs Range support",
-			  url);
+			  shown);
 		goto out;
 	} else if (out->status == 416 && s.cr_seen &&
 		   s.cr_start == UINT64_MAX && s.cr_total == 0) {
@@ -166,16 +203,24 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 		if (!s.cr_seen || s.cr_start != 0 || s.cr_end != 0 ||
 		    s.cr_total == UINT64_MAX) {
 			rc = fail(err, errlen,
-				  "%s: HTTP 206 without a Content-Range "
+				  "%s: HTTP 206 with Content-Range '%s', not "
 				  "'bytes 0-0/SIZE'",
-				  url);
+				  shown, s.cr_raw);
+			goto out;
+		}
+		if (s.cr_total > FETCH_SIZE_MAX) {
+			rc = fail(err, errlen,
+				  "%s: Content-Range total %" PRIu64
+				  " is over the largest file size (%" PRIu64
+				  ")",
+				  shown, s.cr_total, FETCH_SIZE_MAX);
 			goto out;
 		}
 		out->size = s.cr_total;
 	} else {
 		*kind = FETCH_PROBE_REFUSED;
 		*retry_after_ms = s.retry_after_ms;
-		rc = fail(err, errlen, "%s: HTTP %ld", url, out->status);
+		rc = fail(err, errlen, "%s: HTTP %ld", shown, out->status);
 		goto out;
 	}
 	out->ranges = true;
@@ -186,9 +231,21 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 	*kind = FETCH_PROBE_OK;
 	rc = 0;
 out:
-	curl_easy_cleanup(easy);
+	if (rc != 0)
+		fetch_probe_free(out);
+	if (easy != NULL)
+		curl_easy_cleanup(easy);
 	curl_slist_free_all(headers);
+	free(shown);
 	return rc;
+}
+
+void fetch_probe_free(struct fetch_probe *p)
+{
+	if (p == NULL)
+		return;
+	free(p->final_url);
+	p->final_url = NULL;
 }
 
 int fetch_probe(const struct fetch_config *cfg, const char *url,
@@ -197,6 +254,8 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 {
 	uint64_t wait_ms = FETCH__PROBE_FIRST_WAIT_MS;
 	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
 
 	/* 5xx and 429 may pass: try again a few times, as Retry-After says
 	 * when it asks for little enough. Anything else is final at once. */
@@ -223,6 +282,7 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 }
 
 struct get_state {
+	CURL *easy;
 	char *buf;
 	size_t len;
 	size_t max;
@@ -235,6 +295,8 @@ static size_t get_body(char *data, size_t size, size_t n, void *arg)
 	size_t len = size * n;
 	char *grown;
 
+	if (fetch__is_redirect(g->easy))
+		return len; /* the next hop follows */
 	if (g->len + len > g->max) {
 		g->too_big = true;
 		return 0;
@@ -250,48 +312,66 @@ static size_t get_body(char *data, size_t size, size_t n, void *arg)
 }
 
 int fetch_get(const struct fetch_config *cfg, const char *url, size_t max,
-	      char **body, size_t *len, char *err, size_t errlen)
+	      char **body, size_t *len, char **final, char *err, size_t errlen)
 {
 	struct get_state g = {.max = max};
-	char errbuf[CURL_ERROR_SIZE] = "";
+	char errbuf[CURL_ERROR_SIZE] = "", herr[512] = "";
+	char *shown = fetch_url_redacted(url), *last = NULL;
 	struct curl_slist *headers;
 	bool headers_ok;
 	long status = 0;
 	CURL *easy;
-	CURLcode cc;
+	CURLcode cc = CURLE_OK;
 	int rc = 0;
 
 	headers = fetch__headers(cfg, &headers_ok);
 	easy = curl_easy_init();
-	if (easy == NULL || !headers_ok ||
+	g.easy = easy;
+	if (easy == NULL || !headers_ok || shown == NULL ||
 	    fetch__easy_setup(easy, cfg, errbuf) != CURLE_OK) {
-		rc = fail(err, errlen, "%s: cannot set up a request", url);
+		rc = fail(err, errlen, "%s: cannot set up a request",
+			  SHOWN(shown));
 		goto out;
 	}
-	curl_easy_setopt(easy, CURLOPT_URL, url);
-	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+	/* A document, parsed and never served: one a server encodes although
+	 * identity was asked for is decoded (at most `max` bytes of it), and
+	 * an encoding curl does not know is an error. */
+	curl_easy_setopt(easy, CURLOPT_HTTP_CONTENT_DECODING, 1L);
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, get_body);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &g);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
 			 cfg->connect_timeout_ms * 3);
-	cc = curl_easy_perform(easy);
+	rc = fetch__perform(cfg, easy, url, headers, &cc, &last, herr,
+			    sizeof(herr));
+	if (rc != 0) {
+		rc = fail(err, errlen, "%s: %s", shown, herr);
+		goto out;
+	}
 	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
 	if (g.too_big)
-		rc = fail(err, errlen, "%s: larger than %zu bytes", url, max);
+		rc = fail(err, errlen, "%s: larger than %zu bytes", shown, max);
 	else if (cc != CURLE_OK)
-		rc = fail(err, errlen, "%s: %s", url,
+		rc = fail(err, errlen, "%s: %s", shown,
 			  errbuf[0] ? errbuf : curl_easy_strerror(cc));
 	else if (status != 200)
-		rc = fail(err, errlen, "%s: HTTP %ld", url, status);
+		rc = fail(err, errlen, "%s: HTTP %ld", shown, status);
 out:
 	if (easy != NULL)
 		curl_easy_cleanup(easy);
 	curl_slist_free_all(headers);
+	free(shown);
+	if (rc == 0 && g.buf == NULL && (g.buf = strdup("")) == NULL)
+		rc = fail(err, errlen, "out of memory");
 	if (rc != 0) {
 		free(g.buf);
+		free(last);
 		return rc;
 	}
-	*body = g.buf != NULL ? g.buf : strdup("");
+	*body = g.buf;
 	*len = g.len;
-	return *body != NULL ? 0 : -ENOMEM;
+	if (final != NULL)
+		*final = last;
+	else
+		free(last);
+	return 0;
 }

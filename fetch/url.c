@@ -8,28 +8,36 @@
 #include <curl/curl.h>
 
 #include "fetch/fetch.h"
+#include "fetch/fetch_int.h"
 
-/* The userinfo of url, as [*start, *end) offsets; false when it has none.
- * The authority runs from "://" to the first '/', '?' or '#'; userinfo is
- * everything up to its last '@', so that a password holding an unencoded
- * '@' is still all taken for userinfo. */
-static bool userinfo_span(const char *url, size_t *start, size_t *end)
+/* The length of the userinfo ("user:password@") at the start of the
+ * authority auth, or 0 when it has none. The authority runs to the first
+ * character of `stops`; userinfo is everything up to its last '@', so that
+ * a password holding an unencoded '@' is still all taken for userinfo. */
+static size_t userinfo_len(const char *auth, const char *stops)
+{
+	size_t alen = strcspn(auth, stops);
+	size_t len = 0;
+
+	for (size_t i = 0; i < alen; i++)
+		if (auth[i] == '@')
+			len = i + 1;
+	return len;
+}
+
+bool fetch_url_userinfo(const char *url, size_t *start, size_t *end)
 {
 	const char *auth = strstr(url, "://");
-	size_t alen;
-	const char *at = NULL;
+	size_t len;
 
 	if (auth == NULL)
 		return false;
 	auth += 3;
-	alen = strcspn(auth, "/?#");
-	for (size_t i = 0; i < alen; i++)
-		if (auth[i] == '@')
-			at = auth + i;
-	if (at == NULL)
+	len = userinfo_len(auth, "/?#");
+	if (len == 0)
 		return false;
 	*start = (size_t)(auth - url);
-	*end = (size_t)(at + 1 - url);
+	*end = *start + len;
 	return true;
 }
 
@@ -37,7 +45,7 @@ bool fetch_url_has_userinfo(const char *url)
 {
 	size_t s, e;
 
-	return userinfo_span(url, &s, &e);
+	return fetch_url_userinfo(url, &s, &e);
 }
 
 char *fetch_url_redacted(const char *url)
@@ -45,7 +53,7 @@ char *fetch_url_redacted(const char *url)
 	size_t s, e, len = strlen(url);
 	char *out;
 
-	if (!userinfo_span(url, &s, &e))
+	if (!fetch_url_userinfo(url, &s, &e))
 		return strdup(url);
 	out = malloc(len - (e - s) + 1);
 	if (out == NULL)
@@ -100,4 +108,62 @@ bool fetch_url_same_origin(const char *a, const char *b)
 	free(oa);
 	free(ob);
 	return same;
+}
+
+void fetch_text_redact(char *text)
+{
+	char *p = text;
+
+	/* In text a URL also ends at white space; a password cannot hold
+	 * one (curl refuses it), so nothing of it is left behind. */
+	while ((p = strstr(p, "://")) != NULL) {
+		char *auth = p + 3;
+		size_t len = userinfo_len(auth, "/?# \t\r\n");
+
+		if (len > 0)
+			memmove(auth, auth + len, strlen(auth + len) + 1);
+		p = auth;
+	}
+}
+
+int fetch__url_hop(const char *start, const char *target, char **out)
+{
+	char *bare = fetch_url_redacted(target), *joined;
+	const char *auth;
+	size_t s, e, at, len;
+
+	if (bare == NULL)
+		return -ENOMEM;
+	/* Whatever userinfo the target names, only the first URL's own goes
+	 * on, and only to its own origin. */
+	if (!fetch_url_userinfo(start, &s, &e) ||
+	    !fetch_url_same_origin(start, bare)) {
+		*out = bare;
+		return 0;
+	}
+	auth = strstr(bare, "://");
+	at = (size_t)(auth + 3 - bare);
+	len = strlen(bare);
+	joined = malloc(len + (e - s) + 1);
+	if (joined == NULL) {
+		free(bare);
+		return -ENOMEM;
+	}
+	memcpy(joined, bare, at);
+	memcpy(joined + at, start + s, e - s);
+	memcpy(joined + at + (e - s), bare + at, len - at + 1);
+	free(bare);
+	*out = joined;
+	return 0;
+}
+
+void fetch__url_shown(const char *url, char *buf, size_t cap)
+{
+	size_t s = 0, e = 0;
+
+	/* The userinfo is skipped before the cut, so that no part of it is
+	 * left however short buf is. */
+	if (!fetch_url_userinfo(url, &s, &e))
+		s = e = 0;
+	snprintf(buf, cap, "%.*s%s", (int)s, url, url + e);
 }

@@ -45,7 +45,14 @@ static int probe_one(const struct fetch_config *fc, const char *url,
 
 	if (rc != 0)
 		return rc;
-	s->url = strdup(pr.final_url);
+	/* Redirects that stayed on the URL's origin are pinned: later
+	 * requests go straight to where they led. One that crossed to
+	 * another origin (a CDN's presigned URL, which expires) is asked
+	 * again by every request, from the URL the user gave with its
+	 * credentials, and followed without them. */
+	s->url = strdup(fetch_url_same_origin(url, pr.final_url) ? pr.final_url
+								 : url);
+	fetch_probe_free(&pr);
 	if (pr.etag[0] != '\0' && !pr.etag_weak)
 		s->validator = strdup(pr.etag);
 	else if (pr.last_modified[0] != '\0')
@@ -103,7 +110,14 @@ static int put_record(struct cache *cache, const struct cache_id *id,
 		rec.verified = old->verified;
 		memcpy(rec.sha256, old->sha256, sizeof(rec.sha256));
 	}
-	snprintf(rec.identity, sizeof(rec.identity), "%s", a->identity);
+	/* The record's copy is for `pacefs cache ls` only (the id is made
+	 * from the whole identity): one too long to store says so. */
+	if (strlen(a->identity) < sizeof(rec.identity))
+		snprintf(rec.identity, sizeof(rec.identity), "%s", a->identity);
+	else
+		snprintf(rec.identity, sizeof(rec.identity),
+			 "%.*s... (%zu bytes)", (int)sizeof(rec.identity) - 64,
+			 a->identity, strlen(a->identity));
 	return cache_blob_put(cache, id, &rec);
 }
 
@@ -115,7 +129,7 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 	struct cache_id id;
 	enum fetch_probe_error kind;
 	char perr[1024], first_err[1024] = "";
-	bool have_rec, unreachable = false, primary_ok = false, same;
+	bool have_rec, unreachable = false, primary_ok = false, same, keep;
 	const char *ref_url = NULL, *validator;
 	const char *const *urls = a->urls;
 	uint32_t nurls = a->nurls;
@@ -127,8 +141,13 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 		return learn_fail(err, errlen, -ENOMEM, "out of memory");
 	cache_id_from_string(a->identity, &id);
 	have_rec = cache_blob_get(cache, &id, &rec) == 0;
-	if (have_rec && a->revalidate_s >= 0 && rec.validated_at != 0 &&
-	    (uint64_t)time(NULL) < rec.validated_at + (uint64_t)a->revalidate_s &&
+	/* A content identity's record may hold the validator of another URL
+	 * naming the same content, which this one's requests must not carry:
+	 * its sources are always probed. */
+	if (have_rec && !a->content && a->revalidate_s >= 0 &&
+	    rec.validated_at != 0 &&
+	    (uint64_t)time(NULL) <
+		    rec.validated_at + (uint64_t)a->revalidate_s &&
 	    (!a->has_size || rec.size == a->size))
 		return learn_from_record(a, &rec, out, err, errlen);
 	for (uint32_t i = 0; i < nurls; i++) {
@@ -203,7 +222,12 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 		validator = have_rec ? rec.validator : "";
 	same = have_rec && rec.size == out->size &&
 	       (!primary_ok || strcmp(rec.validator, validator) == 0);
-	if (have_rec && !same) {
+	/* Under a content identity every held block matched the digests it
+	 * names: another validator (another URL naming the same content, or
+	 * a new version, whose blocks will fail their digests) only pins the
+	 * sources anew. */
+	keep = have_rec && a->content && rec.size == out->size;
+	if (have_rec && !same && !keep) {
 		fs__log(FS_LOG_INFO,
 			"%s changed on the origin (size %" PRIu64 " -> %" PRIu64
 			", validator '%s' -> '%s'): dropping its cached bytes",
@@ -217,7 +241,8 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 					  urls[0], strerror(-rc));
 		}
 	}
-	rc = put_record(cache, &id, a, out, validator, primary_ok, &rec, same);
+	rc = put_record(cache, &id, a, out, validator, primary_ok, &rec,
+			same || keep);
 	if (rc != 0) {
 		fs__learned_free(out);
 		return learn_fail(err, errlen, rc,

@@ -104,13 +104,29 @@ static int blob_info(struct cache *c, const struct cache_id *id,
 	return rc;
 }
 
-static const char *shown_identity(const struct blob_info *bi)
+/* The identity as shown (rewritten in place): the URL of a "url:" one,
+ * whose digest of credentials becomes "(with userinfo)"; any userinfo a
+ * record of an older pacefs stored is removed. */
+static const char *shown_identity(struct blob_info *bi)
 {
-	if (bi->rec.identity[0] == '\0')
+	char *id = bi->rec.identity, *nl = strchr(id, '\n');
+	static const char with[] = " (with userinfo)";
+
+	if (id[0] == '\0')
 		return "(identity not recorded)";
-	if (strncmp(bi->rec.identity, "url:", 4) == 0)
-		return bi->rec.identity + 4;
-	return bi->rec.identity;
+	if (nl != NULL) {
+		bool creds = strncmp(nl + 1, FS_IDENTITY_USERINFO,
+				     strlen(FS_IDENTITY_USERINFO)) == 0;
+
+		*nl = '\0';
+		/* The digest was longer than the words that replace it. */
+		if (creds)
+			memcpy(nl, with, sizeof(with));
+	}
+	fetch_text_redact(id);
+	if (strncmp(id, "url:", 4) == 0)
+		return id + 4;
+	return id;
 }
 
 static int cmd_ls(struct cache *c)
@@ -231,15 +247,14 @@ static int resolve(const struct cache_id *ids, size_t n, const char *arg,
 			return 1;
 		}
 	}
-	/* A URL is stored under "url:" + URL; anything else as given. */
+	/* A URL is stored under its identity (fs__url_identity); anything
+	 * else as given. */
 	if (strncmp(arg, "http://", 7) == 0 ||
 	    strncmp(arg, "https://", 8) == 0) {
-		size_t len = strlen(arg) + 5;
-		char *s = malloc(len);
+		char *s = fs__url_identity(arg);
 
 		if (s == NULL)
 			return 1;
-		snprintf(s, len, "url:%s", arg);
 		cache_id_from_string(s, &id);
 		free(s);
 	} else {
@@ -251,7 +266,14 @@ static int resolve(const struct cache_id *ids, size_t n, const char *arg,
 			return 0;
 		}
 	}
-	fprintf(stderr, "pacefs: cache: %s: no such blob in the cache\n", arg);
+	{
+		char *shown = fetch_url_redacted(arg);
+
+		fprintf(stderr,
+			"pacefs: cache: %s: no such blob in the cache\n",
+			shown != NULL ? shown : "?");
+		free(shown);
+	}
 	return 1;
 }
 
@@ -370,6 +392,7 @@ static int cmd_evict(struct cache *c, char **args, int nargs)
 		}
 		rc = cache_blob_drop(c, &id);
 		cache_id_to_hex(&id, hex);
+		fetch_text_redact(args[i]); /* shown below */
 		if (rc != 0) {
 			fprintf(stderr, "pacefs: cache: evict %s: %s\n",
 				args[i], strerror(-rc));

@@ -309,7 +309,8 @@ static bool parse_time(const char *t, size_t n, int64_t *secs)
 }
 
 /* Reads a size column: exact bytes ("1234"), or a human size ("1.2M",
- * "12K", "3.5 GiB" parts) that is known but not exact, or "-". */
+ * "12K", "3.5 GiB" parts) that is known but not exact, or "-". A number
+ * over INT64_MAX is no file's size: left unknown, for the probe. */
 static void parse_size(const char *t, size_t n, struct fs_index_entry *e)
 {
 	uint64_t v = 0;
@@ -318,7 +319,7 @@ static void parse_size(const char *t, size_t n, struct fs_index_entry *e)
 	while (i < n && t[i] >= '0' && t[i] <= '9') {
 		unsigned d = (unsigned)(t[i] - '0');
 
-		if (v > (UINT64_MAX - d) / 10)
+		if (v > ((uint64_t)INT64_MAX - d) / 10)
 			return;
 		v = v * 10 + d;
 		i++;

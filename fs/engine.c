@@ -179,6 +179,9 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 			 * source that sent them all is not used again. */
 			pace_blob_forget(e->pace, li.blob, i * CACHE_BLOCK_SIZE,
 					 block_end(b, i));
+			/* Its bytes were readable as they arrived. */
+			fs__inval_queue(e, li.blob, i * CACHE_BLOCK_SIZE,
+					block_end(b, i));
 			if (!p->mixed)
 				pace_source_exclude(e->pace, p->source);
 			p->state = FS_PART_FREE;
@@ -228,26 +231,66 @@ static void blob_changed(struct fs_engine *e, uint32_t lane,
 	if (b->changed || b->nsources == 0 || b->sources[0].pace_id != li.source)
 		return; /* a mirror: the scheduler excludes it */
 	b->changed = true;
+	/* Its reads fail from now on, also those the kernel would serve
+	 * from its cache. */
+	fs__inval_queue(e, li.blob, 0, b->size);
 	fs__log(FS_LOG_ERR,
 		"%s: %s; its reads fail with EIO until it is remounted",
 		b->name, res->reason);
 }
 
+/* Milliseconds to nanoseconds, saturated: a Retry-After is the server's
+ * number, and a wrapped product would be a short hold chosen by chance. */
+static uint64_t ms_to_ns(uint64_t ms)
+{
+	return ms > UINT64_MAX / 1000000u ? UINT64_MAX : ms * 1000000u;
+}
+
 static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 {
 	struct fs_engine *e = ctx;
+	struct pace_lane_info li;
+	struct pace_source_info si;
+	uint64_t now, hold_ms = 0;
 
-	if (res->outcome != FETCH_OK && res->outcome != FETCH_CANCELLED)
+	if (res->outcome != FETCH_OK && res->outcome != FETCH_CANCELLED &&
+	    res->outcome != FETCH_THROTTLED)
 		fs__log(res->outcome == FETCH_TRANSIENT ? FS_LOG_WARN
 							: FS_LOG_ERR,
 			"lane %u: %s", lane, res->reason);
 	pthread_mutex_lock(&e->mu);
+	now = fs__now_ns();
 	if (res->blob_changed)
 		blob_changed(e, lane, res);
+	if (pace_lane_info(e->pace, lane, &li) != 0)
+		li.busy = false;
 	pace_on_done(e->pace, lane, pace_outcome_of(res->outcome),
-		     res->retry_after_ms * 1000000u, fs__now_ns());
+		     ms_to_ns(res->retry_after_ms), now);
+	/* The hold the scheduler chose (Retry-After capped, or the backoff
+	 * when that is longer), for the log line. */
+	if (res->outcome == FETCH_THROTTLED && li.busy &&
+	    pace_source_info(e->pace, li.source, now, &si) == 0 &&
+	    si.held_until > now)
+		hold_ms = (si.held_until - now) / 1000000u;
 	pthread_cond_broadcast(&e->cv);
 	pthread_mutex_unlock(&e->mu);
+	if (res->outcome != FETCH_THROTTLED)
+		return;
+	if (res->retry_after_ms > 0)
+		fs__log(FS_LOG_WARN,
+			"lane %u: %s: Retry-After %" PRIu64
+			" s; the source is held for %" PRIu64 ".%03" PRIu64
+			" s%s",
+			lane, res->reason, res->retry_after_ms / 1000,
+			hold_ms / 1000, hold_ms % 1000,
+			ms_to_ns(res->retry_after_ms) > e->retry_after_max_ns
+				? " (capped by retry_after_max)"
+				: "");
+	else
+		fs__log(FS_LOG_WARN,
+			"lane %u: %s; the source is held for %" PRIu64
+			".%03" PRIu64 " s",
+			lane, res->reason, hold_ms / 1000, hold_ms % 1000);
 }
 
 /* The source the scheduler knows as `id`, or NULL. */
@@ -418,6 +461,7 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&e->cv, &ca);
 	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&e->inval_cv, NULL);
 	e->cache = cache;
 	e->read_timeout_ns = (uint64_t)cfg->read_timeout_s * 1000000000u;
 
@@ -429,9 +473,13 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	pc.min_request = CACHE_BLOCK_SIZE;
 	pc.deadline_ns = e->read_timeout_ns;
 	pc.stall_ns = (uint64_t)cfg->stall_timeout_s * 1000000000u;
+	if (cfg->retry_after_max_s != 0)
+		pc.retry_after_max_ns =
+			(uint64_t)cfg->retry_after_max_s * 1000000000u;
 	pc.max_blobs = cfg->max_blobs;
 	pc.max_sources = cfg->max_sources;
 	e->stall_ns = pc.stall_ns;
+	e->retry_after_max_ns = pc.retry_after_max_ns;
 	rc = pace_config_check(&pc, &field);
 	if (rc != 0) {
 		fs__log(FS_LOG_ERR, "scheduler configuration: bad %s", field);
@@ -553,6 +601,16 @@ int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
 		b->has_sha256 = true;
 		memcpy(b->sha256, sha256, sizeof(b->sha256));
 	}
+	/* Every byte must have its digest: bytes no digest covers would pass
+	 * fs__verify_part, and be stored under a content identity. */
+	if (n > 0 && (dblock == 0 || (b->size + dblock - 1) / dblock != n)) {
+		fs__log(FS_LOG_ERR,
+			"%s: %" PRIu32 " block digests of %" PRIu32
+			" bytes do not cover its %" PRIu64 " bytes",
+			b->name, n, dblock, b->size);
+		rc = -EINVAL;
+		goto out;
+	}
 	if (n > 0 && b->dblocks == NULL) {
 		b->dblocks = malloc((size_t)n * sizeof(*b->dblocks));
 		if (b->dblocks == NULL) {
@@ -605,6 +663,7 @@ void fs__engine_free(struct fs_engine *e)
 
 	if (e == NULL)
 		return;
+	fs__inval_stop(e);
 	fetch_free(e->fetch);
 	/* Whole-blob checks read through the engine: let them end first. */
 	pthread_mutex_lock(&e->mu);
@@ -626,16 +685,27 @@ void fs__engine_free(struct fs_engine *e)
 	free(e->lane_seen_ns);
 	blobs_free(e->blobs, e->nblobs);
 	pthread_cond_destroy(&e->cv);
+	pthread_cond_destroy(&e->inval_cv);
 	pthread_mutex_destroy(&e->mu);
 	free(e);
 }
 
-int fs__engine_open(struct fs_engine *e, uint32_t b, uint32_t *reader_out)
+int fs__engine_open(struct fs_engine *e, uint32_t b, uint64_t ino,
+		    uint32_t *reader_out, bool *keep_cache)
 {
+	struct fs_blob *blob = &e->blobs[b];
 	int rc;
 
 	pthread_mutex_lock(&e->mu);
 	rc = pace_reader_open(e->pace, b, fs__now_ns(), reader_out);
+	if (rc == 0) {
+		blob->ino = ino;
+		/* The kernel's pages were right when it read them unless
+		 * bytes were dropped since: then this open drops them all,
+		 * should an invalidation not have reached them. */
+		*keep_cache = !blob->pages_stale;
+		blob->pages_stale = false;
+	}
 	pthread_mutex_unlock(&e->mu);
 	return rc;
 }

@@ -90,7 +90,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	bool is_dir;
 	int rc;
 
-	rc = fs__node_list(m, NODE_OF(parent));
+	rc = fs__node_list(m, NODE_OF(parent), false);
 	if (rc != 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -184,7 +184,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 
 	(void)fi;
 	if (off == 0) {
-		rc = fs__node_list(m, NODE_OF(ino));
+		rc = fs__node_list(m, NODE_OF(ino), true);
 		if (rc != 0) {
 			fuse_reply_err(req, -rc);
 			return;
@@ -241,6 +241,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_mount *m = fuse_req_userdata(req);
 	uint32_t reader, blob;
+	bool keep_cache;
 	int rc;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
@@ -253,14 +254,15 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	blob = node_blob(m, NODE_OF(ino));
-	rc = fs__engine_open(m->engine, blob, &reader);
+	rc = fs__engine_open(m->engine, blob, ino, &reader, &keep_cache);
 	if (rc != 0) {
 		fuse_reply_err(req, rc == -ENOSPC ? EMFILE : -rc);
 		return;
 	}
 	fi->fh = FH_MAKE(blob, reader);
-	/* The blob is pinned to its validator: cached pages stay true. */
-	fi->keep_cache = 1;
+	/* The blob is pinned to its validator: cached pages stay true, but
+	 * for bytes dropped as wrong or stale since the last open. */
+	fi->keep_cache = keep_cache;
 	fuse_reply_open(req, fi);
 }
 
@@ -393,11 +395,22 @@ static int xattr_value(struct fs_mount *m, uint32_t i, const char *name,
 	} else if (strcmp(name, "url") == 0) {
 		size_t used = 0;
 
+		/* Without userinfo: with allow_other, every user reads
+		 * this. */
 		buf[0] = '\0';
-		for (uint32_t u = 0; u < n->nurls && used < cap; u++)
+		for (uint32_t u = 0; u < n->nurls && used < cap; u++) {
+			char *shown = fetch_url_redacted(n->urls[u]);
+
+			if (shown == NULL) {
+				len = -ENOMEM;
+				break;
+			}
 			used += (size_t)snprintf(buf + used, cap - used, "%s%s",
-						 u ? "\n" : "", n->urls[u]);
-		len = (int)strlen(buf);
+						 u ? "\n" : "", shown);
+			free(shown);
+		}
+		if (len != -ENOMEM)
+			len = (int)strlen(buf);
 	} else if (strcmp(name, "size") == 0 && n->has_size) {
 		len = snprintf(buf, cap, "%" PRIu64, n->size);
 	} else if (strcmp(name, "sha256") == 0 && n->has_sha256) {

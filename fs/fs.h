@@ -36,6 +36,7 @@ struct fs_opts {
 	unsigned connect_timeout_s;
 	unsigned read_timeout_s;
 	unsigned stall_timeout_s;
+	unsigned retry_after_max_s; /* the longest a 429/503 holds a source */
 	unsigned listing_ttl_s;
 	unsigned attr_timeout_s;
 	unsigned entry_timeout_s;
@@ -56,6 +57,12 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 		  size_t errlen);
 
 void fs_opts_free(struct fs_opts *o);
+
+/* Overwrites, in argv's own memory, what /proc/PID/cmdline must not show
+ * once the options are parsed: the values of -o header= (the name stays)
+ * and the userinfo of URL arguments and -o mirror= ('*' each). Items
+ * separate as libfuse separates them. */
+void fs_opts_scrub_argv(int argc, char **argv);
 
 /* Derives the file name from a URL: its last path segment, query and
  * fragment removed, percent-decoded. Returns -EINVAL (with the reason in

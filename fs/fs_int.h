@@ -3,6 +3,7 @@
 #define FS_INT_H
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -17,10 +18,69 @@
 
 enum fs_log_level { FS_LOG_ERR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };
 
-/* Sends log lines to stderr (foreground) or syslog (daemon). */
+/* Sends log lines to stderr (foreground) or syslog (daemon). Every line is
+ * escaped (fs__escape): servers choose much of what is logged (names,
+ * ETags, reasons). Lines alike but for their numbers (fs__log_key) are
+ * rate-limited (fs__log_admit), debug lines aside, so that a fault that
+ * repeats cannot flood the log. Thread-safe. */
 void fs__log_init(bool to_stderr, enum fs_log_level level);
 void fs__log(enum fs_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* vsnprintf into buf with every URL's userinfo removed (removed before a
+ * long line is cut): what every log line and terminal line goes through. */
+void fs__format_shown(char *buf, size_t cap, const char *fmt, va_list ap);
+
+/* Copies s into out (cap > 0 bytes, always NUL-terminated, cut when full)
+ * with every byte a terminal or a log reader could take for something
+ * else written as \xNN: control bytes (< 0x20, 0x7f), UTF-8 C1 controls
+ * (U+0080..U+009F) and bytes that are not well-formed UTF-8. Returns out. */
+char *fs__escape(const char *s, char *out, size_t cap);
+
+/* The length of the well-formed UTF-8 sequence of two to four bytes at s
+ * (its code point in *cp), or 0: ASCII, a stray or overlong byte, a
+ * surrogate, a cut sequence. Reads up to s's NUL. */
+size_t fs__utf8_seq(const char *s, uint32_t *cp);
+
+/* A line's kind for the rate limit: a hash of its text with every run of
+ * digits counted as one, so that "lane 3: ..." and "lane 5: ..." or two
+ * offsets are the same kind. */
+uint64_t fs__log_key(const char *msg);
+
+/* Lines of one kind logged per window; the rest are counted. */
+#define FS_LOG_BURST 5
+#define FS_LOG_WINDOW_NS (10 * 1000000000ull)
+#define FS_LOG_KINDS 32
+
+/* Lines left out of one kind, reported when its window ends. */
+struct fs_log_report {
+	uint32_t suppressed;
+	int level;
+	char sample[120]; /* the last line left out, cut */
+};
+
+/* The rate limit's state: the kinds seen lately (the oldest window makes
+ * room for a new kind, and its count is then lost). */
+struct fs_log_limit {
+	struct {
+		bool used;
+		uint64_t key;
+		uint64_t since; /* the window's start */
+		uint32_t logged;
+		struct fs_log_report left_out;
+	} kind[FS_LOG_KINDS];
+};
+
+/* Admits a line of kind key (text msg) at now_ns: true for the first
+ * FS_LOG_BURST lines of a kind in each FS_LOG_WINDOW_NS; a later one is
+ * counted (msg kept as the sample) and false. Pure; the caller locks. */
+bool fs__log_admit(struct fs_log_limit *l, uint64_t key, int level,
+		   const char *msg, uint64_t now_ns);
+
+/* Takes one kind whose window has ended with lines left out: fills *r and
+ * clears the count. False when there is none. Call it before each line (in
+ * a loop) so that a storm that stopped is still reported. */
+bool fs__log_take_report(struct fs_log_limit *l, uint64_t now_ns,
+			 struct fs_log_report *r);
 /* Adapters for the modules' log callbacks. */
 void fs__log_cache(void *ctx, enum cache_log_level level, const char *msg);
 void fs__log_fetch(void *ctx, enum fetch_log_level level, const char *msg);
@@ -53,7 +113,8 @@ struct fs_source {
 struct fs_blob {
 	char *name;
 	uint64_t size;
-	uint64_t ino;
+	uint64_t ino; /* its file's inode once opened, 0 before; guarded by
+			 mu */
 	struct cache_id id;
 	uint32_t pace_id;
 	struct fs_source *sources;
@@ -72,6 +133,11 @@ struct fs_blob {
 	bool changed; /* the origin now serves another version; guarded by
 			 mu */
 	bool dropped; /* its cached bytes are gone; guarded by mu */
+	/* The kernel may cache pages of bytes the mount dropped as wrong or
+	 * stale (fs__inval_queue); guarded by mu. */
+	uint64_t inval_start, inval_end; /* pages still to drop; empty: none */
+	bool pages_stale; /* bytes dropped since the last open, which must
+			     not keep the kernel's pages */
 };
 
 /* A block in memory: assembled from arriving bytes until whole, then kept
@@ -116,9 +182,17 @@ struct fs_engine {
 	uint32_t nsource_map;
 	uint64_t read_timeout_ns;
 	uint64_t stall_ns;
+	uint64_t retry_after_max_ns;
 	uint64_t *lane_seen_ns; /* last start or byte per lane; guarded by mu */
 	uint32_t verifiers;	/* whole-blob checks running; guarded by mu */
 	bool stopping;		/* the engine is being freed; guarded by mu */
+	/* Page invalidations (fs/inval.c). */
+	struct fuse_session *se; /* while the thread runs */
+	pthread_cond_t inval_cv; /* a range queued, or stop */
+	pthread_t inval_thread;
+	bool inval_running;
+	bool inval_stop;	/* guarded by mu */
+	uint32_t inval_pending; /* blobs with a range queued; guarded by mu */
 };
 
 struct fs_mount;
@@ -129,6 +203,7 @@ struct fs_engine_config {
 	unsigned lanes;
 	unsigned read_timeout_s;
 	unsigned stall_timeout_s;
+	unsigned retry_after_max_s;
 	struct fetch_config fetch;
 };
 
@@ -184,12 +259,34 @@ bool fs__verify_part(struct fs_engine *e, uint32_t b,
  * once every byte is held. Caller holds e->mu. */
 void fs__verify_start(struct fs_engine *e, uint32_t b);
 
+/* fs/inval.c. Queues the kernel's pages of bytes [start, end) of blob b
+ * to be dropped (the mount dropped those bytes as wrong or stale), and
+ * makes the next open drop all of them. Not for evictions: the kernel's
+ * pages of evicted bytes are still right. Caller holds e->mu. */
+void fs__inval_queue(struct fs_engine *e, uint32_t b, uint64_t start,
+		     uint64_t end);
+
+/* Starts the thread that sends the queued invalidations through se. Call
+ * while the session serves requests (the kernel waits, in an
+ * invalidation, for the reads in flight over those pages). 0 or a
+ * negative errno. */
+int fs__inval_start(struct fs_engine *e, struct fuse_session *se);
+
+/* Stops that thread; before the session is destroyed. Pending ranges are
+ * left (the mount ends). fs__inval_stop(NULL) and a second call do
+ * nothing. */
+void fs__inval_stop(struct fs_engine *e);
+
 /* The cache's on_evicted callback, as on_lost without an error. */
 void fs__engine_on_evicted(void *ctx, const struct cache_id *id,
 			   uint64_t index);
 
-/* Opens and closes a reader stream on blob b. */
-int fs__engine_open(struct fs_engine *e, uint32_t b, uint32_t *reader_out);
+/* Opens a reader stream on blob b, the file of inode ino. *keep_cache
+ * says whether the kernel may keep its cached pages of the file: false
+ * once after bytes were dropped as wrong or stale. */
+int fs__engine_open(struct fs_engine *e, uint32_t b, uint64_t ino,
+		    uint32_t *reader_out, bool *keep_cache);
+/* Closes a reader stream. */
 void fs__engine_close(struct fs_engine *e, uint32_t b, uint32_t reader);
 
 /* Reads up to len bytes at off of blob b for reader into buf, waiting for
@@ -239,10 +336,19 @@ struct fs_node {
 	uint32_t mode;
 	int64_t mtime; /* seconds; -1: unknown */
 	/* directories */
-	uint32_t *children;
+	uint32_t *children; /* in the order they were added */
 	uint32_t nchildren, cap_children;
+	uint32_t *index; /* children by name: an open-addressing table of
+			    nindex slots (a power of two, at most half
+			    full; FS_NO_NODE: free) once the directory has
+			    FS_NS_INDEX_MIN children; NULL before */
+	uint32_t nindex;
 	char *list_url;	    /* a directory-index mount's page for it */
 	uint64_t listed_ns; /* when that page was read; 0: never */
+	bool listing;	    /* a thread is reading and merging that page */
+	uint32_t list_gen;  /* bumped by each merge of the page */
+	uint32_t seen_gen;  /* in a listed directory: the parent's list_gen
+			       of the last page that listed this node */
 	/* files */
 	char **urls;
 	uint32_t nurls;
@@ -256,11 +362,19 @@ struct fs_node {
 	uint32_t blob; /* the engine's blob once its size is known */
 };
 
-/* The tree; node i is inode i + 1. */
+/* Children a directory has before it gets a table by name: below, a scan
+ * is as fast and costs no memory. */
+#define FS_NS_INDEX_MIN 16
+
+/* The tree; node i is inode i + 1. Every lookup of a name is O(1): a
+ * server lists as many names as it likes, and chooses them, so the table
+ * is keyed with a random SipHash key (no names it could make collide). */
 struct fs_ns {
 	pthread_mutex_t mu;
+	pthread_cond_t listed;	/* a directory's listing ended */
 	struct fs_node **nodes; /* guarded by mu */
 	uint32_t n, cap;	/* guarded by mu */
+	uint64_t key[2];	/* SipHash key of the name tables */
 };
 
 /* Creates a namespace holding the root directory. */
@@ -273,6 +387,23 @@ struct fs_node *fs__ns_get(struct fs_ns *ns, uint32_t i);
 
 /* The child of dir called name, or FS_NO_NODE. Caller holds ns->mu. */
 uint32_t fs__ns_child(struct fs_ns *ns, uint32_t dir, const char *name);
+
+/* Makes room for dir to hold `total` children without growing its arrays
+ * or its table by name again (a directory page's merge: one allocation,
+ * and no rehash under the lock on the first listing). -ENOTDIR, -ENOMEM,
+ * -ENOSPC (no inode numbers left). Caller holds ns->mu. */
+int fs__ns_reserve(struct fs_ns *ns, uint32_t dir, uint32_t total);
+
+/* A new node called name, not in any tree yet (no lock needed), or NULL
+ * when memory ran out; fs__node_free() frees one that is in none. */
+struct fs_node *fs__node_new(const char *name, bool is_dir);
+void fs__node_free(struct fs_node *n);
+
+/* Makes n (from fs__node_new) a child of dir: the tree owns it from then
+ * on. -EEXIST (a child of that name exists), -ENOTDIR, -ENOMEM: n is still
+ * the caller's. Caller holds ns->mu. */
+int fs__ns_link(struct fs_ns *ns, uint32_t dir, struct fs_node *n,
+		uint32_t *out);
 
 /* Adds a child to dir. -EEXIST, -ENOTDIR, -ENOMEM. Caller holds ns->mu. */
 int fs__ns_add(struct fs_ns *ns, uint32_t dir, const char *name, bool is_dir,
@@ -307,14 +438,18 @@ struct fs_learn_args {
 	const uint8_t *sha256; /* the whole blob's digest, or NULL */
 	int64_t revalidate_s;  /* trust a record the origin confirmed less
 				  than this long ago; -1: always ask */
+	bool content; /* the identity names the content (verified per block),
+			 not what a source serves */
 };
 
 /* Probes a file's URLs. Sources that disagree on the size (with each other,
  * or with a->size when given) are left out with a log line. A blob whose
- * primary validator changed is dropped from the cache; when nothing
- * answers but the cache has the blob, its record stands in (offline); when
- * the record is fresh for the revalidation policy, nothing is asked. On
- * failure writes one line naming the URL and the cause into err. */
+ * primary validator changed is dropped from the cache (not under a content
+ * identity: its bytes are the content, whatever a URL serves now); when
+ * nothing answers but the cache has the blob, its record stands in
+ * (offline); when the record is fresh for the revalidation policy, nothing
+ * is asked (never under a content identity). On failure writes one line
+ * naming the URL and the cause into err. */
 int fs__learn(const struct fetch_config *fc, struct cache *cache,
 	      const struct fs_learn_args *a, struct fs_learned *out,
 	      char *err, size_t errlen);
@@ -336,18 +471,40 @@ struct fs_mount {
 	int64_t revalidate_s; /* -1: always ask the origin at first open */
 };
 
-/* The cache identity of a file: its SHA-256 when known, else its first
- * URL; never whichever mirror answered. */
-void fs__node_identity(const struct fs_node *n, char *buf, size_t cap);
+/* The cache identity of a file (docs/manifest.md, "The cache"): a content
+ * identity when its block digests are checked before its bytes are cached
+ * (fs__node_has_content_identity), shared by every file naming the same
+ * digests; else its first URL (fs__url_identity), never whichever mirror
+ * answered. A new string (free() it); NULL when memory ran out. Caller
+ * holds the namespace's mu. */
+char *fs__node_identity(const struct fs_node *n);
+
+/* What follows a newline in the identity of a URL with userinfo. */
+#define FS_IDENTITY_USERINFO "userinfo-sha256:"
+
+/* fs/identity.c. The cache identity of url, whole (never cut): "url:" +
+ * url when it has no userinfo; else "url:" + url without its userinfo +
+ * "\n" FS_IDENTITY_USERINFO + the hex SHA-256 of the whole URL, so that
+ * no credential is stored and two never share bytes. A new string (free()
+ * it); NULL when memory ran out. */
+char *fs__url_identity(const char *url);
+
+/* True when node n's identity names its content: every block stored under
+ * it passed the per-block digests the identity is made of. Caller holds
+ * the namespace's mu. */
+bool fs__node_has_content_identity(const struct fs_node *n);
 
 /* Makes node i's blob ready to read: probes its URLs if it has never been,
  * adds its blob to the engine. Returns 0 or -EIO (logged). */
 int fs__node_ready(struct fs_mount *m, uint32_t i);
 
 /* Reads the directory-index page of directory node i when it was never
- * read or is older than the listing TTL, and adds what it lists. Returns 0
- * or a negative errno (logged). */
-int fs__node_list(struct fs_mount *m, uint32_t i);
+ * read or is older than the listing TTL, and adds what it lists. While
+ * another thread reads it, waits for that result when there is no listing
+ * yet or `fresh` asks for it (a readdir), else returns at once and the
+ * caller uses the listing there is (a lookup). Returns 0 or a negative
+ * errno (logged). */
+int fs__node_list(struct fs_mount *m, uint32_t i, bool fresh);
 
 /* The low-level operations of a pacefs mount. */
 extern const struct fuse_lowlevel_ops fs__ops;

@@ -1,8 +1,10 @@
 /* log: one line per event, to stderr in the foreground and to syslog when
- * daemonized, with the step, the source and the reason in the text; and
- * the small helpers every command of fs/ shares. */
+ * daemonized, with the step, the source and the reason in the text, every
+ * byte a server chose escaped and repeated lines rate-limited; and the
+ * small helpers every command of fs/ shares. */
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <syslog.h>
@@ -17,6 +19,137 @@
 
 static bool log_stderr = true;
 static enum fs_log_level log_level = FS_LOG_INFO;
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct fs_log_limit log_limit; /* guarded by log_mu */
+
+size_t fs__utf8_seq(const char *str, uint32_t *cp_out)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t n;
+	uint32_t cp;
+
+	if (s[0] < 0xc2 || s[0] > 0xf4)
+		return 0; /* ASCII is no sequence; 0x80..0xc1 never lead */
+	n = s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
+	cp = s[0] & (0x7f >> n);
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0; /* the NUL terminator stops here too */
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0; /* overlong, surrogate, out of range */
+	*cp_out = cp;
+	return n;
+}
+
+/* The length of the well-formed UTF-8 sequence at s that is no C1
+ * control, or 0. */
+static size_t utf8_printable(const unsigned char *s)
+{
+	uint32_t cp;
+	size_t n = fs__utf8_seq((const char *)s, &cp);
+
+	return n > 0 && (cp < 0x80 || cp > 0x9f) ? n : 0;
+}
+
+char *fs__escape(const char *s, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t o = 0;
+
+	while (*p != '\0') {
+		size_t n = 1;
+
+		if (*p >= 0x80)
+			n = utf8_printable(p);
+		if (n > 0 && (*p >= 0x80 || (*p >= 0x20 && *p != 0x7f))) {
+			if (o + n >= cap)
+				break;
+			memcpy(out + o, p, n);
+			o += n;
+			p += n;
+			continue;
+		}
+		if (o + 4 >= cap)
+			break;
+		out[o++] = '\\';
+		out[o++] = 'x';
+		out[o++] = hex[*p >> 4];
+		out[o++] = hex[*p & 15];
+		p++;
+	}
+	out[o] = '\0';
+	return out;
+}
+
+uint64_t fs__log_key(const char *msg)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	bool in_digits = false;
+
+	for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+		bool digit = *p >= '0' && *p <= '9';
+
+		if (digit && in_digits)
+			continue;
+		in_digits = digit;
+		h = (h ^ (digit ? '#' : *p)) * 0x100000001b3ull;
+	}
+	return h;
+}
+
+bool fs__log_admit(struct fs_log_limit *l, uint64_t key, int level,
+		   const char *msg, uint64_t now_ns)
+{
+	size_t slot = FS_LOG_KINDS, oldest = 0;
+
+	for (size_t i = 0; i < FS_LOG_KINDS; i++) {
+		if (l->kind[i].used && l->kind[i].key == key) {
+			slot = i;
+			break;
+		}
+		if (!l->kind[i].used ||
+		    (l->kind[oldest].used &&
+		     l->kind[i].since < l->kind[oldest].since))
+			oldest = i;
+	}
+	if (slot == FS_LOG_KINDS ||
+	    now_ns - l->kind[slot].since >= FS_LOG_WINDOW_NS) {
+		/* A new kind, or a new window of one. */
+		if (slot == FS_LOG_KINDS)
+			slot = oldest;
+		memset(&l->kind[slot], 0, sizeof(l->kind[slot]));
+		l->kind[slot].used = true;
+		l->kind[slot].key = key;
+		l->kind[slot].since = now_ns;
+	}
+	if (l->kind[slot].logged < FS_LOG_BURST) {
+		l->kind[slot].logged++;
+		return true;
+	}
+	l->kind[slot].left_out.suppressed++;
+	l->kind[slot].left_out.level = level;
+	snprintf(l->kind[slot].left_out.sample,
+		 sizeof(l->kind[slot].left_out.sample), "%s", msg);
+	return false;
+}
+
+bool fs__log_take_report(struct fs_log_limit *l, uint64_t now_ns,
+			 struct fs_log_report *r)
+{
+	for (size_t i = 0; i < FS_LOG_KINDS; i++) {
+		if (!l->kind[i].used || l->kind[i].left_out.suppressed == 0 ||
+		    now_ns - l->kind[i].since < FS_LOG_WINDOW_NS)
+			continue;
+		*r = l->kind[i].left_out;
+		l->kind[i].left_out.suppressed = 0;
+		return true;
+	}
+	return false;
+}
 
 /* libfuse's messages ("fuse: unknown option(s): ...") take our path, so
  * that the terminal sees one pacefs line and the daemon's go to syslog.
@@ -53,23 +186,73 @@ void fs__log_init(bool to_stderr, enum fs_log_level level)
 	fuse_set_log_func(log_fuse);
 }
 
-void fs__log(enum fs_log_level level, const char *fmt, ...)
+/* Writes one escaped line. Caller holds log_mu. */
+static void log_line(enum fs_log_level level, const char *msg)
 {
 	static const char *const names[] = {"error", "warning", "info",
 					    "debug"};
 	static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
+	char safe[4 * 1024]; /* every byte of msg escaped still fits */
+
+	fs__escape(msg, safe, sizeof(safe));
+	if (log_stderr)
+		fprintf(stderr, "pacefs: %s: %s\n", names[level], safe);
+	else
+		syslog(prio[level], "%s", safe);
+}
+
+void fs__log(enum fs_log_level level, const char *fmt, ...)
+{
 	char msg[1024];
+	struct fs_log_report r;
+	uint64_t now;
 	va_list ap;
 
 	if (level > log_level)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	fs__format_shown(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (log_stderr)
-		fprintf(stderr, "pacefs: %s: %s\n", names[level], msg);
-	else
-		syslog(prio[level], "%s", msg);
+	pthread_mutex_lock(&log_mu);
+	now = fs__now_ns(); /* under the lock: windows never go backwards */
+	while (fs__log_take_report(&log_limit, now, &r)) {
+		char line[256];
+
+		snprintf(line, sizeof(line),
+			 "%" PRIu32 " similar lines left out in %llu s; the "
+			 "last: %s",
+			 r.suppressed, FS_LOG_WINDOW_NS / 1000000000ull,
+			 r.sample);
+		log_line((enum fs_log_level)r.level, line);
+	}
+	if (level == FS_LOG_DEBUG ||
+	    fs__log_admit(&log_limit, fs__log_key(msg), (int)level, msg, now))
+		log_line(level, msg);
+	pthread_mutex_unlock(&log_mu);
+}
+
+void fs__format_shown(char *buf, size_t cap, const char *fmt, va_list ap)
+{
+	va_list again;
+	char *whole;
+	int n;
+
+	va_copy(again, ap);
+	n = vsnprintf(buf, cap, fmt, ap);
+	/* Redacted before it is cut, so that a cut inside a long userinfo
+	 * never leaves part of it behind. */
+	if (n >= 0 && (size_t)n >= cap &&
+	    (whole = malloc((size_t)n + 1)) != NULL) {
+		vsnprintf(whole, (size_t)n + 1, fmt, again);
+		fetch_text_redact(whole);
+		snprintf(buf, cap, "%s", whole);
+		free(whole);
+	} else if (n >= 0 && (size_t)n >= cap) {
+		snprintf(buf, cap, "(a line too long to show)");
+	} else {
+		fetch_text_redact(buf);
+	}
+	va_end(again);
 }
 
 void fs__log_cache(void *ctx, enum cache_log_level level, const char *msg)

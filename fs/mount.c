@@ -28,13 +28,14 @@ static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int fail(const char *fmt, ...)
 {
+	char line[2048], safe[4 * 2048]; /* escaped, every byte fits */
 	va_list ap;
 
-	fputs("pacefs: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	fs__format_shown(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	/* The reason may quote what a server sent. */
+	fprintf(stderr, "pacefs: %s\n", fs__escape(line, safe, sizeof(safe)));
 	return 1;
 }
 
@@ -47,7 +48,8 @@ static void usage(void)
 	       "       pacefs cache ls|stat|verify|evict|gc [--cache-dir DIR]\n"
 	       "       pacefs prefetch PATH...\n"
 	       "\n"
-	       "Mounts the HTTP(S) blob at URL read-only as MOUNTPOINT/NAME; or\n"
+	       "Mounts the HTTP(S) blob at URL read-only as MOUNTPOINT/NAME; "
+	       "or\n"
 	       "the files a manifest lists; or, for a URL ending in '/', the\n"
 	       "tree its HTML directory index (nginx, Apache) shows.\n"
 	       "Unmount with: fusermount3 -u MOUNTPOINT\n"
@@ -68,12 +70,19 @@ static void usage(void)
 	       "    -o read_timeout=S      a blocked read fails with EIO "
 	       "after S seconds\n"
 	       "                           (default: 60)\n"
-	       "    -o stall_timeout=S     a transfer with no byte for S seconds "
+	       "    -o stall_timeout=S     a transfer with no byte for S "
+	       "seconds "
 	       "is retried\n"
 	       "                           (default: 10)\n"
+	       "    -o retry_after_max=S   a 429 or 503 holds its source at most "
+	       "S seconds,\n"
+	       "                           whatever Retry-After asks (default: "
+	       "60)\n"
 	       "    -o mirror=URL          another source of the blob "
 	       "(repeatable)\n"
 	       "    -o header=\"N: v\"     a request header (repeatable)\n"
+	       "    -o header_file=FILE    request headers from a file "
+	       "(mode 0600)\n"
 	       "    -o cafile=FILE, -o insecure, -o proxy=URL   TLS and proxy\n"
 	       "    -o sha256=HEX          the blob's SHA-256, checked once it "
 	       "is all held\n"
@@ -292,7 +301,9 @@ static void fetch_config_from(const struct fs_opts *o, struct fetch_config *f)
 struct prepared {
 	enum mount_kind kind;
 	char name[NAME_MAX + 1];    /* MOUNT_URL */
-	char identity[PATH_MAX + 16]; /* MOUNT_URL */
+	char *identity;		    /* MOUNT_URL: fs__url_identity */
+	char **origins;		    /* where the headers may go */
+	size_t norigins;
 	char **urls;		    /* MOUNT_URL: the URL, then mirrors */
 	uint32_t nurls;
 	struct fs_learned learned;  /* MOUNT_URL */
@@ -302,21 +313,67 @@ struct prepared {
 static void prepared_free(struct prepared *p)
 {
 	free(p->urls);
+	free(p->identity);
+	for (size_t i = 0; i < p->norigins; i++)
+		free(p->origins[i]);
+	free(p->origins);
 	fs__learned_free(&p->learned);
 	fs__manifest_free(&p->manifest);
 }
 
-/* The cache identity of the single-URL mount's blob: its URL, even with
- * -o sha256 (the digest checks it; it does not name it). */
-static void url_identity(const char *url, char *buf, size_t cap)
+/* Adds url's origin to the ones the configured headers may go to, once. */
+static int add_origin(struct prepared *p, const char *url)
 {
-	snprintf(buf, cap, "url:%s", url);
+	char *o = NULL, **grown;
+	int rc = fetch_url_origin(url, &o);
+
+	if (rc != 0)
+		return rc == -ENOMEM
+			       ? fail("out of memory")
+			       : fail("URL '%s': curl cannot parse it", url);
+	for (size_t i = 0; i < p->norigins; i++)
+		if (strcmp(p->origins[i], o) == 0) {
+			free(o);
+			return 0;
+		}
+	grown = realloc(p->origins, (p->norigins + 1) * sizeof(*grown));
+	if (grown == NULL) {
+		free(o);
+		return fail("out of memory");
+	}
+	p->origins = grown;
+	p->origins[p->norigins++] = o;
+	return 0;
+}
+
+/* The configured headers go to the origins of the URLs the user named (the
+ * URL, its mirrors, a manifest's URLs, the index's URL) and to no other:
+ * not to where a redirect leads, nor to a link an index page points to
+ * elsewhere. */
+static int header_origins(const struct fs_opts *o, struct fetch_config *fc,
+			  struct prepared *p)
+{
+	if (o->nheaders == 0)
+		return 0;
+	if (p->kind != MOUNT_MANIFEST && add_origin(p, o->url) != 0)
+		return 1;
+	for (unsigned i = 0; i < o->nmirrors; i++)
+		if (add_origin(p, o->mirrors[i]) != 0)
+			return 1;
+	for (uint32_t i = 0;
+	     p->kind == MOUNT_MANIFEST && i < p->manifest.nfiles; i++)
+		for (uint32_t u = 0; u < p->manifest.files[i].nurls; u++)
+			if (add_origin(p, p->manifest.files[i].urls[u]) != 0)
+				return 1;
+	fc->header_origins = (const char *const *)p->origins;
+	fc->nheader_origins = p->norigins;
+	return 0;
 }
 
 /* Before the mount, on the terminal: probe the URL, read the manifest, or
  * read the top directory index, so that a bad source is one line and exit
  * status 1 with nothing mounted. */
-static int prepare(const struct fs_opts *o, const struct fetch_config *fc,
+static int prepare(const struct fs_opts *o, struct fetch_config *fc,
 		   struct cache *cache, struct prepared *p)
 {
 	struct fs_index_entry *ents = NULL;
@@ -326,6 +383,13 @@ static int prepare(const struct fs_opts *o, const struct fetch_config *fc,
 	size_t len;
 	int rc;
 
+	if (p->kind == MOUNT_MANIFEST) {
+		rc = fs__manifest_load(o->url, &p->manifest, err, sizeof(err));
+		if (rc != 0)
+			return fail("%s", err);
+	}
+	if (header_origins(o, fc, p) != 0)
+		return 1;
 	switch (p->kind) {
 	case MOUNT_URL:
 		p->urls = calloc(o->nmirrors + 1, sizeof(*p->urls));
@@ -335,7 +399,9 @@ static int prepare(const struct fs_opts *o, const struct fetch_config *fc,
 		for (unsigned i = 0; i < o->nmirrors; i++)
 			p->urls[i + 1] = o->mirrors[i];
 		p->nurls = o->nmirrors + 1;
-		url_identity(o->url, p->identity, sizeof(p->identity));
+		p->identity = fs__url_identity(o->url);
+		if (p->identity == NULL)
+			return fail("out of memory");
 		memset(&args, 0, sizeof(args));
 		args.identity = p->identity;
 		args.urls = (const char *const *)p->urls;
@@ -345,10 +411,9 @@ static int prepare(const struct fs_opts *o, const struct fetch_config *fc,
 		rc = fs__learn(fc, cache, &args, &p->learned, err, sizeof(err));
 		return rc != 0 ? fail("%s", err) : 0;
 	case MOUNT_MANIFEST:
-		rc = fs__manifest_load(o->url, &p->manifest, err, sizeof(err));
-		return rc != 0 ? fail("%s", err) : 0;
+		return 0; /* loaded above */
 	case MOUNT_INDEX:
-		rc = fetch_get(fc, o->url, 64u << 20, &page, &len, err,
+		rc = fetch_get(fc, o->url, 64u << 20, &page, &len, NULL, err,
 			       sizeof(err));
 		if (rc == 0)
 			rc = fs__dirindex_parse(page, len, &ents, &nents, err,
@@ -460,6 +525,7 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 	ec.lanes = o->lanes;
 	ec.read_timeout_s = o->read_timeout_s;
 	ec.stall_timeout_s = o->stall_timeout_s;
+	ec.retry_after_max_s = o->retry_after_max_s;
 	ec.fetch = m->fetch;
 	ec.max_blobs = p->kind == MOUNT_MANIFEST ? p->manifest.nfiles
 			: p->kind == MOUNT_URL	 ? 1
@@ -490,7 +556,14 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 		return -ENOMEM;
 	fuse_loop_cfg_set_clone_fd(lc, 1);
 	fuse_loop_cfg_set_max_threads(lc, 64);
+	rc = fs__inval_start(m->engine, se);
+	if (rc != 0) {
+		fs__log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
+		fuse_loop_cfg_destroy(lc);
+		return rc;
+	}
 	rc = fuse_session_loop_mt(se, lc);
+	fs__inval_stop(m->engine); /* the session is destroyed next */
 	fuse_loop_cfg_destroy(lc);
 	return rc;
 }
@@ -511,8 +584,13 @@ int fs_main(int argc, char **argv)
 		return fs_cache_command(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "prefetch") == 0)
 		return fs_prefetch_command(argc, argv);
-	if (fs_opts_parse(argc, argv, &o, err, sizeof(err)) != 0)
+	if (fs_opts_parse(argc, argv, &o, err, sizeof(err)) != 0) {
+		fs_opts_scrub_argv(argc, argv);
 		return fail("%s", err);
+	}
+	/* Before anything slow (the probe), and before the daemon forks
+	 * with a copy of this memory. */
+	fs_opts_scrub_argv(argc, argv);
 	memset(&m, 0, sizeof(m));
 	memset(&p, 0, sizeof(p));
 	if (o.show_help || o.show_version) {

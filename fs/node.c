@@ -4,9 +4,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <openssl/evp.h>
 
 #include "fs/fs_int.h"
 #include "fs/parse_int.h"
@@ -14,17 +17,60 @@
 /* The largest directory-index page read. */
 #define FS_LISTING_MAX (64u * 1024u * 1024u)
 
-void fs__node_identity(const struct fs_node *n, char *buf, size_t cap)
-{
-	if (n->has_sha256) {
-		size_t used = (size_t)snprintf(buf, cap, "sha256:");
+/* Entries merged per hold of the namespace's lock: a page of a million
+ * names is merged in holds of about half a millisecond, so that every
+ * other operation of the mount waits that long behind it, not seconds. */
+#define FS_LIST_BATCH 1024u
 
-		for (int i = 0; i < 32 && used + 2 < cap; i++)
-			used += (size_t)snprintf(buf + used, cap - used,
-						 "%02x", n->sha256[i]);
+bool fs__node_has_content_identity(const struct fs_node *n)
+{
+	/* fs__verify_part checks digest blocks that divide a cache block;
+	 * larger ones only the whole-file check covers. */
+	return n->ndblocks > 0 && n->dblock > 0 &&
+	       n->dblock <= CACHE_BLOCK_SIZE &&
+	       CACHE_BLOCK_SIZE % n->dblock == 0;
+}
+
+static void hex32(const uint8_t *d, char out[65])
+{
+	for (int i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+/* "sha256:H block_sha256:BS:D" (without "sha256:H " when the entry gives
+ * no whole-file digest), D the SHA-256 of the block digests, 32 bytes
+ * each, in order. Every block stored under it was checked against that
+ * list before it was cached, so the bytes it holds are the ones the list
+ * names, whichever source sent them. A whole-file digest alone binds
+ * nothing until the file is complete: such entries keep their source's
+ * identity. A new string; NULL when memory ran out. */
+static char *content_identity(const struct fs_node *n)
+{
+	size_t cap = sizeof("sha256: block_sha256::") + 64 + 10 + 64;
+	uint8_t list[32];
+	char h[65], d[65];
+	char *buf = malloc(cap);
+
+	if (buf == NULL)
+		return NULL;
+	EVP_Digest(n->dblocks, (size_t)n->ndblocks * sizeof(n->dblocks[0]),
+		   list, NULL, EVP_sha256(), NULL);
+	hex32(list, d);
+	if (n->has_sha256) {
+		hex32(n->sha256, h);
+		snprintf(buf, cap, "sha256:%s block_sha256:%" PRIu32 ":%s", h,
+			 n->dblock, d);
 	} else {
-		snprintf(buf, cap, "url:%s", n->urls[0]);
+		snprintf(buf, cap, "block_sha256:%" PRIu32 ":%s", n->dblock, d);
 	}
+	return buf;
+}
+
+char *fs__node_identity(const struct fs_node *n)
+{
+	if (fs__node_has_content_identity(n))
+		return content_identity(n);
+	return fs__url_identity(n->urls[0]);
 }
 
 /* Copies what probing node i needs out of the namespace, so that the
@@ -36,7 +82,8 @@ struct node_copy {
 	uint64_t size;
 	uint32_t blob;
 	char name[PATH_MAX]; /* the path in the mount, for logs */
-	char identity[FS_MANIFEST_URL_MAX + 16];
+	char *identity;
+	bool content; /* the identity names the content */
 	struct cache_id id;
 	const uint8_t *sha256; /* the node's, immutable; NULL: none */
 	uint32_t dblock;
@@ -49,6 +96,7 @@ static void node_copy_free(struct node_copy *c)
 	for (uint32_t i = 0; c->urls != NULL && i < c->nurls; i++)
 		free(c->urls[i]);
 	free(c->urls);
+	free(c->identity);
 }
 
 static int node_copy(struct fs_mount *m, uint32_t i, struct node_copy *c)
@@ -83,7 +131,12 @@ static int node_copy(struct fs_mount *m, uint32_t i, struct node_copy *c)
 	c->dblock = n->dblock;
 	c->dblocks = (const uint8_t(*)[32])n->dblocks;
 	c->ndblocks = n->ndblocks;
-	fs__node_identity(n, c->identity, sizeof(c->identity));
+	c->identity = fs__node_identity(n);
+	c->content = fs__node_has_content_identity(n);
+	if (c->identity == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	cache_id_from_string(c->identity, &c->id);
 out:
 	pthread_mutex_unlock(&m->ns->mu);
@@ -97,9 +150,19 @@ int fs__node_ready(struct fs_mount *m, uint32_t i)
 	struct fs_learn_args args;
 	struct node_copy c;
 	struct fs_learned l;
+	const struct fs_node *n;
 	char err[1024];
+	uint32_t blob;
 	int rc;
 
+	/* Every open asks: a file ready already needs no copy (nor the hash
+	 * over its block digests that its identity takes). */
+	pthread_mutex_lock(&m->ns->mu);
+	n = fs__ns_get(m->ns, i);
+	blob = n != NULL ? n->blob : FS_NO_BLOB;
+	pthread_mutex_unlock(&m->ns->mu);
+	if (blob != FS_NO_BLOB && fs__engine_blob_is_ready(m->engine, blob))
+		return 0;
 	rc = node_copy(m, i, &c);
 	if (rc != 0)
 		return rc;
@@ -119,6 +182,7 @@ int fs__node_ready(struct fs_mount *m, uint32_t i)
 	args.size = c.size;
 	args.sha256 = c.sha256;
 	args.revalidate_s = m->revalidate_s;
+	args.content = c.content;
 	rc = fs__learn(&m->fetch, m->cache, &args, &l, err, sizeof(err));
 	if (rc != 0) {
 		fs__log(FS_LOG_ERR, "%s: cannot open: %s", c.name, err);
@@ -160,16 +224,26 @@ out:
 	return rc;
 }
 
-/* Appends name to base, percent-encoding all but RFC 3986's unreserved
- * characters, and a '/' for a directory. */
+/* Resolves name, a relative href of the page at base, as a browser does:
+ * base up to the last '/' of its path (its query dropped), then name
+ * percent-encoding all but RFC 3986's unreserved characters, and a '/' for
+ * a directory. */
 static char *child_url(const char *base, const char *name, bool is_dir)
 {
-	size_t blen = strlen(base), n = blen;
-	char *url = malloc(blen + strlen(name) * 3 + 2);
+	const char *path = strstr(base, "://");
+	size_t blen = strcspn(base, "?#"), n;
+	char *url;
 
+	path = path != NULL ? path + 3 + strcspn(path + 3, "/?#") : base;
+	while (blen > (size_t)(path - base) && base[blen - 1] != '/')
+		blen--;
+	url = malloc(blen + strlen(name) * 3 + 3);
 	if (url == NULL)
 		return NULL;
 	memcpy(url, base, blen);
+	n = blen;
+	if (n == 0 || url[n - 1] != '/')
+		url[n++] = '/'; /* "http://h" lists as "http://h/" */
 	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
 		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
 		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' ||
@@ -184,65 +258,159 @@ static char *child_url(const char *base, const char *name, bool is_dir)
 	return url;
 }
 
-/* Adds or refreshes one listed entry under directory d. Caller holds
- * ns->mu. */
-static int merge_entry(struct fs_mount *m, uint32_t d, const char *base,
-		       const struct fs_index_entry *ent)
+/* A node for a listed entry, built outside the lock: most of a merge's
+ * work is allocation, and none of it needs the namespace. NULL when
+ * memory ran out. */
+static struct fs_node *entry_node(const char *base,
+				  const struct fs_index_entry *ent)
 {
-	struct fs_ns *ns = m->ns;
+	struct fs_node *n = fs__node_new(ent->name, ent->is_dir);
+	char *url = n != NULL ? child_url(base, ent->name, ent->is_dir) : NULL;
+
+	if (url == NULL)
+		goto fail;
+	if (ent->is_dir) {
+		n->list_url = url;
+	} else {
+		n->urls = calloc(1, sizeof(*n->urls));
+		if (n->urls == NULL) {
+			free(url);
+			goto fail;
+		}
+		n->urls[0] = url;
+		n->nurls = 1;
+		/* A size the page states exactly is taken; a probe confirms
+		 * it at the first open. */
+		n->has_size = ent->has_size;
+		n->size = ent->size;
+	}
+	if (ent->has_mtime)
+		n->mtime = ent->mtime;
+	return n;
+fail:
+	fs__node_free(n);
+	return NULL;
+}
+
+/* Adds or refreshes one listed entry under directory d, as seen by the
+ * merge of generation gen: a new name links *fresh (which the tree then
+ * owns: *fresh becomes NULL). Caller holds ns->mu. */
+static int merge_entry(struct fs_ns *ns, uint32_t d, uint32_t gen,
+		       const struct fs_index_entry *ent, struct fs_node **fresh)
+{
 	uint32_t c = fs__ns_child(ns, d, ent->name);
 	struct fs_node *n;
 	int rc;
 
-	if (c != FS_NO_NODE && ns->nodes[c]->is_dir != ent->is_dir)
-		return 0; /* a file became a directory: keep what we have */
 	if (c == FS_NO_NODE) {
-		rc = fs__ns_add(ns, d, ent->name, ent->is_dir, &c);
-		if (rc != 0)
-			return rc;
-		n = ns->nodes[c];
-		if (ent->is_dir) {
-			n->list_url = child_url(base, ent->name, true);
-		} else {
-			n->urls = calloc(1, sizeof(*n->urls));
-			if (n->urls != NULL)
-				n->urls[0] = child_url(base, ent->name, false);
-			n->nurls = n->urls != NULL && n->urls[0] != NULL;
-		}
-		if ((ent->is_dir && n->list_url == NULL) ||
-		    (!ent->is_dir && n->nurls == 0))
-			return -ENOMEM;
-		/* A size the page states exactly is taken; a probe confirms
-		 * it at the first open. */
-		n->has_size = !ent->is_dir && ent->has_size;
-		n->size = ent->size;
+		(*fresh)->seen_gen = gen;
+		rc = fs__ns_link(ns, d, *fresh, &c);
+		if (rc == 0)
+			*fresh = NULL;
+		return rc;
 	}
 	n = ns->nodes[c];
+	if (n->is_dir != ent->is_dir)
+		return 0; /* a file became a directory: keep what we have */
 	n->gone = false;
+	n->seen_gen = gen;
 	if (ent->has_mtime)
 		n->mtime = ent->mtime;
 	return 0;
 }
 
-int fs__node_list(struct fs_mount *m, uint32_t d)
+/* Merges a parsed page into directory d in batches of FS_LIST_BATCH
+ * entries: each batch's nodes are built outside the lock, then linked in
+ * one short hold of it, and the thread yields before the next, so that an
+ * operation waiting for the lock gets it. Then it marks what the page no
+ * longer lists as gone: a node the page still lists is never gone in
+ * between. Caller holds the directory's listing (d->listing). */
+static int merge_page(struct fs_mount *m, uint32_t d, const char *base,
+		      const struct fs_index_entry *ents, uint32_t nents)
+{
+	struct fs_ns *ns = m->ns;
+	struct fs_node *batch[FS_LIST_BATCH];
+	uint32_t gen, done = 0;
+	int rc;
+
+	pthread_mutex_lock(&ns->mu);
+	gen = ++ns->nodes[d]->list_gen;
+	rc = fs__ns_reserve(ns, d, nents);
+	pthread_mutex_unlock(&ns->mu);
+	while (rc == 0 && done < nents) {
+		uint32_t n = nents - done > FS_LIST_BATCH ? FS_LIST_BATCH
+							  : nents - done;
+		uint32_t built = 0, i;
+
+		for (; built < n; built++) {
+			batch[built] = entry_node(base, &ents[done + built]);
+			if (batch[built] == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+		}
+		pthread_mutex_lock(&ns->mu);
+		for (i = 0; i < built && rc == 0; i++)
+			rc = merge_entry(ns, d, gen, &ents[done + i],
+					 &batch[i]);
+		pthread_mutex_unlock(&ns->mu);
+		/* The names that were there already: their nodes were not
+		 * needed. */
+		for (i = 0; i < built; i++)
+			fs__node_free(batch[i]);
+		done += n;
+		sched_yield();
+	}
+	/* Only a whole page says what is gone. */
+	for (uint32_t i = 0, more = rc == 0; more;) {
+		pthread_mutex_lock(&ns->mu);
+		for (uint32_t end = i + FS_LIST_BATCH;
+		     i < end && i < ns->nodes[d]->nchildren; i++) {
+			struct fs_node *c =
+				ns->nodes[ns->nodes[d]->children[i]];
+
+			c->gone = c->seen_gen != gen;
+		}
+		more = i < ns->nodes[d]->nchildren;
+		pthread_mutex_unlock(&ns->mu);
+	}
+	return rc;
+}
+
+int fs__node_list(struct fs_mount *m, uint32_t d, bool fresh)
 {
 	struct fs_ns *ns = m->ns;
 	struct fs_index_entry *ents = NULL;
 	uint32_t nents = 0;
-	char *url = NULL, *page = NULL, err[1024];
-	uint64_t now = fs__now_ns();
+	char *url = NULL, *page = NULL, *final = NULL, err[1024];
+	uint64_t now;
+	bool merged = false;
 	size_t len;
 	int rc = 0;
 
 	pthread_mutex_lock(&ns->mu);
+	/* One thread reads a directory's page at a time. The others wait
+	 * for its result rather than read the page again, or, for a lookup
+	 * when there is a listing already, use that one (a refresh only adds
+	 * and drops names): a name is found at once during a refresh. */
+	while (ns->nodes[d]->listing &&
+	       (fresh || ns->nodes[d]->listed_ns == 0))
+		pthread_cond_wait(&ns->listed, &ns->mu);
+	if (ns->nodes[d]->listing) {
+		pthread_mutex_unlock(&ns->mu);
+		return 0;
+	}
+	now = fs__now_ns(); /* after the wait: the other's listing is fresh */
 	if (ns->nodes[d]->list_url != NULL &&
 	    (ns->nodes[d]->listed_ns == 0 ||
-	     now - ns->nodes[d]->listed_ns > m->listing_ttl_ns))
+	     now - ns->nodes[d]->listed_ns > m->listing_ttl_ns)) {
 		url = strdup(ns->nodes[d]->list_url);
+		ns->nodes[d]->listing = url != NULL;
+	}
 	pthread_mutex_unlock(&ns->mu);
 	if (url == NULL)
 		return 0; /* fresh, or not an index */
-	rc = fetch_get(&m->fetch, url, FS_LISTING_MAX, &page, &len, err,
+	rc = fetch_get(&m->fetch, url, FS_LISTING_MAX, &page, &len, &final, err,
 		       sizeof(err));
 	if (rc == 0)
 		rc = fs__dirindex_parse(page, len, &ents, &nents, err,
@@ -251,18 +419,25 @@ int fs__node_list(struct fs_mount *m, uint32_t d)
 		fs__log(FS_LOG_ERR, "cannot list %s: %s", url, err);
 		goto out;
 	}
-	pthread_mutex_lock(&ns->mu);
-	for (uint32_t i = 0; i < ns->nodes[d]->nchildren; i++)
-		ns->nodes[ns->nodes[d]->children[i]]->gone = true;
-	for (uint32_t i = 0; i < nents && rc == 0; i++)
-		rc = merge_entry(m, d, url, &ents[i]);
-	ns->nodes[d]->listed_ns = now;
-	pthread_mutex_unlock(&ns->mu);
+	free(page); /* parsed: up to 64 MiB that the merge does not need */
+	page = NULL;
+	/* Links are relative to where the page came from, after its
+	 * redirects. */
+	rc = merge_page(m, d, final, ents, nents);
 	if (rc != 0)
 		fs__log(FS_LOG_ERR, "cannot list %s: %s", url, strerror(-rc));
+	merged = true;
 out:
+	pthread_mutex_lock(&ns->mu);
+	/* A page that could not be read is asked again at the next use. */
+	if (merged)
+		ns->nodes[d]->listed_ns = now;
+	ns->nodes[d]->listing = false;
+	pthread_cond_broadcast(&ns->listed);
+	pthread_mutex_unlock(&ns->mu);
 	fs__dirindex_free(ents, nents);
 	free(page);
+	free(final);
 	free(url);
 	return rc != 0 ? -EIO : 0;
 }

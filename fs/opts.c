@@ -7,11 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <strings.h>
 
 #include <fuse_lowlevel.h>
 #include <fuse_opt.h>
 
 #include "cache/cache.h"
+#include "fetch/fetch.h"
 #include "fs/fs.h"
 #include "fs/parse_int.h"
 
@@ -36,9 +39,11 @@ enum {
 	KEY_ENTRY_TIMEOUT,
 	KEY_MIRROR,
 	KEY_HEADER,
+	KEY_HEADER_FILE,
 	KEY_CAFILE,
 	KEY_PROXY,
 	KEY_INSECURE,
+	KEY_RETRY_AFTER_MAX,
 };
 
 static const struct fuse_opt opt_spec[] = {
@@ -55,6 +60,7 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("connect_timeout=", KEY_CONNECT_TIMEOUT),
 	FUSE_OPT_KEY("read_timeout=", KEY_READ_TIMEOUT),
 	FUSE_OPT_KEY("stall_timeout=", KEY_STALL_TIMEOUT),
+	FUSE_OPT_KEY("retry_after_max=", KEY_RETRY_AFTER_MAX),
 	FUSE_OPT_KEY("listing_ttl=", KEY_LISTING_TTL),
 	FUSE_OPT_KEY("log_level=", KEY_LOG_LEVEL),
 	FUSE_OPT_KEY("sha256=", KEY_SHA256),
@@ -65,6 +71,7 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("entry_timeout=", KEY_ENTRY_TIMEOUT),
 	FUSE_OPT_KEY("mirror=", KEY_MIRROR),
 	FUSE_OPT_KEY("header=", KEY_HEADER),
+	FUSE_OPT_KEY("header_file=", KEY_HEADER_FILE),
 	FUSE_OPT_KEY("cafile=", KEY_CAFILE),
 	FUSE_OPT_KEY("proxy=", KEY_PROXY),
 	FUSE_OPT_KEY("insecure", KEY_INSECURE),
@@ -149,15 +156,49 @@ static int add_string(struct parse_state *s, const char *arg, char ***list,
 /* A header must be "Name: value" on one line, with a token for a name. */
 static int check_header(struct parse_state *s, const char *h)
 {
+	static const char *const own[] = {"Range", "If-Range",
+					  "Accept-Encoding"};
 	const char *colon = strchr(h, ':');
 
-	if (colon == NULL || colon == h ||
-	    strcspn(h, " \t\r\n") < (size_t)(colon - h) ||
-	    strpbrk(h, "\r\n") != NULL)
+	if (fs__header_check(h, strlen(h)) != 0)
 		return parse_error(s,
 				   "option header: '%.*s...' is not 'Name: "
 				   "value' on one line",
 				   (int)(colon != NULL ? colon - h : 20), h);
+	/* pacefs sets these itself: a range, its validator, and the bytes
+	 * as stored (another Accept-Encoding would get every range
+	 * refused). */
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if ((size_t)(colon - h) == strlen(own[i]) &&
+		    strncasecmp(h, own[i], strlen(own[i])) == 0)
+			return parse_error(s,
+					   "option header: pacefs sets %s "
+					   "itself",
+					   own[i]);
+	return 0;
+}
+
+/* Appends the headers of the file that "header_file=PATH" names. */
+static int add_header_file(struct parse_state *s, const char *arg)
+{
+	struct fs_opts *o = s->o;
+	const char *path = strchr(arg, '=') + 1;
+	char **list = NULL, **grown, why[512];
+	unsigned n = 0;
+
+	if (fs__headers_load(path, getuid(), &list, &n, why, sizeof(why)) != 0)
+		return parse_error(s, "option header_file: %s", why);
+	if (n == 0)
+		return 0; /* comments only: nothing to add */
+	grown = realloc(o->headers, (o->nheaders + n) * sizeof(*grown));
+	if (grown == NULL) {
+		fs__headers_free(list, n);
+		return parse_error(s, "out of memory");
+	}
+	o->headers = grown;
+	memcpy(o->headers + o->nheaders, list, n * sizeof(*list));
+	o->nheaders += n;
+	free(list);
 	return 0;
 }
 
@@ -195,6 +236,8 @@ static int opt_proc(void *data, const char *arg, int key,
 		return parse_uint(s, arg, 1, 86400, &o->read_timeout_s);
 	case KEY_STALL_TIMEOUT:
 		return parse_uint(s, arg, 1, 3600, &o->stall_timeout_s);
+	case KEY_RETRY_AFTER_MAX:
+		return parse_uint(s, arg, 1, 86400, &o->retry_after_max_s);
 	case KEY_LOG_LEVEL: {
 		static const char *const levels[] = {"error", "warning", "info",
 						     "debug"};
@@ -289,6 +332,8 @@ static int opt_proc(void *data, const char *arg, int key,
 		if (add_string(s, arg, &o->headers, &o->nheaders) != 0)
 			return -1;
 		return check_header(s, o->headers[o->nheaders - 1]);
+	case KEY_HEADER_FILE:
+		return add_header_file(s, arg);
 	case KEY_CAFILE:
 		return set_string(s, arg, &o->cafile);
 	case KEY_PROXY:
@@ -326,6 +371,7 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	out->connect_timeout_s = 10;
 	out->read_timeout_s = 60;
 	out->stall_timeout_s = 10;
+	out->retry_after_max_s = 60;
 	out->listing_ttl_s = 60;
 	out->log_level = 2; /* info */
 	out->revalidate_s = -1;
@@ -356,6 +402,59 @@ fail:
 	return -EINVAL;
 }
 
+/* Masks the userinfo of the URL at u with '*', its '@' kept. */
+static void mask_userinfo(char *u)
+{
+	size_t start, end;
+
+	if (fetch_url_userinfo(u, &start, &end))
+		memset(u + start, '*', end - start - 1);
+}
+
+/* Masks the secrets of one -o list: header values, mirrors' userinfo.
+ * Items end at a ',' that no backslash escapes, as libfuse reads them. */
+static void scrub_optlist(char *list)
+{
+	char *item = list;
+
+	while (*item != '\0') {
+		char *end = item;
+
+		while (*end != '\0' && *end != ',') {
+			if (*end == '\\' && end[1] != '\0')
+				end++;
+			end++;
+		}
+		if (strncmp(item, "header=", 7) == 0) {
+			char *v =
+				memchr(item + 7, ':', (size_t)(end - item - 7));
+
+			v = v != NULL ? v + 1 : item + 7;
+			memset(v, '*', (size_t)(end - v));
+		} else if (strncmp(item, "mirror=", 7) == 0) {
+			char saved = *end;
+
+			*end = '\0';
+			mask_userinfo(item + 7);
+			*end = saved;
+		}
+		item = *end == ',' ? end + 1 : end;
+	}
+}
+
+void fs_opts_scrub_argv(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+			scrub_optlist(argv[++i]);
+		else if (strncmp(argv[i], "-o", 2) == 0)
+			scrub_optlist(argv[i] + 2);
+		else if (strncmp(argv[i], "http://", 7) == 0 ||
+			 strncmp(argv[i], "https://", 8) == 0)
+			mask_userinfo(argv[i]);
+	}
+}
+
 void fs_opts_free(struct fs_opts *o)
 {
 	fuse_opt_free_args(&o->fuse_args);
@@ -366,9 +465,7 @@ void fs_opts_free(struct fs_opts *o)
 	for (unsigned i = 0; i < o->nmirrors; i++)
 		free(o->mirrors[i]);
 	free(o->mirrors);
-	for (unsigned i = 0; i < o->nheaders; i++)
-		free(o->headers[i]);
-	free(o->headers);
+	fs__headers_free(o->headers, o->nheaders);
 	free(o->cafile);
 	free(o->proxy);
 	memset(o, 0, sizeof(*o));

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* The value of a hex digit, or -1. */
 static inline int fs__hexval(char ch)
@@ -42,6 +43,33 @@ static inline unsigned fs__month_days(int64_t y, unsigned m)
 
 	return m == 2 && leap ? 29 : days[m - 1];
 }
+
+/* Request headers (fs/headers.c). */
+#define FS_HEADERS_MAX 64	 /* headers one file may give */
+#define FS_HEADER_FILE_MAX 65536 /* bytes of a header file */
+
+/* 0 when the len bytes at h are one header, "Name: value": a token for a
+ * name, a colon, a value without control characters but tab; else
+ * -EINVAL. */
+int fs__header_check(const char *h, size_t len);
+
+/* Parses the lines of a header file, len bytes (need not be
+ * NUL-terminated): "Name: value" each, blank lines and lines starting with
+ * '#' skipped, a CR before a line end dropped. Returns 0 with *out (*n
+ * strings; free with fs__headers_free), or -EINVAL with one line naming
+ * the line number (never the value) in err, or -ENOMEM. Thread-safe. */
+int fs__headers_parse(const char *text, size_t len, char ***out, unsigned *n,
+		      char *err, size_t errlen);
+
+/* Reads and parses the header file at path, which must be a regular file
+ * owned by uid that neither group nor others may read or write. Errors:
+ * -EACCES (owner, mode), -EFBIG, -EINVAL, an errno of open; one line
+ * starting with the path in err. */
+int fs__headers_load(const char *path, uid_t uid, char ***out, unsigned *n,
+		     char *err, size_t errlen);
+
+/* Frees n headers, wiping them first; NULL is a no-op. */
+void fs__headers_free(char **list, unsigned n);
 
 /* Limits a manifest is checked against; see docs/manifest.md. */
 #define FS_MANIFEST_PATH_MAX 4096	  /* bytes in a whole path */
@@ -106,7 +134,8 @@ struct fs_index_entry {
 	char *name; /* percent-decoded, never "", ".", "..", nor holding '/'
 		       or NUL; no trailing slash */
 	bool is_dir;
-	bool has_size; /* false for "-" and for human sizes like "1.2M" */
+	bool has_size; /* false for "-", for human sizes like "1.2M" and for
+			  numbers over INT64_MAX */
 	uint64_t size;
 	bool has_mtime;
 	int64_t mtime; /* the listed time read as UTC, seconds */

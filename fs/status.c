@@ -41,21 +41,44 @@ static void put(struct out *o, const char *fmt, ...)
 		o->used += (size_t)n;
 }
 
-/* Writes s as a JSON string. */
+/* Writes s as a JSON string. Names and URLs come from servers and
+ * manifests: control characters (C0, DEL, C1) are \u escapes, and a byte
+ * that is not well-formed UTF-8 is U+FFFD, so the document always parses
+ * and holds no raw control byte. */
 static void put_str(struct out *o, const char *s)
 {
 	put(o, "\"");
-	for (; *s; s++) {
+	while (*s) {
 		unsigned char c = (unsigned char)*s;
+		uint32_t cp = c;
+		size_t n = c < 0x80 ? 1 : fs__utf8_seq(s, &cp);
 
-		if (c == '"' || c == '\\')
+		if (c == '"' || c == '\\') {
 			put(o, "\\%c", c);
-		else if (c < 0x20)
-			put(o, "\\u%04x", c);
-		else
-			put(o, "%c", c);
+		} else if (n == 0) {
+			put(o, "\\ufffd");
+			n = 1;
+		} else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+			put(o, "\\u%04x", (unsigned)cp);
+		} else {
+			put(o, "%.*s", (int)n, s);
+		}
+		s += n;
 	}
 	put(o, "\"");
+}
+
+/* Writes url as a JSON string, without its userinfo: status is readable
+ * by whoever may read the mount's root. */
+static void put_url(struct out *o, const char *url)
+{
+	char *shown = fetch_url_redacted(url);
+
+	if (shown == NULL)
+		o->full = true; /* out of memory: the caller says so */
+	else
+		put_str(o, shown);
+	free(shown);
 }
 
 int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
@@ -83,7 +106,7 @@ int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 		put(&o, ",\"urls\":[");
 		for (uint32_t u = 0; u < n->nurls; u++) {
 			put(&o, "%s", u ? "," : "");
-			put_str(&o, n->urls[u]);
+			put_url(&o, n->urls[u]);
 		}
 		put(&o, "]}");
 		first = false;
@@ -106,7 +129,7 @@ int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 		put(&o, ",\"source\":");
 		for (uint32_t s = 0; s < b->nsources; s++)
 			if (b->sources[s].pace_id == li.source)
-				put_str(&o, b->sources[s].url);
+				put_url(&o, b->sources[s].url);
 		put(&o,
 		    ",\"start\":%" PRIu64 ",\"frontier\":%" PRIu64
 		    ",\"end\":%" PRIu64 ",\"rate\":%" PRIu64
@@ -128,7 +151,7 @@ int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 					     now, &psi) != 0)
 				continue;
 			put(&o, "%s{\"url\":", first ? "" : ",");
-			put_str(&o, b->sources[si].url);
+			put_url(&o, b->sources[si].url);
 			put(&o,
 			    ",\"state\":\"%s\",\"lanes\":%u,\"rate\":%" PRIu64
 			    "}",
@@ -151,6 +174,15 @@ int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 	return o.full ? -ERANGE : (int)o.used;
 }
 
+/* A string member of v as the terminal may show it: decoded from JSON, a
+ * name holds whatever bytes its server chose, escape sequences included. */
+static const char *shown(json_t *v, const char *key, char *buf, size_t cap)
+{
+	const char *s = json_string_value(json_object_get(v, key));
+
+	return fs__escape(s != NULL ? s : "", buf, cap);
+}
+
 static void render(json_t *root)
 {
 	json_t *files = json_object_get(root, "files");
@@ -166,7 +198,7 @@ static void render(json_t *root)
 		uint64_t held = (uint64_t)json_integer_value(
 			json_object_get(v, "held"));
 		double pct = size ? 100.0 * (double)held / (double)size : 100;
-		char bar[31], hs[32], hh[32];
+		char bar[31], hs[32], hh[32], path[PATH_MAX * 4], state[64];
 		int fill = (int)(pct * 30 / 100);
 
 		for (int k = 0; k < 30; k++)
@@ -175,12 +207,12 @@ static void render(json_t *root)
 		fs__human_size(size, hs, sizeof(hs));
 		fs__human_size(held, hh, sizeof(hh));
 		printf("%-40s [%s] %5.1f%%  %s of %s  %s\n",
-		       json_string_value(json_object_get(v, "path")), bar, pct,
-		       hh, hs, json_string_value(json_object_get(v, "state")));
+		       shown(v, "path", path, sizeof(path)), bar, pct, hh, hs,
+		       shown(v, "state", state, sizeof(state)));
 	}
 	json_array_foreach(lanes, i, v)
 	{
-		char rate[32];
+		char rate[32], file[PATH_MAX * 4], source[8192];
 
 		fs__human_size((uint64_t)json_integer_value(
 				       json_object_get(v, "rate")),
@@ -188,25 +220,25 @@ static void render(json_t *root)
 		printf("  lane %2lld  %-30s %s/s  %" JSON_INTEGER_FORMAT
 		       "-%" JSON_INTEGER_FORMAT "%s\n    from %s\n",
 		       json_integer_value(json_object_get(v, "lane")),
-		       json_string_value(json_object_get(v, "file")), rate,
+		       shown(v, "file", file, sizeof(file)), rate,
 		       json_integer_value(json_object_get(v, "frontier")),
 		       json_integer_value(json_object_get(v, "end")),
 		       json_is_true(json_object_get(v, "collapsed"))
 			       ? "  (collapsing)"
 			       : "",
-		       json_string_value(json_object_get(v, "source")));
+		       shown(v, "source", source, sizeof(source)));
 	}
 	json_array_foreach(json_object_get(root, "sources"), i, v)
 	{
-		char rate[32];
+		char rate[32], url[8192], state[64];
 
 		fs__human_size((uint64_t)json_integer_value(
 				       json_object_get(v, "rate")),
 			       rate, sizeof(rate));
 		printf("source %s: %s, %" JSON_INTEGER_FORMAT
 		       " lanes, %s/s per lane\n",
-		       json_string_value(json_object_get(v, "url")),
-		       json_string_value(json_object_get(v, "state")),
+		       shown(v, "url", url, sizeof(url)),
+		       shown(v, "state", state, sizeof(state)),
 		       json_integer_value(json_object_get(v, "lanes")), rate);
 	}
 	if (cache != NULL) {

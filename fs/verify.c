@@ -151,8 +151,10 @@ static void *verify_main(void *arg)
 			blob->verify == FS_VERIFY_FAILED
 				? "again; its reads fail with EIO"
 				: "its bytes are dropped and fetched again");
-		/* Forget every byte, in memory and in the cache. */
+		/* Forget every byte, in memory, in the cache and in the
+		 * kernel's page cache (they were served before the check). */
 		pace_blob_forget(e->pace, blob->pace_id, 0, blob->size);
+		fs__inval_queue(e, blob->pace_id, 0, blob->size);
 		for (uint32_t i = 0; i < e->nparts; i++)
 			if (e->parts[i].state == FS_PART_DONE &&
 			    e->parts[i].blob == blob->pace_id)

@@ -163,6 +163,9 @@ static void throttled(struct pace *p, struct lane *l, struct source *s,
 {
 	uint32_t others = 0, cap;
 
+	/* The server's Retry-After is an input like any other: a hold of
+	 * years would leave the source dead until a remount. */
+	retry_after_ns = pace__min64(retry_after_ns, p->cfg.retry_after_max_ns);
 	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
 		const struct lane *o = &p->lanes[i];
 
@@ -172,7 +175,15 @@ static void throttled(struct pace *p, struct lane *l, struct source *s,
 	if (others > 0 || s->served_ns >= l->started_ns) {
 		cap = others;
 	} else {
+		uint64_t before = s->hold_until;
+
 		pace__source_backoff(p, s, retry_after_ns);
+		/* Jitter does not stretch it past the cap either. */
+		s->hold_until = pace__max64(
+			before,
+			pace__min64(s->hold_until,
+				    pace__sat_add(p->now,
+						  p->cfg.retry_after_max_ns)));
 		cap = s->lane_cap / 2;
 	}
 	if (cap == 0)
@@ -232,6 +243,13 @@ static void judge_source(struct pace *p, struct lane *l, struct source *s,
 		pace__source_exclude(p, s);
 		break;
 	case PACE_OUT_LOCAL:
+		/* Not the source's fault: neither counted nor grown, but a
+		 * pause all the same, so that a failure that repeats (a
+		 * transfer that cannot be set up) is not retried in a busy
+		 * loop. */
+		s->hold_until = pace__max64(
+			s->hold_until,
+			pace__sat_add(p->now, pace__jitter(p, p->cfg.backoff_ns)));
 		break;
 	}
 }

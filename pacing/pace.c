@@ -50,6 +50,7 @@ void pace_config_default(struct pace_config *cfg)
 	cfg->backoff_max_ns = 10 * SEC;
 	cfg->down_faults = 4;
 	cfg->budget_bytes = 0;
+	cfg->retry_after_max_ns = 60 * SEC;
 	cfg->jitter_pct = 25;
 	cfg->first_hold_ns = 1000000ull;
 	cfg->seed = 0x9e3779b97f4a7c15ull;
@@ -98,6 +99,8 @@ int pace_config_check(const struct pace_config *cfg, const char **field)
 		bad = "down_faults";
 	else if (cfg->budget_bytes && cfg->budget_bytes < cfg->max_request)
 		bad = "budget_bytes";
+	else if (cfg->retry_after_max_ns == 0)
+		bad = "retry_after_max_ns";
 	else if (cfg->jitter_pct > 100)
 		bad = "jitter_pct";
 	if (bad) {

@@ -115,6 +115,10 @@ struct pace_config {
 				  received (open requests and queued ranges);
 				  read-ahead shrinks to fit, demand yields
 				  read-ahead; 0: none, else >= max_request */
+	uint64_t retry_after_max_ns; /* the longest hold a 429/503 gets,
+					whatever its Retry-After asks: a
+					server cannot suspend a source for
+					longer */
 	uint32_t jitter_pct;  /* backoffs and Retry-After holds last up to
 				 this many percent longer, at random */
 	uint64_t first_hold_ns; /* read-ahead of a blob waits up to this long
@@ -220,8 +224,9 @@ int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
 		 uint64_t now_ns);
 
 /* The lane's request ended with `outcome`; for PACE_OUT_THROTTLED,
- * retry_after_ns is how long the source asked to be left alone (0: unknown).
- * Bytes not received go back to the queue. */
+ * retry_after_ns is how long the source asked to be left alone (0: unknown;
+ * any value: the hold is capped at retry_after_max_ns). Bytes not received
+ * go back to the queue. */
 int pace_on_done(struct pace *p, uint32_t lane, enum pace_outcome outcome,
 		 uint64_t retry_after_ns, uint64_t now_ns);
 

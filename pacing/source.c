@@ -20,7 +20,9 @@ static uint64_t rng_next(struct pace *p)
  * instant. */
 uint64_t pace__jitter(struct pace *p, uint64_t d)
 {
-	uint64_t span = (uint64_t)((double)d * p->cfg.jitter_pct / 100.0);
+	/* In integers: a double of a hold near 2^64 does not convert back. */
+	uint64_t span =
+		d / 100 * p->cfg.jitter_pct + d % 100 * p->cfg.jitter_pct / 100;
 
 	if (span == 0)
 		return d;

@@ -51,6 +51,12 @@ enum fault_kind {
 	FAULT_SLOWFIRST,
 	FAULT_REFUSE,
 	FAULT_RATE,
+	FAULT_REDIRECT,
+	FAULT_BIGHEADER,
+	FAULT_ENCODING,
+	FAULT_TOTAL,
+	FAULT_CLEN,
+	FAULT_ETAG,
 	FAULT_KIND_COUNT
 };
 
@@ -63,7 +69,7 @@ static const struct {
 } fault_kinds[FAULT_KIND_COUNT] = {
 	[FAULT_STALL] = {"stall", 1, 1},
 	[FAULT_RESET] = {"reset", 1, 1},
-	[FAULT_STATUS] = {"status", 1, 3},
+	[FAULT_STATUS] = {"status", 1, 4},
 	[FAULT_BURST] = {"burst", 2, 2},
 	[FAULT_NORANGE] = {"norange", 0, 0},
 	[FAULT_BADRANGE] = {"badrange", 0, 0},
@@ -73,6 +79,13 @@ static const struct {
 	[FAULT_SLOWFIRST] = {"slowfirst", 1, 1},
 	[FAULT_REFUSE] = {"refuse", 0, 0},
 	[FAULT_RATE] = {"rate", 1, 1},
+	/* A redirect's one argument is the rest of the rule. */
+	[FAULT_REDIRECT] = {"redirect", 1, 1},
+	[FAULT_BIGHEADER] = {"bigheader", 1, 2},
+	[FAULT_ENCODING] = {"encoding", 1, 2},
+	[FAULT_TOTAL] = {"total", 1, 1},
+	[FAULT_CLEN] = {"clen", 1, 1},
+	[FAULT_ETAG] = {"etag", 1, 2},
 };
 
 struct fault {
@@ -82,6 +95,10 @@ struct fault {
 	int code;	    /* status and burst */
 	long retry_after;   /* status: seconds, or -1 for none */
 	uint64_t skip;	    /* status: the first `skip` requests are served */
+	char *location;	    /* redirect: the prefix of the Location */
+	uint64_t count;	    /* status: then this many get CODE; 0: all */
+	char *text; /* encoding, etag: the header's value; total, clen: the
+		       number, as digits (it may not fit 64 bits) */
 	atomic_ullong hits; /* requests this rule has matched so far */
 };
 
@@ -96,6 +113,8 @@ struct server {
 	size_t nfaults;
 	pthread_mutex_t log_mu;
 	FILE *log; /* guarded by log_mu; NULL: no request log */
+	char **log_headers; /* --log-header NAME: their values are logged */
+	size_t nlog_headers;
 };
 
 /* A token bucket over body bytes; it takes the time as an argument so that
@@ -117,8 +136,11 @@ struct conn {
 	bool bucket_set;
 };
 
+#define ORIGIN_LOG_HEADERS_MAX 8
+
 struct request {
 	const char *method;
+	const char *logged[ORIGIN_LOG_HEADERS_MAX]; /* --log-header values */
 	const char *target;   /* as sent, for the log */
 	char path[PATH_MAX];  /* percent-decoded, without the query */
 	const char *range;    /* NULL: no Range header */
@@ -267,8 +289,8 @@ static int parse_size(const char *s, size_t len, uint64_t *out)
  * is followed by a known kind name, so globs may hold ':' themselves. */
 static int fault_parse(const char *spec, struct fault *f)
 {
-	const char *p, *args = NULL, *a[3];
-	size_t alen[3];
+	const char *p, *args = NULL, *a[4];
+	size_t alen[4];
 	int kind = -1, nargs = 0, i, rc = -EINVAL;
 	uint64_t v;
 
@@ -288,10 +310,17 @@ static int fault_parse(const char *spec, struct fault *f)
 	}
 	if (kind < 0 || p == spec)
 		goto out;
+	/* A redirect's prefix is a URL: its colons are its own. */
+	while (args && kind == FAULT_REDIRECT && nargs == 0) {
+		a[nargs] = args;
+		alen[nargs] = strlen(args);
+		nargs++;
+		args = NULL;
+	}
 	while (args) {
 		const char *colon = strchr(args, ':');
 
-		if (nargs == 3)
+		if (nargs == 4)
 			goto out;
 		a[nargs] = args;
 		alen[nargs] = colon ? (size_t)(colon - args) : strlen(args);
@@ -314,10 +343,17 @@ static int fault_parse(const char *spec, struct fault *f)
 			goto out;
 		}
 		f->code = (int)v;
-		if (nargs == 3) {
+		if (nargs >= 3) {
 			rc = parse_u64(a[2], alen[2], &f->skip);
 			if (rc < 0)
 				goto out;
+		}
+		if (nargs == 4) {
+			rc = parse_u64(a[3], alen[3], &f->count);
+			if (rc < 0 || f->count == 0) {
+				rc = -EINVAL;
+				goto out;
+			}
 		}
 		if (nargs >= 2) {
 			rc = parse_u64(a[1], alen[1], &v);
@@ -350,8 +386,59 @@ static int fault_parse(const char *spec, struct fault *f)
 		if (rc < 0)
 			goto out;
 		break;
+	case FAULT_REDIRECT:
+		if (alen[0] == 0 || strpbrk(a[0], " \t\r\n") != NULL) {
+			rc = -EINVAL;
+			goto out;
+		}
+		f->location = strndup(a[0], alen[0]);
+		if (!f->location) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		break;
+	case FAULT_BIGHEADER:
+		rc = parse_size(a[0], alen[0], &f->n);
+		if (rc < 0 || f->n > ((uint64_t)64 << 20)) {
+			rc = -EINVAL;
+			goto out;
+		}
+		break;
+	case FAULT_TOTAL:
+	case FAULT_CLEN:
+		if (alen[0] == 0 || alen[0] > 40 ||
+		    strspn(a[0], "0123456789") < alen[0]) {
+			rc = -EINVAL;
+			goto out;
+		}
+		break;
+	case FAULT_ENCODING:
+	case FAULT_ETAG:
+		/* Any byte a header line can hold, control bytes included. */
+		if (alen[0] == 0 || memchr(a[0], '\r', alen[0]) ||
+		    memchr(a[0], '\n', alen[0])) {
+			rc = -EINVAL;
+			goto out;
+		}
+		break;
 	default:
 		break;
+	}
+	if (f->kind == FAULT_BIGHEADER || f->kind == FAULT_ENCODING ||
+	    f->kind == FAULT_ETAG) {
+		if (nargs == 2) {
+			rc = parse_u64(a[1], alen[1], &f->skip);
+			if (rc < 0)
+				goto out;
+		}
+	}
+	if (f->kind == FAULT_TOTAL || f->kind == FAULT_CLEN ||
+	    f->kind == FAULT_ENCODING || f->kind == FAULT_ETAG) {
+		f->text = strndup(a[0], alen[0]);
+		if (!f->text) {
+			rc = -ENOMEM;
+			goto out;
+		}
 	}
 	f->glob = strndup(spec, (size_t)(p - spec));
 	if (!f->glob) {
@@ -370,6 +457,8 @@ static const char *reason_phrase(int code)
 		return "OK";
 	case 206:
 		return "Partial Content";
+	case 302:
+		return "Found";
 	case 400:
 		return "Bad Request";
 	case 403:
@@ -553,10 +642,27 @@ static void log_request(struct server *srv, const struct request *rq,
 	range[n] = '\0';
 	pthread_mutex_lock(&srv->log_mu);
 	if (srv->log) {
-		fprintf(srv->log, "%s %s %s %d %" PRIu64 " %s\n",
+		fprintf(srv->log, "%s %s %s %d %" PRIu64 " %s",
 			rq->method ? rq->method : "-",
 			rq->target ? rq->target : "-", range, status, sent,
 			fault ? fault : "-");
+		/* --log-header values, blanks and '%' percent-encoded so
+		 * that each stays one field. */
+		for (size_t i = 0; i < srv->nlog_headers; i++) {
+			const char *v = rq->logged[i];
+
+			fputc(' ', srv->log);
+			if (!v || !*v)
+				fputc('-', srv->log);
+			for (; v && *v; v++) {
+				if (*v == ' ' || *v == '\t' || *v == '%')
+					fprintf(srv->log, "%%%02X",
+						(unsigned char)*v);
+				else
+					fputc(*v, srv->log);
+			}
+		}
+		fputc('\n', srv->log);
 		fflush(srv->log);
 	}
 	pthread_mutex_unlock(&srv->log_mu);
@@ -597,7 +703,7 @@ static int send_all(int fd, const void *data, size_t len, int flags)
 
 /* A bounded string builder for response heads. */
 struct head {
-	char buf[2048];
+	char buf[ORIGIN_HEAD_MAX + 2048]; /* a Location may echo the target */
 	size_t len;
 	bool overflow;
 };
@@ -646,6 +752,32 @@ static int head_send(struct conn *c, struct head *h, bool more)
 	if (h->overflow)
 		return -EOVERFLOW;
 	return send_all(c->fd, h->buf, h->len, more ? MSG_MORE : 0);
+}
+
+/* Sends the head with an X-Pad header of pad bytes before its end
+ * (bigheader), corked with the body to come when more is true. */
+static int head_send_padded(struct conn *c, struct head *h, uint64_t pad,
+			    bool more)
+{
+	char fill[4096];
+	int rc;
+
+	if (h->overflow)
+		return -EOVERFLOW;
+	memset(fill, 'a', sizeof(fill));
+	/* The head ends with its empty line: the pad goes before it. */
+	rc = send_all(c->fd, h->buf, h->len - 2, MSG_MORE);
+	if (rc == 0)
+		rc = send_all(c->fd, "X-Pad: ", 7, MSG_MORE);
+	while (rc == 0 && pad > 0) {
+		size_t n = pad < sizeof(fill) ? (size_t)pad : sizeof(fill);
+
+		rc = send_all(c->fd, fill, n, MSG_MORE);
+		pad -= n;
+	}
+	if (rc == 0)
+		rc = send_all(c->fd, "\r\n\r\n", 4, more ? MSG_MORE : 0);
+	return rc;
 }
 
 /* Answers with a short text body, e.g. for 404 or an injected status. */
@@ -1051,7 +1183,23 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 	}
 	if (srv->latency_ms)
 		sleep_ns(srv->latency_ms * NS_PER_MS);
-	if (f && ((f->kind == FAULT_STATUS && hits > f->skip) ||
+	if (f && f->kind == FAULT_REDIRECT) {
+		size_t n = strlen(f->location) + strlen(rq->target) + 16;
+		char *loc = malloc(n);
+
+		applied = "redirect";
+		status = 302;
+		if (!loc) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		snprintf(loc, n, "Location: %s%s\r\n", f->location, rq->target);
+		rc = send_status(c, rq, status, -1, loc, closing, &sent);
+		free(loc);
+		goto out;
+	}
+	if (f && ((f->kind == FAULT_STATUS && hits > f->skip &&
+		   (f->count == 0 || hits <= f->skip + f->count)) ||
 		  (f->kind == FAULT_BURST && hits <= f->n))) {
 		applied = fault_kinds[f->kind].name;
 		status = f->code;
@@ -1091,12 +1239,22 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 	}
 	snprintf(e.etag + strlen(e.etag), sizeof(e.etag) - strlen(e.etag),
 		 "\"");
+	if (f && f->kind == FAULT_ETAG && hits > f->skip) {
+		applied = "etag";
+		snprintf(e.etag, sizeof(e.etag), "%s", f->text);
+	}
 	if (f && f->kind == FAULT_RATE) {
 		applied = "rate";
 		rate = f->n;
 	}
 	if (rq->range && f && f->kind == FAULT_NORANGE) {
 		applied = "norange";
+	} else if (f && f->kind == FAULT_CLEN) {
+		/* A 200 whose Content-Length is the rule's number: the
+		 * connection closes after the body, whatever it said. */
+		applied = "clen";
+		closing = true;
+		*after = AFTER_CLOSE;
 	} else if (rq->range &&
 		   (!rq->if_range || if_range_matches(rq->if_range, &e))) {
 		rr = range_parse(rq->range, e.size, &start, &len);
@@ -1117,22 +1275,34 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 	}
 	status = rr == RANGE_PART ? 206 : 200;
 	head_start(&h, status);
+	if (f && f->kind == FAULT_CLEN)
+		head_add(&h, "Content-Length: %s\r\n", f->text);
+	else
+		head_add(&h, "Content-Length: %" PRIu64 "\r\n", len);
 	head_add(&h,
 		 "Content-Type: application/octet-stream\r\n"
-		 "Content-Length: %" PRIu64 "\r\n"
 		 "Accept-Ranges: bytes\r\nETag: %s\r\nLast-Modified: %s\r\n",
-		 len, e.etag, lm);
+		 e.etag, lm);
+	if (f && f->kind == FAULT_ENCODING && hits > f->skip) {
+		applied = "encoding";
+		head_add(&h, "Content-Encoding: %s\r\n", f->text);
+	}
 	if (rr == RANGE_PART) {
 		uint64_t shift = 0;
+		char total[48];
 
 		if (f && f->kind == FAULT_BADRANGE) {
 			applied = "badrange";
 			shift = 1;
 		}
+		snprintf(total, sizeof(total), "%" PRIu64, e.size);
+		if (f && f->kind == FAULT_TOTAL) {
+			applied = "total";
+			snprintf(total, sizeof(total), "%s", f->text);
+		}
 		head_add(&h,
-			 "Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64
-			 "\r\n",
-			 start + shift, start + len - 1 + shift, e.size);
+			 "Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%s\r\n",
+			 start + shift, start + len - 1 + shift, total);
 	}
 	body = head_only ? 0 : len;
 	if (f && body > 0) {
@@ -1157,7 +1327,13 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 	}
 	head_end(&h, closing);
 	/* slowfirst: the head goes at once, only the body waits. */
-	rc = head_send(c, &h, body > 0 && !(f && f->kind == FAULT_SLOWFIRST));
+	if (f && f->kind == FAULT_BIGHEADER && hits > f->skip) {
+		applied = "bigheader";
+		rc = head_send_padded(c, &h, f->n, body > 0);
+	} else {
+		rc = head_send(c, &h,
+			       body > 0 && !(f && f->kind == FAULT_SLOWFIRST));
+	}
 	if (rc < 0 || body == 0)
 		goto out;
 	if (f && f->kind == FAULT_SLOWFIRST)
@@ -1206,7 +1382,8 @@ static int read_head(struct conn *c, size_t *head_len)
 
 /* Splits the head in place into rq; returns 0 or -EINVAL. The pointers in
  * rq stay valid until the head buffer is reused for the next request. */
-static int request_parse(char *head, struct request *rq)
+static int request_parse(const struct server *srv, char *head,
+			 struct request *rq)
 {
 	char *line, *next, *sp1, *sp2, *colon, *v, *e;
 	bool http10;
@@ -1248,6 +1425,9 @@ static int request_parse(char *head, struct request *rq)
 		e = v + strlen(v);
 		while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
 			*--e = '\0';
+		for (size_t i = 0; i < srv->nlog_headers; i++)
+			if (strcasecmp(line, srv->log_headers[i]) == 0)
+				rq->logged[i] = v;
 		if (strcasecmp(line, "Range") == 0) {
 			rq->range = v;
 		} else if (strcasecmp(line, "If-Range") == 0) {
@@ -1326,7 +1506,7 @@ static void *conn_main(void *arg)
 			break;
 		}
 		c->head[head_len - 2] = '\0';
-		rc = request_parse(c->head, &rq);
+		rc = request_parse(c->srv, c->head, &rq);
 		if (rc < 0) {
 			memset(&rq, 0, sizeof(rq));
 			rq.method = "-";
@@ -1501,11 +1681,12 @@ static void usage(FILE *fp)
 	fputs("usage: pacefs-origin --root DIR [--listen 127.0.0.1:PORT]\n"
 	      "         [--port-file FILE] [--rate BYTES_PER_SEC[K|M|G]]\n"
 	      "         [--latency MS] [--fault GLOB:KIND[:ARG]]...\n"
-	      "         [--log FILE] [--quiet] [--autoindex]\n"
+	      "         [--log FILE] [--log-header NAME]... [--quiet] "
+	      "[--autoindex]\n"
 	      "fault kinds: stall:N reset:N status:CODE[:RETRY_AFTER] "
 	      "burst:CODE:K norange\n"
 	      "  badrange short:N etag-change:N content-change:N "
-	      "slowfirst:MS refuse rate:BYTES\n",
+	      "slowfirst:MS refuse rate:BYTES redirect:URL_PREFIX\n",
 	      fp);
 }
 
@@ -1536,6 +1717,7 @@ int main(int argc, char **argv)
 		{"latency", required_argument, NULL, 'L'},
 		{"fault", required_argument, NULL, 'f'},
 		{"log", required_argument, NULL, 'g'},
+		{"log-header", required_argument, NULL, 'H'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"autoindex", no_argument, NULL, 'a'},
 		{"help", no_argument, NULL, 'h'},
@@ -1596,6 +1778,20 @@ int main(int argc, char **argv)
 		case 'g':
 			log_path = optarg;
 			break;
+		case 'H': {
+			char **nh;
+
+			if (server.nlog_headers == ORIGIN_LOG_HEADERS_MAX)
+				die("--log-header: at most %d",
+				    ORIGIN_LOG_HEADERS_MAX);
+			nh = realloc(server.log_headers,
+				     (server.nlog_headers + 1) * sizeof(*nh));
+			if (!nh)
+				die("out of memory");
+			server.log_headers = nh;
+			nh[server.nlog_headers++] = optarg;
+			break;
+		}
 		case 'q':
 			server.quiet = true;
 			break;

@@ -24,7 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    strchr(e[i].name, '/') != NULL ||
 		    strcmp(e[i].name, ".") == 0 ||
 		    strcmp(e[i].name, "..") == 0 ||
-		    (e[i].is_dir && e[i].has_size))
+		    (e[i].is_dir && e[i].has_size) ||
+		    (e[i].has_size && e[i].size > (uint64_t)INT64_MAX))
 			abort();
 		for (uint32_t j = 0; j < i; j++)
 			if (strcmp(e[i].name, e[j].name) == 0)

@@ -8,7 +8,8 @@ FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
 	-DFUSE_USE_VERSION=312 $(WARN) -g -O1 -I. -MMD -MP
 FUZZ_OBJ := $(BUILD)/fuzz/obj
 FUZZ_BINS := $(BUILD)/fuzz/fuzz_manifest $(BUILD)/fuzz/fuzz_dirindex \
-	$(BUILD)/fuzz/fuzz_http $(BUILD)/fuzz/fuzz_name
+	$(BUILD)/fuzz/fuzz_http $(BUILD)/fuzz/fuzz_name \
+	$(BUILD)/fuzz/fuzz_headers $(BUILD)/fuzz/fuzz_url
 
 .PHONY: fuzz
 fuzz: $(FUZZ_BINS)
@@ -34,6 +35,16 @@ $(BUILD)/fuzz/fuzz_http: $(FUZZ_OBJ)/tests/fuzz/fuzz_http.o \
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
 
 $(BUILD)/fuzz/fuzz_name: $(FUZZ_OBJ)/tests/fuzz/fuzz_name.o \
-		$(FUZZ_OBJ)/fs/opts.o
+		$(FUZZ_OBJ)/fs/opts.o $(FUZZ_OBJ)/fs/headers.o \
+		$(FUZZ_OBJ)/fetch/url.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
-		$(shell $(PKG_CONFIG) --libs fuse3 2>/dev/null)
+		$(shell $(PKG_CONFIG) --libs fuse3 libcurl 2>/dev/null)
+
+$(BUILD)/fuzz/fuzz_headers: $(FUZZ_OBJ)/tests/fuzz/fuzz_headers.o \
+		$(FUZZ_OBJ)/fs/headers.o
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
+
+$(BUILD)/fuzz/fuzz_url: $(FUZZ_OBJ)/tests/fuzz/fuzz_url.o \
+		$(FUZZ_OBJ)/fetch/url.o
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
+		$(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null)

@@ -58,6 +58,7 @@ start_nginx() {
 			        ssl_certificate $PKI/server.pem;
 			        ssl_certificate_key $PKI/server.key;
 			        root $WWW;
+			        location = /down/blob.bin { return 302 http://127.0.0.1:$HTTP_PORT/auth/blob.bin; }
 			    }
 			    server {
 			        listen 127.0.0.1:$HTTP_PORT;
@@ -168,6 +169,21 @@ if [ "$rc" -eq 1 ] && grep -q 'option header' "$T_TMP/hdr.err"; then
 else
 	t_fail "malformed header refused" "exit $rc: $(cat "$T_TMP/hdr.err")"
 fi
+
+# https never falls back to http: the redirect is refused with one line
+# naming both URLs, and the header never travels in the clear.
+before=$(awk -v p="$HTTP_PORT" '$1 == p && $3 == "/auth/blob.bin"' "$PREFIX/access.log" | wc -l)
+rc=0
+timeout 30 "$PACEFS" -o "cache_dir=$T_TMP/cache-down,cafile=$PKI/ca.pem" -o "header=X-Pacefs-Token: s3cret" \
+	"$HTTPS/down/blob.bin" "$T_TMP/mnt-1" </dev/null >/dev/null 2>"$T_TMP/down.err" || rc=$?
+after=$(awk -v p="$HTTP_PORT" '$1 == p && $3 == "/auth/blob.bin"' "$PREFIX/access.log" | wc -l)
+if [ "$rc" -eq 1 ] && ! is_mounted "$T_TMP/mnt-1" && [ "$(wc -l <"$T_TMP/down.err")" -eq 1 ] &&
+	grep -qF "refusing a redirect from https to http: $HTTPS/down/blob.bin -> $HTTP/auth/blob.bin" "$T_TMP/down.err"; then
+	t_pass "https to http refused: $(cat "$T_TMP/down.err")"
+else
+	t_fail "https to http refused" "exit $rc: $(cat "$T_TMP/down.err")"
+fi
+t_eq "https to http: nothing sent over http" "$after" "$before"
 
 # Two mirrors of one blob: both serve ranges.
 a0=$(requests "$HTTP_PORT" /files/blob.bin)

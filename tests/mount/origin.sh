@@ -41,7 +41,8 @@ between() {
 
 WWW=$T_TMP/www
 SIZE=1048699
-DIRS="stall reset s503 s429 s500 s403 s410 burst norange badrange short etag content slow refuse rate"
+DIRS="stall reset s503 s429 s500 s403 s410 s429n burst norange badrange short etag content slow refuse rate
+big enc total clen etagv"
 mkdir -p "$WWW/dir"
 gen_file "$WWW/f.bin" "$SIZE" 71
 gen_file "$WWW/eight.bin" $((8 * 1024 * 1024)) 72
@@ -66,7 +67,13 @@ o_start main --root "$WWW" \
 	--fault '/content/*:content-change:2' \
 	--fault '/slow/*:slowfirst:300' \
 	--fault '/refuse/*:refuse' \
-	--fault '/rate/*:rate:2M'
+	--fault '/rate/*:rate:2M' \
+	--fault '/s429n/*:status:429:5:1:2' \
+	--fault '/big/*:bigheader:200K:1' \
+	--fault '/enc/*:encoding:gzip:1' \
+	--fault '/total/*:total:9223372036854775808' \
+	--fault '/clen/*:clen:18446744073709551616' \
+	--fault "/etagv/*:etag:$(printf '"e\033[31m\001"')"
 MAIN_PID=$O_PID
 U=$O_URL
 t_eq "prints its address" "$(head -n 1 "$T_TMP/main.out")" "listening on ${U#http://}"
@@ -171,6 +178,13 @@ done
 
 codes=
 for i in 1 2 3 4; do
+	fetch "s429n$i" "$U/s429n/f.bin"
+	codes="$codes $C_CODE"
+done
+t_eq "status:429:5:1:2: served, two 429s, then served" "$codes" " 200 429 429 200"
+
+codes=
+for i in 1 2 3 4; do
 	fetch "burst$i" "$U/burst/f.bin"
 	codes="$codes $C_CODE"
 done
@@ -248,8 +262,55 @@ else
 	t_fail "rate:2M" "1 MiB in ${C_TOTAL} s, want about 0.5 s"
 fi
 
+fetch big1 -H 'Range: bytes=0-9' "$U/big/f.bin"
+fetch big2 -H 'Range: bytes=0-9' "$U/big/f.bin"
+t_eq "bigheader:200K:1: the first answer plain, then curl refuses its 200 KB header (27)" \
+	"$(grep -ci '^X-Pad:' "$T_TMP/big1.head" || true) $C_RC $(grep -c ' /big/f.bin .* bigheader$' "$T_TMP/main.log" || true)" "0 27 1"
+
+fetch enc1 -H 'Range: bytes=0-9' "$U/enc/f.bin"
+fetch enc2 -H 'Range: bytes=0-9' "$U/enc/f.bin"
+if [ -z "$(hdr "$T_TMP/enc1.head" Content-Encoding)" ] &&
+	[ "$C_CODE $(hdr "$T_TMP/enc2.head" Content-Encoding)" = "206 gzip" ] &&
+	cmp -s "$T_TMP/enc2.body" <(slice "$WWW/f.bin" 0 10); then
+	t_pass "encoding:gzip:1: then 'Content-Encoding: gzip' on the same bytes"
+else
+	t_fail "encoding:gzip:1" "'$(hdr "$T_TMP/enc1.head" Content-Encoding)', then $C_CODE '$(hdr "$T_TMP/enc2.head" Content-Encoding)'"
+fi
+
+fetch total -H 'Range: bytes=0-9' "$U/total/f.bin"
+t_eq "total:N: the Content-Range total is N" "$C_CODE $(hdr "$T_TMP/total.head" Content-Range)" \
+	"206 bytes 0-9/9223372036854775808"
+
+fetch clen -H 'Range: bytes=0-9' "$U/clen/f.bin"
+if [ "$(hdr "$T_TMP/clen.head" Content-Length)" = 18446744073709551616 ] &&
+	[ "$C_CODE" = 200 ] && cmp -s "$T_TMP/clen.body" "$WWW/f.bin"; then
+	t_pass "clen:N: a 200 with Content-Length N and the whole file"
+else
+	t_fail "clen:N" "status $C_CODE, Content-Length '$(hdr "$T_TMP/clen.head" Content-Length)', $C_SIZE bytes"
+fi
+
+fetch etagv "$U/etagv/f.bin"
+t_eq "etag:VALUE: the ETag is VALUE, control bytes and all" \
+	"$(hdr "$T_TMP/etagv.head" ETag | tr -d '\n' | od -An -c | tr -s ' ')" \
+	"$(printf '"e\033[31m\001"' | od -An -c | tr -s ' ')"
+
 fetch after_faults "$U/f.bin"
 t_eq "still serving after the faults" "$C_CODE $C_SIZE" "200 $SIZE"
+
+# --- redirect and --log-header ---------------------------------------------
+
+o_start redir --root "$WWW" --log-header X-Token --log-header Authorization \
+	--fault "/r/*:redirect:http://127.0.0.1:9/pre"
+fetch redir -H 'X-Token: a b%c' "$O_URL/r/f.bin?q=1&x=y"
+t_eq "redirect: 302 to the prefix and the whole target" \
+	"$C_CODE $(hdr "$T_TMP/redir.head" Location)" "302 http://127.0.0.1:9/pre/r/f.bin?q=1&x=y"
+fetch unredir -u 'u:p' "$O_URL/f.bin"
+t_eq "--log-header: each value one field, '-' when absent" \
+	"$(awk '{ print $6, $7, $8 }' "$T_TMP/redir.log" | tr '\n' ' ')" \
+	"redirect a%20b%25c - - - Basic%20dTpw "
+rc=0
+timeout 5 "$ORIGIN_BIN" --root "$WWW" --fault '/r/*:redirect:' >/dev/null 2>"$T_TMP/badredir.err" || rc=$?
+t_eq "redirect without a URL: usage error" "$rc" 2
 
 # --- rate cap and latency --------------------------------------------------
 

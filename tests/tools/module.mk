@@ -1,9 +1,13 @@
 # tests/tools: small programs the mount tests use to compare bytes, to
-# interrupt reads and to drive fetch/ against a live origin.
+# interrupt reads, to time stats and to drive fetch/ against a live origin.
 TEST_TOOLS := $(BUILD)/tests/readcmp $(BUILD)/tests/intread \
-	$(BUILD)/tests/fetchq
+	$(BUILD)/tests/fetchq $(BUILD)/tests/statlat
 
 $(BUILD)/tests/readcmp: $(BUILD)/tests/tools/readcmp.o
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^
+
+$(BUILD)/tests/statlat: $(BUILD)/tests/tools/statlat.o
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
 

@@ -2,10 +2,12 @@
  * decide whether a range response's bytes may be used. */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fetch/fetch.h"
+#include "fetch/fetch_int.h"
 #include "tests/t.h"
 
 static void content_range_ok(void)
@@ -70,8 +72,60 @@ static void retry_after(void)
 					 1445412490, &ms),
 		 0);
 	T_EQ_U64(ms, 0);
+	/* A server's number, however large, saturates: never a wrapped,
+	 * short delay. */
+	T_EQ_INT(fetch_parse_retry_after("999999999", 0, &ms), 0);
+	T_EQ_U64(ms, 999999999000ull);
+	T_EQ_INT(fetch_parse_retry_after("18446744073709551615", 0, &ms), 0);
+	T_EQ_U64(ms, UINT64_MAX / 1000 * 1000);
+	T_EQ_INT(fetch_parse_retry_after("99999999999999999999999", 0, &ms), 0);
+	T_EQ_U64(ms, UINT64_MAX / 1000 * 1000);
+	T_EQ_INT(fetch_parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", 0,
+					 &ms),
+		 0);
+	T_EQ_U64(ms, 253402300799000ull);
 	T_EQ_INT(fetch_parse_retry_after("soon", 0, &ms), -EINVAL);
 	T_EQ_INT(fetch_parse_retry_after("12x", 0, &ms), -EINVAL);
+}
+
+/* A Content-Length is a size a file can have, or an error (never wrapped
+ * to a small number, as the probe's hand-made loop did with 2^64). */
+static void content_length(void)
+{
+	uint64_t n = 1;
+
+	T_EQ_INT(fetch_parse_content_length("0", &n), 0);
+	T_EQ_U64(n, 0);
+	T_EQ_INT(fetch_parse_content_length(" 1049575 \r\n", &n), 0);
+	T_EQ_U64(n, 1049575);
+	T_EQ_INT(fetch_parse_content_length("9223372036854775807", &n), 0);
+	T_EQ_U64(n, FETCH_SIZE_MAX);
+	T_EQ_INT(fetch_parse_content_length("9223372036854775808", &n), -EFBIG);
+	T_EQ_INT(fetch_parse_content_length("18446744073709551615", &n),
+		 -EFBIG);
+	T_EQ_INT(fetch_parse_content_length("18446744073709551616", &n),
+		 -EINVAL);
+	T_EQ_INT(fetch_parse_content_length("", &n), -EINVAL);
+	T_EQ_INT(fetch_parse_content_length("-1", &n), -EINVAL);
+	T_EQ_INT(fetch_parse_content_length("12, 12", &n), -EINVAL);
+	T_EQ_INT(fetch_parse_content_length("0x10", &n), -EINVAL);
+}
+
+/* Only identity leaves the bytes as stored (and chunked, for the
+ * transfer, which curl undoes). */
+static void coding(void)
+{
+	T_ASSERT(fetch_coding_is_identity("", false));
+	T_ASSERT(fetch_coding_is_identity("identity", false));
+	T_ASSERT(fetch_coding_is_identity(" IDENTITY ,identity\r\n", false));
+	T_ASSERT(!fetch_coding_is_identity("gzip", false));
+	T_ASSERT(!fetch_coding_is_identity("identity, gzip", false));
+	T_ASSERT(!fetch_coding_is_identity("x-gzip", false));
+	T_ASSERT(!fetch_coding_is_identity("identity;q=1", false));
+	T_ASSERT(!fetch_coding_is_identity("chunked", false));
+	T_ASSERT(fetch_coding_is_identity("chunked", true));
+	T_ASSERT(!fetch_coding_is_identity("gzip, chunked", true));
+	T_ASSERT(!fetch_coding_is_identity("br", true));
 }
 
 static void classify(void)
@@ -127,10 +181,94 @@ static void url_origin(void)
 	T_EQ_INT(fetch_url_origin("no url", &o), -EINVAL);
 }
 
+static void text_redact(void)
+{
+	static const char *const cases[][2] = {
+		{"lane 1: GET http://u:pw@h/a bytes 0-9",
+		 "lane 1: GET http://h/a bytes 0-9"},
+		{"'https://a:b@h' and http://c@d:1/x?e@f then ftp://g@h",
+		 "'https://h' and http://d:1/x?e@f then ftp://h"},
+		{"http://u:p@ss:w@h:8/", "http://h:8/"},
+		{"no url, a@b and :// alone", "no url, a@b and :// alone"},
+		{"http://h:8080 refused: user@example",
+		 "http://h:8080 refused: user@example"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[128];
+
+		snprintf(buf, sizeof(buf), "%s", cases[i][0]);
+		fetch_text_redact(buf);
+		T_EQ_STR(buf, cases[i][1]);
+	}
+}
+
+static void url_shown(void)
+{
+	char buf[16];
+
+	/* A cut never leaves part of a userinfo, however long. */
+	fetch__url_shown("http://user:a-very-long-password@h/x", buf,
+			 sizeof(buf));
+	T_EQ_STR(buf, "http://h/x");
+	fetch__url_shown("http://h/a/very/long/path", buf, sizeof(buf));
+	T_EQ_STR(buf, "http://h/a/very");
+}
+
+static void url_hop(void)
+{
+	static const char *const cases[][3] = {
+		/* start, redirect target, next hop */
+		{"http://u:p@h/a", "http://h/b", "http://u:p@h/b"},
+		{"http://u:p@h/a", "http://h:81/b", "http://h:81/b"},
+		{"http://u:p@h/a", "https://h/b", "https://h/b"},
+		{"http://u:p@h/a", "http://cdn/b?sig=1", "http://cdn/b?sig=1"},
+		/* A target's own userinfo is never taken. */
+		{"http://h/a", "http://x:y@cdn/b", "http://cdn/b"},
+		{"http://u:p@h/a", "http://x:y@h/b", "http://u:p@h/b"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *next = NULL;
+
+		T_EQ_INT(fetch__url_hop(cases[i][0], cases[i][1], &next), 0);
+		T_EQ_STR(next, cases[i][2]);
+		free(next);
+	}
+}
+
+static void sends_headers(void)
+{
+	const char *const headers[] = {"X-Token: t"};
+	const char *const origins[] = {"https://h.example:443",
+				       "http://m:8080"};
+	struct fetch_config cfg = {.headers = headers, .nheaders = 1};
+
+	/* No origin given: the headers go nowhere. */
+	T_ASSERT(!fetch__sends_headers(&cfg, "https://h.example/a"));
+	cfg.header_origins = origins;
+	cfg.nheader_origins = 2;
+	T_ASSERT(fetch__sends_headers(&cfg, "https://H.example:443/a?b"));
+	T_ASSERT(fetch__sends_headers(&cfg, "https://u:p@h.example/a"));
+	T_ASSERT(fetch__sends_headers(&cfg, "http://m:8080/x"));
+	T_ASSERT(!fetch__sends_headers(&cfg, "http://h.example/a"));
+	T_ASSERT(!fetch__sends_headers(&cfg, "https://h.example:8443/a"));
+	T_ASSERT(!fetch__sends_headers(&cfg, "https://h.example.evil/a"));
+	T_ASSERT(!fetch__sends_headers(&cfg, "http://m/x"));
+	cfg.nheaders = 0;
+	T_ASSERT(!fetch__sends_headers(&cfg, "https://h.example/a"));
+}
+
 static const struct t_case cases[] = {
+	{"text_redact", text_redact},
+	{"url_shown", url_shown},
+	{"url_hop", url_hop},
+	{"sends_headers", sends_headers},
 	{"content_range_ok", content_range_ok},
 	{"content_range_bad", content_range_bad},
 	{"retry_after", retry_after},
+	{"content_length", content_length},
+	{"coding", coding},
 	{"classify", classify},
 	{"url_redacted", url_redacted},
 	{"url_origin", url_origin},

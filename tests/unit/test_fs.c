@@ -1,9 +1,19 @@
-/* test_fs: the command line: options, their errors, and the file name
- * derived from a URL. */
+/* test_fs: the command line: options, their errors, the file name derived
+ * from a URL, what argv keeps once parsed, header files, the cache
+ * identities of a URL and of a manifest's file, and the log's escaping
+ * and rate limit. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
 
 #include "fs/fs.h"
+#include "fs/fs_int.h"
 #include "tests/t.h"
 
 static int parse(struct fs_opts *o, char *err, size_t errlen, int argc,
@@ -24,6 +34,7 @@ static void opts_defaults(void)
 	T_EQ_INT(o.lanes, 8);
 	T_EQ_INT(o.read_timeout_s, 60);
 	T_EQ_INT(o.connect_timeout_s, 10);
+	T_EQ_INT(o.retry_after_max_s, 60);
 	T_ASSERT(!o.foreground);
 	T_ASSERT(o.cache_dir == NULL);
 	fs_opts_free(&o);
@@ -60,6 +71,10 @@ static void opts_errors_name_the_option(void)
 	char *bad_lanes[] = {"pacefs", "-o", "lanes=0", "http://h/x", "/m"};
 	char *bad_num[] = {"pacefs", "-o", "read_timeout=abc", "http://h/x",
 			   "/m"};
+	char *bad_cap[] = {"pacefs", "-o", "retry_after_max=0", "http://h/x",
+			   "/m"};
+	char *own_hdr[] = {"pacefs", "-o", "header=accept-encoding: gzip",
+			   "http://h/x", "/m"};
 	char *no_mp[] = {"pacefs", "http://h/x"};
 	char *extra[] = {"pacefs", "http://h/x", "/m", "/other"};
 	struct fs_opts o;
@@ -70,6 +85,10 @@ static void opts_errors_name_the_option(void)
 	T_EQ_INT(parse(&o, err, sizeof(err), 5, bad_num), -EINVAL);
 	T_ASSERT(strstr(err, "read_timeout") != NULL);
 	T_ASSERT(strstr(err, "abc") != NULL);
+	T_EQ_INT(parse(&o, err, sizeof(err), 5, bad_cap), -EINVAL);
+	T_ASSERT(strstr(err, "retry_after_max") != NULL);
+	T_EQ_INT(parse(&o, err, sizeof(err), 5, own_hdr), -EINVAL);
+	T_ASSERT(strstr(err, "sets Accept-Encoding itself") != NULL);
 	T_EQ_INT(parse(&o, err, sizeof(err), 2, no_mp), -EINVAL);
 	T_ASSERT(strstr(err, "MOUNTPOINT") != NULL);
 	T_EQ_INT(parse(&o, err, sizeof(err), 4, extra), -EINVAL);
@@ -116,12 +135,310 @@ static void name_from_url_refused(void)
 	}
 }
 
+/* A file of 3 digest blocks of dblock bytes, each digest filled with
+ * `fill`, and the whole-file digest all 0xab when has_sha256. */
+static void identity_node(struct fs_node *n, char **urls, uint8_t (*d)[32],
+			  bool has_sha256, uint32_t dblock, uint8_t fill)
+{
+	memset(n, 0, sizeof(*n));
+	n->urls = urls;
+	n->nurls = 1;
+	n->has_size = true;
+	n->size = 3 * (uint64_t)dblock - 10;
+	n->has_sha256 = has_sha256;
+	memset(n->sha256, 0xab, sizeof(n->sha256));
+	memset(d, fill, 3 * sizeof(*d));
+	n->dblock = dblock;
+	n->dblocks = d;
+	n->ndblocks = 3;
+}
+
+static void identity_forms(void)
+{
+	char *urls[] = {"http://h/f.bin"};
+	uint8_t d[3][32], list[32];
+	struct fs_node n;
+	char *got, want[512], dhex[65];
+
+	for (int i = 0; i < 32; i++)
+		snprintf(want + 2 * i, 3, "%02x", 0xab);
+	/* The whole-file digest alone: the source's identity. */
+	identity_node(&n, urls, d, true, 65536, 1);
+	n.dblocks = NULL;
+	n.ndblocks = 0;
+	n.dblock = 0;
+	T_ASSERT(!fs__node_has_content_identity(&n));
+	got = fs__node_identity(&n);
+	T_EQ_STR(got, "url:http://h/f.bin");
+	free(got);
+
+	/* Block digests checked before caching: the content's. */
+	identity_node(&n, urls, d, true, 65536, 1);
+	EVP_Digest(d, sizeof(d), list, NULL, EVP_sha256(), NULL);
+	for (int i = 0; i < 32; i++)
+		snprintf(dhex + 2 * i, 3, "%02x", list[i]);
+	T_ASSERT(fs__node_has_content_identity(&n));
+	got = fs__node_identity(&n);
+	snprintf(want + 64, sizeof(want) - 64, " block_sha256:65536:%s", dhex);
+	T_EQ_STR(got + 7, want);
+	T_ASSERT(strncmp(got, "sha256:", 7) == 0);
+	free(got);
+
+	/* Without a whole-file digest, and with small blocks. */
+	identity_node(&n, urls, d, false, 4096, 1);
+	got = fs__node_identity(&n);
+	snprintf(want, sizeof(want), "block_sha256:4096:%s", dhex);
+	T_EQ_STR(got, want);
+	free(got);
+
+	/* Other block digests, the same whole-file digest: another identity,
+	 * so blocks checked against one list never serve the other. */
+	identity_node(&n, urls, d, true, 65536, 2);
+	got = fs__node_identity(&n);
+	T_ASSERT(strstr(got, dhex) == NULL);
+	T_ASSERT(strncmp(got, "sha256:abab", 11) == 0);
+	free(got);
+
+	/* Digest blocks larger than a cache block are checked only with the
+	 * whole file: the source's identity. */
+	identity_node(&n, urls, d, true, 2 * CACHE_BLOCK_SIZE, 1);
+	T_ASSERT(!fs__node_has_content_identity(&n));
+	got = fs__node_identity(&n);
+	T_EQ_STR(got, "url:http://h/f.bin");
+	free(got);
+}
+
+static void argv_scrubbed(void)
+{
+	char a1[] = "-o", a2[] = "lanes=2,header=X-Key: k1\\,k2,mirror=http://"
+				 "u:p@m/x,header=Bad";
+	char a3[] = "-oheader=Authorization: Bearer abc",
+	     a4[] = "http://u:pw@h/f";
+	char a5[] = "/mnt", a0[] = "pacefs";
+	char *argv[] = {a0, a1, a2, a3, a4, a5, NULL};
+
+	fs_opts_scrub_argv(6, argv);
+	T_EQ_STR(a1, "-o");
+	T_EQ_STR(a2, "lanes=2,header=X-Key:*******,mirror=http://***@m/x,"
+		     "header=***");
+	T_EQ_STR(a3, "-oheader=Authorization:***********");
+	T_EQ_STR(a4, "http://****@h/f");
+	T_EQ_STR(a5, "/mnt");
+}
+
+/* Writes text to a new file of the given mode; returns its path. */
+static const char *header_file(const char *text, mode_t mode)
+{
+	static char path[] = "/tmp/pacefs-test-headers-XXXXXX";
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/pacefs-test-headers-XXXXXX");
+	fd = mkstemp(path);
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		T_FAIL("cannot write %s", path);
+	fchmod(fd, mode);
+	close(fd);
+	return path;
+}
+
+static void opts_header_file(void)
+{
+	const char *path = header_file(
+		"# tokens\n\nX-Token: s3cret\r\nX-Other: 2\n", 0600);
+	char opt[128], err[512];
+	char *argv[] = {"pacefs",      "-o",	     opt,    "-o",
+			"header=A: b", "http://h/x", "/mnt", NULL};
+	struct fs_opts o;
+
+	snprintf(opt, sizeof(opt), "header_file=%s", path);
+	T_EQ_INT(parse(&o, err, sizeof(err), 7, argv), 0);
+	T_EQ_INT(o.nheaders, 3);
+	T_EQ_STR(o.headers[0], "X-Token: s3cret");
+	T_EQ_STR(o.headers[1], "X-Other: 2");
+	T_EQ_STR(o.headers[2], "A: b");
+	fs_opts_free(&o);
+	unlink(path);
+
+	/* Others may read it: refused, naming the file and the mode. */
+	path = header_file("X-Token: s3cret\n", 0640);
+	snprintf(opt, sizeof(opt), "header_file=%s", path);
+	T_EQ_INT(parse(&o, err, sizeof(err), 7, argv), -EINVAL);
+	if (strstr(err, path) == NULL || strstr(err, "0640") == NULL ||
+	    strstr(err, "option header_file") == NULL)
+		T_FAIL("error '%s'", err);
+	unlink(path);
+
+	/* A bad line: its number, never its value. */
+	path = header_file("X-Token: s3cret\nno colon s3cret\n", 0600);
+	snprintf(opt, sizeof(opt), "header_file=%s", path);
+	T_EQ_INT(parse(&o, err, sizeof(err), 7, argv), -EINVAL);
+	if (strstr(err, "line 2") == NULL || strstr(err, "s3cret") != NULL)
+		T_FAIL("error '%s'", err);
+	unlink(path);
+
+	snprintf(opt, sizeof(opt), "header_file=/nonexistent/h");
+	T_EQ_INT(parse(&o, err, sizeof(err), 7, argv), -EINVAL);
+	T_ASSERT(strstr(err, "/nonexistent/h") != NULL);
+}
+
+static void url_identity(void)
+{
+	char *plain = fs__url_identity("http://h/a?x=1");
+	char *u1 = fs__url_identity("http://u:p1@h/a?x=1");
+	char *u2 = fs__url_identity("http://u:p2@h/a?x=1");
+	char *long1, *long2, *url = malloc(20000);
+
+	/* Without userinfo: as it always was (caches keep their ids). */
+	T_EQ_STR(plain, "url:http://h/a?x=1");
+	/* With: no credential in it, and two credentials kept apart. */
+	T_ASSERT(strstr(u1, "p1") == NULL && strstr(u1, "u:") == NULL);
+	T_ASSERT(strncmp(u1, "url:http://h/a?x=1\n" FS_IDENTITY_USERINFO,
+			 19 + strlen(FS_IDENTITY_USERINFO)) == 0);
+	T_ASSERT(strcmp(u1, u2) != 0);
+	/* Never cut: URLs that differ after 10,000 bytes differ. */
+	memcpy(url, "http://h/?", 10);
+	memset(url + 10, 'x', 19000);
+	memcpy(url + 19010, "&f=a", 5);
+	long1 = fs__url_identity(url);
+	url[19013] = 'b';
+	long2 = fs__url_identity(url);
+	T_EQ_INT((int)strlen(long1), 4 + 19014);
+	T_ASSERT(strcmp(long1, long2) != 0);
+	free(plain);
+	free(u1);
+	free(u2);
+	free(long1);
+	free(long2);
+	free(url);
+}
+
+/* Whatever a server puts in a name or a header, the log shows no byte a
+ * terminal would act on: C0 controls, DEL, C1 controls (also as UTF-8)
+ * and bytes that are not UTF-8 become \xNN; printable UTF-8 stays. */
+static void log_escape(void)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"plain name.bin", "plain name.bin"},
+		{"a\x1b[31mred\x1b[0m", "a\\x1b[31mred\\x1b[0m"},
+		{"line\nbreak\r\ttab", "line\\x0abreak\\x0d\\x09tab"},
+		{"del\x7f", "del\\x7f"},
+		{"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+		 "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+		{"c1 \xc2\x9b csi", "c1 \\xc2\\x9b csi"},
+		{"raw \x9b csi", "raw \\x9b csi"},
+		{"latin1 \xe9t\xe9", "latin1 \\xe9t\\xe9"},
+		{"cut \xe2\x82", "cut \\xe2\\x82"},
+		{"overlong \xc0\xaf", "overlong \\xc0\\xaf"},
+		{"surrogate \xed\xa0\x80", "surrogate \\xed\\xa0\\x80"},
+	};
+	char out[128];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		T_EQ_STR(fs__escape(cases[i].in, out, sizeof(out)),
+			 cases[i].out);
+	/* Cut when full, never in the middle of an escape. */
+	T_EQ_STR(fs__escape("ab\x1b", out, 5), "ab");
+	T_EQ_STR(fs__escape("abcdef", out, 4), "abc");
+}
+
+/* Lines alike but for their numbers are one kind; a storm of them is
+ * logged FS_LOG_BURST times per window, and the rest are counted and
+ * reported once the window ends. */
+static void log_rate_limit(void)
+{
+	static struct fs_log_limit l;
+	struct fs_log_report r;
+	uint64_t now = 1000, key = fs__log_key("lane 3: http://h:80/f: boom");
+	int logged = 0;
+	char line[64];
+
+	T_EQ_U64(fs__log_key("lane 12: http://h:8080/f: boom"), key);
+	T_ASSERT(fs__log_key("lane 3: http://h:80/g: boom") != key);
+	for (int i = 0; i < 1000; i++) {
+		snprintf(line, sizeof(line), "lane %d: http://h:80/f: boom",
+			 i % 8);
+		logged += fs__log_admit(&l, fs__log_key(line), 1, line, now);
+		now += 1000000; /* 1000 lines a second */
+	}
+	T_EQ_INT(logged, FS_LOG_BURST);
+	/* Another kind is not held back by the storm. */
+	T_ASSERT(fs__log_admit(&l, fs__log_key("mounted x"), 2, "mounted x",
+			       now));
+	T_ASSERT(!fs__log_take_report(&l, now, &r)); /* window still open */
+	now = 1000 + FS_LOG_WINDOW_NS;
+	T_ASSERT(fs__log_take_report(&l, now, &r));
+	T_EQ_INT(r.suppressed, 1000 - FS_LOG_BURST);
+	T_EQ_INT(r.level, 1);
+	T_EQ_STR(r.sample, "lane 7: http://h:80/f: boom");
+	T_ASSERT(!fs__log_take_report(&l, now, &r)); /* reported once */
+	/* A new window logs again. */
+	T_ASSERT(fs__log_admit(&l, key, 1, "lane 0: http://h:80/f: boom", now));
+	/* More kinds than slots: each new kind is still logged. */
+	for (int i = 0; i < 3 * FS_LOG_KINDS; i++) {
+		snprintf(line, sizeof(line), "kind %c%c", 'a' + i % 26,
+			 'a' + i / 26);
+		T_ASSERT(fs__log_admit(&l, fs__log_key(line), 1, line, now));
+	}
+}
+
+/* A directory finds each of many children by name (through its table once
+ * it has FS_NS_INDEX_MIN), refuses a second of one name, and paths build
+ * their directories once. */
+static void ns_many_children(void)
+{
+	struct fs_ns *ns;
+	uint32_t id, dir, first = 0;
+	char name[32];
+
+	T_EQ_INT(fs__ns_new(&ns), 0);
+	T_EQ_INT(fs__ns_add(ns, 0, "d", true, &dir), 0);
+	for (uint32_t i = 0; i < 20000; i++) {
+		snprintf(name, sizeof(name), "f%05u.bin", i);
+		T_EQ_INT(fs__ns_add(ns, dir, name, false, &id), 0);
+		if (i == 0)
+			first = id;
+		/* Every name added so far, old and new, stays found. */
+		if (i % 997 == 0 || i == FS_NS_INDEX_MIN - 1 ||
+		    i == FS_NS_INDEX_MIN) {
+			T_EQ_U64(fs__ns_child(ns, dir, "f00000.bin"), first);
+			T_EQ_U64(fs__ns_child(ns, dir, name), id);
+		}
+	}
+	for (uint32_t i = 0; i < 20000; i++) {
+		snprintf(name, sizeof(name), "f%05u.bin", i);
+		id = fs__ns_child(ns, dir, name);
+		T_ASSERT(id != FS_NO_NODE);
+		T_EQ_STR(fs__ns_get(ns, id)->name, name);
+	}
+	T_EQ_U64(fs__ns_child(ns, dir, "f20000.bin"), FS_NO_NODE);
+	T_EQ_U64(fs__ns_child(ns, dir, ""), FS_NO_NODE);
+	T_EQ_INT(fs__ns_add(ns, dir, "f12345.bin", false, &id), -EEXIST);
+	T_EQ_INT(fs__ns_add_path(ns, "d/f00001.bin/x", &id), -ENOTDIR);
+	for (uint32_t i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "a/b/c%u", i);
+		T_EQ_INT(fs__ns_add_path(ns, name, &id), 0);
+	}
+	dir = fs__ns_child(ns, fs__ns_child(ns, 0, "a"), "b");
+	T_EQ_INT(fs__ns_get(ns, dir)->nchildren, 100);
+	T_ASSERT(fs__ns_child(ns, dir, "c99") != FS_NO_NODE);
+	fs__ns_free(ns);
+}
+
 static const struct t_case cases[] = {
+	{"identity_forms", identity_forms},
+	{"argv_scrubbed", argv_scrubbed},
+	{"opts_header_file", opts_header_file},
+	{"url_identity", url_identity},
 	{"opts_defaults", opts_defaults},
 	{"opts_ours_and_fuse", opts_ours_and_fuse},
 	{"opts_errors_name_the_option", opts_errors_name_the_option},
 	{"name_from_url", name_from_url},
 	{"name_from_url_refused", name_from_url_refused},
+	{"log_escape", log_escape},
+	{"log_rate_limit", log_rate_limit},
+	{"ns_many_children", ns_many_children},
 };
 
 int main(int argc, char **argv)

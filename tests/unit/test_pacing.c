@@ -498,6 +498,9 @@ static void test_origin_down_fails_early(void)
 	pace_free(f.p);
 }
 
+/* A local failure is never blamed on the source (not counted towards
+ * down_faults, the backoff not grown), yet it pauses for one base backoff:
+ * a failure that repeats is not retried in a busy loop. */
 static void test_local_not_blamed(void)
 {
 	struct pace_config c;
@@ -505,12 +508,72 @@ static void test_local_not_blamed(void)
 	uint32_t w;
 
 	small_cfg(&c);
+	c.backoff_ns = 100 * MS;
 	T_EQ_INT(fix_init(&f, &c, 1 * MIB), 0);
 	T_EQ_INT(pace_wait_begin(f.p, f.rd, 0, 4 * KIB, f.now, &w), 0);
+	for (uint32_t i = 0; i < 3 * c.down_faults; i++) {
+		T_EQ_INT(fix_poll(&f), 1);
+		T_EQ_INT(pace_on_done(f.p, f.a[0].lane, PACE_OUT_LOCAL, 0,
+				      f.now),
+			 0);
+		T_EQ_INT(pace_wait_state(f.p, w, f.now), -EINPROGRESS);
+		T_EQ_U64(pace_next_wake(f.p, f.now), f.now + 100 * MS);
+		f.now += 100 * MS - 1;
+		T_EQ_INT(fix_poll(&f), 0);
+		f.now += 1;
+	}
 	T_EQ_INT(fix_poll(&f), 1);
-	T_EQ_INT(pace_on_done(f.p, f.a[0].lane, PACE_OUT_LOCAL, 0, f.now), 0);
-	T_EQ_INT(fix_poll(&f), 1);
+	fix_serve(&f, &f.a[0]);
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), 0);
 	pace_free(f.p);
+}
+
+/* Retry-After is the server's to choose: any value, up to 2^64 - 1 ns
+ * (what a caller's saturated conversion gives), holds the source no longer
+ * than retry_after_max_ns, jitter included, and a second 429 in the same
+ * hold does not stretch it either. */
+static void test_retry_after_capped(void)
+{
+	static const uint64_t asks[] = {UINT64_MAX, UINT64_MAX - 1,
+					999999999ull * SEC, 61 * SEC};
+	struct pace_config c;
+	struct fix f;
+	uint32_t w;
+
+	for (size_t k = 0; k < sizeof(asks) / sizeof(asks[0]); k++) {
+		small_cfg(&c);
+		c.jitter_pct = 100;
+		c.retry_after_max_ns = 60 * SEC;
+		c.deadline_ns = 120 * SEC;
+		c.max_lanes = 2;
+		c.lanes_per_source = 2;
+		T_EQ_INT(fix_init(&f, &c, 1 * MIB), 0);
+		pace_reader_read(f.p, f.rd, 0, 4 * KIB, f.now);
+		T_EQ_INT(fix_poll(&f), 2); /* read-ahead on both lanes */
+		T_EQ_INT(pace_on_done(f.p, f.a[0].lane, PACE_OUT_THROTTLED,
+				      asks[k], f.now),
+			 0);
+		f.now += 1;
+		T_EQ_INT(pace_on_done(f.p, f.a[1].lane, PACE_OUT_THROTTLED,
+				      asks[k], f.now),
+			 0);
+		T_EQ_INT(
+			pace_wait_begin(f.p, f.rd, 4 * KIB, 4 * KIB, f.now, &w),
+			0);
+		T_ASSERT(pace_next_wake(f.p, f.now) <= f.now + 60 * SEC);
+		f.now += 60 * SEC;
+		T_ASSERT(fix_poll(&f) >= 1); /* the source is back */
+		for (size_t i = 0; i < f.n; i++)
+			if (f.a[i].kind == PACE_ACT_START)
+				fix_serve(&f, &f.a[i]);
+		T_EQ_INT(pace_wait_state(f.p, w, f.now), 0);
+		pace_wait_end(f.p, w);
+		pace_free(f.p);
+	}
+	/* The cap is a setting: 0 is no cap but a mistake. */
+	small_cfg(&c);
+	c.retry_after_max_ns = 0;
+	T_EQ_INT(pace_config_check(&c, NULL), -EINVAL);
 }
 
 static void test_deadline(void)
@@ -1046,6 +1109,7 @@ static const struct t_case cases[] = {
 	{"gone_excludes_then_eio", test_gone_excludes_then_eio},
 	{"origin_down_fails_early", test_origin_down_fails_early},
 	{"local_not_blamed", test_local_not_blamed},
+	{"retry_after_capped", test_retry_after_capped},
 	{"deadline", test_deadline},
 	{"stall_reclaim", test_stall_reclaim},
 	{"demand_yield", test_demand_yield},

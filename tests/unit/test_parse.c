@@ -1026,15 +1026,20 @@ static void dirindex_columns(void)
 	uint32_t n = 0;
 	char err[256];
 	static const char max[] =
-		"<a href=\"max\">m</a> 2026-11-29 23:48 18446744073709551615";
+		"<a href=\"max\">m</a> 2026-11-29 23:48 9223372036854775807\n"
+		"<a href=\"over\">o</a> 2026-11-29 23:48 9223372036854775808\n"
+		"<a href=\"u64\">u</a> 2026-11-29 23:48 18446744073709551615";
 
 	T_ASSERT(check_html(html, want, sizeof(want) / sizeof(want[0])));
-	/* UINT64_MAX is a size like any other. */
+	/* The largest off_t is a size; past it, no file's size: unknown,
+	 * for the probe to tell (a stat would show it negative). */
 	T_EQ_INT(fs__dirindex_parse(max, strlen(max), &e, &n, err, sizeof(err)),
 		 0);
-	T_EQ_INT(n, 1);
+	T_EQ_INT(n, 3);
 	T_ASSERT(e[0].has_size);
-	T_EQ_U64(e[0].size, UINT64_MAX);
+	T_EQ_U64(e[0].size, INT64_MAX);
+	T_ASSERT(!e[1].has_size);
+	T_ASSERT(!e[2].has_size);
 	fs__dirindex_free(e, n);
 }
 
@@ -1161,7 +1166,57 @@ static void dirindex_many(void)
 	fs__dirindex_free(e, n);
 }
 
+static void headers_parse(void)
+{
+	static const char text[] = "# a comment\n\nX-Token: s3cret\r\n"
+				   "Authorization:Bearer a b\n#\nEmpty:";
+	char **h = NULL, err[256];
+	unsigned n = 0;
+
+	T_EQ_INT(fs__headers_parse(text, sizeof(text) - 1, &h, &n, err,
+				   sizeof(err)),
+		 0);
+	T_EQ_INT(n, 3);
+	T_EQ_STR(h[0], "X-Token: s3cret");
+	T_EQ_STR(h[1], "Authorization:Bearer a b");
+	T_EQ_STR(h[2], "Empty:");
+	fs__headers_free(h, n);
+	T_EQ_INT(fs__headers_parse("", 0, &h, &n, err, sizeof(err)), 0);
+	T_EQ_INT(n, 0);
+	fs__headers_free(h, n);
+}
+
+static void headers_parse_refused(void)
+{
+	static const char *const bad[][2] = {
+		{"X-A: 1\n: no name\n", "line 2"},
+		{"X-A: 1\n\nName with space: v\n", "line 3"},
+		{" X-Folded: v\n", "line 1"},
+		{"X-A: v\x01x\n", "line 1"},
+		{"no colon secret\n", "line 1"},
+		{"X-A: 1\rX-B: 2\n", "line 1"},
+	};
+	char **h = (char **)1, err[256];
+	unsigned n = 7;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		T_EQ_INT(fs__headers_parse(bad[i][0], strlen(bad[i][0]), &h, &n,
+					   err, sizeof(err)),
+			 -EINVAL);
+		if (strncmp(err, bad[i][1], strlen(bad[i][1])) != 0 ||
+		    strstr(err, "secret") != NULL || strchr(err, '\n'))
+			T_FAIL("case %zu: error '%s'", i, err);
+	}
+	/* Untouched on failure. */
+	T_ASSERT(h == (char **)1 && n == 7);
+	T_EQ_INT(fs__header_check("X-A: a\tb", 8), 0);
+	T_EQ_INT(fs__header_check("X-A: a\nb", 8), -EINVAL);
+	T_EQ_INT(fs__header_check("X-A", 3), -EINVAL);
+}
+
 static const struct t_case cases[] = {
+	{"headers_parse", headers_parse},
+	{"headers_parse_refused", headers_parse_refused},
 	{"manifest_minimal", manifest_minimal},
 	{"manifest_full", manifest_full},
 	{"manifest_json_syntax", manifest_json_syntax},

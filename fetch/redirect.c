@@ -1,0 +1,107 @@
+/* redirect: how every request follows a redirect: the next hop's URL, what
+ * it may carry (the configured headers, the first URL's userinfo) and when
+ * the chain is refused. curl follows none itself, so that no credential
+ * crosses to an origin it was not given for. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+
+#include "fetch/fetch.h"
+#include "fetch/fetch_int.h"
+
+bool fetch__sends_headers(const struct fetch_config *cfg, const char *url)
+{
+	char *origin = NULL;
+	bool yes = false;
+
+	if (cfg->nheaders == 0 || fetch_url_origin(url, &origin) != 0)
+		return false;
+	for (size_t i = 0; i < cfg->nheader_origins && !yes; i++)
+		yes = strcmp(origin, cfg->header_origins[i]) == 0;
+	free(origin);
+	return yes;
+}
+
+bool fetch__is_redirect(CURL *easy)
+{
+	long status = 0;
+
+	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+	return status >= 300 && status <= 399;
+}
+
+/* Writes "what: A -> B" with both URLs shown without userinfo. */
+static void hop_error(char *err, size_t errlen, const char *what, const char *a,
+		      const char *b)
+{
+	char *ra = fetch_url_redacted(a), *rb = fetch_url_redacted(b);
+
+	snprintf(err, errlen, "%s: %s -> %s", what, ra != NULL ? ra : "?",
+		 rb != NULL ? rb : "?");
+	free(ra);
+	free(rb);
+}
+
+int fetch__redirect_next(CURL *easy, const char *start, const char *from,
+			 unsigned hops, char **next, char *err, size_t errlen)
+{
+	char *target = NULL;
+
+	if (!fetch__is_redirect(easy) ||
+	    curl_easy_getinfo(easy, CURLINFO_REDIRECT_URL, &target) !=
+		    CURLE_OK ||
+	    target == NULL)
+		return 1;
+	if (hops >= (unsigned)FETCH__MAX_REDIRS) {
+		hop_error(err, errlen, "too many redirects (over 8)", start,
+			  target);
+		return -ELOOP;
+	}
+	/* A secret given for https never travels in the clear, and a reader
+	 * never gets bytes an attacker on the path could have changed. */
+	if (strncasecmp(from, "https://", 8) == 0 &&
+	    strncasecmp(target, "https://", 8) != 0) {
+		hop_error(err, errlen, "refusing a redirect from https to http",
+			  from, target);
+		return -EPERM;
+	}
+	return fetch__url_hop(start, target, next);
+}
+
+int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
+		   struct curl_slist *headers, CURLcode *cc, char **final,
+		   char *err, size_t errlen)
+{
+	char *hop = NULL, *next = NULL;
+	const char *at = url;
+	int rc;
+
+	for (unsigned hops = 0;; hops++) {
+		curl_easy_setopt(easy, CURLOPT_URL, at);
+		curl_easy_setopt(easy, CURLOPT_HTTPHEADER,
+				 fetch__sends_headers(cfg, at) ? headers
+							       : NULL);
+		*cc = curl_easy_perform(easy);
+		if (*cc != CURLE_OK && *cc != CURLE_WRITE_ERROR)
+			break;
+		rc = fetch__redirect_next(easy, url, at, hops, &next, err,
+					  errlen);
+		if (rc == 1)
+			break;
+		if (rc != 0) {
+			free(hop);
+			if (rc == -ENOMEM)
+				snprintf(err, errlen, "out of memory");
+			return rc;
+		}
+		free(hop);
+		hop = next;
+		at = hop;
+	}
+	*final = hop != NULL ? hop : strdup(url);
+	return *final != NULL ? 0 : -ENOMEM;
+}
