@@ -149,8 +149,10 @@ int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
 	return 0;
 }
 
-/* A 429 or 503 on lane l. While other lanes of the source are open, or
- * one delivered bytes since l's request went out, the origin serves some
+/* A 429 or 503 on lane l. While other lanes of the source are open, one
+ * delivered bytes shortly before l's request went out (a transfer that
+ * just ended or was cancelled may still count at the origin), or l's
+ * request was sent ahead of its predecessor's end, the origin serves some
  * and refuses more: the source's lane cap drops to the lanes still open
  * (at least one), so that a burst of refusals converges on the
  * concurrency the origin accepts within one round trip; no lane that is
@@ -172,7 +174,14 @@ static void throttled(struct pace *p, struct lane *l, struct source *s,
 		if (o != l && pace__lane_open(o) && o->source == l->source)
 			others++;
 	}
-	if (others > 0 || s->served_ns >= l->started_ns) {
+	/* A request that was queued went out before its predecessor
+	 * ended: the origin refused the overlap, not the source's lane. It
+	 * takes no more ranges sent ahead until its cap grows again. */
+	if (l->promoted)
+		s->no_queue = true;
+	if (others > 0 || l->promoted ||
+	    (s->served_ns != 0 &&
+	     pace__sat_add(s->served_ns, SERVED_GRACE_NS) >= l->started_ns)) {
 		cap = others;
 	} else {
 		uint64_t before = s->hold_until;
@@ -212,6 +221,7 @@ static void judge_source(struct pace *p, struct lane *l, struct source *s,
 			if (s->lane_cap < p->cfg.lanes_per_source &&
 			    p->now >= s->inc_at) {
 				s->lane_cap++;
+				s->no_queue = false;
 				s->inc_at = pace__sat_add(p->now, AIMD_INC_NS);
 			}
 		} else if (pace__lane_open(l)) {

@@ -42,7 +42,7 @@ void pace_config_default(struct pace_config *cfg)
 	cfg->window_min = 1 * MIB;
 	cfg->window_max = 64 * MIB;
 	cfg->lead_ns = 3 * SEC;
-	cfg->seq_min = 1 * MIB;
+	cfg->seq_min = 2 * MIB;
 	cfg->kernel_ahead = 0;
 	cfg->stall_ns = 10 * SEC;
 	cfg->deadline_ns = 60 * SEC;

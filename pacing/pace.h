@@ -101,7 +101,8 @@ struct pace_config {
 				 readahead included) aims at this many
 				 seconds of its consumption */
 	uint64_t seq_min;     /* bytes a reader reads sequentially after a
-				 jump before its read-ahead opens (a run
+				 jump before its read-ahead opens, beyond
+				 what the kernel may have read ahead (a run
 				 from the file's start opens it at once) */
 	uint64_t kernel_ahead; /* bytes the kernel reads ahead of the
 				  application: part of every lead */
@@ -204,6 +205,9 @@ struct pace_reader_info {
 
 int pace_reader_info(const struct pace *p, uint32_t reader, uint64_t now_ns,
 		     struct pace_reader_info *out);
+
+/* Every open reader's id is below this (for listing them). */
+uint32_t pace_reader_bound(const struct pace *p);
 
 /* Registers a read of [off, off + len) by reader that waits for missing
  * bytes: demand, the most urgent work. Writes a wait id for pace_wait_*. */

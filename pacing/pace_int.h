@@ -51,6 +51,10 @@
  * its requests end whole. */
 #define AIMD_INC_NS (1 * SEC)
 
+/* A 429/503 for a request that went out less than this after the source
+ * last delivered a byte refuses concurrency, not the source. */
+#define SERVED_GRACE_NS (1 * SEC)
+
 /* Saturation: a source whose lanes together give less than this share of
  * lanes x per-connection rate is at its shaping cap. */
 #define SAT_PCT 85
@@ -188,6 +192,8 @@ struct source {
 	uint32_t faults;     /* transient faults since its last byte */
 	uint64_t fault_ns;   /* when the last of them happened */
 	uint64_t served_ns;  /* when it last delivered a byte */
+	bool no_queue;	     /* refused a request sent ahead: queue nothing
+				until its lane cap grows again */
 	uint64_t agg_tmp;    /* scratch for pace__measure */
 	uint32_t n_tmp;
 	uint32_t lane_cap;   /* AIMD: lanes allowed now */
@@ -412,6 +418,10 @@ uint64_t pace__covered_from(const struct pace *p, uint32_t blob,
 uint64_t pace__request_end(const struct pace *p, const struct blob *b,
 			   uint64_t x, uint64_t want, uint64_t gap_end,
 			   uint64_t lim);
+
+/* Read-ahead request length for a lane on src of a reader with window w
+ * (window.c). */
+uint64_t pace__request_want(const struct pace *p, uint32_t src, uint64_t w);
 
 /* Lowers the end of a request [x, e) to fit the byte budget. */
 uint64_t pace__budget_fit(const struct pace *p, uint64_t x, uint64_t e);

@@ -355,6 +355,8 @@ static bool start_promoted(struct pace *p, struct poll *o)
 		if (l->state != LANE_PROMOTED)
 			continue;
 		if (!promote_ok(p, l)) {
+			/* Counted in flight when this poll began. */
+			pace__infl_sub(p, l->end - l->frontier);
 			l->promoted = false;
 			l->reader = PACE_NONE;
 			pace__lane_set(p, l, LANE_IDLE);
@@ -469,21 +471,40 @@ static uint32_t lanes_free(const struct pace *p, uint32_t blob)
 	return idle < room ? idle : room;
 }
 
-/* How much of waiting read w, from x on, one request takes: a read at a
- * cold position (its reader just jumped, or reads at random) is split
- * over the lanes that can start now, at least min_request each, so that
- * it costs one round trip plus its size over their combined rate rather
- * than over one connection's. A sequential reader's read is not: its
- * window's lanes serve it. */
+/* Some read other than w waits. */
+static bool waits_other_than(const struct pace *p, const struct wait *w)
+{
+	for (uint32_t i = 0; i < p->n_waits; i++)
+		if (p->waits[i].used && &p->waits[i] != w)
+			return true;
+	return false;
+}
+
+/* How much of waiting read w, from x on, one request on source src takes,
+ * ending by *lim. A read at a cold position (its reader just jumped, or
+ * reads at random) is split over the lanes that can start now, at least
+ * min_request each, so that it costs one round trip plus its size over
+ * their combined rate rather than over one connection's. A sequential
+ * reader's read, when no other read waits, takes a read-ahead request's
+ * worth, up to its window's end: its window would fetch those bytes next,
+ * and a reader that outruns its lanes (a source that allows one) then pays
+ * no round trip a read. */
 static uint64_t demand_share(const struct pace *p, const struct wait *w,
-			     uint64_t x)
+			     uint64_t x, uint32_t src, uint64_t *lim)
 {
 	const struct reader *r = pace__reader_get(p, w->reader);
-	uint64_t left = w->end - x;
+	uint64_t left = w->end - x, wend;
 	uint32_t n;
 
-	if (r && r->w > 0 && !r->jumped)
-		return left;
+	*lim = UINT64_MAX;
+	if (r && r->w > 0 && !r->jumped) {
+		if (src == PACE_NONE || waits_other_than(p, w))
+			return left;
+		wend = pace__align_down(pace__sat_add(r->cursor, r->w),
+					p->cfg.align);
+		*lim = pace__max64(wend, w->end);
+		return pace__max64(left, pace__request_want(p, src, r->w));
+	}
 	n = lanes_free(p, w->blob);
 	if (n <= 1)
 		return left;
@@ -499,7 +520,7 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi)
 	struct blob *b = &p->blobs[w->blob];
 
 	for (;;) {
-		uint64_t ge, x, e, oend = 0,
+		uint64_t ge, x, e, want, lim, oend = 0,
 				   a0 = pace__align_down(w->off, c->align);
 		uint32_t src;
 		struct lane *l, *own;
@@ -542,8 +563,8 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi)
 			break;
 		src = pace__pick_source(p, w->blob, true);
 		l = pace__idle_lane(p);
-		e = pace__request_end(p, b, x, demand_share(p, w, x), ge,
-				      UINT64_MAX);
+		want = demand_share(p, w, x, src, &lim);
+		e = pace__request_end(p, b, x, want, ge, lim);
 		if (e < b->size)
 			e = pace__budget_fit(p, x, e);
 		else if (e - x > budget_room(p))
@@ -719,8 +740,8 @@ static bool queue_next(struct pace *p, struct poll *o)
 		if (r->nl_tmp > share)
 			continue;
 		rate = l->nsamples ? l->rate : s->rate;
-		if (!rate || s->excluded || p->now < s->hold_until ||
-		    s->collapsed_until > p->now)
+		if (!rate || s->excluded || s->no_queue ||
+		    p->now < s->hold_until || s->collapsed_until > p->now)
 			continue;
 		lead = 2 * s->lat_est + QUEUE_LEAD_NS;
 		if ((double)(l->end - l->frontier) * (double)SEC >

@@ -191,7 +191,10 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 		r->run += adv;
 		r->grow_run += adv;
 	}
-	if (!r->evident && r->run >= p->cfg.seq_min)
+	/* Reads the kernel issued ahead on its own prove nothing of the
+	 * application: up to kernel_ahead of the run may be its doing. */
+	if (!r->evident &&
+	    r->run >= pace__sat_add(p->cfg.seq_min, p->cfg.kernel_ahead))
 		r->evident = true;
 	if (r->evident)
 		window_update(p, r);
@@ -210,6 +213,11 @@ int pace_reader_window(const struct pace *p, uint32_t reader,
 	if (window)
 		*window = r->w;
 	return 0;
+}
+
+uint32_t pace_reader_bound(const struct pace *p)
+{
+	return p ? p->n_readers : 0;
 }
 
 int pace_reader_info(const struct pace *p, uint32_t reader, uint64_t now_ns,
@@ -262,9 +270,9 @@ uint64_t pace__window_gap(struct pace *p, const struct reader *r,
 				*wend, gap_end);
 }
 
-/* Read-ahead request length for a lane on src: about REQUEST_TIME_NS at
- * the source's rate, else a quarter of the window. */
-static uint64_t request_want(const struct pace *p, uint32_t src, uint64_t w)
+/* About REQUEST_TIME_NS at the source's rate, else a quarter of the
+ * window. */
+uint64_t pace__request_want(const struct pace *p, uint32_t src, uint64_t w)
 {
 	uint64_t r = pace__expected_rate(p, src);
 
@@ -281,7 +289,7 @@ uint64_t pace__window_end(struct pace *p, const struct reader *r,
 	const struct blob *b = &p->blobs[r->blob];
 	uint64_t e;
 
-	uint64_t want = request_want(p, src, r->w);
+	uint64_t want = pace__request_want(p, src, r->w);
 	/* A request of at least a quarter of the window (or of a full
 	 * request): a slow reader's window refills in a few requests, not
 	 * one per block its cursor passes. */
