@@ -472,6 +472,12 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	/* A random read pulls one block, not more. */
 	pc.min_request = CACHE_BLOCK_SIZE;
 	pc.deadline_ns = e->read_timeout_ns;
+	if (cfg->readahead_ms != 0)
+		pc.lead_ns = (uint64_t)cfg->readahead_ms * 1000000u;
+	pc.kernel_ahead = cfg->kernel_ahead;
+	/* A window opens small: a reader that stops soon after it showed it
+	 * reads sequentially (one member of an archive) pulls little. */
+	pc.window_min = 4 * CACHE_BLOCK_SIZE;
 	pc.stall_ns = (uint64_t)cfg->stall_timeout_s * 1000000000u;
 	if (cfg->retry_after_max_s != 0)
 		pc.retry_after_max_ns =
@@ -718,8 +724,39 @@ void fs__engine_close(struct fs_engine *e, uint32_t b, uint32_t reader)
 	cache_pin_set(e->cache, &e->blobs[b].id, reader, 0, 0);
 }
 
+/* True when a read of [off, end) of blob b failed less than FS_FAILED_NS
+ * ago. Caller holds e->mu. */
+static bool failed_lately(const struct fs_engine *e, uint32_t b, uint64_t off,
+			  uint64_t end, uint64_t now)
+{
+	for (uint32_t i = 0; i < FS_FAILED_MAX; i++) {
+		const struct fs_failed *f = &e->failed[i];
+
+		if (f->at_ns != 0 && f->blob == b && off < f->end &&
+		    f->start < end && now - f->at_ns < FS_FAILED_NS)
+			return true;
+	}
+	return false;
+}
+
+/* Remembers that a read of [off, end) of blob b failed. Caller holds
+ * e->mu. */
+static void failed_note(struct fs_engine *e, uint32_t b, uint64_t off,
+			uint64_t end, uint64_t now)
+{
+	struct fs_failed *f = &e->failed[e->failed_next++ % FS_FAILED_MAX];
+
+	f->blob = b;
+	f->start = off;
+	f->end = end;
+	f->at_ns = now;
+}
+
 /* Waits until [off, end) of blob b is held, or the caller's cancelled()
- * says the read was interrupted (-EINTR). Caller holds e->mu. */
+ * says the read was interrupted (-EINTR). A read of bytes whose read just
+ * failed fails at once: the application sees one read_timeout, not one
+ * for the kernel's readahead and another for its retry. Caller holds
+ * e->mu. */
 static int wait_held(struct fs_engine *e, uint32_t b, uint32_t reader,
 		     uint64_t off, uint64_t end, bool (*cancelled)(void *),
 		     void *arg)
@@ -728,6 +765,13 @@ static int wait_held(struct fs_engine *e, uint32_t b, uint32_t reader,
 	uint32_t w;
 	int rc;
 
+	if (failed_lately(e, b, off, end, now)) {
+		fs__log(FS_LOG_DEBUG,
+			"%s: read of bytes %" PRIu64 "-%" PRIu64
+			" fails: a read of them just failed",
+			e->blobs[b].name, off, end - 1);
+		return -EIO;
+	}
 	rc = pace_wait_begin(e->pace, reader, off, end - off, now, &w);
 	if (rc != 0)
 		return rc;
@@ -763,6 +807,8 @@ static int wait_held(struct fs_engine *e, uint32_t b, uint32_t reader,
 			"%s: read of bytes %" PRIu64 "-%" PRIu64
 			" failed: no source can serve it",
 			e->blobs[b].name, off, end - 1);
+	if (rc != 0)
+		failed_note(e, b, off, end, now);
 	return rc == 0 ? 0 : -EIO;
 }
 

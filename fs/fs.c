@@ -70,9 +70,10 @@ static int node_sized(struct fs_mount *m, uint32_t i)
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	(void)userdata;
-	/* Let the kernel send big reads and read ahead as far as it may;
-	 * pacing decides what is actually fetched. */
-	conn->max_readahead = 16u * 1024u * 1024u;
+	/* The kernel sends reads as large as its readahead; what it reads
+	 * ahead counts in each reader's lead, and pacing decides what is
+	 * fetched. */
+	conn->max_readahead = FS_KERNEL_AHEAD;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
 	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;

@@ -18,6 +18,9 @@ int fs_status_command(int argc, char **argv);
 
 /* What the command line asked for. Strings are owned by the struct and
  * freed by fs_opts_free(). */
+/* A sequential reader's lead (-o readahead=): what players buffer. */
+#define FS_READAHEAD_MS 3000
+
 struct fs_opts {
 	char *url; /* the URL, a URL ending in '/', or a manifest's path */
 	char *mountpoint;
@@ -38,6 +41,8 @@ struct fs_opts {
 	unsigned read_timeout_s;
 	unsigned stall_timeout_s;
 	unsigned retry_after_max_s; /* the longest a 429/503 holds a source */
+	unsigned readahead_ms; /* a sequential reader's lead, in time of its
+				  consumption */
 	unsigned listing_ttl_s;
 	unsigned attr_timeout_s;
 	unsigned entry_timeout_s;

@@ -165,6 +165,13 @@ struct fs_part {
 	uint8_t *data;
 };
 
+/* A read that failed (its deadline passed, or no source could serve it)
+ * is remembered this long: the kernel asks again at once for what a
+ * failed readahead covered, and without the memory each ask waited a whole
+ * read_timeout more. A later read tries again. */
+#define FS_FAILED_MAX 16
+#define FS_FAILED_NS (1000u * 1000000u)
+
 /* The running mount: scheduler, transfers and cache, under one lock. */
 struct fs_engine {
 	pthread_mutex_t mu;
@@ -195,6 +202,14 @@ struct fs_engine {
 	bool inval_running;
 	bool inval_stop;	/* guarded by mu */
 	uint32_t inval_pending; /* blobs with a range queued; guarded by mu */
+	/* Reads that just failed, so that the kernel's retry of the same
+	 * bytes fails at once; guarded by mu. */
+	struct fs_failed {
+		uint32_t blob;
+		uint64_t start, end;
+		uint64_t at_ns; /* 0: unused */
+	} failed[FS_FAILED_MAX];
+	uint32_t failed_next;
 };
 
 struct fs_mount;
@@ -206,6 +221,8 @@ struct fs_engine_config {
 	unsigned read_timeout_s;
 	unsigned stall_timeout_s;
 	unsigned retry_after_max_s;
+	unsigned readahead_ms; /* a sequential reader's lead */
+	uint64_t kernel_ahead; /* bytes the kernel reads ahead of readers */
 	struct fetch_config fetch;
 };
 
@@ -313,6 +330,11 @@ int fs__engine_validator(struct fs_engine *e, uint32_t b, char *buf,
 
 /* "remote" (not probed), "empty", "partial", "complete" or "changed". */
 const char *fs__engine_state(struct fs_engine *e, uint32_t b);
+
+/* The readahead the mount asks of the kernel (FUSE_INIT's max_readahead
+ * and the bdi's read_ahead_kb): the kernel then sends reads of up to that
+ * size. Counted in every sequential reader's lead. */
+#define FS_KERNEL_AHEAD (128u * 1024u)
 
 /* The largest status document: an extended attribute's value limit. */
 #define FS_STATUS_MAX 65536
@@ -471,6 +493,7 @@ struct fs_mount {
 	double entry_timeout;
 	uint64_t listing_ttl_ns;
 	int64_t revalidate_s; /* -1: always ask the origin at first open */
+	uint64_t kernel_ahead; /* the kernel's readahead on this mount */
 };
 
 /* The cache identity of a file (docs/manifest.md, "The cache"): a content

@@ -20,10 +20,6 @@
 #include "fs/fs_int.h"
 #include "fs/parse_int.h"
 
-/* The readahead the mount's bdi gets: the kernel then asks for large reads
- * (up to 1 MiB each) instead of 128 KiB ones. */
-#define FS_READ_AHEAD_KB 1024
-
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int fail(const char *fmt, ...)
@@ -70,6 +66,9 @@ static void usage(void)
 	       "    -o name=NAME           file name (default: the URL's "
 	       "last path segment)\n"
 	       "    -o lanes=N             parallel transfers (default: 8)\n"
+	       "    -o readahead=S         a sequential reader's lead: S "
+	       "seconds of\n"
+	       "                           what it consumes (default: 3)\n"
 	       "    -o connect_timeout=S   connect timeout in seconds "
 	       "(default: 10)\n"
 	       "    -o read_timeout=S      a blocked read fails with EIO "
@@ -190,16 +189,18 @@ static int absolute_cache_dir(char **dir)
 	return 0;
 }
 
-/* Raises the readahead of the mount's backing device so that the kernel
- * sends large reads. Needs root; failure only costs speed. */
-static void raise_read_ahead(const char *mountpoint)
+/* Sets the readahead of the mount's backing device to FS_KERNEL_AHEAD so
+ * that the kernel sends large reads (needs root; failure only costs speed)
+ * and returns the readahead the kernel will use, in bytes: what it reads
+ * ahead of an application is part of that reader's lead. */
+static uint64_t set_read_ahead(const char *mountpoint)
 {
 	FILE *mi = fopen("/proc/self/mountinfo", "r");
 	char line[4096], path[PATH_MAX], dev[64] = "";
-	unsigned maj, min;
+	unsigned maj, min, kb = 0;
 
 	if (mi == NULL)
-		return;
+		return FS_KERNEL_AHEAD;
 	while (fgets(line, sizeof(line), mi) != NULL) {
 		char mnt[PATH_MAX];
 
@@ -210,16 +211,25 @@ static void raise_read_ahead(const char *mountpoint)
 	}
 	fclose(mi);
 	if (dev[0] == '\0')
-		return;
+		return FS_KERNEL_AHEAD;
 	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
 	mi = fopen(path, "w");
 	if (mi == NULL) {
-		fs__log(FS_LOG_DEBUG, "cannot raise %s: %s", path,
+		fs__log(FS_LOG_DEBUG, "cannot set %s: %s", path,
 			strerror(errno));
-		return;
+	} else {
+		fprintf(mi, "%u\n", FS_KERNEL_AHEAD / 1024);
+		fclose(mi);
 	}
-	fprintf(mi, "%d\n", FS_READ_AHEAD_KB);
-	fclose(mi);
+	/* The kernel takes the smaller of this and what FUSE_INIT says
+	 * (FS_KERNEL_AHEAD as well). */
+	mi = fopen(path, "r");
+	if (mi == NULL || fscanf(mi, "%u", &kb) != 1)
+		kb = FS_KERNEL_AHEAD / 1024;
+	if (mi != NULL)
+		fclose(mi);
+	return (uint64_t)kb * 1024 < FS_KERNEL_AHEAD ? (uint64_t)kb * 1024
+						      : FS_KERNEL_AHEAD;
 }
 
 /* Adds an -o option for libfuse. */
@@ -532,6 +542,8 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 	ec.read_timeout_s = o->read_timeout_s;
 	ec.stall_timeout_s = o->stall_timeout_s;
 	ec.retry_after_max_s = o->retry_after_max_s;
+	ec.readahead_ms = o->readahead_ms;
+	ec.kernel_ahead = m->kernel_ahead;
 	ec.fetch = m->fetch;
 	ec.max_blobs = p->kind == MOUNT_MANIFEST ? p->manifest.nfiles
 			: p->kind == MOUNT_URL	 ? 1
@@ -663,7 +675,7 @@ int fs_main(int argc, char **argv)
 		fail("cannot mount on %s (see the line above)", o.mountpoint);
 		goto out_signals;
 	}
-	raise_read_ahead(o.mountpoint);
+	m.kernel_ahead = set_read_ahead(o.mountpoint);
 	if (fuse_daemonize(o.foreground) != 0) {
 		fail("cannot daemonize");
 	} else {

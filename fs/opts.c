@@ -45,6 +45,7 @@ enum {
 	KEY_INSECURE,
 	KEY_CACHE_SHARED,
 	KEY_RETRY_AFTER_MAX,
+	KEY_READAHEAD,
 };
 
 static const struct fuse_opt opt_spec[] = {
@@ -62,6 +63,7 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("read_timeout=", KEY_READ_TIMEOUT),
 	FUSE_OPT_KEY("stall_timeout=", KEY_STALL_TIMEOUT),
 	FUSE_OPT_KEY("retry_after_max=", KEY_RETRY_AFTER_MAX),
+	FUSE_OPT_KEY("readahead=", KEY_READAHEAD),
 	FUSE_OPT_KEY("listing_ttl=", KEY_LISTING_TTL),
 	FUSE_OPT_KEY("log_level=", KEY_LOG_LEVEL),
 	FUSE_OPT_KEY("sha256=", KEY_SHA256),
@@ -101,6 +103,32 @@ static int parse_error(struct parse_state *s, const char *fmt, ...)
 		s->rc = -EINVAL;
 	}
 	return -1;
+}
+
+/* Parses "key=S", seconds with at most three decimals, lo_ms <= S * 1000 <=
+ * hi_ms, into *out_ms. */
+static int parse_ms(struct parse_state *s, const char *arg, unsigned lo_ms,
+		    unsigned hi_ms, unsigned *out_ms)
+{
+	const char *eq = strchr(arg, '='), *p = eq + 1;
+	uint64_t ms = 0;
+	int whole = 0, frac = 0;
+
+	for (; *p >= '0' && *p <= '9' && ms <= hi_ms; p++, whole++)
+		ms = ms * 10 + (uint64_t)(*p - '0');
+	ms *= 1000;
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9' && frac < 3; p++, frac++)
+			ms += (uint64_t)(*p - '0') *
+			      (frac == 0 ? 100 : frac == 1 ? 10 : 1);
+	if (whole == 0 || *p != '\0' || ms < lo_ms || ms > hi_ms)
+		return parse_error(s,
+				   "option %.*s: '%s' is not a number of "
+				   "seconds from %u.%03u to %u (e.g. 2.5)",
+				   (int)(eq - arg), arg, eq + 1, lo_ms / 1000,
+				   lo_ms % 1000, hi_ms / 1000);
+	*out_ms = (unsigned)ms;
+	return 0;
 }
 
 /* Parses "key=N" with lo <= N <= hi into *out. */
@@ -240,6 +268,8 @@ static int opt_proc(void *data, const char *arg, int key,
 		return parse_uint(s, arg, 1, 3600, &o->stall_timeout_s);
 	case KEY_RETRY_AFTER_MAX:
 		return parse_uint(s, arg, 1, 86400, &o->retry_after_max_s);
+	case KEY_READAHEAD:
+		return parse_ms(s, arg, 100, 600000, &o->readahead_ms);
 	case KEY_LOG_LEVEL: {
 		static const char *const levels[] = {"error", "warning", "info",
 						     "debug"};
@@ -377,6 +407,7 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	out->read_timeout_s = 60;
 	out->stall_timeout_s = 10;
 	out->retry_after_max_s = 60;
+	out->readahead_ms = FS_READAHEAD_MS;
 	out->listing_ttl_s = 60;
 	out->log_level = 2; /* info */
 	out->revalidate_s = -1;

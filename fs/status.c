@@ -133,9 +133,38 @@ int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 		put(&o,
 		    ",\"start\":%" PRIu64 ",\"frontier\":%" PRIu64
 		    ",\"end\":%" PRIu64 ",\"rate\":%" PRIu64
-		    ",\"collapsed\":%s}",
+		    ",\"collapsed\":%s,\"demand\":%s",
 		    li.start, li.frontier, li.end, li.rate,
-		    li.collapsed ? "true" : "false");
+		    li.collapsed ? "true" : "false",
+		    li.demand ? "true" : "false");
+		if (li.reader != PACE_NONE)
+			put(&o, ",\"reader\":%" PRIu32, li.reader);
+		put(&o, "}");
+		first = false;
+	}
+	put(&o, "],\"readers\":[");
+	first = true;
+	for (uint32_t r = 0; r < pace_reader_bound(e->pace); r++) {
+		static const char *const modes[] = {
+			[PACE_READER_NEW] = "new",
+			[PACE_READER_RANDOM] = "random",
+			[PACE_READER_SEQUENTIAL] = "sequential",
+			[PACE_READER_PAUSED] = "paused",
+		};
+		struct pace_reader_info ri;
+
+		if (pace_reader_info(e->pace, r, fs__now_ns(), &ri) != 0 ||
+		    ri.blob >= e->nblobs)
+			continue;
+		put(&o, "%s{\"reader\":%" PRIu32 ",\"file\":",
+		    first ? "" : ",", r);
+		put_str(&o, e->blobs[ri.blob].name);
+		put(&o,
+		    ",\"mode\":\"%s\",\"cursor\":%" PRIu64 ",\"rate\":%" PRIu64
+		    ",\"window\":%" PRIu64 ",\"lead\":%" PRIu64
+		    ",\"lead_ms\":%" PRIu64 "}",
+		    modes[ri.mode], ri.cursor, ri.rate, ri.window, ri.lead,
+		    ri.lead_ms);
 		first = false;
 	}
 	put(&o, "],\"sources\":[");
@@ -210,15 +239,53 @@ static void render(json_t *root)
 		       shown(v, "path", path, sizeof(path)), bar, pct, hh, hs,
 		       shown(v, "state", state, sizeof(state)));
 	}
+	json_array_foreach(json_object_get(root, "readers"), i, v)
+	{
+		char file[PATH_MAX * 4], mode[32], cur[32], rate[32], win[32],
+			lead[32];
+		uint64_t lead_ms = (uint64_t)json_integer_value(
+			json_object_get(v, "lead_ms"));
+
+		fs__human_size((uint64_t)json_integer_value(
+				       json_object_get(v, "cursor")),
+			       cur, sizeof(cur));
+		fs__human_size((uint64_t)json_integer_value(
+				       json_object_get(v, "rate")),
+			       rate, sizeof(rate));
+		fs__human_size((uint64_t)json_integer_value(
+				       json_object_get(v, "window")),
+			       win, sizeof(win));
+		fs__human_size((uint64_t)json_integer_value(
+				       json_object_get(v, "lead")),
+			       lead, sizeof(lead));
+		printf("  reader %lld  %-30s %-10s at %s, reading %s/s, window "
+		       "%s, lead %s",
+		       json_integer_value(json_object_get(v, "reader")),
+		       shown(v, "file", file, sizeof(file)),
+		       shown(v, "mode", mode, sizeof(mode)), cur, rate, win,
+		       lead);
+		if (lead_ms > 0)
+			printf(" (%" PRIu64 ".%01" PRIu64 " s)", lead_ms / 1000,
+			       lead_ms % 1000 / 100);
+		printf("\n");
+	}
 	json_array_foreach(lanes, i, v)
 	{
-		char rate[32], file[PATH_MAX * 4], source[8192];
+		char rate[32], file[PATH_MAX * 4], source[8192], who[48];
+		json_t *reader = json_object_get(v, "reader");
 
 		fs__human_size((uint64_t)json_integer_value(
 				       json_object_get(v, "rate")),
 			       rate, sizeof(rate));
+		if (json_is_true(json_object_get(v, "demand")))
+			snprintf(who, sizeof(who), "a waiting read");
+		else if (reader != NULL)
+			snprintf(who, sizeof(who), "reader %" JSON_INTEGER_FORMAT,
+				 json_integer_value(reader));
+		else
+			snprintf(who, sizeof(who), "no reader");
 		printf("  lane %2lld  %-30s %s/s  %" JSON_INTEGER_FORMAT
-		       "-%" JSON_INTEGER_FORMAT "%s\n    from %s\n",
+		       "-%" JSON_INTEGER_FORMAT "%s  for %s\n    from %s\n",
 		       json_integer_value(json_object_get(v, "lane")),
 		       shown(v, "file", file, sizeof(file)), rate,
 		       json_integer_value(json_object_get(v, "frontier")),
@@ -226,7 +293,7 @@ static void render(json_t *root)
 		       json_is_true(json_object_get(v, "collapsed"))
 			       ? "  (collapsing)"
 			       : "",
-		       shown(v, "source", source, sizeof(source)));
+		       who, shown(v, "source", source, sizeof(source)));
 	}
 	json_array_foreach(json_object_get(root, "sources"), i, v)
 	{

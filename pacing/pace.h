@@ -94,8 +94,18 @@ struct pace_config {
 				 this (the cache block), blob end aside */
 	uint64_t min_request; /* smallest read-ahead request, bytes */
 	uint64_t max_request; /* largest single request, bytes */
-	uint64_t window_min;  /* read-ahead window of a fresh reader */
+	uint64_t window_min;  /* the window a reader's read-ahead opens with */
 	uint64_t window_max;  /* cap on any reader's window */
+	uint64_t lead_ns;     /* a sequential reader's lead (bytes held or
+				 in flight past its cursor, the kernel's
+				 readahead included) aims at this many
+				 seconds of its consumption */
+	uint64_t seq_min;     /* bytes a reader reads sequentially after a
+				 jump before its read-ahead opens, beyond
+				 what the kernel may have read ahead (a run
+				 from the file's start opens it at once) */
+	uint64_t kernel_ahead; /* bytes the kernel reads ahead of the
+				  application: part of every lead */
 	uint64_t stall_ns;    /* no progress this long: reclaim the lane */
 	uint64_t deadline_ns; /* a waiting read fails after this long */
 	uint64_t backoff_ns;  /* first backoff after a transient fault */
@@ -175,6 +185,30 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 int pace_reader_window(const struct pace *p, uint32_t reader,
 		       uint64_t *cursor, uint64_t *window);
 
+/* A reader as seen from outside (status output). */
+enum pace_reader_mode {
+	PACE_READER_NEW,	/* has not read yet */
+	PACE_READER_RANDOM,	/* its reads jump: no read-ahead */
+	PACE_READER_SEQUENTIAL, /* reads ahead inside its window */
+	PACE_READER_PAUSED,	/* sequential, but has not read for a while */
+};
+
+struct pace_reader_info {
+	uint32_t blob;
+	enum pace_reader_mode mode;
+	uint64_t cursor;
+	uint64_t rate;	 /* consumption, bytes per second; 0: not known */
+	uint64_t window; /* W: its read-ahead reaches cursor + W */
+	uint64_t lead;	 /* bytes held or in flight from the cursor on */
+	uint64_t lead_ms; /* lead at its consumption rate; 0: not known */
+};
+
+int pace_reader_info(const struct pace *p, uint32_t reader, uint64_t now_ns,
+		     struct pace_reader_info *out);
+
+/* Every open reader's id is below this (for listing them). */
+uint32_t pace_reader_bound(const struct pace *p);
+
 /* Registers a read of [off, off + len) by reader that waits for missing
  * bytes: demand, the most urgent work. Writes a wait id for pace_wait_*. */
 int pace_wait_begin(struct pace *p, uint32_t reader, uint64_t off,
@@ -223,6 +257,8 @@ struct pace_lane_info {
 	bool queued;	   /* a queued range [qstart, qend) follows */
 	uint64_t qstart;
 	uint64_t qend;
+	uint32_t reader;   /* the reader it serves; PACE_NONE: none */
+	bool demand;	   /* it serves a read that waits */
 };
 
 int pace_lane_info(const struct pace *p, uint32_t lane,

@@ -1,10 +1,67 @@
-/* pace_int: internals shared inside pacing/ (the range set); no other
- * folder includes this header. */
+/* pace_int: the scheduler's state and the helpers its files share; no
+ * other folder includes this header. */
 #ifndef PACE_INT_H
 #define PACE_INT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "pacing/pace.h"
+
+#define KIB (1024ull)
+#define MIB (1024ull * 1024ull)
+#define SEC (1000000000ull)
+
+/* A rate sample covers at least this long, so that a socket buffer draining
+ * in microseconds cannot fake a huge rate. */
+#define RATE_WINDOW_NS (200ull * 1000000ull)
+
+/* Sequential tolerance: reordered kernel read-ahead steps back a little,
+ * and, once a window is open, forward skips of a few MiB still count as
+ * sequential. */
+#define SEQ_BACK (1 * MIB)
+#define SEQ_FWD (4 * MIB)
+
+/* A reader's consumption rate is sampled over at least this long. */
+#define CONSUME_WINDOW_NS (1 * SEC)
+
+/* A reader that has not read for this long is paused (status). */
+#define PAUSE_NS (1 * SEC)
+
+/* Most intervals a blob's held set may hold, whatever its size. */
+#define RANGES_CAP_MAX (1u << 18)
+
+/* Collapse: the short-term rate under 1/COLLAPSE_FACTOR of the lane's own
+ * level, after a few samples; the source is avoided for a while. */
+#define COLLAPSE_FACTOR 5
+#define COLLAPSE_MIN_SAMPLES 3
+#define COLLAPSE_HOLD_NS (5 * SEC)
+
+/* A read-ahead request aims to last this long at its source's rate, so a
+ * round trip costs a few percent, and lanes finish at similar times. */
+#define REQUEST_TIME_NS (1 * SEC)
+
+/* A lane queues its next range once its open request has less than twice
+ * the source's latency plus this left: the queued request's first byte
+ * can then follow the open one's last without a round trip between. */
+#define QUEUE_LEAD_NS (100ull * 1000000ull)
+
+/* Throttling: a source's lane cap grows back by one lane this often while
+ * its requests end whole. */
+#define AIMD_INC_NS (1 * SEC)
+
+/* A 429/503 for a request that went out less than this after the source
+ * last delivered a byte refuses concurrency, not the source. */
+#define SERVED_GRACE_NS (1 * SEC)
+
+/* Saturation: a source whose lanes together give less than this share of
+ * lanes x per-connection rate is at its shaping cap. */
+#define SAT_PCT 85
+/* A source this many times slower than the best one is a last resort. */
+#define SLOW_FACTOR 8
+
+/* ---- the range set (ranges.c) ---- */
 
 /* A set of bytes as sorted, disjoint, non-touching [s, e) intervals, in an
  * array whose capacity is fixed when the set is created. */
@@ -50,5 +107,328 @@ uint64_t pace__ranges_next_present(const struct pace__ranges *r,
 /* Bytes of [s, e) in the set. */
 uint64_t pace__ranges_count(const struct pace__ranges *r, uint64_t s,
 			    uint64_t e);
+
+/* ---- the scheduler's state ---- */
+
+/*
+ * A lane's states. Every change goes through pace__lane_set:
+ *
+ *   IDLE       -> REQUESTED   START: for a waiting read, read-ahead or a steal
+ *   REQUESTED  -> RECEIVING   its first byte arrived
+ *   RECEIVING  -> COLLAPSED   its rate fell under 1/COLLAPSE_FACTOR of its
+ *                             own level
+ *   RECEIVING, -> PROMOTED    the request ended whole and a range was queued
+ *   COLLAPSED
+ *   PROMOTED   -> REQUESTED   the next poll STARTs the queued range (a new
+ *                             request: measured afresh),
+ *   PROMOTED   -> IDLE        or finds it no longer wanted
+ *   open       -> YIELDING    CANCEL for a seek or a waiting read
+ *   open       -> RECLAIMING  CANCEL of a stalled lane, or of a collapsed one
+ *                             a read waits on
+ *   not IDLE   -> IDLE        pace_on_done
+ *
+ * "Open" lanes (REQUESTED, RECEIVING, COLLAPSED, PROMOTED) own bytes: their
+ * request [start, end) and a queued range. Cancelling ones own nothing and
+ * wait for pace_on_done. What a lane serves (a waiting read, a reader's
+ * window) is not its state: `wait` and `reader` say it.
+ */
+enum lane_state {
+	LANE_IDLE,	 /* no request */
+	LANE_PROMOTED,	 /* its queued range took over when the open request
+			    ended whole; the START is due in the next poll */
+	LANE_REQUESTED,	 /* START emitted, no byte yet */
+	LANE_RECEIVING,	 /* bytes arriving: the rate clock runs */
+	LANE_COLLAPSED,	 /* still receiving, but at a fraction of its own
+			    level: the preferred steal victim */
+	LANE_YIELDING,	 /* CANCEL emitted for a seek or a waiting read */
+	LANE_RECLAIMING, /* CANCEL emitted: stalled or collapsed under a
+			    read; its source is not backed off again */
+	LANE_NSTATES
+};
+
+struct lane {
+	enum lane_state state;
+	uint32_t blob;
+	uint32_t source;
+	uint32_t reader;   /* whose window it serves; PACE_NONE: none */
+	uint32_t rgen;	   /* the reader's seek generation at start */
+	uint32_t wait;	   /* the read it serves, while it waits; PACE_NONE */
+	bool ahead;	   /* started as read-ahead (yields on a seek) */
+	bool promoted;	   /* the request was queued behind another */
+	uint64_t start;
+	uint64_t frontier; /* one past the highest byte credited */
+	uint64_t end;
+	uint64_t last_progress_ns;
+	uint64_t rate_t0;    /* start of the current rate sample */
+	uint64_t rate_bytes; /* bytes in the current rate sample */
+	uint64_t rate;	     /* smoothed, bytes per second */
+	uint64_t level;	     /* slow average: the lane's own level */
+	uint64_t started_ns;
+	uint32_t nsamples;
+	/* At most one queued range [qstart, qend) on the same source, owned
+	 * by the lane from PACE_ACT_QUEUE on; it becomes the lane's request
+	 * when the open one ends whole. */
+	bool q;
+	uint32_t qreader, qrgen;
+	uint64_t qstart, qend;
+};
+
+struct source {
+	bool used;
+	bool excluded;
+	uint32_t blob;
+	uint32_t next; /* next source of the same blob */
+	enum pace_caps caps;
+	uint32_t lanes;	     /* lanes not idle on it */
+	uint64_t hold_until; /* backoff or Retry-After suspension */
+	uint64_t backoff;    /* next backoff length */
+	uint64_t rate;	     /* per-connection rate, smoothed */
+	uint64_t peak;	     /* per-connection rate it can give, 0: unknown */
+	uint64_t cap_est;    /* aggregate rate when saturated */
+	bool saturated;	     /* more lanes did not add rate */
+	uint32_t n_ok;	     /* most lanes seen running at full rate */
+	uint64_t lat_est;    /* time to first byte, smoothed */
+	uint64_t collapsed_until;
+	uint32_t faults;     /* transient faults since its last byte */
+	uint64_t fault_ns;   /* when the last of them happened */
+	uint64_t served_ns;  /* when it last delivered a byte */
+	bool no_queue;	     /* refused a request sent ahead: queue nothing
+				until its lane cap grows again */
+	uint64_t agg_tmp;    /* scratch for pace__measure */
+	uint32_t n_tmp;
+	uint32_t lane_cap;   /* AIMD: lanes allowed now */
+	uint64_t inc_at;     /* next additive increase */
+};
+
+struct blob {
+	bool used;
+	uint64_t size;
+	struct pace__ranges held;
+	uint32_t first_src;
+	uint32_t n_src;
+	uint32_t n_excluded;
+	uint32_t pinned; /* the one source of a no-validator blob */
+};
+
+struct reader {
+	bool used;
+	uint32_t blob;
+	uint32_t gen;	  /* bumped on every jump (a seek) */
+	bool seen;	  /* has read at least once */
+	bool evident;	  /* this run is sequential enough to read ahead */
+	uint64_t cursor;  /* end of the run's furthest read */
+	uint64_t run;	  /* bytes read sequentially after the run's first
+			     read (a single large read is no evidence) */
+	uint64_t w;	  /* window length past the cursor; 0: none */
+	bool had_window;  /* read-ahead ran when its last read came */
+	bool jumped;	  /* its last read started a new run */
+	uint64_t grow_run; /* sequential bytes since W last grew */
+	/* Consumption: bytes over wall time, pauses included. */
+	uint64_t crate;	      /* bytes per second, smoothed; 0: unknown */
+	uint64_t rate_t0;     /* start of the current sample */
+	uint64_t rate_bytes;  /* consumed in it */
+	uint64_t last_read_ns;
+	uint64_t last_wait_ns; /* it last waited at its cursor; 0: never */
+	uint64_t deficit; /* deficit round robin credit, bytes */
+	uint32_t nl_tmp;  /* scratch for queueing: lanes serving it */
+};
+
+struct wait {
+	bool used;
+	uint32_t reader;
+	uint32_t blob;
+	uint64_t off;
+	uint64_t end;
+	uint64_t begin_ns;
+};
+
+struct pace {
+	struct pace_config cfg;
+	uint64_t now;
+	struct lane *lanes;
+	struct source *sources;
+	struct blob *blobs;
+	struct reader *readers;
+	struct wait *waits;
+	uint32_t n_sources, n_blobs; /* high-water marks */
+	uint32_t n_readers, n_waits;
+	uint32_t rr;  /* round-robin start among readers */
+	uint32_t wrr; /* round-robin start among waits */
+	uint64_t rng; /* xorshift64 state for jitter */
+	uint64_t infl; /* pace_poll: bytes in flight, kept as it emits */
+	uint32_t nactive; /* readers reading ahead, as of the last poll */
+	struct pace_stats stats;
+};
+
+static inline uint64_t pace__min64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static inline uint64_t pace__max64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+static inline uint64_t pace__sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static inline uint64_t pace__align_down(uint64_t x, uint64_t a)
+{
+	return x - x % a;
+}
+
+uint64_t pace__align_up(uint64_t x, uint64_t a);
+
+/* Reader id, or NULL when it is not open. */
+static inline struct reader *pace__reader_get(const struct pace *p,
+					      uint32_t id)
+{
+	if (id >= p->n_readers || !p->readers[id].used)
+		return NULL;
+	return &p->readers[id];
+}
+
+/* Moves the scheduler's clock to now_ns, which must not go backwards. */
+void pace__tick(struct pace *p, uint64_t now_ns);
+
+/* ---- lanes (lane.c) ---- */
+
+/* Every lane state change goes through here; it keeps the source's count
+ * of lanes not idle (traced with -DPACE_TRACE). */
+void pace__lane_set(struct pace *p, struct lane *l, enum lane_state to);
+
+/* The lane owns bytes: an open request, possibly a queued range. */
+static inline bool pace__lane_open(const struct lane *l)
+{
+	return l->state == LANE_PROMOTED || l->state == LANE_REQUESTED ||
+	       l->state == LANE_RECEIVING || l->state == LANE_COLLAPSED;
+}
+
+/* Its first byte arrived: its rate is being measured. */
+static inline bool pace__lane_receiving(const struct lane *l)
+{
+	return l->state == LANE_RECEIVING || l->state == LANE_COLLAPSED;
+}
+
+/* It serves a read that waits. */
+static inline bool pace__lane_demand(const struct lane *l)
+{
+	return l->wait != PACE_NONE;
+}
+
+/* Starts [x, e) on lane l from source src for reader (PACE_NONE: none)
+ * and wait (PACE_NONE: read-ahead); fills one START action. */
+void pace__lane_start(struct pace *p, struct lane *l, uint32_t blob,
+		      uint32_t src, uint64_t x, uint64_t e, uint32_t reader,
+		      uint32_t wait, struct pace_action *a);
+
+/* Aborts the lane's request and drops its queued range; `reclaim` says
+ * it was taken back from a stalled or collapsed lane rather than yielded.
+ * Fills one CANCEL action. */
+void pace__lane_cancel(struct pace *p, struct lane *l, bool reclaim,
+		       struct pace_action *a);
+
+/* Fills action a of kind k with lane l's request. */
+void pace__emit(struct pace_action *a, enum pace_action_kind k,
+		const struct pace *p, const struct lane *l);
+
+/* The first idle lane, or NULL. */
+struct lane *pace__idle_lane(struct pace *p);
+
+/* ---- sources (source.c) ---- */
+
+/* d plus up to jitter_pct percent of it, at random. */
+uint64_t pace__jitter(struct pace *p, uint64_t d);
+
+/* A fault blamed on the source: back it off exponentially. */
+void pace__source_backoff(struct pace *p, struct source *s,
+			  uint64_t at_least);
+
+void pace__source_exclude(struct pace *p, struct source *s);
+
+/* The source's lane counts and rate allow one more lane now. */
+bool pace__source_usable(const struct pace *p, const struct source *s);
+
+/* Whole-object streams: no ranges, or no length. */
+static inline bool pace__caps_stream(enum pace_caps c)
+{
+	return c == PACE_CAPS_NO_RANGES || c == PACE_CAPS_NO_LENGTH;
+}
+
+/* The source a new request on blob should use, or PACE_NONE; `urgent`
+ * bytes (a waiting read, a collapsed lane's range) may take a source
+ * whose next lane adds no rate. */
+uint32_t pace__pick_source(struct pace *p, uint32_t blob, bool urgent);
+
+/* Per-connection rate a new lane on source src is expected to reach. */
+uint64_t pace__expected_rate(const struct pace *p, uint32_t src);
+
+/* Closes the lane's rate sample once it spans RATE_WINDOW_NS and updates
+ * the lane's level, its source's rates and collapse. */
+void pace__rate_update(struct pace *p, struct lane *l);
+
+/* Measures every lane and updates each source's saturation. */
+void pace__measure(struct pace *p);
+
+/* ---- windows (window.c) ---- */
+
+/* The first unowned missing byte of reader r's window [cursor, *wend)
+ * (aligned down from the cursor), or *wend when there is none; writes the
+ * end of that unowned gap to *gap_end. */
+uint64_t pace__window_gap(struct pace *p, const struct reader *r,
+			  uint64_t *gap_end, uint64_t *wend);
+
+/* The end of the next read-ahead request of reader r's window, starting
+ * at x (from pace__window_gap) on source src: about a second of the
+ * source's rate, ending on an aligned byte inside the window or at the
+ * blob's end, within the byte budget. Returns x when the window is parked:
+ * what is left is shorter than min_request and more of it becomes
+ * wanted once the cursor moves, so it waits rather than costing a round
+ * trip for a sliver. */
+uint64_t pace__window_end(struct pace *p, const struct reader *r,
+			  uint32_t src, uint64_t x, uint64_t gap_end,
+			  uint64_t wend);
+
+/* The reader exists, reads sequentially and is still in seek generation
+ * gen. */
+bool pace__reader_live(const struct pace *p, uint32_t ri, uint32_t gen);
+
+/* The reader waited at its cursor for bytes of its window: the window
+ * doubles, up to what its blob's sources can fill, and does not shrink
+ * for a lead's time. */
+void pace__window_waited(struct pace *p, struct reader *r);
+
+/* ---- requests (poll.c) ---- */
+
+/* First missing byte of blob in [a, lim) that no lane owns, or lim; writes
+ * the end of that unowned missing gap to *gap_end. */
+uint64_t pace__first_free(struct pace *p, uint32_t blob, uint64_t a,
+			  uint64_t lim, uint64_t *gap_end);
+
+/* The first byte at or after off of blob that is neither held nor owned
+ * by a lane (its open request or queued range), or the blob's size. */
+uint64_t pace__covered_from(const struct pace *p, uint32_t blob,
+			    uint64_t off);
+
+/* End of a request starting at x inside an unowned gap ending at
+ * gap_end, wanting about `want` bytes, never past `lim`. */
+uint64_t pace__request_end(const struct pace *p, const struct blob *b,
+			   uint64_t x, uint64_t want, uint64_t gap_end,
+			   uint64_t lim);
+
+/* Read-ahead request length for a lane on src of a reader with window w
+ * (window.c). */
+uint64_t pace__request_want(const struct pace *p, uint32_t src, uint64_t w);
+
+/* Lowers the end of a request [x, e) to fit the byte budget. */
+uint64_t pace__budget_fit(const struct pace *p, uint64_t x, uint64_t e);
+
+/* Bytes requested and not yet received. */
+uint64_t pace__inflight_sum(const struct pace *p);
+void pace__infl_add(struct pace *p, uint64_t n);
+void pace__infl_sub(struct pace *p, uint64_t n);
 
 #endif

@@ -115,6 +115,10 @@ struct server {
 	FILE *log; /* guarded by log_mu; NULL: no request log */
 	char **log_headers; /* --log-header NAME: their values are logged */
 	size_t nlog_headers;
+	uint64_t max_transfers; /* --max-transfers: file bodies sent at once,
+				   503 beyond; 0: any */
+	int64_t retry_after;	/* --retry-after for those 503s; -1: none */
+	atomic_ullong transfers; /* file bodies being sent now */
 };
 
 /* A token bucket over body bytes; it takes the time as an argument so that
@@ -1168,7 +1172,7 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 	uint64_t start = 0, len = 0, body = 0, sent = 0, rate = srv->rate;
 	unsigned long long hits = 0;
 	enum range_result rr = RANGE_FULL;
-	bool head_only, closing = rq->want_close;
+	bool head_only, closing = rq->want_close, counted = false;
 	int status = 0, rc;
 
 	*after = closing ? AFTER_CLOSE : AFTER_KEEP;
@@ -1224,6 +1228,18 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 		status = rc == -EACCES ? 403 : 404;
 		rc = send_status(c, rq, status, -1, NULL, closing, &sent);
 		goto out;
+	}
+	/* An origin that serves so many transfers at once and refuses the
+	 * rest, as object stores and CDNs in front of small servers do. */
+	if (srv->max_transfers && !head_only) {
+		counted = true;
+		if (atomic_fetch_add(&srv->transfers, 1) >= srv->max_transfers) {
+			applied = "max-transfers";
+			status = 503;
+			rc = send_status(c, rq, status, srv->retry_after, NULL,
+					 closing, &sent);
+			goto out;
+		}
 	}
 	if (f && f->kind == FAULT_ETAG_CHANGE && hits > f->n) {
 		applied = "etag-change";
@@ -1340,6 +1356,8 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 		sleep_ns(f->n * NS_PER_MS);
 	rc = send_body(c, &e, start, body, rate, &sent);
 out:
+	if (counted)
+		atomic_fetch_sub(&srv->transfers, 1);
 	if (status)
 		log_request(srv, rq, status, sent, applied);
 	if (e.fd >= 0)
@@ -1683,6 +1701,7 @@ static void usage(FILE *fp)
 	      "         [--latency MS] [--fault GLOB:KIND[:ARG]]...\n"
 	      "         [--log FILE] [--log-header NAME]... [--quiet] "
 	      "[--autoindex]\n"
+	      "         [--max-transfers N [--retry-after SECS]]\n"
 	      "fault kinds: stall:N reset:N status:CODE[:RETRY_AFTER] "
 	      "burst:CODE:K norange\n"
 	      "  badrange short:N etag-change:N content-change:N "
@@ -1705,7 +1724,8 @@ static void die(const char *fmt, ...)
 	exit(2);
 }
 
-static struct server server = {.log_mu = PTHREAD_MUTEX_INITIALIZER};
+static struct server server = {.log_mu = PTHREAD_MUTEX_INITIALIZER,
+			       .retry_after = -1};
 
 int main(int argc, char **argv)
 {
@@ -1718,6 +1738,8 @@ int main(int argc, char **argv)
 		{"fault", required_argument, NULL, 'f'},
 		{"log", required_argument, NULL, 'g'},
 		{"log-header", required_argument, NULL, 'H'},
+		{"max-transfers", required_argument, NULL, 'M'},
+		{"retry-after", required_argument, NULL, 'A'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"autoindex", no_argument, NULL, 'a'},
 		{"help", no_argument, NULL, 'h'},
@@ -1790,6 +1812,23 @@ int main(int argc, char **argv)
 				die("out of memory");
 			server.log_headers = nh;
 			nh[server.nlog_headers++] = optarg;
+			break;
+		}
+		case 'M':
+			if (parse_u64(optarg, strlen(optarg),
+				      &server.max_transfers) < 0 ||
+			    server.max_transfers == 0)
+				die("--max-transfers %s: want a number of "
+				    "transfers, at least 1",
+				    optarg);
+			break;
+		case 'A': {
+			uint64_t secs;
+
+			if (parse_u64(optarg, strlen(optarg), &secs) < 0 ||
+			    secs > 86400)
+				die("--retry-after %s: want seconds", optarg);
+			server.retry_after = (int64_t)secs;
 			break;
 		}
 		case 'q':

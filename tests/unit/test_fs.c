@@ -35,6 +35,7 @@ static void opts_defaults(void)
 	T_EQ_INT(o.read_timeout_s, 60);
 	T_EQ_INT(o.connect_timeout_s, 10);
 	T_EQ_INT(o.retry_after_max_s, 60);
+	T_EQ_INT(o.readahead_ms, 3000);
 	T_ASSERT(!o.foreground);
 	T_ASSERT(o.cache_dir == NULL);
 	fs_opts_free(&o);
@@ -77,6 +78,16 @@ static void opts_errors_name_the_option(void)
 			   "http://h/x", "/m"};
 	char *no_mp[] = {"pacefs", "http://h/x"};
 	char *extra[] = {"pacefs", "http://h/x", "/m", "/other"};
+	char *bad_lead[] = {"readahead=", "readahead=0", "readahead=0.09",
+			    "readahead=601", "readahead=2.5s", "readahead=.5",
+			    "readahead=1.2345", "readahead=-1"};
+	struct {
+		char *arg;
+		unsigned ms;
+	} good_lead[] = {{"readahead=2.5", 2500},
+			 {"readahead=0.1", 100},
+			 {"readahead=600", 600000},
+			 {"readahead=3.125", 3125}};
 	struct fs_opts o;
 	char err[256];
 
@@ -89,6 +100,20 @@ static void opts_errors_name_the_option(void)
 	T_ASSERT(strstr(err, "retry_after_max") != NULL);
 	T_EQ_INT(parse(&o, err, sizeof(err), 5, own_hdr), -EINVAL);
 	T_ASSERT(strstr(err, "sets Accept-Encoding itself") != NULL);
+	for (size_t i = 0; i < sizeof(bad_lead) / sizeof(bad_lead[0]); i++) {
+		char *argv[] = {"pacefs", "-o", bad_lead[i], "http://h/x", "/m"};
+
+		T_EQ_INT(parse(&o, err, sizeof(err), 5, argv), -EINVAL);
+		T_ASSERT(strstr(err, "readahead") != NULL);
+	}
+	for (size_t i = 0; i < sizeof(good_lead) / sizeof(good_lead[0]); i++) {
+		char *argv[] = {"pacefs", "-o", good_lead[i].arg, "http://h/x",
+				"/m"};
+
+		T_EQ_INT(parse(&o, err, sizeof(err), 5, argv), 0);
+		T_EQ_INT(o.readahead_ms, good_lead[i].ms);
+		fs_opts_free(&o);
+	}
 	T_EQ_INT(parse(&o, err, sizeof(err), 2, no_mp), -EINVAL);
 	T_ASSERT(strstr(err, "MOUNTPOINT") != NULL);
 	T_EQ_INT(parse(&o, err, sizeof(err), 4, extra), -EINVAL);

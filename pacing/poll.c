@@ -1,0 +1,791 @@
+/* poll: pace_poll and its phases: what to start, shorten or cancel now,
+ * demand first, then read-ahead inside each reader's window, steals, and
+ * the ranges lanes queue behind their open requests. */
+#include "pacing/pace.h"
+#include "pacing/pace_int.h"
+
+/* One poll's output, and what its phases tell the ones after them. */
+struct poll {
+	struct pace_action *acts;
+	size_t n, cap;
+	uint32_t yields; /* lanes already cancelled for a waiting read */
+	bool starved;	 /* a waiting read found no lane or no budget: read-
+			    ahead starts nothing in this poll */
+};
+
+/* The lane owning byte x of blob, or NULL; writes the end of the span
+ * that owns it (its open request or its queued range) to *oend. */
+static struct lane *owner_of(struct pace *p, uint32_t blob, uint64_t x,
+			     uint64_t *oend)
+{
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+
+		if (!pace__lane_open(l) || l->blob != blob)
+			continue;
+		if (l->start <= x && x < l->end) {
+			*oend = l->end;
+			return l;
+		}
+		if (l->q && l->qstart <= x && x < l->qend) {
+			*oend = l->qend;
+			return l;
+		}
+	}
+	return NULL;
+}
+
+/* The gap's end is not bounded by lim, only by the blob size. */
+uint64_t pace__first_free(struct pace *p, uint32_t blob, uint64_t a,
+			  uint64_t lim, uint64_t *gap_end)
+{
+	struct blob *b = &p->blobs[blob];
+	uint64_t x = a, e;
+
+	lim = pace__min64(lim, b->size);
+	while (x < lim) {
+		uint64_t oend;
+
+		x = pace__ranges_next_missing(&b->held, x);
+		if (x >= lim)
+			break;
+		if (!owner_of(p, blob, x, &oend))
+			break;
+		x = oend;
+	}
+	if (x >= lim)
+		return lim;
+	e = pace__min64(pace__ranges_next_present(&b->held, x), b->size);
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+
+		if (!pace__lane_open(l) || l->blob != blob)
+			continue;
+		if (l->start > x && l->start < e)
+			e = l->start;
+		if (l->q && l->qstart > x && l->qstart < e)
+			e = l->qstart;
+	}
+	*gap_end = e;
+	return x;
+}
+
+uint64_t pace__covered_from(const struct pace *p, uint32_t blob,
+			    uint64_t off)
+{
+	const struct blob *b = &p->blobs[blob];
+	uint64_t x = off;
+
+	for (;;) {
+		bool owned = false;
+
+		x = pace__ranges_next_missing(&b->held, x);
+		if (x >= b->size)
+			return b->size;
+		for (uint32_t i = 0; i < p->cfg.max_lanes && !owned; i++) {
+			const struct lane *l = &p->lanes[i];
+
+			if (!pace__lane_open(l) || l->blob != blob)
+				continue;
+			if (l->start <= x && x < l->end) {
+				x = l->end;
+				owned = true;
+			} else if (l->q && l->qstart <= x && x < l->qend) {
+				x = l->qend;
+				owned = true;
+			}
+		}
+		if (!owned)
+			return x;
+	}
+}
+
+/* Aligned up, clamped to the blob size, the gap and max_request. */
+uint64_t pace__request_end(const struct pace *p, const struct blob *b,
+			   uint64_t x, uint64_t want, uint64_t gap_end,
+			   uint64_t lim)
+{
+	const struct pace_config *c = &p->cfg;
+	uint64_t e;
+
+	want = pace__min64(pace__max64(want, c->min_request), c->max_request);
+	/* Rounded down: from an unaligned start (where a transfer stopped)
+	 * the request is a little shorter, never longer, than wanted. */
+	e = pace__align_down(pace__sat_add(x, want), c->align);
+	if (e <= x)
+		e = pace__sat_add(x, want);
+	e = pace__min64(e, gap_end);
+	e = pace__min64(e, lim);
+	e = pace__min64(e, b->size);
+	return e;
+}
+
+/* Open requests past their frontier and queued ranges. Cancelling lanes
+ * own nothing. */
+uint64_t pace__inflight_sum(const struct pace *p)
+{
+	uint64_t t = 0;
+
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
+		const struct lane *l = &p->lanes[i];
+
+		if (!pace__lane_open(l))
+			continue;
+		t += l->end - l->frontier;
+		if (l->q)
+			t += l->qend - l->qstart;
+	}
+	return t;
+}
+
+void pace__infl_add(struct pace *p, uint64_t n)
+{
+	p->infl += n;
+	if (p->infl > p->stats.inflight_max)
+		p->stats.inflight_max = p->infl;
+}
+
+void pace__infl_sub(struct pace *p, uint64_t n)
+{
+	p->infl = p->infl > n ? p->infl - n : 0;
+}
+
+/* Room left under budget_bytes (UINT64_MAX without a budget). */
+static uint64_t budget_room(const struct pace *p)
+{
+	if (!p->cfg.budget_bytes)
+		return UINT64_MAX;
+	return p->cfg.budget_bytes > p->infl ? p->cfg.budget_bytes - p->infl
+					     : 0;
+}
+
+/* On an aligned byte; returns x when nothing fits. */
+uint64_t pace__budget_fit(const struct pace *p, uint64_t x, uint64_t e)
+{
+	uint64_t room = budget_room(p), f;
+
+	if (e <= x || e - x <= room)
+		return e;
+	f = pace__align_down(x + room, p->cfg.align);
+	return f > x ? f : x;
+}
+
+/* True while a waiting read's request has not had its first byte and was
+ * started less than first_hold_ns ago. Read-ahead starts nothing new
+ * meanwhile: on a cold start (open, seek) its new connections and
+ * transfers would compete with the one the read waits for. It holds every
+ * blob's read-ahead, not only the read's: holding one blob's alone handed
+ * its lanes to the others. */
+static bool first_hold(const struct pace *p)
+{
+	if (p->cfg.first_hold_ns == 0)
+		return false;
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
+		const struct lane *l = &p->lanes[i];
+
+		if (l->state == LANE_REQUESTED && pace__lane_demand(l) &&
+		    p->now < pace__sat_add(l->started_ns,
+					   p->cfg.first_hold_ns))
+			return true;
+	}
+	return false;
+}
+
+/* The busy read-ahead lane whose range lies furthest ahead of its reader's
+ * cursor: the one to yield to the waiting read w. Lanes already serving
+ * bytes of w are kept. */
+static struct lane *yield_victim(struct pace *p, const struct wait *w,
+				 bool same_blob)
+{
+	struct lane *best = NULL;
+	uint64_t best_ahead = 0;
+
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+		uint64_t ahead;
+
+		if (!pace__lane_open(l) || pace__lane_demand(l) ||
+		    (same_blob && l->blob != w->blob))
+			continue;
+		if (l->blob == w->blob && l->frontier < w->end &&
+		    l->end > w->off)
+			continue;
+		if (pace__caps_stream(p->sources[l->source].caps))
+			continue; /* a whole-object stream cannot restart */
+		if (l->reader == PACE_NONE)
+			ahead = UINT64_MAX;
+		else if (l->frontier > p->readers[l->reader].cursor)
+			ahead = l->frontier - p->readers[l->reader].cursor;
+		else
+			ahead = 0;
+		if (!best || ahead > best_ahead) {
+			best = l;
+			best_ahead = ahead;
+		}
+	}
+	return best;
+}
+
+/* Steal to equalise: idle lane t takes the tail of the busy range that
+ * will finish last (a collapsed lane first), split by the two rates so
+ * both end together, past the victim's frontier, never emptying it and
+ * never below min_request. Writes SET_END and START. */
+static int steal(struct pace *p, struct lane *t, struct pace_action *a,
+		 size_t room, bool collapsed_only)
+{
+	const struct pace_config *c = &p->cfg;
+	struct lane *v = NULL;
+	double v_eta = 0;
+	uint32_t src;
+	double rv, rt, lat, rem, k;
+	uint64_t split, old_end;
+
+	if (room < 2)
+		return 0;
+	for (uint32_t i = 0; i < c->max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+		bool collapsed = l->state == LANE_COLLAPSED;
+		double eta;
+
+		if (!pace__lane_receiving(l) ||
+		    pace__caps_stream(p->sources[l->source].caps))
+			continue;
+		if (l->end - l->frontier < c->min_request + c->align)
+			continue;
+		if (!collapsed && (l->nsamples == 0 || collapsed_only))
+			continue;
+		/* The tail must still be wanted: inside its reader's window
+		 * now, or part of a read that waits. */
+		if (!pace__lane_demand(l)) {
+			const struct reader *r = l->reader != PACE_NONE
+							 ? &p->readers[l->reader]
+							 : NULL;
+
+			if (!r || !r->used ||
+			    l->end > pace__sat_add(r->cursor, r->w))
+				continue;
+		}
+		eta = (double)(l->end - l->frontier) /
+		      (double)pace__max64(l->rate, 1);
+		if (collapsed)
+			eta += 1e12; /* always first */
+		if (!v || eta > v_eta) {
+			v = l;
+			v_eta = eta;
+		}
+	}
+	if (!v)
+		return 0;
+	src = pace__pick_source(p, v->blob, v->state == LANE_COLLAPSED);
+	if (src == PACE_NONE)
+		return 0;
+	rv = (double)pace__max64(v->rate, 1);
+	rt = (double)pace__expected_rate(p, src);
+	if (rt <= 0) {
+		/* An untried source: assume it as good as the best known. */
+		const struct blob *b = &p->blobs[v->blob];
+
+		rt = rv;
+		for (uint32_t i = b->first_src; i != PACE_NONE;
+		     i = p->sources[i].next)
+			if ((double)p->sources[i].peak > rt)
+				rt = (double)p->sources[i].peak;
+	}
+	lat = (double)p->sources[src].lat_est / (double)SEC;
+	rem = (double)(v->end - v->frontier);
+	k = rv * (lat * rt + rem) / (rv + rt);
+	if (k >= rem)
+		return 0;
+	split = pace__align_up(v->frontier + (uint64_t)k, c->align);
+	if (split <= v->frontier)
+		split = pace__align_up(v->frontier + 1, c->align);
+	if (split >= v->end || v->end - split < c->min_request)
+		return 0;
+	old_end = v->end;
+	v->end = split;
+	pace__emit(&a[0], PACE_ACT_SET_END, p, v);
+	pace__lane_start(p, t, v->blob, src, split, old_end, v->reader,
+			 v->wait, &a[1]);
+	p->stats.steals++;
+	return 2;
+}
+
+/* Some source of b takes requests now, lane counts aside: a waiting read
+ * may make a read-ahead lane yield to it. */
+static bool blob_ready(const struct pace *p, const struct blob *b)
+{
+	for (uint32_t i = b->first_src; i != PACE_NONE;
+	     i = p->sources[i].next) {
+		const struct source *s = &p->sources[i];
+
+		if (!s->excluded && p->now >= s->hold_until)
+			return true;
+	}
+	return false;
+}
+
+/* A promoted range may start: its reader still reads there (same seek
+ * generation, range inside its window) and its source takes requests. */
+static bool promote_ok(const struct pace *p, const struct lane *l)
+{
+	const struct source *s = &p->sources[l->source];
+	const struct reader *r;
+
+	if (!pace__reader_live(p, l->reader, l->rgen))
+		return false;
+	r = &p->readers[l->reader];
+	if (l->end > pace__sat_add(r->cursor, r->w) || l->end <= r->cursor)
+		return false;
+	return !s->excluded && p->now >= s->hold_until &&
+	       s->collapsed_until <= p->now;
+}
+
+/*
+ * The phases of a poll, in order. Each returns false when the poll ends
+ * with it: the action array is full (the caller polls again), or nothing
+ * after it may start.
+ */
+
+/* Promoted queued ranges start first, if still wanted. */
+static bool start_promoted(struct pace *p, struct poll *o)
+{
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+
+		if (l->state != LANE_PROMOTED)
+			continue;
+		if (!promote_ok(p, l)) {
+			/* Counted in flight when this poll began. */
+			pace__infl_sub(p, l->end - l->frontier);
+			l->promoted = false;
+			l->reader = PACE_NONE;
+			pace__lane_set(p, l, LANE_IDLE);
+			l->start = l->frontier = l->end = 0;
+			continue;
+		}
+		if (o->n == o->cap)
+			return false;
+		pace__lane_set(p, l, LANE_REQUESTED);
+		p->stats.requests++;
+		pace__emit(&o->acts[o->n++], PACE_ACT_START, p, l);
+	}
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++)
+		if (p->lanes[i].state == LANE_YIELDING)
+			o->yields++;
+	return true;
+}
+
+/* Stalls: take the range back; the source backs off. */
+static bool reclaim_stalled(struct pace *p, struct poll *o)
+{
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+
+		if (!pace__lane_open(l) ||
+		    p->now - l->last_progress_ns < p->cfg.stall_ns)
+			continue;
+		if (o->n == o->cap)
+			return false;
+		pace__lane_cancel(p, l, true, &o->acts[o->n++]);
+		pace__source_backoff(p, &p->sources[l->source], 0);
+		p->stats.reclaims++;
+	}
+	return true;
+}
+
+/* A seek: the old window's read-ahead lanes yield. */
+static bool yield_old_windows(struct pace *p, struct poll *o)
+{
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+		struct reader *r;
+
+		if (!pace__lane_open(l) || !l->ahead || pace__lane_demand(l) ||
+		    l->reader == PACE_NONE)
+			continue;
+		r = &p->readers[l->reader];
+		if (r->gen == l->rgen)
+			continue;
+		if (l->end > r->cursor && l->frontier < r->cursor + r->w)
+			continue; /* still useful for the new window */
+		if (pace__caps_stream(p->sources[l->source].caps))
+			continue;
+		if (o->n == o->cap)
+			return false;
+		pace__lane_cancel(p, l, false, &o->acts[o->n++]);
+		o->yields++;
+	}
+	return true;
+}
+
+/* Lane l, receiving for a while, holds bytes that waiting read w needs,
+ * and another source of the blob takes a lane now and would do better:
+ * its own source is in a collapse hold (a lane started there after the
+ * collapse never collapses against its own level), the other source's
+ * connections are more than SLOW_FACTOR times faster, or l at its rate
+ * would miss w's deadline (an untried source is then worth the risk). */
+static bool lane_outpaced(struct pace *p, const struct lane *l,
+			  const struct wait *w)
+{
+	const struct source *own = &p->sources[l->source];
+	uint64_t left, deadline;
+	uint32_t alt;
+
+	if (l->state != LANE_RECEIVING || l->nsamples < COLLAPSE_MIN_SAMPLES)
+		return false;
+	alt = pace__pick_source(p, w->blob, true);
+	if (alt == PACE_NONE || alt == l->source ||
+	    p->sources[alt].collapsed_until > p->now)
+		return false;
+	if (own->collapsed_until > p->now ||
+	    (double)pace__expected_rate(p, alt) >
+		    (double)l->rate * SLOW_FACTOR)
+		return true;
+	deadline = pace__sat_add(w->begin_ns, p->cfg.deadline_ns);
+	left = deadline > p->now ? deadline - p->now : 0;
+	return (double)(pace__min64(w->end, l->end) - l->frontier) *
+		       (double)SEC >
+	       (double)pace__max64(l->rate, 1) * (double)left;
+}
+
+/* Lanes that could start on blob now: idle lanes, within what its
+ * sources' lane caps still allow. */
+static uint32_t lanes_free(const struct pace *p, uint32_t blob)
+{
+	const struct blob *b = &p->blobs[blob];
+	uint32_t idle = 0, room = 0;
+
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++)
+		idle += p->lanes[i].state == LANE_IDLE;
+	for (uint32_t i = b->first_src; i != PACE_NONE;
+	     i = p->sources[i].next) {
+		const struct source *s = &p->sources[i];
+		uint32_t cap = s->lane_cap < p->cfg.lanes_per_source
+				       ? s->lane_cap
+				       : p->cfg.lanes_per_source;
+
+		if (s->excluded || p->now < s->hold_until || s->lanes >= cap)
+			continue;
+		room += cap - s->lanes;
+	}
+	return idle < room ? idle : room;
+}
+
+/* Some read other than w waits. */
+static bool waits_other_than(const struct pace *p, const struct wait *w)
+{
+	for (uint32_t i = 0; i < p->n_waits; i++)
+		if (p->waits[i].used && &p->waits[i] != w)
+			return true;
+	return false;
+}
+
+/* How much of waiting read w, from x on, one request on source src takes,
+ * ending by *lim. A read at a cold position (its reader just jumped, or
+ * reads at random) is split over the lanes that can start now, at least
+ * min_request each, so that it costs one round trip plus its size over
+ * their combined rate rather than over one connection's. A sequential
+ * reader's read, when no other read waits, takes a read-ahead request's
+ * worth, up to its window's end: its window would fetch those bytes next,
+ * and a reader that outruns its lanes (a source that allows one) then pays
+ * no round trip a read. */
+static uint64_t demand_share(const struct pace *p, const struct wait *w,
+			     uint64_t x, uint32_t src, uint64_t *lim)
+{
+	const struct reader *r = pace__reader_get(p, w->reader);
+	uint64_t left = w->end - x, wend;
+	uint32_t n;
+
+	*lim = UINT64_MAX;
+	if (r && r->w > 0 && !r->jumped) {
+		if (src == PACE_NONE || waits_other_than(p, w))
+			return left;
+		wend = pace__align_down(pace__sat_add(r->cursor, r->w),
+					p->cfg.align);
+		*lim = pace__max64(wend, w->end);
+		return pace__max64(left, pace__request_want(p, src, r->w));
+	}
+	n = lanes_free(p, w->blob);
+	if (n <= 1)
+		return left;
+	return pace__align_up((left + n - 1) / n, p->cfg.align);
+}
+
+/* One waiting read: its missing bytes go to idle lanes, or read-ahead
+ * yields a lane to it. */
+static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi)
+{
+	const struct pace_config *c = &p->cfg;
+	struct wait *w = &p->waits[wi];
+	struct blob *b = &p->blobs[w->blob];
+
+	for (;;) {
+		uint64_t ge, x, e, want, lim, oend = 0,
+				   a0 = pace__align_down(w->off, c->align);
+		uint32_t src;
+		struct lane *l, *own;
+
+		x = pace__ranges_next_missing(&b->held, a0);
+		own = x < w->end ? owner_of(p, w->blob, x, &oend) : NULL;
+		/* Bytes in a queued range come right after that lane's open
+		 * request: nothing to hurry. */
+		if (own && oend != own->end)
+			own = NULL;
+		/* A read waits on a collapsed lane, or on one far slower
+		 * than another source would be: take its range back now
+		 * (received bytes are kept). */
+		if (own && (own->state == LANE_COLLAPSED ||
+			    lane_outpaced(p, own, w)) &&
+		    !pace__caps_stream(p->sources[own->source].caps)) {
+			if (o->n == o->cap)
+				return false;
+			pace__lane_cancel(p, own, true, &o->acts[o->n++]);
+			p->stats.reclaims++;
+			continue;
+		}
+		/* The bytes wanted lie far down a lane's range: split them
+		 * off rather than wait for the lane to get there. */
+		if (own && !pace__caps_stream(p->sources[own->source].caps) &&
+		    x >= own->frontier + 2 * c->min_request &&
+		    pace__align_down(x, c->align) > own->frontier &&
+		    pace__idle_lane(p) &&
+		    pace__pick_source(p, w->blob, true) != PACE_NONE) {
+			if (o->n == o->cap)
+				return false;
+			pace__infl_sub(p, own->end -
+						  pace__align_down(x, c->align));
+			own->end = pace__align_down(x, c->align);
+			pace__emit(&o->acts[o->n++], PACE_ACT_SET_END, p, own);
+			p->stats.steals++;
+		}
+		x = pace__first_free(p, w->blob, a0, w->end, &ge);
+		if (x >= w->end)
+			break;
+		src = pace__pick_source(p, w->blob, true);
+		l = pace__idle_lane(p);
+		want = demand_share(p, w, x, src, &lim);
+		e = pace__request_end(p, b, x, want, ge, lim);
+		if (e < b->size)
+			e = pace__budget_fit(p, x, e);
+		else if (e - x > budget_room(p))
+			e = x; /* the blob's unaligned tail must fit */
+		if (src != PACE_NONE && l && e > x) {
+			if (o->n == o->cap)
+				return false;
+			pace__lane_start(p, l, w->blob, src, x, e, w->reader,
+					 wi, &o->acts[o->n++]);
+			p->wrr = wi + 1;
+			continue;
+		}
+		/* No source takes a request now (backing off, suspended,
+		 * excluded): wait for one. */
+		if (src == PACE_NONE && !blob_ready(p, b))
+			break;
+		/* No lane, its sources at their lane caps, or no room in the
+		 * budget: read-ahead yields to the read, and with the budget
+		 * short starts nothing new in this poll (the bytes it frees
+		 * are the read's). */
+		if (src != PACE_NONE && l)
+			o->starved = true;
+		if (o->yields > 0) {
+			o->yields--; /* a lane is already on its way */
+			break;
+		}
+		/* With the blob's sources at their lane caps, only a lane on
+		 * the blob frees one for the read. */
+		l = yield_victim(p, w, src == PACE_NONE);
+		if (!l)
+			break;
+		if (o->n == o->cap)
+			return false;
+		pace__lane_cancel(p, l, false, &o->acts[o->n++]);
+		break;
+	}
+	return true;
+}
+
+/* Demand first, waits taking turns so that none starves. */
+static bool serve_waits(struct pace *p, struct poll *o)
+{
+	for (uint32_t k = 0, nw = p->n_waits; k < nw; k++) {
+		uint32_t wi = (p->wrr + k) % nw;
+
+		if (p->waits[wi].used && !serve_wait(p, o, wi))
+			return false;
+	}
+	return true;
+}
+
+/* Idle lanes take ranges from busy ones: from collapsed lanes only, or
+ * from any whose range will finish last. Never ends the poll. */
+static bool steal_idle(struct pace *p, struct poll *o, bool collapsed_only)
+{
+	for (;;) {
+		struct lane *l = pace__idle_lane(p);
+		int k;
+
+		if (!l)
+			break;
+		k = steal(p, l, o->acts + o->n, o->cap - o->n,
+			  collapsed_only);
+		if (k == 0)
+			break;
+		o->n += (size_t)k;
+	}
+	return true;
+}
+
+/* Read-ahead inside each reader's window: deficit round robin over
+ * readers, one request per reader per turn, costed in bytes plus a
+ * request's worth for the round trip; idle credit is capped. */
+static bool read_ahead(struct pace *p, struct poll *o)
+{
+	const struct pace_config *c = &p->cfg;
+	const uint64_t quantum = c->max_request + c->min_request;
+	uint32_t served = PACE_NONE;
+
+	if (o->starved || first_hold(p))
+		return false;
+	if (!p->n_readers)
+		return true;
+	for (int round = 0; round < 4 && pace__idle_lane(p); round++) {
+		bool work = false;
+
+		for (uint32_t k = 0; k < p->n_readers; k++) {
+			uint32_t ri = (p->rr + k) % p->n_readers;
+			struct reader *r = &p->readers[ri];
+			uint64_t wend, x, ge, e, cost;
+			uint32_t src;
+			struct lane *l;
+
+			if (!r->used || !r->seen || r->w == 0)
+				continue;
+			x = pace__window_gap(p, r, &ge, &wend);
+			l = pace__idle_lane(p);
+			src = x < wend && l ? pace__pick_source(p, r->blob,
+								false)
+					    : PACE_NONE;
+			if (src == PACE_NONE) {
+				r->deficit = 0;
+				continue;
+			}
+			e = pace__window_end(p, r, src, x, ge, wend);
+			if (e == x) {
+				r->deficit = 0;
+				continue; /* parked until it moves */
+			}
+			work = true;
+			cost = e - x + c->min_request;
+			r->deficit = pace__min64(r->deficit + quantum,
+						 2 * quantum);
+			if (r->deficit < cost)
+				continue;
+			if (o->n == o->cap)
+				return false;
+			r->deficit -= cost;
+			pace__lane_start(p, l, r->blob, src, x, e, ri,
+					 PACE_NONE, &o->acts[o->n++]);
+			served = ri;
+			if (!pace__idle_lane(p))
+				break;
+		}
+		if (!work)
+			break;
+	}
+	if (served != PACE_NONE)
+		p->rr = (served + 1) % p->n_readers;
+	return true;
+}
+
+/* Queued ranges: a busy read-ahead lane whose open request ends within
+ * twice its source's latency plus QUEUE_LEAD_NS takes the next range of
+ * its reader's window, on the same source, so that no round trip separates
+ * two requests. A reader keeps no more than its share of the lanes, so
+ * chaining never starves another reader of turns. */
+static bool queue_next(struct pace *p, struct poll *o)
+{
+	const struct pace_config *c = &p->cfg;
+	uint32_t nactive = 0, share;
+
+	for (uint32_t i = 0; i < p->n_readers; i++) {
+		struct reader *r = &p->readers[i];
+
+		r->nl_tmp = 0;
+		if (r->used && r->seen && r->w > 0)
+			nactive++;
+	}
+	p->nactive = nactive;
+	if (nactive == 0)
+		return true;
+	for (uint32_t i = 0; i < c->max_lanes; i++) {
+		const struct lane *l = &p->lanes[i];
+
+		if (pace__lane_open(l) && l->reader != PACE_NONE &&
+		    l->reader < p->n_readers)
+			p->readers[l->reader].nl_tmp++;
+	}
+	share = (c->max_lanes + nactive - 1) / nactive;
+	for (uint32_t i = 0; i < c->max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+		struct source *s = &p->sources[l->source];
+		struct reader *r;
+		uint64_t rate, lead, wend, x, ge, e;
+
+		if (l->state != LANE_RECEIVING || l->q ||
+		    pace__caps_stream(s->caps))
+			continue;
+		if (!pace__reader_live(p, l->reader, l->rgen))
+			continue;
+		r = &p->readers[l->reader];
+		if (r->nl_tmp > share)
+			continue;
+		rate = l->nsamples ? l->rate : s->rate;
+		if (!rate || s->excluded || s->no_queue ||
+		    p->now < s->hold_until || s->collapsed_until > p->now)
+			continue;
+		lead = 2 * s->lat_est + QUEUE_LEAD_NS;
+		if ((double)(l->end - l->frontier) * (double)SEC >
+		    (double)rate * (double)lead)
+			continue;
+		x = pace__window_gap(p, r, &ge, &wend);
+		if (x >= wend)
+			continue;
+		e = pace__window_end(p, r, l->source, x, ge, wend);
+		if (e == x)
+			continue; /* parked until the cursor moves */
+		if (o->n == o->cap)
+			return false;
+		l->q = true;
+		l->qreader = l->reader;
+		l->qrgen = l->rgen;
+		l->qstart = x;
+		l->qend = e;
+		pace__infl_add(p, e - x);
+		o->acts[o->n].kind = PACE_ACT_QUEUE;
+		o->acts[o->n].lane = i;
+		o->acts[o->n].blob = l->blob;
+		o->acts[o->n].source = l->source;
+		o->acts[o->n].start = x;
+		o->acts[o->n].end = e;
+		o->n++;
+	}
+	return true;
+}
+
+size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
+		 size_t cap)
+{
+	struct poll o = {.acts = acts, .cap = cap};
+
+	if (!p || !acts || cap == 0)
+		return 0;
+	pace__tick(p, now_ns);
+	pace__measure(p);
+	p->infl = pace__inflight_sum(p);
+	if (start_promoted(p, &o) && reclaim_stalled(p, &o) &&
+	    yield_old_windows(p, &o) && serve_waits(p, &o) &&
+	    steal_idle(p, &o, true) && read_ahead(p, &o) &&
+	    steal_idle(p, &o, false))
+		queue_next(p, &o);
+	return o.n;
+}

@@ -1,0 +1,233 @@
+/* source: what the scheduler knows of each source: its rates and
+ * saturation, backoff and exclusion, and which source a new request
+ * should use. */
+#include "pacing/pace.h"
+#include "pacing/pace_int.h"
+
+/* xorshift64: a small deterministic generator, seeded by the config. */
+static uint64_t rng_next(struct pace *p)
+{
+	uint64_t x = p->rng;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	p->rng = x;
+	return x;
+}
+
+/* Sources backing off together do not all come back at the same
+ * instant. */
+uint64_t pace__jitter(struct pace *p, uint64_t d)
+{
+	/* In integers: a double of a hold near 2^64 does not convert back. */
+	uint64_t span =
+		d / 100 * p->cfg.jitter_pct + d % 100 * p->cfg.jitter_pct / 100;
+
+	if (span == 0)
+		return d;
+	return pace__sat_add(d, rng_next(p) % (span + 1));
+}
+
+void pace__source_backoff(struct pace *p, struct source *s,
+			  uint64_t at_least)
+{
+	uint64_t d = pace__jitter(p, pace__max64(s->backoff, at_least));
+
+	s->hold_until = pace__max64(s->hold_until, pace__sat_add(p->now, d));
+	s->backoff = pace__min64(s->backoff * 2, p->cfg.backoff_max_ns);
+}
+
+void pace__source_exclude(struct pace *p, struct source *s)
+{
+	if (s->excluded)
+		return;
+	s->excluded = true;
+	p->blobs[s->blob].n_excluded++;
+}
+
+bool pace__source_usable(const struct pace *p, const struct source *s)
+{
+	return s->used && !s->excluded && p->now >= s->hold_until &&
+	       s->lanes < p->cfg.lanes_per_source && s->lanes < s->lane_cap;
+}
+
+void pace__rate_update(struct pace *p, struct lane *l)
+{
+	struct source *s = &p->sources[l->source];
+	uint64_t dt, sample;
+
+	if (!pace__lane_receiving(l))
+		return;
+	dt = p->now - l->rate_t0;
+	if (dt < RATE_WINDOW_NS)
+		return;
+	sample = (uint64_t)((double)l->rate_bytes * (double)SEC / (double)dt);
+	l->rate_t0 = p->now;
+	l->rate_bytes = 0;
+	l->nsamples++;
+	l->rate = l->nsamples == 1 ? sample : (l->rate + sample) / 2;
+	s->rate = s->rate ? (s->rate * 3 + sample) / 4 : sample;
+	if (l->state == LANE_COLLAPSED)
+		return;
+	if (l->nsamples >= COLLAPSE_MIN_SAMPLES && l->level &&
+	    l->rate * COLLAPSE_FACTOR < l->level) {
+		/* Collapse: the preferred steal victim from now on, and its
+		 * source takes no new lane for a while. A range it queued
+		 * stays its own (the executor may have sent it ahead); it is
+		 * not promoted before the hold ends (promote_ok). */
+		pace__lane_set(p, l, LANE_COLLAPSED);
+		s->collapsed_until = pace__sat_add(p->now, COLLAPSE_HOLD_NS);
+		s->peak = l->rate;
+		s->saturated = false;
+		return;
+	}
+	l->level = l->level ? (l->level * 7 + sample) / 8 : sample;
+	if (l->nsamples >= 2 && l->level > s->peak)
+		s->peak = l->level;
+}
+
+/* Lanes that together give much less than lanes x per-connection rate
+ * mean the source's shaping cap is reached. */
+void pace__measure(struct pace *p)
+{
+	const struct pace_config *c = &p->cfg;
+
+	for (uint32_t i = 0; i < c->max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+
+		if (!pace__lane_open(l))
+			continue;
+		pace__rate_update(p, l);
+		p->sources[l->source].agg_tmp = 0;
+		p->sources[l->source].n_tmp = 0;
+	}
+	for (uint32_t i = 0; i < c->max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+
+		if (!pace__lane_open(l) || l->nsamples < 2 ||
+		    l->state == LANE_COLLAPSED)
+			continue;
+		p->sources[l->source].agg_tmp += l->rate;
+		p->sources[l->source].n_tmp++;
+	}
+	for (uint32_t i = 0; i < c->max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+		struct source *s = &p->sources[l->source];
+		double full;
+
+		if (!pace__lane_open(l) || s->n_tmp == 0)
+			continue;
+		full = (double)s->n_tmp * (double)s->peak;
+		if (s->n_tmp >= 2 && (double)s->agg_tmp * 100 < full * SAT_PCT) {
+			s->cap_est = s->saturated
+					     ? (s->cap_est * 3 + s->agg_tmp) / 4
+					     : s->agg_tmp;
+			s->saturated = true;
+		} else if (s->saturated &&
+			   (double)s->agg_tmp > (double)s->cap_est * 1.1) {
+			s->saturated = false; /* the cap rose */
+		}
+		if ((double)s->agg_tmp * 100 >= full * 95)
+			s->n_ok = s->n_ok > s->n_tmp ? s->n_ok : s->n_tmp;
+		s->n_tmp = 0; /* once per source */
+	}
+}
+
+/* Rate another lane on s would add: per-connection rate against the
+ * source's shaping cap once it is known to be saturated. An unknown source
+ * is assumed as good as the best known one, so it gets tried. */
+static double marginal_gain(const struct source *s, uint64_t best_peak)
+{
+	double g = (double)(s->peak ? s->peak
+				    : pace__max64(best_peak, 1) * 2);
+	double n = s->lanes, cap = s->saturated ? (double)s->cap_est : 1e30;
+	double now, next;
+
+	/* Past the lane count seen at full rate the cap is unknown: probe
+	 * one lane at a time, valued at half. */
+	if (s->peak && !s->saturated && s->lanes >= s->n_ok) {
+		if (s->lanes > s->n_ok)
+			return 0;
+		g *= 0.5;
+	}
+	now = n * g < cap ? n * g : cap;
+	next = (n + 1) * g < cap ? (n + 1) * g : cap;
+	/* A saturated source keeps one lane beyond its cap's share, up to
+	 * the count seen at full rate: it covers the round trip between
+	 * one request and the next. */
+	if (next - now <= 0 && s->saturated && s->lanes <= s->n_ok)
+		return 1.0;
+	return next - now;
+}
+
+/* Greedy by marginal gain; a source whose next lane adds nothing gets
+ * none, unless the blob has no lane at all or the bytes are urgent. A
+ * source far slower than the best one (under 1/SLOW_FACTOR of its
+ * per-connection rate) is used only when nothing else serves the blob:
+ * its lane would sit on the critical path. */
+uint32_t pace__pick_source(struct pace *p, uint32_t blob, bool urgent)
+{
+	struct blob *b = &p->blobs[blob];
+	uint32_t best = PACE_NONE, lanes_on_blob = 0;
+	uint64_t best_peak = 0;
+	double best_gain = 0;
+	bool any_stream = false;
+
+	for (uint32_t i = b->first_src; i != PACE_NONE; i = p->sources[i].next) {
+		lanes_on_blob += p->sources[i].lanes;
+		best_peak = pace__max64(best_peak, p->sources[i].peak);
+		if (pace__caps_stream(p->sources[i].caps) &&
+		    p->sources[i].lanes)
+			any_stream = true;
+	}
+	if (b->pinned != PACE_NONE) {
+		struct source *s = &p->sources[b->pinned];
+
+		if (pace__caps_stream(s->caps) && lanes_on_blob > 0)
+			return PACE_NONE;
+		return pace__source_usable(p, s) ? b->pinned : PACE_NONE;
+	}
+	if (any_stream)
+		return PACE_NONE;
+	for (int pass = 0; pass < 2 && best == PACE_NONE; pass++) {
+		for (uint32_t i = b->first_src; i != PACE_NONE;
+		     i = p->sources[i].next) {
+			struct source *s = &p->sources[i];
+			double g;
+
+			if (!pace__source_usable(p, s))
+				continue;
+			/* Pass 0 avoids collapsed sources; pass 1 takes
+			 * them when nothing else can serve the blob. */
+			if (pass == 0 && (s->collapsed_until > p->now ||
+					  (s->peak && s->peak * SLOW_FACTOR <
+							      best_peak)))
+				continue;
+			if (pass == 1 && lanes_on_blob > 0)
+				continue;
+			g = marginal_gain(s, best_peak);
+			if (s->caps != PACE_CAPS_FULL)
+				g *= 0.5; /* full sources first */
+			if (g <= 0 && lanes_on_blob > 0 && !urgent)
+				continue;
+			if (best == PACE_NONE || g > best_gain * 1.02 ||
+			    (g >= best_gain * 0.98 &&
+			     s->lanes < p->sources[best].lanes)) {
+				best = i;
+				best_gain = g;
+			}
+		}
+	}
+	if (best != PACE_NONE && pace__caps_stream(p->sources[best].caps) &&
+	    lanes_on_blob > 0)
+		return PACE_NONE;
+	return best;
+}
+
+uint64_t pace__expected_rate(const struct pace *p, uint32_t src)
+{
+	const struct source *s = &p->sources[src];
+
+	return s->peak ? s->peak : s->rate;
+}

@@ -1,0 +1,307 @@
+/* window: each reader's read-ahead window: sequential detection, how the
+ * window grows, and the next request inside it. */
+#include "pacing/pace.h"
+#include "pacing/pace_int.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* A window shares the budget with the other readers reading ahead: no
+ * larger than budget / readers (window_min at least). */
+static uint64_t budget_window(const struct pace *p, uint64_t w)
+{
+	uint64_t share;
+
+	if (!p->cfg.budget_bytes)
+		return w;
+	share = p->cfg.budget_bytes / pace__max64(p->nactive, 1);
+	return pace__max64(pace__min64(w, share), p->cfg.window_min);
+}
+
+/* Largest useful window for a reader of blob: what the blob's sources can
+ * deliver over a request's lifetime plus a round trip, twice over. Unknown
+ * rates: window_max. */
+static uint64_t window_cap(const struct pace *p, uint32_t blob)
+{
+	const struct blob *b = &p->blobs[blob];
+	uint64_t peak = 0, lat = 0;
+	double w;
+
+	for (uint32_t i = b->first_src; i != PACE_NONE; i = p->sources[i].next) {
+		const struct source *s = &p->sources[i];
+
+		if (s->excluded)
+			continue;
+		if (!s->peak)
+			return budget_window(p, p->cfg.window_max);
+		peak = pace__max64(peak, s->peak);
+		lat = pace__max64(lat, s->lat_est);
+	}
+	if (!peak)
+		return budget_window(p, p->cfg.window_max);
+	w = 2.0 * (double)peak * p->cfg.max_lanes *
+	    (double)(lat + REQUEST_TIME_NS) / (double)SEC;
+	if (w > (double)p->cfg.window_max)
+		return budget_window(p, p->cfg.window_max);
+	return budget_window(p, pace__max64((uint64_t)w, p->cfg.window_min));
+}
+
+/* The smallest useful window: what arrives in one round trip on one
+ * connection of the blob's best source, so that a reader never waits a
+ * round trip it could have hidden; at least min_request. */
+static uint64_t window_floor(const struct pace *p, uint32_t blob)
+{
+	const struct blob *b = &p->blobs[blob];
+	uint64_t f = p->cfg.min_request;
+
+	for (uint32_t i = b->first_src; i != PACE_NONE; i = p->sources[i].next) {
+		const struct source *s = &p->sources[i];
+		double rtt_bytes;
+
+		if (s->excluded || !s->peak)
+			continue;
+		rtt_bytes = (double)s->peak * (double)s->lat_est / (double)SEC;
+		if (rtt_bytes > (double)f)
+			f = (uint64_t)rtt_bytes;
+	}
+	return f;
+}
+
+/* The window that keeps r's lead at lead_ns of its consumption, the
+ * kernel's readahead counted in: between the floor and the cap. Unknown
+ * consumption: the cap (the window then grows as the reader reads). */
+static uint64_t window_target(const struct pace *p, const struct reader *r)
+{
+	uint64_t cap = window_cap(p, r->blob), t;
+	double lead;
+
+	if (!r->crate)
+		return cap;
+	lead = (double)r->crate * (double)p->cfg.lead_ns / (double)SEC;
+	t = lead > (double)cap ? cap : (uint64_t)lead;
+	t = t > p->cfg.kernel_ahead ? t - p->cfg.kernel_ahead : 0;
+	t = pace__max64(t, window_floor(p, r->blob));
+	return pace__min64(t, cap);
+}
+
+void pace__window_waited(struct pace *p, struct reader *r)
+{
+	uint64_t cap = window_cap(p, r->blob);
+
+	if (r->w < cap)
+		r->w = pace__min64(r->w * 2, cap);
+	r->grow_run = 0;
+	r->last_wait_ns = p->now ? p->now : 1;
+}
+
+/* Bytes consumed: the sample closes once it spans CONSUME_WINDOW_NS of
+ * wall time, counting what was consumed before this read over the time
+ * up to it, so that a pause lowers the rate. */
+static void consume(struct pace *p, struct reader *r, uint64_t bytes)
+{
+	uint64_t dt;
+
+	if (!r->seen) {
+		r->rate_t0 = p->now;
+	} else {
+		dt = p->now - r->rate_t0;
+		if (dt >= CONSUME_WINDOW_NS) {
+			uint64_t sample = (uint64_t)((double)r->rate_bytes *
+						     (double)SEC / (double)dt);
+
+			r->crate = r->crate ? (r->crate + sample) / 2 : sample;
+			r->rate_t0 = p->now;
+			r->rate_bytes = 0;
+		}
+	}
+	r->rate_bytes += bytes;
+	r->last_read_ns = p->now;
+}
+
+/* The window of a sequential reader after a read: it opens at
+ * window_min once the run is evident, grows by doubling every W/2
+ * consumed up to its target, and shrinks to the target when the reader
+ * slows or pauses, unless it waited at its cursor within the last lead
+ * (its measured rate then understates what it would consume). A lead
+ * that fell under a round trip's worth counts as a wait. */
+static void window_update(struct pace *p, struct reader *r)
+{
+	const struct pace_config *c = &p->cfg;
+	uint64_t target = window_target(p, r);
+	const struct blob *b = &p->blobs[r->blob];
+	uint64_t held_lead;
+
+	if (r->w == 0) {
+		r->w = pace__min64(c->window_min, target);
+		r->grow_run = 0;
+		return;
+	}
+	held_lead = pace__ranges_next_missing(&b->held, r->cursor) - r->cursor;
+	if (r->crate && r->cursor < b->size &&
+	    held_lead < window_floor(p, r->blob) / 2) {
+		pace__window_waited(p, r);
+		return;
+	}
+	if (r->w > target &&
+	    (!r->last_wait_ns ||
+	     p->now - r->last_wait_ns >= c->lead_ns)) {
+		r->w = target;
+		r->grow_run = 0;
+	} else if (r->w < target && r->grow_run >= r->w / 2) {
+		r->w = pace__min64(r->w * 2, target);
+		r->grow_run = 0;
+	}
+}
+
+int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
+		     uint64_t len, uint64_t now_ns)
+{
+	struct reader *r = p ? pace__reader_get(p, reader) : NULL;
+	uint64_t end, fwd;
+	bool seq;
+
+	if (!r)
+		return -ENOENT;
+	if (len > UINT64_MAX - off)
+		return -EINVAL;
+	pace__tick(p, now_ns);
+	end = off + len;
+	r->had_window = r->w > 0;
+	fwd = r->w ? pace__min64(SEQ_FWD, r->w) : 0;
+	seq = r->seen && off + SEQ_BACK >= r->cursor && off <= r->cursor + fwd;
+	if (!seq) {
+		consume(p, r, len);
+		/* A jump: a new run starts here. A reader whose first read is
+		 * at the file's start is taken as sequential at once (cp,
+		 * players, checksums); any other run must show it first. */
+		r->evident = !r->seen && off == 0;
+		if (r->seen)
+			r->gen++;
+		r->seen = true;
+		r->jumped = true;
+		r->cursor = end;
+		r->run = 0;
+		r->w = 0;
+	} else {
+		uint64_t adv = end > r->cursor ? end - r->cursor : 0;
+
+		consume(p, r, adv);
+		r->jumped = false;
+		r->cursor += adv;
+		r->run += adv;
+		r->grow_run += adv;
+	}
+	/* Reads the kernel issued ahead on its own prove nothing of the
+	 * application: up to kernel_ahead of the run may be its doing. */
+	if (!r->evident &&
+	    r->run >= pace__sat_add(p->cfg.seq_min, p->cfg.kernel_ahead))
+		r->evident = true;
+	if (r->evident)
+		window_update(p, r);
+	return 0;
+}
+
+int pace_reader_window(const struct pace *p, uint32_t reader,
+		       uint64_t *cursor, uint64_t *window)
+{
+	const struct reader *r = p ? pace__reader_get(p, reader) : NULL;
+
+	if (!r)
+		return -ENOENT;
+	if (cursor)
+		*cursor = r->cursor;
+	if (window)
+		*window = r->w;
+	return 0;
+}
+
+uint32_t pace_reader_bound(const struct pace *p)
+{
+	return p ? p->n_readers : 0;
+}
+
+int pace_reader_info(const struct pace *p, uint32_t reader, uint64_t now_ns,
+		     struct pace_reader_info *out)
+{
+	const struct reader *r = p ? pace__reader_get(p, reader) : NULL;
+	uint64_t covered;
+
+	if (!r || !out)
+		return r ? -EINVAL : -ENOENT;
+	memset(out, 0, sizeof(*out));
+	out->blob = r->blob;
+	out->cursor = r->cursor;
+	out->rate = r->crate;
+	out->window = r->w;
+	if (!r->seen)
+		out->mode = PACE_READER_NEW;
+	else if (r->w == 0)
+		out->mode = PACE_READER_RANDOM;
+	else if (now_ns - r->last_read_ns >= PAUSE_NS)
+		out->mode = PACE_READER_PAUSED;
+	else
+		out->mode = PACE_READER_SEQUENTIAL;
+	covered = pace__covered_from(p, r->blob, r->cursor);
+	out->lead = covered - r->cursor;
+	if (r->crate)
+		out->lead_ms = (uint64_t)((double)out->lead * 1000.0 /
+					  (double)r->crate);
+	return 0;
+}
+
+bool pace__reader_live(const struct pace *p, uint32_t ri, uint32_t gen)
+{
+	const struct reader *r;
+
+	if (ri == PACE_NONE || ri >= p->n_readers)
+		return false;
+	r = &p->readers[ri];
+	return r->used && r->w > 0 && r->gen == gen;
+}
+
+uint64_t pace__window_gap(struct pace *p, const struct reader *r,
+			  uint64_t *gap_end, uint64_t *wend)
+{
+	const struct blob *b = &p->blobs[r->blob];
+
+	*wend = pace__min64(pace__sat_add(r->cursor, r->w), b->size);
+	return pace__first_free(p, r->blob,
+				pace__align_down(r->cursor, p->cfg.align),
+				*wend, gap_end);
+}
+
+/* About REQUEST_TIME_NS at the source's rate, else a quarter of the
+ * window. */
+uint64_t pace__request_want(const struct pace *p, uint32_t src, uint64_t w)
+{
+	uint64_t r = pace__expected_rate(p, src);
+
+	if (!r)
+		return w / 4;
+	return (uint64_t)((double)r * (double)REQUEST_TIME_NS / (double)SEC);
+}
+
+uint64_t pace__window_end(struct pace *p, const struct reader *r,
+			  uint32_t src, uint64_t x, uint64_t gap_end,
+			  uint64_t wend)
+{
+	const struct pace_config *c = &p->cfg;
+	const struct blob *b = &p->blobs[r->blob];
+	uint64_t e;
+
+	uint64_t want = pace__request_want(p, src, r->w);
+	/* A request of at least a quarter of the window (or of a full
+	 * request): a slow reader's window refills in a few requests, not
+	 * one per block its cursor passes. */
+	uint64_t quantum = pace__max64(
+		c->min_request,
+		pace__min64(pace__min64(r->w, want) / 4, c->max_request));
+
+	e = wend == b->size ? wend : pace__align_down(wend, c->align);
+	e = pace__request_end(p, b, x, want, gap_end, e);
+	e = pace__budget_fit(p, x, e);
+	if (e <= x || (e - x < quantum && e < gap_end && e < b->size &&
+		       r->w >= quantum))
+		return x;
+	return e;
+}

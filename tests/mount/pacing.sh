@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# pacing.sh: read-ahead that follows the reader, through a real mount of a
+# far origin (20 ms before every response, 8 MB/s per connection): a slow
+# player pulls about its lead and no more, one member of a stored zip pulls
+# about itself, a read at a new position is split over the lanes, an origin
+# that serves one transfer at a time with 503 beyond is read whole, a read
+# against a stalled origin fails by read_timeout as the application sees
+# it, and `pacefs status` shows each reader. Every byte read is compared.
+set -euo pipefail
+# shellcheck source=tests/lib.sh
+source "$(dirname "$0")/../lib.sh"
+t_require_mount
+t_require_origin
+
+MiB=1048576
+WWW=$T_TMP/www
+mkdir -p "$WWW" "$T_TMP/one"
+gen_file "$WWW/play.bin" $((64 * MiB)) 121
+python3 - "$WWW/a.zip" <<'EOF'
+import os, random, sys, zipfile
+rnd = random.Random(7)
+with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_STORED) as z:
+    for i in range(24):
+        z.writestr("m%02d.bin" % i, rnd.randbytes(1024 * 1024))
+EOF
+o_start far --root "$WWW" --latency 20 --rate 8M
+FAR=$O_URL
+FAR_LOG=$T_TMP/far.log
+
+# pulled_since MARK: body bytes the far origin sent since its log was MARK
+# bytes long.
+pulled_since() {
+	tail -c +"$(($1 + 1))" "$FAR_LOG" | awk '{ s += $5 } END { print s + 0 }'
+}
+
+# A player at 2 MB/s for 6 s (256 KiB reads): pulled - consumed stays
+# within max(4 MiB, 3 s x 2 MB/s), the lead -o readahead=3 asks for, with
+# 1 MiB for what is on the wire when it stops. While it plays, the status
+# shows it as a sequential reader with its rate, window and lead, and its
+# lanes name it.
+mkdir -p "$T_TMP/m1"
+mark=$(stat -c %s "$FAR_LOG")
+if mount_pacefs -o "cache_dir=$T_TMP/c1,readahead=3" "$FAR/play.bin" "$T_TMP/m1"; then
+	python3 - "$T_TMP/m1/play.bin" "$WWW/play.bin" >"$T_TMP/player.out" <<'EOF' &
+import sys, time
+bs, rate, secs = 256 * 1024, 2e6, 6.0
+a, b = open(sys.argv[1], "rb", buffering=0), open(sys.argv[2], "rb")
+t0, done = time.monotonic(), 0
+while done < rate * secs:
+    if a.read(bs) != b.read(bs):
+        print("mismatch at", done); sys.exit(1)
+    done += bs
+    time.sleep(max(0, t0 + done / rate - time.monotonic()))
+print(done)
+EOF
+	player=$!
+	sleep 3
+	"$PACEFS" status --json "$T_TMP/m1" >"$T_TMP/status.json" 2>&1 || true
+	"$PACEFS" status "$T_TMP/m1" >"$T_TMP/status.txt" 2>&1 || true
+	if wait "$player"; then
+		consumed=$(cat "$T_TMP/player.out")
+		t_pass "player at 2 MB/s: every byte correct ($consumed bytes)"
+		sleep 1
+		umount_pacefs "$T_TMP/m1"
+		pulled=$(pulled_since "$mark")
+		over=$((pulled - consumed))
+		limit=$((6000000 + MiB))
+		if [ "$over" -le "$limit" ]; then
+			t_pass "player at 2 MB/s: pulled $pulled for $consumed read, $over over (at most $limit)"
+		else
+			t_fail "player at 2 MB/s: pulled - consumed" "$over > $limit (pulled $pulled, read $consumed)"
+		fi
+	else
+		t_fail "player at 2 MB/s" "$(cat "$T_TMP/player.out")"
+		umount_pacefs "$T_TMP/m1"
+	fi
+	if python3 - "$T_TMP/status.json" <<'EOF'; then
+import json, sys
+doc = json.load(open(sys.argv[1]))
+rd = [r for r in doc["readers"] if r["file"] == "play.bin"]
+assert rd, "no reader of play.bin"
+r = rd[0]
+assert r["mode"] == "sequential", r
+assert 1e6 <= r["rate"] <= 4e6, r
+assert r["window"] > 0 and r["lead"] > 0 and r["lead_ms"] > 0, r
+assert all(l.get("reader") == r["reader"] for l in doc["lanes"]
+           if not l["demand"]), doc["lanes"]
+EOF
+		t_pass "status: the player is a sequential reader at ~2 MB/s with a window and a lead: $(grep -m1 'reader' "$T_TMP/status.txt")"
+	else
+		t_fail "status shows the reader" "$(head -c 600 "$T_TMP/status.json")"
+	fi
+else
+	t_fail "player: mount" "$T_MOUNT_ERR"
+fi
+
+# One 1 MiB member of a stored zip with Python's zipfile: at most 1.5 MiB
+# pulled (the end of central directory, the member's blocks, and what the
+# kernel reads ahead), where a window opened by the member's sequential
+# reads used to pull several MiB more.
+mkdir -p "$T_TMP/m2"
+if mount_pacefs -o "cache_dir=$T_TMP/c2" "$FAR/a.zip" "$T_TMP/m2"; then
+	mark=$(stat -c %s "$FAR_LOG")
+	if python3 - "$T_TMP/m2/a.zip" "$WWW/a.zip" <<'EOF'; then
+import sys, zipfile
+a = zipfile.ZipFile(sys.argv[1]).read("m12.bin")
+b = zipfile.ZipFile(sys.argv[2]).read("m12.bin")
+sys.exit(a != b)
+EOF
+		t_pass "zip member: its bytes correct"
+	else
+		t_fail "zip member" "its bytes differ"
+	fi
+	sleep 0.5
+	pulled=$(pulled_since "$mark")
+	if [ "$pulled" -le $((3 * MiB / 2)) ]; then
+		t_pass "zip member of 1 MiB: $pulled bytes pulled (at most 1.5 MiB)"
+	else
+		t_fail "zip member of 1 MiB: pulled" "$pulled > $((3 * MiB / 2))"
+	fi
+	umount_pacefs "$T_TMP/m2"
+else
+	t_fail "zip: mount" "$T_MOUNT_ERR"
+fi
+
+# A 1 MiB read at a new position during playback is split over the lanes
+# (it used to go to one lane while the others fetched around the old
+# position), and its bytes are right.
+mkdir -p "$T_TMP/m3"
+if mount_pacefs -o "cache_dir=$T_TMP/c3" "$FAR/play.bin" "$T_TMP/m3"; then
+	pos=$((40 * MiB + 12345))
+	if python3 - "$T_TMP/m3/play.bin" "$WWW/play.bin" "$pos" >"$T_TMP/seek.out" <<'EOF'; then
+import os, sys, time
+a = os.open(sys.argv[1], os.O_RDONLY)
+b = open(sys.argv[2], "rb")
+pos = int(sys.argv[3])
+bs, rate = 256 * 1024, 4e6
+t0, done = time.monotonic(), 0
+while done < 8 * 1024 * 1024:  # 2 s of playback
+    os.pread(a, bs, done)
+    done += bs
+    time.sleep(max(0, t0 + done / rate - time.monotonic()))
+t = time.monotonic()
+got = os.pread(a, 1024 * 1024, pos)
+print("%.1f" % ((time.monotonic() - t) * 1000))
+b.seek(pos)
+sys.exit(got != b.read(1024 * 1024))
+EOF
+		t_pass "1 MiB at a new position: bytes correct, in $(cat "$T_TMP/seek.out") ms"
+	else
+		t_fail "1 MiB at a new position" "bytes differ or read failed"
+	fi
+	# Requests inside the new position's first MiB.
+	n=$(awk -v lo=$((pos - pos % 65536)) -v hi=$((pos + MiB)) '
+		$3 ~ /^bytes=/ { split(substr($3, 7), r, "-");
+			if (r[1] + 0 >= lo && r[1] + 0 < hi) n++ }
+		END { print n + 0 }' "$FAR_LOG")
+	if [ "$n" -ge 4 ]; then
+		t_pass "1 MiB at a new position: split over $n requests"
+	else
+		t_fail "1 MiB at a new position: split over the lanes" "$n request(s)"
+	fi
+	umount_pacefs "$T_TMP/m3"
+else
+	t_fail "seek: mount" "$T_MOUNT_ERR"
+fi
+
+# An origin that serves one transfer at a time at 16 MB/s and answers 503
+# with Retry-After: 1 beyond: the transfer that is served is never stopped
+# and its successor starts at once, so 32 MiB come whole in about 2 s (the
+# scheduler before issue 12 held the whole source for every Retry-After).
+head -c $((32 * MiB)) "$WWW/play.bin" >"$T_TMP/one/f.bin"
+o_start one --root "$T_TMP/one" --max-transfers 1 --retry-after 1 --rate 16000000
+mkdir -p "$T_TMP/m4"
+if mount_pacefs -o "cache_dir=$T_TMP/c4" "$O_URL/f.bin" "$T_TMP/m4"; then
+	start=$(date +%s%N)
+	if timeout 60 cmp "$T_TMP/m4/f.bin" "$T_TMP/one/f.bin"; then
+		ms=$((($(date +%s%N) - start) / 1000000))
+		if [ "$ms" -le 4500 ]; then
+			t_pass "one transfer at a time, 503 beyond: 32 MiB correct in $ms ms"
+		else
+			t_fail "one transfer at a time: 32 MiB" "took $ms ms"
+		fi
+	else
+		t_fail "one transfer at a time: 32 MiB" "bytes differ or the read failed"
+	fi
+	umount_pacefs "$T_TMP/m4"
+else
+	t_fail "one transfer: mount" "$T_MOUNT_ERR"
+fi
+
+# -o read_timeout=5 against an origin that sends one byte per response and
+# holds the connection: the application's read fails with EIO by 6 s plus
+# a second of slack, not after a second read_timeout for the kernel's
+# retry of its failed readahead.
+o_start stall --root "$WWW" --fault '/play.bin:stall:1'
+mkdir -p "$T_TMP/m5"
+if mount_pacefs -o "cache_dir=$T_TMP/c5,read_timeout=5,stall_timeout=60" "$O_URL/play.bin" "$T_TMP/m5"; then
+	start=$(date +%s%N)
+	rc=0
+	timeout 30 dd if="$T_TMP/m5/play.bin" of=/dev/null bs=1M count=1 2>"$T_TMP/dd5.err" || rc=$?
+	ms=$((($(date +%s%N) - start) / 1000000))
+	if [ "$rc" -ne 0 ] && grep -q 'Input/output error' "$T_TMP/dd5.err" && [ "$ms" -le 7000 ]; then
+		t_pass "read_timeout=5, a stalled origin: EIO after $ms ms"
+	else
+		t_fail "read_timeout=5, a stalled origin" "exit $rc after $ms ms: $(tail -n 1 "$T_TMP/dd5.err")"
+	fi
+	umount_pacefs "$T_TMP/m5"
+else
+	t_fail "stall: mount" "$T_MOUNT_ERR"
+fi
+
+t_done
