@@ -252,6 +252,8 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 	struct pace_lane_info li;
 	struct pace_source_info si;
 	uint64_t now, hold_ms = 0;
+	uint32_t lane_cap = 0;
+	char done[96];
 
 	if (res->outcome != FETCH_OK && res->outcome != FETCH_CANCELLED &&
 	    res->outcome != FETCH_THROTTLED)
@@ -266,31 +268,35 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 		li.busy = false;
 	pace_on_done(e->pace, lane, pace_outcome_of(res->outcome),
 		     ms_to_ns(res->retry_after_ms), now);
-	/* The hold the scheduler chose (Retry-After capped, or the backoff
-	 * when that is longer), for the log line. */
+	/* What the scheduler did, for the log line: held the source (for
+	 * Retry-After capped, or the backoff when that is longer), or only
+	 * lowered its lane cap while it serves its other lanes. */
 	if (res->outcome == FETCH_THROTTLED && li.busy &&
-	    pace_source_info(e->pace, li.source, now, &si) == 0 &&
-	    si.held_until > now)
-		hold_ms = (si.held_until - now) / 1000000u;
+	    pace_source_info(e->pace, li.source, now, &si) == 0) {
+		if (si.held_until > now)
+			hold_ms = (si.held_until - now) / 1000000u;
+		lane_cap = si.lane_cap;
+	}
 	pthread_cond_broadcast(&e->cv);
 	pthread_mutex_unlock(&e->mu);
 	if (res->outcome != FETCH_THROTTLED)
 		return;
-	if (res->retry_after_ms > 0)
-		fs__log(FS_LOG_WARN,
-			"lane %u: %s: Retry-After %" PRIu64
-			" s; the source is held for %" PRIu64 ".%03" PRIu64
-			" s%s",
-			lane, res->reason, res->retry_after_ms / 1000,
-			hold_ms / 1000, hold_ms % 1000,
-			ms_to_ns(res->retry_after_ms) > e->retry_after_max_ns
-				? " (capped by retry_after_max)"
-				: "");
+	if (hold_ms > 0)
+		snprintf(done, sizeof(done),
+			 "the source is held for %" PRIu64 ".%03" PRIu64 " s%s",
+			 hold_ms / 1000, hold_ms % 1000,
+			 ms_to_ns(res->retry_after_ms) > e->retry_after_max_ns
+				 ? " (capped by retry_after_max)"
+				 : "");
 	else
-		fs__log(FS_LOG_WARN,
-			"lane %u: %s; the source is held for %" PRIu64
-			".%03" PRIu64 " s",
-			lane, res->reason, hold_ms / 1000, hold_ms % 1000);
+		snprintf(done, sizeof(done),
+			 "the source keeps at most %" PRIu32 " lane%s",
+			 lane_cap, lane_cap == 1 ? "" : "s");
+	if (res->retry_after_ms > 0)
+		fs__log(FS_LOG_WARN, "lane %u: %s: Retry-After %" PRIu64 " s; %s",
+			lane, res->reason, res->retry_after_ms / 1000, done);
+	else
+		fs__log(FS_LOG_WARN, "lane %u: %s; %s", lane, res->reason, done);
 }
 
 /* The source the scheduler knows as `id`, or NULL. */

@@ -37,7 +37,9 @@ requests() {
 MNT=$T_TMP/mnt-ra
 LOG=$T_TMP/ra.log
 mkdir -p "$MNT"
-fg_mount "$LOG" -o "cache_dir=$T_TMP/cache-ra,read_timeout=30,retry_after_max=2" \
+# One lane: each 429 then refuses all the source was asked, which holds it
+# (while other lanes of it are served, a 429 only lowers its lane cap).
+fg_mount "$LOG" -o "cache_dir=$T_TMP/cache-ra,read_timeout=30,retry_after_max=2,lanes=1" \
 	"$URL/ra/f.bin" "$MNT"
 start=$(date +%s%N)
 rc=0

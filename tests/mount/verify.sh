@@ -61,8 +61,15 @@ else
 	t_fail "sha256 wrong: mismatch logged" "$(tail -n 3 "$T_TMP/wrong.log")"
 fi
 sleep 0.5
-t_eq "sha256 wrong: nothing held after the drop" 0 \
-	"$(getfattr --absolute-names --only-values -n user.pacefs.cached "$MNT/f.bin")"
+# The check runs once every byte is held, which read-ahead may reach while
+# dd still reads: what dd reads after the drop (its last 1 MiB read and
+# the kernel's readahead) is fetched again, nothing else.
+held=$(getfattr --absolute-names --only-values -n user.pacefs.cached "$MNT/f.bin")
+if [ "$held" -le $((2 * 1048576)) ]; then
+	t_pass "sha256 wrong: the bytes dropped ($held held after, what dd read since)"
+else
+	t_fail "sha256 wrong: the bytes dropped" "$held of $SIZE still held"
+fi
 echo 3 >/proc/sys/vm/drop_caches
 read_all "$MNT" f.bin || true
 if wait_log "$T_TMP/wrong.log" 'not 0+7: again; its reads fail with EIO'; then
