@@ -574,14 +574,15 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 		return -ENOMEM;
 	fuse_loop_cfg_set_clone_fd(lc, 1);
 	fuse_loop_cfg_set_max_threads(lc, 64);
-	rc = fs__inval_start(m->engine, se);
+	rc = fs__inval_start(fs__engine_inval(m->engine), se);
 	if (rc != 0) {
 		fs__log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
 		fuse_loop_cfg_destroy(lc);
 		return rc;
 	}
 	rc = fuse_session_loop_mt(se, lc);
-	fs__inval_stop(m->engine); /* the session is destroyed next */
+	fs__inval_stop(fs__engine_inval(m->engine)); /* the session is
+						       destroyed next */
 	fuse_loop_cfg_destroy(lc);
 	return rc;
 }

@@ -81,6 +81,70 @@ static void put_url(struct out *o, const char *url)
 	free(shown);
 }
 
+/* Status lists at most this many entries of a kind: the document holds
+ * 64 KiB. */
+#define FS_STATUS_ITEMS 512
+
+static void put_lanes(struct out *o, struct fs_engine *e)
+{
+	struct fs_lane_view *v = calloc(FS_STATUS_ITEMS, sizeof(*v));
+	uint32_t n = v != NULL ? fs__engine_lanes(e, v, FS_STATUS_ITEMS) : 0;
+
+	for (uint32_t i = 0; i < n && i < FS_STATUS_ITEMS; i++) {
+		put(o, "%s{\"lane\":%u,\"file\":", i ? "," : "", v[i].lane);
+		put_str(o, v[i].file);
+		put(o, ",\"source\":");
+		if (v[i].source != NULL)
+			put_url(o, v[i].source);
+		else
+			put(o, "null");
+		put(o,
+		    ",\"start\":%" PRIu64 ",\"frontier\":%" PRIu64
+		    ",\"end\":%" PRIu64 ",\"rate\":%" PRIu64
+		    ",\"collapsed\":%s,\"demand\":%s",
+		    v[i].start, v[i].frontier, v[i].end, v[i].rate,
+		    v[i].collapsed ? "true" : "false",
+		    v[i].demand ? "true" : "false");
+		if (v[i].reader != PACE_NONE)
+			put(o, ",\"reader\":%" PRIu32, v[i].reader);
+		put(o, "}");
+	}
+	free(v);
+}
+
+static void put_readers(struct out *o, struct fs_engine *e)
+{
+	struct fs_reader_view *v = calloc(FS_STATUS_ITEMS, sizeof(*v));
+	uint32_t n = v != NULL ? fs__engine_readers(e, v, FS_STATUS_ITEMS) : 0;
+
+	for (uint32_t i = 0; i < n && i < FS_STATUS_ITEMS; i++) {
+		put(o, "%s{\"reader\":%" PRIu32 ",\"file\":", i ? "," : "",
+		    v[i].reader);
+		put_str(o, v[i].file);
+		put(o,
+		    ",\"mode\":\"%s\",\"cursor\":%" PRIu64 ",\"rate\":%" PRIu64
+		    ",\"window\":%" PRIu64 ",\"lead\":%" PRIu64
+		    ",\"lead_ms\":%" PRIu64 "}",
+		    v[i].mode, v[i].cursor, v[i].rate, v[i].window, v[i].lead,
+		    v[i].lead_ms);
+	}
+	free(v);
+}
+
+static void put_sources(struct out *o, struct fs_engine *e)
+{
+	struct fs_source_view *v = calloc(FS_STATUS_ITEMS, sizeof(*v));
+	uint32_t n = v != NULL ? fs__engine_sources(e, v, FS_STATUS_ITEMS) : 0;
+
+	for (uint32_t i = 0; i < n && i < FS_STATUS_ITEMS; i++) {
+		put(o, "%s{\"url\":", i ? "," : "");
+		put_url(o, v[i].url);
+		put(o, ",\"state\":\"%s\",\"lanes\":%u,\"rate\":%" PRIu64 "}",
+		    v[i].state, v[i].lanes, v[i].rate);
+	}
+	free(v);
+}
+
 int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 {
 	struct fs_engine *e = m->engine;
@@ -113,86 +177,11 @@ int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 	}
 	pthread_mutex_unlock(&m->ns->mu);
 	put(&o, "],\"lanes\":[");
-	first = true;
-	pthread_mutex_lock(&e->mu);
-	for (uint32_t l = 0;; l++) {
-		struct pace_lane_info li;
-		const struct fs_blob *b;
-
-		if (pace_lane_info(e->pace, l, &li) != 0)
-			break;
-		if (!li.busy || li.blob >= e->nblobs)
-			continue;
-		b = &e->blobs[li.blob];
-		put(&o, "%s{\"lane\":%u,\"file\":", first ? "" : ",", l);
-		put_str(&o, b->name);
-		put(&o, ",\"source\":");
-		for (uint32_t s = 0; s < b->nsources; s++)
-			if (b->sources[s].pace_id == li.source)
-				put_url(&o, b->sources[s].url);
-		put(&o,
-		    ",\"start\":%" PRIu64 ",\"frontier\":%" PRIu64
-		    ",\"end\":%" PRIu64 ",\"rate\":%" PRIu64
-		    ",\"collapsed\":%s,\"demand\":%s",
-		    li.start, li.frontier, li.end, li.rate,
-		    li.collapsed ? "true" : "false",
-		    li.demand ? "true" : "false");
-		if (li.reader != PACE_NONE)
-			put(&o, ",\"reader\":%" PRIu32, li.reader);
-		put(&o, "}");
-		first = false;
-	}
+	put_lanes(&o, e);
 	put(&o, "],\"readers\":[");
-	first = true;
-	for (uint32_t r = 0; r < pace_reader_bound(e->pace); r++) {
-		static const char *const modes[] = {
-			[PACE_READER_NEW] = "new",
-			[PACE_READER_RANDOM] = "random",
-			[PACE_READER_SEQUENTIAL] = "sequential",
-			[PACE_READER_PAUSED] = "paused",
-		};
-		struct pace_reader_info ri;
-
-		if (pace_reader_info(e->pace, r, fs__now_ns(), &ri) != 0 ||
-		    ri.blob >= e->nblobs)
-			continue;
-		put(&o, "%s{\"reader\":%" PRIu32 ",\"file\":",
-		    first ? "" : ",", r);
-		put_str(&o, e->blobs[ri.blob].name);
-		put(&o,
-		    ",\"mode\":\"%s\",\"cursor\":%" PRIu64 ",\"rate\":%" PRIu64
-		    ",\"window\":%" PRIu64 ",\"lead\":%" PRIu64
-		    ",\"lead_ms\":%" PRIu64 "}",
-		    modes[ri.mode], ri.cursor, ri.rate, ri.window, ri.lead,
-		    ri.lead_ms);
-		first = false;
-	}
+	put_readers(&o, e);
 	put(&o, "],\"sources\":[");
-	first = true;
-	for (uint32_t bi = 0; bi < e->nblobs; bi++) {
-		const struct fs_blob *b = &e->blobs[bi];
-
-		for (uint32_t si = 0; si < b->nsources; si++) {
-			struct pace_source_info psi;
-			uint64_t now = fs__now_ns();
-
-			if (pace_source_info(e->pace, b->sources[si].pace_id,
-					     now, &psi) != 0)
-				continue;
-			put(&o, "%s{\"url\":", first ? "" : ",");
-			put_url(&o, b->sources[si].url);
-			put(&o,
-			    ",\"state\":\"%s\",\"lanes\":%u,\"rate\":%" PRIu64
-			    "}",
-			    psi.excluded	   ? "excluded"
-			    : psi.down		   ? "down"
-			    : psi.held_until > now ? "backing off"
-						   : "ok",
-			    psi.lanes, psi.rate);
-			first = false;
-		}
-	}
-	pthread_mutex_unlock(&e->mu);
+	put_sources(&o, e);
 	put(&o, "]");
 	if (cache_stats_get(m->cache, &cs) == 0)
 		put(&o,
