@@ -1,7 +1,7 @@
 /* test_fs: the command line: options, their errors, the file name derived
  * from a URL, what argv keeps once parsed, header files, the cache
- * identities of a URL and of a manifest's file, and the log's escaping
- * and rate limit. */
+ * identities of a URL and of a manifest's file, the log's escaping and
+ * rate limit, and how the engine drops held bytes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,6 +12,7 @@
 
 #include <openssl/evp.h>
 
+#include "fs/engine_int.h"
 #include "fs/fs.h"
 #include "fs/fs_int.h"
 #include "tests/t.h"
@@ -451,6 +452,76 @@ static void ns_many_children(void)
 	fs__ns_free(ns);
 }
 
+/* An engine over a cache in a fresh directory, with one blob of `size`
+ * bytes (index 0), not started: no transfer runs. */
+static int engine_fixture(char *dir, struct cache **c, struct fs_engine **e,
+			  uint64_t size)
+{
+	struct cache_config cc = {.dir = dir, .sync = CACHE_SYNC_NONE};
+	struct fs_engine_config ec = {.max_blobs = 1,
+				      .max_sources = 1,
+				      .lanes = 1,
+				      .read_timeout_s = 5,
+				      .stall_timeout_s = 5,
+				      .fetch = {.max_lanes = 1}};
+	struct cache_id id;
+	uint32_t b;
+	int rc;
+
+	if (mkdtemp(dir) == NULL)
+		return -errno;
+	cc.dir = dir;
+	rc = fetch_global_init();
+	if (rc == 0)
+		rc = cache_open(&cc, c);
+	if (rc == 0)
+		rc = fs__engine_new(&ec, *c, e);
+	cache_id_from_string("url:http://h/f", &id);
+	if (rc == 0)
+		rc = fs__engine_blob_add(*e, "f", size, &id, &b);
+	return rc;
+}
+
+static void engine_fixture_free(char *dir, struct cache *c,
+				struct fs_engine *e)
+{
+	char cmd[128];
+
+	fs__engine_free(e);
+	cache_close(c);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+/* A drop that would split a held range when the scheduler's range set is
+ * full forgets from its start to the blob's end instead: never an error
+ * left unhandled with the bytes still counted as held. */
+static void engine_drop_full_ranges(void)
+{
+	char dir[] = "/tmp/pacefs-test-drop.XXXXXX";
+	uint64_t size = 64 * CACHE_BLOCK_SIZE, k = 0;
+	struct fs_engine *e = NULL;
+	struct cache *c = NULL;
+
+	T_EQ_INT(engine_fixture(dir, &c, &e, size), 0);
+	/* Ranges of 3 bytes, 4 apart, until the set is full. */
+	while (pace_blob_held(e->pace, 0, 4 * k, 4 * k + 3) == 0)
+		k++;
+	T_ASSERT(k > 10);
+	T_EQ_U64(fs__engine_held(e, 0), 3 * k);
+	/* A drop inside one range splits it: it does not fit. */
+	T_EQ_INT(fs__engine_drop(e, 0, 41, 42, FS_DROP_GONE), 0);
+	T_EQ_U64(fs__engine_held(e, 0), 31); /* 10 whole ranges, and 40 */
+	T_ASSERT(pace_is_held(e->pace, 0, 36, 39));
+	T_ASSERT(pace_is_held(e->pace, 0, 40, 41));
+	T_ASSERT(!pace_is_held(e->pace, 0, 44, 45));
+	/* Wrong bytes leave the cache too (none stored here: no error). */
+	T_EQ_INT(fs__engine_drop(e, 0, 0, CACHE_BLOCK_SIZE, FS_DROP_WRONG), 0);
+	T_EQ_U64(fs__engine_held(e, 0), 0);
+	engine_fixture_free(dir, c, e);
+}
+
 static const struct t_case cases[] = {
 	{"identity_forms", identity_forms},
 	{"argv_scrubbed", argv_scrubbed},
@@ -464,6 +535,7 @@ static const struct t_case cases[] = {
 	{"log_escape", log_escape},
 	{"log_rate_limit", log_rate_limit},
 	{"ns_many_children", ns_many_children},
+	{"engine_drop_full_ranges", engine_drop_full_ranges},
 };
 
 int main(int argc, char **argv)
