@@ -176,6 +176,15 @@ static const char *const drop_why[] = {
 	[FS_DROP_STALE] = "of an old version",
 };
 
+static void drop_failed(const struct fs_blob *blob, uint64_t start,
+			uint64_t end, enum fs_drop why, const char *step,
+			int rc)
+{
+	fs__log(FS_LOG_ERR,
+		"%s: cannot %s bytes %" PRIu64 "-%" PRIu64 " (%s): %s",
+		blob->name, step, start, end - 1, drop_why[why], strerror(-rc));
+}
+
 void fs__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
 		     uint64_t end, enum fs_drop why)
 {
@@ -201,12 +210,9 @@ void fs__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
 		rc = pace_blob_forget(e->pace, b, start, end);
 	}
 	if (rc != 0)
-		fs__log(FS_LOG_ERR,
-			"%s: cannot forget bytes %" PRIu64 "-%" PRIu64
-			" (%s): %s",
-			blob->name, start, end - 1, drop_why[why],
-			strerror(-rc));
+		drop_failed(blob, start, end, why, "forget", rc);
 	fs__blob_set_checked(blob, start, end, false);
+	pthread_cond_broadcast(&e->cv);
 	if (why == FS_DROP_GONE)
 		return;
 	/* Wrong or stale bytes leave memory too; a block being stored is
@@ -223,7 +229,6 @@ void fs__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
 	 * served. */
 	blob->pages_stale = true;
 	fs__inval_queue(e->inval, b, blob->name, blob->ino, start, end);
-	pthread_cond_broadcast(&e->cv);
 }
 
 int fs__engine_drop(struct fs_engine *e, uint32_t b, uint64_t start,
@@ -235,7 +240,6 @@ int fs__engine_drop(struct fs_engine *e, uint32_t b, uint64_t start,
 
 	pthread_mutex_lock(&e->mu);
 	fs__drop_locked(e, b, start, end, why);
-	pthread_cond_broadcast(&e->cv);
 	pthread_mutex_unlock(&e->mu);
 	if (end > blob->size)
 		end = blob->size;
@@ -249,11 +253,7 @@ int fs__engine_drop(struct fs_engine *e, uint32_t b, uint64_t start,
 		rc = cache_blocks_evict(e->cache, &blob->id, first, count);
 	}
 	if (rc != 0)
-		fs__log(FS_LOG_ERR,
-			"%s: cannot drop bytes %" PRIu64 "-%" PRIu64
-			" (%s) from the cache: %s",
-			blob->name, start, end - 1, drop_why[why],
-			strerror(-rc));
+		drop_failed(blob, start, end, why, "drop from the cache", rc);
 	return rc;
 }
 
@@ -418,40 +418,7 @@ const char *fs__engine_state(struct fs_engine *e, uint32_t b)
 	return state;
 }
 
-uint32_t fs__engine_lanes(struct fs_engine *e, struct fs_lane_view *v,
-			  uint32_t cap)
-{
-	struct pace_lane_info li;
-	const struct fs_source *s;
-	uint32_t n = 0;
-
-	pthread_mutex_lock(&e->mu);
-	for (uint32_t l = 0; pace_lane_info(e->pace, l, &li) == 0; l++) {
-		if (!li.busy || li.blob >= e->nblobs)
-			continue;
-		if (n < cap) {
-			s = fs__source_of(e, li.source);
-			v[n] = (struct fs_lane_view){
-				.lane = l,
-				.file = e->blobs[li.blob].name,
-				.source = s != NULL ? s->url : NULL,
-				.start = li.start,
-				.frontier = li.frontier,
-				.end = li.end,
-				.rate = li.rate,
-				.collapsed = li.collapsed,
-				.demand = li.demand,
-				.reader = li.reader,
-			};
-		}
-		n++;
-	}
-	pthread_mutex_unlock(&e->mu);
-	return n;
-}
-
-uint32_t fs__engine_readers(struct fs_engine *e, struct fs_reader_view *v,
-			    uint32_t cap)
+void fs__engine_view(struct fs_engine *e, struct fs_engine_view *v)
 {
 	static const char *const modes[] = {
 		[PACE_READER_NEW] = "new",
@@ -459,61 +426,46 @@ uint32_t fs__engine_readers(struct fs_engine *e, struct fs_reader_view *v,
 		[PACE_READER_SEQUENTIAL] = "sequential",
 		[PACE_READER_PAUSED] = "paused",
 	};
+	struct pace_lane_info li;
 	struct pace_reader_info ri;
-	uint32_t n = 0;
+	struct pace_source_info si;
+	const struct fs_source *s;
+	uint64_t now;
 
+	v->nlanes = v->nreaders = v->nsources = 0;
 	pthread_mutex_lock(&e->mu);
-	for (uint32_t r = 0; r < pace_reader_bound(e->pace); r++) {
-		if (pace_reader_info(e->pace, r, fs__now_ns(), &ri) != 0 ||
-		    ri.blob >= e->nblobs)
+	now = fs__now_ns();
+	for (uint32_t l = 0; v->nlanes < v->cap_lanes &&
+			     pace_lane_info(e->pace, l, &li) == 0;
+	     l++) {
+		if (!li.busy || li.blob >= e->nblobs)
 			continue;
-		if (n < cap)
-			v[n] = (struct fs_reader_view){
-				.reader = r,
-				.file = e->blobs[ri.blob].name,
-				.mode = modes[ri.mode],
-				.cursor = ri.cursor,
-				.rate = ri.rate,
-				.window = ri.window,
-				.lead = ri.lead,
-				.lead_ms = ri.lead_ms,
-			};
-		n++;
+		s = fs__source_of(e, li.source);
+		v->lanes[v->nlanes++] = (struct fs_lane_view){
+			l, e->blobs[li.blob].name, s != NULL ? s->url : NULL,
+			li};
 	}
-	pthread_mutex_unlock(&e->mu);
-	return n;
-}
-
-uint32_t fs__engine_sources(struct fs_engine *e, struct fs_source_view *v,
-			    uint32_t cap)
-{
-	struct pace_source_info psi;
-	uint32_t n = 0;
-
-	pthread_mutex_lock(&e->mu);
-	for (uint32_t bi = 0; bi < e->nblobs; bi++) {
-		const struct fs_blob *b = &e->blobs[bi];
-
-		for (uint32_t si = 0; si < b->nsources; si++) {
-			uint64_t now = fs__now_ns();
-
-			if (pace_source_info(e->pace, b->sources[si].pace_id,
-					     now, &psi) != 0)
+	for (uint32_t r = 0;
+	     v->nreaders < v->cap_readers && r < pace_reader_bound(e->pace);
+	     r++)
+		if (pace_reader_info(e->pace, r, now, &ri) == 0 &&
+		    ri.blob < e->nblobs)
+			v->readers[v->nreaders++] = (struct fs_reader_view){
+				r, e->blobs[ri.blob].name, modes[ri.mode], ri};
+	for (uint32_t b = 0; b < e->nblobs; b++)
+		for (uint32_t i = 0; i < e->blobs[b].nsources &&
+				     v->nsources < v->cap_sources;
+		     i++) {
+			s = &e->blobs[b].sources[i];
+			if (pace_source_info(e->pace, s->pace_id, now, &si) != 0)
 				continue;
-			if (n < cap)
-				v[n] = (struct fs_source_view){
-					.url = b->sources[si].url,
-					.state = psi.excluded ? "excluded"
-						 : psi.down   ? "down"
-						 : psi.held_until > now
-							 ? "backing off"
-							 : "ok",
-					.lanes = psi.lanes,
-					.rate = psi.rate,
-				};
-			n++;
+			v->sources[v->nsources++] = (struct fs_source_view){
+				s->url,
+				si.excluded		? "excluded"
+				: si.down		? "down"
+				: si.held_until > now	? "backing off"
+							: "ok",
+				si.lanes, si.rate};
 		}
-	}
 	pthread_mutex_unlock(&e->mu);
-	return n;
 }

@@ -10,6 +10,7 @@
 
 #include "cache/cache.h"
 #include "fetch/fetch.h"
+#include "pacing/pace.h"
 
 /*
  * Contract.
@@ -206,9 +207,7 @@ struct fs_lane_view {
 	uint32_t lane;
 	const char *file;
 	const char *source; /* its URL, or NULL */
-	uint64_t start, frontier, end, rate;
-	bool collapsed, demand;
-	uint32_t reader; /* PACE_NONE: none */
+	struct pace_lane_info info;
 };
 
 /* An open reader. */
@@ -216,7 +215,7 @@ struct fs_reader_view {
 	uint32_t reader;
 	const char *file;
 	const char *mode; /* "new", "random", "sequential", "paused" */
-	uint64_t cursor, rate, window, lead, lead_ms;
+	struct pace_reader_info info;
 };
 
 /* A source of a ready blob. */
@@ -227,14 +226,19 @@ struct fs_source_view {
 	uint64_t rate;
 };
 
-/* Snapshots, taken under one hold of the lock: each writes up to cap
- * entries and returns how many there are (may exceed cap). */
-uint32_t fs__engine_lanes(struct fs_engine *e, struct fs_lane_view *v,
-			  uint32_t cap);
-uint32_t fs__engine_readers(struct fs_engine *e, struct fs_reader_view *v,
-			    uint32_t cap);
-uint32_t fs__engine_sources(struct fs_engine *e, struct fs_source_view *v,
-			    uint32_t cap);
+/* What status shows, taken under one hold of the lock: the caller gives
+ * the arrays and their capacities; at most that many of each are
+ * written, and their counts set. */
+struct fs_engine_view {
+	struct fs_lane_view *lanes;
+	uint32_t cap_lanes, nlanes;
+	struct fs_reader_view *readers;
+	uint32_t cap_readers, nreaders;
+	struct fs_source_view *sources;
+	uint32_t cap_sources, nsources;
+};
+
+void fs__engine_view(struct fs_engine *e, struct fs_engine_view *v);
 
 /* ---- the kernel's page cache (inval.c) ---- */
 

@@ -268,8 +268,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 /* Each FUSE worker thread keeps its read buffer, freed when the thread
- * ends: a fresh 1 MiB allocation per read costs page faults that showed as
- * a tenth of a cold read's CPU. */
+ * ends: a fresh 1 MiB allocation per read is a fresh mapping, and its page
+ * faults cost a cold read CPU (docs/fs-notes.md). */
 struct read_buf {
 	size_t size;
 	char data[];

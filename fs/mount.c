@@ -531,7 +531,7 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 
 	/* Blocks (64 KiB) and reads (1 MiB) are allocated and freed at a
 	 * high rate: keep them on the heap rather than in fresh mappings,
-	 * whose page faults cost a tenth of a cold read's CPU. */
+	 * whose page faults cost a cold read CPU (docs/fs-notes.md). */
 	mallopt(M_MMAP_THRESHOLD, 8 * 1024 * 1024);
 	mallopt(M_TRIM_THRESHOLD, 128 * 1024 * 1024);
 	rc = open_cache(o, false, &m->engine, &m->cache);

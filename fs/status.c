@@ -85,70 +85,82 @@ static void put_url(struct out *o, const char *url)
  * 64 KiB. */
 #define FS_STATUS_ITEMS 512
 
-static void put_lanes(struct out *o, struct fs_engine *e)
+static void put_lanes(struct out *o, const struct fs_engine_view *v)
 {
-	struct fs_lane_view *v = calloc(FS_STATUS_ITEMS, sizeof(*v));
-	uint32_t n = v != NULL ? fs__engine_lanes(e, v, FS_STATUS_ITEMS) : 0;
+	for (uint32_t i = 0; i < v->nlanes; i++) {
+		const struct fs_lane_view *l = &v->lanes[i];
 
-	for (uint32_t i = 0; i < n && i < FS_STATUS_ITEMS; i++) {
-		put(o, "%s{\"lane\":%u,\"file\":", i ? "," : "", v[i].lane);
-		put_str(o, v[i].file);
+		put(o, "%s{\"lane\":%u,\"file\":", i ? "," : "", l->lane);
+		put_str(o, l->file);
 		put(o, ",\"source\":");
-		if (v[i].source != NULL)
-			put_url(o, v[i].source);
+		if (l->source != NULL)
+			put_url(o, l->source);
 		else
 			put(o, "null");
 		put(o,
 		    ",\"start\":%" PRIu64 ",\"frontier\":%" PRIu64
 		    ",\"end\":%" PRIu64 ",\"rate\":%" PRIu64
 		    ",\"collapsed\":%s,\"demand\":%s",
-		    v[i].start, v[i].frontier, v[i].end, v[i].rate,
-		    v[i].collapsed ? "true" : "false",
-		    v[i].demand ? "true" : "false");
-		if (v[i].reader != PACE_NONE)
-			put(o, ",\"reader\":%" PRIu32, v[i].reader);
+		    l->info.start, l->info.frontier, l->info.end, l->info.rate,
+		    l->info.collapsed ? "true" : "false",
+		    l->info.demand ? "true" : "false");
+		if (l->info.reader != PACE_NONE)
+			put(o, ",\"reader\":%" PRIu32, l->info.reader);
 		put(o, "}");
 	}
-	free(v);
 }
 
-static void put_readers(struct out *o, struct fs_engine *e)
+static void put_readers(struct out *o, const struct fs_engine_view *v)
 {
-	struct fs_reader_view *v = calloc(FS_STATUS_ITEMS, sizeof(*v));
-	uint32_t n = v != NULL ? fs__engine_readers(e, v, FS_STATUS_ITEMS) : 0;
+	for (uint32_t i = 0; i < v->nreaders; i++) {
+		const struct fs_reader_view *r = &v->readers[i];
 
-	for (uint32_t i = 0; i < n && i < FS_STATUS_ITEMS; i++) {
 		put(o, "%s{\"reader\":%" PRIu32 ",\"file\":", i ? "," : "",
-		    v[i].reader);
-		put_str(o, v[i].file);
+		    r->reader);
+		put_str(o, r->file);
 		put(o,
 		    ",\"mode\":\"%s\",\"cursor\":%" PRIu64 ",\"rate\":%" PRIu64
 		    ",\"window\":%" PRIu64 ",\"lead\":%" PRIu64
 		    ",\"lead_ms\":%" PRIu64 "}",
-		    v[i].mode, v[i].cursor, v[i].rate, v[i].window, v[i].lead,
-		    v[i].lead_ms);
+		    r->mode, r->info.cursor, r->info.rate, r->info.window,
+		    r->info.lead, r->info.lead_ms);
 	}
-	free(v);
 }
 
-static void put_sources(struct out *o, struct fs_engine *e)
+static void put_sources(struct out *o, const struct fs_engine_view *v)
 {
-	struct fs_source_view *v = calloc(FS_STATUS_ITEMS, sizeof(*v));
-	uint32_t n = v != NULL ? fs__engine_sources(e, v, FS_STATUS_ITEMS) : 0;
-
-	for (uint32_t i = 0; i < n && i < FS_STATUS_ITEMS; i++) {
+	for (uint32_t i = 0; i < v->nsources; i++) {
 		put(o, "%s{\"url\":", i ? "," : "");
-		put_url(o, v[i].url);
+		put_url(o, v->sources[i].url);
 		put(o, ",\"state\":\"%s\",\"lanes\":%u,\"rate\":%" PRIu64 "}",
-		    v[i].state, v[i].lanes, v[i].rate);
+		    v->sources[i].state, v->sources[i].lanes,
+		    v->sources[i].rate);
 	}
-	free(v);
+}
+
+/* The engine's lanes, readers and sources into *v (arrays of
+ * FS_STATUS_ITEMS each); false when memory ran out. */
+static bool engine_view(struct fs_engine *e, struct fs_engine_view *v)
+{
+	*v = (struct fs_engine_view){
+		.lanes = calloc(FS_STATUS_ITEMS, sizeof(*v->lanes)),
+		.readers = calloc(FS_STATUS_ITEMS, sizeof(*v->readers)),
+		.sources = calloc(FS_STATUS_ITEMS, sizeof(*v->sources)),
+		.cap_lanes = FS_STATUS_ITEMS,
+		.cap_readers = FS_STATUS_ITEMS,
+		.cap_sources = FS_STATUS_ITEMS,
+	};
+	if (v->lanes == NULL || v->readers == NULL || v->sources == NULL)
+		return false;
+	fs__engine_view(e, v);
+	return true;
 }
 
 int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 {
 	struct fs_engine *e = m->engine;
 	struct out o = {.buf = buf, .cap = cap};
+	struct fs_engine_view v;
 	struct cache_stats cs;
 	char path[PATH_MAX];
 	bool first = true;
@@ -176,12 +188,17 @@ int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 		first = false;
 	}
 	pthread_mutex_unlock(&m->ns->mu);
+	if (!engine_view(e, &v))
+		o.full = true; /* out of memory: the caller says so */
 	put(&o, "],\"lanes\":[");
-	put_lanes(&o, e);
+	put_lanes(&o, &v);
 	put(&o, "],\"readers\":[");
-	put_readers(&o, e);
+	put_readers(&o, &v);
 	put(&o, "],\"sources\":[");
-	put_sources(&o, e);
+	put_sources(&o, &v);
+	free(v.lanes);
+	free(v.readers);
+	free(v.sources);
 	put(&o, "]");
 	if (cache_stats_get(m->cache, &cs) == 0)
 		put(&o,
@@ -199,6 +216,14 @@ static const char *shown(json_t *v, const char *key, char *buf, size_t cap)
 	const char *s = json_string_value(json_object_get(v, key));
 
 	return fs__escape(s != NULL ? s : "", buf, cap);
+}
+
+/* An integer member of v in bytes, as people read it. */
+static const char *human(json_t *v, const char *key, char *buf, size_t cap)
+{
+	return fs__human_size((uint64_t)json_integer_value(
+				      json_object_get(v, key)),
+			      buf, cap);
 }
 
 static void render(json_t *root)
@@ -235,18 +260,10 @@ static void render(json_t *root)
 		uint64_t lead_ms = (uint64_t)json_integer_value(
 			json_object_get(v, "lead_ms"));
 
-		fs__human_size((uint64_t)json_integer_value(
-				       json_object_get(v, "cursor")),
-			       cur, sizeof(cur));
-		fs__human_size((uint64_t)json_integer_value(
-				       json_object_get(v, "rate")),
-			       rate, sizeof(rate));
-		fs__human_size((uint64_t)json_integer_value(
-				       json_object_get(v, "window")),
-			       win, sizeof(win));
-		fs__human_size((uint64_t)json_integer_value(
-				       json_object_get(v, "lead")),
-			       lead, sizeof(lead));
+		human(v, "cursor", cur, sizeof(cur));
+		human(v, "rate", rate, sizeof(rate));
+		human(v, "window", win, sizeof(win));
+		human(v, "lead", lead, sizeof(lead));
 		printf("  reader %lld  %-30s %-10s at %s, reading %s/s, window "
 		       "%s, lead %s",
 		       json_integer_value(json_object_get(v, "reader")),
@@ -263,9 +280,7 @@ static void render(json_t *root)
 		char rate[32], file[PATH_MAX * 4], source[8192], who[48];
 		json_t *reader = json_object_get(v, "reader");
 
-		fs__human_size((uint64_t)json_integer_value(
-				       json_object_get(v, "rate")),
-			       rate, sizeof(rate));
+		human(v, "rate", rate, sizeof(rate));
 		if (json_is_true(json_object_get(v, "demand")))
 			snprintf(who, sizeof(who), "a waiting read");
 		else if (reader != NULL)
@@ -288,9 +303,7 @@ static void render(json_t *root)
 	{
 		char rate[32], url[8192], state[64];
 
-		fs__human_size((uint64_t)json_integer_value(
-				       json_object_get(v, "rate")),
-			       rate, sizeof(rate));
+		human(v, "rate", rate, sizeof(rate));
 		printf("source %s: %s, %" JSON_INTEGER_FORMAT
 		       " lanes, %s/s per lane\n",
 		       shown(v, "url", url, sizeof(url)),
@@ -300,12 +313,8 @@ static void render(json_t *root)
 	if (cache != NULL) {
 		char bytes[32], disk[32];
 
-		fs__human_size((uint64_t)json_integer_value(
-				       json_object_get(cache, "bytes")),
-			       bytes, sizeof(bytes));
-		fs__human_size((uint64_t)json_integer_value(
-				       json_object_get(cache, "file_size")),
-			       disk, sizeof(disk));
+		human(cache, "bytes", bytes, sizeof(bytes));
+		human(cache, "file_size", disk, sizeof(disk));
 		printf("cache: %" JSON_INTEGER_FORMAT
 		       " blobs, %s held, %s on disk\n",
 		       json_integer_value(json_object_get(cache, "blobs")),
