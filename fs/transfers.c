@@ -119,14 +119,6 @@ static void unit_wrong(struct fs_engine *e, struct fs_part *p)
 
 	pthread_mutex_lock(&e->mu);
 	src = unit_source(b, p);
-	fs__log(FS_LOG_ERR,
-		"%s: block %" PRIu64 " (bytes %" PRIu64 "-%" PRIu64
-		") from %s has SHA-256 other than its digest: %s",
-		b->name, u, start, end - 1,
-		src == FS_SRC_MIXED ? "several sources" : fs__source_url(e, src),
-		src == FS_SRC_MIXED ? "its bytes are fetched again"
-				    : "the source is excluded and the bytes "
-				      "fetched again");
 	if (src != FS_SRC_MIXED)
 		pace_source_exclude(e->pace, src);
 	fs__part_free(&e->parts, p);
@@ -135,6 +127,14 @@ static void unit_wrong(struct fs_engine *e, struct fs_part *p)
 	if (b->unit == CACHE_BLOCK_SIZE)
 		fs__drop_locked(e, blob, start, end, FS_DROP_WRONG);
 	pthread_mutex_unlock(&e->mu);
+	fs__log(FS_LOG_ERR,
+		"%s: block %" PRIu64 " (bytes %" PRIu64 "-%" PRIu64
+		") from %s has SHA-256 other than its digest: %s",
+		b->name, u, start, end - 1,
+		src == FS_SRC_MIXED ? "several sources" : fs__source_url(e, src),
+		src == FS_SRC_MIXED ? "its bytes are fetched again"
+				    : "the source is excluded and the bytes "
+				      "fetched again");
 	if (b->unit > CACHE_BLOCK_SIZE)
 		fs__engine_drop(e, blob, start, end, FS_DROP_WRONG);
 }
@@ -189,7 +189,9 @@ static void unit_probe(struct fs_engine *e, uint32_t blob, uint64_t index)
 static void stored(struct fs_engine *e, struct fs_part *p, int rc)
 {
 	struct fs_blob *b = &e->blobs[p->blob];
-	uint64_t index = p->index;
+	uint32_t blob = p->blob;
+	uint64_t index = p->index, start = index * CACHE_BLOCK_SIZE;
+	uint64_t end = fs__block_end(b, index);
 	bool probe = false;
 
 	if (rc == -EBADMSG && b->unit != 0) {
@@ -199,22 +201,28 @@ static void stored(struct fs_engine *e, struct fs_part *p, int rc)
 	if (rc != 0)
 		fs__log(FS_LOG_ERR,
 			"%s: cannot queue block %" PRIu64 " for the cache: %s",
-			b->name, p->index, strerror(-rc));
+			b->name, index, strerror(-rc));
 	pthread_mutex_lock(&e->mu);
-	if (rc == 0 && b->unit != 0) {
-		unit_source(b, p);
-		if (b->unit == CACHE_BLOCK_SIZE) {
-			fs__blob_set_checked(b, index * CACHE_BLOCK_SIZE,
-					     fs__block_end(b, index), true);
-			pthread_cond_broadcast(&e->cv);
-		} else {
-			probe = true;
-		}
+	if (rc != 0 && b->unit != 0) {
+		/* Not known to be checked, so never served: fetched again. */
+		fs__part_free(&e->parts, p);
+		fs__drop_locked(e, blob, start, end, FS_DROP_GONE);
+		pthread_mutex_unlock(&e->mu);
+		return;
 	}
 	fs__part_done(&e->parts, p, rc != 0);
+	/* Unless a drop (a failed whole-blob check) forgot it meanwhile. */
+	if (b->unit != 0 && pace_is_held(e->pace, blob, start, end)) {
+		unit_source(b, p);
+		probe = b->unit > CACHE_BLOCK_SIZE;
+		if (!probe) {
+			fs__blob_set_checked(b, start, end, true);
+			pthread_cond_broadcast(&e->cv);
+		}
+	}
 	pthread_mutex_unlock(&e->mu);
 	if (probe)
-		unit_probe(e, (uint32_t)(b - e->blobs), index);
+		unit_probe(e, blob, index);
 }
 
 static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
