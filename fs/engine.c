@@ -137,7 +137,7 @@ void fs__engine_free(struct fs_engine *e)
 
 	if (e == NULL)
 		return;
-	fs__inval_free(e->inval);
+	fs__inval_stop(e->inval);
 	fetch_free(e->fetch);
 	/* Whole-blob checks read through the engine: let them end first. */
 	pthread_mutex_lock(&e->mu);
@@ -151,6 +151,8 @@ void fs__engine_free(struct fs_engine *e)
 			fs__log(FS_LOG_ERR, "cache: final flush failed: %s",
 				strerror(-rc));
 	}
+	/* Drops queue invalidations until the transfers and checks end. */
+	fs__inval_free(e->inval);
 	pace_free(e->pace);
 	fs__parts_fini(&e->parts);
 	free(e->source_of_pace);
