@@ -522,6 +522,50 @@ static void engine_drop_full_ranges(void)
 	engine_fixture_free(dir, c, e);
 }
 
+/* Blocks in memory: found by (blob, index), whole ones reused least
+ * recently used first, and a reused block the cache lost stops being
+ * held. */
+static void engine_parts_lru(void)
+{
+	char dir[] = "/tmp/pacefs-test-parts.XXXXXX";
+	struct fs_engine *e = NULL;
+	struct cache *c = NULL;
+	struct fs_part *p;
+	uint32_t n;
+
+	T_EQ_INT(engine_fixture(dir, &c, &e, 1024 * CACHE_BLOCK_SIZE), 0);
+	n = e->parts.n;
+	T_ASSERT(n < 1000);
+	for (uint32_t i = 0; i < n; i++) {
+		p = fs__part_get(e, 0, i);
+		T_ASSERT(p != NULL);
+		T_EQ_INT(p->state, FS_PART_FILLING);
+		p->state = FS_PART_HANDING;
+		fs__part_done(&e->parts, p, i == 2);
+	}
+	T_ASSERT(fs__part_find(&e->parts, 0, n) == NULL);
+	T_ASSERT(fs__part_find(&e->parts, 0, 5)->index == 5);
+	fs__part_touch(&e->parts, fs__part_find(&e->parts, 0, 0));
+	/* Full: the least recently used whole block (1) is reused. */
+	p = fs__part_get(e, 0, 1000);
+	T_ASSERT(p != NULL && p->index == 1000);
+	T_ASSERT(fs__part_find(&e->parts, 0, 1) == NULL);
+	T_ASSERT(fs__part_find(&e->parts, 0, 0) != NULL);
+	/* Then 2, which the cache lost: its bytes are no longer held. */
+	T_EQ_INT(pace_blob_held(e->pace, 0, 2 * CACHE_BLOCK_SIZE,
+				3 * CACHE_BLOCK_SIZE),
+		 0);
+	p = fs__part_get(e, 0, 1001);
+	T_ASSERT(p != NULL && fs__part_find(&e->parts, 0, 2) == NULL);
+	T_EQ_U64(fs__engine_held(e, 0), 0);
+	/* A block being filled is found again, not remade. */
+	T_ASSERT(fs__part_get(e, 0, 1001) == p);
+	fs__part_free(&e->parts, p);
+	T_ASSERT(fs__part_find(&e->parts, 0, 1001) == NULL);
+	T_ASSERT(fs__part_get(e, 0, 1002) == p); /* from the free list */
+	engine_fixture_free(dir, c, e);
+}
+
 static const struct t_case cases[] = {
 	{"identity_forms", identity_forms},
 	{"argv_scrubbed", argv_scrubbed},
@@ -536,6 +580,7 @@ static const struct t_case cases[] = {
 	{"log_rate_limit", log_rate_limit},
 	{"ns_many_children", ns_many_children},
 	{"engine_drop_full_ranges", engine_drop_full_ranges},
+	{"engine_parts_lru", engine_parts_lru},
 };
 
 int main(int argc, char **argv)
