@@ -256,7 +256,8 @@ void fs__inval_free(struct fs_inval *v);
  * inode ino (0: never opened, so the kernel holds no page of it), to be
  * dropped; name (which must outlive v) is for the log. Pending ranges of
  * one blob merge into their hull. Never blocks on the kernel: a thread of
- * its own sends them. */
+ * its own sends them. The engine calls it under its lock: the
+ * invalidator's lock nests inside the engine's, never the other way. */
 void fs__inval_queue(struct fs_inval *v, uint32_t b, const char *name,
 		     uint64_t ino, uint64_t start, uint64_t end);
 
