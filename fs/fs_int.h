@@ -499,13 +499,15 @@ struct fs_mount {
 /* The cache identity of a file (docs/manifest.md, "The cache"): a content
  * identity when its block digests are checked before its bytes are cached
  * (fs__node_has_content_identity), shared by every file naming the same
- * digests; else its first URL (fs__url_identity), never whichever mirror
- * answered. A new string (free() it); NULL when memory ran out. Caller
+ * digests; else that of its URLs (fs__sources_identity), never whichever
+ * mirror answered. A new string (free() it); NULL when memory ran out. Caller
  * holds the namespace's mu. */
 char *fs__node_identity(const struct fs_node *n);
 
-/* What follows a newline in the identity of a URL with userinfo. */
+/* What follows a newline in the identity of a URL with userinfo, and in
+ * that of a URL with mirrors. */
 #define FS_IDENTITY_USERINFO "userinfo-sha256:"
+#define FS_IDENTITY_MIRRORS "mirrors-sha256:"
 
 /* fs/identity.c. The cache identity of url, whole (never cut): "url:" +
  * url when it has no userinfo; else "url:" + url without its userinfo +
@@ -513,6 +515,13 @@ char *fs__node_identity(const struct fs_node *n);
  * no credential is stored and two never share bytes. A new string (free()
  * it); NULL when memory ran out. */
 char *fs__url_identity(const char *url);
+
+/* The cache identity of a blob served by urls[0..n): the first URL's
+ * (fs__url_identity), and with mirrors "\n" FS_IDENTITY_MIRRORS + the hex
+ * SHA-256 of the other URLs, sorted, so that bytes a set of sources
+ * served are never found by a mount of other sources. A new string (free()
+ * it); NULL when memory ran out. */
+char *fs__sources_identity(const char *const *urls, uint32_t n);
 
 /* True when node n's identity names its content: every block stored under
  * it passed the per-block digests the identity is made of. Caller holds

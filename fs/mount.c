@@ -415,7 +415,8 @@ static int prepare(const struct fs_opts *o, struct fetch_config *fc,
 		for (unsigned i = 0; i < o->nmirrors; i++)
 			p->urls[i + 1] = o->mirrors[i];
 		p->nurls = o->nmirrors + 1;
-		p->identity = fs__url_identity(o->url);
+		p->identity = fs__sources_identity(
+			(const char *const *)p->urls, p->nurls);
 		if (p->identity == NULL)
 			return fail("out of memory");
 		memset(&args, 0, sizeof(args));

@@ -70,7 +70,7 @@ char *fs__node_identity(const struct fs_node *n)
 {
 	if (fs__node_has_content_identity(n))
 		return content_identity(n);
-	return fs__url_identity(n->urls[0]);
+	return fs__sources_identity((const char *const *)n->urls, n->nurls);
 }
 
 /* Copies what probing node i needs out of the namespace, so that the

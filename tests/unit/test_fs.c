@@ -306,6 +306,33 @@ static void opts_header_file(void)
 	T_ASSERT(strstr(err, "/nonexistent/h") != NULL);
 }
 
+/* A blob's identity names its set of sources: the first URL alone keeps
+ * its identity, mirrors change it whatever their order, and no userinfo
+ * of a mirror shows. */
+static void sources_identity(void)
+{
+	const char *one[] = {"http://h/a"};
+	const char *ab[] = {"http://h/a", "http://m1/a", "http://u:pw@m2/a"};
+	const char *ba[] = {"http://h/a", "http://u:pw@m2/a", "http://m1/a"};
+	const char *other[] = {"http://h/a", "http://m1/a"};
+	char *s1 = fs__sources_identity(one, 1);
+	char *s2 = fs__sources_identity(ab, 3);
+	char *s3 = fs__sources_identity(ba, 3);
+	char *s4 = fs__sources_identity(other, 2);
+
+	T_ASSERT(s1 != NULL && s2 != NULL && s3 != NULL && s4 != NULL);
+	T_EQ_STR(s1, "url:http://h/a");
+	T_ASSERT(strncmp(s2, "url:http://h/a\n" FS_IDENTITY_MIRRORS,
+			 15 + strlen(FS_IDENTITY_MIRRORS)) == 0);
+	T_EQ_STR(s2, s3);
+	T_ASSERT(strcmp(s2, s4) != 0);
+	T_ASSERT(strstr(s2, "pw") == NULL && strstr(s2, "m2") == NULL);
+	free(s1);
+	free(s2);
+	free(s3);
+	free(s4);
+}
+
 static void url_identity(void)
 {
 	char *plain = fs__url_identity("http://h/a?x=1");
@@ -456,6 +483,7 @@ static const struct t_case cases[] = {
 	{"argv_scrubbed", argv_scrubbed},
 	{"opts_header_file", opts_header_file},
 	{"url_identity", url_identity},
+	{"sources_identity", sources_identity},
 	{"opts_defaults", opts_defaults},
 	{"opts_ours_and_fuse", opts_ours_and_fuse},
 	{"opts_errors_name_the_option", opts_errors_name_the_option},
