@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <curl/curl.h>
 
@@ -27,6 +28,27 @@ bool fetch__header_is(const char *line, size_t len, const char *name,
 /* Copies a header value of len bytes into out (cap bytes), trimmed of
  * surrounding white space and the line end, truncated, NUL-terminated. */
 void fetch__header_value(const char *v, size_t len, char *out, size_t cap);
+
+/* What a response's head said, as far as the checks need it; one parser
+ * (fetch__head_line) fills it for the lanes' transfers and the probe. */
+struct fetch__head {
+	bool cr_seen; /* a Content-Range that parses */
+	uint64_t cr_start, cr_end, cr_total;
+	char cr_raw[64]; /* the Content-Range value, cut, for errors */
+	bool cl_seen;	 /* a Content-Length that is a size */
+	uint64_t content_length;
+	char cl_bad[64]; /* one that is not: the value, cut, for errors */
+	char etag[256];	 /* "" if none */
+	char last_modified[128];
+	char coding[128]; /* the first Content- or Transfer-Encoding line that
+			     is not identity, for the reason; "" if none */
+	uint64_t retry_after_ms; /* 0 if none */
+};
+
+/* Takes one header line [line, line + len) of a response into h; a status
+ * line ("HTTP/...") starts a new response (after a redirect) and forgets
+ * the last one. Other headers are ignored. */
+void fetch__head_line(struct fetch__head *h, const char *line, size_t len);
 
 /* Builds the list of the configured headers; NULL when there are none or
  * memory ran out (*ok says which). */

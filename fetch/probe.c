@@ -15,78 +15,17 @@
 #include "fetch/fetch_int.h"
 
 struct probe_state {
-	struct fetch_probe *out;
 	CURL *easy;
-	bool cr_seen;
-	uint64_t cr_start, cr_end, cr_total;
-	char cr_raw[64]; /* the Content-Range value, cut, for errors */
-	uint64_t content_length;
-	bool cl_seen;	  /* a Content-Length that is a size */
-	char cl_bad[64];  /* one that is not: the value, for the error */
-	char coding[128]; /* a Content- or Transfer-Encoding that is not
-			     identity: the header line, for the error */
-	uint64_t retry_after_ms;
+	struct fetch__head head;
 	size_t body;
 };
 
 static size_t probe_header(char *line, size_t size, size_t n, void *arg)
 {
 	struct probe_state *s = arg;
-	size_t len = size * n;
-	const char *v;
-	char buf[128];
 
-	if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
-		s->cr_seen = false;
-		s->cr_raw[0] = '\0';
-		s->cl_seen = false;
-		s->cl_bad[0] = '\0';
-		s->coding[0] = '\0';
-		s->out->etag[0] = '\0';
-		s->out->last_modified[0] = '\0';
-	} else if (fetch__header_is(line, len, "Content-Range", &v)) {
-		fetch__header_value(v, len - (size_t)(v - line), buf,
-				    sizeof(buf));
-		s->cr_seen =
-			fetch_parse_content_range(buf, &s->cr_start, &s->cr_end,
-						  &s->cr_total) == 0;
-		snprintf(s->cr_raw, sizeof(s->cr_raw), "%.40s%s", buf,
-			 strlen(buf) > 40 ? "..." : "");
-	} else if (fetch__header_is(line, len, "Content-Length", &v)) {
-		fetch__header_value(v, len - (size_t)(v - line), buf,
-				    sizeof(buf));
-		s->cl_seen = fetch_parse_content_length(
-				     buf, &s->content_length) == 0;
-		if (!s->cl_seen)
-			snprintf(s->cl_bad, sizeof(s->cl_bad), "%.40s%s", buf,
-				 strlen(buf) > 40 ? "..." : "");
-	} else if (fetch__header_is(line, len, "Content-Encoding", &v) ||
-		   fetch__header_is(line, len, "Transfer-Encoding", &v)) {
-		bool transfer = (line[0] | 0x20) == 't';
-
-		fetch__header_value(v, len - (size_t)(v - line), buf,
-				    sizeof(buf));
-		if (s->coding[0] == '\0' &&
-		    !fetch_coding_is_identity(buf, transfer))
-			snprintf(s->coding, sizeof(s->coding), "%s: %.100s",
-				 transfer ? "Transfer-Encoding"
-					  : "Content-Encoding",
-				 buf);
-	} else if (fetch__header_is(line, len, "ETag", &v)) {
-		fetch__header_value(v, len - (size_t)(v - line), s->out->etag,
-				    sizeof(s->out->etag));
-	} else if (fetch__header_is(line, len, "Retry-After", &v)) {
-		fetch__header_value(v, len - (size_t)(v - line), buf,
-				    sizeof(buf));
-		if (fetch_parse_retry_after(buf, (int64_t)time(NULL),
-					    &s->retry_after_ms) != 0)
-			s->retry_after_ms = 0;
-	} else if (fetch__header_is(line, len, "Last-Modified", &v)) {
-		fetch__header_value(v, len - (size_t)(v - line),
-				    s->out->last_modified,
-				    sizeof(s->out->last_modified));
-	}
-	return len;
+	fetch__head_line(&s->head, line, size * n);
+	return size * n;
 }
 
 static size_t probe_body(char *buf, size_t size, size_t n, void *arg)
@@ -125,6 +64,7 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 		      uint64_t *retry_after_ms, char *err, size_t errlen)
 {
 	struct probe_state s;
+	const struct fetch__head *h = &s.head;
 	char errbuf[CURL_ERROR_SIZE] = "", herr[512] = "";
 	char *shown = fetch_url_redacted(url), *final = NULL;
 	struct curl_slist *headers;
@@ -136,7 +76,6 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 	fetch_probe_free(out);
 	memset(out, 0, sizeof(*out));
 	memset(&s, 0, sizeof(s));
-	s.out = out;
 	*kind = FETCH_PROBE_UNSUITABLE;
 	headers = fetch__headers(cfg, &headers_ok);
 	easy = curl_easy_init();
@@ -157,6 +96,9 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, cfg->connect_timeout_ms * 3);
 	rc = fetch__perform(cfg, easy, url, headers, &cc, &final, herr,
 			    sizeof(herr));
+	snprintf(out->etag, sizeof(out->etag), "%s", h->etag);
+	snprintf(out->last_modified, sizeof(out->last_modified), "%s",
+		 h->last_modified);
 	if (rc != 0) {
 		/* A redirect refused is final: no retry. */
 		rc = fail(err, errlen, "%s: %s", shown, herr);
@@ -171,21 +113,21 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 			  errbuf[0] ? errbuf : curl_easy_strerror(cc));
 		goto out;
 	}
-	if (s.coding[0] != '\0' && out->status >= 200 && out->status < 300) {
+	if (h->coding[0] != '\0' && out->status >= 200 && out->status < 300) {
 		/* A range of encoded bytes is not a range of the blob. */
 		rc = fail(err, errlen,
 			  "%s: HTTP %ld with '%s' although identity was asked "
 			  "for; pacefs needs the bytes as stored",
-			  shown, out->status, s.coding);
+			  shown, out->status, h->coding);
 		goto out;
 	}
-	if (out->status == 200 && s.cl_bad[0] != '\0') {
+	if (out->status == 200 && h->cl_bad[0] != '\0') {
 		rc = fail(err, errlen,
 			  "%s: HTTP 200 with Content-Length '%s', which is no "
 			  "size (at most %" PRIu64 ")",
-			  shown, s.cl_bad, FETCH_SIZE_MAX);
+			  shown, h->cl_bad, FETCH_SIZE_MAX);
 		goto out;
-	} else if (out->status == 200 && s.cl_seen && s.content_length == 0) {
+	} else if (out->status == 200 && h->cl_seen && h->content_length == 0) {
 		/* An empty blob: some servers answer a range of it with an
 		 * empty 200 rather than a 416. */
 		out->size = 0;
@@ -195,31 +137,31 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 			  "to a range request); pacefs needs Range support",
 			  shown);
 		goto out;
-	} else if (out->status == 416 && s.cr_seen &&
-		   s.cr_start == UINT64_MAX && s.cr_total == 0) {
+	} else if (out->status == 416 && h->cr_seen &&
+		   h->cr_start == UINT64_MAX && h->cr_total == 0) {
 		/* "bytes * /0": an empty blob. */
 		out->size = 0;
 	} else if (out->status == 206) {
-		if (!s.cr_seen || s.cr_start != 0 || s.cr_end != 0 ||
-		    s.cr_total == UINT64_MAX) {
+		if (!h->cr_seen || h->cr_start != 0 || h->cr_end != 0 ||
+		    h->cr_total == UINT64_MAX) {
 			rc = fail(err, errlen,
 				  "%s: HTTP 206 with Content-Range '%s', not "
 				  "'bytes 0-0/SIZE'",
-				  shown, s.cr_raw);
+				  shown, h->cr_raw);
 			goto out;
 		}
-		if (s.cr_total > FETCH_SIZE_MAX) {
+		if (h->cr_total > FETCH_SIZE_MAX) {
 			rc = fail(err, errlen,
 				  "%s: Content-Range total %" PRIu64
 				  " is over the largest file size (%" PRIu64
 				  ")",
-				  shown, s.cr_total, FETCH_SIZE_MAX);
+				  shown, h->cr_total, FETCH_SIZE_MAX);
 			goto out;
 		}
-		out->size = s.cr_total;
+		out->size = h->cr_total;
 	} else {
 		*kind = FETCH_PROBE_REFUSED;
-		*retry_after_ms = s.retry_after_ms;
+		*retry_after_ms = h->retry_after_ms;
 		rc = fail(err, errlen, "%s: HTTP %ld", shown, out->status);
 		goto out;
 	}

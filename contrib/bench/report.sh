@@ -193,6 +193,26 @@ sub() {
 
 PLOTS=()
 PLOT_ERR=$(mktemp)
+# plot NAME WIDTH,HEIGHT: runs gnuplot's commands from stdin into
+# $OUT/NAME.png and adds it to PLOTS, or says why it failed.
+plot() {
+	if {
+		printf 'set terminal pngcairo size %s font "sans,10" noenhanced\n' "$2"
+		printf 'set output "%s"\n' "$OUT/$1.png"
+		cat
+	} | gnuplot 2>>"$PLOT_ERR"; then
+		PLOTS+=("$1.png")
+	else
+		echo "report: the $1 plot failed: $(grep . "$PLOT_ERR" | tail -n 1)" >&2
+	fi
+}
+# Clustered bars on a log scale, as the latency, pulled and clients plots
+# draw them.
+LOG_BARS='set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set logscale y
+set grid ytics'
 rm -f "$OUT/cold_seq.png" "$OUT/latency.png" "$OUT/pulled.png" "$OUT/clients.png"
 if command -v gnuplot >/dev/null 2>&1; then
 	dat=$(mktemp)
@@ -202,9 +222,7 @@ if command -v gnuplot >/dev/null 2>&1; then
 		isnum "$b" || b=0
 		printf '"%s" %s %s\n' "$s" "$a" "$b" >>"$dat"
 	done
-	gnuplot <<-EOF 2>>"$PLOT_ERR" && PLOTS+=(cold_seq.png) || echo "report: the cold_seq plot failed: $(grep . "$PLOT_ERR" | tail -n 1)" >&2
-		set terminal pngcairo size 1000,420 font "sans,10" noenhanced
-		set output "$OUT/cold_seq.png"
+	plot cold_seq 1000,420 <<-EOF
 		set multiplot layout 1,2 title "Cold sequential read, MB/s (median of $RUNS runs; 0 = failed)"
 		set style data histograms
 		set style fill solid 0.8 border -1
@@ -228,15 +246,9 @@ if command -v gnuplot >/dev/null 2>&1; then
 		done
 		echo "$row" >>"$dat"
 	done
-	gnuplot <<-EOF 2>>"$PLOT_ERR" && PLOTS+=(latency.png) || echo "report: the latency plot failed: $(grep . "$PLOT_ERR" | tail -n 1)" >&2
-		set terminal pngcairo size 1000,420 font "sans,10" noenhanced
-		set output "$OUT/latency.png"
+	plot latency 1000,420 <<-EOF
 		set multiplot layout 1,2 title "Latency, ms, log scale (median of $RUNS runs; missing bar = failed)"
-		set style data histograms
-		set style histogram clustered gap 1
-		set style fill solid 0.8 border -1
-		set logscale y
-		set grid ytics
+		$LOG_BARS
 		set key top left
 		set title "random 4 KiB reads (p50, p95) and first byte, loopback"
 		plot "$dat" using 2:xtic(1) title "p50", '' using 3 title "p95", '' using 6 title "first 4 KiB"
@@ -254,15 +266,9 @@ if command -v gnuplot >/dev/null 2>&1; then
 		done
 		echo "$row" >>"$dat"
 	done
-	gnuplot <<-EOF 2>>"$PLOT_ERR" && PLOTS+=(pulled.png) || echo "report: the pulled plot failed: $(grep . "$PLOT_ERR" | tail -n 1)" >&2
-		set terminal pngcairo size 1000,420 font "sans,10" noenhanced
-		set output "$OUT/pulled.png"
+	plot pulled 1000,420 <<-EOF
 		set title "MiB pulled from the origin, mount to unmount (median of $RUNS runs; missing bar = failed)"
-		set style data histograms
-		set style histogram clustered gap 1
-		set style fill solid 0.8 border -1
-		set logscale y
-		set grid ytics
+		$LOG_BARS
 		set key top left
 		plot "$dat" using 2:xtic(1) title "random 4 KiB, loopback ($RANDOM_N_LO reads = $(awk -v n="$RANDOM_N_LO" 'BEGIN { printf "%.2f", n * 4 / 1024 }') MiB)", \
 			'' using 3 title "random 4 KiB, WAN ($RANDOM_N_WAN reads = $(awk -v n="$RANDOM_N_WAN" 'BEGIN { printf "%.2f", n * 4 / 1024 }') MiB)", \
@@ -299,15 +305,9 @@ if command -v gnuplot >/dev/null 2>&1; then
 		done
 		echo "$row" >>"$dat"
 	done
-	gnuplot <<-EOF 2>>"$PLOT_ERR" && PLOTS+=(clients.png) || echo "report: the clients plot failed: $(grep . "$PLOT_ERR" | tail -n 1)" >&2
-		set terminal pngcairo size 1200,500 font "sans,10" noenhanced
-		set output "$OUT/clients.png"
+	plot clients 1200,500 <<-EOF
 		set multiplot layout 1,2 title "Real clients on the WAN origin (median of $RUNS runs; missing bar = failed)"
-		set style data histograms
-		set style histogram clustered gap 1
-		set style fill solid 0.8 border -1
-		set logscale y
-		set grid ytics
+		$LOG_BARS
 		set key below horizontal
 		set xtics rotate by 20 right
 		set title "seconds, log scale"

@@ -31,7 +31,7 @@
 
 #define ORIGIN_HEAD_MAX 16384
 #define ORIGIN_CHUNK_MAX (64 * 1024)
-/* Uncapped bodies go out in large sendfile calls: fewer syscalls, >1 GB/s. */
+/* Uncapped bodies go out in large sendfile calls: fewer syscalls a byte. */
 #define ORIGIN_UNCAPPED_CHUNK (8 * 1024 * 1024)
 #define ORIGIN_IDLE_SECS 120
 #define ORIGIN_DRAIN_MS 2000
@@ -1496,6 +1496,17 @@ static void drain_sent(int fd)
 	}
 }
 
+/* Answers a request head that could not be read whole (431) or parsed
+ * (400) with status, and logs it with no method or target; the connection
+ * then closes. */
+static void refuse_request(struct conn *c, struct request *rq, int status)
+{
+	memset(rq, 0, sizeof(*rq));
+	rq->method = "-";
+	send_status(c, rq, status, -1, NULL, true, &(uint64_t){0});
+	log_request(c->srv, rq, status, 0, NULL);
+}
+
 static void *conn_main(void *arg)
 {
 	struct conn *c = arg;
@@ -1507,11 +1518,7 @@ static void *conn_main(void *arg)
 	for (;;) {
 		rc = read_head(c, &head_len);
 		if (rc == -EMSGSIZE) {
-			memset(&rq, 0, sizeof(rq));
-			rq.method = "-";
-			send_status(c, &rq, 431, -1, NULL, true,
-				    &(uint64_t){0});
-			log_request(c->srv, &rq, 431, 0, NULL);
+			refuse_request(c, &rq, 431);
 			after = AFTER_CLOSE;
 			break;
 		}
@@ -1526,11 +1533,7 @@ static void *conn_main(void *arg)
 		c->head[head_len - 2] = '\0';
 		rc = request_parse(c->srv, c->head, &rq);
 		if (rc < 0) {
-			memset(&rq, 0, sizeof(rq));
-			rq.method = "-";
-			send_status(c, &rq, 400, -1, NULL, true,
-				    &(uint64_t){0});
-			log_request(c->srv, &rq, 400, 0, NULL);
+			refuse_request(c, &rq, 400);
 			after = AFTER_CLOSE;
 			break;
 		}
