@@ -54,6 +54,17 @@ struct fetch_lane {
 	char if_range[300];
 	struct curl_slist if_range_node; /* heads the shared header list */
 	char errbuf[CURL_ERROR_SIZE];
+	bool if_match; /* the validator goes in If-Match, not If-Range */
+	/* Credentials that change (cfg.auth): the set this request uses;
+	 * a refusal for it holds the slot (auth_wait) until a newer set
+	 * comes, then the request is sent once more (auth_retried). */
+	struct fetch__cref *cref;
+	bool auth_wait;
+	bool auth_retried;
+	uint64_t auth_gen;
+	uint64_t auth_until_ns;
+	char errbody[512]; /* an error's first bytes: S3's code */
+	size_t nerrbody;
 };
 
 struct fetch {
@@ -231,6 +242,14 @@ static size_t lane_check_head(struct fetch_lane *l)
 
 	curl_easy_getinfo(l->easy, CURLINFO_RESPONSE_CODE, &status);
 	l->res.status = status;
+	if (status == 412 && l->if_match) {
+		/* If-Match sent: the object is another version now. */
+		l->res.blob_changed = true;
+		return lane_abort(l, FETCH_FATAL,
+				  "%s: HTTP 412: the blob changed (its ETag is "
+				  "no longer %s)",
+				  lane_shown(l), l->validator);
+	}
 	if (status != 206) {
 		enum fetch_outcome o = fetch_classify_status(status);
 
@@ -289,6 +308,16 @@ static size_t lane_check_head(struct fetch_lane *l)
 	return 1;
 }
 
+/* True when slot l's response is a status that may refuse its
+ * credentials. */
+static bool slot_auth_status(struct fetch_lane *l)
+{
+	long status = 0;
+
+	curl_easy_getinfo(l->easy, CURLINFO_RESPONSE_CODE, &status);
+	return status == 400 || status == 401 || status == 403;
+}
+
 static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 {
 	struct fetch_lane *l = arg;
@@ -298,6 +327,19 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 
 	if (!l->checked && fetch__is_redirect(l->easy))
 		return len; /* drain_done follows it once it ends */
+	if (!l->checked && l->cref != NULL && !l->auth_retried &&
+	    slot_auth_status(l)) {
+		/* Maybe refused for its credentials: keep the start of the
+		 * error for drain_done to judge. */
+		size_t keep = len;
+
+		if (keep > sizeof(l->errbody) - 1 - l->nerrbody)
+			keep = sizeof(l->errbody) - 1 - l->nerrbody;
+		memcpy(l->errbody + l->nerrbody, buf, keep);
+		l->nerrbody += keep;
+		l->errbody[l->nerrbody] = '\0';
+		return len;
+	}
 	if (l->ahead) {
 		/* curl keeps these bytes and passes them again once the
 		 * promotion unpauses the transfer. */
@@ -399,6 +441,9 @@ static void lane_finish(struct fetch_lane *l, CURLcode cc)
 	struct fetch_result res;
 
 	curl_multi_remove_handle(f->multi, l->easy);
+	fetch__auth_put(l->cref);
+	l->cref = NULL;
+	l->auth_wait = false;
 	res = l->res;
 	if (l->forced) {
 		/* outcome and reason were set where the transfer aborted */
@@ -464,6 +509,9 @@ static void slot_abandon(struct fetch_lane *l)
 	if (!l->busy)
 		return;
 	curl_multi_remove_handle(l->f->multi, l->easy);
+	fetch__auth_put(l->cref);
+	l->cref = NULL;
+	l->auth_wait = false;
 	l->busy = false;
 	l->ahead = false;
 	l->held = false;
@@ -474,8 +522,12 @@ static void slot_abandon(struct fetch_lane *l)
 static void slot_aim(struct fetch *f, struct fetch_lane *l, const char *url)
 {
 	struct curl_slist *creds, *headers;
+	bool allowed = fetch__sends_headers(&f->cfg, url);
 
-	creds = fetch__sends_headers(&f->cfg, url) ? f->headers : NULL;
+	creds = !allowed	  ? NULL
+		: l->cref != NULL ? l->cref->headers
+				  : f->headers;
+	fetch__auth_apply(l->easy, l->cref, allowed);
 	headers = creds;
 	if (l->validator != NULL && l->validator[0] != '\0') {
 		/* If-Range turns a changed blob into a 200, which the head
@@ -501,6 +553,8 @@ static void slot_reset_response(struct fetch_lane *l)
 	l->retry_after_ms = 0;
 	l->forced = false;
 	l->errbuf[0] = '\0';
+	l->errbody[0] = '\0';
+	l->nerrbody = 0;
 	memset(&l->res, 0, sizeof(l->res));
 }
 
@@ -521,11 +575,16 @@ static int slot_start(struct fetch *f, struct fetch_lane *l,
 	slot_reset_response(l);
 	l->ahead = ahead;
 	l->held = false;
+	l->if_match = t->if_match;
+	l->auth_wait = false;
+	l->auth_retried = false;
+	fetch__auth_put(l->cref);
+	l->cref = fetch__auth_get(f->cfg.auth);
 	snprintf(l->range, sizeof(l->range), "%" PRIu64 "-%" PRIu64, start,
 		 end - 1);
 	if (t->validator != NULL && t->validator[0] != '\0')
-		snprintf(l->if_range, sizeof(l->if_range), "If-Range: %s",
-			 t->validator);
+		snprintf(l->if_range, sizeof(l->if_range), "%s: %s",
+			 t->if_match ? "If-Match" : "If-Range", t->validator);
 	slot_aim(f, l, t->url);
 	curl_easy_setopt(l->easy, CURLOPT_RANGE, l->range);
 	if (curl_multi_add_handle(f->multi, l->easy) != CURLM_OK)
@@ -650,6 +709,80 @@ void fetch_lane_cancel(struct fetch *f, uint32_t lane)
 	lane_finish(l, CURLE_OK);
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* When slot l's response refused its credentials and it was not sent
+ * again yet, holds it until newer ones come (slot_auth_resume) and
+ * returns true. */
+static bool slot_auth_hold(struct fetch *f, struct fetch_lane *l)
+{
+	long status = 0;
+
+	if (l->cref == NULL || l->auth_retried)
+		return false;
+	curl_easy_getinfo(l->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (!fetch__auth_refused(status, l->errbody))
+		return false;
+	curl_multi_remove_handle(f->multi, l->easy);
+	l->auth_wait = true;
+	l->auth_gen = l->cref->gen;
+	l->auth_until_ns =
+		mono_ns() + (uint64_t)FETCH_AUTH_WAIT_MS * 1000000u;
+	flog(f, FETCH_LOG_INFO,
+	     "lane %u: %s: HTTP %ld refuses the credentials; asking for "
+	     "new ones",
+	     l->id, lane_shown(l), status);
+	fetch__auth_expired(f->cfg.auth, l->auth_gen);
+	return true;
+}
+
+/* Sends again, once, each held request for which newer credentials came
+ * (or whose wait is over: then with the ones there are). Returns whether
+ * one still waits. */
+static bool slot_auth_resume(struct fetch *f)
+{
+	uint64_t gen = 0, now = 0;
+	bool waiting = false;
+
+	for (uint32_t i = 0; i < 2 * f->cfg.max_lanes; i++) {
+		struct fetch_lane *l = &f->slots[i];
+
+		if (!l->busy || !l->auth_wait)
+			continue;
+		if (gen == 0) {
+			gen = fetch__auth_gen(f->cfg.auth);
+			now = mono_ns();
+		}
+		if (gen <= l->auth_gen && now < l->auth_until_ns) {
+			waiting = true;
+			continue;
+		}
+		l->auth_wait = false;
+		l->auth_retried = true;
+		fetch__auth_put(l->cref);
+		l->cref = fetch__auth_get(f->cfg.auth);
+		free(l->hop);
+		l->hop = NULL;
+		l->hops = 0;
+		slot_reset_response(l);
+		slot_aim(f, l, l->url);
+		if (curl_multi_add_handle(f->multi, l->easy) != CURLM_OK) {
+			l->forced = true;
+			l->res.outcome = FETCH_LOCAL;
+			snprintf(l->res.reason, sizeof(l->res.reason),
+				 "%s: cannot send again", lane_shown(l));
+			lane_finish(l, CURLE_OK);
+		}
+	}
+	return waiting;
+}
+
 /* Reports every transfer curl finished. */
 static void drain_done(struct fetch *f)
 {
@@ -668,6 +801,9 @@ static void drain_done(struct fetch *f)
 		if (msg->data.result == CURLE_OK && !l->forced &&
 		    slot_follow(f, l) == 0)
 			continue;
+		if (msg->data.result == CURLE_OK && !l->forced &&
+		    !l->checked && !l->ahead && slot_auth_hold(f, l))
+			continue;
 		if (l->ahead)
 			/* Ended before its START (a refused connection, an
 			 * error with no body): forget it; the START, if it
@@ -685,6 +821,7 @@ static void *fetch_loop(void *arg)
 	while (!atomic_load(&f->stop)) {
 		int running = 0;
 		long timeout_ms;
+		bool waiting;
 		CURLMcode mc;
 
 		/* The scheduler sees every turn's bytes and completions before
@@ -695,6 +832,7 @@ static void *fetch_loop(void *arg)
 			flog(f, FETCH_LOG_ERR, "curl_multi_perform: %s",
 			     curl_multi_strerror(mc));
 		drain_done(f);
+		waiting = f->cfg.auth != NULL && slot_auth_resume(f);
 		timeout_ms = f->hooks.on_tick(f->hooks.ctx);
 		/* A request sent ahead of one that has ended and that this
 		 * turn did not promote is no longer wanted (pace.h). */
@@ -703,6 +841,8 @@ static void *fetch_loop(void *arg)
 				slot_abandon(lane_spare(f, i));
 		if (timeout_ms < 0 || timeout_ms > 1000)
 			timeout_ms = 1000;
+		if (waiting && timeout_ms > 50)
+			timeout_ms = 50;
 		curl_multi_poll(f->multi, NULL, 0, (int)timeout_ms, NULL);
 	}
 	return NULL;
@@ -738,6 +878,7 @@ void fetch_free(struct fetch *f)
 
 		if (l->busy)
 			curl_multi_remove_handle(f->multi, l->easy);
+		fetch__auth_put(l->cref);
 		if (l->easy != NULL)
 			curl_easy_cleanup(l->easy);
 		free(l->hop);
