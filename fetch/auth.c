@@ -25,6 +25,7 @@ struct fetch_auth {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;	  /* a new set came */
 	struct fetch__cref *cur;  /* guarded by mu */
+	uint64_t gen;		  /* guarded by mu: bumped by each set */
 	char region[64];	  /* "": no SigV4 */
 	void (*on_expired)(void *ctx, uint64_t gen);
 	void *ctx;
@@ -148,7 +149,7 @@ uint64_t fetch_auth_set(struct fetch_auth *a, const struct fetch_cred *c)
 	atomic_init(&r->refs, 1);
 	pthread_mutex_lock(&a->mu);
 	old = a->cur;
-	r->gen = old != NULL ? old->gen + 1 : 1;
+	r->gen = ++a->gen;
 	gen = r->gen;
 	a->cur = r;
 	pthread_cond_broadcast(&a->cv);
@@ -182,9 +183,22 @@ uint64_t fetch__auth_gen(struct fetch_auth *a)
 	uint64_t gen;
 
 	pthread_mutex_lock(&a->mu);
-	gen = a->cur != NULL ? a->cur->gen : 0;
+	gen = a->gen;
 	pthread_mutex_unlock(&a->mu);
 	return gen;
+}
+
+uint64_t fetch_auth_gen(struct fetch_auth *a)
+{
+	return fetch__auth_gen(a);
+}
+
+void fetch_auth_again(struct fetch_auth *a)
+{
+	pthread_mutex_lock(&a->mu);
+	a->gen++;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
 }
 
 void fetch__auth_expired(struct fetch_auth *a, uint64_t gen)
@@ -213,10 +227,10 @@ bool fetch__auth_wait(struct fetch_auth *a, uint64_t gen, long timeout_ms)
 		ts.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&a->mu);
-	while (a->cur != NULL && a->cur->gen <= gen &&
+	while (a->gen <= gen &&
 	       pthread_cond_timedwait(&a->cv, &a->mu, &ts) == 0)
 		;
-	newer = a->cur != NULL && a->cur->gen > gen;
+	newer = a->gen > gen;
 	pthread_mutex_unlock(&a->mu);
 	return newer;
 }

@@ -298,6 +298,14 @@ void fetch_auth_free(struct fetch_auth *a);
  * set stays). Wakes requests waiting for newer credentials. */
 uint64_t fetch_auth_set(struct fetch_auth *a, const struct fetch_cred *c);
 
+/* The generation of the newest set, or of the last fetch_auth_again. */
+uint64_t fetch_auth_gen(struct fetch_auth *a);
+
+/* Says that no newer set will come for now: requests waiting for one are
+ * sent once more with the set there is (and refused for good if it is
+ * refused again). */
+void fetch_auth_again(struct fetch_auth *a);
+
 /* cb(ctx, gen) is called when a request with the set of generation gen
  * was refused: it should bring a newer set (fetch_auth_set) soon, the same
  * one again when there is no other. It runs on the refused request's
