@@ -1190,7 +1190,7 @@ static int send_doc(struct conn *c, const struct request *rq, int status,
  * signature holds. Returns 1 when the answer was sent, 0 when rq->path
  * now names the object's file, or a negative errno. */
 static int s3_route(struct conn *c, struct request *rq, bool closing,
-		    int *status, const char **applied, uint64_t *sent)
+		    int *status, char *code, size_t codelen, uint64_t *sent)
 {
 	struct s3_request srq = {.method = rq->method,
 				 .target = rq->target,
@@ -1206,7 +1206,7 @@ static int s3_route(struct conn *c, struct request *rq, bool closing,
 		return 0;
 	}
 	*status = a.status;
-	*applied = a.code;
+	snprintf(code, codelen, "%s", a.code);
 	rc = send_doc(c, rq, a.status, "application/xml", a.body, a.len,
 		      closing, sent);
 	free(a.body);
@@ -1223,7 +1223,7 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 	struct entity e = {.fd = -1};
 	struct head h;
 	const char *applied = NULL;
-	char lm[40];
+	char lm[40], s3code[48] = "";
 	uint64_t start = 0, len = 0, body = 0, sent = 0, rate = srv->rate;
 	unsigned long long hits = 0;
 	enum range_result rr = RANGE_FULL;
@@ -1274,9 +1274,12 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 	}
 	head_only = strcmp(rq->method, "HEAD") == 0;
 	if (srv->s3 != NULL) {
-		rc = s3_route(c, rq, closing, &status, &applied, &sent);
-		if (rc != 0)
+		rc = s3_route(c, rq, closing, &status, s3code, sizeof(s3code),
+			      &sent);
+		if (rc != 0) {
+			applied = s3code[0] != '\0' ? s3code : NULL;
 			goto out;
+		}
 	}
 	if (srv->autoindex && rq->path[0] &&
 	    rq->path[strlen(rq->path) - 1] == '/') {
