@@ -47,6 +47,17 @@ struct fetch_slot {
 	char if_range[300];
 	struct curl_slist if_range_node; /* heads the shared header list */
 	char errbuf[CURL_ERROR_SIZE];
+	bool if_match; /* the validator goes in If-Match, not If-Range */
+	/* Credentials that change (cfg.auth): the set this request uses;
+	 * a refusal for it holds the slot (auth_wait) until a newer set
+	 * comes, then the request is sent once more (auth_retried). */
+	struct fetch__cref *cref;
+	bool auth_wait;
+	bool auth_retried;
+	uint64_t auth_gen;
+	uint64_t auth_until_ns;
+	char errbody[512]; /* an error's first bytes: S3's code */
+	size_t nerrbody;
 };
 
 struct fetch {
@@ -180,6 +191,14 @@ static size_t slot_check_head(struct fetch_slot *s)
 
 	curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
 	s->res.status = status;
+	if (status == 412 && s->if_match) {
+		/* If-Match sent: the object is another version now. */
+		s->res.blob_changed = true;
+		return slot_abort(s, FETCH_FATAL,
+				  "%s: HTTP 412: the blob changed (its ETag is "
+				  "no longer %s)",
+				  slot_shown(s), s->validator);
+	}
 	if (status != 206) {
 		enum fetch_outcome o = fetch_classify_status(status);
 
@@ -238,6 +257,16 @@ static size_t slot_check_head(struct fetch_slot *s)
 	return 1;
 }
 
+/* True when slot s's response is a status that may refuse its
+ * credentials. */
+static bool slot_auth_status(struct fetch_slot *s)
+{
+	long status = 0;
+
+	curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+	return status == 400 || status == 401 || status == 403;
+}
+
 static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 {
 	struct fetch_slot *s = arg;
@@ -247,6 +276,19 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 
 	if (!s->checked && fetch__is_redirect(s->easy))
 		return len; /* drain_done follows it once it ends */
+	if (!s->checked && s->cref != NULL && !s->auth_retried &&
+	    slot_auth_status(s)) {
+		/* Maybe refused for its credentials: keep the start of the
+		 * error for drain_done to judge. */
+		size_t keep = len;
+
+		if (keep > sizeof(s->errbody) - 1 - s->nerrbody)
+			keep = sizeof(s->errbody) - 1 - s->nerrbody;
+		memcpy(s->errbody + s->nerrbody, buf, keep);
+		s->nerrbody += keep;
+		s->errbody[s->nerrbody] = '\0';
+		return len;
+	}
 	if (s->ahead) {
 		/* curl keeps these bytes and passes them again once the
 		 * promotion unpauses the transfer. */
@@ -348,6 +390,9 @@ static void slot_finish(struct fetch_slot *s, CURLcode cc)
 	struct fetch_result res;
 
 	curl_multi_remove_handle(f->multi, s->easy);
+	fetch__auth_put(s->cref);
+	s->cref = NULL;
+	s->auth_wait = false;
 	res = s->res;
 	if (s->forced) {
 		/* outcome and reason were set where the transfer aborted */
@@ -413,6 +458,9 @@ static void slot_abandon(struct fetch_slot *s)
 	if (!s->busy)
 		return;
 	curl_multi_remove_handle(s->f->multi, s->easy);
+	fetch__auth_put(s->cref);
+	s->cref = NULL;
+	s->auth_wait = false;
 	s->busy = false;
 	s->ahead = false;
 	s->held = false;
@@ -423,8 +471,12 @@ static void slot_abandon(struct fetch_slot *s)
 static void slot_aim(struct fetch *f, struct fetch_slot *s, const char *url)
 {
 	struct curl_slist *creds, *headers;
+	bool allowed = fetch__sends_headers(&f->cfg, url);
 
-	creds = fetch__sends_headers(&f->cfg, url) ? f->headers : NULL;
+	creds = !allowed	  ? NULL
+		: s->cref != NULL ? s->cref->headers
+				  : f->headers;
+	fetch__auth_apply(s->easy, s->cref, allowed);
 	headers = creds;
 	if (s->validator != NULL && s->validator[0] != '\0') {
 		/* If-Range turns a changed blob into a 200, which the head
@@ -446,6 +498,8 @@ static void slot_reset_response(struct fetch_slot *s)
 	memset(&s->head, 0, sizeof(s->head));
 	s->forced = false;
 	s->errbuf[0] = '\0';
+	s->errbody[0] = '\0';
+	s->nerrbody = 0;
 	memset(&s->res, 0, sizeof(s->res));
 }
 
@@ -466,11 +520,16 @@ static int slot_start(struct fetch *f, struct fetch_slot *s,
 	slot_reset_response(s);
 	s->ahead = ahead;
 	s->held = false;
+	s->if_match = t->if_match;
+	s->auth_wait = false;
+	s->auth_retried = false;
+	fetch__auth_put(s->cref);
+	s->cref = fetch__auth_get(f->cfg.auth);
 	snprintf(s->range, sizeof(s->range), "%" PRIu64 "-%" PRIu64, start,
 		 end - 1);
 	if (t->validator != NULL && t->validator[0] != '\0')
-		snprintf(s->if_range, sizeof(s->if_range), "If-Range: %s",
-			 t->validator);
+		snprintf(s->if_range, sizeof(s->if_range), "%s: %s",
+			 t->if_match ? "If-Match" : "If-Range", t->validator);
 	slot_aim(f, s, t->url);
 	curl_easy_setopt(s->easy, CURLOPT_RANGE, s->range);
 	if (curl_multi_add_handle(f->multi, s->easy) != CURLM_OK)
@@ -595,6 +654,80 @@ void fetch_lane_cancel(struct fetch *f, uint32_t lane)
 	slot_finish(s, CURLE_OK);
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* When slot s's response refused its credentials and it was not sent
+ * again yet, holds it until newer ones come (slot_auth_resume) and
+ * returns true. */
+static bool slot_auth_hold(struct fetch *f, struct fetch_slot *s)
+{
+	long status = 0;
+
+	if (s->cref == NULL || s->auth_retried)
+		return false;
+	curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (!fetch__auth_refused(status, s->errbody))
+		return false;
+	curl_multi_remove_handle(f->multi, s->easy);
+	s->auth_wait = true;
+	s->auth_gen = s->cref->gen;
+	s->auth_until_ns =
+		mono_ns() + (uint64_t)FETCH_AUTH_WAIT_MS * 1000000u;
+	flog(f, FETCH_LOG_INFO,
+	     "lane %u: %s: HTTP %ld refuses the credentials; asking for "
+	     "new ones",
+	     s->id, slot_shown(s), status);
+	fetch__auth_expired(f->cfg.auth, s->auth_gen);
+	return true;
+}
+
+/* Sends again, once, each held request for which newer credentials came
+ * (or whose wait is over: then with the ones there are). Returns whether
+ * one still waits. */
+static bool slot_auth_resume(struct fetch *f)
+{
+	uint64_t gen = 0, now = 0;
+	bool waiting = false;
+
+	for (uint32_t i = 0; i < 2 * f->cfg.max_lanes; i++) {
+		struct fetch_slot *s = &f->slots[i];
+
+		if (!s->busy || !s->auth_wait)
+			continue;
+		if (gen == 0) {
+			gen = fetch__auth_gen(f->cfg.auth);
+			now = mono_ns();
+		}
+		if (gen <= s->auth_gen && now < s->auth_until_ns) {
+			waiting = true;
+			continue;
+		}
+		s->auth_wait = false;
+		s->auth_retried = true;
+		fetch__auth_put(s->cref);
+		s->cref = fetch__auth_get(f->cfg.auth);
+		free(s->hop);
+		s->hop = NULL;
+		s->hops = 0;
+		slot_reset_response(s);
+		slot_aim(f, s, s->url);
+		if (curl_multi_add_handle(f->multi, s->easy) != CURLM_OK) {
+			s->forced = true;
+			s->res.outcome = FETCH_LOCAL;
+			snprintf(s->res.reason, sizeof(s->res.reason),
+				 "%s: cannot send again", slot_shown(s));
+			slot_finish(s, CURLE_OK);
+		}
+	}
+	return waiting;
+}
+
 /* Reports every transfer curl finished. */
 static void drain_done(struct fetch *f)
 {
@@ -613,6 +746,9 @@ static void drain_done(struct fetch *f)
 		if (msg->data.result == CURLE_OK && !s->forced &&
 		    slot_follow(f, s) == 0)
 			continue;
+		if (msg->data.result == CURLE_OK && !s->forced &&
+		    !s->checked && !s->ahead && slot_auth_hold(f, s))
+			continue;
 		if (s->ahead)
 			/* Ended before its START (a refused connection, an
 			 * error with no body): forget it; the START, if it
@@ -630,6 +766,7 @@ static void *fetch_loop(void *arg)
 	while (!atomic_load(&f->stop)) {
 		int running = 0;
 		long timeout_ms;
+		bool waiting;
 		CURLMcode mc;
 
 		/* The scheduler sees every turn's bytes and completions before
@@ -640,6 +777,7 @@ static void *fetch_loop(void *arg)
 			flog(f, FETCH_LOG_ERR, "curl_multi_perform: %s",
 			     curl_multi_strerror(mc));
 		drain_done(f);
+		waiting = f->cfg.auth != NULL && slot_auth_resume(f);
 		timeout_ms = f->hooks.on_tick(f->hooks.ctx);
 		/* A request sent ahead of one that has ended and that this
 		 * turn did not promote is no longer wanted (pace.h). */
@@ -648,6 +786,8 @@ static void *fetch_loop(void *arg)
 				slot_abandon(lane_spare(f, i));
 		if (timeout_ms < 0 || timeout_ms > 1000)
 			timeout_ms = 1000;
+		if (waiting && timeout_ms > 50)
+			timeout_ms = 50;
 		curl_multi_poll(f->multi, NULL, 0, (int)timeout_ms, NULL);
 	}
 	return NULL;
@@ -683,6 +823,7 @@ void fetch_free(struct fetch *f)
 
 		if (s->busy)
 			curl_multi_remove_handle(f->multi, s->easy);
+		fetch__auth_put(s->cref);
 		if (s->easy != NULL)
 			curl_easy_cleanup(s->easy);
 		free(s->hop);

@@ -4,6 +4,7 @@
 #define FETCH_H
 
 struct fetch;
+struct fetch_auth;
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -80,6 +81,10 @@ struct fetch_config {
 	 * nowhere. */
 	const char *const *header_origins;
 	size_t nheader_origins;
+	/* Credentials that change (fetch_auth_*): when set, its current
+	 * set's headers and SigV4 key are what goes to header_origins
+	 * (headers above are then unused); borrowed. */
+	struct fetch_auth *auth;
 };
 
 struct fetch_hooks {
@@ -101,6 +106,9 @@ struct fetch_target {
 	const char *url;       /* where each request starts */
 	const char *validator; /* strong ETag or Last-Modified; NULL: none */
 	uint64_t size;	       /* total size the source must report */
+	bool if_match; /* pin the validator with If-Match (a changed blob
+			  answers 412) rather than If-Range: object
+			  stores */
 };
 
 /* libcurl's version string, for pacefs -V. */
@@ -257,6 +265,62 @@ bool fetch_url_same_origin(const char *a, const char *b);
  * each "://", up to the last '@' before a '/', '?', '#' or white space):
  * the last guard before a line reaches a log or a terminal. */
 void fetch_text_redact(char *text);
+
+/* Credentials that change (fetch/auth.c). A fetch_auth holds the current
+ * set; each request takes the set current when it starts (by reference:
+ * a new set never changes a request under way). A request that the
+ * origin refuses for its credentials (401, 403, or a 400 whose S3 error
+ * is ExpiredToken, InvalidToken, TokenRefreshRequired or RequestExpired)
+ * asks for new ones through the on_expired callback and is tried once
+ * more with the set that comes (or, after FETCH_AUTH_WAIT_MS, with the
+ * one there is); only then is it refused. Thread-safe. */
+#define FETCH_AUTH_WAIT_MS 10000
+
+/* One set of credentials, as fetch_auth_set copies it. */
+struct fetch_cred {
+	const char *s3_id; /* SigV4 access key id and secret; NULL: none */
+	const char *s3_secret;
+	const char *s3_token;	    /* a session token; NULL: none */
+	const char *const *headers; /* "Name: value" */
+	size_t nheaders;
+};
+
+/* A holder of credentials that signs with SigV4 for region (curl's
+ * "aws:amz:REGION:s3"; NULL: it never signs). Has no set until the first
+ * fetch_auth_set. -ENOMEM, -EINVAL (a region too long). */
+int fetch_auth_new(const char *region, struct fetch_auth **out);
+
+/* After every fetch instance and request that use it. NULL: no-op. */
+void fetch_auth_free(struct fetch_auth *a);
+
+/* Makes a copy of c the current set; requests under way keep theirs.
+ * Returns its generation (from 1 up), or 0 when memory ran out (the old
+ * set stays). Wakes requests waiting for newer credentials. */
+uint64_t fetch_auth_set(struct fetch_auth *a, const struct fetch_cred *c);
+
+/* The generation of the newest set, or of the last fetch_auth_again. */
+uint64_t fetch_auth_gen(struct fetch_auth *a);
+
+/* Says that no newer set will come for now: requests waiting for one are
+ * sent once more with the set there is (and refused for good if it is
+ * refused again). */
+void fetch_auth_again(struct fetch_auth *a);
+
+/* cb(ctx, gen) is called when a request with the set of generation gen
+ * was refused: it should bring a newer set (fetch_auth_set) soon, the same
+ * one again when there is no other. It runs on the refused request's
+ * thread (the event thread too) and must not block. */
+void fetch_auth_on_expired(struct fetch_auth *a,
+			   void (*cb)(void *ctx, uint64_t gen), void *ctx);
+
+/* Synchronously GETs url into *body (NUL-terminated, at most max bytes;
+ * free() it) whatever the status, which goes to *status: for documents
+ * whose error answers are documents too (an S3 listing). A refusal for
+ * credentials is tried again as fetch_auth says. Returns 0, or -EIO with
+ * one line in err when no answer came. Not for the event thread. */
+int fetch_get_any(const struct fetch_config *cfg, const char *url, size_t max,
+		  char **body, size_t *len, long *status, char *err,
+		  size_t errlen);
 
 /* Maps an HTTP status of a failed range request to an outcome. */
 enum fetch_outcome fetch_classify_status(long status);

@@ -2,6 +2,7 @@
 #ifndef FETCH_INT_H
 #define FETCH_INT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,6 +70,37 @@ int fetch__url_hop(const char *start, const char *target, char **out);
  * bytes (for reasons and log lines; never for a request). */
 void fetch__url_shown(const char *url, char *buf, size_t cap);
 
+/* fetch/auth.c. One set of credentials as requests use it: immutable,
+ * counted references (fetch__auth_get, fetch__auth_put). */
+struct fetch__cref {
+	atomic_uint refs;
+	uint64_t gen;
+	char sigv4[96]; /* CURLOPT_AWS_SIGV4's value; "": no key */
+	char *id, *secret;
+	struct curl_slist *headers; /* the headers, x-amz ones included */
+};
+
+/* The current set with a reference taken, or NULL (no auth, no set). */
+struct fetch__cref *fetch__auth_get(struct fetch_auth *a);
+void fetch__auth_put(struct fetch__cref *r);
+uint64_t fetch__auth_gen(struct fetch_auth *a);
+
+/* A request with set gen was refused: asks for a newer one. */
+void fetch__auth_expired(struct fetch_auth *a, uint64_t gen);
+
+/* Waits until a set newer than gen is current, at most timeout_ms; true
+ * when one is. */
+bool fetch__auth_wait(struct fetch_auth *a, uint64_t gen, long timeout_ms);
+
+/* Signs easy's next request with r's key when allowed (its URL's origin
+ * is one the credentials were given for), else signs nothing. */
+CURLcode fetch__auth_apply(CURL *easy, const struct fetch__cref *r,
+			   bool allowed);
+
+/* True when a response of status with body (its first bytes, or NULL)
+ * refuses the request's credentials. */
+bool fetch__auth_refused(long status, const char *body);
+
 /* fetch/redirect.c: the rules every request follows redirects by. */
 
 /* True when the configured headers may go to url: its origin is one of
@@ -95,5 +127,15 @@ int fetch__redirect_next(CURL *easy, const char *start, const char *from,
 int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
 		   struct curl_slist *headers, CURLcode *cc, char **final,
 		   char *err, size_t errlen);
+
+/* fetch__perform with cfg->auth's current set (or cfg's headers without
+ * one), tried once more when refused for its credentials: before the
+ * second try, *retry(arg) resets what the first response left. *status
+ * gets the last response's status. */
+int fetch__perform_auth(const struct fetch_config *cfg, CURL *easy,
+			const char *url, struct curl_slist *headers,
+			void (*retry)(void *arg), void *arg,
+			const char *(*body)(void *arg), CURLcode *cc,
+			char **final, long *status, char *err, size_t errlen);
 
 #endif

@@ -18,6 +18,8 @@ struct probe_state {
 	CURL *easy;
 	struct fetch__head head;
 	size_t body;
+	char errbody[1024]; /* the start of an error's body (S3's code) */
+	size_t nerrbody;
 };
 
 static size_t probe_header(char *line, size_t size, size_t n, void *arg)
@@ -32,12 +34,43 @@ static size_t probe_body(char *buf, size_t size, size_t n, void *arg)
 {
 	struct probe_state *s = arg;
 
-	(void)buf;
+	long status = 0;
+
 	if (fetch__is_redirect(s->easy))
 		return size * n; /* the next hop follows */
+	curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (status >= 400) {
+		/* An error's document: its start says why (S3's code). */
+		size_t take = size * n;
+
+		if (take > sizeof(s->errbody) - 1 - s->nerrbody)
+			take = sizeof(s->errbody) - 1 - s->nerrbody;
+		memcpy(s->errbody + s->nerrbody, buf, take);
+		s->nerrbody += take;
+		s->errbody[s->nerrbody] = '\0';
+		/* Enough of it: an error page is no reason to wait. */
+		s->body += size * n;
+		return s->body > 65536 ? 0 : size * n;
+	}
 	s->body += size * n;
 	/* A server that ignores Range sends the whole blob: stop at once. */
 	return s->body > 1 ? 0 : size * n;
+}
+
+/* Forgets the first response before the same probe is sent again. */
+static void probe_retry(void *arg)
+{
+	struct probe_state *s = arg;
+
+	s->body = 0;
+	s->nerrbody = 0;
+	s->errbody[0] = '\0';
+	memset(&s->head, 0, sizeof(s->head));
+}
+
+static const char *probe_errbody(void *arg)
+{
+	return ((struct probe_state *)arg)->errbody;
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -94,8 +127,9 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_body);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &s);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, cfg->connect_timeout_ms * 3);
-	rc = fetch__perform(cfg, easy, url, headers, &cc, &final, herr,
-			    sizeof(herr));
+	rc = fetch__perform_auth(cfg, easy, url, headers, probe_retry, &s,
+				 probe_errbody, &cc, &final, &out->status, herr,
+				 sizeof(herr));
 	snprintf(out->etag, sizeof(out->etag), "%s", h->etag);
 	snprintf(out->last_modified, sizeof(out->last_modified), "%s",
 		 h->last_modified);
@@ -253,8 +287,43 @@ static size_t get_body(char *data, size_t size, size_t n, void *arg)
 	return len;
 }
 
+static int get_doc(const struct fetch_config *cfg, const char *url,
+		   size_t max, char **body, size_t *len, char **final,
+		   long *status_out, char *err, size_t errlen);
+
+/* Forgets the first response before the same GET is sent again. */
+static void get_retry(void *arg)
+{
+	struct get_state *g = arg;
+
+	free(g->buf);
+	g->buf = NULL;
+	g->len = 0;
+	g->too_big = false;
+}
+
+static const char *get_body_text(void *arg)
+{
+	return ((struct get_state *)arg)->buf;
+}
+
 int fetch_get(const struct fetch_config *cfg, const char *url, size_t max,
 	      char **body, size_t *len, char **final, char *err, size_t errlen)
+{
+	return get_doc(cfg, url, max, body, len, final, NULL, err, errlen);
+}
+
+int fetch_get_any(const struct fetch_config *cfg, const char *url, size_t max,
+		  char **body, size_t *len, long *status, char *err,
+		  size_t errlen)
+{
+	return get_doc(cfg, url, max, body, len, NULL, status, err, errlen);
+}
+
+/* fetch_get, or with status set fetch_get_any. */
+static int get_doc(const struct fetch_config *cfg, const char *url,
+		   size_t max, char **body, size_t *len, char **final,
+		   long *status_out, char *err, size_t errlen)
 {
 	struct get_state g = {.max = max};
 	char errbuf[CURL_ERROR_SIZE] = "", herr[512] = "";
@@ -283,19 +352,21 @@ int fetch_get(const struct fetch_config *cfg, const char *url, size_t max,
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &g);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
 			 cfg->connect_timeout_ms * 3);
-	rc = fetch__perform(cfg, easy, url, headers, &cc, &last, herr,
-			    sizeof(herr));
+	rc = fetch__perform_auth(cfg, easy, url, headers, get_retry, &g,
+				 get_body_text, &cc, &last, &status, herr,
+				 sizeof(herr));
 	if (rc != 0) {
 		rc = fail(err, errlen, "%s: %s", shown, herr);
 		goto out;
 	}
-	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+	if (status_out != NULL)
+		*status_out = status;
 	if (g.too_big)
 		rc = fail(err, errlen, "%s: larger than %zu bytes", shown, max);
 	else if (cc != CURLE_OK)
 		rc = fail(err, errlen, "%s: %s", shown,
 			  errbuf[0] ? errbuf : curl_easy_strerror(cc));
-	else if (status != 200)
+	else if (status != 200 && status_out == NULL)
 		rc = fail(err, errlen, "%s: HTTP %ld", shown, status);
 out:
 	if (easy != NULL)

@@ -18,7 +18,8 @@ bool fetch__sends_headers(const struct fetch_config *cfg, const char *url)
 	char *origin = NULL;
 	bool yes = false;
 
-	if (cfg->nheaders == 0 || fetch_url_origin(url, &origin) != 0)
+	if ((cfg->nheaders == 0 && cfg->auth == NULL) ||
+	    fetch_url_origin(url, &origin) != 0)
 		return false;
 	for (size_t i = 0; i < cfg->nheader_origins && !yes; i++)
 		yes = strcmp(origin, cfg->header_origins[i]) == 0;
@@ -72,19 +73,26 @@ int fetch__redirect_next(CURL *easy, const char *start, const char *from,
 	return fetch__url_hop(start, target, next);
 }
 
-int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
-		   struct curl_slist *headers, CURLcode *cc, char **final,
-		   char *err, size_t errlen)
+/* fetch__perform with the credentials of cref (NULL: headers alone),
+ * which sign each hop whose origin they were given for. */
+static int perform_hops(const struct fetch_config *cfg, CURL *easy,
+			const char *url, struct curl_slist *headers,
+			const struct fetch__cref *cref, CURLcode *cc,
+			char **final, char *err, size_t errlen)
 {
 	char *hop = NULL, *next = NULL;
 	const char *at = url;
 	int rc;
 
 	for (unsigned hops = 0;; hops++) {
+		bool allowed = fetch__sends_headers(cfg, at);
+
 		curl_easy_setopt(easy, CURLOPT_URL, at);
 		curl_easy_setopt(easy, CURLOPT_HTTPHEADER,
-				 fetch__sends_headers(cfg, at) ? headers
-							       : NULL);
+				 !allowed	 ? NULL
+				 : cref != NULL ? cref->headers
+						: headers);
+		fetch__auth_apply(easy, cref, allowed);
 		*cc = curl_easy_perform(easy);
 		if (*cc != CURLE_OK && *cc != CURLE_WRITE_ERROR)
 			break;
@@ -104,4 +112,47 @@ int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
 	}
 	*final = hop != NULL ? hop : strdup(url);
 	return *final != NULL ? 0 : -ENOMEM;
+}
+
+int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
+		   struct curl_slist *headers, CURLcode *cc, char **final,
+		   char *err, size_t errlen)
+{
+	return perform_hops(cfg, easy, url, headers, NULL, cc, final, err,
+			    errlen);
+}
+
+int fetch__perform_auth(const struct fetch_config *cfg, CURL *easy,
+			const char *url, struct curl_slist *headers,
+			void (*retry)(void *arg), void *arg,
+			const char *(*body)(void *arg), CURLcode *cc,
+			char **final, long *status, char *err, size_t errlen)
+{
+	struct fetch__cref *cref = fetch__auth_get(cfg->auth);
+	int rc;
+
+	*status = 0;
+	rc = perform_hops(cfg, easy, url, headers, cref, cc, final, err,
+			  errlen);
+	if (rc == 0)
+		curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, status);
+	if (rc == 0 && cref != NULL && fetch__auth_refused(*status, body(arg))) {
+		/* Refused for its credentials: once more with newer ones. */
+		uint64_t gen = cref->gen;
+
+		fetch__auth_expired(cfg->auth, gen);
+		fetch__auth_wait(cfg->auth, gen, FETCH_AUTH_WAIT_MS);
+		fetch__auth_put(cref);
+		cref = fetch__auth_get(cfg->auth);
+		free(*final);
+		*final = NULL;
+		retry(arg);
+		rc = perform_hops(cfg, easy, url, headers, cref, cc, final,
+				  err, errlen);
+		if (rc == 0)
+			curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE,
+					  status);
+	}
+	fetch__auth_put(cref);
+	return rc;
 }

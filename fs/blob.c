@@ -44,7 +44,7 @@ static int probe_one(const struct fetch_config *fc, const char *url,
 	int rc = fetch_probe(fc, url, &pr, kind, err, errlen);
 
 	if (rc != 0)
-		return rc;
+		return pr.status == 404 || pr.status == 410 ? -ENOENT : rc;
 	/* Redirects that stayed on the URL's origin are pinned: later
 	 * requests go straight to where they led. One that crossed to
 	 * another origin (a CDN's presigned URL, which expires) is asked
@@ -72,6 +72,7 @@ static int learn_from_record(const struct fs_learn_args *a,
 	out->sources[0].url = strdup(a->urls[0]);
 	out->sources[0].validator =
 		rec->validator[0] != '\0' ? strdup(rec->validator) : NULL;
+	out->sources[0].if_match = a->object_store;
 	out->nsources = 1;
 	out->size = rec->size;
 	out->mtime = -1;
@@ -130,6 +131,7 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 	enum fetch_probe_error kind;
 	char perr[1024], first_err[1024] = "";
 	bool have_rec, unreachable = false, primary_ok = false, same, keep;
+	bool missing = true; /* every source answered 404 or 410 */
 	const char *ref_url = NULL, *validator;
 	const char *const *urls = a->urls;
 	uint32_t nurls = a->nurls;
@@ -157,6 +159,8 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 
 		rc = probe_one(fc, urls[i], s, &size, &mtime, &kind, perr,
 			       sizeof(perr));
+		s->if_match = a->object_store;
+		missing &= rc == -ENOENT;
 		if (rc != 0) {
 			free(s->url);
 			free(s->validator);
@@ -201,7 +205,8 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 	if (ref_url == NULL) {
 		if (!unreachable || !have_rec) {
 			fs__learned_free(out);
-			return learn_fail(err, errlen, -EIO, "%s", first_err);
+			return learn_fail(err, errlen, missing ? -ENOENT : -EIO,
+					  "%s", first_err);
 		}
 		/* The origin is down: serve what the cache holds. */
 		fs__log(FS_LOG_WARN,

@@ -346,6 +346,7 @@ static const struct fs_source *action_target(const struct fs_engine *e,
 		return NULL;
 	t->url = s->url;
 	t->validator = s->validator;
+	t->if_match = s->if_match;
 	t->size = e->blobs[e->source_of_pace[a->source]].size;
 	return s;
 }
@@ -584,6 +585,7 @@ int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
 			goto out;
 		s->url = sources[j].url;
 		s->validator = sources[j].validator;
+		s->if_match = sources[j].if_match;
 		sources[j].url = NULL;
 		sources[j].validator = NULL;
 		e->source_of_pace[s->pace_id] = i;

@@ -30,6 +30,13 @@ struct fs_opts {
 	unsigned nmirrors;
 	char **headers; /* -o header="Name: value", repeatable */
 	unsigned nheaders;
+	char **header_files; /* -o header_file=FILE, read again on change */
+	unsigned nheader_files;
+	char *auth_command; /* -o auth_command=CMD */
+	char *endpoint;	    /* -o endpoint=URL (S3) */
+	char *region;	    /* -o region= (S3) */
+	char *s3_addressing; /* -o s3_addressing=path|virtual */
+	bool creds_readable; /* -o creds_readable: no mode check */
 	char *cafile;
 	char *proxy;
 	bool has_sha256; /* -o sha256=HEX */

@@ -46,6 +46,11 @@ enum {
 	KEY_CACHE_SHARED,
 	KEY_RETRY_AFTER_MAX,
 	KEY_READAHEAD,
+	KEY_ENDPOINT,
+	KEY_REGION,
+	KEY_S3_ADDRESSING,
+	KEY_AUTH_COMMAND,
+	KEY_CREDS_READABLE,
 };
 
 static const struct fuse_opt opt_spec[] = {
@@ -79,6 +84,11 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("proxy=", KEY_PROXY),
 	FUSE_OPT_KEY("insecure", KEY_INSECURE),
 	FUSE_OPT_KEY("cache_shared", KEY_CACHE_SHARED),
+	FUSE_OPT_KEY("endpoint=", KEY_ENDPOINT),
+	FUSE_OPT_KEY("region=", KEY_REGION),
+	FUSE_OPT_KEY("s3_addressing=", KEY_S3_ADDRESSING),
+	FUSE_OPT_KEY("auth_command=", KEY_AUTH_COMMAND),
+	FUSE_OPT_KEY("creds_readable", KEY_CREDS_READABLE),
 	FUSE_OPT_END,
 };
 
@@ -208,28 +218,19 @@ static int check_header(struct parse_state *s, const char *h)
 	return 0;
 }
 
-/* Appends the headers of the file that "header_file=PATH" names. */
+/* Checks the file that "header_file=PATH" names and keeps its path: the
+ * mount reads it (fs/creds.c), and again whenever it changes. */
 static int add_header_file(struct parse_state *s, const char *arg)
 {
 	struct fs_opts *o = s->o;
 	const char *path = strchr(arg, '=') + 1;
-	char **list = NULL, **grown, why[512];
+	char **list = NULL, why[512];
 	unsigned n = 0;
 
 	if (fs__headers_load(path, getuid(), &list, &n, why, sizeof(why)) != 0)
 		return parse_error(s, "option header_file: %s", why);
-	if (n == 0)
-		return 0; /* comments only: nothing to add */
-	grown = realloc(o->headers, (o->nheaders + n) * sizeof(*grown));
-	if (grown == NULL) {
-		fs__headers_free(list, n);
-		return parse_error(s, "out of memory");
-	}
-	o->headers = grown;
-	memcpy(o->headers + o->nheaders, list, n * sizeof(*list));
-	o->nheaders += n;
-	free(list);
-	return 0;
+	fs__headers_free(list, n);
+	return add_string(s, arg, &o->header_files, &o->nheader_files);
 }
 
 static int opt_proc(void *data, const char *arg, int key,
@@ -366,6 +367,17 @@ static int opt_proc(void *data, const char *arg, int key,
 		return check_header(s, o->headers[o->nheaders - 1]);
 	case KEY_HEADER_FILE:
 		return add_header_file(s, arg);
+	case KEY_ENDPOINT:
+		return set_string(s, arg, &o->endpoint);
+	case KEY_REGION:
+		return set_string(s, arg, &o->region);
+	case KEY_S3_ADDRESSING:
+		return set_string(s, arg, &o->s3_addressing);
+	case KEY_AUTH_COMMAND:
+		return set_string(s, arg, &o->auth_command);
+	case KEY_CREDS_READABLE:
+		o->creds_readable = true;
+		return 0;
 	case KEY_CAFILE:
 		return set_string(s, arg, &o->cafile);
 	case KEY_PROXY:
@@ -502,6 +514,13 @@ void fs_opts_free(struct fs_opts *o)
 		free(o->mirrors[i]);
 	free(o->mirrors);
 	fs__headers_free(o->headers, o->nheaders);
+	for (unsigned i = 0; i < o->nheader_files; i++)
+		free(o->header_files[i]);
+	free(o->header_files);
+	free(o->auth_command);
+	free(o->endpoint);
+	free(o->region);
+	free(o->s3_addressing);
 	free(o->cafile);
 	free(o->proxy);
 	memset(o, 0, sizeof(*o));
