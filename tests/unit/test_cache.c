@@ -2474,6 +2474,14 @@ int main(int argc, char **argv)
 		return child_stream_budget(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "--child-hold") == 0)
 		return child_hold(argv[2]);
+	/* test_cache --damage-extent DIR IDENTITY (tests/mount/corrupt.sh):
+	 * the blob's extent at byte 0 gets a malformed value. */
+	if (argc == 4 && strcmp(argv[1], "--damage-extent") == 0) {
+		struct cache_id id;
+
+		cache_id_from_string(argv[3], &id);
+		return raw_edit(argv[2], bad_extent, &id) == 0 ? 0 : 1;
+	}
 	/* test_cache --check-against DIR IDENTITY FILE (tests/mount/crash.sh) */
 	if (argc == 5 && strcmp(argv[1], "--check-against") == 0)
 		return check_against(argv[2], argv[3], argv[4]);
