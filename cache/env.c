@@ -270,25 +270,26 @@ static int cache__schema(struct cache *c)
 			     &have_version);
 	if (rc)
 		goto out;
-	/* Formats 1 and 2 stored blocks without a checksum: their bytes
-	 * cannot be told from damaged ones, so they are refused rather than
-	 * upgraded (README.md, "Bumping the format"). */
-	if (have_version && version < CACHE__FORMAT) {
-		cache__log(c, CACHE_LOG_ERR,
-			   "open %s: cache format %u has no block checksums; "
-			   "this build needs format %u: remove %s/data.mdb "
-			   "and %s/lock.mdb (the bytes are fetched again), "
-			   "or keep using the pacefs that wrote it",
-			   c->dir, version, CACHE__FORMAT, c->dir, c->dir);
-		mdb_txn_abort(txn);
-		return -EPROTO;
-	}
 	if (have_version && version != CACHE__FORMAT) {
-		cache__log(c, CACHE_LOG_ERR,
-			   "open %s: cache format version %u found, this "
-			   "build supports version %u only; use another "
-			   "cache directory or remove this one",
-			   c->dir, version, CACHE__FORMAT);
+		/* Formats 1 and 2 stored blocks without a checksum: their
+		 * bytes cannot be told from damaged ones, so they are
+		 * refused rather than upgraded (README.md, "Bumping the
+		 * format"). */
+		if (version < CACHE__FORMAT)
+			cache__log(
+				c, CACHE_LOG_ERR,
+				"open %s: cache format %u has no block "
+				"checksums; this build needs format %u: "
+				"remove %s/data.mdb and %s/lock.mdb (the "
+				"bytes are fetched again), or keep using the "
+				"pacefs that wrote it",
+				c->dir, version, CACHE__FORMAT, c->dir, c->dir);
+		else
+			cache__log(c, CACHE_LOG_ERR,
+				   "open %s: cache format version %u found, "
+				   "this build supports version %u only; use "
+				   "another cache directory or remove this one",
+				   c->dir, version, CACHE__FORMAT);
 		mdb_txn_abort(txn);
 		return -EPROTO;
 	}
