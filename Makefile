@@ -46,8 +46,11 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
+# Made anew: ar keeps the members of an existing archive, so an object of
+# a source since removed would still be linked.
 $(BUILD)/lib%.a:
 	@mkdir -p $(dir $@)
+	@rm -f $@
 	$(AR) rcs $@ $^
 
 deps:
