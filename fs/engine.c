@@ -10,6 +10,9 @@
 
 #include "fs/fs_int.h"
 
+_Static_assert(FS_CHUNK_MIN == CACHE_BLOCK_SIZE,
+	       "the smallest chunk is a cache block");
+
 /* Blocks kept in memory: each lane fills one at a time, one left behind by
  * a cancelled or faulted lane waits for its remainder, and the rest keep
  * the most recently used whole blocks (8 lanes: 256 blocks, 16 MiB). */
@@ -474,16 +477,18 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	pace_config_default(&pc);
 	pc.max_lanes = cfg->lanes;
 	pc.lanes_per_source = cfg->lanes;
-	pc.align = CACHE_BLOCK_SIZE;
-	/* A random read pulls one block, not more. */
-	pc.min_request = CACHE_BLOCK_SIZE;
+	/* Requests cover whole chunks, aligned: what a cache in front of
+	 * the origin keys on. A random read pulls one chunk, not more. */
+	pc.align = cfg->chunk != 0 ? cfg->chunk : CACHE_BLOCK_SIZE;
+	pc.min_request = pc.align;
 	pc.deadline_ns = e->read_timeout_ns;
 	if (cfg->readahead_ms != 0)
 		pc.lead_ns = (uint64_t)cfg->readahead_ms * 1000000u;
 	pc.kernel_ahead = cfg->kernel_ahead;
 	/* A window opens small: a reader that stops soon after it showed it
 	 * reads sequentially (one member of an archive) pulls little. */
-	pc.window_min = 4 * CACHE_BLOCK_SIZE;
+	pc.window_min = 4 * CACHE_BLOCK_SIZE > pc.align ? 4 * CACHE_BLOCK_SIZE
+							 : pc.align;
 	pc.stall_ns = (uint64_t)cfg->stall_timeout_s * 1000000000u;
 	if (cfg->retry_after_max_s != 0)
 		pc.retry_after_max_ns =

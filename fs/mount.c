@@ -544,6 +544,7 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 	ec.stall_timeout_s = o->stall_timeout_s;
 	ec.retry_after_max_s = o->retry_after_max_s;
 	ec.readahead_ms = o->readahead_ms;
+	ec.chunk = o->chunk;
 	ec.kernel_ahead = m->kernel_ahead;
 	ec.fetch = m->fetch;
 	ec.max_blobs = p->kind == MOUNT_MANIFEST ? p->manifest.nfiles

@@ -46,6 +46,7 @@ enum {
 	KEY_CACHE_SHARED,
 	KEY_RETRY_AFTER_MAX,
 	KEY_READAHEAD,
+	KEY_CHUNK,
 };
 
 static const struct fuse_opt opt_spec[] = {
@@ -64,6 +65,7 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("stall_timeout=", KEY_STALL_TIMEOUT),
 	FUSE_OPT_KEY("retry_after_max=", KEY_RETRY_AFTER_MAX),
 	FUSE_OPT_KEY("readahead=", KEY_READAHEAD),
+	FUSE_OPT_KEY("chunk=", KEY_CHUNK),
 	FUSE_OPT_KEY("listing_ttl=", KEY_LISTING_TTL),
 	FUSE_OPT_KEY("log_level=", KEY_LOG_LEVEL),
 	FUSE_OPT_KEY("sha256=", KEY_SHA256),
@@ -330,6 +332,20 @@ static int opt_proc(void *data, const char *arg, int key,
 		o->revalidate_s = secs;
 		return 0;
 	}
+	case KEY_CHUNK: {
+		const char *v = strchr(arg, '=') + 1;
+
+		/* Whole cache blocks, and a power of two so that a cache in
+		 * front of the origin (nginx's slice) can key on them. */
+		if (fs_parse_size(v, &o->chunk) != 0 ||
+		    o->chunk < FS_CHUNK_MIN || o->chunk > FS_CHUNK_MAX ||
+		    (o->chunk & (o->chunk - 1)) != 0)
+			return parse_error(s,
+					   "option chunk: '%s' is not a power "
+					   "of two from 64K to 8M",
+					   v);
+		return 0;
+	}
 	case KEY_CACHE_SIZE:
 		if (fs_parse_size(strchr(arg, '=') + 1, &o->cache_size) != 0)
 			return parse_error(s,
@@ -408,6 +424,7 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	out->stall_timeout_s = 10;
 	out->retry_after_max_s = 60;
 	out->readahead_ms = FS_READAHEAD_MS;
+	out->chunk = FS_CHUNK_MIN;
 	out->listing_ttl_s = 60;
 	out->log_level = 2; /* info */
 	out->revalidate_s = -1;
