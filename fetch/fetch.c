@@ -30,6 +30,8 @@ struct fetch_lane {
 	bool busy;
 	bool ahead; /* sent ahead, not promoted yet: its body waits */
 	bool held;  /* paused in on_body while ahead */
+	bool refused; /* no proxy left to send it through: ends with
+			 res at the end of the turn */
 	const char *url; /* where the request started (the target's) */
 	char *hop;	 /* after a redirect: where it is now (owned) */
 	unsigned hops;
@@ -39,6 +41,14 @@ struct fetch_lane {
 	uint64_t end; /* may be lowered by fetch_lane_set_end */
 	uint64_t asked_end;
 	uint64_t pos; /* next byte expected */
+	uint64_t from; /* where this attempt's range starts (a retry on
+			  another proxy starts at its chunk's start) */
+	uint64_t rx;   /* the next byte this attempt's body brings */
+	int proxy;     /* the entry of cfg.proxies in use; -1: none */
+	uint32_t tried; /* entries this request failed on */
+	bool no_cache;	/* Cache-Control: no-cache on this request */
+	bool stale;	/* another version came through a proxy: ask it
+			   again with no-cache before believing it */
 	bool checked; /* the response head passed its checks */
 	bool cr_seen;
 	uint64_t cr_start, cr_end, cr_total;
@@ -53,6 +63,8 @@ struct fetch_lane {
 	char shown[160]; /* url without userinfo, cut, for reasons */
 	char if_range[300];
 	struct curl_slist if_range_node; /* heads the shared header list */
+	char nocache[32];
+	struct curl_slist nocache_node;	 /* before it, when no_cache */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -141,8 +153,10 @@ CURLcode fetch__easy_setup(CURL *easy, const struct fetch_config *cfg,
 		rc |= curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
 		rc |= curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
 	}
-	if (cfg->proxy != NULL)
-		rc |= curl_easy_setopt(easy, CURLOPT_PROXY, cfg->proxy);
+	/* With a proxy list, each request sets its proxy (DIRECT: none), and
+	 * no environment variable overrides the list. */
+	if (cfg->proxies != NULL)
+		rc |= curl_easy_setopt(easy, CURLOPT_NOPROXY, "");
 	return rc;
 }
 
@@ -231,6 +245,15 @@ static size_t lane_check_head(struct fetch_lane *l)
 
 	curl_easy_getinfo(l->easy, CURLINFO_RESPONSE_CODE, &status);
 	l->res.status = status;
+	if (l->proxy >= 0) {
+		bool direct = fetch__proxy_is_direct(l->f->cfg.proxies,
+						     l->proxy);
+
+		if (direct || !fetch__proxy_fault(l->easy, CURLE_OK))
+			fetch__proxy_answered(
+				l->f->cfg.proxies, l->proxy,
+				direct ? 0 : fetch__proxy_cache_status(l->easy));
+	}
 	if (status != 206) {
 		enum fetch_outcome o = fetch_classify_status(status);
 
@@ -238,6 +261,7 @@ static size_t lane_check_head(struct fetch_lane *l)
 			/* With If-Range sent, a 200 says the blob changed. */
 			l->res.blob_changed = l->validator != NULL &&
 					      l->validator[0] != '\0';
+			l->stale = l->res.blob_changed;
 			return lane_abort(l, o,
 					  "%s: HTTP 200 to a range request "
 					  "(%s)",
@@ -261,24 +285,26 @@ static size_t lane_check_head(struct fetch_lane *l)
 				  lane_shown(l));
 	if (l->cr_total != l->size) {
 		l->res.blob_changed = true;
+		l->stale = true;
 		return lane_abort(l, FETCH_FATAL,
 				  "%s: the blob changed: its size is now "
 				  "%" PRIu64 ", not %" PRIu64,
 				  lane_shown(l), l->cr_total, l->size);
 	}
-	if (l->cr_start != l->start || l->cr_end + 1 != l->asked_end)
+	if (l->cr_start != l->from || l->cr_end + 1 != l->asked_end)
 		return lane_abort(l, FETCH_FATAL,
 				  "%s: Content-Range %" PRIu64 "-%" PRIu64
 				  "/%" PRIu64 " does not match the request "
 				  "%" PRIu64 "-%" PRIu64 "/%" PRIu64,
 				  lane_shown(l), l->cr_start, l->cr_end,
-				  l->cr_total, l->start, l->asked_end - 1,
+				  l->cr_total, l->from, l->asked_end - 1,
 				  l->size);
 	validator = l->validator;
 	if (validator != NULL && validator[0] != '\0' &&
 	    strcmp(validator, l->etag) != 0 &&
 	    strcmp(validator, l->last_modified) != 0) {
 		l->res.blob_changed = true;
+		l->stale = true;
 		return lane_abort(l, FETCH_FATAL,
 				  "%s: the blob changed: ETag '%s', "
 				  "Last-Modified '%s', expected '%s'",
@@ -306,6 +332,19 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 	}
 	if (!l->checked && lane_check_head(l) == 0)
 		return 0;
+	if (l->proxy >= 0)
+		fetch__proxy_bytes(f->cfg.proxies, l->proxy, len);
+	if (l->rx < l->pos) {
+		/* A retry from its chunk's start: these were delivered. */
+		size_t skip = l->pos - l->rx < len ? (size_t)(l->pos - l->rx)
+						   : len;
+
+		l->rx += skip;
+		buf += skip;
+		len -= skip;
+		if (len == 0)
+			return size * n;
+	}
 	if (l->pos >= l->asked_end)
 		return lane_abort(l, FETCH_FATAL,
 				  "%s: body longer than the %" PRIu64
@@ -319,6 +358,7 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 	if (take > 0) {
 		f->hooks.on_data(f->hooks.ctx, l->id, l->pos, buf, take);
 		l->pos += take;
+		l->rx += take;
 		l->res.received += take;
 	}
 	if (l->pos >= l->end && l->end < l->asked_end)
@@ -328,7 +368,7 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 				  "%s: body longer than the %" PRIu64
 				  " bytes of its Content-Range",
 				  lane_shown(l), l->asked_end - l->start);
-	return len;
+	return size * n;
 }
 
 int fetch_new(const struct fetch_config *cfg, const struct fetch_hooks *hooks,
@@ -369,6 +409,7 @@ int fetch_new(const struct fetch_config *cfg, const struct fetch_hooks *hooks,
 			f->cur[i / 2] = l;
 		l->f = f;
 		l->id = i / 2;
+		l->proxy = -1;
 		l->easy = curl_easy_init();
 		if (l->easy == NULL)
 			goto out;
@@ -398,7 +439,8 @@ static void lane_finish(struct fetch_lane *l, CURLcode cc)
 	struct fetch *f = l->f;
 	struct fetch_result res;
 
-	curl_multi_remove_handle(f->multi, l->easy);
+	if (!l->refused)
+		curl_multi_remove_handle(f->multi, l->easy);
 	res = l->res;
 	if (l->forced) {
 		/* outcome and reason were set where the transfer aborted */
@@ -446,6 +488,7 @@ static void lane_finish(struct fetch_lane *l, CURLcode cc)
 	}
 	res.retry_after_ms = l->retry_after_ms;
 	l->busy = false;
+	l->refused = false;
 	f->hooks.on_done(f->hooks.ctx, l->id, &res);
 }
 
@@ -467,14 +510,35 @@ static void slot_abandon(struct fetch_lane *l)
 	l->busy = false;
 	l->ahead = false;
 	l->held = false;
+	l->refused = false;
 }
 
-/* Points slot l at url: the configured headers only when url's origin is
- * one they were given for; If-Range (no secret) on every hop. */
-static void slot_aim(struct fetch *f, struct fetch_lane *l, const char *url)
+/* The chunk index that picks a request's proxy. */
+static uint64_t slot_chunk(const struct fetch *f, const struct fetch_lane *l)
+{
+	return l->from / (f->cfg.chunk != 0 ? f->cfg.chunk : 65536u);
+}
+
+/* Points slot l at url, through the proxy the list picks for it (none
+ * left: -ENETUNREACH): the configured headers only when url's origin is
+ * one they were given for; If-Range (no secret) on every hop;
+ * Cache-Control: no-cache when the request asks for it. */
+static int slot_aim(struct fetch *f, struct fetch_lane *l, const char *url)
 {
 	struct curl_slist *creds, *headers;
 
+	if (f->cfg.proxies != NULL) {
+		l->proxy = fetch__proxy_choose(f->cfg.proxies, url,
+					       slot_chunk(f, l),
+					       fetch__now_ms(), l->tried);
+		if (l->proxy < 0) {
+			l->proxy = -1;
+			return -ENETUNREACH;
+		}
+		curl_easy_setopt(l->easy, CURLOPT_PROXY,
+				 fetch__proxy_url(f->cfg.proxies, l->proxy));
+		fetch__proxy_request(f->cfg.proxies, l->proxy);
+	}
 	creds = fetch__sends_headers(&f->cfg, url) ? f->headers : NULL;
 	headers = creds;
 	if (l->validator != NULL && l->validator[0] != '\0') {
@@ -485,15 +549,30 @@ static void slot_aim(struct fetch *f, struct fetch_lane *l, const char *url)
 		l->if_range_node.next = creds;
 		headers = &l->if_range_node;
 	}
+	if (l->no_cache) {
+		snprintf(l->nocache, sizeof(l->nocache),
+			 "Cache-Control: no-cache");
+		l->nocache_node.data = l->nocache;
+		l->nocache_node.next = headers;
+		headers = &l->nocache_node;
+	}
+	snprintf(l->range, sizeof(l->range), "%" PRIu64 "-%" PRIu64, l->from,
+		 l->asked_end - 1);
+	curl_easy_setopt(l->easy, CURLOPT_RANGE, l->range);
 	curl_easy_setopt(l->easy, CURLOPT_URL, url);
 	curl_easy_setopt(l->easy, CURLOPT_HTTPHEADER, headers);
+	return 0;
 }
 
-/* Forgets what the last response of slot l said. */
+/* Forgets what the last response of slot l said; what it delivered
+ * stays delivered. */
 static void slot_reset_response(struct fetch_lane *l)
 {
-	l->pos = l->start;
+	uint64_t received = l->res.received;
+
+	l->rx = l->from;
 	l->checked = false;
+	l->stale = false;
 	l->cr_seen = false;
 	l->etag[0] = '\0';
 	l->last_modified[0] = '\0';
@@ -502,6 +581,7 @@ static void slot_reset_response(struct fetch_lane *l)
 	l->forced = false;
 	l->errbuf[0] = '\0';
 	memset(&l->res, 0, sizeof(l->res));
+	l->res.received = received;
 }
 
 /* Sets up slot l for GET Range: bytes=start-(end-1) and hands it to curl. */
@@ -518,19 +598,93 @@ static int slot_start(struct fetch *f, struct fetch_lane *l,
 	l->start = start;
 	l->end = end;
 	l->asked_end = end;
+	l->pos = start;
+	l->from = start;
+	l->tried = 0;
+	l->no_cache = t->no_cache;
+	memset(&l->res, 0, sizeof(l->res));
 	slot_reset_response(l);
 	l->ahead = ahead;
 	l->held = false;
-	snprintf(l->range, sizeof(l->range), "%" PRIu64 "-%" PRIu64, start,
-		 end - 1);
+	l->refused = false;
 	if (t->validator != NULL && t->validator[0] != '\0')
 		snprintf(l->if_range, sizeof(l->if_range), "If-Range: %s",
 			 t->validator);
-	slot_aim(f, l, t->url);
-	curl_easy_setopt(l->easy, CURLOPT_RANGE, l->range);
+	if (slot_aim(f, l, t->url) != 0) {
+		if (ahead)
+			return -ENETUNREACH;
+		/* Started all the same, so that it ends as a transfer does,
+		 * with its reason, at the end of this turn. */
+		l->forced = true;
+		l->res.outcome = FETCH_GONE;
+		snprintf(l->res.reason, sizeof(l->res.reason),
+			 "%s: every proxy of -o proxy= is excluded (they "
+			 "served bytes that failed their digest)",
+			 lane_shown(l));
+		l->refused = true;
+		l->busy = true;
+		return 0;
+	}
 	if (curl_multi_add_handle(f->multi, l->easy) != CURLM_OK)
 		return -ENOMEM;
 	l->busy = true;
+	return 0;
+}
+
+/* When slot l's transfer, which ended with cc, failed because of its
+ * proxy, or brought another version through it, sends the rest of it
+ * again at once: through the next proxy (from the start of the chunk it
+ * stopped in, so that a cache keys on whole chunks), or through the same
+ * one with no-cache; returns 0. Returns 1 when there is nothing to retry
+ * or no proxy left. */
+static int slot_retry(struct fetch *f, struct fetch_lane *l, CURLcode cc)
+{
+	struct fetch_proxies *list = f->cfg.proxies;
+	uint64_t chunk = f->cfg.chunk != 0 ? f->cfg.chunk : 65536u;
+	uint64_t from;
+	const char *url = l->hop != NULL ? l->hop : l->url;
+	int was = l->proxy;
+
+	if (list == NULL || was < 0 || fetch__proxy_is_direct(list, was) ||
+	    l->pos >= l->end)
+		return 1;
+	if (l->stale && !l->no_cache) {
+		/* A cache's old copy, or a new version: the origin says. */
+		flog(f, FETCH_LOG_INFO,
+		     "lane %u: %s: another version came through proxy %s; "
+		     "asking again with Cache-Control: no-cache",
+		     l->id, lane_shown(l), fetch__proxy_shown(list, was));
+		l->no_cache = true;
+	} else if (!l->stale && fetch__proxy_fault(l->easy, cc)) {
+		fetch__proxy_failed(list, was, fetch__now_ms());
+		l->tried |= 1u << was;
+		if (fetch__proxy_choose(list, url, slot_chunk(f, l),
+					fetch__now_ms(), l->tried) < 0)
+			return 1;
+		flog(f, FETCH_LOG_WARN,
+		     "lane %u: proxy %s failed (%s); bytes %" PRIu64
+		     "-%" PRIu64 " go through the next",
+		     l->id, fetch__proxy_shown(list, was),
+		     l->forced ? l->res.reason
+		     : l->errbuf[0] ? l->errbuf
+				    : curl_easy_strerror(cc),
+		     l->pos, l->end - 1);
+	} else {
+		return 1;
+	}
+	curl_multi_remove_handle(f->multi, l->easy);
+	from = l->pos / chunk * chunk;
+	l->from = from > l->start ? from : l->start;
+	slot_reset_response(l);
+	l->held = false;
+	if (slot_aim(f, l, url) != 0 ||
+	    curl_multi_add_handle(f->multi, l->easy) != CURLM_OK) {
+		l->forced = true;
+		l->res.outcome = FETCH_TRANSIENT;
+		snprintf(l->res.reason, sizeof(l->res.reason),
+			 "%s: no proxy left to retry through", lane_shown(l));
+		return 1;
+	}
 	return 0;
 }
 
@@ -561,8 +715,9 @@ static int slot_follow(struct fetch *f, struct fetch_lane *l)
 	l->hop = next;
 	l->hops++;
 	slot_reset_response(l);
-	slot_aim(f, l, l->hop);
-	if (curl_multi_add_handle(f->multi, l->easy) != CURLM_OK) {
+	l->tried = 0;
+	if (slot_aim(f, l, l->hop) != 0 ||
+	    curl_multi_add_handle(f->multi, l->easy) != CURLM_OK) {
 		l->forced = true;
 		l->res.outcome = FETCH_LOCAL;
 		snprintf(l->res.reason, sizeof(l->res.reason),
@@ -611,6 +766,18 @@ int fetch_lane_queue(struct fetch *f, uint32_t lane,
 	a = lane_spare(f, lane);
 	slot_abandon(a);
 	return slot_start(f, a, t, start, end, true);
+}
+
+int fetch_lane_proxy(struct fetch *f, uint32_t lane)
+{
+	struct fetch_lane *l;
+
+	if (lane >= f->cfg.max_lanes || !f->cur[lane]->busy)
+		return -1;
+	l = f->cur[lane];
+	if (l->proxy < 0 || fetch__proxy_is_direct(f->cfg.proxies, l->proxy))
+		return -1;
+	return l->proxy;
 }
 
 void fetch_lane_set_end(struct fetch *f, uint32_t lane, uint64_t end)
@@ -668,6 +835,8 @@ static void drain_done(struct fetch *f)
 		if (msg->data.result == CURLE_OK && !l->forced &&
 		    slot_follow(f, l) == 0)
 			continue;
+		if (slot_retry(f, l, msg->data.result) == 0)
+			continue;
 		if (l->ahead)
 			/* Ended before its START (a refused connection, an
 			 * error with no body): forget it; the START, if it
@@ -701,6 +870,13 @@ static void *fetch_loop(void *arg)
 		for (uint32_t i = 0; i < f->cfg.max_lanes; i++)
 			if (!f->cur[i]->busy)
 				slot_abandon(lane_spare(f, i));
+		/* Requests with no proxy to go through end now, and the
+		 * scheduler hears it next turn. */
+		for (uint32_t i = 0; i < f->cfg.max_lanes; i++)
+			if (f->cur[i]->busy && f->cur[i]->refused) {
+				lane_finish(f->cur[i], CURLE_OK);
+				timeout_ms = 0;
+			}
 		if (timeout_ms < 0 || timeout_ms > 1000)
 			timeout_ms = 1000;
 		curl_multi_poll(f->multi, NULL, 0, (int)timeout_ms, NULL);

@@ -101,6 +101,14 @@ static size_t probe_body(char *buf, size_t size, size_t n, void *arg)
 	return s->body > 1 ? 0 : size * n;
 }
 
+/* An answer through a proxy that failed is forgotten before the next. */
+static void probe_reset(void *arg)
+{
+	struct probe_state *s = arg;
+
+	s->body = 0;
+}
+
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -121,7 +129,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 
 /* One probe request; fetch_probe() retries it. */
 static int probe_once(const struct fetch_config *cfg, const char *url,
-		      struct fetch_probe *out, enum fetch_probe_error *kind,
+		      bool no_cache, struct fetch_probe *out, enum fetch_probe_error *kind,
 		      uint64_t *retry_after_ms, char *err, size_t errlen)
 {
 	struct probe_state s;
@@ -155,8 +163,8 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_body);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &s);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, cfg->connect_timeout_ms * 3);
-	rc = fetch__perform(cfg, easy, url, headers, &cc, &final, herr,
-			    sizeof(herr));
+	rc = fetch__perform(cfg, easy, url, headers, no_cache, probe_reset, &s,
+			    &cc, &final, herr, sizeof(herr));
 	if (rc != 0) {
 		/* A redirect refused is final: no retry. */
 		rc = fail(err, errlen, "%s: %s", shown, herr);
@@ -168,7 +176,9 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 		*kind = out->status == 0 ? FETCH_PROBE_UNREACHABLE
 					 : FETCH_PROBE_REFUSED;
 		rc = fail(err, errlen, "%s: %s", shown,
-			  errbuf[0] ? errbuf : curl_easy_strerror(cc));
+			  herr[0]     ? herr
+			  : errbuf[0] ? errbuf
+				      : curl_easy_strerror(cc));
 		goto out;
 	}
 	if (s.coding[0] != '\0' && out->status >= 200 && out->status < 300) {
@@ -249,7 +259,7 @@ void fetch_probe_free(struct fetch_probe *p)
 }
 
 int fetch_probe(const struct fetch_config *cfg, const char *url,
-		struct fetch_probe *out, enum fetch_probe_error *kind,
+		bool no_cache, struct fetch_probe *out, enum fetch_probe_error *kind,
 		char *err, size_t errlen)
 {
 	uint64_t wait_ms = FETCH__PROBE_FIRST_WAIT_MS;
@@ -263,7 +273,8 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 		uint64_t retry_after_ms = 0;
 		struct timespec ts;
 
-		rc = probe_once(cfg, url, out, kind, &retry_after_ms, err,
+		rc = probe_once(cfg, url, no_cache, out, kind, &retry_after_ms,
+				err,
 				errlen);
 		if (rc == 0 || *kind != FETCH_PROBE_REFUSED ||
 		    fetch_classify_status(out->status) == FETCH_GONE ||
@@ -288,6 +299,16 @@ struct get_state {
 	size_t max;
 	bool too_big;
 };
+
+static void get_reset(void *arg)
+{
+	struct get_state *g = arg;
+
+	free(g->buf);
+	g->buf = NULL;
+	g->len = 0;
+	g->too_big = false;
+}
 
 static size_t get_body(char *data, size_t size, size_t n, void *arg)
 {
@@ -341,8 +362,8 @@ int fetch_get(const struct fetch_config *cfg, const char *url, size_t max,
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &g);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
 			 cfg->connect_timeout_ms * 3);
-	rc = fetch__perform(cfg, easy, url, headers, &cc, &last, herr,
-			    sizeof(herr));
+	rc = fetch__perform(cfg, easy, url, headers, false, get_reset, &g, &cc,
+			    &last, herr, sizeof(herr));
 	if (rc != 0) {
 		rc = fail(err, errlen, "%s: %s", shown, herr);
 		goto out;
@@ -352,7 +373,9 @@ int fetch_get(const struct fetch_config *cfg, const char *url, size_t max,
 		rc = fail(err, errlen, "%s: larger than %zu bytes", shown, max);
 	else if (cc != CURLE_OK)
 		rc = fail(err, errlen, "%s: %s", shown,
-			  errbuf[0] ? errbuf : curl_easy_strerror(cc));
+			  herr[0]     ? herr
+			  : errbuf[0] ? errbuf
+				      : curl_easy_strerror(cc));
 	else if (status != 200)
 		rc = fail(err, errlen, "%s: HTTP %ld", shown, status);
 out:

@@ -80,6 +80,8 @@ static struct fs_part *part_get(struct fs_engine *e, uint32_t blob,
 			p->state = FS_PART_FILLING; /* fetched again */
 			p->source = PACE_NONE;
 			p->mixed = false;
+			p->proxy = -1;
+			p->proxy_mixed = false;
 		}
 		return p;
 	}
@@ -112,6 +114,8 @@ static struct fs_part *part_get(struct fs_engine *e, uint32_t blob,
 	slot->lost = false;
 	slot->source = PACE_NONE;
 	slot->mixed = false;
+	slot->proxy = -1;
+	slot->proxy_mixed = false;
 	slot->blob = blob;
 	slot->index = index;
 	return slot;
@@ -128,6 +132,7 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 	uint64_t end = off + len;
 	uint64_t credited_end = off;
 	const struct fs_blob *b;
+	int proxy = fetch_lane_proxy(e->fetch, lane);
 
 	pthread_mutex_lock(&e->mu);
 	if (pace_lane_info(e->pace, lane, &li) != 0 || !li.busy ||
@@ -158,7 +163,9 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 		       src + (credited_end - off), stop - credited_end);
 		p->last_use = ++e->part_clock;
 		p->mixed |= p->source != li.source && p->source != PACE_NONE;
+		p->proxy_mixed |= p->proxy != proxy && p->source != PACE_NONE;
 		p->source = li.source;
+		p->proxy = proxy;
 		credited_end = stop;
 	}
 	if (credited_end > off) {
@@ -185,8 +192,7 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 			/* Its bytes were readable as they arrived. */
 			fs__inval_queue(e, li.blob, i * CACHE_BLOCK_SIZE,
 					block_end(b, i));
-			if (!p->mixed)
-				pace_source_exclude(e->pace, p->source);
+			fs__verify_blame(e, li.blob, p);
 			p->state = FS_PART_FREE;
 			continue;
 		}
@@ -350,6 +356,7 @@ static const struct fs_source *action_target(const struct fs_engine *e,
 	t->url = s->url;
 	t->validator = s->validator;
 	t->size = e->blobs[e->source_of_pace[a->source]].size;
+	t->no_cache = false;
 	return s;
 }
 
@@ -369,6 +376,8 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 			s->url, a->start, a->end - 1);
 		pthread_mutex_lock(&e->mu);
 		e->lane_seen_ns[a->lane] = fs__now_ns();
+		t.no_cache = fs__verify_recheck(e, e->source_of_pace[a->source],
+						a->start, a->end);
 		pthread_mutex_unlock(&e->mu);
 		rc = fetch_lane_start(e->fetch, a->lane, &t, a->start, a->end);
 		if (rc != 0) {
@@ -398,6 +407,10 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 			"lane %u: GET %s bytes %" PRIu64 "-%" PRIu64
 			" sent ahead",
 			a->lane, s->url, a->start, a->end - 1);
+		pthread_mutex_lock(&e->mu);
+		t.no_cache = fs__verify_recheck(e, e->source_of_pace[a->source],
+						a->start, a->end);
+		pthread_mutex_unlock(&e->mu);
 		rc = fetch_lane_queue(e->fetch, a->lane, &t, a->start, a->end);
 		if (rc != 0)
 			fs__log(FS_LOG_DEBUG, "lane %u: cannot send ahead: %s",
@@ -472,6 +485,7 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&e->inval_cv, NULL);
 	e->cache = cache;
+	e->proxies = cfg->fetch.proxies;
 	e->read_timeout_ns = (uint64_t)cfg->read_timeout_s * 1000000000u;
 
 	pace_config_default(&pc);

@@ -36,7 +36,8 @@ struct fs_opts {
 	char **headers; /* -o header="Name: value", repeatable */
 	unsigned nheaders;
 	char *cafile;
-	char *proxy;
+	char *proxy;		 /* -o proxy="A|B;C;DIRECT" */
+	unsigned proxy_reset_s; /* a failed proxy is asked again after */
 	bool has_sha256; /* -o sha256=HEX */
 	uint8_t sha256[32];
 	bool insecure;

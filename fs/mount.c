@@ -308,7 +308,7 @@ static void fetch_config_from(const struct fs_opts *o, struct fetch_config *f)
 	f->connect_timeout_ms = (long)o->connect_timeout_s * 1000;
 	f->cafile = o->cafile;
 	f->insecure = o->insecure;
-	f->proxy = o->proxy;
+	f->chunk = o->chunk;
 	f->headers = (const char *const *)o->headers;
 	f->nheaders = o->nheaders;
 }
@@ -646,6 +646,12 @@ int fs_main(int argc, char **argv)
 		fs__log(FS_LOG_WARN, "insecure: TLS certificates and host "
 				     "names are not verified");
 	fetch_config_from(&o, &m.fetch);
+	if (o.proxy != NULL &&
+	    fetch_proxies_new(o.proxy, (uint64_t)o.proxy_reset_s * 1000u,
+			      &m.fetch.proxies, err, sizeof(err)) != 0) {
+		fail("%s", err);
+		goto out_session;
+	}
 	/* Open the cache once here to report problems on the terminal; the
 	 * daemon reopens it, as an LMDB environment must not cross fork. */
 	if (open_cache(&o, true, &m.engine, &cache) != 0 ||
@@ -694,6 +700,7 @@ out_session:
 	m.engine = NULL;	   /* after this, as on_lost reads it */
 	cache_close(m.cache);
 	fs__ns_free(m.ns);
+	fetch_proxies_free(m.fetch.proxies); /* after the engine's requests */
 	prepared_free(&p);
 out_opts:
 	fs_opts_free(&o);

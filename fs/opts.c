@@ -47,6 +47,7 @@ enum {
 	KEY_RETRY_AFTER_MAX,
 	KEY_READAHEAD,
 	KEY_CHUNK,
+	KEY_PROXY_RESET,
 };
 
 static const struct fuse_opt opt_spec[] = {
@@ -66,6 +67,7 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("retry_after_max=", KEY_RETRY_AFTER_MAX),
 	FUSE_OPT_KEY("readahead=", KEY_READAHEAD),
 	FUSE_OPT_KEY("chunk=", KEY_CHUNK),
+	FUSE_OPT_KEY("proxy_reset=", KEY_PROXY_RESET),
 	FUSE_OPT_KEY("listing_ttl=", KEY_LISTING_TTL),
 	FUSE_OPT_KEY("log_level=", KEY_LOG_LEVEL),
 	FUSE_OPT_KEY("sha256=", KEY_SHA256),
@@ -384,8 +386,22 @@ static int opt_proc(void *data, const char *arg, int key,
 		return add_header_file(s, arg);
 	case KEY_CAFILE:
 		return set_string(s, arg, &o->cafile);
-	case KEY_PROXY:
-		return set_string(s, arg, &o->proxy);
+	case KEY_PROXY: {
+		struct fetch_proxies *list = NULL;
+		char why[256];
+
+		if (set_string(s, arg, &o->proxy) != 0)
+			return -1;
+		/* Refused here, with the part that is wrong; mount.c builds
+		 * the list the requests use. */
+		if (fetch_proxies_new(o->proxy, 0, &list, why, sizeof(why)) !=
+		    0)
+			return parse_error(s, "%s", why);
+		fetch_proxies_free(list);
+		return 0;
+	}
+	case KEY_PROXY_RESET:
+		return parse_uint(s, arg, 1, 86400, &o->proxy_reset_s);
 	case KEY_INSECURE:
 		o->insecure = true;
 		return 0;
@@ -425,6 +441,7 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	out->retry_after_max_s = 60;
 	out->readahead_ms = FS_READAHEAD_MS;
 	out->chunk = FS_CHUNK_MIN;
+	out->proxy_reset_s = FETCH_PROXY_RESET_MS / 1000;
 	out->listing_ttl_s = 60;
 	out->log_level = 2; /* info */
 	out->revalidate_s = -1;
