@@ -32,6 +32,10 @@ ORIGIN_PID=
 ORIGIN_PORT=
 ORIGIN_URL=
 ORIGIN_PREFIX=
+TP_PID=
+TP_PORT=
+TP_URL=
+TP_PREFIX=
 T_MOUNT_ERR=
 
 # --- accounting -------------------------------------------------------------
@@ -235,6 +239,101 @@ origin_start() {
 	echo "origin_start: nginx did not come up; its log:" >&2
 	tail -n 5 "$prefix/error.log" >&2 || true
 	return 1
+}
+
+# tier_proxy_start SLICE: a private nginx on a free loopback port as a
+# forward caching proxy (proxy_cache with the slice module, SLICE bytes a
+# slice, e.g. 1m: the cache tier of docs/deploy.md), with an empty cache;
+# a request with a Cache-Control header goes to the origin (and refreshes
+# the cache). Sets TP_PORT, TP_URL, TP_PREFIX and TP_PID; its access log
+# ($TP_PREFIX/access.log) says: method uri status "range" bytes
+# cache-status.
+tier_proxy_start() {
+	local slice=$1 prefix port user_line=
+	prefix=$(mktemp -d "$T_TMP/tier.XXXXXX")
+	mkdir -p "$prefix/tmp" "$prefix/cache"
+	if [ "$(id -u)" -eq 0 ]; then
+		user_line="user root;"
+	fi
+	for _ in 1 2 3 4 5; do
+		port=$(free_port)
+		cat >"$prefix/nginx.conf" <<-EOF
+			$user_line
+			daemon off;
+			master_process on;
+			worker_processes 1;
+			pid $prefix/nginx.pid;
+			error_log $prefix/error.log info;
+			events { worker_connections 1024; }
+			http {
+			    client_body_temp_path $prefix/tmp/body;
+			    proxy_temp_path $prefix/tmp/proxy;
+			    fastcgi_temp_path $prefix/tmp/fastcgi;
+			    uwsgi_temp_path $prefix/tmp/uwsgi;
+			    scgi_temp_path $prefix/tmp/scgi;
+			    log_format tier '\$request_method \$uri \$status "\$http_range" \$body_bytes_sent \$upstream_cache_status';
+			    access_log $prefix/access.log tier;
+			    keepalive_requests 100000;
+			    proxy_cache_path $prefix/cache levels=1:2 keys_zone=pc:10m max_size=2g inactive=60m use_temp_path=off;
+			    server {
+			        listen 127.0.0.1:$port;
+			        location = /__pacefs_probe { access_log off; return 204; }
+			        location / {
+			            slice $slice;
+			            proxy_cache pc;
+			            proxy_cache_key \$http_host\$uri\$is_args\$args\$slice_range;
+			            proxy_set_header Range \$slice_range;
+			            proxy_set_header Host \$http_host;
+			            proxy_http_version 1.1;
+			            proxy_set_header Connection "";
+			            proxy_cache_valid 200 206 1h;
+			            proxy_cache_lock on;
+			            proxy_cache_lock_timeout 30s;
+			            proxy_cache_bypass \$http_cache_control;
+			            proxy_pass http://\$http_host;
+			            add_header X-Cache \$upstream_cache_status;
+			        }
+			    }
+			}
+		EOF
+		/usr/sbin/nginx -e "$prefix/error.log" -p "$prefix" -c "$prefix/nginx.conf" \
+			</dev/null >>"$prefix/nginx.out" 2>&1 &
+		TP_PID=$!
+		T_NGINX_PIDS+=("$TP_PID")
+		T_NGINX_PREFIXES+=("$prefix")
+		TP_PORT=$port
+		TP_URL=http://127.0.0.1:$port
+		TP_PREFIX=$prefix
+		local i
+		for i in $(seq 1 100); do
+			if ! kill -0 "$TP_PID" 2>/dev/null; then
+				break
+			fi
+			if curl -s -o /dev/null --max-time 2 "$TP_URL/__pacefs_probe"; then
+				return 0
+			fi
+			sleep 0.05
+		done
+		nginx_stop "$TP_PID"
+		if ! grep -q 'Address already in use' "$prefix/error.log" 2>/dev/null; then
+			break
+		fi
+	done
+	echo "tier_proxy_start: nginx did not come up; its log:" >&2
+	tail -n 5 "$prefix/error.log" >&2 || true
+	return 1
+}
+
+# nginx_kill PID: kills one nginx this script started at once, its workers
+# first (a worker outlives a killed master), as a crashed machine would
+# go: its connections are reset mid-transfer.
+nginx_kill() {
+	local pid=$1 child
+	for child in $(ps -o pid= --ppid "$pid" 2>/dev/null); do
+		kill -KILL "$child" 2>/dev/null || true
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
 }
 
 # nginx_stop PID: stops one nginx this script started, and waits for it.
