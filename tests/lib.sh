@@ -274,6 +274,8 @@ tier_proxy_start() {
 			    log_format tier '\$request_method \$uri \$status "\$http_range" \$body_bytes_sent \$upstream_cache_status';
 			    access_log $prefix/access.log tier;
 			    keepalive_requests 100000;
+			    sendfile on;
+			    tcp_nopush on;
 			    proxy_cache_path $prefix/cache levels=1:2 keys_zone=pc:10m max_size=2g inactive=60m use_temp_path=off;
 			    server {
 			        listen 127.0.0.1:$port;
