@@ -228,7 +228,12 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 		}
 		out->size = s.cr_total;
 	} else {
-		*kind = FETCH_PROBE_REFUSED;
+		/* Through a proxy, a gateway error says the origin could not
+		 * be reached: the cache may serve what it holds. */
+		*kind = cfg->proxies != NULL &&
+				(out->status == 502 || out->status == 504)
+			? FETCH_PROBE_UNREACHABLE
+			: FETCH_PROBE_REFUSED;
 		*retry_after_ms = s.retry_after_ms;
 		rc = fail(err, errlen, "%s: HTTP %ld", shown, out->status);
 		goto out;

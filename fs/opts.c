@@ -481,7 +481,33 @@ static void mask_userinfo(char *u)
 		memset(u + start, '*', end - start - 1);
 }
 
-/* Masks the secrets of one -o list: header values, mirrors' userinfo.
+/* Masks the credentials ("user:password@") of each proxy in the proxy
+ * list [list, end): "A|B;C", entries with or without a scheme. */
+static void mask_proxies(char *list, const char *end)
+{
+	char *entry = list;
+
+	while (entry < end) {
+		char *stop = entry, *at = NULL, *from = entry;
+
+		while (stop < end && *stop != '|' && *stop != ';') {
+			if (*stop == '@')
+				at = stop;
+			stop++;
+		}
+		for (char *q = entry; at != NULL && q + 2 < at; q++)
+			if (q[0] == ':' && q[1] == '/' && q[2] == '/') {
+				from = q + 3;
+				break;
+			}
+		if (at != NULL)
+			memset(from, '*', (size_t)(at - from));
+		entry = stop + 1;
+	}
+}
+
+/* Masks the secrets of one -o list: header values, mirrors' userinfo,
+ * proxies' credentials.
  * Items end at a ',' that no backslash escapes, as libfuse reads them. */
 static void scrub_optlist(char *list)
 {
@@ -501,6 +527,8 @@ static void scrub_optlist(char *list)
 
 			v = v != NULL ? v + 1 : item + 7;
 			memset(v, '*', (size_t)(end - v));
+		} else if (strncmp(item, "proxy=", 6) == 0) {
+			mask_proxies(item + 6, end);
 		} else if (strncmp(item, "mirror=", 7) == 0) {
 			char saved = *end;
 

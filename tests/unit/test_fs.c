@@ -313,7 +313,8 @@ static void identity_forms(void)
 static void argv_scrubbed(void)
 {
 	char a1[] = "-o", a2[] = "lanes=2,header=X-Key: k1\\,k2,mirror=http://"
-				 "u:p@m/x,header=Bad";
+				 "u:p@m/x,header=Bad,proxy=http://u:p@a:1|"
+				 "b:2;v:w@c:3";
 	char a3[] = "-oheader=Authorization: Bearer abc",
 	     a4[] = "http://u:pw@h/f";
 	char a5[] = "/mnt", a0[] = "pacefs";
@@ -322,7 +323,7 @@ static void argv_scrubbed(void)
 	fs_opts_scrub_argv(6, argv);
 	T_EQ_STR(a1, "-o");
 	T_EQ_STR(a2, "lanes=2,header=X-Key:*******,mirror=http://***@m/x,"
-		     "header=***");
+		     "header=***,proxy=http://***@a:1|b:2;***@c:3");
 	T_EQ_STR(a3, "-oheader=Authorization:***********");
 	T_EQ_STR(a4, "http://****@h/f");
 	T_EQ_STR(a5, "/mnt");
