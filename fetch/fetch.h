@@ -174,6 +174,11 @@ struct fetch_proxy_info {
 int fetch_proxies_info(struct fetch_proxies *list, uint32_t i,
 		       uint64_t now_ms, struct fetch_proxy_info *out);
 
+/* Marks entry i (not DIRECT) failed now, as a request it failed would:
+ * for a lane through it that stalled (no byte for the stall timeout),
+ * which only the caller sees. Any thread. */
+void fetch_proxies_fail(struct fetch_proxies *list, int i);
+
 /* Excludes entry i (not DIRECT) for good. Returns 1 if it was not
  * excluded before, else 0. Any thread. */
 int fetch_proxies_exclude(struct fetch_proxies *list, int i);

@@ -445,6 +445,14 @@ void fetch__proxy_bytes(struct fetch_proxies *list, int i, uint64_t n)
 	pthread_mutex_unlock(&list->mu);
 }
 
+void fetch_proxies_fail(struct fetch_proxies *list, int i)
+{
+	if (list == NULL || i < 0 || (uint32_t)i >= list->n ||
+	    fetch__proxy_is_direct(list, i))
+		return;
+	fetch__proxy_failed(list, i, fetch__now_ms());
+}
+
 int fetch_proxies_exclude(struct fetch_proxies *list, int i)
 {
 	bool first;

@@ -324,13 +324,16 @@ static const struct fs_source *source_of(const struct fs_engine *e,
 }
 
 /* A cancel of a lane that got nothing for the stall timeout is a stall
- * reclaim: say which source stalled, as the scheduler does not. */
+ * reclaim: say which source stalled, as the scheduler does not. A proxy
+ * the lane went through is left out for its reset interval, so that the
+ * range it retries does not stall there again. */
 static void log_if_stalled(struct fs_engine *e, uint32_t lane)
 {
 	struct pace_lane_info li;
 	const struct fs_source *s;
 	uint64_t idle;
 	bool stalled;
+	int proxy = fetch_lane_proxy(e->fetch, lane);
 
 	pthread_mutex_lock(&e->mu);
 	idle = fs__now_ns() - e->lane_seen_ns[lane];
@@ -340,8 +343,11 @@ static void log_if_stalled(struct fs_engine *e, uint32_t lane)
 	if (stalled && (s = source_of(e, li.source)) != NULL)
 		fs__log(FS_LOG_WARN,
 			"lane %u: %s: no byte for %" PRIu64 " s at offset %" PRIu64
-			": stalled; its range is retried",
-			lane, s->url, idle / 1000000000u, li.frontier);
+			": stalled; its range is retried%s",
+			lane, s->url, idle / 1000000000u, li.frontier,
+			proxy >= 0 ? " through another proxy" : "");
+	if (stalled && proxy >= 0)
+		fetch_proxies_fail(e->proxies, proxy);
 }
 
 /* Fills t with what action a requests from; NULL if its source is gone. */

@@ -161,6 +161,42 @@ t_eq "the killed proxy is counted as failed" "$((${failures:-0} >= 1))" 1
 t_check "the log says which proxy failed" grep -q "proxy $Q1 failed" "$T_TMP/e.log"
 t_check "the survivor served bytes" test "$(json_field "$T_TMP/e" "$Q2" bytes)" -gt 0
 
+# --- a proxy of a two-proxy group that hangs mid-read ------------------------
+# It keeps its connections and sends nothing: each lane through it stalls
+# once (stall_timeout), the proxy is left out, and the rest goes through
+# the other.
+tier_proxy_start 1m
+H1=$TP_URL
+H1PID=$TP_PID
+tier_proxy_start 1m
+H2=$TP_URL
+mkdir -p "$T_TMP/h" "$T_TMP/h.cache"
+fg_mount "$T_TMP/h.log" -o "cache_dir=$T_TMP/h.cache,chunk=$CHUNK,proxy=$H1|$H2,stall_timeout=2" \
+	"$SLOW/blob.bin" "$T_TMP/h"
+mark=$(awk '$5 ~ /^[0-9]+$/ { s += $5 } END { print s + 0 }' "$T_TMP/slow.log")
+read_all h "$T_TMP/h" &
+RH=$!
+for _ in $(seq 1 400); do
+	sent=$(awk '$5 ~ /^[0-9]+$/ { s += $5 } END { print s + 0 }' "$T_TMP/slow.log")
+	[ $((sent - mark)) -ge $((SIZE / 4)) ] && break
+	sleep 0.05
+done
+H1KIDS=$(ps -o pid= --ppid "$H1PID" | tr '\n' ' ')
+# shellcheck disable=SC2086 # one pid a word
+kill -STOP "$H1PID" $H1KIDS
+rc=0
+wait "$RH" || rc=$?
+# shellcheck disable=SC2086
+kill -CONT "$H1PID" $H1KIDS
+t_eq "a proxy hung mid-read: the reader gets every byte" "$rc" 0
+longest=$(sed -n 's/.*longest read \([0-9.]*\) s.*/\1/p' "$T_TMP/h.cmp")
+echo "tier: read with a proxy hung at $((sent - mark)) bytes: $(cat "$T_TMP/h.secs") s, longest read ${longest:-?} s"
+t_eq "a proxy hung mid-read: no read waits much past stall_timeout (2 s)" "$(echo "${longest:-99} < 5" | bc)" 1
+failures=$(json_field "$T_TMP/h" "$H1" failures)
+t_eq "the hung proxy is counted as failed" "$((${failures:-0} >= 1))" 1
+t_check "the log says the stalled range goes through another proxy" \
+	grep -q "stalled; its range is retried through another proxy" "$T_TMP/h.log"
+
 # --- a proxy whose copy fails its digest --------------------------------------
 # A manifest with block digests, through a tier whose cached copy of one
 # slice is damaged: the proxy is excluded, the block comes again, past any
