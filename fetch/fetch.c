@@ -29,6 +29,8 @@ struct fetch_slot {
 	bool busy;
 	bool ahead; /* sent ahead, not promoted yet: its body waits */
 	bool held;  /* paused in on_body while ahead */
+	bool refused; /* no proxy left to send it through: ends with
+			 res at the end of the turn */
 	const char *url; /* where the request started (the target's) */
 	char *hop;	 /* after a redirect: where it is now (owned) */
 	unsigned hops;
@@ -38,6 +40,14 @@ struct fetch_slot {
 	uint64_t end; /* may be lowered by fetch_lane_set_end */
 	uint64_t asked_end;
 	uint64_t pos; /* next byte expected */
+	uint64_t from; /* where this attempt's range starts (a retry on
+			  another proxy starts at its chunk's start) */
+	uint64_t rx;   /* the next byte this attempt's body brings */
+	int proxy;     /* the entry of cfg.proxies in use; -1: none */
+	uint32_t tried; /* entries this request failed on */
+	bool no_cache;	/* Cache-Control: no-cache on this request */
+	bool stale;	/* another version came through a proxy: ask it
+			   again with no-cache before believing it */
 	bool checked; /* the response head passed its checks */
 	struct fetch__head head; /* of the response under way */
 	bool forced; /* the write callback aborted with `res` */
@@ -46,6 +56,8 @@ struct fetch_slot {
 	char shown[160]; /* url without userinfo, cut, for reasons */
 	char if_range[300];
 	struct curl_slist if_range_node; /* heads the shared header list */
+	char nocache[32];
+	struct curl_slist nocache_node;	 /* before it, when no_cache */
 	char errbuf[CURL_ERROR_SIZE];
 	bool if_match; /* the validator goes in If-Match, not If-Range */
 	/* Credentials that change (cfg.auth): the set this request uses;
@@ -145,8 +157,10 @@ CURLcode fetch__easy_setup(CURL *easy, const struct fetch_config *cfg,
 		rc |= curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
 		rc |= curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
 	}
-	if (cfg->proxy != NULL)
-		rc |= curl_easy_setopt(easy, CURLOPT_PROXY, cfg->proxy);
+	/* With a proxy list, each request sets its proxy (DIRECT: none), and
+	 * no environment variable overrides the list. */
+	if (cfg->proxies != NULL)
+		rc |= curl_easy_setopt(easy, CURLOPT_NOPROXY, "");
 	return rc;
 }
 
@@ -191,6 +205,15 @@ static size_t slot_check_head(struct fetch_slot *s)
 
 	curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
 	s->res.status = status;
+	if (s->proxy >= 0) {
+		bool direct = fetch__proxy_is_direct(s->f->cfg.proxies,
+						     s->proxy);
+
+		if (direct || !fetch__proxy_fault(s->easy, CURLE_OK))
+			fetch__proxy_answered(
+				s->f->cfg.proxies, s->proxy,
+				direct ? 0 : fetch__proxy_cache_status(s->easy));
+	}
 	if (status == 412 && s->if_match) {
 		/* If-Match sent: the object is another version now. */
 		s->res.blob_changed = true;
@@ -206,6 +229,7 @@ static size_t slot_check_head(struct fetch_slot *s)
 			/* With If-Range sent, a 200 says the blob changed. */
 			s->res.blob_changed =
 				s->validator != NULL && s->validator[0] != '\0';
+			s->stale = s->res.blob_changed;
 			return slot_abort(s, o,
 					  "%s: HTTP 200 to a range request "
 					  "(%s)",
@@ -229,24 +253,26 @@ static size_t slot_check_head(struct fetch_slot *s)
 				  slot_shown(s));
 	if (s->head.cr_total != s->size) {
 		s->res.blob_changed = true;
+		s->stale = true;
 		return slot_abort(s, FETCH_FATAL,
 				  "%s: the blob changed: its size is now "
 				  "%" PRIu64 ", not %" PRIu64,
 				  slot_shown(s), s->head.cr_total, s->size);
 	}
-	if (s->head.cr_start != s->start || s->head.cr_end + 1 != s->asked_end)
+	if (s->head.cr_start != s->from || s->head.cr_end + 1 != s->asked_end)
 		return slot_abort(s, FETCH_FATAL,
 				  "%s: Content-Range %" PRIu64 "-%" PRIu64
 				  "/%" PRIu64 " does not match the request "
 				  "%" PRIu64 "-%" PRIu64 "/%" PRIu64,
 				  slot_shown(s), s->head.cr_start,
-				  s->head.cr_end, s->head.cr_total, s->start,
+				  s->head.cr_end, s->head.cr_total, s->from,
 				  s->asked_end - 1, s->size);
 	validator = s->validator;
 	if (validator != NULL && validator[0] != '\0' &&
 	    strcmp(validator, s->head.etag) != 0 &&
 	    strcmp(validator, s->head.last_modified) != 0) {
 		s->res.blob_changed = true;
+		s->stale = true;
 		return slot_abort(s, FETCH_FATAL,
 				  "%s: the blob changed: ETag '%s', "
 				  "Last-Modified '%s', expected '%s'",
@@ -297,6 +323,19 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 	}
 	if (!s->checked && slot_check_head(s) == 0)
 		return 0;
+	if (s->proxy >= 0)
+		fetch__proxy_bytes(f->cfg.proxies, s->proxy, len);
+	if (s->rx < s->pos) {
+		/* A retry from its chunk's start: these were delivered. */
+		size_t skip = s->pos - s->rx < len ? (size_t)(s->pos - s->rx)
+						   : len;
+
+		s->rx += skip;
+		buf += skip;
+		len -= skip;
+		if (len == 0)
+			return size * n;
+	}
 	if (s->pos >= s->asked_end)
 		return slot_abort(s, FETCH_FATAL,
 				  "%s: body longer than the %" PRIu64
@@ -310,6 +349,7 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 	if (take > 0) {
 		f->hooks.on_data(f->hooks.ctx, s->id, s->pos, buf, take);
 		s->pos += take;
+		s->rx += take;
 		s->res.received += take;
 	}
 	if (s->pos >= s->end && s->end < s->asked_end)
@@ -319,7 +359,7 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 				  "%s: body longer than the %" PRIu64
 				  " bytes of its Content-Range",
 				  slot_shown(s), s->asked_end - s->start);
-	return len;
+	return size * n;
 }
 
 int fetch_new(const struct fetch_config *cfg, const struct fetch_hooks *hooks,
@@ -360,6 +400,7 @@ int fetch_new(const struct fetch_config *cfg, const struct fetch_hooks *hooks,
 			f->cur[i / 2] = s;
 		s->f = f;
 		s->id = i / 2;
+		s->proxy = -1;
 		s->easy = curl_easy_init();
 		if (s->easy == NULL)
 			goto out;
@@ -389,7 +430,8 @@ static void slot_finish(struct fetch_slot *s, CURLcode cc)
 	struct fetch *f = s->f;
 	struct fetch_result res;
 
-	curl_multi_remove_handle(f->multi, s->easy);
+	if (!s->refused)
+		curl_multi_remove_handle(f->multi, s->easy);
 	fetch__auth_put(s->cref);
 	s->cref = NULL;
 	s->auth_wait = false;
@@ -440,6 +482,7 @@ static void slot_finish(struct fetch_slot *s, CURLcode cc)
 	}
 	res.retry_after_ms = s->head.retry_after_ms;
 	s->busy = false;
+	s->refused = false;
 	f->hooks.on_done(f->hooks.ctx, s->id, &res);
 }
 
@@ -464,15 +507,36 @@ static void slot_abandon(struct fetch_slot *s)
 	s->busy = false;
 	s->ahead = false;
 	s->held = false;
+	s->refused = false;
 }
 
-/* Points slot s at url: the configured headers only when url's origin is
- * one they were given for; If-Range (no secret) on every hop. */
-static void slot_aim(struct fetch *f, struct fetch_slot *s, const char *url)
+/* The chunk index that picks a request's proxy. */
+static uint64_t slot_chunk(const struct fetch *f, const struct fetch_slot *s)
+{
+	return s->from / (f->cfg.chunk != 0 ? f->cfg.chunk : 65536u);
+}
+
+/* Points slot s at url, through the proxy the list picks for it (none
+ * left: -ENETUNREACH): the configured headers only when url's origin is
+ * one they were given for; If-Range (no secret) on every hop;
+ * Cache-Control: no-cache when the request asks for it. */
+static int slot_aim(struct fetch *f, struct fetch_slot *s, const char *url)
 {
 	struct curl_slist *creds, *headers;
 	bool allowed = fetch__sends_headers(&f->cfg, url);
 
+	if (f->cfg.proxies != NULL) {
+		s->proxy = fetch__proxy_choose(f->cfg.proxies, url,
+					       slot_chunk(f, s),
+					       fetch__now_ms(), s->tried);
+		if (s->proxy < 0) {
+			s->proxy = -1;
+			return -ENETUNREACH;
+		}
+		curl_easy_setopt(s->easy, CURLOPT_PROXY,
+				 fetch__proxy_url(f->cfg.proxies, s->proxy));
+		fetch__proxy_request(f->cfg.proxies, s->proxy);
+	}
 	creds = !allowed	  ? NULL
 		: s->cref != NULL ? s->cref->headers
 				  : f->headers;
@@ -486,21 +550,37 @@ static void slot_aim(struct fetch *f, struct fetch_slot *s, const char *url)
 		s->if_range_node.next = creds;
 		headers = &s->if_range_node;
 	}
+	if (s->no_cache) {
+		snprintf(s->nocache, sizeof(s->nocache),
+			 "Cache-Control: no-cache");
+		s->nocache_node.data = s->nocache;
+		s->nocache_node.next = headers;
+		headers = &s->nocache_node;
+	}
+	snprintf(s->range, sizeof(s->range), "%" PRIu64 "-%" PRIu64, s->from,
+		 s->asked_end - 1);
+	curl_easy_setopt(s->easy, CURLOPT_RANGE, s->range);
 	curl_easy_setopt(s->easy, CURLOPT_URL, url);
 	curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, headers);
+	return 0;
 }
 
-/* Forgets what the last response of slot s said. */
+/* Forgets what the last response of slot s said; what it delivered
+ * stays delivered. */
 static void slot_reset_response(struct fetch_slot *s)
 {
-	s->pos = s->start;
+	uint64_t received = s->res.received;
+
+	s->rx = s->from;
 	s->checked = false;
+	s->stale = false;
 	memset(&s->head, 0, sizeof(s->head));
 	s->forced = false;
 	s->errbuf[0] = '\0';
 	s->errbody[0] = '\0';
 	s->nerrbody = 0;
 	memset(&s->res, 0, sizeof(s->res));
+	s->res.received = received;
 }
 
 /* Sets up slot s for GET Range: bytes=start-(end-1) and hands it to curl. */
@@ -517,24 +597,98 @@ static int slot_start(struct fetch *f, struct fetch_slot *s,
 	s->start = start;
 	s->end = end;
 	s->asked_end = end;
+	s->pos = start;
+	s->from = start;
+	s->tried = 0;
+	s->no_cache = t->no_cache;
+	memset(&s->res, 0, sizeof(s->res));
 	slot_reset_response(s);
 	s->ahead = ahead;
 	s->held = false;
+	s->refused = false;
 	s->if_match = t->if_match;
 	s->auth_wait = false;
 	s->auth_retried = false;
 	fetch__auth_put(s->cref);
 	s->cref = fetch__auth_get(f->cfg.auth);
-	snprintf(s->range, sizeof(s->range), "%" PRIu64 "-%" PRIu64, start,
-		 end - 1);
 	if (t->validator != NULL && t->validator[0] != '\0')
 		snprintf(s->if_range, sizeof(s->if_range), "%s: %s",
 			 t->if_match ? "If-Match" : "If-Range", t->validator);
-	slot_aim(f, s, t->url);
-	curl_easy_setopt(s->easy, CURLOPT_RANGE, s->range);
+	if (slot_aim(f, s, t->url) != 0) {
+		if (ahead)
+			return -ENETUNREACH;
+		/* Started all the same, so that it ends as a transfer does,
+		 * with its reason, at the end of this turn. */
+		s->forced = true;
+		s->res.outcome = FETCH_GONE;
+		snprintf(s->res.reason, sizeof(s->res.reason),
+			 "%s: every proxy of -o proxy= is excluded (they "
+			 "served bytes that failed their digest)",
+			 slot_shown(s));
+		s->refused = true;
+		s->busy = true;
+		return 0;
+	}
 	if (curl_multi_add_handle(f->multi, s->easy) != CURLM_OK)
 		return -ENOMEM;
 	s->busy = true;
+	return 0;
+}
+
+/* When slot s's transfer, which ended with cc, failed because of its
+ * proxy, or brought another version through it, sends the rest of it
+ * again at once: through the next proxy (from the start of the chunk it
+ * stopped in, so that a cache keys on whole chunks), or through the same
+ * one with no-cache; returns 0. Returns 1 when there is nothing to retry
+ * or no proxy left. */
+static int slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc)
+{
+	struct fetch_proxies *list = f->cfg.proxies;
+	uint64_t chunk = f->cfg.chunk != 0 ? f->cfg.chunk : 65536u;
+	uint64_t from;
+	const char *url = s->hop != NULL ? s->hop : s->url;
+	int was = s->proxy;
+
+	if (list == NULL || was < 0 || fetch__proxy_is_direct(list, was) ||
+	    s->pos >= s->end)
+		return 1;
+	if (s->stale && !s->no_cache) {
+		/* A cache's old copy, or a new version: the origin says. */
+		flog(f, FETCH_LOG_INFO,
+		     "lane %u: %s: another version came through proxy %s; "
+		     "asking again with Cache-Control: no-cache",
+		     s->id, slot_shown(s), fetch__proxy_shown(list, was));
+		s->no_cache = true;
+	} else if (!s->stale && fetch__proxy_fault(s->easy, cc)) {
+		fetch__proxy_failed(list, was, fetch__now_ms());
+		s->tried |= 1u << was;
+		if (fetch__proxy_choose(list, url, slot_chunk(f, s),
+					fetch__now_ms(), s->tried) < 0)
+			return 1;
+		flog(f, FETCH_LOG_WARN,
+		     "lane %u: proxy %s failed (%s); bytes %" PRIu64
+		     "-%" PRIu64 " go through the next",
+		     s->id, fetch__proxy_shown(list, was),
+		     s->forced ? s->res.reason
+		     : s->errbuf[0] ? s->errbuf
+				    : curl_easy_strerror(cc),
+		     s->pos, s->end - 1);
+	} else {
+		return 1;
+	}
+	curl_multi_remove_handle(f->multi, s->easy);
+	from = s->pos / chunk * chunk;
+	s->from = from > s->start ? from : s->start;
+	slot_reset_response(s);
+	s->held = false;
+	if (slot_aim(f, s, url) != 0 ||
+	    curl_multi_add_handle(f->multi, s->easy) != CURLM_OK) {
+		s->forced = true;
+		s->res.outcome = FETCH_TRANSIENT;
+		snprintf(s->res.reason, sizeof(s->res.reason),
+			 "%s: no proxy left to retry through", slot_shown(s));
+		return 1;
+	}
 	return 0;
 }
 
@@ -565,8 +719,9 @@ static int slot_follow(struct fetch *f, struct fetch_slot *s)
 	s->hop = next;
 	s->hops++;
 	slot_reset_response(s);
-	slot_aim(f, s, s->hop);
-	if (curl_multi_add_handle(f->multi, s->easy) != CURLM_OK) {
+	s->tried = 0;
+	if (slot_aim(f, s, s->hop) != 0 ||
+	    curl_multi_add_handle(f->multi, s->easy) != CURLM_OK) {
 		s->forced = true;
 		s->res.outcome = FETCH_LOCAL;
 		snprintf(s->res.reason, sizeof(s->res.reason),
@@ -615,6 +770,18 @@ int fetch_lane_queue(struct fetch *f, uint32_t lane,
 	a = lane_spare(f, lane);
 	slot_abandon(a);
 	return slot_start(f, a, t, start, end, true);
+}
+
+int fetch_lane_proxy(struct fetch *f, uint32_t lane)
+{
+	struct fetch_slot *s;
+
+	if (lane >= f->cfg.max_lanes || !f->cur[lane]->busy)
+		return -1;
+	s = f->cur[lane];
+	if (s->proxy < 0 || fetch__proxy_is_direct(f->cfg.proxies, s->proxy))
+		return -1;
+	return s->proxy;
 }
 
 void fetch_lane_set_end(struct fetch *f, uint32_t lane, uint64_t end)
@@ -716,8 +883,8 @@ static bool slot_auth_resume(struct fetch *f)
 		s->hop = NULL;
 		s->hops = 0;
 		slot_reset_response(s);
-		slot_aim(f, s, s->url);
-		if (curl_multi_add_handle(f->multi, s->easy) != CURLM_OK) {
+		if (slot_aim(f, s, s->url) != 0 ||
+		    curl_multi_add_handle(f->multi, s->easy) != CURLM_OK) {
 			s->forced = true;
 			s->res.outcome = FETCH_LOCAL;
 			snprintf(s->res.reason, sizeof(s->res.reason),
@@ -748,6 +915,8 @@ static void drain_done(struct fetch *f)
 			continue;
 		if (msg->data.result == CURLE_OK && !s->forced &&
 		    !s->checked && !s->ahead && slot_auth_hold(f, s))
+			continue;
+		if (slot_retry(f, s, msg->data.result) == 0)
 			continue;
 		if (s->ahead)
 			/* Ended before its START (a refused connection, an
@@ -784,6 +953,13 @@ static void *fetch_loop(void *arg)
 		for (uint32_t i = 0; i < f->cfg.max_lanes; i++)
 			if (!f->cur[i]->busy)
 				slot_abandon(lane_spare(f, i));
+		/* Requests with no proxy to go through end now, and the
+		 * scheduler hears it next turn. */
+		for (uint32_t i = 0; i < f->cfg.max_lanes; i++)
+			if (f->cur[i]->busy && f->cur[i]->refused) {
+				slot_finish(f->cur[i], CURLE_OK);
+				timeout_ms = 0;
+			}
 		if (timeout_ms < 0 || timeout_ms > 1000)
 			timeout_ms = 1000;
 		if (waiting && timeout_ms > 50)

@@ -70,7 +70,15 @@ struct fetch_config {
 	long connect_timeout_ms;
 	const char *cafile;	    /* NULL: the system CA bundle */
 	bool insecure;		    /* skip TLS verification */
-	const char *proxy;	    /* NULL: curl's environment variables */
+	/* The proxy list (-o proxy=, fetch_proxies_new), shared by every
+	 * request of the mount: probe, GET and lanes; borrowed for the
+	 * instance's life. NULL: curl's environment variables
+	 * (http_proxy, https_proxy, no_proxy) decide. */
+	struct fetch_proxies *proxies;
+	/* Requests cover whole chunks of this many bytes (a power of two;
+	 * 0: 64 KiB): a request's chunk picks its proxy, and a request
+	 * retried on another proxy starts at its chunk's start. */
+	uint64_t chunk;
 	const char *const *headers; /* "Name: value" (never logged), sent
 				       on every request and redirect hop
 				       whose URL has one of header_origins;
@@ -109,7 +117,89 @@ struct fetch_target {
 	bool if_match; /* pin the validator with If-Match (a changed blob
 			  answers 412) rather than If-Range: object
 			  stores */
+	bool no_cache;	       /* send Cache-Control: no-cache: a cache on
+				  the way must ask the origin (bytes that
+				  failed their digest are fetched again) */
 };
+
+/*
+ * Proxies (fetch/proxy.c): -o proxy="A|B;C;DIRECT", as CernVM-FS takes it.
+ * ';' separates groups tried in order, '|' the members of a group, which
+ * share its load: a request goes to the member that a hash of its URL and
+ * its chunk (start / cfg->chunk) picks among the group's working members,
+ * so that every machine sends a chunk to the same proxy and each proxy
+ * caches its share. DIRECT (alone in its group) means no proxy. A proxy
+ * fails when it cannot be reached, its connection breaks, it refuses a
+ * tunnel or it answers 502, 504 or a 503 without Retry-After (its own
+ * errors: anything else is the origin's answer, passed through); the
+ * request is then sent at once to the next member, or to the next group,
+ * and is no fault of its source unless every proxy failed it. A failed
+ * proxy is left out for the reset interval, unless it answers before
+ * (when every proxy failed, the one that failed longest ago is asked).
+ * A proxy that served bytes failing their digest is excluded for the
+ * mount's life (fetch_proxies_exclude). The list is thread-safe.
+ */
+struct fetch_proxies;
+
+#define FETCH_PROXIES_MAX 16	  /* entries, DIRECT included */
+#define FETCH_PROXY_SPEC_MAX 4096 /* bytes of the -o proxy= value */
+#define FETCH_PROXY_RESET_MS 300000u
+
+/* Parses spec into a list whose failed proxies are retried after
+ * reset_ms. Returns 0, or -EINVAL with one line in err ("option proxy:
+ * ...") naming the part that is wrong (a proxy's credentials left out), or
+ * -ENOMEM. Writes *out only on success. */
+int fetch_proxies_new(const char *spec, uint64_t reset_ms,
+		      struct fetch_proxies **out, char *err, size_t errlen);
+
+/* NULL-safe. No request may be using the list. */
+void fetch_proxies_free(struct fetch_proxies *list);
+
+/* Entries in the list; 0 for NULL. */
+uint32_t fetch_proxies_count(const struct fetch_proxies *list);
+
+enum fetch_proxy_state {
+	FETCH_PROXY_OK,
+	FETCH_PROXY_FAILED,   /* left out until retry_in_ms passes */
+	FETCH_PROXY_EXCLUDED, /* served wrong bytes: never used again */
+};
+
+struct fetch_proxy_info {
+	const char *name; /* without credentials, or "DIRECT"; valid while
+			     the list is */
+	uint32_t group;	  /* from 1 */
+	enum fetch_proxy_state state;
+	uint64_t retry_in_ms;
+	uint64_t requests; /* sent through it, retries included */
+	uint64_t failures;
+	uint64_t bytes;	   /* body bytes of range responses */
+	uint64_t hits;	   /* responses its X-Cache (or Age) said came from */
+	uint64_t misses;   /* its cache, or not */
+};
+
+/* Entry i's state and counters at now_ms (CLOCK_MONOTONIC). Returns 0 or
+ * -ENOENT past the end. */
+int fetch_proxies_info(struct fetch_proxies *list, uint32_t i,
+		       uint64_t now_ms, struct fetch_proxy_info *out);
+
+/* Marks entry i (not DIRECT) failed now, as a request it failed would:
+ * for a lane through it that stalled (no byte for the stall timeout),
+ * which only the caller sees. Any thread. */
+void fetch_proxies_fail(struct fetch_proxies *list, int i);
+
+/* Excludes entry i (not DIRECT) for good. Returns 1 if it was not
+ * excluded before, else 0. Any thread. */
+int fetch_proxies_exclude(struct fetch_proxies *list, int i);
+
+/* The proxy the lane's open request went through: its index, or -1 (no
+ * list, none yet, or DIRECT). Event thread only (a hook). */
+int fetch_lane_proxy(struct fetch *f, uint32_t lane);
+
+/* What a cache on the way said of a response: 1 a hit, -1 a miss, 0 not
+ * said. x_cache is an X-Cache value (HIT, MISS, "HIT from squid",
+ * hit-fresh, TCP_MISS, STALE, ...: the first word), age an Age value (over
+ * 0: a hit; 0: a miss); either may be NULL. */
+int fetch_parse_x_cache(const char *x_cache, const char *age);
 
 /* libcurl's version string, for pacefs -V. */
 const char *fetch_version(void);
@@ -191,14 +281,16 @@ enum fetch_probe_error {
  */
 
 /* Synchronously probes url with a one-byte range GET: size, Range support,
- * validators, final URL. A 5xx or 429 answer is tried again a few times
+ * validators, final URL. no_cache (a revalidation: has the file changed?)
+ * sends Cache-Control: no-cache, so that a cache on the way asks the
+ * origin rather than answer with its copy. A 5xx or 429 answer is tried again a few times
  * (honouring a short Retry-After) before it counts. On failure writes a
  * one-line reason naming the URL and the cause into err and returns a
  * negative errno; *kind says which class of failure it was; *out then owns
  * nothing. On success free out's strings with fetch_probe_free. Not for the
  * event thread. */
 int fetch_probe(const struct fetch_config *cfg, const char *url,
-		struct fetch_probe *out, enum fetch_probe_error *kind,
+		bool no_cache, struct fetch_probe *out, enum fetch_probe_error *kind,
 		char *err, size_t errlen);
 
 /* Frees what a successful probe allocated; NULL-safe, idempotent. */

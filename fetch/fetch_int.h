@@ -120,22 +120,53 @@ int fetch__redirect_next(CURL *easy, const char *start, const char *from,
 			 unsigned hops, char **next, char *err, size_t errlen);
 
 /* Runs easy's request from url, following redirects: each hop gets
- * `headers` only when fetch__sends_headers allows them. Returns 0 once a
- * response that is no redirect ended (its CURLcode in *cc, the URL it came
- * from in *final: free() it), or what fetch__redirect_next returned, with
- * err set. */
+ * `headers` (or cfg->auth's current set, which signs it) only when
+ * fetch__sends_headers allows them, and Cache-Control: no-cache when
+ * no_cache; each goes through the proxy the list picks, and again through
+ * the next one while a proxy fails it. A response refused for its
+ * credentials (body(arg) gives its document's start) is asked once more
+ * with newer ones. Before a request is sent again (the next hop, the next
+ * proxy, newer credentials) reset(arg) forgets what the callbacks
+ * gathered. Returns 0 once a response that is no redirect ended (its
+ * CURLcode in *cc, its status in *status, the URL it came from in *final:
+ * free() it), or what fetch__redirect_next returned, with err set. */
 int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
-		   struct curl_slist *headers, CURLcode *cc, char **final,
-		   char *err, size_t errlen);
+		   struct curl_slist *headers, bool no_cache,
+		   void (*reset)(void *arg), void *arg,
+		   const char *(*body)(void *arg), CURLcode *cc, char **final,
+		   long *status, char *err, size_t errlen);
 
-/* fetch__perform with cfg->auth's current set (or cfg's headers without
- * one), tried once more when refused for its credentials: before the
- * second try, *retry(arg) resets what the first response left. *status
- * gets the last response's status. */
-int fetch__perform_auth(const struct fetch_config *cfg, CURL *easy,
-			const char *url, struct curl_slist *headers,
-			void (*retry)(void *arg), void *arg,
-			const char *(*body)(void *arg), CURLcode *cc,
-			char **final, long *status, char *err, size_t errlen);
+/* fetch/proxy.c: the choice of a proxy and what is learnt from each
+ * request. */
+
+/* Which entry of list a request of url whose chunk index is chunk goes
+ * through at now_ms (CLOCK_MONOTONIC), entries whose bit is set in tried
+ * left out: an index, or -ENOENT when none is left. */
+int fetch__proxy_choose(struct fetch_proxies *list, const char *url,
+			uint64_t chunk, uint64_t now_ms, uint32_t tried);
+
+/* Entry i's URL as CURLOPT_PROXY takes it ("" for DIRECT), and as shown;
+ * valid while the list is. */
+const char *fetch__proxy_url(const struct fetch_proxies *list, int i);
+const char *fetch__proxy_shown(const struct fetch_proxies *list, int i);
+bool fetch__proxy_is_direct(const struct fetch_proxies *list, int i);
+
+/* Counts: a request sent; a response head received (cache: 1 hit, -1 miss,
+ * 0 unknown), which also ends a failure; body bytes; a failure, which
+ * leaves the entry out until the reset interval has passed. */
+void fetch__proxy_request(struct fetch_proxies *list, int i);
+void fetch__proxy_answered(struct fetch_proxies *list, int i, int cache);
+void fetch__proxy_bytes(struct fetch_proxies *list, int i, uint64_t n);
+void fetch__proxy_failed(struct fetch_proxies *list, int i, uint64_t now_ms);
+
+/* True when easy's request, which went through a proxy and ended with
+ * cc, failed because of the proxy (see fetch.h, "Proxies"). */
+bool fetch__proxy_fault(CURL *easy, CURLcode cc);
+
+/* What easy's last response said of a cache (fetch_parse_x_cache). */
+int fetch__proxy_cache_status(CURL *easy);
+
+/* The monotonic clock in milliseconds. */
+uint64_t fetch__now_ms(void);
 
 #endif

@@ -153,6 +153,53 @@ bool fetch_coding_is_identity(const char *v, bool transfer)
 	}
 }
 
+/* True when the word [w, w + n) contains s, case-insensitive. */
+static bool word_has(const char *w, size_t n, const char *s)
+{
+	size_t k = strlen(s);
+
+	for (size_t i = 0; i + k <= n; i++)
+		if (strncasecmp(w + i, s, k) == 0)
+			return true;
+	return false;
+}
+
+int fetch_parse_x_cache(const char *x_cache, const char *age)
+{
+	if (x_cache != NULL) {
+		const char *w = x_cache;
+		size_t n;
+
+		while (*w == ' ' || *w == '\t')
+			w++;
+		n = strcspn(w, " \t,;\r\n");
+		/* nginx's $upstream_cache_status, Squid's "HIT from host" and
+		 * TCP_MEM_HIT, Traffic Server's hit-fresh: a served copy is a
+		 * hit, stale or revalidated ones too. */
+		if (word_has(w, n, "hit") || word_has(w, n, "stale") ||
+		    word_has(w, n, "updating") || word_has(w, n, "revalidated"))
+			return 1;
+		if (word_has(w, n, "miss") || word_has(w, n, "expired") ||
+		    word_has(w, n, "bypass"))
+			return -1;
+		return 0;
+	}
+	if (age != NULL) {
+		const char *p = age;
+		uint64_t v;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (parse_u64(&p, &v) != 0)
+			return 0;
+		p = skip_space(p);
+		if (*p != '\0' && *p != '\r' && *p != '\n')
+			return 0;
+		return v > 0 ? 1 : -1;
+	}
+	return 0;
+}
+
 enum fetch_outcome fetch_classify_status(long status)
 {
 	switch (status) {

@@ -57,8 +57,9 @@ static size_t probe_body(char *buf, size_t size, size_t n, void *arg)
 	return s->body > 1 ? 0 : size * n;
 }
 
-/* Forgets the first response before the same probe is sent again. */
-static void probe_retry(void *arg)
+/* Forgets an answer before the probe is sent again (to the next hop,
+ * through the next proxy, with newer credentials). */
+static void probe_reset(void *arg)
 {
 	struct probe_state *s = arg;
 
@@ -93,7 +94,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 
 /* One probe request; fetch_probe() retries it. */
 static int probe_once(const struct fetch_config *cfg, const char *url,
-		      struct fetch_probe *out, enum fetch_probe_error *kind,
+		      bool no_cache, struct fetch_probe *out, enum fetch_probe_error *kind,
 		      uint64_t *retry_after_ms, char *err, size_t errlen)
 {
 	struct probe_state s;
@@ -127,9 +128,9 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_body);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &s);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, cfg->connect_timeout_ms * 3);
-	rc = fetch__perform_auth(cfg, easy, url, headers, probe_retry, &s,
-				 probe_errbody, &cc, &final, &out->status, herr,
-				 sizeof(herr));
+	rc = fetch__perform(cfg, easy, url, headers, no_cache, probe_reset, &s,
+			    probe_errbody, &cc, &final, &out->status, herr,
+			    sizeof(herr));
 	snprintf(out->etag, sizeof(out->etag), "%s", h->etag);
 	snprintf(out->last_modified, sizeof(out->last_modified), "%s",
 		 h->last_modified);
@@ -144,7 +145,9 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 		*kind = out->status == 0 ? FETCH_PROBE_UNREACHABLE
 					 : FETCH_PROBE_REFUSED;
 		rc = fail(err, errlen, "%s: %s", shown,
-			  errbuf[0] ? errbuf : curl_easy_strerror(cc));
+			  herr[0]     ? herr
+			  : errbuf[0] ? errbuf
+				      : curl_easy_strerror(cc));
 		goto out;
 	}
 	if (h->coding[0] != '\0' && out->status >= 200 && out->status < 300) {
@@ -194,7 +197,12 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 		}
 		out->size = h->cr_total;
 	} else {
-		*kind = FETCH_PROBE_REFUSED;
+		/* Through a proxy, a gateway error says the origin could not
+		 * be reached: the cache may serve what it holds. */
+		*kind = cfg->proxies != NULL &&
+				(out->status == 502 || out->status == 504)
+			? FETCH_PROBE_UNREACHABLE
+			: FETCH_PROBE_REFUSED;
 		*retry_after_ms = h->retry_after_ms;
 		rc = fail(err, errlen, "%s: HTTP %ld", shown, out->status);
 		goto out;
@@ -225,7 +233,7 @@ void fetch_probe_free(struct fetch_probe *p)
 }
 
 int fetch_probe(const struct fetch_config *cfg, const char *url,
-		struct fetch_probe *out, enum fetch_probe_error *kind,
+		bool no_cache, struct fetch_probe *out, enum fetch_probe_error *kind,
 		char *err, size_t errlen)
 {
 	uint64_t wait_ms = FETCH__PROBE_FIRST_WAIT_MS;
@@ -239,7 +247,8 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 		uint64_t retry_after_ms = 0;
 		struct timespec ts;
 
-		rc = probe_once(cfg, url, out, kind, &retry_after_ms, err,
+		rc = probe_once(cfg, url, no_cache, out, kind, &retry_after_ms,
+				err,
 				errlen);
 		if (rc == 0 || *kind != FETCH_PROBE_REFUSED ||
 		    fetch_classify_status(out->status) == FETCH_GONE ||
@@ -264,6 +273,18 @@ struct get_state {
 	size_t max;
 	bool too_big;
 };
+
+/* Forgets an answer before the GET is sent again (to the next hop,
+ * through the next proxy, with newer credentials). */
+static void get_reset(void *arg)
+{
+	struct get_state *g = arg;
+
+	free(g->buf);
+	g->buf = NULL;
+	g->len = 0;
+	g->too_big = false;
+}
 
 static size_t get_body(char *data, size_t size, size_t n, void *arg)
 {
@@ -290,17 +311,6 @@ static size_t get_body(char *data, size_t size, size_t n, void *arg)
 static int get_doc(const struct fetch_config *cfg, const char *url,
 		   size_t max, char **body, size_t *len, char **final,
 		   long *status_out, char *err, size_t errlen);
-
-/* Forgets the first response before the same GET is sent again. */
-static void get_retry(void *arg)
-{
-	struct get_state *g = arg;
-
-	free(g->buf);
-	g->buf = NULL;
-	g->len = 0;
-	g->too_big = false;
-}
 
 static const char *get_body_text(void *arg)
 {
@@ -352,9 +362,9 @@ static int get_doc(const struct fetch_config *cfg, const char *url,
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &g);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
 			 cfg->connect_timeout_ms * 3);
-	rc = fetch__perform_auth(cfg, easy, url, headers, get_retry, &g,
-				 get_body_text, &cc, &last, &status, herr,
-				 sizeof(herr));
+	rc = fetch__perform(cfg, easy, url, headers, false, get_reset, &g,
+			    get_body_text, &cc, &last, &status, herr,
+			    sizeof(herr));
 	if (rc != 0) {
 		rc = fail(err, errlen, "%s: %s", shown, herr);
 		goto out;
@@ -365,7 +375,9 @@ static int get_doc(const struct fetch_config *cfg, const char *url,
 		rc = fail(err, errlen, "%s: larger than %zu bytes", shown, max);
 	else if (cc != CURLE_OK)
 		rc = fail(err, errlen, "%s: %s", shown,
-			  errbuf[0] ? errbuf : curl_easy_strerror(cc));
+			  herr[0]     ? herr
+			  : errbuf[0] ? errbuf
+				      : curl_easy_strerror(cc));
 	else if (status != 200 && status_out == NULL)
 		rc = fail(err, errlen, "%s: HTTP %ld", shown, status);
 out:

@@ -35,13 +35,15 @@ void fs__learned_free(struct fs_learned *l)
 }
 
 /* Probes one URL into sources[*n] when it answers; *kind says how it
- * failed otherwise. */
+ * failed otherwise. A revalidation (the cache holds a record: has the file
+ * changed?) asks the origin past any cache on the way. */
 static int probe_one(const struct fetch_config *fc, const char *url,
-		     struct fs_source *s, uint64_t *size, int64_t *mtime,
-		     enum fetch_probe_error *kind, char *err, size_t errlen)
+		     bool revalidation, struct fs_source *s, uint64_t *size,
+		     int64_t *mtime, enum fetch_probe_error *kind, char *err,
+		     size_t errlen)
 {
 	struct fetch_probe pr;
-	int rc = fetch_probe(fc, url, &pr, kind, err, errlen);
+	int rc = fetch_probe(fc, url, revalidation, &pr, kind, err, errlen);
 
 	if (rc != 0)
 		return pr.status == 404 || pr.status == 410 ? -ENOENT : rc;
@@ -157,8 +159,8 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 		uint64_t size;
 		int64_t mtime;
 
-		rc = probe_one(fc, urls[i], s, &size, &mtime, &kind, perr,
-			       sizeof(perr));
+		rc = probe_one(fc, urls[i], have_rec, s, &size, &mtime, &kind,
+			       perr, sizeof(perr));
 		s->if_match = a->object_store;
 		missing &= rc == -ENOENT;
 		if (rc != 0) {

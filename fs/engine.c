@@ -10,6 +10,9 @@
 
 #include "fs/fs_int.h"
 
+_Static_assert(FS_CHUNK_MIN == CACHE_BLOCK_SIZE,
+	       "the smallest chunk is a cache block");
+
 /* Blocks kept in memory: each lane fills one at a time, one left behind by
  * a cancelled or faulted lane waits for its remainder, and the rest keep
  * the most recently used whole blocks (8 lanes: 256 blocks, 16 MiB). */
@@ -77,6 +80,8 @@ static struct fs_part *part_get(struct fs_engine *e, uint32_t blob,
 			p->state = FS_PART_FILLING; /* fetched again */
 			p->source = PACE_NONE;
 			p->mixed = false;
+			p->proxy = -1;
+			p->proxy_mixed = false;
 		}
 		return p;
 	}
@@ -109,6 +114,8 @@ static struct fs_part *part_get(struct fs_engine *e, uint32_t blob,
 	slot->lost = false;
 	slot->source = PACE_NONE;
 	slot->mixed = false;
+	slot->proxy = -1;
+	slot->proxy_mixed = false;
 	slot->blob = blob;
 	slot->index = index;
 	return slot;
@@ -125,6 +132,7 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 	uint64_t end = off + len;
 	uint64_t credited_end = off;
 	const struct fs_blob *b;
+	int proxy = fetch_lane_proxy(e->fetch, lane);
 
 	pthread_mutex_lock(&e->mu);
 	if (pace_lane_info(e->pace, lane, &li) != 0 || !li.busy ||
@@ -155,7 +163,9 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 		       src + (credited_end - off), stop - credited_end);
 		p->last_use = ++e->part_clock;
 		p->mixed |= p->source != li.source && p->source != PACE_NONE;
+		p->proxy_mixed |= p->proxy != proxy && p->source != PACE_NONE;
 		p->source = li.source;
+		p->proxy = proxy;
 		credited_end = stop;
 	}
 	if (credited_end > off) {
@@ -182,8 +192,7 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 			/* Its bytes were readable as they arrived. */
 			fs__inval_queue(e, li.blob, i * CACHE_BLOCK_SIZE,
 					block_end(b, i));
-			if (!p->mixed)
-				pace_source_exclude(e->pace, p->source);
+			fs__verify_blame(e, li.blob, p);
 			p->state = FS_PART_FREE;
 			continue;
 		}
@@ -315,13 +324,16 @@ static const struct fs_source *source_of(const struct fs_engine *e,
 }
 
 /* A cancel of a lane that got nothing for the stall timeout is a stall
- * reclaim: say which source stalled, as the scheduler does not. */
+ * reclaim: say which source stalled, as the scheduler does not. A proxy
+ * the lane went through is left out for its reset interval, so that the
+ * range it retries does not stall there again. */
 static void log_if_stalled(struct fs_engine *e, uint32_t lane)
 {
 	struct pace_lane_info li;
 	const struct fs_source *s;
 	uint64_t idle;
 	bool stalled;
+	int proxy = fetch_lane_proxy(e->fetch, lane);
 
 	pthread_mutex_lock(&e->mu);
 	idle = fs__now_ns() - e->lane_seen_ns[lane];
@@ -331,8 +343,11 @@ static void log_if_stalled(struct fs_engine *e, uint32_t lane)
 	if (stalled && (s = source_of(e, li.source)) != NULL)
 		fs__log(FS_LOG_WARN,
 			"lane %u: %s: no byte for %" PRIu64 " s at offset %" PRIu64
-			": stalled; its range is retried",
-			lane, s->url, idle / 1000000000u, li.frontier);
+			": stalled; its range is retried%s",
+			lane, s->url, idle / 1000000000u, li.frontier,
+			proxy >= 0 ? " through another proxy" : "");
+	if (stalled && proxy >= 0)
+		fetch_proxies_fail(e->proxies, proxy);
 }
 
 /* Fills t with what action a requests from; NULL if its source is gone. */
@@ -348,6 +363,7 @@ static const struct fs_source *action_target(const struct fs_engine *e,
 	t->validator = s->validator;
 	t->if_match = s->if_match;
 	t->size = e->blobs[e->source_of_pace[a->source]].size;
+	t->no_cache = false;
 	return s;
 }
 
@@ -367,6 +383,8 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 			s->url, a->start, a->end - 1);
 		pthread_mutex_lock(&e->mu);
 		e->lane_seen_ns[a->lane] = fs__now_ns();
+		t.no_cache = fs__verify_recheck(e, e->source_of_pace[a->source],
+						a->start, a->end);
 		pthread_mutex_unlock(&e->mu);
 		rc = fetch_lane_start(e->fetch, a->lane, &t, a->start, a->end);
 		if (rc != 0) {
@@ -396,6 +414,10 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 			"lane %u: GET %s bytes %" PRIu64 "-%" PRIu64
 			" sent ahead",
 			a->lane, s->url, a->start, a->end - 1);
+		pthread_mutex_lock(&e->mu);
+		t.no_cache = fs__verify_recheck(e, e->source_of_pace[a->source],
+						a->start, a->end);
+		pthread_mutex_unlock(&e->mu);
 		rc = fetch_lane_queue(e->fetch, a->lane, &t, a->start, a->end);
 		if (rc != 0)
 			fs__log(FS_LOG_DEBUG, "lane %u: cannot send ahead: %s",
@@ -470,21 +492,24 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&e->inval_cv, NULL);
 	e->cache = cache;
+	e->proxies = cfg->fetch.proxies;
 	e->read_timeout_ns = (uint64_t)cfg->read_timeout_s * 1000000000u;
 
 	pace_config_default(&pc);
 	pc.max_lanes = cfg->lanes;
 	pc.lanes_per_source = cfg->lanes;
-	pc.align = CACHE_BLOCK_SIZE;
-	/* A random read pulls one block, not more. */
-	pc.min_request = CACHE_BLOCK_SIZE;
+	/* Requests cover whole chunks, aligned: what a cache in front of
+	 * the origin keys on. A random read pulls one chunk, not more. */
+	pc.align = cfg->chunk != 0 ? cfg->chunk : CACHE_BLOCK_SIZE;
+	pc.min_request = pc.align;
 	pc.deadline_ns = e->read_timeout_ns;
 	if (cfg->readahead_ms != 0)
 		pc.lead_ns = (uint64_t)cfg->readahead_ms * 1000000u;
 	pc.kernel_ahead = cfg->kernel_ahead;
 	/* A window opens small: a reader that stops soon after it showed it
 	 * reads sequentially (one member of an archive) pulls little. */
-	pc.window_min = 4 * CACHE_BLOCK_SIZE;
+	pc.window_min = 4 * CACHE_BLOCK_SIZE > pc.align ? 4 * CACHE_BLOCK_SIZE
+							 : pc.align;
 	pc.stall_ns = (uint64_t)cfg->stall_timeout_s * 1000000000u;
 	if (cfg->retry_after_max_s != 0)
 		pc.retry_after_max_ns =

@@ -158,6 +158,8 @@ struct fs_part {
 	enum fs_part_state state;
 	uint32_t source; /* the scheduler's source that wrote into it */
 	bool mixed;	 /* more than one source wrote into it */
+	int proxy;	 /* the proxy its bytes came through (-1: none) */
+	bool proxy_mixed; /* through more than one (or some through none) */
 	bool lost; /* the cache failed to store it: memory holds the only copy,
 		      so its bytes stop being held when it leaves */
 	uint32_t blob;
@@ -172,6 +174,10 @@ struct fs_part {
  * read_timeout more. A later read tries again. */
 #define FS_FAILED_MAX 16
 #define FS_FAILED_NS (1000u * 1000000u)
+
+/* Ranges whose bytes failed a digest lately: requests of them send
+ * Cache-Control: no-cache (fs/verify.c). */
+#define FS_RECHECK_MAX 16
 
 /* The running mount: scheduler, transfers and cache, under one lock. */
 struct fs_engine {
@@ -211,6 +217,13 @@ struct fs_engine {
 		uint64_t at_ns; /* 0: unused */
 	} failed[FS_FAILED_MAX];
 	uint32_t failed_next;
+	struct fetch_proxies *proxies; /* -o proxy=, or NULL; borrowed */
+	/* Ranges fetched again past any cache; guarded by mu. */
+	struct fs_recheck {
+		uint32_t blob;
+		uint64_t start, end; /* end 0: unused */
+	} recheck[FS_RECHECK_MAX];
+	uint32_t recheck_next;
 };
 
 struct fs_mount;
@@ -223,6 +236,7 @@ struct fs_engine_config {
 	unsigned stall_timeout_s;
 	unsigned retry_after_max_s;
 	unsigned readahead_ms; /* a sequential reader's lead */
+	uint64_t chunk;	       /* requests cover whole chunks; 0: a block */
 	uint64_t kernel_ahead; /* bytes the kernel reads ahead of readers */
 	struct fetch_config fetch;
 };
@@ -278,6 +292,23 @@ bool fs__verify_part(struct fs_engine *e, uint32_t b,
 /* Starts the whole-blob SHA-256 check of blob b on a thread of its own
  * once every byte is held. Caller holds e->mu. */
 void fs__verify_start(struct fs_engine *e, uint32_t b);
+
+/* Bytes [start, end) of blob b failed a digest: the requests that fetch
+ * them again send Cache-Control: no-cache, so that a cache on the way
+ * (a proxy's bad copy) is replaced, not served again. Caller holds
+ * e->mu. */
+void fs__verify_recheck_note(struct fs_engine *e, uint32_t b, uint64_t start,
+			     uint64_t end);
+
+/* True when a request of [start, end) of blob b must send no-cache.
+ * Caller holds e->mu. */
+bool fs__verify_recheck(const struct fs_engine *e, uint32_t b, uint64_t start,
+			uint64_t end);
+
+/* Blames the bytes of part p that failed their digest: the proxy they all
+ * came through is excluded for good, else the one source that sent them
+ * all; the range is fetched again with no-cache. Caller holds e->mu. */
+void fs__verify_blame(struct fs_engine *e, uint32_t b, const struct fs_part *p);
 
 /* fs/inval.c. Queues the kernel's pages of bytes [start, end) of blob b
  * to be dropped (the mount dropped those bytes as wrong or stale), and

@@ -95,7 +95,13 @@ static void usage(void)
 	       "   S3\n"
 	       "    -o creds_readable      accept a credentials file others "
 	       "may read\n"
-	       "    -o cafile=FILE, -o insecure, -o proxy=URL   TLS and proxy\n"
+	       "    -o cafile=FILE, -o insecure   TLS\n"
+	       "    -o proxy=\"A|B;C;DIRECT\"  proxies: groups tried in order, "
+	       "members\n"
+	       "                           sharing the load (-o proxy_reset=S: "
+	       "300)\n"
+	       "    -o chunk=SIZE          requests cover whole chunks "
+	       "(64K-8M; 64K)\n"
 	       "    -o sha256=HEX          the blob's SHA-256, checked once it "
 	       "is all held\n"
 	       "    -o cache_size=SIZE     cache budget, least recently used "
@@ -346,7 +352,7 @@ static void fetch_config_from(const struct fs_opts *o, struct fetch_config *f)
 	f->connect_timeout_ms = (long)o->connect_timeout_s * 1000;
 	f->cafile = o->cafile;
 	f->insecure = o->insecure;
-	f->proxy = o->proxy;
+	f->chunk = o->chunk;
 	f->headers = (const char *const *)o->headers;
 	f->nheaders = o->nheaders;
 }
@@ -669,6 +675,7 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 	ec.stall_timeout_s = o->stall_timeout_s;
 	ec.retry_after_max_s = o->retry_after_max_s;
 	ec.readahead_ms = o->readahead_ms;
+	ec.chunk = o->chunk;
 	ec.kernel_ahead = m->kernel_ahead;
 	ec.fetch = m->fetch;
 	ec.max_blobs = p->kind == MOUNT_MANIFEST ? p->manifest.nfiles
@@ -776,6 +783,12 @@ int fs_main(int argc, char **argv)
 		goto out_session;
 	m.s3 = p.s3.bucket != NULL ? &p.s3 : NULL;
 	m.creds = p.creds;
+	if (o.proxy != NULL &&
+	    fetch_proxies_new(o.proxy, (uint64_t)o.proxy_reset_s * 1000u,
+			      &m.fetch.proxies, err, sizeof(err)) != 0) {
+		fail("%s", err);
+		goto out_session;
+	}
 	/* Open the cache once here to report problems on the terminal; the
 	 * daemon reopens it, as an LMDB environment must not cross fork. */
 	if (open_cache(&o, true, &m.engine, &cache) != 0 ||
@@ -824,6 +837,7 @@ out_session:
 	m.engine = NULL;	   /* after this, as on_lost reads it */
 	cache_close(m.cache);
 	fs__ns_free(m.ns);
+	fetch_proxies_free(m.fetch.proxies); /* after the engine's requests */
 out_prepared:
 	prepared_free(&p);
 out_opts:

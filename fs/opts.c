@@ -51,6 +51,8 @@ enum {
 	KEY_S3_ADDRESSING,
 	KEY_AUTH_COMMAND,
 	KEY_CREDS_READABLE,
+	KEY_CHUNK,
+	KEY_PROXY_RESET,
 };
 
 static const struct fuse_opt opt_spec[] = {
@@ -69,6 +71,8 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("stall_timeout=", KEY_STALL_TIMEOUT),
 	FUSE_OPT_KEY("retry_after_max=", KEY_RETRY_AFTER_MAX),
 	FUSE_OPT_KEY("readahead=", KEY_READAHEAD),
+	FUSE_OPT_KEY("chunk=", KEY_CHUNK),
+	FUSE_OPT_KEY("proxy_reset=", KEY_PROXY_RESET),
 	FUSE_OPT_KEY("listing_ttl=", KEY_LISTING_TTL),
 	FUSE_OPT_KEY("log_level=", KEY_LOG_LEVEL),
 	FUSE_OPT_KEY("sha256=", KEY_SHA256),
@@ -331,6 +335,20 @@ static int opt_proc(void *data, const char *arg, int key,
 		o->revalidate_s = secs;
 		return 0;
 	}
+	case KEY_CHUNK: {
+		const char *v = strchr(arg, '=') + 1;
+
+		/* Whole cache blocks, and a power of two so that a cache in
+		 * front of the origin (nginx's slice) can key on them. */
+		if (fs_parse_size(v, &o->chunk) != 0 ||
+		    o->chunk < FS_CHUNK_MIN || o->chunk > FS_CHUNK_MAX ||
+		    (o->chunk & (o->chunk - 1)) != 0)
+			return parse_error(s,
+					   "option chunk: '%s' is not a power "
+					   "of two from 64K to 8M",
+					   v);
+		return 0;
+	}
 	case KEY_CACHE_SIZE:
 		if (fs_parse_size(strchr(arg, '=') + 1, &o->cache_size) != 0)
 			return parse_error(s,
@@ -380,8 +398,22 @@ static int opt_proc(void *data, const char *arg, int key,
 		return 0;
 	case KEY_CAFILE:
 		return set_string(s, arg, &o->cafile);
-	case KEY_PROXY:
-		return set_string(s, arg, &o->proxy);
+	case KEY_PROXY: {
+		struct fetch_proxies *list = NULL;
+		char why[256];
+
+		if (set_string(s, arg, &o->proxy) != 0)
+			return -1;
+		/* Refused here, with the part that is wrong; mount.c builds
+		 * the list the requests use. */
+		if (fetch_proxies_new(o->proxy, 0, &list, why, sizeof(why)) !=
+		    0)
+			return parse_error(s, "%s", why);
+		fetch_proxies_free(list);
+		return 0;
+	}
+	case KEY_PROXY_RESET:
+		return parse_uint(s, arg, 1, 86400, &o->proxy_reset_s);
 	case KEY_INSECURE:
 		o->insecure = true;
 		return 0;
@@ -420,6 +452,8 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	out->stall_timeout_s = 10;
 	out->retry_after_max_s = 60;
 	out->readahead_ms = FS_READAHEAD_MS;
+	out->chunk = FS_CHUNK_MIN;
+	out->proxy_reset_s = FETCH_PROXY_RESET_MS / 1000;
 	out->listing_ttl_s = 60;
 	out->log_level = 2; /* info */
 	out->revalidate_s = -1;
@@ -459,7 +493,33 @@ static void mask_userinfo(char *u)
 		memset(u + start, '*', end - start - 1);
 }
 
-/* Masks the secrets of one -o list: header values, mirrors' userinfo.
+/* Masks the credentials ("user:password@") of each proxy in the proxy
+ * list [list, end): "A|B;C", entries with or without a scheme. */
+static void mask_proxies(char *list, const char *end)
+{
+	char *entry = list;
+
+	while (entry < end) {
+		char *stop = entry, *at = NULL, *from = entry;
+
+		while (stop < end && *stop != '|' && *stop != ';') {
+			if (*stop == '@')
+				at = stop;
+			stop++;
+		}
+		for (char *q = entry; at != NULL && q + 2 < at; q++)
+			if (q[0] == ':' && q[1] == '/' && q[2] == '/') {
+				from = q + 3;
+				break;
+			}
+		if (at != NULL)
+			memset(from, '*', (size_t)(at - from));
+		entry = stop + 1;
+	}
+}
+
+/* Masks the secrets of one -o list: header values, mirrors' userinfo,
+ * proxies' credentials.
  * Items end at a ',' that no backslash escapes, as libfuse reads them. */
 static void scrub_optlist(char *list)
 {
@@ -479,6 +539,8 @@ static void scrub_optlist(char *list)
 
 			v = v != NULL ? v + 1 : item + 7;
 			memset(v, '*', (size_t)(end - v));
+		} else if (strncmp(item, "proxy=", 6) == 0) {
+			mask_proxies(item + 6, end);
 		} else if (strncmp(item, "mirror=", 7) == 0) {
 			char saved = *end;
 

@@ -34,6 +34,57 @@ static const char *source_url(const struct fs_engine *e, uint32_t id)
 	return "(unknown source)";
 }
 
+/* The name of proxy entry i, for log lines. */
+static const char *proxy_name(const struct fs_engine *e, int i)
+{
+	struct fetch_proxy_info pi;
+
+	if (fetch_proxies_info(e->proxies, (uint32_t)i, 0, &pi) != 0)
+		return "(unknown proxy)";
+	return pi.name;
+}
+
+void fs__verify_recheck_note(struct fs_engine *e, uint32_t b, uint64_t start,
+			     uint64_t end)
+{
+	struct fs_recheck *r =
+		&e->recheck[e->recheck_next++ % FS_RECHECK_MAX];
+
+	r->blob = b;
+	r->start = start;
+	r->end = end;
+}
+
+bool fs__verify_recheck(const struct fs_engine *e, uint32_t b, uint64_t start,
+			uint64_t end)
+{
+	for (uint32_t i = 0; i < FS_RECHECK_MAX; i++) {
+		const struct fs_recheck *r = &e->recheck[i];
+
+		if (r->end != 0 && r->blob == b && start < r->end &&
+		    r->start < end)
+			return true;
+	}
+	return false;
+}
+
+void fs__verify_blame(struct fs_engine *e, uint32_t b, const struct fs_part *p)
+{
+	uint64_t start = p->index * CACHE_BLOCK_SIZE;
+	uint64_t end = start + CACHE_BLOCK_SIZE;
+
+	if (end > e->blobs[b].size)
+		end = e->blobs[b].size;
+	/* A cache's copy may be what is wrong: the source is not blamed for
+	 * what a proxy served, and the proxy, which may hold more such
+	 * copies, is not asked again. */
+	if (p->proxy >= 0 && !p->proxy_mixed)
+		fetch_proxies_exclude(e->proxies, p->proxy);
+	else if (!p->mixed)
+		pace_source_exclude(e->pace, p->source);
+	fs__verify_recheck_note(e, b, start, end);
+}
+
 bool fs__verify_part(struct fs_engine *e, uint32_t b, const struct fs_part *p)
 {
 	const struct fs_blob *blob = &e->blobs[b];
@@ -66,13 +117,21 @@ bool fs__verify_part(struct fs_engine *e, uint32_t b, const struct fs_part *p)
 		hex(got, got_hex);
 		fs__log(FS_LOG_ERR,
 			"%s: block %" PRIu64 " (bytes %" PRIu64 "-%" PRIu64
-			") from %s has SHA-256 %s, not %s: %s",
+			") from %s%s%s has SHA-256 %s, not %s: %s",
 			blob->name, k, off, off + len - 1,
 			p->mixed ? "several sources" : source_url(e, p->source),
+			p->proxy >= 0 && !p->proxy_mixed ? " through proxy "
+							 : "",
+			p->proxy >= 0 && !p->proxy_mixed
+				? proxy_name(e, p->proxy)
+				: "",
 			got_hex, want_hex,
-			p->mixed ? "its bytes are fetched again"
-				 : "the source is excluded and the bytes "
-				   "fetched again");
+			p->proxy >= 0 && !p->proxy_mixed
+				? "the proxy is excluded and the bytes "
+				  "fetched again past any cache"
+			: p->mixed ? "its bytes are fetched again"
+				   : "the source is excluded and the bytes "
+				     "fetched again");
 		return false;
 	}
 	return true;
@@ -154,6 +213,7 @@ static void *verify_main(void *arg)
 		/* Forget every byte, in memory, in the cache and in the
 		 * kernel's page cache (they were served before the check). */
 		pace_blob_forget(e->pace, blob->pace_id, 0, blob->size);
+		fs__verify_recheck_note(e, blob->pace_id, 0, blob->size);
 		fs__inval_queue(e, blob->pace_id, 0, blob->size);
 		for (uint32_t i = 0; i < e->nparts; i++)
 			if (e->parts[i].state == FS_PART_DONE &&

@@ -32,6 +32,10 @@ ORIGIN_PID=
 ORIGIN_PORT=
 ORIGIN_URL=
 ORIGIN_PREFIX=
+TP_PID=
+TP_PORT=
+TP_URL=
+TP_PREFIX=
 T_MOUNT_ERR=
 
 # --- accounting -------------------------------------------------------------
@@ -170,7 +174,8 @@ free_port() {
 # config, logs and pid in a new folder under T_TMP, and waits until it
 # listens. Each SERVER is the inside of one server block, listen line
 # included; @PORT1@, @PORT2@, ... in any of them stand for free loopback
-# ports, one per server. Defaults: 1 worker, 256 connections, error log
+# ports, one per server, and @PREFIX@ in HTTP_DIRECTIVES for its folder.
+# Defaults: 1 worker, 256 connections, error log
 # at info, access log lines "method uri status "range" bytes". Sets
 # NGINX_PID, NGINX_PORTS (an array), NGINX_PREFIX (its folder: access.log,
 # error.log) and NGINX_URL (http://127.0.0.1:@PORT1@); the cleanup stops it.
@@ -192,6 +197,7 @@ nginx_start() {
 	shift $((OPTIND - 1))
 	prefix=$(mktemp -d "$T_TMP/nginx.XXXXXX")
 	mkdir -p "$prefix/tmp"
+	http=${http//@PREFIX@/$prefix}
 	if [ "$(id -u)" -eq 0 ]; then
 		# Workers would otherwise drop to nobody and fail to read the
 		# test's 0700 temp dirs.
@@ -275,6 +281,53 @@ origin_start() {
 	ORIGIN_PORT=${NGINX_PORTS[0]}
 	ORIGIN_URL=$NGINX_URL
 	ORIGIN_PREFIX=$NGINX_PREFIX
+}
+
+# tier_proxy_start SLICE: a private nginx as a forward caching proxy
+# (proxy_cache with the slice module, SLICE bytes a slice, e.g. 1m: the
+# cache tier of docs/deploy.md), with an empty cache; a request with a
+# Cache-Control header goes to the origin (and refreshes the cache). Sets
+# TP_PORT, TP_URL, TP_PREFIX and TP_PID; its access log
+# ($TP_PREFIX/access.log) says: method uri status "range" bytes
+# cache-status.
+tier_proxy_start() {
+	local slice=$1
+	# shellcheck disable=SC2016 # nginx's variables
+	nginx_start -f '$request_method $uri $status "$http_range" $body_bytes_sent $upstream_cache_status' \
+		-h "proxy_cache_path @PREFIX@/cache levels=1:2 keys_zone=pc:10m max_size=2g inactive=60m use_temp_path=off;" \
+		"listen 127.0.0.1:@PORT1@;
+		location = /__pacefs_probe { access_log off; return 204; }
+		location / {
+			slice $slice;
+			proxy_cache pc;
+			proxy_cache_key \$http_host\$uri\$is_args\$args\$slice_range;
+			proxy_set_header Range \$slice_range;
+			proxy_set_header Host \$http_host;
+			proxy_http_version 1.1;
+			proxy_set_header Connection \"\";
+			proxy_cache_valid 200 206 1h;
+			proxy_cache_lock on;
+			proxy_cache_lock_timeout 30s;
+			proxy_cache_bypass \$http_cache_control;
+			proxy_pass http://\$http_host;
+			add_header X-Cache \$upstream_cache_status;
+		}" || return 1
+	TP_PID=$NGINX_PID
+	TP_PORT=${NGINX_PORTS[0]}
+	TP_URL=$NGINX_URL
+	TP_PREFIX=$NGINX_PREFIX
+}
+
+# nginx_kill PID: kills one nginx this script started at once, its workers
+# first (a worker outlives a killed master), as a crashed machine would
+# go: its connections are reset mid-transfer.
+nginx_kill() {
+	local pid=$1 child
+	for child in $(ps -o pid= --ppid "$pid" 2>/dev/null); do
+		kill -KILL "$child" 2>/dev/null || true
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
 }
 
 # proc_stop PID: stops a process this script started (a server, a mount's

@@ -75,8 +75,10 @@ T1_FILE=multi0.bin      # MULTI_SIZE bytes, through the one-transfer origin
 T1_RETRY_AFTER=1        # s, that origin's Retry-After on its 503s
 STALL_SIZE=$((4 * MiB)) # the file behind the one-byte-per-response origin
 READ_TIMEOUT=5          # pacefs -o read_timeout= against it
+TIER_CHUNK=$MiB # -o chunk= and the tier's slice in the tier workload
+TIER_STALL=10   # s, -o stall_timeout= of the mount that loses a proxy
 WORKLOADS=(seq_lo seq_wan ttfb random player player2 seek1m mirrors multi
-	ffprobe ffss ffplay zip sqlite transfer1 stall memory)
+	ffprobe ffss ffplay zip sqlite transfer1 stall memory tier)
 
 # Per-step timeouts, seconds.
 TO_MOUNT=30
@@ -184,6 +186,87 @@ nginx_bench() {
 # pacefs-origins start with o_start NAME --root ROOT --quiet [OPTION...],
 # which sets O_URL and O_LOG (its request log: "method path range status
 # bytes fault").
+
+# tier_start NAME: nginx on a free loopback port as a forward caching proxy
+# (proxy_cache with the slice module, TIER_CHUNK a slice, an empty cache),
+# the tier of docs/deploy.md; sets TIER_URL and TIER_PID.
+tier_start() {
+	local prefix=$W/$1 port i
+	rm -rf "$prefix"
+	mkdir -p "$prefix/tmp" "$prefix/cache"
+	for _ in 1 2 3 4 5; do
+		port=$(free_port)
+		cat >"$prefix/nginx.conf" <<-EOF
+			user root;
+			daemon off;
+			master_process on;
+			worker_processes $(nproc);
+			pid $prefix/nginx.pid;
+			error_log $prefix/error.log warn;
+			events { worker_connections 1024; }
+			http {
+			    client_body_temp_path $prefix/tmp/body;
+			    proxy_temp_path $prefix/tmp/proxy;
+			    fastcgi_temp_path $prefix/tmp/fastcgi;
+			    uwsgi_temp_path $prefix/tmp/uwsgi;
+			    scgi_temp_path $prefix/tmp/scgi;
+			    access_log off;
+			    keepalive_requests 100000;
+			    sendfile on;
+			    tcp_nopush on;
+			    proxy_cache_path $prefix/cache levels=1:2 keys_zone=pc:10m max_size=2g inactive=60m use_temp_path=off;
+			    server {
+			        listen 127.0.0.1:$port;
+			        location = /__probe { return 204; }
+			        location / {
+			            slice $((TIER_CHUNK / 1024))k;
+			            proxy_cache pc;
+			            proxy_cache_key \$http_host\$uri\$is_args\$args\$slice_range;
+			            proxy_set_header Range \$slice_range;
+			            proxy_set_header Host \$http_host;
+			            proxy_http_version 1.1;
+			            proxy_set_header Connection "";
+			            proxy_cache_valid 200 206 1h;
+			            proxy_cache_lock on;
+			            proxy_cache_lock_timeout 30s;
+			            proxy_cache_bypass \$http_cache_control;
+			            proxy_pass http://\$http_host;
+			            add_header X-Cache \$upstream_cache_status;
+			        }
+			    }
+			}
+		EOF
+		/usr/sbin/nginx -e "$prefix/error.log" -p "$prefix" -c "$prefix/nginx.conf" \
+			</dev/null >>"$prefix/nginx.out" 2>&1 &
+		TIER_PID=$!
+		SERVER_PIDS+=("$TIER_PID")
+		TIER_URL=http://127.0.0.1:$port
+		for i in $(seq 1 100); do
+			kill -0 "$TIER_PID" 2>/dev/null || break
+			if curl -s -o /dev/null --max-time 2 "$TIER_URL/__probe"; then
+				return 0
+			fi
+			sleep 0.05
+		done
+		kill "$TIER_PID" 2>/dev/null || true
+		wait "$TIER_PID" 2>/dev/null || true
+	done
+	echo "bench: the tier's nginx did not start: $(tail -n 3 "$prefix/error.log")" >&2
+	return 1
+}
+
+# tier_stop PID [KILL]: stops a tier's nginx (with KILL at once, workers
+# first, as a machine that dies: its connections reset mid-transfer).
+tier_stop() {
+	local p
+	if [ -n "${2:-}" ]; then
+		for p in $(ps -o pid= --ppid "$1" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
+		kill -KILL "$1" 2>/dev/null || true
+	else
+		kill -TERM "$1" 2>/dev/null || true
+	fi
+	wait "$1" 2>/dev/null || true
+}
 
 # wan_start NAME: pacefs-origin over $WWW with the WAN caps and a listing;
 # sets WAN_URL and WAN_LOG.
@@ -862,6 +945,133 @@ gen_client_data() {
 	done
 }
 
+# Many mounts behind a shared cache tier (nginx proxy_cache + slice) in
+# front of the WAN origin, chunk = slice = TIER_CHUNK. Per run, with a new
+# tier: a first mount, then a second (fresh cache) reads the whole file;
+# the same file straight from loopback nginx with the same options (the
+# reference for the second mount's speed); with another new tier, two
+# mounts together; a two-proxy group one of whose proxies is killed a
+# quarter into the read; and random 4 KiB reads straight from the WAN
+# origin with the default chunk and with TIER_CHUNK.
+wl_tier() {
+	local r line mark mark2 f=seq.bin copts="chunk=$((TIER_CHUNK / 1024))K" pid sent c d
+	for r in $(seq 1 "$RUNS"); do
+		tier_start tier
+		for wl in tier_first tier_second; do
+			fresh "$r" "$wl"
+			mark=$(log_mark "$WAN_LOG")
+			if ! fs_mount pacefs "$WAN_URL" "$f" "$MNT" "$CACHE" -o "$copts,proxy=$TIER_URL"; then
+				record "$wl" pacefs "$r" "failed: mount: $MOUNT_ERR"
+				continue
+			fi
+			cold_caches "$f"
+			# The tier is the origin side, which the harness keeps warm:
+			# its cache files, as a busy tier holds them in memory.
+			find "$W/tier/cache" -type f -exec cat {} + >/dev/null
+			run_step "$BR" seq "$MNT/$f"
+			line=$STEP
+			fs_umount "$MNT" "$MPID"
+			record "$wl" pacefs "$r" "$line" "$(log_pulled "$WAN_LOG" "$mark")"
+			say "  $wl run $r: $line $(log_pulled "$WAN_LOG" "$mark")"
+		done
+		tier_stop "$TIER_PID"
+		fresh "$r" tier_direct
+		if fs_mount pacefs "$NGINX_URL" "$f" "$MNT" "$CACHE" -o "$copts"; then
+			cold_caches "$f"
+			run_step "$BR" seq "$MNT/$f"
+			fs_umount "$MNT" "$MPID"
+			record tier_direct pacefs "$r" "$STEP"
+		else
+			record tier_direct pacefs "$r" "failed: mount: $MOUNT_ERR"
+		fi
+		say "  tier_direct run $r: $STEP"
+
+		# Two mounts together through an empty tier.
+		tier_start tier
+		fresh "$r" tier_c
+		c=$MNT
+		mark=$(log_mark "$WAN_LOG")
+		if fs_mount pacefs "$WAN_URL" "$f" "$c" "$CACHE" -o "$copts,proxy=$TIER_URL"; then
+			pid=$MPID
+			fresh "$r" tier_d
+			d=$MNT
+			if fs_mount pacefs "$WAN_URL" "$f" "$d" "$CACHE" -o "$copts,proxy=$TIER_URL"; then
+				cold_caches "$f"
+				run_step bash -c '"$1" seq "$2" >"$4.c" & a=$!; "$1" seq "$3" >"$4.d" & b=$!;
+					rc=0; wait $a || rc=1; wait $b || rc=1
+					[ $rc = 0 ] || { echo "failed: $(cat "$4.c" "$4.d" | grep -v ^ok | head -n 1)"; exit 1; }
+					awk "{ for (i = 2; i <= NF; i++) { split(\$i, p, \"=\"); if (p[1] == \"secs\" && p[2] > s) s = p[2] } }
+					     END { printf \"ok secs=%.6f\n\", s }" "$4.c" "$4.d"' _ "$BR" "$c/$f" "$d/$f" "$W/together"
+				line=$STEP
+				fs_umount "$d" "$MPID"
+			else
+				line="failed: mount: $MOUNT_ERR"
+			fi
+			fs_umount "$c" "$pid"
+		else
+			line="failed: mount: $MOUNT_ERR"
+		fi
+		record tier_together pacefs "$r" "$line" "$(log_pulled "$WAN_LOG" "$mark")"
+		say "  tier_together run $r: $line $(log_pulled "$WAN_LOG" "$mark")"
+		tier_stop "$TIER_PID"
+
+		# A two-proxy group, one of them killed mid-read: the reader's
+		# longest wait (benchread player at an unreachable rate: every
+		# read as soon as the last one returned).
+		tier_start tier_q1
+		local q1=$TIER_URL q1pid=$TIER_PID
+		tier_start tier_q2
+		local q2=$TIER_URL q2pid=$TIER_PID
+		fresh "$r" tier_kill
+		mark=$(log_mark "$WAN_LOG")
+		if fs_mount pacefs "$WAN_URL" "$f" "$MNT" "$CACHE" -o "$copts,stall_timeout=$TIER_STALL,proxy=$q1|$q2"; then
+			cold_caches "$f"
+			mark2=$(log_mark "$WAN_LOG")
+			"$BR" player "$MNT/$f" 100000000000 "$SEQ_LO_SIZE" "$MiB" >"$W/kill.out" 2>&1 &
+			pid=$!
+			for _ in $(seq 1 1200); do
+				sent=$(tail -c +$((mark2 + 1)) "$WAN_LOG" | awk '{ s += $5 } END { print s + 0 }')
+				[ "$sent" -ge $((SEQ_LO_SIZE / 4)) ] && break
+				kill -0 "$pid" 2>/dev/null || break
+				sleep 0.05
+			done
+			tier_stop "$q1pid" kill
+			if timeout 240 tail --pid="$pid" -f /dev/null; then
+				wait "$pid" 2>/dev/null || true
+				line=$(tail -n 1 "$W/kill.out")
+			else
+				line="failed: timed out"
+			fi
+			fs_umount "$MNT" "$MPID"
+			record tier_kill pacefs "$r" "$line" "killed_at=$sent $(log_pulled "$WAN_LOG" "$mark")"
+		else
+			record tier_kill pacefs "$r" "failed: mount: $MOUNT_ERR"
+		fi
+		say "  tier_kill run $r: $(tail -n 1 "$RAW" | cut -f5)"
+		tier_stop "$q2pid"
+
+		# Random 4 KiB reads straight from the WAN origin: the default
+		# chunk (one cache block) and TIER_CHUNK.
+		for c in default "$copts"; do
+			local wl=tier_rand_64k
+			[ "$c" = default ] || wl=tier_rand_$((TIER_CHUNK / 1024))k
+			fresh "$r" "$wl"
+			mark=$(log_mark "$WAN_LOG")
+			if [ "$c" = default ]; then
+				fs_mount pacefs "$WAN_URL" long.bin "$MNT" "$CACHE" || { record "$wl" pacefs "$r" "failed: mount: $MOUNT_ERR"; continue; }
+			else
+				fs_mount pacefs "$WAN_URL" long.bin "$MNT" "$CACHE" -o "$c" || { record "$wl" pacefs "$r" "failed: mount: $MOUNT_ERR"; continue; }
+			fi
+			cold_caches long.bin
+			run_step "$BR" random "$MNT/long.bin" "$RANDOM_N_WAN" "$r"
+			line=$STEP
+			fs_umount "$MNT" "$MPID"
+			record "$wl" pacefs "$r" "$line" "$(log_pulled "$WAN_LOG" "$mark")"
+			say "  $wl run $r: $line $(log_pulled "$WAN_LOG" "$mark")"
+		done
+	done
+}
+
 # --- main -------------------------------------------------------------------
 
 say "work directory $W, $RUNS runs per figure"
@@ -902,7 +1112,8 @@ SETTINGS=(SEQ_LO_SIZE SEQ_WAN_SIZE LONG_SIZE MULTI_SIZE MULTI_FILES MULTI_READER
 	WAN_RATE WAN_LATENCY RANDOM_N_LO RANDOM_N_WAN PLAYER_RATE PLAYER_BYTES
 	PLAYER_BS SEEK_N SEEK_PLAY MEM_SIZE SEEK_JUMP PLAYER2_RATE PLAYER2_BYTES
 	PLAYER_LEAD LANES MEDIA_SECS MEDIA_KBPS PLAY_SECS PLAY_JUMPS SS_POS ZIP_MEMBERS
-	ZIP_MEMBER_BYTES DB_ROWS DB_PAYLOAD SQL_N T1_RETRY_AFTER READ_TIMEOUT)
+	ZIP_MEMBER_BYTES DB_ROWS DB_PAYLOAD SQL_N T1_RETRY_AFTER READ_TIMEOUT
+	TIER_CHUNK TIER_STALL)
 export "${SETTINGS[@]}"
 mkdir -p "$OUT/logs"
 cp "$RAW" "$OUT/raw.tsv"

@@ -10,7 +10,8 @@ FUZZ_OBJ := $(BUILD)/fuzz/obj
 FUZZ_BINS := $(BUILD)/fuzz/fuzz_manifest $(BUILD)/fuzz/fuzz_dirindex \
 	$(BUILD)/fuzz/fuzz_http $(BUILD)/fuzz/fuzz_name \
 	$(BUILD)/fuzz/fuzz_headers $(BUILD)/fuzz/fuzz_url $(BUILD)/fuzz/fuzz_lmdb \
-	$(BUILD)/fuzz/fuzz_s3xml $(BUILD)/fuzz/fuzz_awsconf
+	$(BUILD)/fuzz/fuzz_s3xml $(BUILD)/fuzz/fuzz_awsconf \
+	$(BUILD)/fuzz/fuzz_proxy
 
 .PHONY: fuzz
 fuzz: $(FUZZ_BINS)
@@ -37,7 +38,8 @@ $(BUILD)/fuzz/fuzz_http: $(FUZZ_OBJ)/tests/fuzz/fuzz_http.o \
 
 $(BUILD)/fuzz/fuzz_name: $(FUZZ_OBJ)/tests/fuzz/fuzz_name.o \
 		$(FUZZ_OBJ)/fs/opts.o $(FUZZ_OBJ)/fs/headers.o \
-		$(FUZZ_OBJ)/fetch/url.o
+		$(FUZZ_OBJ)/fetch/url.o $(FUZZ_OBJ)/fetch/proxy.o \
+		$(FUZZ_OBJ)/fetch/http.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
 		$(shell $(PKG_CONFIG) --libs fuse3 libcurl 2>/dev/null)
 
@@ -63,3 +65,9 @@ $(BUILD)/fuzz/fuzz_s3xml: $(FUZZ_OBJ)/tests/fuzz/fuzz_s3xml.o \
 $(BUILD)/fuzz/fuzz_awsconf: $(FUZZ_OBJ)/tests/fuzz/fuzz_awsconf.o \
 		$(FUZZ_OBJ)/fs/awsconf.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
+
+$(BUILD)/fuzz/fuzz_proxy: $(FUZZ_OBJ)/tests/fuzz/fuzz_proxy.o \
+		$(FUZZ_OBJ)/fetch/proxy.o $(FUZZ_OBJ)/fetch/url.o \
+		$(FUZZ_OBJ)/fetch/http.o
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
+		$(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null)
