@@ -13,7 +13,7 @@ endif
 
 CC ?= cc
 PKG_CONFIG ?= pkg-config
-PKGS := fuse3 libcurl libcrypto lmdb jansson libxxhash
+PKGS := fuse3 libcurl libcrypto lmdb jansson libxxhash libxml-2.0
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
@@ -46,8 +46,11 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
+# Made anew: ar keeps the members of an existing archive, so an object of
+# a source since removed would still be linked.
 $(BUILD)/lib%.a:
 	@mkdir -p $(dir $@)
+	@rm -f $@
 	$(AR) rcs $@ $^
 
 deps:

@@ -4,8 +4,8 @@
 
 #include <xxhash.h>
 #if defined(__x86_64__) || defined(__i386__)
-/* libxxhash's AVX2 variant where the CPU has it: twice the speed of its
- * SSE2 baseline on a 64 KiB block. */
+/* libxxhash's AVX2 variant where the CPU has it: faster than its SSE2
+ * baseline (docs/cache-notes.md). */
 #include <xxh_x86dispatch.h>
 #endif
 

@@ -165,23 +165,41 @@ int cache_blob_drop(struct cache *c, const struct cache_id *id);
 
 /* Calls fn(ctx, start, end) for every held extent of blob id in ascending
  * order, from one read transaction (committed bytes only). Stops early and
- * returns fn's value when it is non-zero. */
+ * returns fn's value when it is non-zero. A malformed extent is damage:
+ * -EIO, logged with the blob and the extent's start (the other blobs are
+ * unaffected; dropping the blob clears it). */
 int cache_extents_each(struct cache *c, const struct cache_id *id,
 		       int (*fn)(void *ctx, uint64_t start, uint64_t end),
 		       void *ctx);
 
 /* Queues block `index` of blob id (len bytes, CACHE_BLOCK_SIZE except for
  * the blob's last block) for the writer. Copies data. May block while the
- * queue is over its memory bound (back-pressure).
+ * queue is over its memory bound (back-pressure). Returns 0, -EINVAL,
+ * -ENOMEM, -EBADMSG (below). Must not be called from on_lost or
+ * on_evicted, nor while holding a lock they take.
  *
- * With per-block digests registered for the blob
- * (cache_blob_digests_set), the block is checked first, on the caller's
- * thread: -EBADMSG when it does not match, and nothing is queued. With
- * digest blocks larger than a cache block, the check runs when the put
- * completes a digest block (every other cache block of it readable); then
- * -EBADMSG means the digest block as a whole is wrong, and the caller
- * should evict its other cache blocks (cache_blocks_evict) and fetch them
- * again from another source. */
+ * With per-block digests registered for the blob (cache_blob_digests_set),
+ * the bytes are checked on the caller's thread, before anything is
+ * queued, and -EBADMSG (logged with the blob, the block and the digest
+ * block; nothing queued) means they may not be stored:
+ *  - the block is not one of the blob the digests describe: index past
+ *    its end, or len other than the block's length there;
+ *  - digest blocks of CACHE_BLOCK_SIZE or smaller: a digest block inside
+ *    this block does not match;
+ *  - larger digest blocks, each k cache blocks (the blob's last one may
+ *    have fewer, its last block short): while another cache block of the
+ *    digest block is not held (queued or committed), the put is queued
+ *    unchecked. The put that makes it complete reads the other blocks
+ *    (queue or LMDB, block checksums checked) and hashes the whole digest
+ *    block: -EBADMSG then means the digest block as a whole is wrong, and
+ *    the caller evicts its other cache blocks (cache_blocks_evict(c, id,
+ *    first, k)) and fetches it again, from another source. Until then
+ *    those blocks are readable (cache_block_read) without having been
+ *    checked: a caller that must serve only checked bytes waits for the
+ *    put that completes the digest block. Such puts take a lock of this
+ *    process (two puts never both find a digest block incomplete; two
+ *    processes sharing the directory may), and the completing one reads
+ *    and hashes the digest block's bytes, on the caller's thread. */
 int cache_block_put(struct cache *c, const struct cache_id *id,
 		    uint64_t index, const void *data, size_t len);
 
@@ -222,10 +240,12 @@ int cache_blocks_evict(struct cache *c, const struct cache_id *id,
 /* ---- integrity ---- */
 
 /* Registers the expected SHA-256 of each digest block of blob id (in
- * memory, per process; replaces any previous set; n == 0 removes it).
- * digest_block_size must divide CACHE_BLOCK_SIZE or be a multiple of it;
- * n must be ceil(blob_size / digest_block_size). Copies the digests.
- * Returns 0, -EINVAL, -ENOMEM. */
+ * memory, per process; replaces any previous set; n == 0 removes it): the
+ * bytes of every later cache_block_put of the blob are checked against
+ * them. digest_block_size must be at least 4096 and divide
+ * CACHE_BLOCK_SIZE or be a multiple of it (any power of two from 4 KiB
+ * does); n must be ceil(blob_size / digest_block_size), the last digest
+ * block being short. Copies the digests. Returns 0, -EINVAL, -ENOMEM. */
 int cache_blob_digests_set(struct cache *c, const struct cache_id *id,
 			   uint64_t blob_size, uint32_t digest_block_size,
 			   const uint8_t (*digests)[CACHE_SHA256_LEN],
@@ -265,7 +285,8 @@ int cache_blob_sums_check(struct cache *c, const struct cache_id *id,
 
 /* Structural check of blob id: every byte an extent claims is in a stored
  * block of the right length. *uncovered gets the number of blocks an
- * extent claims that are missing or too short (0: sound). */
+ * extent claims that are missing or too short (0: sound). A malformed
+ * extent returns -EIO, logged with the blob and the extent's start. */
 int cache_blob_check(struct cache *c, const struct cache_id *id,
 		     uint64_t *uncovered);
 

@@ -11,6 +11,7 @@ PKGS=(
 	libjansson-dev
 	clang libclang-rt-14-dev valgrind
 	nginx-light curl openssl attr ca-certificates
+	libxml2-dev python3-botocore s3cmd
 	procps psmisc iproute2 coreutils xxd python3
 )
 

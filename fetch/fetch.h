@@ -4,6 +4,7 @@
 #define FETCH_H
 
 struct fetch;
+struct fetch_auth;
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -69,7 +70,15 @@ struct fetch_config {
 	long connect_timeout_ms;
 	const char *cafile;	    /* NULL: the system CA bundle */
 	bool insecure;		    /* skip TLS verification */
-	const char *proxy;	    /* NULL: curl's environment variables */
+	/* The proxy list (-o proxy=, fetch_proxies_new), shared by every
+	 * request of the mount: probe, GET and lanes; borrowed for the
+	 * instance's life. NULL: curl's environment variables
+	 * (http_proxy, https_proxy, no_proxy) decide. */
+	struct fetch_proxies *proxies;
+	/* Requests cover whole chunks of this many bytes (a power of two;
+	 * 0: 64 KiB): a request's chunk picks its proxy, and a request
+	 * retried on another proxy starts at its chunk's start. */
+	uint64_t chunk;
 	const char *const *headers; /* "Name: value" (never logged), sent
 				       on every request and redirect hop
 				       whose URL has one of header_origins;
@@ -80,6 +89,10 @@ struct fetch_config {
 	 * nowhere. */
 	const char *const *header_origins;
 	size_t nheader_origins;
+	/* Credentials that change (fetch_auth_*): when set, its current
+	 * set's headers and SigV4 key are what goes to header_origins
+	 * (headers above are then unused); borrowed. */
+	struct fetch_auth *auth;
 };
 
 struct fetch_hooks {
@@ -101,7 +114,92 @@ struct fetch_target {
 	const char *url;       /* where each request starts */
 	const char *validator; /* strong ETag or Last-Modified; NULL: none */
 	uint64_t size;	       /* total size the source must report */
+	bool if_match; /* pin the validator with If-Match (a changed blob
+			  answers 412) rather than If-Range: object
+			  stores */
+	bool no_cache;	       /* send Cache-Control: no-cache: a cache on
+				  the way must ask the origin (bytes that
+				  failed their digest are fetched again) */
 };
+
+/*
+ * Proxies (fetch/proxy.c): -o proxy="A|B;C;DIRECT", as CernVM-FS takes it.
+ * ';' separates groups tried in order, '|' the members of a group, which
+ * share its load: a request goes to the member that a hash of its URL and
+ * its chunk (start / cfg->chunk) picks among the group's working members,
+ * so that every machine sends a chunk to the same proxy and each proxy
+ * caches its share. DIRECT (alone in its group) means no proxy. A proxy
+ * fails when it cannot be reached, its connection breaks, it refuses a
+ * tunnel or it answers 502, 504 or a 503 without Retry-After (its own
+ * errors: anything else is the origin's answer, passed through); the
+ * request is then sent at once to the next member, or to the next group,
+ * and is no fault of its source unless every proxy failed it. A failed
+ * proxy is left out for the reset interval, unless it answers before
+ * (when every proxy failed, the one that failed longest ago is asked).
+ * A proxy that served bytes failing their digest is excluded for the
+ * mount's life (fetch_proxies_exclude). The list is thread-safe.
+ */
+struct fetch_proxies;
+
+#define FETCH_PROXIES_MAX 16	  /* entries, DIRECT included */
+#define FETCH_PROXY_SPEC_MAX 4096 /* bytes of the -o proxy= value */
+#define FETCH_PROXY_RESET_MS 300000u
+
+/* Parses spec into a list whose failed proxies are retried after
+ * reset_ms. Returns 0, or -EINVAL with one line in err ("option proxy:
+ * ...") naming the part that is wrong (a proxy's credentials left out), or
+ * -ENOMEM. Writes *out only on success. */
+int fetch_proxies_new(const char *spec, uint64_t reset_ms,
+		      struct fetch_proxies **out, char *err, size_t errlen);
+
+/* NULL-safe. No request may be using the list. */
+void fetch_proxies_free(struct fetch_proxies *list);
+
+/* Entries in the list; 0 for NULL. */
+uint32_t fetch_proxies_count(const struct fetch_proxies *list);
+
+enum fetch_proxy_state {
+	FETCH_PROXY_OK,
+	FETCH_PROXY_FAILED,   /* left out until retry_in_ms passes */
+	FETCH_PROXY_EXCLUDED, /* served wrong bytes: never used again */
+};
+
+struct fetch_proxy_info {
+	const char *name; /* without credentials, or "DIRECT"; valid while
+			     the list is */
+	uint32_t group;	  /* from 1 */
+	enum fetch_proxy_state state;
+	uint64_t retry_in_ms;
+	uint64_t requests; /* sent through it, retries included */
+	uint64_t failures;
+	uint64_t bytes;	   /* body bytes of range responses */
+	uint64_t hits;	   /* responses its X-Cache (or Age) said came from */
+	uint64_t misses;   /* its cache, or not */
+};
+
+/* Entry i's state and counters at now_ms (CLOCK_MONOTONIC). Returns 0 or
+ * -ENOENT past the end. */
+int fetch_proxies_info(struct fetch_proxies *list, uint32_t i,
+		       uint64_t now_ms, struct fetch_proxy_info *out);
+
+/* Marks entry i (not DIRECT) failed now, as a request it failed would:
+ * for a lane through it that stalled (no byte for the stall timeout),
+ * which only the caller sees. Any thread. */
+void fetch_proxies_fail(struct fetch_proxies *list, int i);
+
+/* Excludes entry i (not DIRECT) for good. Returns 1 if it was not
+ * excluded before, else 0. Any thread. */
+int fetch_proxies_exclude(struct fetch_proxies *list, int i);
+
+/* The proxy the lane's open request went through: its index, or -1 (no
+ * list, none yet, or DIRECT). Event thread only (a hook). */
+int fetch_lane_proxy(struct fetch *f, uint32_t lane);
+
+/* What a cache on the way said of a response: 1 a hit, -1 a miss, 0 not
+ * said. x_cache is an X-Cache value (HIT, MISS, "HIT from squid",
+ * hit-fresh, TCP_MISS, STALE, ...: the first word), age an Age value (over
+ * 0: a hit; 0: a miss); either may be NULL. */
+int fetch_parse_x_cache(const char *x_cache, const char *age);
 
 /* libcurl's version string, for pacefs -V. */
 const char *fetch_version(void);
@@ -183,14 +281,16 @@ enum fetch_probe_error {
  */
 
 /* Synchronously probes url with a one-byte range GET: size, Range support,
- * validators, final URL. A 5xx or 429 answer is tried again a few times
+ * validators, final URL. no_cache (a revalidation: has the file changed?)
+ * sends Cache-Control: no-cache, so that a cache on the way asks the
+ * origin rather than answer with its copy. A 5xx or 429 answer is tried again a few times
  * (honouring a short Retry-After) before it counts. On failure writes a
  * one-line reason naming the URL and the cause into err and returns a
  * negative errno; *kind says which class of failure it was; *out then owns
  * nothing. On success free out's strings with fetch_probe_free. Not for the
  * event thread. */
 int fetch_probe(const struct fetch_config *cfg, const char *url,
-		struct fetch_probe *out, enum fetch_probe_error *kind,
+		bool no_cache, struct fetch_probe *out, enum fetch_probe_error *kind,
 		char *err, size_t errlen);
 
 /* Frees what a successful probe allocated; NULL-safe, idempotent. */
@@ -257,6 +357,62 @@ bool fetch_url_same_origin(const char *a, const char *b);
  * each "://", up to the last '@' before a '/', '?', '#' or white space):
  * the last guard before a line reaches a log or a terminal. */
 void fetch_text_redact(char *text);
+
+/* Credentials that change (fetch/auth.c). A fetch_auth holds the current
+ * set; each request takes the set current when it starts (by reference:
+ * a new set never changes a request under way). A request that the
+ * origin refuses for its credentials (401, 403, or a 400 whose S3 error
+ * is ExpiredToken, InvalidToken, TokenRefreshRequired or RequestExpired)
+ * asks for new ones through the on_expired callback and is tried once
+ * more with the set that comes (or, after FETCH_AUTH_WAIT_MS, with the
+ * one there is); only then is it refused. Thread-safe. */
+#define FETCH_AUTH_WAIT_MS 10000
+
+/* One set of credentials, as fetch_auth_set copies it. */
+struct fetch_cred {
+	const char *s3_id; /* SigV4 access key id and secret; NULL: none */
+	const char *s3_secret;
+	const char *s3_token;	    /* a session token; NULL: none */
+	const char *const *headers; /* "Name: value" */
+	size_t nheaders;
+};
+
+/* A holder of credentials that signs with SigV4 for region (curl's
+ * "aws:amz:REGION:s3"; NULL: it never signs). Has no set until the first
+ * fetch_auth_set. -ENOMEM, -EINVAL (a region too long). */
+int fetch_auth_new(const char *region, struct fetch_auth **out);
+
+/* After every fetch instance and request that use it. NULL: no-op. */
+void fetch_auth_free(struct fetch_auth *a);
+
+/* Makes a copy of c the current set; requests under way keep theirs.
+ * Returns its generation (from 1 up), or 0 when memory ran out (the old
+ * set stays). Wakes requests waiting for newer credentials. */
+uint64_t fetch_auth_set(struct fetch_auth *a, const struct fetch_cred *c);
+
+/* The generation of the newest set, or of the last fetch_auth_again. */
+uint64_t fetch_auth_gen(struct fetch_auth *a);
+
+/* Says that no newer set will come for now: requests waiting for one are
+ * sent once more with the set there is (and refused for good if it is
+ * refused again). */
+void fetch_auth_again(struct fetch_auth *a);
+
+/* cb(ctx, gen) is called when a request with the set of generation gen
+ * was refused: it should bring a newer set (fetch_auth_set) soon, the same
+ * one again when there is no other. It runs on the refused request's
+ * thread (the event thread too) and must not block. */
+void fetch_auth_on_expired(struct fetch_auth *a,
+			   void (*cb)(void *ctx, uint64_t gen), void *ctx);
+
+/* Synchronously GETs url into *body (NUL-terminated, at most max bytes;
+ * free() it) whatever the status, which goes to *status: for documents
+ * whose error answers are documents too (an S3 listing). A refusal for
+ * credentials is tried again as fetch_auth says. Returns 0, or -EIO with
+ * one line in err when no answer came. Not for the event thread. */
+int fetch_get_any(const struct fetch_config *cfg, const char *url, size_t max,
+		  char **body, size_t *len, long *status, char *err,
+		  size_t errlen);
 
 /* Maps an HTTP status of a failed range request to an outcome. */
 enum fetch_outcome fetch_classify_status(long status);

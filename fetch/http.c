@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -50,7 +51,7 @@ int fetch_parse_content_range(const char *v, uint64_t *start_out,
 		return -EINVAL;
 	p = skip_space(p + 5);
 	/* UINT64_MAX marks "*" in the results: a number that large is no
-	 * offset or size, and would pass for one (found by fuzz_http). */
+	 * offset or size, and would pass for one. */
 	if (*p == '*') {
 		p++;
 	} else {
@@ -152,6 +153,53 @@ bool fetch_coding_is_identity(const char *v, bool transfer)
 	}
 }
 
+/* True when the word [w, w + n) contains s, case-insensitive. */
+static bool word_has(const char *w, size_t n, const char *s)
+{
+	size_t k = strlen(s);
+
+	for (size_t i = 0; i + k <= n; i++)
+		if (strncasecmp(w + i, s, k) == 0)
+			return true;
+	return false;
+}
+
+int fetch_parse_x_cache(const char *x_cache, const char *age)
+{
+	if (x_cache != NULL) {
+		const char *w = x_cache;
+		size_t n;
+
+		while (*w == ' ' || *w == '\t')
+			w++;
+		n = strcspn(w, " \t,;\r\n");
+		/* nginx's $upstream_cache_status, Squid's "HIT from host" and
+		 * TCP_MEM_HIT, Traffic Server's hit-fresh: a served copy is a
+		 * hit, stale or revalidated ones too. */
+		if (word_has(w, n, "hit") || word_has(w, n, "stale") ||
+		    word_has(w, n, "updating") || word_has(w, n, "revalidated"))
+			return 1;
+		if (word_has(w, n, "miss") || word_has(w, n, "expired") ||
+		    word_has(w, n, "bypass"))
+			return -1;
+		return 0;
+	}
+	if (age != NULL) {
+		const char *p = age;
+		uint64_t v;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (parse_u64(&p, &v) != 0)
+			return 0;
+		p = skip_space(p);
+		if (*p != '\0' && *p != '\r' && *p != '\n')
+			return 0;
+		return v > 0 ? 1 : -1;
+	}
+	return 0;
+}
+
 enum fetch_outcome fetch_classify_status(long status)
 {
 	switch (status) {
@@ -201,4 +249,60 @@ void fetch__header_value(const char *v, size_t len, char *out, size_t cap)
 	n = len < cap - 1 ? len : cap - 1;
 	memcpy(out, v, n);
 	out[n] = '\0';
+}
+
+/* Copies a header value into a short field for an error line: at most 40
+ * bytes of it, "..." when it was cut. */
+static void value_cut(const char *v, char *out, size_t cap)
+{
+	snprintf(out, cap, "%.40s%s", v, strlen(v) > 40 ? "..." : "");
+}
+
+void fetch__head_line(struct fetch__head *h, const char *line, size_t len)
+{
+	const char *v;
+	char buf[128];
+	bool transfer;
+	uint64_t ms;
+
+	if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
+		/* A new response (after a redirect): forget the last one. */
+		memset(h, 0, sizeof(*h));
+	} else if (fetch__header_is(line, len, "ETag", &v)) {
+		fetch__header_value(v, len - (size_t)(v - line), h->etag,
+				    sizeof(h->etag));
+	} else if (fetch__header_is(line, len, "Last-Modified", &v)) {
+		fetch__header_value(v, len - (size_t)(v - line),
+				    h->last_modified, sizeof(h->last_modified));
+	} else if (fetch__header_is(line, len, "Content-Range", &v)) {
+		fetch__header_value(v, len - (size_t)(v - line), buf,
+				    sizeof(buf));
+		h->cr_seen =
+			fetch_parse_content_range(buf, &h->cr_start, &h->cr_end,
+						  &h->cr_total) == 0;
+		value_cut(buf, h->cr_raw, sizeof(h->cr_raw));
+	} else if (fetch__header_is(line, len, "Content-Length", &v)) {
+		fetch__header_value(v, len - (size_t)(v - line), buf,
+				    sizeof(buf));
+		h->cl_seen = fetch_parse_content_length(
+				     buf, &h->content_length) == 0;
+		if (!h->cl_seen)
+			value_cut(buf, h->cl_bad, sizeof(h->cl_bad));
+	} else if (fetch__header_is(line, len, "Retry-After", &v)) {
+		fetch__header_value(v, len - (size_t)(v - line), buf,
+				    sizeof(buf));
+		if (fetch_parse_retry_after(buf, (int64_t)time(NULL), &ms) == 0)
+			h->retry_after_ms = ms;
+	} else if ((transfer = fetch__header_is(line, len, "Transfer-Encoding",
+						&v)) ||
+		   fetch__header_is(line, len, "Content-Encoding", &v)) {
+		fetch__header_value(v, len - (size_t)(v - line), buf,
+				    sizeof(buf));
+		if (h->coding[0] == '\0' &&
+		    !fetch_coding_is_identity(buf, transfer))
+			snprintf(h->coding, sizeof(h->coding), "%s: %.100s",
+				 transfer ? "Transfer-Encoding"
+					  : "Content-Encoding",
+				 buf);
+	}
 }

@@ -15,90 +15,63 @@
 #include "fetch/fetch_int.h"
 
 struct probe_state {
-	struct fetch_probe *out;
 	CURL *easy;
-	bool cr_seen;
-	uint64_t cr_start, cr_end, cr_total;
-	char cr_raw[64]; /* the Content-Range value, cut, for errors */
-	uint64_t content_length;
-	bool cl_seen;	  /* a Content-Length that is a size */
-	char cl_bad[64];  /* one that is not: the value, for the error */
-	char coding[128]; /* a Content- or Transfer-Encoding that is not
-			     identity: the header line, for the error */
-	uint64_t retry_after_ms;
+	struct fetch__head head;
 	size_t body;
+	char errbody[1024]; /* the start of an error's body (S3's code) */
+	size_t nerrbody;
 };
 
 static size_t probe_header(char *line, size_t size, size_t n, void *arg)
 {
 	struct probe_state *s = arg;
-	size_t len = size * n;
-	const char *v;
-	char buf[128];
 
-	if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
-		s->cr_seen = false;
-		s->cr_raw[0] = '\0';
-		s->cl_seen = false;
-		s->cl_bad[0] = '\0';
-		s->coding[0] = '\0';
-		s->out->etag[0] = '\0';
-		s->out->last_modified[0] = '\0';
-	} else if (fetch__header_is(line, len, "Content-Range", &v)) {
-		fetch__header_value(v, len - (size_t)(v - line), buf,
-				    sizeof(buf));
-		s->cr_seen =
-			fetch_parse_content_range(buf, &s->cr_start, &s->cr_end,
-						  &s->cr_total) == 0;
-		snprintf(s->cr_raw, sizeof(s->cr_raw), "%.40s%s", buf,
-			 strlen(buf) > 40 ? "..." : "");
-	} else if (fetch__header_is(line, len, "Content-Length", &v)) {
-		fetch__header_value(v, len - (size_t)(v - line), buf,
-				    sizeof(buf));
-		s->cl_seen = fetch_parse_content_length(
-				     buf, &s->content_length) == 0;
-		if (!s->cl_seen)
-			snprintf(s->cl_bad, sizeof(s->cl_bad), "%.40s%s", buf,
-				 strlen(buf) > 40 ? "..." : "");
-	} else if (fetch__header_is(line, len, "Content-Encoding", &v) ||
-		   fetch__header_is(line, len, "Transfer-Encoding", &v)) {
-		bool transfer = (line[0] | 0x20) == 't';
-
-		fetch__header_value(v, len - (size_t)(v - line), buf,
-				    sizeof(buf));
-		if (s->coding[0] == '\0' &&
-		    !fetch_coding_is_identity(buf, transfer))
-			snprintf(s->coding, sizeof(s->coding), "%s: %.100s",
-				 transfer ? "Transfer-Encoding"
-					  : "Content-Encoding",
-				 buf);
-	} else if (fetch__header_is(line, len, "ETag", &v)) {
-		fetch__header_value(v, len - (size_t)(v - line), s->out->etag,
-				    sizeof(s->out->etag));
-	} else if (fetch__header_is(line, len, "Retry-After", &v)) {
-		fetch__header_value(v, len - (size_t)(v - line), buf,
-				    sizeof(buf));
-		if (fetch_parse_retry_after(buf, (int64_t)time(NULL),
-					    &s->retry_after_ms) != 0)
-			s->retry_after_ms = 0;
-	} else if (fetch__header_is(line, len, "Last-Modified", &v)) {
-		fetch__header_value(v, len - (size_t)(v - line),
-				    s->out->last_modified,
-				    sizeof(s->out->last_modified));
-	}
-	return len;
+	fetch__head_line(&s->head, line, size * n);
+	return size * n;
 }
 
 static size_t probe_body(char *buf, size_t size, size_t n, void *arg)
 {
 	struct probe_state *s = arg;
 
-	(void)buf;
+	long status = 0;
+
 	if (fetch__is_redirect(s->easy))
 		return size * n; /* the next hop follows */
+	curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (status >= 400) {
+		/* An error's document: its start says why (S3's code). */
+		size_t take = size * n;
+
+		if (take > sizeof(s->errbody) - 1 - s->nerrbody)
+			take = sizeof(s->errbody) - 1 - s->nerrbody;
+		memcpy(s->errbody + s->nerrbody, buf, take);
+		s->nerrbody += take;
+		s->errbody[s->nerrbody] = '\0';
+		/* Enough of it: an error page is no reason to wait. */
+		s->body += size * n;
+		return s->body > 65536 ? 0 : size * n;
+	}
 	s->body += size * n;
 	/* A server that ignores Range sends the whole blob: stop at once. */
 	return s->body > 1 ? 0 : size * n;
+}
+
+/* Forgets an answer before the probe is sent again (to the next hop,
+ * through the next proxy, with newer credentials). */
+static void probe_reset(void *arg)
+{
+	struct probe_state *s = arg;
+
+	s->body = 0;
+	s->nerrbody = 0;
+	s->errbody[0] = '\0';
+	memset(&s->head, 0, sizeof(s->head));
+}
+
+static const char *probe_errbody(void *arg)
+{
+	return ((struct probe_state *)arg)->errbody;
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -121,10 +94,11 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 
 /* One probe request; fetch_probe() retries it. */
 static int probe_once(const struct fetch_config *cfg, const char *url,
-		      struct fetch_probe *out, enum fetch_probe_error *kind,
+		      bool no_cache, struct fetch_probe *out, enum fetch_probe_error *kind,
 		      uint64_t *retry_after_ms, char *err, size_t errlen)
 {
 	struct probe_state s;
+	const struct fetch__head *h = &s.head;
 	char errbuf[CURL_ERROR_SIZE] = "", herr[512] = "";
 	char *shown = fetch_url_redacted(url), *final = NULL;
 	struct curl_slist *headers;
@@ -136,7 +110,6 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 	fetch_probe_free(out);
 	memset(out, 0, sizeof(*out));
 	memset(&s, 0, sizeof(s));
-	s.out = out;
 	*kind = FETCH_PROBE_UNSUITABLE;
 	headers = fetch__headers(cfg, &headers_ok);
 	easy = curl_easy_init();
@@ -155,8 +128,12 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_body);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &s);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, cfg->connect_timeout_ms * 3);
-	rc = fetch__perform(cfg, easy, url, headers, &cc, &final, herr,
+	rc = fetch__perform(cfg, easy, url, headers, no_cache, probe_reset, &s,
+			    probe_errbody, &cc, &final, &out->status, herr,
 			    sizeof(herr));
+	snprintf(out->etag, sizeof(out->etag), "%s", h->etag);
+	snprintf(out->last_modified, sizeof(out->last_modified), "%s",
+		 h->last_modified);
 	if (rc != 0) {
 		/* A redirect refused is final: no retry. */
 		rc = fail(err, errlen, "%s: %s", shown, herr);
@@ -168,24 +145,26 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 		*kind = out->status == 0 ? FETCH_PROBE_UNREACHABLE
 					 : FETCH_PROBE_REFUSED;
 		rc = fail(err, errlen, "%s: %s", shown,
-			  errbuf[0] ? errbuf : curl_easy_strerror(cc));
+			  herr[0]     ? herr
+			  : errbuf[0] ? errbuf
+				      : curl_easy_strerror(cc));
 		goto out;
 	}
-	if (s.coding[0] != '\0' && out->status >= 200 && out->status < 300) {
+	if (h->coding[0] != '\0' && out->status >= 200 && out->status < 300) {
 		/* A range of encoded bytes is not a range of the blob. */
 		rc = fail(err, errlen,
 			  "%s: HTTP %ld with '%s' although identity was asked "
 			  "for; pacefs needs the bytes as stored",
-			  shown, out->status, s.coding);
+			  shown, out->status, h->coding);
 		goto out;
 	}
-	if (out->status == 200 && s.cl_bad[0] != '\0') {
+	if (out->status == 200 && h->cl_bad[0] != '\0') {
 		rc = fail(err, errlen,
 			  "%s: HTTP 200 with Content-Length '%s', which is no "
 			  "size (at most %" PRIu64 ")",
-			  shown, s.cl_bad, FETCH_SIZE_MAX);
+			  shown, h->cl_bad, FETCH_SIZE_MAX);
 		goto out;
-	} else if (out->status == 200 && s.cl_seen && s.content_length == 0) {
+	} else if (out->status == 200 && h->cl_seen && h->content_length == 0) {
 		/* An empty blob: some servers answer a range of it with an
 		 * empty 200 rather than a 416. */
 		out->size = 0;
@@ -195,31 +174,36 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 			  "to a range request); pacefs needs Range support",
 			  shown);
 		goto out;
-	} else if (out->status == 416 && s.cr_seen &&
-		   s.cr_start == UINT64_MAX && s.cr_total == 0) {
+	} else if (out->status == 416 && h->cr_seen &&
+		   h->cr_start == UINT64_MAX && h->cr_total == 0) {
 		/* "bytes * /0": an empty blob. */
 		out->size = 0;
 	} else if (out->status == 206) {
-		if (!s.cr_seen || s.cr_start != 0 || s.cr_end != 0 ||
-		    s.cr_total == UINT64_MAX) {
+		if (!h->cr_seen || h->cr_start != 0 || h->cr_end != 0 ||
+		    h->cr_total == UINT64_MAX) {
 			rc = fail(err, errlen,
 				  "%s: HTTP 206 with Content-Range '%s', not "
 				  "'bytes 0-0/SIZE'",
-				  shown, s.cr_raw);
+				  shown, h->cr_raw);
 			goto out;
 		}
-		if (s.cr_total > FETCH_SIZE_MAX) {
+		if (h->cr_total > FETCH_SIZE_MAX) {
 			rc = fail(err, errlen,
 				  "%s: Content-Range total %" PRIu64
 				  " is over the largest file size (%" PRIu64
 				  ")",
-				  shown, s.cr_total, FETCH_SIZE_MAX);
+				  shown, h->cr_total, FETCH_SIZE_MAX);
 			goto out;
 		}
-		out->size = s.cr_total;
+		out->size = h->cr_total;
 	} else {
-		*kind = FETCH_PROBE_REFUSED;
-		*retry_after_ms = s.retry_after_ms;
+		/* Through a proxy, a gateway error says the origin could not
+		 * be reached: the cache may serve what it holds. */
+		*kind = cfg->proxies != NULL &&
+				(out->status == 502 || out->status == 504)
+			? FETCH_PROBE_UNREACHABLE
+			: FETCH_PROBE_REFUSED;
+		*retry_after_ms = h->retry_after_ms;
 		rc = fail(err, errlen, "%s: HTTP %ld", shown, out->status);
 		goto out;
 	}
@@ -249,7 +233,7 @@ void fetch_probe_free(struct fetch_probe *p)
 }
 
 int fetch_probe(const struct fetch_config *cfg, const char *url,
-		struct fetch_probe *out, enum fetch_probe_error *kind,
+		bool no_cache, struct fetch_probe *out, enum fetch_probe_error *kind,
 		char *err, size_t errlen)
 {
 	uint64_t wait_ms = FETCH__PROBE_FIRST_WAIT_MS;
@@ -263,7 +247,8 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 		uint64_t retry_after_ms = 0;
 		struct timespec ts;
 
-		rc = probe_once(cfg, url, out, kind, &retry_after_ms, err,
+		rc = probe_once(cfg, url, no_cache, out, kind, &retry_after_ms,
+				err,
 				errlen);
 		if (rc == 0 || *kind != FETCH_PROBE_REFUSED ||
 		    fetch_classify_status(out->status) == FETCH_GONE ||
@@ -289,6 +274,18 @@ struct get_state {
 	bool too_big;
 };
 
+/* Forgets an answer before the GET is sent again (to the next hop,
+ * through the next proxy, with newer credentials). */
+static void get_reset(void *arg)
+{
+	struct get_state *g = arg;
+
+	free(g->buf);
+	g->buf = NULL;
+	g->len = 0;
+	g->too_big = false;
+}
+
 static size_t get_body(char *data, size_t size, size_t n, void *arg)
 {
 	struct get_state *g = arg;
@@ -311,8 +308,32 @@ static size_t get_body(char *data, size_t size, size_t n, void *arg)
 	return len;
 }
 
+static int get_doc(const struct fetch_config *cfg, const char *url,
+		   size_t max, char **body, size_t *len, char **final,
+		   long *status_out, char *err, size_t errlen);
+
+static const char *get_body_text(void *arg)
+{
+	return ((struct get_state *)arg)->buf;
+}
+
 int fetch_get(const struct fetch_config *cfg, const char *url, size_t max,
 	      char **body, size_t *len, char **final, char *err, size_t errlen)
+{
+	return get_doc(cfg, url, max, body, len, final, NULL, err, errlen);
+}
+
+int fetch_get_any(const struct fetch_config *cfg, const char *url, size_t max,
+		  char **body, size_t *len, long *status, char *err,
+		  size_t errlen)
+{
+	return get_doc(cfg, url, max, body, len, NULL, status, err, errlen);
+}
+
+/* fetch_get, or with status set fetch_get_any. */
+static int get_doc(const struct fetch_config *cfg, const char *url,
+		   size_t max, char **body, size_t *len, char **final,
+		   long *status_out, char *err, size_t errlen)
 {
 	struct get_state g = {.max = max};
 	char errbuf[CURL_ERROR_SIZE] = "", herr[512] = "";
@@ -341,19 +362,23 @@ int fetch_get(const struct fetch_config *cfg, const char *url, size_t max,
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &g);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
 			 cfg->connect_timeout_ms * 3);
-	rc = fetch__perform(cfg, easy, url, headers, &cc, &last, herr,
+	rc = fetch__perform(cfg, easy, url, headers, false, get_reset, &g,
+			    get_body_text, &cc, &last, &status, herr,
 			    sizeof(herr));
 	if (rc != 0) {
 		rc = fail(err, errlen, "%s: %s", shown, herr);
 		goto out;
 	}
-	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+	if (status_out != NULL)
+		*status_out = status;
 	if (g.too_big)
 		rc = fail(err, errlen, "%s: larger than %zu bytes", shown, max);
 	else if (cc != CURLE_OK)
 		rc = fail(err, errlen, "%s: %s", shown,
-			  errbuf[0] ? errbuf : curl_easy_strerror(cc));
-	else if (status != 200)
+			  herr[0]     ? herr
+			  : errbuf[0] ? errbuf
+				      : curl_easy_strerror(cc));
+	else if (status != 200 && status_out == NULL)
 		rc = fail(err, errlen, "%s: HTTP %ld", shown, status);
 out:
 	if (easy != NULL)

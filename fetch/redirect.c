@@ -18,7 +18,8 @@ bool fetch__sends_headers(const struct fetch_config *cfg, const char *url)
 	char *origin = NULL;
 	bool yes = false;
 
-	if (cfg->nheaders == 0 || fetch_url_origin(url, &origin) != 0)
+	if ((cfg->nheaders == 0 && cfg->auth == NULL) ||
+	    fetch_url_origin(url, &origin) != 0)
 		return false;
 	for (size_t i = 0; i < cfg->nheader_origins && !yes; i++)
 		yes = strcmp(origin, cfg->header_origins[i]) == 0;
@@ -72,20 +73,78 @@ int fetch__redirect_next(CURL *easy, const char *start, const char *from,
 	return fetch__url_hop(start, target, next);
 }
 
-int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
-		   struct curl_slist *headers, CURLcode *cc, char **final,
-		   char *err, size_t errlen)
+/* Runs easy's request of `at` through the proxy the list picks (none: as
+ * configured), and again through the next one while a proxy fails it;
+ * reset(arg) forgets what a failed attempt's callbacks gathered. */
+static CURLcode perform_via(const struct fetch_config *cfg, CURL *easy,
+			    const char *at, void (*reset)(void *), void *arg,
+			    char *err, size_t errlen)
+{
+	uint32_t tried = 0;
+	CURLcode cc;
+
+	if (cfg->proxies == NULL)
+		return curl_easy_perform(easy);
+	for (;;) {
+		int px = fetch__proxy_choose(cfg->proxies, at, 0,
+					     fetch__now_ms(), tried);
+		bool direct;
+
+		if (px < 0) {
+			snprintf(err, errlen,
+				 "every proxy of -o proxy= is excluded");
+			return CURLE_COULDNT_RESOLVE_PROXY;
+		}
+		direct = fetch__proxy_is_direct(cfg->proxies, px);
+		curl_easy_setopt(easy, CURLOPT_PROXY,
+				 fetch__proxy_url(cfg->proxies, px));
+		fetch__proxy_request(cfg->proxies, px);
+		cc = curl_easy_perform(easy);
+		if (direct || !fetch__proxy_fault(easy, cc)) {
+			fetch__proxy_answered(cfg->proxies, px,
+					      direct ? 0
+						     : fetch__proxy_cache_status(
+							       easy));
+			return cc;
+		}
+		fetch__proxy_failed(cfg->proxies, px, fetch__now_ms());
+		tried |= 1u << px;
+		if (fetch__proxy_choose(cfg->proxies, at, 0, fetch__now_ms(),
+					tried) < 0)
+			return cc; /* the last one's answer */
+		reset(arg);
+	}
+}
+
+/* One request from url, hop by hop, with the credentials of cref (NULL:
+ * headers alone), which sign each hop whose origin they were given for. */
+static int perform_hops(const struct fetch_config *cfg, CURL *easy,
+			const char *url, struct curl_slist *headers,
+			const struct fetch__cref *cref, bool no_cache,
+			void (*reset)(void *), void *arg, CURLcode *cc,
+			char **final, char *err, size_t errlen)
 {
 	char *hop = NULL, *next = NULL;
 	const char *at = url;
+	char nocache[] = "Cache-Control: no-cache";
+	struct curl_slist nc = {.data = nocache};
 	int rc;
 
 	for (unsigned hops = 0;; hops++) {
+		bool allowed = fetch__sends_headers(cfg, at);
+		struct curl_slist *list = !allowed	? NULL
+					  : cref != NULL ? cref->headers
+							 : headers;
+
+		if (no_cache) {
+			nc.next = list;
+			list = &nc;
+		}
 		curl_easy_setopt(easy, CURLOPT_URL, at);
-		curl_easy_setopt(easy, CURLOPT_HTTPHEADER,
-				 fetch__sends_headers(cfg, at) ? headers
-							       : NULL);
-		*cc = curl_easy_perform(easy);
+		curl_easy_setopt(easy, CURLOPT_HTTPHEADER, list);
+		fetch__auth_apply(easy, cref, allowed);
+		err[0] = '\0';
+		*cc = perform_via(cfg, easy, at, reset, arg, err, errlen);
 		if (*cc != CURLE_OK && *cc != CURLE_WRITE_ERROR)
 			break;
 		rc = fetch__redirect_next(easy, url, at, hops, &next, err,
@@ -101,7 +160,43 @@ int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
 		free(hop);
 		hop = next;
 		at = hop;
+		reset(arg);
 	}
 	*final = hop != NULL ? hop : strdup(url);
 	return *final != NULL ? 0 : -ENOMEM;
+}
+
+int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
+		   struct curl_slist *headers, bool no_cache,
+		   void (*reset)(void *arg), void *arg,
+		   const char *(*body)(void *arg), CURLcode *cc, char **final,
+		   long *status, char *err, size_t errlen)
+{
+	struct fetch__cref *cref = fetch__auth_get(cfg->auth);
+	int rc;
+
+	*status = 0;
+	rc = perform_hops(cfg, easy, url, headers, cref, no_cache, reset, arg,
+			  cc, final, err, errlen);
+	if (rc == 0)
+		curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, status);
+	if (rc == 0 && cref != NULL && fetch__auth_refused(*status, body(arg))) {
+		/* Refused for its credentials: once more with newer ones. */
+		uint64_t gen = cref->gen;
+
+		fetch__auth_expired(cfg->auth, gen);
+		fetch__auth_wait(cfg->auth, gen, FETCH_AUTH_WAIT_MS);
+		fetch__auth_put(cref);
+		cref = fetch__auth_get(cfg->auth);
+		free(*final);
+		*final = NULL;
+		reset(arg);
+		rc = perform_hops(cfg, easy, url, headers, cref, no_cache,
+				  reset, arg, cc, final, err, errlen);
+		if (rc == 0)
+			curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE,
+					  status);
+	}
+	fetch__auth_put(cref);
+	return rc;
 }

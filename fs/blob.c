@@ -35,16 +35,18 @@ void fs__learned_free(struct fs_learned *l)
 }
 
 /* Probes one URL into sources[*n] when it answers; *kind says how it
- * failed otherwise. */
+ * failed otherwise. A revalidation (the cache holds a record: has the file
+ * changed?) asks the origin past any cache on the way. */
 static int probe_one(const struct fetch_config *fc, const char *url,
-		     struct fs_source *s, uint64_t *size, int64_t *mtime,
-		     enum fetch_probe_error *kind, char *err, size_t errlen)
+		     bool revalidation, struct fs_source *s, uint64_t *size,
+		     int64_t *mtime, enum fetch_probe_error *kind, char *err,
+		     size_t errlen)
 {
 	struct fetch_probe pr;
-	int rc = fetch_probe(fc, url, &pr, kind, err, errlen);
+	int rc = fetch_probe(fc, url, revalidation, &pr, kind, err, errlen);
 
 	if (rc != 0)
-		return rc;
+		return pr.status == 404 || pr.status == 410 ? -ENOENT : rc;
 	/* Redirects that stayed on the URL's origin are pinned: later
 	 * requests go straight to where they led. One that crossed to
 	 * another origin (a CDN's presigned URL, which expires) is asked
@@ -72,6 +74,7 @@ static int learn_from_record(const struct fs_learn_args *a,
 	out->sources[0].url = strdup(a->urls[0]);
 	out->sources[0].validator =
 		rec->validator[0] != '\0' ? strdup(rec->validator) : NULL;
+	out->sources[0].if_match = a->object_store;
 	out->nsources = 1;
 	out->size = rec->size;
 	out->mtime = -1;
@@ -130,6 +133,7 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 	enum fetch_probe_error kind;
 	char perr[1024], first_err[1024] = "";
 	bool have_rec, unreachable = false, primary_ok = false, same, keep;
+	bool missing = true; /* every source answered 404 or 410 */
 	const char *ref_url = NULL, *validator;
 	const char *const *urls = a->urls;
 	uint32_t nurls = a->nurls;
@@ -155,8 +159,10 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 		uint64_t size;
 		int64_t mtime;
 
-		rc = probe_one(fc, urls[i], s, &size, &mtime, &kind, perr,
-			       sizeof(perr));
+		rc = probe_one(fc, urls[i], have_rec, s, &size, &mtime, &kind,
+			       perr, sizeof(perr));
+		s->if_match = a->object_store;
+		missing &= rc == -ENOENT;
 		if (rc != 0) {
 			free(s->url);
 			free(s->validator);
@@ -201,7 +207,8 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 	if (ref_url == NULL) {
 		if (!unreachable || !have_rec) {
 			fs__learned_free(out);
-			return learn_fail(err, errlen, -EIO, "%s", first_err);
+			return learn_fail(err, errlen, missing ? -ENOENT : -EIO,
+					  "%s", first_err);
 		}
 		/* The origin is down: serve what the cache holds. */
 		fs__log(FS_LOG_WARN,

@@ -49,6 +49,7 @@ int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
 	uint64_t unit, nunits;
 	uint64_t *checked = NULL;
 	uint32_t *src = NULL;
+	int *proxy = NULL;
 	int rc = 0;
 
 	/* Every byte must have its digest: bytes no digest covers would
@@ -65,7 +66,9 @@ int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
 		nunits = (b->size + unit - 1) / unit;
 		checked = calloc((nunits + 63) / 64, sizeof(*checked));
 		src = malloc(nunits * sizeof(*src));
-		rc = checked != NULL && src != NULL ? 0 : -ENOMEM;
+		proxy = malloc(nunits * sizeof(*proxy));
+		rc = checked != NULL && src != NULL && proxy != NULL ? 0
+								     : -ENOMEM;
 		if (rc == 0)
 			rc = cache_blob_digests_set(e->cache, &b->id, b->size,
 						    dblock, dblocks, n);
@@ -75,10 +78,13 @@ int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
 				b->name, strerror(-rc));
 			free(checked);
 			free(src);
+			free(proxy);
 			return rc;
 		}
-		for (uint64_t u = 0; u < nunits; u++)
+		for (uint64_t u = 0; u < nunits; u++) {
 			src[u] = PACE_NONE;
+			proxy[u] = FS_PROXY_UNSET;
+		}
 	}
 	pthread_mutex_lock(&e->mu);
 	if (sha256 != NULL) {
@@ -90,12 +96,15 @@ int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
 		b->nunits = nunits;
 		b->checked = checked;
 		b->unit_src = src;
+		b->unit_proxy = proxy;
 		checked = NULL;
 		src = NULL;
+		proxy = NULL;
 	}
 	pthread_mutex_unlock(&e->mu);
 	free(checked);
 	free(src);
+	free(proxy);
 	return rc;
 }
 
@@ -143,10 +152,14 @@ static int extents_apply(struct fs_engine *e, uint32_t i,
 			continue;
 		/* A unit held in part came, in part, from who knows where:
 		 * a mismatch there blames no source. */
-		if (s % b->unit != 0)
+		if (s % b->unit != 0) {
 			b->unit_src[s / b->unit] = FS_SRC_MIXED;
-		if (t % b->unit != 0 && t != b->size)
+			b->unit_proxy[s / b->unit] = FS_PROXY_MIXED;
+		}
+		if (t % b->unit != 0 && t != b->size) {
 			b->unit_src[t / b->unit] = FS_SRC_MIXED;
+			b->unit_proxy[t / b->unit] = FS_PROXY_MIXED;
+		}
 		s = (s + b->unit - 1) / b->unit * b->unit;
 		t = t == b->size ? t : t / b->unit * b->unit;
 		if (s < t)
@@ -191,6 +204,7 @@ int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
 			goto out;
 		s->url = sources[j].url;
 		s->validator = sources[j].validator;
+		s->if_match = sources[j].if_match;
 		sources[j].url = NULL;
 		sources[j].validator = NULL;
 		e->source_of_pace[s->pace_id] = i;
@@ -285,6 +299,7 @@ void fs__blob_set_checked(struct fs_blob *b, uint64_t start, uint64_t end,
 		} else {
 			b->checked[u / 64] &= ~(1ull << (u % 64));
 			b->unit_src[u] = PACE_NONE;
+			b->unit_proxy[u] = FS_PROXY_UNSET;
 		}
 	}
 }

@@ -327,7 +327,15 @@ static int cmd_verify(struct cache *c, char **args, int nargs)
 		size_t nbad = 0;
 		char held[32], size[32];
 
-		if (blob_info(c, &todo[i], bi) != 0) {
+		rc = blob_info(c, &todo[i], bi);
+		if (rc != 0) {
+			/* The cache said what it could not read, on stderr:
+			 * a malformed extent is named there. */
+			printf("%.*s: %s: %s\n", ID_SHOWN, bi->hex,
+			       rc == -EIO ? "BROKEN: its record or extent map "
+					    "is damaged"
+					  : "not checked",
+			       strerror(-rc));
 			status = 1;
 			continue;
 		}

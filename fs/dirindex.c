@@ -554,8 +554,12 @@ void fs__dirindex_free(struct fs_index_entry *e, uint32_t n)
 {
 	if (e == NULL)
 		return;
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
 		free(e[i].name);
+		free(e[i].url);
+		free(e[i].etag);
+		free(e[i].identity);
+	}
 	free(e);
 }
 

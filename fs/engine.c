@@ -10,6 +10,9 @@
 
 #include "fs/engine_int.h"
 
+_Static_assert(FS_CHUNK_MIN == CACHE_BLOCK_SIZE,
+	       "the smallest chunk is a cache block");
+
 /* Blocks kept in memory: each lane fills one at a time, one left behind by
  * a cancelled or faulted lane waits for its remainder, and the rest keep
  * the most recently used whole blocks (8 lanes: 256 blocks, 16 MiB). */
@@ -29,16 +32,18 @@ static void config_pacing(const struct fs_engine_config *cfg,
 	pace_config_default(pc);
 	pc->max_lanes = cfg->lanes;
 	pc->lanes_per_source = cfg->lanes;
-	pc->align = CACHE_BLOCK_SIZE;
-	/* A random read pulls one block, not more. */
-	pc->min_request = CACHE_BLOCK_SIZE;
+	/* Requests cover whole chunks, aligned: what a cache in front of
+	 * the origin keys on. A random read pulls one chunk, not more. */
+	pc->align = cfg->chunk != 0 ? cfg->chunk : CACHE_BLOCK_SIZE;
+	pc->min_request = pc->align;
 	pc->deadline_ns = read_timeout_ns;
 	if (cfg->readahead_ms != 0)
 		pc->lead_ns = (uint64_t)cfg->readahead_ms * 1000000u;
 	pc->kernel_ahead = cfg->kernel_ahead;
 	/* A window opens small: a reader that stops soon after it showed it
 	 * reads sequentially (one member of an archive) pulls little. */
-	pc->window_min = 4 * CACHE_BLOCK_SIZE;
+	pc->window_min = 4 * CACHE_BLOCK_SIZE > pc->align ? 4 * CACHE_BLOCK_SIZE
+							   : pc->align;
 	pc->stall_ns = (uint64_t)cfg->stall_timeout_s * 1000000000u;
 	if (cfg->retry_after_max_s != 0)
 		pc->retry_after_max_ns =
@@ -66,6 +71,7 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	pthread_cond_init(&e->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	e->cache = cache;
+	e->proxies = cfg->fetch.proxies;
 	e->read_timeout_ns = (uint64_t)cfg->read_timeout_s * 1000000000u;
 	config_pacing(cfg, e->read_timeout_ns, &pc);
 	e->stall_ns = pc.stall_ns;
@@ -127,6 +133,7 @@ static void blobs_free(struct fs_blob *blobs, uint32_t n)
 		free(b->name);
 		free(b->checked);
 		free(b->unit_src);
+		free(b->unit_proxy);
 	}
 	free(blobs);
 }
@@ -217,6 +224,13 @@ void fs__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
 	pthread_cond_broadcast(&e->cv);
 	if (why == FS_DROP_GONE)
 		return;
+	if (why == FS_DROP_WRONG) {
+		/* Fetched again past any cache on the way. */
+		struct fs_recheck *r =
+			&e->recheck[e->recheck_next++ % FS_RECHECK_MAX];
+
+		*r = (struct fs_recheck){.blob = b, .start = start, .end = end};
+	}
 	/* Wrong or stale bytes leave memory too; a block being stored is
 	 * the transfer thread's, which frees it if it was wrong. */
 	for (uint32_t i = 0; i < e->parts.n; i++) {
@@ -257,6 +271,19 @@ int fs__engine_drop(struct fs_engine *e, uint32_t b, uint64_t start,
 	if (rc != 0)
 		drop_failed(blob, start, end, why, "drop from the cache", rc);
 	return rc;
+}
+
+bool fs__recheck(const struct fs_engine *e, uint32_t b, uint64_t start,
+		 uint64_t end)
+{
+	for (uint32_t i = 0; i < FS_RECHECK_MAX; i++) {
+		const struct fs_recheck *r = &e->recheck[i];
+
+		if (r->end != 0 && r->blob == b && start < r->end &&
+		    r->start < end)
+			return true;
+	}
+	return false;
 }
 
 /* A block the cache no longer has: served from memory while it is there,

@@ -30,6 +30,7 @@ struct fs_source {
 	char *url;	 /* final URL after redirects */
 	char *validator; /* strong ETag or Last-Modified, or NULL */
 	uint32_t pace_id;
+	bool if_match; /* an object store's: If-Match pins the validator */
 };
 
 struct fs_engine_config {
@@ -40,6 +41,7 @@ struct fs_engine_config {
 	unsigned stall_timeout_s;
 	unsigned retry_after_max_s;
 	unsigned readahead_ms; /* a sequential reader's lead */
+	uint64_t chunk;	       /* requests cover whole chunks; 0: a block */
 	uint64_t kernel_ahead; /* bytes the kernel reads ahead of readers */
 	struct fetch_config fetch;
 };

@@ -32,6 +32,9 @@ struct fs_blob {
 			       blocks since it was last dropped; PACE_NONE:
 			       none yet, FS_SRC_MIXED: several or unknown;
 			       guarded by mu */
+	int *unit_proxy;    /* the proxy they all came through: -1 none,
+			       FS_PROXY_UNSET, FS_PROXY_MIXED (several, or
+			       some through none); guarded by mu */
 	enum fs_verify verify;	  /* guarded by mu */
 	uint32_t verify_failures; /* guarded by mu */
 	bool changed; /* the origin now serves another version; guarded by
@@ -43,6 +46,8 @@ struct fs_blob {
 };
 
 #define FS_SRC_MIXED (PACE_NONE - 1)
+#define FS_PROXY_MIXED (-2)
+#define FS_PROXY_UNSET (-3)
 
 /* A block in memory: assembled from arriving bytes until whole, then kept
  * (least recently used first out) after it went to the cache, so that
@@ -61,6 +66,8 @@ struct fs_part {
 	enum fs_part_state state;
 	uint32_t source; /* the scheduler's source that wrote into it */
 	bool mixed;	 /* more than one source wrote into it */
+	int proxy;	 /* the proxy its bytes came through (-1: none) */
+	bool proxy_mixed; /* through more than one (or some through none) */
 	bool lost; /* the cache failed to store it: memory holds the only copy,
 		      so its bytes stop being held when it leaves */
 	uint32_t blob;
@@ -90,6 +97,11 @@ struct fs_parts {
  * read_timeout more. A later read tries again. */
 #define FS_FAILED_MAX 16
 #define FS_FAILED_NS (1000u * 1000000u)
+
+/* Ranges whose bytes failed a digest lately: requests of them send
+ * Cache-Control: no-cache, so that a cache on the way (a proxy's bad copy)
+ * is replaced, not served again. */
+#define FS_RECHECK_MAX 16
 
 /* The running mount: scheduler, transfers and cache, under one lock. */
 struct fs_engine {
@@ -127,6 +139,13 @@ struct fs_engine {
 		uint64_t at_ns; /* 0: unused */
 	} failed[FS_FAILED_MAX];
 	uint32_t failed_next;
+	struct fetch_proxies *proxies; /* -o proxy=, or NULL; borrowed */
+	/* Ranges fetched again past any cache; guarded by mu. */
+	struct fs_recheck {
+		uint32_t blob;
+		uint64_t start, end; /* end 0: unused */
+	} recheck[FS_RECHECK_MAX];
+	uint32_t recheck_next;
 };
 
 /* The end of cache block `index` of b (its size for the last). */
@@ -167,6 +186,12 @@ void fs__part_free(struct fs_parts *ps, struct fs_part *p);
  * do: GONE). */
 void fs__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
 		     uint64_t end, enum fs_drop why);
+
+/* True when a request of [start, end) of blob b must send no-cache: its
+ * bytes failed a digest lately (fs__drop_locked notes them). Caller holds
+ * e->mu. */
+bool fs__recheck(const struct fs_engine *e, uint32_t b, uint64_t start,
+		 uint64_t end);
 
 /* Whether blob b's whole-blob check should start now (complete, not
  * checked): marks it running. Caller holds e->mu, then calls

@@ -21,6 +21,11 @@ int fs_status_command(int argc, char **argv);
 /* A sequential reader's lead (-o readahead=): what players buffer. */
 #define FS_READAHEAD_MS 3000
 
+/* -o chunk=: from a cache block (the default: a random read pulls one
+ * block) to the largest request. */
+#define FS_CHUNK_MIN (64u * 1024u)
+#define FS_CHUNK_MAX (8u * 1024u * 1024u)
+
 struct fs_opts {
 	char *url; /* the URL, a URL ending in '/', or a manifest's path */
 	char *mountpoint;
@@ -30,8 +35,16 @@ struct fs_opts {
 	unsigned nmirrors;
 	char **headers; /* -o header="Name: value", repeatable */
 	unsigned nheaders;
+	char **header_files; /* -o header_file=FILE, read again on change */
+	unsigned nheader_files;
+	char *auth_command; /* -o auth_command=CMD */
+	char *endpoint;	    /* -o endpoint=URL (S3) */
+	char *region;	    /* -o region= (S3) */
+	char *s3_addressing; /* -o s3_addressing=path|virtual */
+	bool creds_readable; /* -o creds_readable: no mode check */
 	char *cafile;
-	char *proxy;
+	char *proxy;		 /* -o proxy="A|B;C;DIRECT" */
+	unsigned proxy_reset_s; /* a failed proxy is asked again after */
 	bool has_sha256; /* -o sha256=HEX */
 	uint8_t sha256[32];
 	bool insecure;
@@ -43,6 +56,8 @@ struct fs_opts {
 	unsigned retry_after_max_s; /* the longest a 429/503 holds a source */
 	unsigned readahead_ms; /* a sequential reader's lead, in time of its
 				  consumption */
+	uint64_t chunk;	      /* every request covers whole chunks of this
+				 many bytes, aligned (a power of two) */
 	unsigned listing_ttl_s;
 	unsigned attr_timeout_s;
 	unsigned entry_timeout_s;

@@ -156,6 +156,8 @@ struct fs_node {
 	uint8_t (*dblocks)[32]; /* immutable once the tree is built */
 	uint32_t ndblocks;
 	uint32_t blob; /* the engine's blob once its size is known */
+	char *etag;	/* an object store's listed ETag; NULL: none */
+	char *identity; /* its cache identity when not that of its URLs */
 };
 
 /* Children a directory has before it gets a table by name: below, a scan
@@ -236,6 +238,8 @@ struct fs_learn_args {
 				  than this long ago; -1: always ask */
 	bool content; /* the identity names the content (verified per block),
 			 not what a source serves */
+	bool object_store; /* S3: If-Match, and the listing's size may be
+			      older than what the probe finds */
 };
 
 /* Probes a file's URLs. Sources that disagree on the size (with each other,
@@ -250,6 +254,98 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 	      const struct fs_learn_args *a, struct fs_learned *out,
 	      char *err, size_t errlen);
 void fs__learned_free(struct fs_learned *l);
+
+/* Credentials (fs/creds.c): the sources of a mount's credentials and the
+ * thread that keeps them current in a fetch_auth. */
+struct fs_creds;
+struct fs_index_entry;
+
+struct fs_creds_config {
+	bool s3;		  /* find an AWS key (none is no error) */
+	bool readable_ok;	  /* -o creds_readable */
+	const char *auth_command; /* -o auth_command=, or NULL */
+	char **header_files;	  /* -o header_file= */
+	unsigned nheader_files;
+	char **headers; /* -o header=, sent first */
+	unsigned nheaders;
+	uid_t uid; /* who must own a header file */
+};
+
+/* Loads every source once and hands the set to auth; one line in err
+ * naming the source when one fails (a header file, the command, a
+ * credentials file others may read). Strings of cfg are borrowed for the
+ * object's life. */
+int fs__creds_new(const struct fs_creds_config *cfg, struct fetch_auth *auth,
+		  struct fs_creds **out, char *err, size_t errlen);
+
+/* Starts the thread that reads the sources again: a file that changed
+ * (checked every second), a command's credentials that are about to
+ * expire, and at once when an origin refuses the current set. */
+int fs__creds_start(struct fs_creds *c);
+
+/* Stops the thread; before the fetch_auth is freed. NULL: no-op. */
+void fs__creds_free(struct fs_creds *c);
+
+/* Where the AWS key came from, for error lines ("profile 'x' in FILE");
+ * NULL when none was found. */
+const char *fs__creds_source(const struct fs_creds *c);
+
+/* The region: opt (-o region=), else AWS_REGION, AWS_DEFAULT_REGION, the
+ * profile's region in the config file, else us-east-1. */
+void fs__creds_region(const char *opt, char *out, size_t cap);
+
+/* An S3 source (fs/s3.c): s3://BUCKET/KEY, or s3://BUCKET/PREFIX/ (and
+ * s3://BUCKET) for a tree. */
+struct fs_s3 {
+	char *endpoint; /* "scheme://host[:port]" */
+	bool virtual_host; /* BUCKET.host, else host/BUCKET */
+	char region[64];
+	char *bucket;
+	char *path; /* the key, or the prefix ("" or ending in '/') */
+	bool is_prefix;
+};
+
+/* Parses an s3:// URL with the -o endpoint=, region (resolved) and
+ * s3_addressing= options (NULL: the defaults: AWS's regional endpoint,
+ * virtual-hosted there and path-style on another endpoint). -EINVAL with
+ * one line naming what to fix. */
+int fs__s3_parse(const char *url, const char *endpoint, const char *region,
+		 const char *addressing, struct fs_s3 *out, char *err,
+		 size_t errlen);
+void fs__s3_free(struct fs_s3 *s);
+
+/* The URL requests for key go to; new strings (free() them), NULL when
+ * memory ran out. */
+char *fs__s3_object_url(const struct fs_s3 *s, const char *key);
+
+/* The cache identity of key: "s3:REGION:" + its path-style URL, never
+ * what signs it. */
+char *fs__s3_identity(const struct fs_s3 *s, const char *key);
+
+/* A URL whose origin is the one requests go to: the credentials go there
+ * and nowhere else. */
+char *fs__s3_origin_url(const struct fs_s3 *s);
+
+/* The listing name of a directory: "s3://BUCKET/PREFIX". */
+char *fs__s3_dir_url(const struct fs_s3 *s, const char *prefix);
+
+/* Lists the directory dir_url (fs__s3_dir_url's form) with
+ * ListObjectsV2, '/' as delimiter, every page (only the first with
+ * first_only): its objects with their sizes, ETags and dates, and its
+ * common prefixes as directories. Keys that make no file name (empty,
+ * ".", "..", too long) are left out. -EIO with one line in err naming what
+ * to fix. */
+int fs__s3_list(const struct fs_s3 *s, const struct fetch_config *fc,
+		const struct fs_creds *creds, const char *dir_url,
+		bool first_only, struct fs_index_entry **out, uint32_t *n,
+		char *err, size_t errlen);
+
+/* Says, in err, why key cannot be read (after its probe failed): asks the
+ * bucket for a one-key listing, whose error names the cause (no bucket, a
+ * wrong region, secret or token), or finds the key missing. */
+void fs__s3_explain(const struct fs_s3 *s, const struct fetch_config *fc,
+		    const struct fs_creds *creds, const char *key, char *err,
+		    size_t errlen);
 
 /* What the FUSE operations see through fuse_req_userdata(). */
 struct fs_mount {
@@ -266,18 +362,22 @@ struct fs_mount {
 	uint64_t listing_ttl_ns;
 	int64_t revalidate_s; /* -1: always ask the origin at first open */
 	uint64_t kernel_ahead; /* the kernel's readahead on this mount */
+	const struct fs_s3 *s3; /* an S3 tree: how its directories list */
+	const struct fs_creds *creds;
 };
 
 /* The cache identity of a file (docs/manifest.md, "The cache"): a content
  * identity when its block digests are checked before its bytes are cached
  * (fs__node_has_content_identity), shared by every file naming the same
- * digests; else its first URL (fs__url_identity), never whichever mirror
- * answered. A new string (free() it); NULL when memory ran out. Caller
+ * digests; else that of its URLs (fs__sources_identity), never whichever
+ * mirror answered. A new string (free() it); NULL when memory ran out. Caller
  * holds the namespace's mu. */
 char *fs__node_identity(const struct fs_node *n);
 
-/* What follows a newline in the identity of a URL with userinfo. */
+/* What follows a newline in the identity of a URL with userinfo, and in
+ * that of a URL with mirrors. */
 #define FS_IDENTITY_USERINFO "userinfo-sha256:"
+#define FS_IDENTITY_MIRRORS "mirrors-sha256:"
 
 /* fs/identity.c. The cache identity of url, whole (never cut): "url:" +
  * url when it has no userinfo; else "url:" + url without its userinfo +
@@ -285,6 +385,13 @@ char *fs__node_identity(const struct fs_node *n);
  * no credential is stored and two never share bytes. A new string (free()
  * it); NULL when memory ran out. */
 char *fs__url_identity(const char *url);
+
+/* The cache identity of a blob served by urls[0..n): the first URL's
+ * (fs__url_identity), and with mirrors "\n" FS_IDENTITY_MIRRORS + the hex
+ * SHA-256 of the other URLs, sorted, so that bytes a set of sources
+ * served are never found by a mount of other sources. A new string (free()
+ * it); NULL when memory ran out. */
+char *fs__sources_identity(const char *const *urls, uint32_t n);
 
 /* True when node n's identity names its content: every block stored under
  * it passed the per-block digests the identity is made of. Caller holds

@@ -40,6 +40,8 @@ static void usage(void)
 	printf("usage: pacefs [options] URL MOUNTPOINT\n"
 	       "       pacefs [options] MANIFEST.json MOUNTPOINT\n"
 	       "       pacefs [options] URL/ MOUNTPOINT\n"
+	       "       pacefs [options] s3://BUCKET/KEY|s3://BUCKET/PREFIX/ "
+	       "MOUNTPOINT\n"
 	       "       pacefs status [-w] [--json] MOUNTPOINT\n"
 	       "       pacefs cache ls|stat|verify|evict|gc [--cache-dir DIR]\n"
 	       "       pacefs prefetch PATH...\n"
@@ -87,7 +89,19 @@ static void usage(void)
 	       "    -o header=\"N: v\"     a request header (repeatable)\n"
 	       "    -o header_file=FILE    request headers from a file "
 	       "(mode 0600)\n"
-	       "    -o cafile=FILE, -o insecure, -o proxy=URL   TLS and proxy\n"
+	       "    -o auth_command=CMD    a command printing headers or an "
+	       "S3 credential JSON\n"
+	       "    -o endpoint=URL, -o region=R, -o s3_addressing=path|virtual"
+	       "   S3\n"
+	       "    -o creds_readable      accept a credentials file others "
+	       "may read\n"
+	       "    -o cafile=FILE, -o insecure   TLS\n"
+	       "    -o proxy=\"A|B;C;DIRECT\"  proxies: groups tried in order, "
+	       "members\n"
+	       "                           sharing the load (-o proxy_reset=S: "
+	       "300)\n"
+	       "    -o chunk=SIZE          requests cover whole chunks "
+	       "(64K-8M; 64K)\n"
 	       "    -o sha256=HEX          the blob's SHA-256, checked once it "
 	       "is all held\n"
 	       "    -o cache_size=SIZE     cache budget, least recently used "
@@ -253,6 +267,12 @@ static enum mount_kind kind_of(const char *source)
 {
 	size_t n = strlen(source);
 
+	/* s3://BUCKET/KEY is one object; a bucket or a PREFIX/ a tree. */
+	if (strncmp(source, "s3://", 5) == 0)
+		return n > 0 && source[n - 1] != '/' && strchr(source + 5, '/')
+			       ? MOUNT_URL
+			       : MOUNT_INDEX;
+
 	if (strncmp(source, "http://", 7) != 0 &&
 	    strncmp(source, "https://", 8) != 0)
 		return MOUNT_MANIFEST;
@@ -261,12 +281,27 @@ static enum mount_kind kind_of(const char *source)
 
 /* Checks what the command line names before anything is done: the URLs,
  * the mountpoint, the file name, the cache directory. */
-static int check_inputs(struct fs_opts *o, enum mount_kind kind, char *name,
-			size_t cap)
+static int check_inputs(struct fs_opts *o, enum mount_kind kind,
+			struct fs_s3 *s3, char *name, size_t cap)
 {
-	char err[1024];
+	char err[1024], region[64];
+	bool is_s3 = strncmp(o->url, "s3://", 5) == 0;
 
-	if (kind != MOUNT_MANIFEST && check_url(o->url) != 0)
+	if (is_s3) {
+		fs__creds_region(o->region, region, sizeof(region));
+		if (fs__s3_parse(o->url, o->endpoint, region, o->s3_addressing,
+				 s3, err, sizeof(err)) != 0)
+			return fail("%s", err);
+		if (o->nmirrors > 0)
+			return fail("option mirror: not for an s3:// source");
+	} else if (o->endpoint != NULL || o->region != NULL ||
+		   o->s3_addressing != NULL) {
+		return fail("option %s: only for an s3:// source",
+			    o->endpoint != NULL ? "endpoint"
+			    : o->region != NULL ? "region"
+						: "s3_addressing");
+	}
+	if (!is_s3 && kind != MOUNT_MANIFEST && check_url(o->url) != 0)
 		return 1;
 	if (kind == MOUNT_MANIFEST && access(o->url, R_OK) != 0)
 		return fail("%s: %s (not an http:// or https:// URL, nor a "
@@ -288,6 +323,15 @@ static int check_inputs(struct fs_opts *o, enum mount_kind kind, char *name,
 		if (fs_name_check(o->name, err, sizeof(err)) != 0)
 			return fail("option name: %s", err);
 		snprintf(name, cap, "%s", o->name);
+	} else if (kind == MOUNT_URL && is_s3) {
+		/* A key's last segment, as it is: keys are not encoded. */
+		const char *last = strrchr(s3->path, '/');
+
+		snprintf(name, cap, "%s", last != NULL ? last + 1 : s3->path);
+		if (fs_name_check(name, err, sizeof(err)) != 0)
+			return fail("URL %s: cannot derive a file name from "
+				    "its key; use -o name=NAME",
+				    o->url);
 	} else if (kind == MOUNT_URL &&
 		   fs_name_from_url(o->url, name, cap, err, sizeof(err)) != 0) {
 		return fail("%s", err);
@@ -308,7 +352,7 @@ static void fetch_config_from(const struct fs_opts *o, struct fetch_config *f)
 	f->connect_timeout_ms = (long)o->connect_timeout_s * 1000;
 	f->cafile = o->cafile;
 	f->insecure = o->insecure;
-	f->proxy = o->proxy;
+	f->chunk = o->chunk;
 	f->headers = (const char *const *)o->headers;
 	f->nheaders = o->nheaders;
 }
@@ -324,10 +368,15 @@ struct prepared {
 	uint32_t nurls;
 	struct fs_learned learned;  /* MOUNT_URL */
 	struct fs_manifest manifest; /* MOUNT_MANIFEST */
+	struct fs_s3 s3;	     /* an s3:// source: bucket == NULL if not */
+	struct fetch_auth *auth;     /* credentials that change, or NULL */
+	struct fs_creds *creds;
 };
 
 static void prepared_free(struct prepared *p)
 {
+	if (p->s3.bucket != NULL && p->urls != NULL)
+		free(p->urls[0]); /* the object's URL, made here */
 	free(p->urls);
 	free(p->identity);
 	for (size_t i = 0; i < p->norigins; i++)
@@ -335,6 +384,36 @@ static void prepared_free(struct prepared *p)
 	free(p->origins);
 	fs__learned_free(&p->learned);
 	fs__manifest_free(&p->manifest);
+	fs__s3_free(&p->s3);
+	fs__creds_free(p->creds);
+	fetch_auth_free(p->auth);
+}
+
+/* Credentials that change: an s3:// source, header files, a command. */
+static int make_creds(const struct fs_opts *o, struct prepared *p,
+		      struct fetch_config *fc)
+{
+	struct fs_creds_config cc = {.s3 = p->s3.bucket != NULL,
+				     .readable_ok = o->creds_readable,
+				     .auth_command = o->auth_command,
+				     .header_files = o->header_files,
+				     .nheader_files = o->nheader_files,
+				     .headers = o->headers,
+				     .nheaders = o->nheaders,
+				     .uid = getuid()};
+	char err[1024];
+	int rc;
+
+	if (!cc.s3 && o->nheader_files == 0 && o->auth_command == NULL)
+		return 0;
+	rc = fetch_auth_new(cc.s3 ? p->s3.region : NULL, &p->auth);
+	if (rc != 0)
+		return fail("out of memory");
+	rc = fs__creds_new(&cc, p->auth, &p->creds, err, sizeof(err));
+	if (rc != 0)
+		return fail("%s", err);
+	fc->auth = p->auth;
+	return 0;
 }
 
 /* Adds url's origin to the ones the configured headers may go to, once. */
@@ -369,10 +448,18 @@ static int add_origin(struct prepared *p, const char *url)
 static int header_origins(const struct fs_opts *o, struct fetch_config *fc,
 			  struct prepared *p)
 {
-	if (o->nheaders == 0)
+	if (o->nheaders == 0 && p->auth == NULL)
 		return 0;
-	if (p->kind != MOUNT_MANIFEST && add_origin(p, o->url) != 0)
+	if (p->s3.bucket != NULL) {
+		char *u = fs__s3_origin_url(&p->s3);
+		int rc = u != NULL ? add_origin(p, u) : fail("out of memory");
+
+		free(u);
+		if (rc != 0)
+			return 1;
+	} else if (p->kind != MOUNT_MANIFEST && add_origin(p, o->url) != 0) {
 		return 1;
+	}
 	for (unsigned i = 0; i < o->nmirrors; i++)
 		if (add_origin(p, o->mirrors[i]) != 0)
 			return 1;
@@ -384,6 +471,34 @@ static int header_origins(const struct fs_opts *o, struct fetch_config *fc,
 	fc->header_origins = (const char *const *)p->origins;
 	fc->nheader_origins = p->norigins;
 	return 0;
+}
+
+/* An s3://BUCKET/KEY source: its object's URL, probed signed; a failure
+ * is explained by what the bucket says. */
+static int prepare_s3_object(const struct fs_opts *o, struct fetch_config *fc,
+			     struct cache *cache, struct prepared *p)
+{
+	struct fs_learn_args args;
+	char err[1024];
+	int rc;
+
+	p->urls[0] = fs__s3_object_url(&p->s3, p->s3.path);
+	p->nurls = 1;
+	p->identity = fs__s3_identity(&p->s3, p->s3.path);
+	if (p->urls[0] == NULL || p->identity == NULL)
+		return fail("out of memory");
+	memset(&args, 0, sizeof(args));
+	args.identity = p->identity;
+	args.urls = (const char *const *)p->urls;
+	args.nurls = 1;
+	args.sha256 = o->has_sha256 ? o->sha256 : NULL;
+	args.revalidate_s = o->revalidate_s;
+	args.object_store = true;
+	rc = fs__learn(fc, cache, &args, &p->learned, err, sizeof(err));
+	if (rc != 0 && strstr(err, ": HTTP ") != NULL)
+		fs__s3_explain(&p->s3, fc, p->creds, p->s3.path, err,
+			       sizeof(err));
+	return rc != 0 ? fail("%s", err) : 0;
 }
 
 /* Before the mount, on the terminal: probe the URL, read the manifest, or
@@ -408,14 +523,17 @@ static int prepare(const struct fs_opts *o, struct fetch_config *fc,
 		return 1;
 	switch (p->kind) {
 	case MOUNT_URL:
-		p->urls = calloc(o->nmirrors + 1, sizeof(*p->urls));
+		p->urls = calloc(o->nmirrors + 2, sizeof(*p->urls));
 		if (p->urls == NULL)
 			return fail("out of memory");
 		p->urls[0] = o->url;
+		if (p->s3.bucket != NULL)
+			return prepare_s3_object(o, fc, cache, p);
 		for (unsigned i = 0; i < o->nmirrors; i++)
 			p->urls[i + 1] = o->mirrors[i];
 		p->nurls = o->nmirrors + 1;
-		p->identity = fs__url_identity(o->url);
+		p->identity = fs__sources_identity(
+			(const char *const *)p->urls, p->nurls);
 		if (p->identity == NULL)
 			return fail("out of memory");
 		memset(&args, 0, sizeof(args));
@@ -429,6 +547,17 @@ static int prepare(const struct fs_opts *o, struct fetch_config *fc,
 	case MOUNT_MANIFEST:
 		return 0; /* loaded above */
 	case MOUNT_INDEX:
+		if (p->s3.bucket != NULL) {
+			char *dir = fs__s3_dir_url(&p->s3, p->s3.path);
+
+			rc = dir == NULL ? -ENOMEM
+					 : fs__s3_list(&p->s3, fc, p->creds, dir,
+						       true, &ents, &nents, err,
+						       sizeof(err));
+			free(dir);
+			fs__dirindex_free(ents, nents);
+			return rc != 0 ? fail("%s", err) : 0;
+		}
 		rc = fetch_get(fc, o->url, 64u << 20, &page, &len, NULL, err,
 			       sizeof(err));
 		if (rc == 0)
@@ -513,7 +642,10 @@ static int build_tree(struct fs_mount *m, const struct fs_opts *o,
 		}
 		return 0;
 	case MOUNT_INDEX:
-		ns->nodes[0]->list_url = strdup(o->url);
+		ns->nodes[0]->list_url =
+			p->s3.bucket != NULL
+				? fs__s3_dir_url(&p->s3, p->s3.path)
+				: strdup(o->url);
 		return ns->nodes[0]->list_url != NULL ? 0 : -ENOMEM;
 	}
 	return 0;
@@ -543,6 +675,7 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 	ec.stall_timeout_s = o->stall_timeout_s;
 	ec.retry_after_max_s = o->retry_after_max_s;
 	ec.readahead_ms = o->readahead_ms;
+	ec.chunk = o->chunk;
 	ec.kernel_ahead = m->kernel_ahead;
 	ec.fetch = m->fetch;
 	ec.max_blobs = p->kind == MOUNT_MANIFEST ? p->manifest.nfiles
@@ -555,6 +688,8 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 	if (ec.max_blobs == 0)
 		ec.max_blobs = 1;
 	rc = fs__engine_new(&ec, m->cache, &m->engine);
+	if (rc == 0 && p->creds != NULL)
+		rc = fs__creds_start(p->creds);
 	if (rc != 0) {
 		fs__log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
 		return rc;
@@ -623,8 +758,8 @@ int fs_main(int argc, char **argv)
 	}
 	fs__log_init(true, (enum fs_log_level)o.log_level);
 	p.kind = kind_of(o.url);
-	if (check_inputs(&o, p.kind, p.name, sizeof(p.name)) != 0)
-		goto out_opts;
+	if (check_inputs(&o, p.kind, &p.s3, p.name, sizeof(p.name)) != 0)
+		goto out_prepared;
 
 	/* libfuse refuses unknown options here, before anything is done. */
 	if (add_fuse_opt(&o.fuse_args, "ro,subtype=pacefs,fsname=pacefs") !=
@@ -645,6 +780,16 @@ int fs_main(int argc, char **argv)
 		fs__log(FS_LOG_WARN, "insecure: TLS certificates and host "
 				     "names are not verified");
 	fetch_config_from(&o, &m.fetch);
+	if (make_creds(&o, &p, &m.fetch) != 0)
+		goto out_session;
+	m.s3 = p.s3.bucket != NULL ? &p.s3 : NULL;
+	m.creds = p.creds;
+	if (o.proxy != NULL &&
+	    fetch_proxies_new(o.proxy, (uint64_t)o.proxy_reset_s * 1000u,
+			      &m.fetch.proxies, err, sizeof(err)) != 0) {
+		fail("%s", err);
+		goto out_session;
+	}
 	/* Open the cache once here to report problems on the terminal; the
 	 * daemon reopens it, as an LMDB environment must not cross fork. */
 	if (open_cache(&o, true, &m.engine, &cache) != 0 ||
@@ -693,6 +838,8 @@ out_session:
 	m.engine = NULL;	   /* after this, as on_lost reads it */
 	cache_close(m.cache);
 	fs__ns_free(m.ns);
+	fetch_proxies_free(m.fetch.proxies); /* after the engine's requests */
+out_prepared:
 	prepared_free(&p);
 out_opts:
 	fs_opts_free(&o);

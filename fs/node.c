@@ -64,9 +64,11 @@ static char *content_identity(const struct fs_node *n)
 
 char *fs__node_identity(const struct fs_node *n)
 {
+	if (n->identity != NULL)
+		return strdup(n->identity);
 	if (fs__node_has_content_identity(n))
 		return content_identity(n);
-	return fs__url_identity(n->urls[0]);
+	return fs__sources_identity((const char *const *)n->urls, n->nurls);
 }
 
 /* Copies what probing node i needs out of the namespace, so that the
@@ -80,6 +82,7 @@ struct node_copy {
 	char name[PATH_MAX]; /* the path in the mount, for logs */
 	char *identity;
 	bool content; /* the identity names the content */
+	bool object_store; /* listed by an object store */
 	struct cache_id id;
 	const uint8_t *sha256; /* the node's, immutable; NULL: none */
 	uint32_t dblock;
@@ -129,6 +132,7 @@ static int node_copy(struct fs_mount *m, uint32_t i, struct node_copy *c)
 	c->ndblocks = n->ndblocks;
 	c->identity = fs__node_identity(n);
 	c->content = fs__node_has_content_identity(n);
+	c->object_store = n->etag != NULL;
 	if (c->identity == NULL) {
 		rc = -ENOMEM;
 		goto out;
@@ -179,10 +183,15 @@ int fs__node_ready(struct fs_mount *m, uint32_t i)
 	args.sha256 = c.sha256;
 	args.revalidate_s = m->revalidate_s;
 	args.content = c.content;
+	args.object_store = c.object_store;
+	/* An object's listed size may be older than the object. */
+	args.has_size = c.has_size && !c.object_store;
 	rc = fs__learn(&m->fetch, m->cache, &args, &l, err, sizeof(err));
 	if (rc != 0) {
-		fs__log(FS_LOG_ERR, "%s: cannot open: %s", c.name, err);
-		rc = -EIO;
+		/* A key deleted since it was listed is gone, not broken. */
+		fs__log(rc == -ENOENT ? FS_LOG_INFO : FS_LOG_ERR,
+			"%s: cannot open: %s", c.name, err);
+		rc = rc == -ENOENT ? -ENOENT : -EIO;
 		goto out_learn;
 	}
 	if (c.blob == FS_NO_BLOB) {
@@ -261,10 +270,17 @@ static struct fs_node *entry_node(const char *base,
 				  const struct fs_index_entry *ent)
 {
 	struct fs_node *n = fs__node_new(ent->name, ent->is_dir);
-	char *url = n != NULL ? child_url(base, ent->name, ent->is_dir) : NULL;
+	char *url = n == NULL	      ? NULL
+		    : ent->url != NULL ? strdup(ent->url)
+				       : child_url(base, ent->name, ent->is_dir);
 
 	if (url == NULL)
 		goto fail;
+	if (ent->etag != NULL && (n->etag = strdup(ent->etag)) == NULL)
+		goto fail_url;
+	if (ent->identity != NULL &&
+	    (n->identity = strdup(ent->identity)) == NULL)
+		goto fail_url;
 	if (ent->is_dir) {
 		n->list_url = url;
 	} else {
@@ -283,6 +299,8 @@ static struct fs_node *entry_node(const char *base,
 	if (ent->has_mtime)
 		n->mtime = ent->mtime;
 	return n;
+fail_url:
+	free(url);
 fail:
 	fs__node_free(n);
 	return NULL;
@@ -406,11 +424,19 @@ int fs__node_list(struct fs_mount *m, uint32_t d, bool fresh)
 	pthread_mutex_unlock(&ns->mu);
 	if (url == NULL)
 		return 0; /* fresh, or not an index */
-	rc = fetch_get(&m->fetch, url, FS_LISTING_MAX, &page, &len, &final, err,
-		       sizeof(err));
-	if (rc == 0)
-		rc = fs__dirindex_parse(page, len, &ents, &nents, err,
-					sizeof(err));
+	if (m->s3 != NULL) {
+		rc = fs__s3_list(m->s3, &m->fetch, m->creds, url, false, &ents,
+				 &nents, err, sizeof(err));
+		final = rc == 0 ? strdup(url) : NULL;
+		if (rc == 0 && final == NULL)
+			rc = -ENOMEM;
+	} else {
+		rc = fetch_get(&m->fetch, url, FS_LISTING_MAX, &page, &len,
+			       &final, err, sizeof(err));
+		if (rc == 0)
+			rc = fs__dirindex_parse(page, len, &ents, &nents, err,
+						sizeof(err));
+	}
 	if (rc != 0) {
 		fs__log(FS_LOG_ERR, "cannot list %s: %s", url, err);
 		goto out;

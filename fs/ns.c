@@ -103,6 +103,8 @@ void fs__node_free(struct fs_node *n)
 	free(n->index);
 	free(n->list_url);
 	free(n->dblocks);
+	free(n->etag);
+	free(n->identity);
 	for (uint32_t i = 0; i < n->nurls; i++)
 		free(n->urls[i]);
 	free(n->urls);

@@ -46,6 +46,13 @@ enum {
 	KEY_CACHE_SHARED,
 	KEY_RETRY_AFTER_MAX,
 	KEY_READAHEAD,
+	KEY_ENDPOINT,
+	KEY_REGION,
+	KEY_S3_ADDRESSING,
+	KEY_AUTH_COMMAND,
+	KEY_CREDS_READABLE,
+	KEY_CHUNK,
+	KEY_PROXY_RESET,
 };
 
 static const struct fuse_opt opt_spec[] = {
@@ -64,6 +71,8 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("stall_timeout=", KEY_STALL_TIMEOUT),
 	FUSE_OPT_KEY("retry_after_max=", KEY_RETRY_AFTER_MAX),
 	FUSE_OPT_KEY("readahead=", KEY_READAHEAD),
+	FUSE_OPT_KEY("chunk=", KEY_CHUNK),
+	FUSE_OPT_KEY("proxy_reset=", KEY_PROXY_RESET),
 	FUSE_OPT_KEY("listing_ttl=", KEY_LISTING_TTL),
 	FUSE_OPT_KEY("log_level=", KEY_LOG_LEVEL),
 	FUSE_OPT_KEY("sha256=", KEY_SHA256),
@@ -79,6 +88,11 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("proxy=", KEY_PROXY),
 	FUSE_OPT_KEY("insecure", KEY_INSECURE),
 	FUSE_OPT_KEY("cache_shared", KEY_CACHE_SHARED),
+	FUSE_OPT_KEY("endpoint=", KEY_ENDPOINT),
+	FUSE_OPT_KEY("region=", KEY_REGION),
+	FUSE_OPT_KEY("s3_addressing=", KEY_S3_ADDRESSING),
+	FUSE_OPT_KEY("auth_command=", KEY_AUTH_COMMAND),
+	FUSE_OPT_KEY("creds_readable", KEY_CREDS_READABLE),
 	FUSE_OPT_END,
 };
 
@@ -229,28 +243,19 @@ static int check_header(struct parse_state *s, const char *h)
 	return 0;
 }
 
-/* Appends the headers of the file that "header_file=PATH" names. */
+/* Checks the file that "header_file=PATH" names and keeps its path: the
+ * mount reads it (fs/creds.c), and again whenever it changes. */
 static int add_header_file(struct parse_state *s, const char *arg)
 {
 	struct fs_opts *o = s->o;
 	const char *path = strchr(arg, '=') + 1;
-	char **list = NULL, **grown, why[512];
+	char **list = NULL, why[512];
 	unsigned n = 0;
 
 	if (fs__headers_load(path, getuid(), &list, &n, why, sizeof(why)) != 0)
 		return parse_error(s, "option header_file: %s", why);
-	if (n == 0)
-		return 0; /* comments only: nothing to add */
-	grown = realloc(o->headers, (o->nheaders + n) * sizeof(*grown));
-	if (grown == NULL) {
-		fs__headers_free(list, n);
-		return parse_error(s, "out of memory");
-	}
-	o->headers = grown;
-	memcpy(o->headers + o->nheaders, list, n * sizeof(*list));
-	o->nheaders += n;
-	free(list);
-	return 0;
+	fs__headers_free(list, n);
+	return add_string(s, arg, &o->header_files, &o->nheader_files);
 }
 
 static int opt_proc(void *data, const char *arg, int key,
@@ -342,6 +347,20 @@ static int opt_proc(void *data, const char *arg, int key,
 		o->revalidate_s = secs;
 		return 0;
 	}
+	case KEY_CHUNK: {
+		const char *v = strchr(arg, '=') + 1;
+
+		/* Whole cache blocks, and a power of two so that a cache in
+		 * front of the origin (nginx's slice) can key on them. */
+		if (fs_parse_size(v, &o->chunk) != 0 ||
+		    o->chunk < FS_CHUNK_MIN || o->chunk > FS_CHUNK_MAX ||
+		    (o->chunk & (o->chunk - 1)) != 0)
+			return parse_error(s,
+					   "option chunk: '%s' is not a power "
+					   "of two from 64K to 8M",
+					   v);
+		return 0;
+	}
 	case KEY_CACHE_SIZE:
 		if (fs_parse_size(strchr(arg, '=') + 1, &o->cache_size) != 0)
 			return parse_error(s,
@@ -370,10 +389,35 @@ static int opt_proc(void *data, const char *arg, int key,
 		return check_header(s, o->headers[o->nheaders - 1]);
 	case KEY_HEADER_FILE:
 		return add_header_file(s, arg);
+	case KEY_ENDPOINT:
+		return set_string(s, arg, &o->endpoint);
+	case KEY_REGION:
+		return set_string(s, arg, &o->region);
+	case KEY_S3_ADDRESSING:
+		return set_string(s, arg, &o->s3_addressing);
+	case KEY_AUTH_COMMAND:
+		return set_string(s, arg, &o->auth_command);
+	case KEY_CREDS_READABLE:
+		o->creds_readable = true;
+		return 0;
 	case KEY_CAFILE:
 		return set_string(s, arg, &o->cafile);
-	case KEY_PROXY:
-		return set_string(s, arg, &o->proxy);
+	case KEY_PROXY: {
+		struct fetch_proxies *list = NULL;
+		char why[256];
+
+		if (set_string(s, arg, &o->proxy) != 0)
+			return -1;
+		/* Refused here, with the part that is wrong; mount.c builds
+		 * the list the requests use. */
+		if (fetch_proxies_new(o->proxy, 0, &list, why, sizeof(why)) !=
+		    0)
+			return parse_error(s, "%s", why);
+		fetch_proxies_free(list);
+		return 0;
+	}
+	case KEY_PROXY_RESET:
+		return parse_uint(s, arg, 1, 86400, &o->proxy_reset_s);
 	case KEY_INSECURE:
 		o->insecure = true;
 		return 0;
@@ -412,6 +456,8 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	out->stall_timeout_s = 10;
 	out->retry_after_max_s = 60;
 	out->readahead_ms = FS_READAHEAD_MS;
+	out->chunk = FS_CHUNK_MIN;
+	out->proxy_reset_s = FETCH_PROXY_RESET_MS / 1000;
 	out->listing_ttl_s = 60;
 	out->log_level = 2; /* info */
 	out->revalidate_s = -1;
@@ -451,7 +497,33 @@ static void mask_userinfo(char *u)
 		memset(u + start, '*', end - start - 1);
 }
 
-/* Masks the secrets of one -o list: header values, mirrors' userinfo.
+/* Masks the credentials ("user:password@") of each proxy in the proxy
+ * list [list, end): "A|B;C", entries with or without a scheme. */
+static void mask_proxies(char *list, const char *end)
+{
+	char *entry = list;
+
+	while (entry < end) {
+		char *stop = entry, *at = NULL, *from = entry;
+
+		while (stop < end && *stop != '|' && *stop != ';') {
+			if (*stop == '@')
+				at = stop;
+			stop++;
+		}
+		for (char *q = entry; at != NULL && q + 2 < at; q++)
+			if (q[0] == ':' && q[1] == '/' && q[2] == '/') {
+				from = q + 3;
+				break;
+			}
+		if (at != NULL)
+			memset(from, '*', (size_t)(at - from));
+		entry = stop + 1;
+	}
+}
+
+/* Masks the secrets of one -o list: header values, mirrors' userinfo,
+ * proxies' credentials.
  * Items end at a ',' that no backslash escapes, as libfuse reads them. */
 static void scrub_optlist(char *list)
 {
@@ -471,6 +543,8 @@ static void scrub_optlist(char *list)
 
 			v = v != NULL ? v + 1 : item + 7;
 			memset(v, '*', (size_t)(end - v));
+		} else if (strncmp(item, "proxy=", 6) == 0) {
+			mask_proxies(item + 6, end);
 		} else if (strncmp(item, "mirror=", 7) == 0) {
 			char saved = *end;
 
@@ -506,6 +580,13 @@ void fs_opts_free(struct fs_opts *o)
 		free(o->mirrors[i]);
 	free(o->mirrors);
 	fs__headers_free(o->headers, o->nheaders);
+	for (unsigned i = 0; i < o->nheader_files; i++)
+		free(o->header_files[i]);
+	free(o->header_files);
+	free(o->auth_command);
+	free(o->endpoint);
+	free(o->region);
+	free(o->s3_addressing);
 	free(o->cafile);
 	free(o->proxy);
 	memset(o, 0, sizeof(*o));

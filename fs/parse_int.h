@@ -139,6 +139,11 @@ struct fs_index_entry {
 	uint64_t size;
 	bool has_mtime;
 	int64_t mtime; /* the listed time read as UTC, seconds */
+	/* An object store's listing (fs/s3.c) says more; NULL otherwise. */
+	char *url;	/* where the entry is (a file's URL, a directory's
+			   listing), instead of an href of the page */
+	char *etag;	/* its validator, as listed */
+	char *identity; /* its cache identity */
 };
 
 /* Parses an nginx autoindex or Apache mod_autoindex page (fancy table,
@@ -156,5 +161,64 @@ int fs__dirindex_parse(const char *html, size_t len,
 
 /* Frees n entries and their names; NULL is a no-op. */
 void fs__dirindex_free(struct fs_index_entry *e, uint32_t n);
+
+/* S3 (fs/s3xml.c, libxml2). One entry of a ListObjectsV2 page. */
+struct fs_s3_item {
+	char *key;     /* decoded (encoding-type=url undone) */
+	bool is_prefix; /* a CommonPrefixes entry: a directory */
+	uint64_t size;
+	bool has_mtime;
+	int64_t mtime; /* LastModified, seconds since the epoch */
+	char *etag;    /* as listed, quotes kept; NULL for a prefix */
+};
+
+/* A parsed ListObjectsV2 page. */
+struct fs_s3_page {
+	struct fs_s3_item *items;
+	uint32_t n;
+	bool truncated;
+	char *next_token; /* NextContinuationToken; NULL when none */
+};
+
+/* Most entries one page may list (S3 sends at most 1000). */
+#define FS_S3_PAGE_MAX 100000u
+
+/* Parses a ListObjectsV2 answer of len bytes (libxml2; no entity is
+ * expanded, nothing is fetched). Keys are decoded when the page says
+ * EncodingType url ('+' a space, %XX a byte). Returns 0 with *out (free
+ * with fs__s3_page_free), or -EINVAL (not such a document, a key that
+ * decodes to a NUL, a size that is no number) or -ENOMEM with one line in
+ * err. Thread-safe. */
+int fs__s3_page_parse(const char *xml, size_t len, struct fs_s3_page *out,
+		      char *err, size_t errlen);
+void fs__s3_page_free(struct fs_s3_page *p);
+
+/* Reads an S3 error document: its Code, Message and Region (empty when
+ * absent), each cut to its buffer. -EINVAL when it is no <Error>. */
+int fs__s3_error_parse(const char *xml, size_t len, char *code,
+		       size_t codelen, char *message, size_t msglen,
+		       char *region, size_t regionlen);
+
+/* An AWS profile as ~/.aws/credentials and ~/.aws/config give it
+ * (fs/awsconf.c). Strings are owned; NULL when absent. */
+struct fs_aws_profile {
+	char *access_key_id;
+	char *secret_access_key;
+	char *session_token;
+	char *region;
+	char *credential_process;
+};
+
+/* Reads profile `name` from the INI text of len bytes: in a credentials
+ * file its section is [NAME]; in a config file (config true) [profile
+ * NAME], or [default] for "default". Keys are case-insensitive, values
+ * trimmed; '#' and ';' start comments. Fills what the section holds (a
+ * later key wins) into *out, whose fields the caller frees with
+ * fs__aws_profile_free (they may be set already: a field the text gives
+ * replaces it). Returns 1 when the section is there, 0 when not, -ENOMEM.
+ * Thread-safe. */
+int fs__aws_profile_parse(const char *text, size_t len, const char *name,
+			  bool config, struct fs_aws_profile *out);
+void fs__aws_profile_free(struct fs_aws_profile *p);
 
 #endif

@@ -125,6 +125,8 @@ static void start_filling(struct fs_part *p)
 	p->lost = false;
 	p->source = PACE_NONE;
 	p->mixed = false;
+	p->proxy = -1;
+	p->proxy_mixed = false;
 }
 
 struct fs_part *fs__part_get(struct fs_engine *e, uint32_t blob,

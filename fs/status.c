@@ -138,6 +138,31 @@ static void put_sources(struct out *o, const struct fs_engine_view *v)
 	}
 }
 
+static void put_proxies(struct out *o, struct fetch_proxies *proxies)
+{
+	static const char *const states[] = {
+		[FETCH_PROXY_OK] = "ok",
+		[FETCH_PROXY_FAILED] = "failed",
+		[FETCH_PROXY_EXCLUDED] = "excluded",
+	};
+	struct fetch_proxy_info pi;
+
+	for (uint32_t i = 0; fetch_proxies_info(proxies, i,
+						fs__now_ns() / 1000000u,
+						&pi) == 0;
+	     i++) {
+		put(o, "%s{\"proxy\":", i ? "," : "");
+		put_str(o, pi.name);
+		put(o,
+		    ",\"group\":%" PRIu32 ",\"state\":\"%s\",\"retry_in_ms\":%" PRIu64
+		    ",\"requests\":%" PRIu64 ",\"failures\":%" PRIu64
+		    ",\"bytes\":%" PRIu64 ",\"hits\":%" PRIu64
+		    ",\"misses\":%" PRIu64 "}",
+		    pi.group, states[pi.state], pi.retry_in_ms, pi.requests,
+		    pi.failures, pi.bytes, pi.hits, pi.misses);
+	}
+}
+
 /* The engine's lanes, readers and sources into *v (arrays of
  * FS_STATUS_ITEMS each); false when memory ran out. */
 static bool engine_view(struct fs_engine *e, struct fs_engine_view *v)
@@ -199,6 +224,8 @@ int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 	free(v.lanes);
 	free(v.readers);
 	free(v.sources);
+	put(&o, "],\"proxies\":[");
+	put_proxies(&o, m->fetch.proxies);
 	put(&o, "]");
 	if (cache_stats_get(m->cache, &cs) == 0)
 		put(&o,
@@ -309,6 +336,35 @@ static void render(json_t *root)
 		       shown(v, "url", url, sizeof(url)),
 		       shown(v, "state", state, sizeof(state)),
 		       json_integer_value(json_object_get(v, "lanes")), rate);
+	}
+	json_array_foreach(json_object_get(root, "proxies"), i, v)
+	{
+		char name[1024], state[64], bytes[32], ratio[32];
+		json_int_t hits = json_integer_value(json_object_get(v, "hits"));
+		json_int_t misses =
+			json_integer_value(json_object_get(v, "misses"));
+		json_int_t retry =
+			json_integer_value(json_object_get(v, "retry_in_ms"));
+
+		human(v, "bytes", bytes, sizeof(bytes));
+		if (hits + misses > 0)
+			snprintf(ratio, sizeof(ratio), "%.0f%%",
+				 100.0 * (double)hits / (double)(hits + misses));
+		else
+			snprintf(ratio, sizeof(ratio), "unknown");
+		printf("proxy %s (group %" JSON_INTEGER_FORMAT "): %s",
+		       shown(v, "proxy", name, sizeof(name)),
+		       json_integer_value(json_object_get(v, "group")),
+		       shown(v, "state", state, sizeof(state)));
+		if (retry > 0)
+			printf(" (retried in %" JSON_INTEGER_FORMAT " s)",
+			       (retry + 999) / 1000);
+		printf(", %" JSON_INTEGER_FORMAT " requests, %" JSON_INTEGER_FORMAT
+		       " failures, %s, hit ratio %s (%" JSON_INTEGER_FORMAT
+		       " hits, %" JSON_INTEGER_FORMAT " misses)\n",
+		       json_integer_value(json_object_get(v, "requests")),
+		       json_integer_value(json_object_get(v, "failures")),
+		       bytes, ratio, hits, misses);
 	}
 	if (cache != NULL) {
 		char bytes[32], disk[32];

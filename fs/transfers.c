@@ -40,8 +40,8 @@ static enum pace_outcome pace_outcome_of(enum fetch_outcome o)
 /* Copies arriving bytes into blocks and credits them; collects the blocks
  * they completed into done[]. Caller holds e->mu. */
 static uint32_t take_bytes(struct fs_engine *e, uint32_t lane, uint32_t blob,
-			   uint32_t source, uint64_t off, const uint8_t *src,
-			   size_t len, struct fs_part **done)
+			   uint32_t source, int proxy, uint64_t off,
+			   const uint8_t *src, size_t len, struct fs_part **done)
 {
 	const struct fs_blob *b = &e->blobs[blob];
 	uint64_t end = off + len, credited_end = off;
@@ -68,7 +68,9 @@ static uint32_t take_bytes(struct fs_engine *e, uint32_t lane, uint32_t blob,
 		memcpy(p->data + (credited_end - bstart),
 		       src + (credited_end - off), stop - credited_end);
 		p->mixed |= p->source != source && p->source != PACE_NONE;
+		p->proxy_mixed |= p->proxy != proxy && p->source != PACE_NONE;
 		p->source = source;
+		p->proxy = proxy;
 		credited_end = stop;
 	}
 	if (credited_end > off) {
@@ -93,22 +95,42 @@ static uint32_t take_bytes(struct fs_engine *e, uint32_t lane, uint32_t blob,
 	return ndone;
 }
 
-/* Folds the source of block p into its unit's; the unit's source after.
- * Caller holds e->mu. */
-static uint32_t unit_source(struct fs_blob *b, const struct fs_part *p)
+/* Folds the source and proxy of block p into its unit's; the unit's
+ * source after, and its proxy in *proxy. Caller holds e->mu. */
+static uint32_t unit_source(struct fs_blob *b, const struct fs_part *p,
+			    int *proxy)
 {
-	uint32_t *u = &b->unit_src[p->index * CACHE_BLOCK_SIZE / b->unit];
+	uint64_t k = p->index * CACHE_BLOCK_SIZE / b->unit;
+	uint32_t *u = &b->unit_src[k];
+	int *x = &b->unit_proxy[k];
 
 	if (p->mixed || (*u != PACE_NONE && *u != p->source))
 		*u = FS_SRC_MIXED;
 	else
 		*u = p->source;
+	if (p->proxy_mixed || (*x != FS_PROXY_UNSET && *x != p->proxy))
+		*x = FS_PROXY_MIXED;
+	else
+		*x = p->proxy;
+	*proxy = *x;
 	return *u;
 }
 
+/* The name of proxy entry i, for log lines. */
+static const char *proxy_name(const struct fs_engine *e, int i)
+{
+	struct fetch_proxy_info pi;
+
+	if (fetch_proxies_info(e->proxies, (uint32_t)i, 0, &pi) != 0)
+		return "(unknown proxy)";
+	return pi.name;
+}
+
 /* Block p's unit failed its digests (the cache stored nothing of p): its
- * bytes are dropped and fetched again, and the one source that sent them
- * all is not used again. */
+ * bytes are dropped and fetched again past any cache, and the one proxy
+ * they all came through is not used again, else the one source that sent
+ * them all: a cache's copy may be what is wrong, so the source is not
+ * blamed for what a proxy served. */
 static void unit_wrong(struct fs_engine *e, struct fs_part *p)
 {
 	struct fs_blob *b = &e->blobs[p->blob];
@@ -116,10 +138,13 @@ static void unit_wrong(struct fs_engine *e, struct fs_part *p)
 	uint64_t start = u * b->unit;
 	uint64_t end = start + b->unit < b->size ? start + b->unit : b->size;
 	uint32_t blob = p->blob, src;
+	int proxy;
 
 	pthread_mutex_lock(&e->mu);
-	src = unit_source(b, p);
-	if (src != FS_SRC_MIXED)
+	src = unit_source(b, p, &proxy);
+	if (proxy >= 0)
+		fetch_proxies_exclude(e->proxies, proxy);
+	else if (src != FS_SRC_MIXED)
 		pace_source_exclude(e->pace, src);
 	fs__part_free(&e->parts, p);
 	/* A unit of one cache block left nothing in the cache; a larger one
@@ -129,12 +154,16 @@ static void unit_wrong(struct fs_engine *e, struct fs_part *p)
 	pthread_mutex_unlock(&e->mu);
 	fs__log(FS_LOG_ERR,
 		"%s: block %" PRIu64 " (bytes %" PRIu64 "-%" PRIu64
-		") from %s has SHA-256 other than its digest: %s",
+		") from %s%s%s has SHA-256 other than its digest: %s",
 		b->name, u, start, end - 1,
 		src == FS_SRC_MIXED ? "several sources" : fs__source_url(e, src),
-		src == FS_SRC_MIXED ? "its bytes are fetched again"
-				    : "the source is excluded and the bytes "
-				      "fetched again");
+		proxy >= 0 ? " through proxy " : "",
+		proxy >= 0 ? proxy_name(e, proxy) : "",
+		proxy >= 0	      ? "the proxy is excluded and the bytes "
+					"fetched again past any cache"
+		: src == FS_SRC_MIXED ? "its bytes are fetched again"
+				      : "the source is excluded and the bytes "
+					"fetched again");
 	if (b->unit > CACHE_BLOCK_SIZE)
 		fs__engine_drop(e, blob, start, end, FS_DROP_WRONG);
 }
@@ -213,7 +242,9 @@ static void stored(struct fs_engine *e, struct fs_part *p, int rc)
 	fs__part_done(&e->parts, p, rc != 0);
 	/* Unless a drop (a failed whole-blob check) forgot it meanwhile. */
 	if (b->unit != 0 && pace_is_held(e->pace, blob, start, end)) {
-		unit_source(b, p);
+		int proxy;
+
+		unit_source(b, p, &proxy);
 		probe = b->unit > CACHE_BLOCK_SIZE;
 		if (!probe) {
 			fs__blob_set_checked(b, start, end, true);
@@ -233,15 +264,17 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 	uint32_t blob = e->lane_blob[lane], ndone = 0;
 	const struct fs_blob *b;
 	bool verify = false;
+	int proxy;
 
 	if (blob == PACE_NONE)
 		return;
+	proxy = fetch_lane_proxy(e->fetch, lane);
 	b = &e->blobs[blob];
 	pthread_mutex_lock(&e->mu);
 	/* Bytes of a version being dropped are never cached. */
 	if (!b->changed) {
-		ndone = take_bytes(e, lane, blob, e->lane_source[lane], off,
-				   buf, len, done);
+		ndone = take_bytes(e, lane, blob, e->lane_source[lane], proxy,
+				   off, buf, len, done);
 		verify = fs__verify_due(e, blob);
 		pthread_cond_broadcast(&e->cv);
 	}
@@ -345,12 +378,15 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 }
 
 /* A cancel of a lane that got nothing for the stall timeout is a stall
- * reclaim: say which source stalled, as the scheduler does not. */
+ * reclaim: say which source stalled, as the scheduler does not. A proxy
+ * the lane went through is left out for its reset interval, so that the
+ * range it retries does not stall there again. */
 static void log_if_stalled(struct fs_engine *e, uint32_t lane)
 {
 	struct pace_lane_info li;
 	uint64_t idle;
 	bool stalled;
+	int proxy = fetch_lane_proxy(e->fetch, lane);
 
 	pthread_mutex_lock(&e->mu);
 	idle = fs__now_ns() - e->lane_seen_ns[lane];
@@ -360,9 +396,11 @@ static void log_if_stalled(struct fs_engine *e, uint32_t lane)
 	if (stalled && fs__source_of(e, li.source) != NULL)
 		fs__log(FS_LOG_WARN,
 			"lane %u: %s: no byte for %" PRIu64 " s at offset %" PRIu64
-			": stalled; its range is retried",
+			": stalled; its range is retried%s",
 			lane, fs__source_url(e, li.source), idle / 1000000000u,
-			li.frontier);
+			li.frontier, proxy >= 0 ? " through another proxy" : "");
+	if (stalled && proxy >= 0)
+		fetch_proxies_fail(e->proxies, proxy);
 }
 
 /* Fills t with what action a requests from; NULL if its source is gone. */
@@ -376,7 +414,9 @@ static const struct fs_source *action_target(const struct fs_engine *e,
 		return NULL;
 	t->url = s->url;
 	t->validator = s->validator;
+	t->if_match = s->if_match;
 	t->size = e->blobs[e->source_of_pace[a->source]].size;
+	t->no_cache = false;
 	fs__log(FS_LOG_DEBUG,
 		"lane %u: GET %s bytes %" PRIu64 "-%" PRIu64 "%s", a->lane,
 		s->url, a->start, a->end - 1,
@@ -400,6 +440,8 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 		e->lane_source[a->lane] = a->source;
 		pthread_mutex_lock(&e->mu);
 		e->lane_seen_ns[a->lane] = fs__now_ns();
+		t.no_cache = fs__recheck(e, e->lane_blob[a->lane], a->start,
+					 a->end);
 		pthread_mutex_unlock(&e->mu);
 		rc = fetch_lane_start(e->fetch, a->lane, &t, a->start, a->end);
 		if (rc != 0) {
@@ -427,6 +469,10 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 		s = action_target(e, a, &t);
 		if (s == NULL)
 			return;
+		pthread_mutex_lock(&e->mu);
+		t.no_cache = fs__recheck(e, e->source_of_pace[a->source],
+					 a->start, a->end);
+		pthread_mutex_unlock(&e->mu);
 		rc = fetch_lane_queue(e->fetch, a->lane, &t, a->start, a->end);
 		if (rc != 0)
 			fs__log(FS_LOG_DEBUG, "lane %u: cannot send ahead: %s",

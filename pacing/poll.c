@@ -393,12 +393,16 @@ static bool reclaim_stalled(struct pace *p, struct poll *o)
 	return true;
 }
 
-/* A seek: the old window's read-ahead lanes yield. */
+/* A seek: the old window's read-ahead lanes stop at the end of the chunk
+ * (align) they are in, which a cache between pacefs and the origin can
+ * then keep whole; a read that waits for a lane takes one at once
+ * (serve_wait). */
 static bool yield_old_windows(struct pace *p, struct poll *o)
 {
 	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
 		struct lane *l = &p->lanes[i];
 		struct reader *r;
+		uint64_t chunk_end;
 
 		if (!pace__lane_open(l) || !l->ahead || pace__lane_demand(l) ||
 		    l->reader == PACE_NONE)
@@ -410,10 +414,20 @@ static bool yield_old_windows(struct pace *p, struct poll *o)
 			continue; /* still useful for the new window */
 		if (pace__caps_stream(p->sources[l->source].caps))
 			continue;
+		chunk_end = pace__align_up(pace__max64(l->frontier, l->start + 1),
+					   p->cfg.align);
+		if (chunk_end >= l->end)
+			continue; /* it ends inside this chunk */
 		if (o->n == o->cap)
 			return false;
-		pace__lane_cancel(p, l, false, &o->acts[o->n++]);
-		o->yields++;
+		pace__infl_sub(p, l->end - chunk_end);
+		l->end = chunk_end;
+		pace__emit(&o->acts[o->n++], PACE_ACT_SET_END, p, l);
+		if (l->q) {
+			/* Its queued range is of the old window too. */
+			pace__infl_sub(p, l->qend - l->qstart);
+			l->q = false;
+		}
 	}
 	return true;
 }
@@ -511,6 +525,21 @@ static uint64_t demand_share(const struct pace *p, const struct wait *w,
 	return pace__align_up((left + n - 1) / n, p->cfg.align);
 }
 
+/* Lanes a waiting read w should take from read-ahead when none is idle:
+ * one, or, for a read at a cold position, one for each min_request of
+ * what is left from x, so that its split runs on all of them at once. */
+static uint32_t yields_wanted(const struct pace *p, const struct wait *w,
+			      uint64_t x)
+{
+	const struct reader *r = pace__reader_get(p, w->reader);
+	uint64_t n;
+
+	if (r && r->w > 0 && !r->jumped)
+		return 1;
+	n = (w->end - x + p->cfg.min_request - 1) / p->cfg.min_request;
+	return (uint32_t)pace__min64(pace__max64(n, 1), p->cfg.max_lanes);
+}
+
 /* One waiting read: its missing bytes go to idle lanes, or read-ahead
  * yields a lane to it. */
 static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi)
@@ -592,13 +621,17 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi)
 			break;
 		}
 		/* With the blob's sources at their lane caps, only a lane on
-		 * the blob frees one for the read. */
-		l = yield_victim(p, w, src == PACE_NONE);
-		if (!l)
-			break;
-		if (o->n == o->cap)
-			return false;
-		pace__lane_cancel(p, l, false, &o->acts[o->n++]);
+		 * the blob frees one for the read. A read at a cold position
+		 * takes as many as its split needs. */
+		for (uint32_t k = 0, need = yields_wanted(p, w, x); k < need;
+		     k++) {
+			l = yield_victim(p, w, src == PACE_NONE);
+			if (!l)
+				break;
+			if (o->n == o->cap)
+				return false;
+			pace__lane_cancel(p, l, false, &o->acts[o->n++]);
+		}
 		break;
 	}
 	return true;

@@ -84,9 +84,20 @@ static uint64_t window_target(const struct pace *p, const struct reader *r)
 	return pace__min64(t, cap);
 }
 
+/* A window never grows past four times what its run has read: a reader
+ * that read 1 MiB and stopped (cmp -n, a header) must not leave 64 MiB of
+ * requests behind it, however often it waited on the way; four times, so
+ * that a copy's window still grows faster than it reads. */
+static uint64_t grow_limit(const struct pace *p, const struct reader *r)
+{
+	uint64_t four = r->run > UINT64_MAX / 4 ? UINT64_MAX : 4 * r->run;
+
+	return pace__max64(p->cfg.window_min, four);
+}
+
 void pace__window_waited(struct pace *p, struct reader *r)
 {
-	uint64_t cap = window_cap(p, r->blob);
+	uint64_t cap = pace__min64(window_cap(p, r->blob), grow_limit(p, r));
 
 	if (r->w < cap)
 		r->w = pace__min64(r->w * 2, cap);
@@ -148,7 +159,10 @@ static void window_update(struct pace *p, struct reader *r)
 		r->w = target;
 		r->grow_run = 0;
 	} else if (r->w < target && r->grow_run >= r->w / 2) {
-		r->w = pace__min64(r->w * 2, target);
+		r->w = pace__min64(r->w * 2,
+				   pace__max64(pace__min64(target,
+							   grow_limit(p, r)),
+					       r->w));
 		r->grow_run = 0;
 	}
 }

@@ -7,7 +7,7 @@
 set -euo pipefail
 
 T_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-T_NAME=$(basename "$0" .sh)
+T_NAME=${T_NAME:-$(basename "$0" .sh)}
 PACEFS=${PACEFS:-$T_ROOT/build/pacefs}
 case $PACEFS in /*) ;; *) PACEFS=$PWD/$PACEFS ;; esac
 READCMP=${READCMP:-$(dirname "$PACEFS")/tests/readcmp}
@@ -22,16 +22,20 @@ T_FAILED=0
 T_SKIPPED=0
 T_MOUNTS=()
 T_NGINX_PIDS=()
-T_NGINX_PREFIXES=()
 ORIGIN_BIN=${PACEFS_ORIGIN:-$(dirname "$PACEFS")/pacefs-origin}
 O_PIDS=()
 O_PID=
 O_URL=
+O_LOG=
 T_FG_PIDS=()
 ORIGIN_PID=
 ORIGIN_PORT=
 ORIGIN_URL=
 ORIGIN_PREFIX=
+TP_PID=
+TP_PORT=
+TP_URL=
+TP_PREFIX=
 T_MOUNT_ERR=
 
 # --- accounting -------------------------------------------------------------
@@ -165,30 +169,63 @@ free_port() {
 	return 1
 }
 
-# origin_start DIR [DIRECTIVES]: serves DIR over HTTP on 127.0.0.1 with a
-# private nginx (its own config, logs and pid in a temp dir); DIRECTIVES go
-# inside the server block (e.g. "location /norange/ { max_ranges 0; }").
-# Sets ORIGIN_PORT, ORIGIN_URL, ORIGIN_PREFIX and ORIGIN_PID.
-origin_start() {
-	local dir=$1 extra=${2:-} prefix port user_line=
-	dir=$(cd "$dir" && pwd)
+# nginx_start [-w WORKERS] [-c CONNECTIONS] [-e LEVEL] [-f LOG_FORMAT]
+#             [-h HTTP_DIRECTIVES] SERVER...: starts a private nginx, its
+# config, logs and pid in a new folder under T_TMP, and waits until it
+# listens. Each SERVER is the inside of one server block, listen line
+# included; @PORT1@, @PORT2@, ... in any of them stand for free loopback
+# ports, one per server, and @PREFIX@ in HTTP_DIRECTIVES for its folder.
+# Defaults: 1 worker, 256 connections, error log
+# at info, access log lines "method uri status "range" bytes". Sets
+# NGINX_PID, NGINX_PORTS (an array), NGINX_PREFIX (its folder: access.log,
+# error.log) and NGINX_URL (http://127.0.0.1:@PORT1@); the cleanup stops it.
+nginx_start() {
+	local workers=1 conns=256 level=info http='' opt OPTIND=1 prefix conf i k
+	# shellcheck disable=SC2016 # nginx's variables
+	local format='$request_method $uri $status "$http_range" $body_bytes_sent'
+	local user_line=''
+	while getopts w:c:e:f:h: opt; do
+		case $opt in
+		w) workers=$OPTARG ;;
+		c) conns=$OPTARG ;;
+		e) level=$OPTARG ;;
+		f) format=$OPTARG ;;
+		h) http=$OPTARG ;;
+		*) return 2 ;;
+		esac
+	done
+	shift $((OPTIND - 1))
 	prefix=$(mktemp -d "$T_TMP/nginx.XXXXXX")
 	mkdir -p "$prefix/tmp"
+	http=${http//@PREFIX@/$prefix}
 	if [ "$(id -u)" -eq 0 ]; then
 		# Workers would otherwise drop to nobody and fail to read the
 		# test's 0700 temp dirs.
 		user_line="user root;"
 	fi
 	for _ in 1 2 3 4 5; do
-		port=$(free_port)
+		NGINX_PORTS=()
+		for ((k = 1; k <= $#; k++)); do
+			NGINX_PORTS+=("$(free_port)")
+		done
+		if [ "$(printf '%s\n' "${NGINX_PORTS[@]}" | sort -u | wc -l)" -ne $# ]; then
+			continue
+		fi
+		conf=
+		for ((k = 1; k <= $#; k++)); do
+			conf+="    server { ${!k} }"$'\n'
+		done
+		for ((k = 1; k <= $#; k++)); do
+			conf=${conf//@PORT$k@/${NGINX_PORTS[k - 1]}}
+		done
 		cat >"$prefix/nginx.conf" <<-EOF
 			$user_line
 			daemon off;
 			master_process on;
-			worker_processes 1;
+			worker_processes $workers;
 			pid $prefix/nginx.pid;
-			error_log $prefix/error.log info;
-			events { worker_connections 256; }
+			error_log $prefix/error.log $level;
+			events { worker_connections $conns; }
 			http {
 			    default_type application/octet-stream;
 			    sendfile on;
@@ -199,46 +236,104 @@ origin_start() {
 			    fastcgi_temp_path $prefix/tmp/fastcgi;
 			    uwsgi_temp_path $prefix/tmp/uwsgi;
 			    scgi_temp_path $prefix/tmp/scgi;
-			    log_format pacefs '\$request_method \$uri \$status "\$http_range" \$body_bytes_sent';
-			    access_log $prefix/access.log pacefs;
-			    server {
-			        listen 127.0.0.1:$port;
-			        root $dir;
-			        location = /__pacefs_probe { access_log off; return 204; }
-			        $extra
-			    }
+			    log_format t '$format';
+			    access_log $prefix/access.log t;
+			    $http
+			$conf
 			}
 		EOF
+		rm -f "$prefix/nginx.pid"
+		: >"$prefix/access.log"
 		/usr/sbin/nginx -e "$prefix/error.log" -p "$prefix" -c "$prefix/nginx.conf" \
 			</dev/null >>"$prefix/nginx.out" 2>&1 &
-		ORIGIN_PID=$!
-		T_NGINX_PIDS+=("$ORIGIN_PID")
-		T_NGINX_PREFIXES+=("$prefix")
-		ORIGIN_PORT=$port
-		ORIGIN_URL=http://127.0.0.1:$port
-		ORIGIN_PREFIX=$prefix
-		local i
-		for i in $(seq 1 100); do
-			if ! kill -0 "$ORIGIN_PID" 2>/dev/null; then
-				break
-			fi
-			if curl -s -o /dev/null --max-time 2 "$ORIGIN_URL/__pacefs_probe"; then
+		NGINX_PID=$!
+		T_NGINX_PIDS+=("$NGINX_PID")
+		NGINX_PREFIX=$prefix
+		NGINX_URL=http://127.0.0.1:${NGINX_PORTS[0]}
+		# nginx writes its pid file once every listening socket is bound;
+		# a port taken meanwhile makes it retry for 2 s, then exit.
+		for i in $(seq 1 200); do
+			if [ "$(cat "$prefix/nginx.pid" 2>/dev/null)" = "$NGINX_PID" ]; then
 				return 0
 			fi
+			kill -0 "$NGINX_PID" 2>/dev/null || break
 			sleep 0.05
 		done
-		origin_stop
+		proc_stop "$NGINX_PID"
 		if ! grep -q 'Address already in use' "$prefix/error.log" 2>/dev/null; then
 			break
 		fi
 	done
-	echo "origin_start: nginx did not come up; its log:" >&2
+	echo "nginx_start: nginx did not come up; its log:" >&2
 	tail -n 5 "$prefix/error.log" >&2 || true
 	return 1
 }
 
-# nginx_stop PID: stops one nginx this script started, and waits for it.
-nginx_stop() {
+# origin_start DIR [DIRECTIVES]: serves DIR over HTTP on 127.0.0.1 with
+# nginx_start's defaults; DIRECTIVES go inside the server block (e.g.
+# "location /norange/ { max_ranges 0; }"). Sets ORIGIN_PORT, ORIGIN_URL,
+# ORIGIN_PREFIX and ORIGIN_PID.
+origin_start() {
+	local dir
+	dir=$(cd "$1" && pwd)
+	nginx_start "listen 127.0.0.1:@PORT1@; root $dir; ${2:-}" || return 1
+	ORIGIN_PID=$NGINX_PID
+	ORIGIN_PORT=${NGINX_PORTS[0]}
+	ORIGIN_URL=$NGINX_URL
+	ORIGIN_PREFIX=$NGINX_PREFIX
+}
+
+# tier_proxy_start SLICE: a private nginx as a forward caching proxy
+# (proxy_cache with the slice module, SLICE bytes a slice, e.g. 1m: the
+# cache tier of docs/deploy.md), with an empty cache; a request with a
+# Cache-Control header goes to the origin (and refreshes the cache). Sets
+# TP_PORT, TP_URL, TP_PREFIX and TP_PID; its access log
+# ($TP_PREFIX/access.log) says: method uri status "range" bytes
+# cache-status.
+tier_proxy_start() {
+	local slice=$1
+	# shellcheck disable=SC2016 # nginx's variables
+	nginx_start -f '$request_method $uri $status "$http_range" $body_bytes_sent $upstream_cache_status' \
+		-h "proxy_cache_path @PREFIX@/cache levels=1:2 keys_zone=pc:10m max_size=2g inactive=60m use_temp_path=off;" \
+		"listen 127.0.0.1:@PORT1@;
+		location = /__pacefs_probe { access_log off; return 204; }
+		location / {
+			slice $slice;
+			proxy_cache pc;
+			proxy_cache_key \$http_host\$uri\$is_args\$args\$slice_range;
+			proxy_set_header Range \$slice_range;
+			proxy_set_header Host \$http_host;
+			proxy_http_version 1.1;
+			proxy_set_header Connection \"\";
+			proxy_cache_valid 200 206 1h;
+			proxy_cache_lock on;
+			proxy_cache_lock_timeout 30s;
+			proxy_cache_bypass \$http_cache_control;
+			proxy_pass http://\$http_host;
+			add_header X-Cache \$upstream_cache_status;
+		}" || return 1
+	TP_PID=$NGINX_PID
+	TP_PORT=${NGINX_PORTS[0]}
+	TP_URL=$NGINX_URL
+	TP_PREFIX=$NGINX_PREFIX
+}
+
+# nginx_kill PID: kills one nginx this script started at once, its workers
+# first (a worker outlives a killed master), as a crashed machine would
+# go: its connections are reset mid-transfer.
+nginx_kill() {
+	local pid=$1 child
+	for child in $(ps -o pid= --ppid "$pid" 2>/dev/null); do
+		kill -KILL "$child" 2>/dev/null || true
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+# proc_stop PID: stops a process this script started (a server, a mount's
+# daemon): TERM, then KILL after 5 s (nginx's master stops its workers on
+# TERM, and KILL would orphan them), and waits for it.
+proc_stop() {
 	local pid=$1 i
 	kill -TERM "$pid" 2>/dev/null || return 0
 	for i in $(seq 1 100); do
@@ -252,13 +347,13 @@ nginx_stop() {
 # origin_stop: stops the origin that origin_start started last.
 origin_stop() {
 	if [ -n "$ORIGIN_PID" ]; then
-		nginx_stop "$ORIGIN_PID"
+		proc_stop "$ORIGIN_PID"
 		ORIGIN_PID=
 	fi
 }
 
-# origin_requests: how many requests the current origin has logged (the
-# readiness probe excluded); a test diffs two counts.
+# origin_requests: how many requests the current origin has logged; a test
+# diffs two counts.
 origin_requests() {
 	if [ -f "$ORIGIN_PREFIX/access.log" ]; then
 		wc -l <"$ORIGIN_PREFIX/access.log"
@@ -289,6 +384,25 @@ is_mounted() {
 	[ -n "$(mount_line "$1")" ]
 }
 
+# mount_wait MNT [PID [SECS [TYPE]]]: waits until MNT is mounted, as a
+# file system of TYPE (fuse.pacefs unless given; "any": whatever type), for
+# at most SECS seconds (10), and no longer than PID (when given) lives.
+# Returns 0 once mounted, 1 when PID exited first, 2 when time ran out.
+mount_wait() {
+	local mnt=$1 pid=${2:-} secs=${3:-10} type=${4:-fuse.pacefs} i line
+	for i in $(seq 1 $((secs * 20))); do
+		line=$(mount_line "$mnt")
+		if [ -n "$line" ] && { [ "$type" = any ] || [[ $line == *" - $type "* ]]; }; then
+			return 0
+		fi
+		if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+			return 1
+		fi
+		sleep 0.05
+	done
+	return 2
+}
+
 # t_track_mount MNT: makes the cleanup unmount MNT (for mounts a test makes
 # itself, e.g. a read-only tmpfs).
 t_track_mount() {
@@ -299,7 +413,7 @@ t_track_mount() {
 # the mountpoint, and waits until the mount is live. Returns non-zero with
 # pacefs's stderr in T_MOUNT_ERR (and on stderr) when it fails.
 mount_pacefs() {
-	local mnt=${*: -1} err rc=0 i
+	local mnt=${*: -1} err rc=0
 	mnt=$(cd "$mnt" 2>/dev/null && pwd || echo "$mnt")
 	err=$(mktemp "$T_TMP/mount-err.XXXXXX")
 	T_MOUNTS+=("$mnt")
@@ -309,12 +423,9 @@ mount_pacefs() {
 		echo "mount_pacefs: pacefs $* exited $rc: $T_MOUNT_ERR" >&2
 		return 1
 	fi
-	for i in $(seq 1 100); do
-		if is_pacefs_mounted "$mnt"; then
-			return 0
-		fi
-		sleep 0.05
-	done
+	if mount_wait "$mnt" "" 5; then
+		return 0
+	fi
 	echo "mount_pacefs: pacefs $* exited 0 but $mnt is not a fuse.pacefs mount: $T_MOUNT_ERR" >&2
 	return 1
 }
@@ -356,8 +467,8 @@ umount_pacefs() {
 # --- cleanup ----------------------------------------------------------------
 
 # o_start NAME ARGS...: starts pacefs-origin (the project's test origin,
-# contrib/origin) on a free loopback port with ARGS; sets O_PID and O_URL.
-# Its request log is $T_TMP/NAME.log.
+# contrib/origin) on a free loopback port with ARGS; sets O_PID, O_URL and
+# O_LOG, its request log ($T_TMP/NAME.log).
 o_start() {
 	local name=$1 i
 	shift
@@ -369,6 +480,7 @@ o_start() {
 	for i in $(seq 1 100); do
 		if [ -s "$T_TMP/$name.port" ]; then
 			O_URL=http://127.0.0.1:$(cat "$T_TMP/$name.port")
+			O_LOG=$T_TMP/$name.log
 			return 0
 		fi
 		kill -0 "$O_PID" 2>/dev/null || break
@@ -391,20 +503,16 @@ o_kill_all() {
 # fg_mount LOG ARGS... MOUNTPOINT: runs pacefs in the foreground (-f) in the
 # background with its log in LOG, and waits for the mount; sets FG_PID.
 fg_mount() {
-	local log=$1 mnt=${*: -1} i
+	local log=$1 mnt=${*: -1}
 	shift
 	mnt=$(cd "$mnt" 2>/dev/null && pwd || echo "$mnt")
 	T_MOUNTS+=("$mnt")
 	"$PACEFS" -f "$@" </dev/null >/dev/null 2>"$log" &
 	FG_PID=$!
 	T_FG_PIDS+=("$FG_PID")
-	for i in $(seq 1 200); do
-		if is_pacefs_mounted "$mnt"; then
-			return 0
-		fi
-		kill -0 "$FG_PID" 2>/dev/null || break
-		sleep 0.05
-	done
+	if mount_wait "$mnt" "$FG_PID"; then
+		return 0
+	fi
 	echo "fg_mount: pacefs -f $* did not mount: $(tail -n 3 "$log")" >&2
 	return 1
 }
@@ -416,7 +524,7 @@ t_cleanup() {
 		umount_pacefs "${T_MOUNTS[$i]}" 2>/dev/null
 	done
 	for pid in "${T_NGINX_PIDS[@]}"; do
-		nginx_stop "$pid"
+		proc_stop "$pid"
 	done
 	o_kill_all
 	for pid in "${T_FG_PIDS[@]}"; do

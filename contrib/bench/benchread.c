@@ -31,8 +31,7 @@ static uint64_t splitmix64(uint64_t x)
  * origin, any offset can be checked without the source. An odd multiplier
  * and a xorshift are both one-to-one, so no two words of a file are equal
  * and a block served at the wrong offset never passes. One multiply a
- * word (splitmix64 took three) lets the checker run at page-cache speed
- * instead of capping warm reads at about 3.5 GB/s. */
+ * word, so that the checker keeps up with reads from the page cache. */
 static uint64_t word_at(uint64_t seed, uint64_t i)
 {
 	uint64_t x = (seed + i) * 0x9e3779b97f4a7c15ull;

@@ -41,6 +41,23 @@ med() {
 		}' "$RAW"
 }
 
+# med_ratio WL1 WL2 SYS KEY: the median over the runs of WL1's KEY over
+# WL2's in the same run (pacefs's figures of one run compared), or "-".
+med_ratio() {
+	awk -F'\t' -v a="$1" -v b="$2" -v sys="$3" -v key="$4" '
+		$2 == sys && $4 == "ok" && ($1 == a || $1 == b) {
+			split($5, kv, " ")
+			for (i in kv) { split(kv[i], p, "="); if (p[1] == key) x[$1, $3] = p[2] + 0 }
+			runs[$3] = 1
+		}
+		END {
+			for (r in runs) if ((a, r) in x && (b, r) in x && x[b, r] > 0) v[++m] = x[a, r] / x[b, r]
+			if (m == 0) { print "-"; exit }
+			for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+			if (m % 2) print v[(m + 1) / 2]; else print (v[m / 2] + v[m / 2 + 1]) / 2
+		}' "$RAW"
+}
+
 # lowest WL SYS KEY: the smallest KEY over the ok runs, or "-": a floor's
 # estimate, which the machine's noise can only raise.
 lowest() {
@@ -140,6 +157,12 @@ label() {
 SYS=(pacefs rclone httpdirfs)
 CSYS=(local pacefs rclone httpdirfs)
 
+# chunk_label 64k: "64 KiB"; 1024k: "1 MiB".
+chunk_label() {
+	local k=${1%k}
+	if [ $((k % 1024)) -eq 0 ]; then echo "$((k / 1024)) MiB"; else echo "$k KiB"; fi
+}
+
 # --- numbers used by several sections ---------------------------------------
 
 for s in pacefs rclone httpdirfs curl1 curl8; do
@@ -193,6 +216,26 @@ sub() {
 
 PLOTS=()
 PLOT_ERR=$(mktemp)
+# plot NAME WIDTH,HEIGHT: runs gnuplot's commands from stdin into
+# $OUT/NAME.png and adds it to PLOTS, or says why it failed.
+plot() {
+	if {
+		printf 'set terminal pngcairo size %s font "sans,10" noenhanced\n' "$2"
+		printf 'set output "%s"\n' "$OUT/$1.png"
+		cat
+	} | gnuplot 2>>"$PLOT_ERR"; then
+		PLOTS+=("$1.png")
+	else
+		echo "report: the $1 plot failed: $(grep . "$PLOT_ERR" | tail -n 1)" >&2
+	fi
+}
+# Clustered bars on a log scale, as the latency, pulled and clients plots
+# draw them.
+LOG_BARS='set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set logscale y
+set grid ytics'
 rm -f "$OUT/cold_seq.png" "$OUT/latency.png" "$OUT/pulled.png" "$OUT/clients.png"
 if command -v gnuplot >/dev/null 2>&1; then
 	dat=$(mktemp)
@@ -202,9 +245,7 @@ if command -v gnuplot >/dev/null 2>&1; then
 		isnum "$b" || b=0
 		printf '"%s" %s %s\n' "$s" "$a" "$b" >>"$dat"
 	done
-	gnuplot <<-EOF 2>>"$PLOT_ERR" && PLOTS+=(cold_seq.png) || echo "report: the cold_seq plot failed: $(grep . "$PLOT_ERR" | tail -n 1)" >&2
-		set terminal pngcairo size 1000,420 font "sans,10" noenhanced
-		set output "$OUT/cold_seq.png"
+	plot cold_seq 1000,420 <<-EOF
 		set multiplot layout 1,2 title "Cold sequential read, MB/s (median of $RUNS runs; 0 = failed)"
 		set style data histograms
 		set style fill solid 0.8 border -1
@@ -228,15 +269,9 @@ if command -v gnuplot >/dev/null 2>&1; then
 		done
 		echo "$row" >>"$dat"
 	done
-	gnuplot <<-EOF 2>>"$PLOT_ERR" && PLOTS+=(latency.png) || echo "report: the latency plot failed: $(grep . "$PLOT_ERR" | tail -n 1)" >&2
-		set terminal pngcairo size 1000,420 font "sans,10" noenhanced
-		set output "$OUT/latency.png"
+	plot latency 1000,420 <<-EOF
 		set multiplot layout 1,2 title "Latency, ms, log scale (median of $RUNS runs; missing bar = failed)"
-		set style data histograms
-		set style histogram clustered gap 1
-		set style fill solid 0.8 border -1
-		set logscale y
-		set grid ytics
+		$LOG_BARS
 		set key top left
 		set title "random 4 KiB reads (p50, p95) and first byte, loopback"
 		plot "$dat" using 2:xtic(1) title "p50", '' using 3 title "p95", '' using 6 title "first 4 KiB"
@@ -254,15 +289,9 @@ if command -v gnuplot >/dev/null 2>&1; then
 		done
 		echo "$row" >>"$dat"
 	done
-	gnuplot <<-EOF 2>>"$PLOT_ERR" && PLOTS+=(pulled.png) || echo "report: the pulled plot failed: $(grep . "$PLOT_ERR" | tail -n 1)" >&2
-		set terminal pngcairo size 1000,420 font "sans,10" noenhanced
-		set output "$OUT/pulled.png"
+	plot pulled 1000,420 <<-EOF
 		set title "MiB pulled from the origin, mount to unmount (median of $RUNS runs; missing bar = failed)"
-		set style data histograms
-		set style histogram clustered gap 1
-		set style fill solid 0.8 border -1
-		set logscale y
-		set grid ytics
+		$LOG_BARS
 		set key top left
 		plot "$dat" using 2:xtic(1) title "random 4 KiB, loopback ($RANDOM_N_LO reads = $(awk -v n="$RANDOM_N_LO" 'BEGIN { printf "%.2f", n * 4 / 1024 }') MiB)", \
 			'' using 3 title "random 4 KiB, WAN ($RANDOM_N_WAN reads = $(awk -v n="$RANDOM_N_WAN" 'BEGIN { printf "%.2f", n * 4 / 1024 }') MiB)", \
@@ -299,15 +328,9 @@ if command -v gnuplot >/dev/null 2>&1; then
 		done
 		echo "$row" >>"$dat"
 	done
-	gnuplot <<-EOF 2>>"$PLOT_ERR" && PLOTS+=(clients.png) || echo "report: the clients plot failed: $(grep . "$PLOT_ERR" | tail -n 1)" >&2
-		set terminal pngcairo size 1200,500 font "sans,10" noenhanced
-		set output "$OUT/clients.png"
+	plot clients 1200,500 <<-EOF
 		set multiplot layout 1,2 title "Real clients on the WAN origin (median of $RUNS runs; missing bar = failed)"
-		set style data histograms
-		set style histogram clustered gap 1
-		set style fill solid 0.8 border -1
-		set logscale y
-		set grid ytics
+		$LOG_BARS
 		set key below horizontal
 		set xtics rotate by 20 right
 		set title "seconds, log scale"
@@ -383,6 +406,28 @@ trap 'rm -f "$TGT" "$PLOT_ERR"' EXIT
 	lim=$(awk -v w="$WINDOW" 'BEGIN { print (64 * 1048576 + w) / 1024 }')
 	echo "| memory (issue 5): daemon's peak RSS streaming $((${MEM_SIZE:-0} / MiB)) MiB <= 64 MiB + one window ($((WINDOW / MiB)) MiB) | pacefs $(f "$MH_pacefs" 1024 %.0f) MiB (rclone $(f "$MH_rclone" 1024 %.0f), httpdirfs $(f "$MH_httpdirfs" 1024 %.0f)) | $(yesno le "$MH_pacefs" "$lim") |"
 	echo "| remount: zero bytes pulled by the full read | $(f "$rp" 1 %.0f) bytes during the read; $(f "$rq" 1 %.0f) bytes mount to unmount (requests: $(vals remount pacefs reqs 1 %d)) | $(yesno le "$rp" 0) |"
+	if [ "$(med tier_first pacefs mbps)" != - ]; then
+		tc=${TIER_CHUNK:-1048576}
+		lim=$(awk -v s="$SEQ_LO_SIZE" 'BEGIN { print 1.05 * s }')
+		t12=$(awk -v a="$(med tier_first pacefs pulled)" -v b="$(med tier_second pacefs pulled)" 'BEGIN { print a + b }')
+		isnum "$(med tier_second pacefs pulled)" || t12=$(med tier_second pacefs pulled)
+		echo "| cache tier: two mounts one after the other pull each byte from the origin at most once (<= 1.05 x $((SEQ_LO_SIZE / MiB)) MiB) | $(f "$(med tier_first pacefs pulled)" $MiB %.1f) + $(f "$(med tier_second pacefs pulled)" $MiB %.1f) MiB | $(yesno le "$t12" "$lim") |"
+		echo "| cache tier: two mounts together through an empty tier, the same | $(f "$(med tier_together pacefs pulled)" $MiB %.1f) MiB | $(yesno le "$(med tier_together pacefs pulled)" "$lim") |"
+		tr=$(med_ratio tier_second tier_direct pacefs mbps)
+		echo "| cache tier: the second mount's cold read >= 0.8x its read straight from loopback nginx (median of the runs' ratios) | $(f "$(med tier_second pacefs mbps)" 1 %.0f) MB/s vs $(f "$(med tier_direct pacefs mbps)" 1 %.0f) MB/s (medians); ratios $(paste -d' ' <(vals tier_second pacefs mbps 1 %.9g | tr -d ' ' | tr ',' '\n') <(vals tier_direct pacefs mbps 1 %.9g | tr -d ' ' | tr ',' '\n') | awk '{ if ($2 > 0) printf "%s%.2fx", (NR > 1 ? ", " : ""), $1 / $2 }'): median $(f "$tr" 1 %.2f)x | $(yesno ge "$tr" 0.8) |"
+		for c in 64k $((tc / 1024))k; do
+			per=$(awk -v p="$(med "tier_rand_$c" pacefs pulled)" -v n="$(med "tier_rand_$c" pacefs reads)" 'BEGIN { if (n > 0) printf "%.9g", p / n; else print "n/a" }')
+			isnum "$(med "tier_rand_$c" pacefs pulled)" || per=$(med "tier_rand_$c" pacefs pulled)
+			echo "| random 4 KiB, WAN, chunk=$(chunk_label "$c"): bytes pulled per read <= one chunk | $(f "$per" 1024 %.1f) KiB per read | $(yesno le "$per" "$(( ${c%k} * 1024 ))") |"
+		done
+		# The default chunk against the random workload's pacefs row of
+		# the same run (the same mount as before chunks existed): a
+		# chunk-aligned scheduler must not cost random reads.
+		verdict=$(yesno le "$(med tier_rand_64k pacefs p95)" "$(mul "$(med random_wan pacefs p95)" 1.2)")
+		[ "$(med random_wan pacefs p95)" != - ] || verdict="not judged (the random workload was not run)"
+		echo "| random 4 KiB, WAN, chunk mode (the default chunk, 64 KiB): p95 <= 1.2x the random workload's | $(f "$(med tier_rand_64k pacefs p95)" 0.001 %.1f) ms vs $(f "$(med random_wan pacefs p95)" 0.001 %.1f) ms: $(ratio "$(med tier_rand_64k pacefs p95)" "$(med random_wan pacefs p95)") | $verdict |"
+		echo "| cache tier: one proxy of a two-proxy group killed a quarter into the read: right bytes, no wait >= stall_timeout (${TIER_STALL:-10} s) | longest read $(f "$(med tier_kill pacefs worst)" 0.001 %.0f) ms, $(f "$(med tier_kill pacefs pulled)" $MiB %.1f) MiB from the origin | $(yesno le "$(med tier_kill pacefs worst)" "${TIER_STALL:-10}") |"
+	fi
 	echo
 
 } >"$TGT"
@@ -430,7 +475,7 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 	echo
 	for p in "${PLOTS[@]}"; do echo "![$p]($p)"; done
 	echo
-	echo "## Targets (issues 4, 5, 8 and 12)"
+	echo "## Targets (issues 4, 5, 8, 12 and 13)"
 	echo
 
 	cat "$TGT"
@@ -603,6 +648,29 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 		echo "| $(label "$s") | $(f "$(med multi "$s" mbps)" 1 %.1f) | $(vals multi "$s" mbps 1 %.1f) | $(f "$(med multi "$s" pulled)" $MiB %.1f) | $(ratio "$mp" "$(med multi "$s" mbps)") |"
 	done
 	echo
+	if [ "$(med tier_first pacefs mbps)" != - ]; then
+		tc=${TIER_CHUNK:-1048576}
+		echo "## A shared cache tier (WAN origin behind nginx proxy_cache + slice)"
+		echo
+		echo "pacefs only, -o chunk=$((tc / MiB))M,proxy=TIER: nginx on loopback as a forward caching proxy (slice $((tc / MiB))m, proxy_cache_lock on: the configuration of docs/deploy.md) in front of the WAN origin, a new tier with an empty cache for each part. Mounts have caches of their own, like machines of a fleet. MB/s from open to the last verified byte of the $((SEQ_LO_SIZE / MiB)) MiB file; pulled = bytes the WAN origin sent."
+		echo
+		echo "| step | MB/s | runs | pulled from the origin, MiB |"
+		echo "| --- | ---: | --- | ---: |"
+		echo "| first mount (the tier fills) | $(f "$(med tier_first pacefs mbps)" 1 %.1f) | $(vals tier_first pacefs mbps 1 %.1f) | $(f "$(med tier_first pacefs pulled)" $MiB %.1f) |"
+		echo "| second mount (the tier's copy) | $(f "$(med tier_second pacefs mbps)" 1 %.1f) | $(vals tier_second pacefs mbps 1 %.1f) | $(f "$(med tier_second pacefs pulled)" $MiB %.1f) |"
+		echo "| the same straight from loopback nginx (reference) | $(f "$(med tier_direct pacefs mbps)" 1 %.1f) | $(vals tier_direct pacefs mbps 1 %.1f) | |"
+		echo "| two mounts together, empty tier: seconds of the slower | $(f "$(med tier_together pacefs secs)" 1 %.2f) s | $(vals tier_together pacefs secs 1 %.2f) | $(f "$(med tier_together pacefs pulled)" $MiB %.1f) |"
+		echo "| two-proxy group, one killed a quarter in: seconds, longest read | $(f "$(med tier_kill pacefs secs)" 1 %.2f) s, $(f "$(med tier_kill pacefs worst)" 0.001 %.0f) ms | $(vals tier_kill pacefs worst 0.001 %.0f) ms | $(f "$(med tier_kill pacefs pulled)" $MiB %.1f) |"
+		echo
+		echo "Random 4 KiB reads ($RANDOM_N_WAN, WAN origin, no tier) with the default chunk and with $((tc / MiB)) MiB: a random read pulls one chunk, so a large chunk costs each random read its transfer; the default stays one cache block."
+		echo
+		echo "| chunk | p50 ms | p95 ms | runs (p95) | pulled MiB | per read KiB |"
+		echo "| --- | ---: | ---: | --- | ---: | ---: |"
+		for c in 64k $((tc / 1024))k; do
+			echo "| $(chunk_label "$c") | $(f "$(med "tier_rand_$c" pacefs p50)" 0.001 %.1f) | $(f "$(med "tier_rand_$c" pacefs p95)" 0.001 %.1f) | $(vals "tier_rand_$c" pacefs p95 0.001 %.1f) | $(f "$(med "tier_rand_$c" pacefs pulled)" $MiB %.1f) | $(f "$(awk -v p="$(med "tier_rand_$c" pacefs pulled)" -v n="$RANDOM_N_WAN" 'BEGIN { print p / n }')" 1024 %.1f) |"
+		done
+		echo
+	fi
 	echo "## Memory while streaming (loopback, $((${MEM_SIZE:-0} / MiB)) MiB)"
 	echo
 	echo "One cold sequential read of the whole file; the mount daemon's peak resident set (VmHWM: heap, buffers and the pages of its cache files it has mapped) and its RSS at the end of the read, before the unmount."

@@ -75,15 +75,17 @@ T1_FILE=multi0.bin      # MULTI_SIZE bytes, through the one-transfer origin
 T1_RETRY_AFTER=1        # s, that origin's Retry-After on its 503s
 STALL_SIZE=$((4 * MiB)) # the file behind the one-byte-per-response origin
 READ_TIMEOUT=5          # pacefs -o read_timeout= against it
+TIER_CHUNK=$MiB # -o chunk= and the tier's slice in the tier workload
+TIER_STALL=10   # s, -o stall_timeout= of the mount that loses a proxy
 WORKLOADS=(seq_lo seq_wan ttfb random player player2 seek1m mirrors multi
-	ffprobe ffss ffplay zip sqlite transfer1 stall memory)
+	ffprobe ffss ffplay zip sqlite transfer1 stall memory tier)
 
 # Per-step timeouts, seconds.
 TO_MOUNT=30
 TO_STEP=240
 TO_SHORT=30 # steps that take seconds when all is well: the 503 origin, the stalled read
 
-for need in /usr/sbin/nginx rclone httpdirfs gnuplot curl fusermount3 timeout mountpoint ffmpeg ffprobe /usr/bin/python3; do
+for need in /usr/sbin/nginx rclone httpdirfs gnuplot curl fusermount3 timeout ffmpeg ffprobe /usr/bin/python3; do
 	if ! command -v "$need" >/dev/null 2>&1; then
 		echo "bench: $need is missing; run contrib/install-deps.sh --bench" >&2
 		exit 1
@@ -99,7 +101,13 @@ if [ ! -c /dev/fuse ] || [ "$(id -u)" -ne 0 ]; then
 fi
 make -C "$REPO" --no-print-directory BUILD="$BUILD_REL" "$BUILD_REL/bench/benchread" >/dev/null
 
-W=$(mktemp -d "${TMPDIR:-/tmp}/pacefs-bench.XXXXXX")
+# The mount tests' helpers: nginx_start, o_start (pacefs-origin),
+# mount_wait, umount_pacefs, and a work directory (T_TMP) whose servers
+# and mounts t_cleanup stops and unmounts.
+T_NAME=bench
+# shellcheck source=tests/lib.sh
+source "$REPO/tests/lib.sh"
+W=$T_TMP
 WWW=$W/www
 RAW=$W/raw.tsv
 mkdir -p "$WWW" "$W/logs" "$W/mnt" "$W/cache" "$W/bin"
@@ -126,24 +134,7 @@ fi
 
 # --- cleanup: every mount unmounted, every process stopped ------------------
 
-MOUNT_PIDS=()   # pids of mount daemons (foreground processes we started)
-MOUNT_POINTS=() # every mountpoint we used
-SERVER_PIDS=()
-
-# is_mounted MNT: MNT is in the mount table (mountpoint(1) fails on a FUSE
-# mount whose daemon died, which must still be unmounted).
-is_mounted() { awk -v m="$1" '$2 == m { found = 1 } END { exit !found }' /proc/self/mounts; }
-
-# fuse_abort MNT: aborts the FUSE connection behind MNT so that a hung
-# daemon cannot keep a reader or an unmount blocked.
-fuse_abort() {
-	local dev minor
-	dev=$(mountpoint -d "$1" 2>/dev/null) || return 0
-	minor=${dev#*:}
-	if [ -w "/sys/fs/fuse/connections/$minor/abort" ]; then
-		echo 1 >"/sys/fs/fuse/connections/$minor/abort" 2>/dev/null || true
-	fi
-}
+MOUNT_PIDS=() # pids of mount daemons (foreground processes we started)
 
 cleanup() {
 	local rc=$? m p
@@ -151,29 +142,18 @@ cleanup() {
 	if [ -n "$STEP_PID" ]; then
 		kill -TERM "$STEP_PID" 2>/dev/null || true
 	fi
-	for m in "${MOUNT_POINTS[@]}"; do
-		if is_mounted "$m"; then
-			fusermount3 -u "$m" 2>/dev/null || { fuse_abort "$m"; umount -l "$m" 2>/dev/null || true; }
-		fi
+	for m in "${T_MOUNTS[@]}"; do
+		umount_pacefs "$m" 2>/dev/null || true
 	done
-	for p in "${MOUNT_PIDS[@]}" "${SERVER_PIDS[@]}"; do
-		kill -TERM "$p" 2>/dev/null || true
-	done
-	# nginx's master stops its workers on TERM: give every process time
-	# to exit before KILL, which would orphan the workers.
-	for p in "${MOUNT_PIDS[@]}" "${SERVER_PIDS[@]}"; do
-		for _ in $(seq 1 50); do
-			kill -0 "$p" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
+	for p in "${MOUNT_PIDS[@]}"; do
+		proc_stop "$p"
 	done
 	if [ "${BENCH_KEEP:-0}" = 1 ] || [ "$rc" -ne 0 ]; then
+		T_KEEP=1
 		echo "bench: work directory kept: $W" >&2
-	else
-		rm -rf "$W"
 	fi
+	# the servers, then the work directory
+	t_cleanup
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -188,22 +168,32 @@ wanted() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
 # --- origins ----------------------------------------------------------------
 
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 40000))
-		if ! ss -ltnH "sport = :$p" 2>/dev/null | grep -q .; then
-			echo "$p"
-			return
-		fi
-	done
+# nginx_bench: nginx on a free loopback port over $WWW with autoindex, one
+# worker per CPU; sets NGINX_URL and NGINX_LOG ("method uri range status
+# bytes" per request).
+nginx_bench() {
+	# shellcheck disable=SC2016 # nginx's variables
+	nginx_start -w "$(nproc)" -c 1024 -e warn \
+		-f '$request_method $uri "$http_range" $status $body_bytes_sent' \
+		-h 'tcp_nodelay on; keepalive_timeout 120s;' \
+		"listen 127.0.0.1:@PORT1@; root $WWW; autoindex on;" || {
+		echo "bench: nginx did not start" >&2
+		return 1
+	}
+	NGINX_LOG=$NGINX_PREFIX/access.log
 }
 
-# nginx_start: nginx on a free loopback port over $WWW with autoindex; sets
-# NGINX_URL and NGINX_LOG ("method uri range status bytes" per request).
-nginx_start() {
-	local prefix=$W/nginx port i
-	mkdir -p "$prefix/tmp"
+# pacefs-origins start with o_start NAME --root ROOT --quiet [OPTION...],
+# which sets O_URL and O_LOG (its request log: "method path range status
+# bytes fault").
+
+# tier_start NAME: nginx on a free loopback port as a forward caching proxy
+# (proxy_cache with the slice module, TIER_CHUNK a slice, an empty cache),
+# the tier of docs/deploy.md; sets TIER_URL and TIER_PID.
+tier_start() {
+	local prefix=$W/$1 port i
+	rm -rf "$prefix"
+	mkdir -p "$prefix/tmp" "$prefix/cache"
 	for _ in 1 2 3 4 5; do
 		port=$(free_port)
 		cat >"$prefix/nginx.conf" <<-EOF
@@ -215,75 +205,73 @@ nginx_start() {
 			error_log $prefix/error.log warn;
 			events { worker_connections 1024; }
 			http {
-			    default_type application/octet-stream;
-			    sendfile on;
-			    tcp_nopush on;
-			    tcp_nodelay on;
-			    keepalive_requests 100000;
-			    keepalive_timeout 120s;
 			    client_body_temp_path $prefix/tmp/body;
 			    proxy_temp_path $prefix/tmp/proxy;
 			    fastcgi_temp_path $prefix/tmp/fastcgi;
 			    uwsgi_temp_path $prefix/tmp/uwsgi;
 			    scgi_temp_path $prefix/tmp/scgi;
-			    log_format bench '\$request_method \$uri "\$http_range" \$status \$body_bytes_sent';
-			    access_log $prefix/access.log bench;
+			    access_log off;
+			    keepalive_requests 100000;
+			    sendfile on;
+			    tcp_nopush on;
+			    proxy_cache_path $prefix/cache levels=1:2 keys_zone=pc:10m max_size=2g inactive=60m use_temp_path=off;
 			    server {
 			        listen 127.0.0.1:$port;
-			        root $WWW;
-			        autoindex on;
+			        location = /__probe { return 204; }
+			        location / {
+			            slice $((TIER_CHUNK / 1024))k;
+			            proxy_cache pc;
+			            proxy_cache_key \$http_host\$uri\$is_args\$args\$slice_range;
+			            proxy_set_header Range \$slice_range;
+			            proxy_set_header Host \$http_host;
+			            proxy_http_version 1.1;
+			            proxy_set_header Connection "";
+			            proxy_cache_valid 200 206 1h;
+			            proxy_cache_lock on;
+			            proxy_cache_lock_timeout 30s;
+			            proxy_cache_bypass \$http_cache_control;
+			            proxy_pass http://\$http_host;
+			            add_header X-Cache \$upstream_cache_status;
+			        }
 			    }
 			}
 		EOF
-		: >"$prefix/access.log"
 		/usr/sbin/nginx -e "$prefix/error.log" -p "$prefix" -c "$prefix/nginx.conf" \
 			</dev/null >>"$prefix/nginx.out" 2>&1 &
-		NGINX_PID=$!
-		SERVER_PIDS+=("$NGINX_PID")
-		NGINX_URL=http://127.0.0.1:$port
-		NGINX_LOG=$prefix/access.log
+		TIER_PID=$!
+		SERVER_PIDS+=("$TIER_PID")
+		TIER_URL=http://127.0.0.1:$port
 		for i in $(seq 1 100); do
-			kill -0 "$NGINX_PID" 2>/dev/null || break
-			if curl -s -o /dev/null --max-time 2 "$NGINX_URL/"; then
+			kill -0 "$TIER_PID" 2>/dev/null || break
+			if curl -s -o /dev/null --max-time 2 "$TIER_URL/__probe"; then
 				return 0
 			fi
 			sleep 0.05
 		done
-		kill "$NGINX_PID" 2>/dev/null || true
-		wait "$NGINX_PID" 2>/dev/null || true
+		kill "$TIER_PID" 2>/dev/null || true
+		wait "$TIER_PID" 2>/dev/null || true
 	done
-	echo "bench: nginx did not start: $(tail -n 3 "$prefix/error.log")" >&2
+	echo "bench: the tier's nginx did not start: $(tail -n 3 "$prefix/error.log")" >&2
 	return 1
 }
 
-# origin_start NAME ROOT [OPTION...]: pacefs-origin over ROOT with OPTIONs;
-# sets O_URL and O_LOG (its request log: "method path range status bytes
-# fault").
-origin_start() {
-	local name=$1 root=$2 i
-	shift 2
-	rm -f "$W/$name.port"
-	: >"$W/logs/$name.log"
-	"$ORIGIN_BIN" --root "$root" --port-file "$W/$name.port" --log "$W/logs/$name.log" \
-		--quiet "$@" </dev/null >"$W/logs/$name.out" 2>&1 &
-	SERVER_PIDS+=("$!")
-	for i in $(seq 1 100); do
-		if [ -s "$W/$name.port" ]; then
-			O_URL=http://127.0.0.1:$(cat "$W/$name.port")
-			O_LOG=$W/logs/$name.log
-			return 0
-		fi
-		kill -0 "${SERVER_PIDS[-1]}" 2>/dev/null || break
-		sleep 0.05
-	done
-	echo "bench: pacefs-origin $* did not start: $(cat "$W/logs/$name.out")" >&2
-	return 1
+# tier_stop PID [KILL]: stops a tier's nginx (with KILL at once, workers
+# first, as a machine that dies: its connections reset mid-transfer).
+tier_stop() {
+	local p
+	if [ -n "${2:-}" ]; then
+		for p in $(ps -o pid= --ppid "$1" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
+		kill -KILL "$1" 2>/dev/null || true
+	else
+		kill -TERM "$1" 2>/dev/null || true
+	fi
+	wait "$1" 2>/dev/null || true
 }
 
 # wan_start NAME: pacefs-origin over $WWW with the WAN caps and a listing;
 # sets WAN_URL and WAN_LOG.
 wan_start() {
-	origin_start "$1" "$WWW" --rate "$WAN_RATE" --latency "$WAN_LATENCY" --autoindex || return 1
+	o_start "$1" --root "$WWW" --quiet --rate "$WAN_RATE" --latency "$WAN_LATENCY" --autoindex || return 1
 	WAN_URL=$O_URL
 	WAN_LOG=$O_LOG
 }
@@ -319,10 +307,10 @@ cold_caches() {
 # MNT/FILE is BASE_URL/FILE; pacefs mounts the one file, the others the
 # listing of BASE_URL/. Sets MPID; on failure returns 1 with MOUNT_ERR.
 fs_mount() {
-	local sys=$1 base=$2 file=$3 mnt=$4 cache=$5 log i
+	local sys=$1 base=$2 file=$3 mnt=$4 cache=$5 log rc=0
 	shift 5
 	mkdir -p "$mnt" "$cache"
-	MOUNT_POINTS+=("$mnt")
+	T_MOUNTS+=("$mnt")
 	log=$W/logs/$sys.log
 	echo "=== $(date +%T) mount $sys $base/$file at $mnt" >>"$log"
 	case $sys in
@@ -345,16 +333,14 @@ fs_mount() {
 	esac
 	MPID=$!
 	MOUNT_PIDS+=("$MPID")
-	for i in $(seq 1 $((TO_MOUNT * 20))); do
-		if mountpoint -q "$mnt" && [ -e "$mnt/$file" ]; then
-			return 0
-		fi
-		if ! kill -0 "$MPID" 2>/dev/null; then
-			MOUNT_ERR="$sys exited while mounting: $(grep -v '^===' "$log" | tail -n 1)"
-			return 1
-		fi
-		sleep 0.05
-	done
+	mount_wait "$mnt" "$MPID" "$TO_MOUNT" any || rc=$?
+	if [ "$rc" -eq 0 ] && [ -e "$mnt/$file" ]; then
+		return 0
+	fi
+	if [ "$rc" -eq 1 ]; then
+		MOUNT_ERR="$sys exited while mounting: $(grep -v '^===' "$log" | tail -n 1)"
+		return 1
+	fi
 	MOUNT_ERR="$sys: $mnt/$file did not appear within ${TO_MOUNT}s"
 	fs_umount "$mnt" "$MPID"
 	return 1
@@ -363,12 +349,7 @@ fs_mount() {
 # fs_umount MNT PID: unmounts and waits (bounded) for the daemon to exit.
 fs_umount() {
 	local mnt=$1 pid=$2 i
-	if is_mounted "$mnt"; then
-		if ! fusermount3 -u "$mnt" 2>/dev/null; then
-			fuse_abort "$mnt"
-			umount -l "$mnt" 2>/dev/null || true
-		fi
-	fi
+	umount_pacefs "$mnt" 2>/dev/null || true
 	for i in $(seq 1 100); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.05
@@ -515,6 +496,19 @@ fresh() {
 	mkdir -p "$CACHE" "$MNT"
 }
 
+# cold_mount WL SYS RUN URL FILE: mounts SYS afresh (fresh) so that
+# MNT/FILE is URL/FILE, then drops the page cache (cold_caches FILE). When
+# the mount fails it records "failed: mount: ..." for WL and returns 1.
+cold_mount() {
+	local wl=$1 sys=$2 r=$3 url=$4 f=$5
+	fresh "$r" "$sys"
+	if ! fs_mount "$sys" "$url" "$f" "$MNT" "$CACHE"; then
+		record "$wl" "$sys" "$r" "failed: mount: $MOUNT_ERR"
+		return 1
+	fi
+	cold_caches "$f"
+}
+
 # Cold sequential on loopback nginx, then in the same mount the warm re-read,
 # then a remount over the same cache (page cache dropped) read in full.
 wl_seq_lo() {
@@ -565,12 +559,7 @@ wl_seq_wan() {
 	local sys r line mark f=wan.bin
 	for r in $(seq 1 "$RUNS"); do
 		for sys in "${SYSTEMS[@]}"; do
-			fresh "$r" "$sys"
-			if ! fs_mount "$sys" "$WAN_URL" "$f" "$MNT" "$CACHE"; then
-				record seq_wan "$sys" "$r" "failed: mount: $MOUNT_ERR"
-				continue
-			fi
-			cold_caches "$f"
+			cold_mount seq_wan "$sys" "$r" "$WAN_URL" "$f" || continue
 			mark=$(log_mark "$WAN_LOG")
 			run_step "$BR" seq "$MNT/$f"
 			line=$STEP
@@ -592,12 +581,7 @@ wl_ttfb() {
 		for wl in ttfb_lo ttfb_wan; do
 			if [ "$wl" = ttfb_lo ]; then url=$NGINX_URL f=seq.bin; else url=$WAN_URL f=wan.bin; fi
 			for sys in "${SYSTEMS[@]}"; do
-				fresh "$r" "$sys"
-				if ! fs_mount "$sys" "$url" "$f" "$MNT" "$CACHE"; then
-					record "$wl" "$sys" "$r" "failed: mount: $MOUNT_ERR"
-					continue
-				fi
-				cold_caches "$f"
+				cold_mount "$wl" "$sys" "$r" "$url" "$f" || continue
 				run_step "$BR" first "$MNT/$f"
 				line=$STEP
 				fs_umount "$MNT" "$MPID"
@@ -616,13 +600,8 @@ wl_random() {
 		for wl in random_lo random_wan; do
 			if [ "$wl" = random_lo ]; then url=$NGINX_URL log=$NGINX_LOG n=$RANDOM_N_LO; else url=$WAN_URL log=$WAN_LOG n=$RANDOM_N_WAN; fi
 			for sys in "${SYSTEMS[@]}"; do
-				fresh "$r" "$sys"
 				mark=$(log_mark "$log")
-				if ! fs_mount "$sys" "$url" "$f" "$MNT" "$CACHE"; then
-					record "$wl" "$sys" "$r" "failed: mount: $MOUNT_ERR"
-					continue
-				fi
-				cold_caches "$f"
+				cold_mount "$wl" "$sys" "$r" "$url" "$f" || continue
 				run_step "$BR" random "$MNT/$f" "$n" "$r"
 				line=$STEP
 				fs_umount "$MNT" "$MPID"
@@ -640,13 +619,8 @@ wl_random() {
 # needs shows in the bytes pulled.
 player_one() {
 	local wl=$1 sys=$2 r=$3 rate=$4 bytes=$5 line mark f=seq.bin
-	fresh "$r" "$sys"
 	mark=$(log_mark "$WAN_LOG")
-	if ! fs_mount "$sys" "$WAN_URL" "$f" "$MNT" "$CACHE"; then
-		record "$wl" "$sys" "$r" "failed: mount: $MOUNT_ERR"
-		return
-	fi
-	cold_caches "$f"
+	cold_mount "$wl" "$sys" "$r" "$WAN_URL" "$f" || return 0
 	run_step "$BR" player "$MNT/$f" "$rate" "$bytes" "$PLAYER_BS"
 	line=$STEP
 	fs_umount "$MNT" "$MPID"
@@ -658,13 +632,8 @@ player_one() {
 # times on the WAN origin, its first read at each new position JUMP bytes.
 seek_one() {
 	local wl=$1 sys=$2 r=$3 jump=$4 line mark f=long.bin
-	fresh "$r" "$sys"
 	mark=$(log_mark "$WAN_LOG")
-	if ! fs_mount "$sys" "$WAN_URL" "$f" "$MNT" "$CACHE"; then
-		record "$wl" "$sys" "$r" "failed: mount: $MOUNT_ERR"
-		return
-	fi
-	cold_caches "$f"
+	cold_mount "$wl" "$sys" "$r" "$WAN_URL" "$f" || return 0
 	run_step "$BR" seek "$MNT/$f" "$PLAYER_RATE" "$SEEK_N" "$SEEK_PLAY" "$PLAYER_BS" "$r" "$jump"
 	line=$STEP
 	fs_umount "$MNT" "$MPID"
@@ -683,25 +652,23 @@ wl_player() {
 	done
 }
 
-# The player at PLAYER2_RATE.
-wl_player2() {
-	local sys r
+# each_run FN WL ARGS...: FN WL SYS RUN ARGS... for every run and, in each,
+# every system.
+each_run() {
+	local fn=$1 wl=$2 r sys
+	shift 2
 	for r in $(seq 1 "$RUNS"); do
 		for sys in "${SYSTEMS[@]}"; do
-			player_one player2 "$sys" "$r" "$PLAYER2_RATE" "$PLAYER2_BYTES"
+			"$fn" "$wl" "$sys" "$r" "$@"
 		done
 	done
 }
 
+# The player at PLAYER2_RATE.
+wl_player2() { each_run player_one player2 "$PLAYER2_RATE" "$PLAYER2_BYTES"; }
+
 # Seeks whose first read at each new position is SEEK_JUMP (1 MiB).
-wl_seek1m() {
-	local sys r
-	for r in $(seq 1 "$RUNS"); do
-		for sys in "${SYSTEMS[@]}"; do
-			seek_one seek1m "$sys" "$r" "$SEEK_JUMP"
-		done
-	done
-}
+wl_seek1m() { each_run seek_one seek1m "$SEEK_JUMP"; }
 
 # Two mirrors (pacefs only): each WAN origin alone, then both.
 wl_mirrors() {
@@ -801,12 +768,7 @@ wl_memory() {
 	local sys r line hwm rss f=mem.bin
 	for r in $(seq 1 "$RUNS"); do
 		for sys in "${SYSTEMS[@]}"; do
-			fresh "$r" "$sys"
-			if ! fs_mount "$sys" "$NGINX_URL" "$f" "$MNT" "$CACHE"; then
-				record memory "$sys" "$r" "failed: mount: $MOUNT_ERR"
-				continue
-			fi
-			cold_caches "$f"
+			cold_mount memory "$sys" "$r" "$NGINX_URL" "$f" || continue
 			run_step "$BR" seq "$MNT/$f"
 			line=$STEP
 			hwm=$(proc_kib "$MPID" VmHWM)
@@ -851,13 +813,8 @@ client_step() {
 		cold_caches "$f"
 		path=$WWW/$f log=-
 	else
-		fresh "$r" "$sys"
 		mark=$(log_mark "$WAN_LOG")
-		if ! fs_mount "$sys" "$WAN_URL" "$f" "$MNT" "$CACHE"; then
-			record "$wl" "$sys" "$r" "failed: mount: $MOUNT_ERR"
-			return
-		fi
-		cold_caches "$f"
+		cold_mount "$wl" "$sys" "$r" "$WAN_URL" "$f" || return 0
 		path=$MNT/$f log=$WAN_LOG
 	fi
 	warm_clients
@@ -917,24 +874,14 @@ wl_sqlite() {
 # answers 503 with Retry-After beyond its first transfer; the whole file must
 # come, correct, on loopback.
 wl_transfer1() {
-	local r line mark n503 why
-	if ! "$ORIGIN_BIN" --help 2>&1 | grep -q -- '--max-transfers'; then
-		why="needs pacefs-origin --max-transfers, which this pacefs-origin lacks"
-		for r in $(seq 1 "$RUNS"); do record transfer1 pacefs "$r" "skipped: $why"; done
-		return
-	fi
-	origin_start transfer1 "$WWW" --max-transfers 1 --retry-after "$T1_RETRY_AFTER" || {
+	local r line mark n503
+	o_start transfer1 --root "$WWW" --quiet --max-transfers 1 --retry-after "$T1_RETRY_AFTER" || {
 		for r in $(seq 1 "$RUNS"); do record transfer1 pacefs "$r" "failed: the one-transfer origin did not start"; done
 		return
 	}
 	for r in $(seq 1 "$RUNS"); do
-		fresh "$r" pacefs
 		mark=$(log_mark "$O_LOG")
-		if ! fs_mount pacefs "$O_URL" "$T1_FILE" "$MNT" "$CACHE"; then
-			record transfer1 pacefs "$r" "failed: mount: $MOUNT_ERR"
-			continue
-		fi
-		cold_caches "$T1_FILE"
+		cold_mount transfer1 pacefs "$r" "$O_URL" "$T1_FILE" || continue
 		STEP_TO=$TO_SHORT run_step "$BR" seq "$MNT/$T1_FILE"
 		line=$STEP
 		fs_umount "$MNT" "$MPID"
@@ -952,7 +899,7 @@ wl_stall() {
 	local r line root=$W/www-stall
 	mkdir -p "$root"
 	"$BR" gen "$root/stall.bin" "$STALL_SIZE" >/dev/null
-	origin_start stall "$root" --fault '/stall.bin:stall:1' || {
+	o_start stall --root "$root" --quiet --fault '/stall.bin:stall:1' || {
 		for r in $(seq 1 "$RUNS"); do record stall pacefs "$r" "failed: the stalling origin did not start"; done
 		return
 	}
@@ -998,6 +945,133 @@ gen_client_data() {
 	done
 }
 
+# Many mounts behind a shared cache tier (nginx proxy_cache + slice) in
+# front of the WAN origin, chunk = slice = TIER_CHUNK. Per run, with a new
+# tier: a first mount, then a second (fresh cache) reads the whole file;
+# the same file straight from loopback nginx with the same options (the
+# reference for the second mount's speed); with another new tier, two
+# mounts together; a two-proxy group one of whose proxies is killed a
+# quarter into the read; and random 4 KiB reads straight from the WAN
+# origin with the default chunk and with TIER_CHUNK.
+wl_tier() {
+	local r line mark mark2 f=seq.bin copts="chunk=$((TIER_CHUNK / 1024))K" pid sent c d
+	for r in $(seq 1 "$RUNS"); do
+		tier_start tier
+		for wl in tier_first tier_second; do
+			fresh "$r" "$wl"
+			mark=$(log_mark "$WAN_LOG")
+			if ! fs_mount pacefs "$WAN_URL" "$f" "$MNT" "$CACHE" -o "$copts,proxy=$TIER_URL"; then
+				record "$wl" pacefs "$r" "failed: mount: $MOUNT_ERR"
+				continue
+			fi
+			cold_caches "$f"
+			# The tier is the origin side, which the harness keeps warm:
+			# its cache files, as a busy tier holds them in memory.
+			find "$W/tier/cache" -type f -exec cat {} + >/dev/null
+			run_step "$BR" seq "$MNT/$f"
+			line=$STEP
+			fs_umount "$MNT" "$MPID"
+			record "$wl" pacefs "$r" "$line" "$(log_pulled "$WAN_LOG" "$mark")"
+			say "  $wl run $r: $line $(log_pulled "$WAN_LOG" "$mark")"
+		done
+		tier_stop "$TIER_PID"
+		fresh "$r" tier_direct
+		if fs_mount pacefs "$NGINX_URL" "$f" "$MNT" "$CACHE" -o "$copts"; then
+			cold_caches "$f"
+			run_step "$BR" seq "$MNT/$f"
+			fs_umount "$MNT" "$MPID"
+			record tier_direct pacefs "$r" "$STEP"
+		else
+			record tier_direct pacefs "$r" "failed: mount: $MOUNT_ERR"
+		fi
+		say "  tier_direct run $r: $STEP"
+
+		# Two mounts together through an empty tier.
+		tier_start tier
+		fresh "$r" tier_c
+		c=$MNT
+		mark=$(log_mark "$WAN_LOG")
+		if fs_mount pacefs "$WAN_URL" "$f" "$c" "$CACHE" -o "$copts,proxy=$TIER_URL"; then
+			pid=$MPID
+			fresh "$r" tier_d
+			d=$MNT
+			if fs_mount pacefs "$WAN_URL" "$f" "$d" "$CACHE" -o "$copts,proxy=$TIER_URL"; then
+				cold_caches "$f"
+				run_step bash -c '"$1" seq "$2" >"$4.c" & a=$!; "$1" seq "$3" >"$4.d" & b=$!;
+					rc=0; wait $a || rc=1; wait $b || rc=1
+					[ $rc = 0 ] || { echo "failed: $(cat "$4.c" "$4.d" | grep -v ^ok | head -n 1)"; exit 1; }
+					awk "{ for (i = 2; i <= NF; i++) { split(\$i, p, \"=\"); if (p[1] == \"secs\" && p[2] > s) s = p[2] } }
+					     END { printf \"ok secs=%.6f\n\", s }" "$4.c" "$4.d"' _ "$BR" "$c/$f" "$d/$f" "$W/together"
+				line=$STEP
+				fs_umount "$d" "$MPID"
+			else
+				line="failed: mount: $MOUNT_ERR"
+			fi
+			fs_umount "$c" "$pid"
+		else
+			line="failed: mount: $MOUNT_ERR"
+		fi
+		record tier_together pacefs "$r" "$line" "$(log_pulled "$WAN_LOG" "$mark")"
+		say "  tier_together run $r: $line $(log_pulled "$WAN_LOG" "$mark")"
+		tier_stop "$TIER_PID"
+
+		# A two-proxy group, one of them killed mid-read: the reader's
+		# longest wait (benchread player at an unreachable rate: every
+		# read as soon as the last one returned).
+		tier_start tier_q1
+		local q1=$TIER_URL q1pid=$TIER_PID
+		tier_start tier_q2
+		local q2=$TIER_URL q2pid=$TIER_PID
+		fresh "$r" tier_kill
+		mark=$(log_mark "$WAN_LOG")
+		if fs_mount pacefs "$WAN_URL" "$f" "$MNT" "$CACHE" -o "$copts,stall_timeout=$TIER_STALL,proxy=$q1|$q2"; then
+			cold_caches "$f"
+			mark2=$(log_mark "$WAN_LOG")
+			"$BR" player "$MNT/$f" 100000000000 "$SEQ_LO_SIZE" "$MiB" >"$W/kill.out" 2>&1 &
+			pid=$!
+			for _ in $(seq 1 1200); do
+				sent=$(tail -c +$((mark2 + 1)) "$WAN_LOG" | awk '{ s += $5 } END { print s + 0 }')
+				[ "$sent" -ge $((SEQ_LO_SIZE / 4)) ] && break
+				kill -0 "$pid" 2>/dev/null || break
+				sleep 0.05
+			done
+			tier_stop "$q1pid" kill
+			if timeout 240 tail --pid="$pid" -f /dev/null; then
+				wait "$pid" 2>/dev/null || true
+				line=$(tail -n 1 "$W/kill.out")
+			else
+				line="failed: timed out"
+			fi
+			fs_umount "$MNT" "$MPID"
+			record tier_kill pacefs "$r" "$line" "killed_at=$sent $(log_pulled "$WAN_LOG" "$mark")"
+		else
+			record tier_kill pacefs "$r" "failed: mount: $MOUNT_ERR"
+		fi
+		say "  tier_kill run $r: $(tail -n 1 "$RAW" | cut -f5)"
+		tier_stop "$q2pid"
+
+		# Random 4 KiB reads straight from the WAN origin: the default
+		# chunk (one cache block) and TIER_CHUNK.
+		for c in default "$copts"; do
+			local wl=tier_rand_64k
+			[ "$c" = default ] || wl=tier_rand_$((TIER_CHUNK / 1024))k
+			fresh "$r" "$wl"
+			mark=$(log_mark "$WAN_LOG")
+			if [ "$c" = default ]; then
+				fs_mount pacefs "$WAN_URL" long.bin "$MNT" "$CACHE" || { record "$wl" pacefs "$r" "failed: mount: $MOUNT_ERR"; continue; }
+			else
+				fs_mount pacefs "$WAN_URL" long.bin "$MNT" "$CACHE" -o "$c" || { record "$wl" pacefs "$r" "failed: mount: $MOUNT_ERR"; continue; }
+			fi
+			cold_caches long.bin
+			run_step "$BR" random "$MNT/long.bin" "$RANDOM_N_WAN" "$r"
+			line=$STEP
+			fs_umount "$MNT" "$MPID"
+			record "$wl" pacefs "$r" "$line" "$(log_pulled "$WAN_LOG" "$mark")"
+			say "  $wl run $r: $line $(log_pulled "$WAN_LOG" "$mark")"
+		done
+	done
+}
+
 # --- main -------------------------------------------------------------------
 
 say "work directory $W, $RUNS runs per figure"
@@ -1013,7 +1087,7 @@ if wanted ffprobe || wanted ffss || wanted ffplay || wanted zip || wanted sqlite
 fi
 : >"$W/rclone.conf"
 
-nginx_start
+nginx_bench
 wan_start wan
 wan_start wan2
 WAN2_URL=$WAN_URL WAN2_LOG=$WAN_LOG
@@ -1038,7 +1112,8 @@ SETTINGS=(SEQ_LO_SIZE SEQ_WAN_SIZE LONG_SIZE MULTI_SIZE MULTI_FILES MULTI_READER
 	WAN_RATE WAN_LATENCY RANDOM_N_LO RANDOM_N_WAN PLAYER_RATE PLAYER_BYTES
 	PLAYER_BS SEEK_N SEEK_PLAY MEM_SIZE SEEK_JUMP PLAYER2_RATE PLAYER2_BYTES
 	PLAYER_LEAD LANES MEDIA_SECS MEDIA_KBPS PLAY_SECS PLAY_JUMPS SS_POS ZIP_MEMBERS
-	ZIP_MEMBER_BYTES DB_ROWS DB_PAYLOAD SQL_N T1_RETRY_AFTER READ_TIMEOUT)
+	ZIP_MEMBER_BYTES DB_ROWS DB_PAYLOAD SQL_N T1_RETRY_AFTER READ_TIMEOUT
+	TIER_CHUNK TIER_STALL)
 export "${SETTINGS[@]}"
 mkdir -p "$OUT/logs"
 cp "$RAW" "$OUT/raw.tsv"

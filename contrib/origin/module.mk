@@ -1,5 +1,10 @@
 # contrib/origin: the project's own range-capable test origin with fault
-# injection, used by the failure tests, the demo and the benchmarks.
-ORIGIN_SRCS := contrib/origin/origin.c
+# injection, used by the failure tests, the demo and the benchmarks; s3.c is
+# its S3 mode.
+ORIGIN_SRCS := contrib/origin/origin.c contrib/origin/s3.c
 $(BUILD)/pacefs-origin: $(ORIGIN_SRCS:%.c=$(BUILD)/%.o)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
+
+# The S3 mode's signature check, found from wherever the origin runs.
+$(BUILD)/contrib/origin/origin.o: ALL_CFLAGS += \
+	-DORIGIN_S3VERIFY='"$(CURDIR)/contrib/origin/s3verify.py"'

@@ -29,9 +29,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "contrib/origin/s3.h"
+
 #define ORIGIN_HEAD_MAX 16384
 #define ORIGIN_CHUNK_MAX (64 * 1024)
-/* Uncapped bodies go out in large sendfile calls: fewer syscalls, >1 GB/s. */
+/* Uncapped bodies go out in large sendfile calls: fewer syscalls a byte. */
 #define ORIGIN_UNCAPPED_CHUNK (8 * 1024 * 1024)
 #define ORIGIN_IDLE_SECS 120
 #define ORIGIN_DRAIN_MS 2000
@@ -119,6 +121,7 @@ struct server {
 				   503 beyond; 0: any */
 	int64_t retry_after;	/* --retry-after for those 503s; -1: none */
 	atomic_ullong transfers; /* file bodies being sent now */
+	struct s3_origin *s3;	 /* --s3: buckets, keys, SigV4 */
 };
 
 /* A token bucket over body bytes; it takes the time as an argument so that
@@ -141,6 +144,7 @@ struct conn {
 };
 
 #define ORIGIN_LOG_HEADERS_MAX 8
+#define ORIGIN_HEADERS_MAX 64
 
 struct request {
 	const char *method;
@@ -149,7 +153,10 @@ struct request {
 	char path[PATH_MAX];  /* percent-decoded, without the query */
 	const char *range;    /* NULL: no Range header */
 	const char *if_range; /* NULL: no If-Range header */
+	const char *if_match; /* NULL: no If-Match header */
 	bool want_close;
+	struct s3_header hdr[ORIGIN_HEADERS_MAX]; /* every header (--s3) */
+	size_t nhdr;
 };
 
 /* The file being served, as this response presents it. */
@@ -475,6 +482,8 @@ static const char *reason_phrase(int code)
 		return "Request Timeout";
 	case 410:
 		return "Gone";
+	case 412:
+		return "Precondition Failed";
 	case 416:
 		return "Range Not Satisfiable";
 	case 429:
@@ -932,11 +941,8 @@ static int entity_open(struct server *srv, const char *path, struct entity *e)
 	e->size = (uint64_t)st.st_size;
 	e->mtime = st.st_mtim.tv_sec;
 	e->xor = false;
-	snprintf(e->etag, sizeof(e->etag), "\"%" PRIx64 "-%" PRIx64 "-%" PRIx64,
-		 (uint64_t)st.st_size,
-		 (uint64_t)st.st_mtim.tv_sec * NS_PER_SEC +
-			 (uint64_t)st.st_mtim.tv_nsec,
-		 (uint64_t)st.st_ino);
+	snprintf(e->etag, sizeof(e->etag), ORIGIN_ETAG_FMT,
+		 ORIGIN_ETAG_ARGS(&st));
 	rc = 0;
 out:
 	if (fd >= 0)
@@ -1159,6 +1165,55 @@ out:
 	return rc;
 }
 
+/* Answers with a document of len bytes (an S3 listing or error). */
+static int send_doc(struct conn *c, const struct request *rq, int status,
+		    const char *type, const char *doc, size_t len,
+		    bool closing, uint64_t *sent)
+{
+	struct head h;
+	int rc;
+
+	head_start(&h, status);
+	head_add(&h, "Content-Type: %s\r\nContent-Length: %zu\r\n", type,
+		 len);
+	head_end(&h, closing);
+	rc = head_send(c, &h, strcmp(rq->method, "HEAD") != 0 && len > 0);
+	if (rc < 0 || strcmp(rq->method, "HEAD") == 0 || len == 0)
+		return rc;
+	rc = send_all(c->fd, doc, len, 0);
+	if (rc == 0)
+		*sent = len;
+	return rc;
+}
+
+/* --s3: what rq names (a bucket's listing, an object) and whether its
+ * signature holds. Returns 1 when the answer was sent, 0 when rq->path
+ * now names the object's file, or a negative errno. */
+static int s3_route(struct conn *c, struct request *rq, bool closing,
+		    int *status, char *code, size_t codelen, uint64_t *sent)
+{
+	struct s3_request srq = {.method = rq->method,
+				 .target = rq->target,
+				 .h = rq->hdr,
+				 .nh = rq->nhdr};
+	struct s3_answer a;
+	int rc = s3_origin_answer(c->srv->s3, &srq, &a);
+
+	if (rc < 0)
+		return rc;
+	if (a.status == 0) {
+		snprintf(rq->path, sizeof(rq->path), "%s", a.path);
+		return 0;
+	}
+	*status = a.status;
+	snprintf(code, codelen, "%s", a.code);
+	rc = send_doc(c, rq, a.status, "application/xml", a.body, a.len,
+		      closing, sent);
+	free(a.body);
+	a.body = NULL;
+	return rc < 0 ? rc : 1;
+}
+
 /* Serves the parsed request rq; says in *after what the connection does
  * next. Returns 0 or a negative errno when the connection failed. */
 static int serve(struct conn *c, struct request *rq, enum after *after)
@@ -1168,7 +1223,7 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 	struct entity e = {.fd = -1};
 	struct head h;
 	const char *applied = NULL;
-	char lm[40];
+	char lm[40], s3code[48] = "";
 	uint64_t start = 0, len = 0, body = 0, sent = 0, rate = srv->rate;
 	unsigned long long hits = 0;
 	enum range_result rr = RANGE_FULL;
@@ -1218,6 +1273,14 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 		goto out;
 	}
 	head_only = strcmp(rq->method, "HEAD") == 0;
+	if (srv->s3 != NULL) {
+		rc = s3_route(c, rq, closing, &status, s3code, sizeof(s3code),
+			      &sent);
+		if (rc != 0) {
+			applied = s3code[0] != '\0' ? s3code : NULL;
+			goto out;
+		}
+	}
 	if (srv->autoindex && rq->path[0] &&
 	    rq->path[strlen(rq->path) - 1] == '/') {
 		rc = send_listing(c, rq, closing, &status, &sent);
@@ -1258,6 +1321,12 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 	if (f && f->kind == FAULT_ETAG && hits > f->skip) {
 		applied = "etag";
 		snprintf(e.etag, sizeof(e.etag), "%s", f->text);
+	}
+	if (rq->if_match && strcmp(rq->if_match, "*") != 0 &&
+	    strcmp(rq->if_match, e.etag) != 0) {
+		status = 412;
+		rc = send_status(c, rq, status, -1, NULL, closing, &sent);
+		goto out;
 	}
 	if (f && f->kind == FAULT_RATE) {
 		applied = "rate";
@@ -1446,10 +1515,16 @@ static int request_parse(const struct server *srv, char *head,
 		for (size_t i = 0; i < srv->nlog_headers; i++)
 			if (strcasecmp(line, srv->log_headers[i]) == 0)
 				rq->logged[i] = v;
+		if (rq->nhdr < ORIGIN_HEADERS_MAX) {
+			rq->hdr[rq->nhdr].name = line;
+			rq->hdr[rq->nhdr++].value = v;
+		}
 		if (strcasecmp(line, "Range") == 0) {
 			rq->range = v;
 		} else if (strcasecmp(line, "If-Range") == 0) {
 			rq->if_range = v;
+		} else if (strcasecmp(line, "If-Match") == 0) {
+			rq->if_match = v;
 		} else if (strcasecmp(line, "Connection") == 0) {
 			if (strcasestr(v, "close"))
 				rq->want_close = true;
@@ -1496,6 +1571,17 @@ static void drain_sent(int fd)
 	}
 }
 
+/* Answers a request head that could not be read whole (431) or parsed
+ * (400) with status, and logs it with no method or target; the connection
+ * then closes. */
+static void refuse_request(struct conn *c, struct request *rq, int status)
+{
+	memset(rq, 0, sizeof(*rq));
+	rq->method = "-";
+	send_status(c, rq, status, -1, NULL, true, &(uint64_t){0});
+	log_request(c->srv, rq, status, 0, NULL);
+}
+
 static void *conn_main(void *arg)
 {
 	struct conn *c = arg;
@@ -1507,11 +1593,7 @@ static void *conn_main(void *arg)
 	for (;;) {
 		rc = read_head(c, &head_len);
 		if (rc == -EMSGSIZE) {
-			memset(&rq, 0, sizeof(rq));
-			rq.method = "-";
-			send_status(c, &rq, 431, -1, NULL, true,
-				    &(uint64_t){0});
-			log_request(c->srv, &rq, 431, 0, NULL);
+			refuse_request(c, &rq, 431);
 			after = AFTER_CLOSE;
 			break;
 		}
@@ -1526,11 +1608,7 @@ static void *conn_main(void *arg)
 		c->head[head_len - 2] = '\0';
 		rc = request_parse(c->srv, c->head, &rq);
 		if (rc < 0) {
-			memset(&rq, 0, sizeof(rq));
-			rq.method = "-";
-			send_status(c, &rq, 400, -1, NULL, true,
-				    &(uint64_t){0});
-			log_request(c->srv, &rq, 400, 0, NULL);
+			refuse_request(c, &rq, 400);
 			after = AFTER_CLOSE;
 			break;
 		}
@@ -1702,6 +1780,9 @@ static void usage(FILE *fp)
 	      "         [--log FILE] [--log-header NAME]... [--quiet] "
 	      "[--autoindex]\n"
 	      "         [--max-transfers N [--retry-after SECS]]\n"
+	      "         [--s3 [--s3-region R] [--s3-keys FILE] "
+	      "[--s3-anonymous]\n"
+	      "               [--s3-max-keys N] [--s3-verifier PATH]]\n"
 	      "fault kinds: stall:N reset:N status:CODE[:RETRY_AFTER] "
 	      "burst:CODE:K norange\n"
 	      "  badrange short:N etag-change:N content-change:N "
@@ -1742,11 +1823,21 @@ int main(int argc, char **argv)
 		{"retry-after", required_argument, NULL, 'A'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"autoindex", no_argument, NULL, 'a'},
+		{"s3", no_argument, NULL, 's'},
+		{"s3-region", required_argument, NULL, 'G'},
+		{"s3-keys", required_argument, NULL, 'K'},
+		{"s3-verifier", required_argument, NULL, 'V'},
+		{"s3-anonymous", no_argument, NULL, 'N'},
+		{"s3-max-keys", required_argument, NULL, 'X'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *root = NULL, *listen_at = "127.0.0.1:0", *port_file = NULL;
 	const char *log_path = NULL;
+	struct s3_config s3c = {.region = "us-east-1",
+				.verifier = ORIGIN_S3VERIFY,
+				.max_keys = 1000};
+	bool s3 = false;
 	struct sockaddr_storage ss;
 	socklen_t sslen = sizeof(ss);
 	struct sigaction sa;
@@ -1837,6 +1928,30 @@ int main(int argc, char **argv)
 		case 'a':
 			server.autoindex = true;
 			break;
+		case 's':
+			s3 = true;
+			break;
+		case 'G':
+			s3c.region = optarg;
+			break;
+		case 'K':
+			s3c.keys_path = optarg;
+			break;
+		case 'V':
+			s3c.verifier = optarg;
+			break;
+		case 'N':
+			s3c.anonymous = true;
+			break;
+		case 'X': {
+			uint64_t n;
+
+			if (parse_u64(optarg, strlen(optarg), &n) < 0 ||
+			    n == 0 || n > 1000)
+				die("--s3-max-keys %s: want 1 to 1000", optarg);
+			s3c.max_keys = (unsigned)n;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -1855,6 +1970,13 @@ int main(int argc, char **argv)
 	server.root_len = strlen(server.root);
 	if (server.root_len == 1)
 		server.root_len = 0; /* "/": joined paths start with '/' */
+	if (s3) {
+		char why[512];
+
+		s3c.root = server.root;
+		if (s3_origin_new(&s3c, &server.s3, why, sizeof(why)) != 0)
+			die("%s", why);
+	}
 	rc = listen_parse(listen_at, &ss, &sslen);
 	if (rc == -EPERM)
 		die("--listen %s: only loopback addresses (127.0.0.0/8, ::1)",

@@ -9,7 +9,9 @@ FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
 FUZZ_OBJ := $(BUILD)/fuzz/obj
 FUZZ_BINS := $(BUILD)/fuzz/fuzz_manifest $(BUILD)/fuzz/fuzz_dirindex \
 	$(BUILD)/fuzz/fuzz_http $(BUILD)/fuzz/fuzz_name \
-	$(BUILD)/fuzz/fuzz_headers $(BUILD)/fuzz/fuzz_url $(BUILD)/fuzz/fuzz_lmdb
+	$(BUILD)/fuzz/fuzz_headers $(BUILD)/fuzz/fuzz_url $(BUILD)/fuzz/fuzz_lmdb \
+	$(BUILD)/fuzz/fuzz_s3xml $(BUILD)/fuzz/fuzz_awsconf \
+	$(BUILD)/fuzz/fuzz_proxy
 
 .PHONY: fuzz
 fuzz: $(FUZZ_BINS)
@@ -36,7 +38,8 @@ $(BUILD)/fuzz/fuzz_http: $(FUZZ_OBJ)/tests/fuzz/fuzz_http.o \
 
 $(BUILD)/fuzz/fuzz_name: $(FUZZ_OBJ)/tests/fuzz/fuzz_name.o \
 		$(FUZZ_OBJ)/fs/opts.o $(FUZZ_OBJ)/fs/headers.o \
-		$(FUZZ_OBJ)/fetch/url.o
+		$(FUZZ_OBJ)/fetch/url.o $(FUZZ_OBJ)/fetch/proxy.o \
+		$(FUZZ_OBJ)/fetch/http.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
 		$(shell $(PKG_CONFIG) --libs fuse3 libcurl 2>/dev/null)
 
@@ -53,3 +56,18 @@ $(BUILD)/fuzz/fuzz_lmdb: $(FUZZ_OBJ)/tests/fuzz/fuzz_lmdb.o \
 		$(FUZZ_OBJ)/cache/envcheck.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
 		$(shell $(PKG_CONFIG) --libs lmdb 2>/dev/null)
+
+$(BUILD)/fuzz/fuzz_s3xml: $(FUZZ_OBJ)/tests/fuzz/fuzz_s3xml.o \
+		$(FUZZ_OBJ)/fs/s3xml.o
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
+		$(shell $(PKG_CONFIG) --libs libxml-2.0 2>/dev/null)
+
+$(BUILD)/fuzz/fuzz_awsconf: $(FUZZ_OBJ)/tests/fuzz/fuzz_awsconf.o \
+		$(FUZZ_OBJ)/fs/awsconf.o
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
+
+$(BUILD)/fuzz/fuzz_proxy: $(FUZZ_OBJ)/tests/fuzz/fuzz_proxy.o \
+		$(FUZZ_OBJ)/fetch/proxy.o $(FUZZ_OBJ)/fetch/url.o \
+		$(FUZZ_OBJ)/fetch/http.o
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
+		$(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null)

@@ -11,7 +11,7 @@ fi
 SECONDS_EACH=$1
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BUILD=${2:-$HERE/../../build}
-TARGETS=(fuzz_manifest fuzz_dirindex fuzz_http fuzz_name fuzz_headers fuzz_url fuzz_lmdb)
+TARGETS=(fuzz_manifest fuzz_dirindex fuzz_http fuzz_name fuzz_headers fuzz_url fuzz_lmdb fuzz_s3xml fuzz_awsconf fuzz_proxy)
 
 for t in "${TARGETS[@]}"; do
 	if [ ! -x "$BUILD/fuzz/$t" ]; then

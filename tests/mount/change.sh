@@ -20,13 +20,7 @@ origin_start "$WWW"
 URL=$ORIGIN_URL/blob.bin
 
 # In the foreground, so that the log is ours to read.
-"$PACEFS" -f -o "cache_dir=$CACHE,read_timeout=20" "$URL" "$MNT" 2>"$LOG" &
-PID=$!
-T_MOUNTS+=("$MNT")
-for _ in $(seq 1 100); do
-	is_pacefs_mounted "$MNT" && break
-	sleep 0.05
-done
+fg_mount "$LOG" -o "cache_dir=$CACHE,read_timeout=20" "$URL" "$MNT" || t_fail "mount" "$(tail -n 3 "$LOG")"
 t_check "old version: first MiB" cmp -n 1048576 "$MNT/blob.bin" "$T_TMP/old.bin"
 
 # The origin now serves other bytes of the same size (a new ETag).
@@ -54,7 +48,7 @@ else
 	t_pass "no byte of another version was served"
 fi
 umount_pacefs "$MNT"
-wait "$PID" 2>/dev/null || true
+wait "$FG_PID" 2>/dev/null || true
 
 # A remount takes the new version; nothing of the old one remains.
 mount_pacefs -o "cache_dir=$CACHE,read_timeout=20" "$URL" "$MNT"

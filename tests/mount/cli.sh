@@ -14,17 +14,6 @@ gen_file "$WWW/eight.bin" $((8 * MiB + 1)) 41
 gen_file "$WWW/big.bin" $((64 * MiB + 17)) 42
 origin_start "$WWW"
 
-# wait_mounted MNT PID: waits for a foreground pacefs (PID) to mount MNT.
-wait_mounted() {
-	local i
-	for i in $(seq 1 200); do
-		is_pacefs_mounted "$1" && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
-}
-
 # wait_exit PID SECS: waits for PID, a child of this shell, to exit; sets
 # $status to its exit status, or "running".
 wait_exit() {
@@ -49,7 +38,7 @@ foreground() {
 	"$PACEFS" "$flag" -o "cache_dir=$T_TMP/cache-$tag" "$ORIGIN_URL/eight.bin" "$mnt" \
 		</dev/null >"$T_TMP/$tag.log" 2>&1 &
 	pid=$!
-	if ! wait_mounted "$mnt" "$pid"; then
+	if ! mount_wait "$mnt" "$pid"; then
 		t_fail "$tag: mount" "$(tail -n 3 "$T_TMP/$tag.log" | tr '\n' ' ')"
 		kill "$pid" 2>/dev/null || true
 		return 0
@@ -139,7 +128,7 @@ mkdir -p "$mnt" "$cache"
 T_MOUNTS+=("$mnt")
 "$PACEFS" -f -o "cache_dir=$cache" "$ORIGIN_URL/big.bin" "$mnt" </dev/null >"$T_TMP/kill.log" 2>&1 &
 pid=$!
-if wait_mounted "$mnt" "$pid"; then
+if mount_wait "$mnt" "$pid"; then
 	base=$(origin_log | grep -c '^GET /big.bin 206' || true)
 	timeout 120 "$READCMP" seq "$mnt/big.bin" "$WWW/big.bin" >/dev/null 2>&1 &
 	reader=$!

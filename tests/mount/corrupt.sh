@@ -2,8 +2,9 @@
 # corrupt.sh: a damaged cache never crashes pacefs and never serves its
 # bytes: flipped bytes in a block are caught by the block's checksum, the
 # block is dropped and fetched again (and `pacefs cache verify` reports
-# it); a data.mdb cut short or with a garbled B-tree page is refused by the
-# mount and by `pacefs cache` with one line and exit status 1.
+# it, as it names a malformed extent); a data.mdb cut short or with a
+# garbled B-tree page is refused by the mount and by `pacefs cache` with
+# one line and exit status 1.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
@@ -120,6 +121,26 @@ else
 	else
 		t_fail "verify: mount" "$T_MOUNT_ERR"
 	fi
+fi
+
+# --- a malformed extent: `pacefs cache verify` names the blob and extent ---
+TEST_CACHE=${TEST_CACHE:-$(dirname "$PACEFS")/tests/test_cache}
+C=$T_TMP/cache-extent
+fill "$C"
+if ! "$TEST_CACHE" --damage-extent "$C" "url:$URL"; then
+	t_fail "extent: damage the extent map" "$TEST_CACHE failed"
+else
+	out=$(timeout 60 "$PACEFS" cache verify --cache-dir "$C" 2>&1) && rc=0 || rc=$?
+	t_eq "extent: verify exits 1 ($out)" "$rc" 1
+	case $out in
+	*"the extent at byte 0 is malformed"*"BROKEN"*) t_pass "extent: verify names the extent and the blob" ;;
+	*) t_fail "extent: verify names the extent and the blob" "got '$out'" ;;
+	esac
+	# What the line says to do: evict the blob (named by verify's line).
+	id=$(printf '%s\n' "$out" | awk -F: '/BROKEN/ { print $1 }')
+	t_check "extent: evict $id" "$PACEFS" cache evict --cache-dir "$C" "$id"
+	out=$(timeout 60 "$PACEFS" cache verify --cache-dir "$C" 2>&1) && rc=0 || rc=$?
+	t_eq "extent: evicted, verify passes ($out)" "$rc" 0
 fi
 
 # --- data.mdb cut short: refused, never SIGBUS ------------------------------

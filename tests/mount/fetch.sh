@@ -28,66 +28,23 @@ openssl x509 -req -in "$PKI/server.csr" -CA "$PKI/ca.pem" -CAkey "$PKI/ca.key" \
 
 # One nginx, two servers: TLS with HTTP/2, and plain HTTP with a redirect,
 # a second path to the same file (a mirror) and a path that needs a header.
-PREFIX=$T_TMP/nginx
-mkdir -p "$PREFIX/tmp"
-start_nginx() {
-	local i
-	for _ in 1 2 3 4 5; do
-		TLS_PORT=$(free_port)
-		HTTP_PORT=$(free_port)
-		[ "$TLS_PORT" != "$HTTP_PORT" ] || continue
-		cat >"$PREFIX/nginx.conf" <<-EOF
-			user root;
-			daemon off;
-			worker_processes 1;
-			pid $PREFIX/nginx.pid;
-			error_log $PREFIX/error.log info;
-			events { worker_connections 256; }
-			http {
-			    default_type application/octet-stream;
-			    sendfile on;
-			    client_body_temp_path $PREFIX/tmp/body;
-			    proxy_temp_path $PREFIX/tmp/proxy;
-			    fastcgi_temp_path $PREFIX/tmp/fastcgi;
-			    uwsgi_temp_path $PREFIX/tmp/uwsgi;
-			    scgi_temp_path $PREFIX/tmp/scgi;
-			    log_format pacefs '\$server_port \$request_method \$uri \$status \$server_protocol "\$http_range" "\$http_if_range"';
-			    access_log $PREFIX/access.log pacefs;
-			    server {
-			        listen 127.0.0.1:$TLS_PORT ssl http2;
-			        ssl_certificate $PKI/server.pem;
-			        ssl_certificate_key $PKI/server.key;
-			        root $WWW;
-			        location = /down/blob.bin { return 302 http://127.0.0.1:$HTTP_PORT/auth/blob.bin; }
-			    }
-			    server {
-			        listen 127.0.0.1:$HTTP_PORT;
-			        root $WWW;
-			        location = /moved/blob.bin { return 302 /files/blob.bin; }
-			        location /mirror2/ { alias $WWW/files/; }
-			        location /auth/ {
-			            if (\$http_x_pacefs_token != "s3cret") { return 403; }
-			        }
-			    }
-			}
-		EOF
-		/usr/sbin/nginx -e "$PREFIX/error.log" -p "$PREFIX" -c "$PREFIX/nginx.conf" \
-			</dev/null >>"$PREFIX/nginx.out" 2>&1 &
-		NGINX_PID=$!
-		T_NGINX_PIDS+=("$NGINX_PID")
-		for i in $(seq 1 100); do
-			kill -0 "$NGINX_PID" 2>/dev/null || break
-			if curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$HTTP_PORT/files/blob.bin"; then
-				return 0
-			fi
-			sleep 0.05
-		done
-		nginx_stop "$NGINX_PID"
-	done
-	echo "fetch.sh: nginx did not start: $(tail -n 3 "$PREFIX/error.log")" >&2
-	return 1
-}
-start_nginx
+# shellcheck disable=SC2016 # nginx's variables
+nginx_start -f '$server_port $request_method $uri $status $server_protocol "$http_range" "$http_if_range"' "
+	listen 127.0.0.1:@PORT1@ ssl http2;
+	ssl_certificate $PKI/server.pem;
+	ssl_certificate_key $PKI/server.key;
+	root $WWW;
+	location = /down/blob.bin { return 302 http://127.0.0.1:@PORT2@/auth/blob.bin; }" "
+	listen 127.0.0.1:@PORT2@;
+	root $WWW;
+	location = /moved/blob.bin { return 302 /files/blob.bin; }
+	location /mirror2/ { alias $WWW/files/; }
+	location /auth/ {
+		if (\$http_x_pacefs_token != \"s3cret\") { return 403; }
+	}"
+TLS_PORT=${NGINX_PORTS[0]}
+HTTP_PORT=${NGINX_PORTS[1]}
+PREFIX=$NGINX_PREFIX
 HTTPS=https://127.0.0.1:$TLS_PORT
 HTTP=http://127.0.0.1:$HTTP_PORT
 SRC=$WWW/files/blob.bin
@@ -208,7 +165,7 @@ else
 	t_fail "the disagreeing mirror is named in the log" "stderr: $T_MOUNT_ERR"
 fi
 
-nginx_stop "$NGINX_PID"
+proc_stop "$NGINX_PID"
 
 # Requests sent ahead (fetch_lane_queue), through an origin 20 ms away.
 FETCHQ=$(dirname "$READCMP")/fetchq

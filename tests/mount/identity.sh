@@ -7,7 +7,8 @@
 # whole-file check could run, with the mount's page cache in play. The
 # same with per-block digests: the first entry gives those of Y's blocks.
 # Content verified per block is shared by the entries naming its digests,
-# whatever their URLs.
+# whatever their URLs. A mirror's bytes are not shared with a mount of the
+# first URL alone.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
@@ -111,6 +112,31 @@ victim blocks "$T_TMP/cache2" "$T_TMP/b2.json"
 # them.
 poison mixed "$T_TMP/cache3" "$T_TMP/a2.json"
 victim mixed "$T_TMP/cache3" "$T_TMP/b.json"
+
+# --- a mirror's bytes: an entry listing X's URL with a "mirror" that
+# serves Y stores what that mirror sent under the blob's identity; a later
+# mount of X's URL alone, over the same cache, must not find them.
+cat >"$T_TMP/m.json" <<-EOF
+	{"version": 1, "files": [{"path": "f.bin",
+	 "urls": ["$ORIGIN_URL/x.bin", "$ORIGIN_URL/y.bin"]}]}
+EOF
+MNT=$T_TMP/mnt-mirror
+mkdir -p "$MNT"
+fg_mount "$T_TMP/mirror-a.log" -o "cache_dir=$T_TMP/cache6" "$T_TMP/m.json" "$MNT"
+timeout 60 cat "$MNT/f.bin" >/dev/null 2>&1 || true
+stop_mount "$MNT"
+if [ "$(origin_log | grep -c '^GET /y.bin 206 "bytes=[0-9]*-[0-9]*" [1-9]')" -gt 0 ]; then
+	t_pass "mirror: the attacker's mirror served bytes"
+else
+	t_fail "mirror: the attacker's mirror served bytes" "no range of y.bin in the origin's log"
+fi
+fg_mount "$T_TMP/mirror-b.log" -o "cache_dir=$T_TMP/cache6" "$ORIGIN_URL/x.bin" "$MNT"
+if timeout 60 cat "$MNT/x.bin" >"$T_TMP/mirror.out" 2>/dev/null; then
+	t_check "mirror: X's URL alone reads X's bytes only" cmp "$T_TMP/mirror.out" "$WWW/x.bin"
+else
+	t_fail "mirror: X's URL alone" "the read failed: $(tail -n 2 "$T_TMP/mirror-b.log")"
+fi
+stop_mount "$MNT"
 
 # --- verified content is shared: an entry naming the same digests at
 # another URL (another validator) reads it from the cache, and fetches only

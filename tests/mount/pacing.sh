@@ -96,8 +96,7 @@ fi
 
 # One 1 MiB member of a stored zip with Python's zipfile: at most 1.5 MiB
 # pulled (the end of central directory, the member's blocks, and what the
-# kernel reads ahead), where a window opened by the member's sequential
-# reads used to pull several MiB more.
+# kernel reads ahead), not a window opened by the member's sequential reads.
 mkdir -p "$T_TMP/m2"
 if mount_pacefs -o "cache_dir=$T_TMP/c2" "$FAR/a.zip" "$T_TMP/m2"; then
 	mark=$(stat -c %s "$FAR_LOG")
@@ -124,8 +123,8 @@ else
 fi
 
 # A 1 MiB read at a new position during playback is split over the lanes
-# (it used to go to one lane while the others fetched around the old
-# position), and its bytes are right.
+# (not left to one lane while the others fetch around the old position),
+# and its bytes are right.
 mkdir -p "$T_TMP/m3"
 if mount_pacefs -o "cache_dir=$T_TMP/c3" "$FAR/play.bin" "$T_TMP/m3"; then
 	pos=$((40 * MiB + 12345))
@@ -168,7 +167,7 @@ fi
 # An origin that serves one transfer at a time at 16 MB/s and answers 503
 # with Retry-After: 1 beyond: the transfer that is served is never stopped
 # and its successor starts at once, so 32 MiB come whole in about 2 s (the
-# scheduler before issue 12 held the whole source for every Retry-After).
+# 503s do not hold the whole source for their Retry-After).
 head -c $((32 * MiB)) "$WWW/play.bin" >"$T_TMP/one/f.bin"
 o_start one --root "$T_TMP/one" --max-transfers 1 --retry-after 1 --rate 16000000
 mkdir -p "$T_TMP/m4"

@@ -1325,8 +1325,8 @@ static void sc_budget(void)
 	named(&sc, judge_budget);
 }
 
-/* ---- issue 12: pacing that follows the reader. The far origin: 20 ms
- * before the first byte, 8 MB/s per connection, 8 lanes. ---- */
+/* ---- pacing that follows the reader. The far origin: 20 ms before the
+ * first byte, 8 MB/s per connection, 8 lanes. ---- */
 
 static void far_origin(struct scenario *sc, const char *name, uint64_t size)
 {

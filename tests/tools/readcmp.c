@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define READCMP_SEQ_BUF (128 * 1024)
@@ -128,15 +129,30 @@ static int check_sizes(const struct side *a, const struct side *b)
 	return 1;
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* seq also says how long its longest read of A took: a mount that lost
+ * a proxy or a source mid-read must not make a reader wait. */
 static int run_seq(struct side *a, struct side *b, size_t bufsize)
 {
 	uint64_t off = 0;
+	double longest = 0;
 
 	if (check_sizes(a, b) != 0)
 		return 1;
 	for (;;) {
+		double t0 = now_s();
 		ssize_t na = read_full(a->fd, a->buf, bufsize);
 		ssize_t nb;
+
+		if (now_s() - t0 > longest)
+			longest = now_s() - t0;
 
 		if (na < 0) {
 			printf("readcmp: seq: read %s at %" PRIu64 ": %s\n",
@@ -168,7 +184,8 @@ static int run_seq(struct side *a, struct side *b, size_t bufsize)
 		       off, b->size);
 		return 1;
 	}
-	printf("readcmp: seq: %" PRIu64 " bytes equal\n", off);
+	printf("readcmp: seq: %" PRIu64 " bytes equal, longest read %.3f s\n",
+	       off, longest);
 	return 0;
 }
 

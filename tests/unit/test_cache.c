@@ -2010,6 +2010,285 @@ static void test_check(void)
 	tmp_remove();
 }
 
+/* Writes a 3-byte value as the extent of the blob that starts at 0. */
+static int bad_extent(MDB_txn *txn, void *ctx)
+{
+	const struct cache_id *id = ctx;
+	unsigned char key[24];
+	MDB_val k = {.mv_size = 24, .mv_data = key};
+	MDB_val v = {.mv_size = 3, .mv_data = "bad"};
+	MDB_dbi dbi;
+	int rc;
+
+	memcpy(key, id->b, 16);
+	memset(key + 16, 0, 8);
+	rc = mdb_dbi_open(txn, "extents", 0, &dbi);
+	if (rc == 0)
+		rc = mdb_put(txn, dbi, &k, &v, 0);
+	return rc;
+}
+
+/* A malformed extent is damage, the same to every walk of the blob's
+ * extents: an error that names the blob and the extent, never an empty
+ * range; other blobs are unaffected, and a drop clears it. */
+static void test_extent_malformed(void)
+{
+	struct cache *c = NULL;
+	struct cache_id id, other;
+	struct ext_list l;
+	char hex[2 * CACHE_ID_LEN + 1];
+	uint64_t unc = 99, bytes = 99;
+
+	tmp_make();
+	cache_id_from_string("url:bad-extent", &id);
+	cache_id_from_string("url:bad-extent-other", &other);
+	cache_id_to_hex(&id, hex);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	for (uint64_t i = 0; i < 3; i++) {
+		T_EQ_INT(put_block(c, &id, i, BS), 0);
+		T_EQ_INT(put_block(c, &other, i, BS), 0);
+	}
+	T_EQ_INT(cache_flush(c), 0);
+	cache_close(c);
+	c = NULL;
+	T_EQ_INT(raw_edit(tmpdir, bad_extent, &id), 0);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+
+	T_EQ_INT(extents_of(c, &id, &l), -EIO);
+	T_ASSERT(strstr(logcap.last, hex) != NULL);
+	T_ASSERT(strstr(logcap.last, "extent at byte 0 is malformed") != NULL);
+	logcap.last[0] = '\0';
+	T_EQ_INT(cache_blob_check(c, &id, &unc), -EIO);
+	T_EQ_U64(unc, 99);
+	T_ASSERT(strstr(logcap.last, hex) != NULL);
+	T_ASSERT(strstr(logcap.last, "extent at byte 0 is malformed") != NULL);
+	T_EQ_INT(cache_blob_held(c, &id, &bytes), -EIO);
+
+	T_EQ_INT(extents_of(c, &other, &l), 0);
+	T_EQ_INT(l.n, 1);
+	T_EQ_INT(cache_blob_check(c, &other, &unc), 0);
+	T_EQ_U64(unc, 0);
+
+	T_EQ_INT(cache_blob_drop(c, &id), 0);
+	T_EQ_INT(extents_of(c, &id, &l), 0);
+	T_EQ_INT(l.n, 0);
+	T_EQ_INT(cache_blob_check(c, &id, &unc), 0);
+	T_EQ_U64(unc, 0);
+	cache_close(c);
+	tmp_remove();
+}
+
+/* Byte j of the test blob of the digest cases: fill's bytes, so that
+ * put_block puts them. */
+static unsigned char *blob_bytes(uint64_t size)
+{
+	unsigned char *all = malloc(size);
+
+	for (uint64_t i = 0; i * BS < size; i++)
+		fill(all + i * BS, size - i * BS < BS ? size - i * BS : BS, i,
+		     0);
+	return all;
+}
+
+/* The digests of a blob of size bytes in blocks of dbs. */
+static uint8_t (*digests_of(const unsigned char *all, uint64_t size,
+			    uint32_t dbs))[32]
+{
+	uint64_t n = (size + dbs - 1) / dbs;
+	uint8_t(*d)[32] = calloc(n, 32);
+
+	for (uint64_t j = 0; j < n; j++)
+		sha256_of(all + j * dbs, size - j * dbs < dbs ? size - j * dbs
+							       : dbs,
+			  d[j]);
+	return d;
+}
+
+/* Puts block i of the digest case: its true bytes, or with one flipped. */
+static int dg_put(struct cache *c, const struct cache_id *id,
+		  const unsigned char *all, uint64_t size, uint64_t i,
+		  bool flip)
+{
+	static unsigned char buf[BS];
+	size_t len = size - i * BS < BS ? size - i * BS : BS;
+
+	memcpy(buf, all + i * BS, len);
+	if (flip)
+		buf[len - 1] ^= 0x40;
+	return cache_block_put(c, id, i, buf, len);
+}
+
+/* Per-block digests of every size a manifest may give, smaller than,
+ * equal to and larger than a cache block, each with a short last block:
+ * a block that is not one of the blob's is refused; a bad block is
+ * refused by the put that completes its digest block (its own, or with
+ * large digest blocks the group's last to arrive, whose other blocks the
+ * caller then evicts); the good bytes go in and verify. */
+static void test_digests_sizes(void)
+{
+	static const struct {
+		uint32_t dbs;
+		uint64_t size;
+		uint64_t victim; /* the block put with a flipped byte */
+	} cases[] = {
+		{4096, 3ull * BS + 5000, 1},
+		{4096, 3ull * BS + 5000, 3},
+		{BS / 4, 3ull * BS + 1000, 3},
+		{BS, 4ull * BS + 777, 2},
+		{BS, 4ull * BS + 777, 4},
+		{2 * BS, 5ull * BS, 3},
+		{2 * BS, 4ull * BS + 100, 4},
+		{4 * BS, 6ull * BS + 3000, 2},
+		{4 * BS, 6ull * BS + 3000, 6},
+		{4 * BS, 6ull * BS + 3000, 0},
+	};
+	struct cache *c = NULL;
+
+	tmp_make();
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	for (size_t t = 0; t < sizeof(cases) / sizeof(cases[0]); t++) {
+		const uint32_t dbs = cases[t].dbs;
+		const uint64_t size = cases[t].size, v = cases[t].victim;
+		const uint64_t nb = (size + BS - 1) / BS;
+		const uint64_t k = dbs > BS ? dbs / BS : 1;
+		const uint64_t gfirst = v / k * k;
+		const uint64_t gn = nb - gfirst < k ? nb - gfirst : k;
+		unsigned char *all = blob_bytes(size);
+		uint8_t(*d)[32] = digests_of(all, size, dbs);
+		static struct cache_blob_record r;
+		struct cache_id id;
+		char name[64];
+		uint64_t bad[8];
+		size_t nbad = 99;
+
+		snprintf(name, sizeof(name), "url:dg-%zu", t);
+		cache_id_from_string(name, &id);
+		T_EQ_INT(cache_blob_digests_set(c, &id, size, dbs, d,
+						(size + dbs - 1) / dbs),
+			 0);
+		memset(&r, 0, sizeof(r));
+		r.size = size;
+		T_EQ_INT(cache_blob_put(c, &id, &r), 0);
+
+		/* Not a block of the blob: another length, past its end. */
+		T_EQ_INT(put_block(c, &id, 0, BS - 1), -EBADMSG);
+		T_EQ_INT(put_block(c, &id, nb, BS), -EBADMSG);
+		if (size % BS)
+			T_EQ_INT(put_block(c, &id, nb - 1, BS), -EBADMSG);
+		T_ASSERT(!held(c, &id, 0) && !held(c, &id, nb - 1));
+
+		/* Every block, last first, the victim bad, half committed. */
+		for (uint64_t i = nb; i-- > 0;) {
+			bool refused = k == 1 ? i == v : i == gfirst;
+
+			T_EQ_INT(dg_put(c, &id, all, size, i, i == v),
+				 refused ? -EBADMSG : 0);
+			if (refused)
+				T_ASSERT(strstr(logcap.last,
+						"does not match") != NULL);
+			if (i == nb / 2)
+				T_EQ_INT(cache_flush(c), 0);
+		}
+		/* What the caller does: evict the rest of the digest block,
+		 * put it again from a good source. */
+		T_EQ_INT(cache_blocks_evict(c, &id, gfirst, gn), 0);
+		for (uint64_t i = gfirst; i < gfirst + gn; i++)
+			T_EQ_INT(dg_put(c, &id, all, size, i, false), 0);
+		T_EQ_INT(cache_flush(c), 0);
+		uint8_t whole[32];
+		sha256_of(all, size, whole);
+		T_EQ_INT(cache_blob_verify(c, &id, whole, bad, 8, &nbad), 0);
+		T_EQ_INT(nbad, 0);
+
+		/* Bad bytes stored while no digests were registered: the
+		 * whole check names the cache blocks of their digest
+		 * block. */
+		T_EQ_INT(cache_blob_digests_set(c, &id, 0, 0, NULL, 0), 0);
+		T_EQ_INT(dg_put(c, &id, all, size, v, true), 0);
+		T_EQ_INT(cache_flush(c), 0);
+		T_EQ_INT(cache_blob_digests_set(c, &id, size, dbs, d,
+						(size + dbs - 1) / dbs),
+			 0);
+		T_EQ_INT(cache_blob_verify(c, &id, whole, bad, 8, &nbad),
+			 -EBADMSG);
+		T_EQ_INT(nbad, gn);
+		for (size_t j = 0; j < nbad; j++)
+			T_EQ_U64(bad[j], gfirst + j);
+		free(d);
+		free(all);
+	}
+	cache_close(c);
+	tmp_remove();
+}
+
+struct dg_racer {
+	struct cache *c;
+	struct cache_id id;
+	const unsigned char *all;
+	uint64_t size, groups;
+	int odd; /* puts blocks 2g + odd, the odd ones with a flipped byte */
+	pthread_barrier_t *bar;
+	uint64_t refused, errors;
+};
+
+static void *dg_race(void *arg)
+{
+	struct dg_racer *r = arg;
+
+	for (uint64_t g = 0; g < r->groups; g++) {
+		pthread_barrier_wait(r->bar);
+		int rc = dg_put(r->c, &r->id, r->all, r->size,
+				2 * g + (uint64_t)r->odd, r->odd);
+		if (rc == -EBADMSG)
+			r->refused++;
+		else if (rc != 0)
+			r->errors++;
+	}
+	return NULL;
+}
+
+/* Two threads put the two cache blocks of each digest block at the same
+ * moment, one of them bad: whichever completes the digest block finds
+ * it, every time (two puts never both find it incomplete). */
+static void test_digests_race(void)
+{
+	struct cache *c = NULL;
+	const uint64_t groups = 48, size = 2 * groups * BS;
+	unsigned char *all = blob_bytes(size);
+	uint8_t(*d)[32] = digests_of(all, size, 2 * BS);
+	pthread_barrier_t bar;
+	struct dg_racer r[2];
+	pthread_t th[2];
+
+	tmp_make();
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	pthread_barrier_init(&bar, NULL, 2);
+	for (int i = 0; i < 2; i++) {
+		memset(&r[i], 0, sizeof(r[i]));
+		r[i].c = c;
+		cache_id_from_string("url:dg-race", &r[i].id);
+		r[i].all = all;
+		r[i].size = size;
+		r[i].groups = groups;
+		r[i].odd = i;
+		r[i].bar = &bar;
+	}
+	T_EQ_INT(cache_blob_digests_set(c, &r[0].id, size, 2 * BS, d, groups),
+		 0);
+	for (int i = 0; i < 2; i++)
+		T_EQ_INT(pthread_create(&th[i], NULL, dg_race, &r[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	T_EQ_U64(r[0].errors + r[1].errors, 0);
+	T_EQ_U64(r[0].refused + r[1].refused, groups);
+	T_EQ_INT(cache_flush(c), 0);
+	pthread_barrier_destroy(&bar);
+	cache_close(c);
+	free(d);
+	free(all);
+	tmp_remove();
+}
+
 static void test_compact(void)
 {
 	struct cache_config cfg;
@@ -2177,6 +2456,9 @@ static const struct t_case cases[] = {
 	{"damaged_btree", test_damaged_btree},
 	{"overflow_header", test_overflow_header},
 	{"check", test_check},
+	{"extent_malformed", test_extent_malformed},
+	{"digests_sizes", test_digests_sizes},
+	{"digests_race", test_digests_race},
 	{"compact", test_compact},
 	{"kill9_budget", test_kill9_budget},
 };
@@ -2192,6 +2474,14 @@ int main(int argc, char **argv)
 		return child_stream_budget(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "--child-hold") == 0)
 		return child_hold(argv[2]);
+	/* test_cache --damage-extent DIR IDENTITY (tests/mount/corrupt.sh):
+	 * the blob's extent at byte 0 gets a malformed value. */
+	if (argc == 4 && strcmp(argv[1], "--damage-extent") == 0) {
+		struct cache_id id;
+
+		cache_id_from_string(argv[3], &id);
+		return raw_edit(argv[2], bad_extent, &id) == 0 ? 0 : 1;
+	}
 	/* test_cache --check-against DIR IDENTITY FILE (tests/mount/crash.sh) */
 	if (argc == 5 && strcmp(argv[1], "--check-against") == 0)
 		return check_against(argv[2], argv[3], argv[4]);

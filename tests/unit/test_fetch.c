@@ -259,7 +259,167 @@ static void sends_headers(void)
 	T_ASSERT(!fetch__sends_headers(&cfg, "https://h.example/a"));
 }
 
+/* The proxy list: groups tried in order, a URL's chunk always on the
+ * same member of a group and chunks spread over its members, failures left
+ * out until the reset interval passes, exclusion for good. */
+static void proxy_choice(void)
+{
+	struct fetch_proxies *list = NULL;
+	struct fetch_proxy_info pi;
+	char err[256];
+	int count[3] = {0, 0, 0};
+	int a, b;
+
+	T_EQ_INT(fetch_proxies_new(" http://a:3128 | http://u:pw@b:3128 ;"
+				   "DIRECT",
+				   1000, &list, err, sizeof(err)),
+		 0);
+	T_EQ_INT(fetch_proxies_count(list), 3);
+	T_EQ_INT(fetch_proxies_info(list, 1, 0, &pi), 0);
+	T_EQ_STR(pi.name, "http://b:3128");
+	T_EQ_INT(pi.group, 1);
+	T_EQ_INT(fetch_proxies_info(list, 2, 0, &pi), 0);
+	T_EQ_STR(pi.name, "DIRECT");
+	T_EQ_INT(pi.group, 2);
+	T_EQ_INT(fetch_proxies_info(list, 3, 0, &pi), -ENOENT);
+	T_ASSERT(fetch__proxy_is_direct(list, 2));
+	T_EQ_STR(fetch__proxy_url(list, 2), "");
+	T_EQ_STR(fetch__proxy_url(list, 1), "http://u:pw@b:3128");
+	/* The same chunk, the same proxy; chunks spread over the group. */
+	for (uint64_t c = 0; c < 1000; c++) {
+		int i = fetch__proxy_choose(list, "http://o/f", c, 0, 0);
+
+		T_ASSERT(i == 0 || i == 1);
+		T_EQ_INT(fetch__proxy_choose(list, "http://o/f", c, 5, 0), i);
+		count[i]++;
+	}
+	T_ASSERT(count[0] > 400 && count[1] > 400);
+	/* A failed member's chunks go to the other; the tried ones are left
+	 * out; past the group, DIRECT. */
+	a = fetch__proxy_choose(list, "http://o/f", 7, 0, 0);
+	b = 1 - a;
+	fetch__proxy_failed(list, a, 100);
+	T_EQ_INT(fetch__proxy_choose(list, "http://o/f", 7, 100, 0), b);
+	T_EQ_INT(fetch__proxy_choose(list, "http://o/f", 7, 100, 1u << b), 2);
+	T_EQ_INT(fetch_proxies_info(list, (uint32_t)a, 600, &pi), 0);
+	T_EQ_INT(pi.state, FETCH_PROXY_FAILED);
+	T_EQ_U64(pi.retry_in_ms, 500);
+	T_EQ_U64(pi.failures, 1);
+	/* After the reset interval it is asked again. */
+	T_EQ_INT(fetch__proxy_choose(list, "http://o/f", 7, 1100, 0), a);
+	/* Both failed: the next group. */
+	fetch__proxy_failed(list, a, 2000);
+	fetch__proxy_failed(list, b, 2001);
+	T_EQ_INT(fetch__proxy_choose(list, "http://o/f", 7, 2002, 0), 2);
+	/* An answer ends a failure at once. */
+	fetch__proxy_answered(list, b, 1);
+	fetch__proxy_answered(list, b, -1);
+	fetch__proxy_answered(list, b, 0);
+	T_EQ_INT(fetch_proxies_info(list, (uint32_t)b, 2002, &pi), 0);
+	T_EQ_INT(pi.state, FETCH_PROXY_OK);
+	T_EQ_U64(pi.hits, 1);
+	T_EQ_U64(pi.misses, 1);
+	/* Excluded for good; DIRECT never is. */
+	T_EQ_INT(fetch_proxies_exclude(list, b), 1);
+	T_EQ_INT(fetch_proxies_exclude(list, b), 0);
+	T_EQ_INT(fetch_proxies_exclude(list, 2), 0);
+	T_EQ_INT(fetch__proxy_choose(list, "http://o/f", 7, 9000, 0), a);
+	fetch_proxies_exclude(list, a);
+	T_EQ_INT(fetch__proxy_choose(list, "http://o/f", 7, 9000, 0), 2);
+	T_EQ_INT(fetch__proxy_choose(list, "http://o/f", 7, 9000, 1u << 2),
+		 -ENOENT);
+	fetch_proxies_free(list);
+
+	/* Every proxy failed lately, no DIRECT: the one that failed longest
+	 * ago is asked rather than none. */
+	T_EQ_INT(fetch_proxies_new("http://a:1;http://b:2", 1000, &list, err,
+				   sizeof(err)),
+		 0);
+	T_EQ_INT(fetch__proxy_choose(list, "http://o/f", 0, 0, 0), 0);
+	fetch__proxy_failed(list, 1, 10);
+	fetch__proxy_failed(list, 0, 20);
+	T_EQ_INT(fetch__proxy_choose(list, "http://o/f", 0, 30, 0), 1);
+	T_EQ_INT(fetch__proxy_choose(list, "http://o/f", 0, 30, 2u), 0);
+	fetch_proxies_free(list);
+	fetch_proxies_free(NULL);
+}
+
+static void proxy_parse_errors(void)
+{
+	static const struct {
+		const char *spec, *says;
+	} bad[] = {
+		{"", "empty"},
+		{";http://a:1", "group 1 is empty (nothing before ';')"},
+		{"http://a:1; ;DIRECT", "group 2 is empty"},
+		{"http://a:1| |http://b:2", "group 1 ('http://a:1| |http://b:2'): "
+					    "an empty proxy after '|'"},
+		{"DIRECT|http://a:1", "DIRECT must be alone in its group"},
+		{"http://a:1;direct;DIRECT", "'DIRECT' is listed twice"},
+		{"gopher://a:1", "scheme 'gopher' is not http"},
+		{"http://a:1/", NULL},
+		{"http://[::1]:3128", NULL},
+		{"http://[zz]:3128", "a bad IPv6 address"},
+		{"http://a:1?x", "no path"},
+		{"http://a:65536", "the port is not 1-65535"},
+		{"http://a:", "the port is not 1-65535"},
+		{"http://a\x01b:1", "a blank or control byte"},
+		{"http://a!b:1", "'!' in the host"},
+		{"http://user:hunter2@:1", "'http://:1': no host"},
+		{"user:hunter2@a:1|user:hunter2@a:1", "'a:1' is listed twice"},
+	};
+	char err[256], many[512] = "";
+	struct fetch_proxies *list = NULL;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = fetch_proxies_new(bad[i].spec, 1000, &list, err,
+					   sizeof(err));
+
+		if (bad[i].says == NULL) {
+			T_EQ_INT(rc, 0);
+			fetch_proxies_free(list);
+			list = NULL;
+			continue;
+		}
+		T_EQ_INT(rc, -EINVAL);
+		if (strncmp(err, "option proxy: ", 14) != 0 ||
+		    strstr(err, bad[i].says) == NULL ||
+		    strstr(err, "hunter2") != NULL)
+			T_FAIL("'%s': %s", bad[i].spec, err);
+	}
+	for (int i = 0; i < 17; i++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many),
+			 "%shttp://p%d:1", i ? "|" : "", i);
+	T_EQ_INT(fetch_proxies_new(many, 1000, &list, err, sizeof(err)),
+		 -EINVAL);
+	T_ASSERT(strstr(err, "more than 16 proxies (at 'http://p16:1')") !=
+		 NULL);
+}
+
+static void x_cache(void)
+{
+	T_EQ_INT(fetch_parse_x_cache("HIT", NULL), 1);
+	T_EQ_INT(fetch_parse_x_cache("HIT from squid.example:3128", NULL), 1);
+	T_EQ_INT(fetch_parse_x_cache(" TCP_MEM_HIT", NULL), 1);
+	T_EQ_INT(fetch_parse_x_cache("hit-fresh", NULL), 1);
+	T_EQ_INT(fetch_parse_x_cache("STALE", NULL), 1);
+	T_EQ_INT(fetch_parse_x_cache("REVALIDATED", NULL), 1);
+	T_EQ_INT(fetch_parse_x_cache("MISS", NULL), -1);
+	T_EQ_INT(fetch_parse_x_cache("MISS from squid, HIT from edge", NULL),
+		 -1);
+	T_EQ_INT(fetch_parse_x_cache("EXPIRED", NULL), -1);
+	T_EQ_INT(fetch_parse_x_cache("BYPASS", "12"), -1);
+	T_EQ_INT(fetch_parse_x_cache("", "12"), 0);
+	T_EQ_INT(fetch_parse_x_cache(NULL, "12"), 1);
+	T_EQ_INT(fetch_parse_x_cache(NULL, " 0\r\n"), -1);
+	T_EQ_INT(fetch_parse_x_cache(NULL, "soon"), 0);
+	T_EQ_INT(fetch_parse_x_cache(NULL, NULL), 0);
+}
+
 static const struct t_case cases[] = {
+	{"proxy_choice", proxy_choice},
+	{"proxy_parse_errors", proxy_parse_errors},
+	{"x_cache", x_cache},
 	{"text_redact", text_redact},
 	{"url_shown", url_shown},
 	{"url_hop", url_hop},

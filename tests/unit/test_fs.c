@@ -121,6 +121,83 @@ static void opts_errors_name_the_option(void)
 	T_ASSERT(strstr(err, "/other") != NULL);
 }
 
+/* -o chunk=: a power of two from 64K to 8M; -o proxy=: refused with the
+ * part that is wrong, credentials left out. */
+static void opts_chunk_and_proxy(void)
+{
+	static const char *const bad_chunk[] = {"chunk=48K", "chunk=3M",
+						"chunk=16M", "chunk=abc",
+						"chunk=32K", "chunk="};
+	static const struct {
+		const char *arg, *says;
+	} bad_proxy[] = {
+		{"proxy=", "empty"},
+		{"proxy=http://a:3128|", "empty proxy after '|'"},
+		{"proxy=|http://a:3128", "empty proxy before '|'"},
+		{"proxy=http://a:3128;;DIRECT", "group 2 is empty"},
+		{"proxy=http://a:3128;", "group 2 is empty"},
+		{"proxy=http://a:3128|DIRECT", "DIRECT must be alone"},
+		{"proxy=ftp://a:21", "scheme 'ftp'"},
+		{"proxy=http://a:0", "'http://a:0': the port"},
+		{"proxy=http://a:99999", "the port"},
+		{"proxy=http://a:3128/path", "no path"},
+		{"proxy=http://:3128", "no host"},
+		{"proxy=http://a b:3128", "blank"},
+		{"proxy=http://u:secret@a:3128|http://u:secret@a:3128",
+		 "'http://a:3128' is listed twice"},
+		{"proxy=http://u:secret@a:3128;http://b:x", "'http://b:x'"},
+	};
+	char arg[64];
+	struct fs_opts o;
+	char err[256];
+
+	{
+		char *argv[] = {"pacefs", "-o", "chunk=1M", "http://h/x", "/m"};
+
+		T_EQ_INT(parse(&o, err, sizeof(err), 5, argv), 0);
+		T_EQ_U64(o.chunk, 1024 * 1024);
+		fs_opts_free(&o);
+	}
+	{
+		char *argv[] = {"pacefs", "http://h/x", "/m"};
+
+		T_EQ_INT(parse(&o, err, sizeof(err), 3, argv), 0);
+		T_EQ_U64(o.chunk, 64 * 1024);
+		T_ASSERT(o.proxy == NULL);
+		T_EQ_INT(o.proxy_reset_s, 300);
+		fs_opts_free(&o);
+	}
+	for (size_t i = 0; i < sizeof(bad_chunk) / sizeof(bad_chunk[0]); i++) {
+		char *argv[] = {"pacefs", "-o", arg, "http://h/x", "/m"};
+
+		snprintf(arg, sizeof(arg), "%s", bad_chunk[i]);
+		T_EQ_INT(parse(&o, err, sizeof(err), 5, argv), -EINVAL);
+		if (strstr(err, "option chunk") == NULL)
+			T_FAIL("%s: %s", bad_chunk[i], err);
+	}
+	{
+		char *argv[] = {"pacefs", "-o",
+				"proxy=http://a:3128|b:3128;socks5h://c:1080;"
+				"DIRECT,proxy_reset=30",
+				"http://h/x", "/m"};
+
+		T_EQ_INT(parse(&o, err, sizeof(err), 5, argv), 0);
+		T_EQ_STR(o.proxy, "http://a:3128|b:3128;socks5h://c:1080;DIRECT");
+		T_EQ_INT(o.proxy_reset_s, 30);
+		fs_opts_free(&o);
+	}
+	for (size_t i = 0; i < sizeof(bad_proxy) / sizeof(bad_proxy[0]); i++) {
+		char *argv[] = {"pacefs", "-o", arg, "http://h/x", "/m"};
+
+		snprintf(arg, sizeof(arg), "%s", bad_proxy[i].arg);
+		T_EQ_INT(parse(&o, err, sizeof(err), 5, argv), -EINVAL);
+		if (strstr(err, "option proxy") == NULL ||
+		    strstr(err, bad_proxy[i].says) == NULL ||
+		    strstr(err, "secret") != NULL || strchr(err, '\n') != NULL)
+			T_FAIL("%s: %s", bad_proxy[i].arg, err);
+	}
+}
+
 static void name_from_url(void)
 {
 	char name[256], err[256];
@@ -237,7 +314,8 @@ static void identity_forms(void)
 static void argv_scrubbed(void)
 {
 	char a1[] = "-o", a2[] = "lanes=2,header=X-Key: k1\\,k2,mirror=http://"
-				 "u:p@m/x,header=Bad";
+				 "u:p@m/x,header=Bad,proxy=http://u:p@a:1|"
+				 "b:2;v:w@c:3";
 	char a3[] = "-oheader=Authorization: Bearer abc",
 	     a4[] = "http://u:pw@h/f";
 	char a5[] = "/mnt", a0[] = "pacefs";
@@ -246,7 +324,7 @@ static void argv_scrubbed(void)
 	fs_opts_scrub_argv(6, argv);
 	T_EQ_STR(a1, "-o");
 	T_EQ_STR(a2, "lanes=2,header=X-Key:*******,mirror=http://***@m/x,"
-		     "header=***");
+		     "header=***,proxy=http://***@a:1|b:2;***@c:3");
 	T_EQ_STR(a3, "-oheader=Authorization:***********");
 	T_EQ_STR(a4, "http://****@h/f");
 	T_EQ_STR(a5, "/mnt");
@@ -277,11 +355,13 @@ static void opts_header_file(void)
 	struct fs_opts o;
 
 	snprintf(opt, sizeof(opt), "header_file=%s", path);
+	/* Checked when parsed, kept by path: the mount reads it (and again
+	 * when it changes); -o header= stays apart. */
 	T_EQ_INT(parse(&o, err, sizeof(err), 7, argv), 0);
-	T_EQ_INT(o.nheaders, 3);
-	T_EQ_STR(o.headers[0], "X-Token: s3cret");
-	T_EQ_STR(o.headers[1], "X-Other: 2");
-	T_EQ_STR(o.headers[2], "A: b");
+	T_EQ_INT(o.nheader_files, 1);
+	T_EQ_STR(o.header_files[0], path);
+	T_EQ_INT(o.nheaders, 1);
+	T_EQ_STR(o.headers[0], "A: b");
 	fs_opts_free(&o);
 	unlink(path);
 
@@ -305,6 +385,33 @@ static void opts_header_file(void)
 	snprintf(opt, sizeof(opt), "header_file=/nonexistent/h");
 	T_EQ_INT(parse(&o, err, sizeof(err), 7, argv), -EINVAL);
 	T_ASSERT(strstr(err, "/nonexistent/h") != NULL);
+}
+
+/* A blob's identity names its set of sources: the first URL alone keeps
+ * its identity, mirrors change it whatever their order, and no userinfo
+ * of a mirror shows. */
+static void sources_identity(void)
+{
+	const char *one[] = {"http://h/a"};
+	const char *ab[] = {"http://h/a", "http://m1/a", "http://u:pw@m2/a"};
+	const char *ba[] = {"http://h/a", "http://u:pw@m2/a", "http://m1/a"};
+	const char *other[] = {"http://h/a", "http://m1/a"};
+	char *s1 = fs__sources_identity(one, 1);
+	char *s2 = fs__sources_identity(ab, 3);
+	char *s3 = fs__sources_identity(ba, 3);
+	char *s4 = fs__sources_identity(other, 2);
+
+	T_ASSERT(s1 != NULL && s2 != NULL && s3 != NULL && s4 != NULL);
+	T_EQ_STR(s1, "url:http://h/a");
+	T_ASSERT(strncmp(s2, "url:http://h/a\n" FS_IDENTITY_MIRRORS,
+			 15 + strlen(FS_IDENTITY_MIRRORS)) == 0);
+	T_EQ_STR(s2, s3);
+	T_ASSERT(strcmp(s2, s4) != 0);
+	T_ASSERT(strstr(s2, "pw") == NULL && strstr(s2, "m2") == NULL);
+	free(s1);
+	free(s2);
+	free(s3);
+	free(s4);
 }
 
 static void url_identity(void)
@@ -571,9 +678,11 @@ static const struct t_case cases[] = {
 	{"argv_scrubbed", argv_scrubbed},
 	{"opts_header_file", opts_header_file},
 	{"url_identity", url_identity},
+	{"sources_identity", sources_identity},
 	{"opts_defaults", opts_defaults},
 	{"opts_ours_and_fuse", opts_ours_and_fuse},
 	{"opts_errors_name_the_option", opts_errors_name_the_option},
+	{"opts_chunk_and_proxy", opts_chunk_and_proxy},
 	{"name_from_url", name_from_url},
 	{"name_from_url_refused", name_from_url_refused},
 	{"log_escape", log_escape},

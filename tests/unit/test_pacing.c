@@ -731,6 +731,7 @@ static void test_seek_yields(void)
 	struct pace_config c;
 	struct fix f;
 	uint64_t cursor = 0;
+	uint32_t w;
 
 	small_cfg(&c);
 	T_EQ_INT(fix_init(&f, &c, 8 * MIB), 0);
@@ -743,15 +744,38 @@ static void test_seek_yields(void)
 	}
 	pace_reader_read(f.p, f.rd, cursor, 64 * KIB, f.now);
 	T_ASSERT(fix_poll(&f) > 0);
-	/* Seek far: the in-flight read-ahead lanes are cancelled. */
-	pace_reader_read(f.p, f.rd, 7 * MIB, 4 * KIB, f.now);
+	/* Seek far: every in-flight read-ahead lane stops, at the end of the
+	 * chunk it is in (so that a cache on the way keeps it whole) or at
+	 * once when the read at the new position needs its lane. */
 	{
-		size_t busy = f.n, cancels = 0;
+		struct pace_action old[64];
+		bool seen[64] = {false};
+		size_t busy = f.n, stopped = 0;
 
+		memcpy(old, f.a, busy * sizeof(old[0]));
+		/* Each lane is into its request's first chunk. */
+		for (size_t k = 0; k < busy; k++)
+			pace_on_data(f.p, old[k].lane, old[k].start, 1 * KIB,
+				     f.now);
+		pace_reader_read(f.p, f.rd, 7 * MIB, 4 * KIB, f.now);
+		T_EQ_INT(pace_wait_begin(f.p, f.rd, 7 * MIB, 4 * KIB, f.now,
+					 &w),
+			 0);
 		fix_poll(&f);
-		for (size_t k = 0; k < f.n; k++)
-			cancels += f.a[k].kind == PACE_ACT_CANCEL;
-		T_EQ_U64(cancels, busy);
+		for (size_t k = 0; k < f.n; k++) {
+			for (size_t j = 0; j < busy; j++) {
+				if (f.a[k].lane != old[j].lane ||
+				    (f.a[k].kind != PACE_ACT_CANCEL &&
+				     f.a[k].kind != PACE_ACT_SET_END))
+					continue;
+				if (f.a[k].kind == PACE_ACT_SET_END)
+					T_EQ_U64(f.a[k].end,
+						 old[j].start + c.align);
+				stopped += !seen[j];
+				seen[j] = true;
+			}
+		}
+		T_EQ_U64(stopped, busy);
 	}
 	pace_free(f.p);
 }
