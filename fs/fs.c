@@ -268,8 +268,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 /* Each FUSE worker thread keeps its read buffer, freed when the thread
- * ends: a fresh 1 MiB allocation per read costs page faults that showed as
- * a tenth of a cold read's CPU. */
+ * ends: a fresh 1 MiB allocation per read is a fresh mapping, and its page
+ * faults cost a cold read CPU (docs/fs-notes.md). */
 struct read_buf {
 	size_t size;
 	char data[];
@@ -415,9 +415,10 @@ static int xattr_value(struct fs_mount *m, uint32_t i, const char *name,
 	} else if (strcmp(name, "size") == 0 && n->has_size) {
 		len = snprintf(buf, cap, "%" PRIu64, n->size);
 	} else if (strcmp(name, "sha256") == 0 && n->has_sha256) {
-		for (int b = 0; b < 32; b++)
-			snprintf(buf + 2 * b, 3, "%02x", n->sha256[b]);
-		len = 64;
+		if (cap > 64) {
+			fs__hex(n->sha256, 32, buf);
+			len = 64;
+		}
 	}
 	pthread_mutex_unlock(&m->ns->mu);
 	if (n == NULL || n->is_dir || len >= 0)

@@ -41,9 +41,7 @@ char *fs__url_identity(const char *url)
 		size_t used =
 			(size_t)snprintf(out, len, "url:%s%s", bare, mark);
 
-		for (unsigned int i = 0; i < mdlen; i++)
-			used += (size_t)snprintf(out + used, len - used, "%02x",
-						 md[i]);
+		fs__hex(md, mdlen, out + used);
 	}
 	free(bare);
 	return out;

@@ -3,47 +3,98 @@
  * getting them from the page cache. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fs/fs_int.h"
 
-void fs__inval_queue(struct fs_engine *e, uint32_t b, uint64_t start,
-		     uint64_t end)
-{
-	struct fs_blob *blob = &e->blobs[b];
+/* One blob's pending range; empty (start == end): none. */
+struct inval_range {
+	uint64_t start, end;
+	uint64_t ino;
+	const char *name;
+};
 
-	blob->pages_stale = true;
-	if (start >= end)
-		return;
-	if (blob->inval_end > blob->inval_start) {
-		/* One range per blob: the hull of what is pending. */
-		if (start < blob->inval_start)
-			blob->inval_start = start;
-		if (end > blob->inval_end)
-			blob->inval_end = end;
-		return;
+struct fs_inval {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;	 /* a range queued, or stop */
+	struct inval_range *r;	 /* per blob; guarded by mu */
+	uint32_t n;
+	uint32_t pending;	 /* blobs with a range queued; guarded by mu */
+	struct fuse_session *se; /* while the thread runs */
+	pthread_t thread;
+	bool running;
+	bool stop; /* guarded by mu */
+};
+
+int fs__inval_new(uint32_t max_blobs, struct fs_inval **out)
+{
+	struct fs_inval *v = calloc(1, sizeof(*v));
+
+	if (v == NULL)
+		return -ENOMEM;
+	v->r = calloc(max_blobs ? max_blobs : 1, sizeof(*v->r));
+	if (v->r == NULL) {
+		free(v);
+		return -ENOMEM;
 	}
-	blob->inval_start = start;
-	blob->inval_end = end;
-	e->inval_pending++;
-	pthread_cond_signal(&e->inval_cv);
+	v->n = max_blobs;
+	pthread_mutex_init(&v->mu, NULL);
+	pthread_cond_init(&v->cv, NULL);
+	*out = v;
+	return 0;
 }
 
-/* Takes the next pending range into *b, *start, *end; false when none.
- * Caller holds e->mu. */
-static bool inval_take(struct fs_engine *e, uint32_t *b, uint64_t *start,
-		       uint64_t *end)
+void fs__inval_free(struct fs_inval *v)
 {
-	for (uint32_t i = 0; e->inval_pending > 0 && i < e->nblobs; i++) {
-		struct fs_blob *blob = &e->blobs[i];
+	if (v == NULL)
+		return;
+	fs__inval_stop(v);
+	pthread_cond_destroy(&v->cv);
+	pthread_mutex_destroy(&v->mu);
+	free(v->r);
+	free(v);
+}
 
-		if (blob->inval_end <= blob->inval_start)
+void fs__inval_queue(struct fs_inval *v, uint32_t b, const char *name,
+		     uint64_t ino, uint64_t start, uint64_t end)
+{
+	struct inval_range *r;
+
+	if (b >= v->n || start >= end)
+		return;
+	pthread_mutex_lock(&v->mu);
+	r = &v->r[b];
+	r->name = name;
+	r->ino = ino;
+	if (r->end > r->start) {
+		/* One range per blob: the hull of what is pending. */
+		if (start < r->start)
+			r->start = start;
+		if (end > r->end)
+			r->end = end;
+	} else {
+		r->start = start;
+		r->end = end;
+		v->pending++;
+		pthread_cond_signal(&v->cv);
+	}
+	pthread_mutex_unlock(&v->mu);
+}
+
+/* Takes the next pending range into *out; false when none. Caller holds
+ * v->mu. */
+static bool inval_take(struct fs_inval *v, struct inval_range *out)
+{
+	for (uint32_t i = 0; v->pending > 0 && i < v->n; i++) {
+		struct inval_range *r = &v->r[i];
+
+		if (r->end <= r->start)
 			continue;
-		*b = i;
-		*start = blob->inval_start;
-		*end = blob->inval_end;
-		blob->inval_start = blob->inval_end = 0;
-		e->inval_pending--;
+		*out = *r;
+		r->start = r->end = 0;
+		v->pending--;
 		return true;
 	}
 	return false;
@@ -55,65 +106,63 @@ static bool inval_take(struct fs_engine *e, uint32_t *b, uint64_t *start,
  * engine's lock (which such a read takes). */
 static void *inval_main(void *arg)
 {
-	struct fs_engine *e = arg;
-	uint64_t start, end, ino;
-	uint32_t b;
+	struct fs_inval *v = arg;
+	struct inval_range r;
 	int rc;
 
-	pthread_mutex_lock(&e->mu);
+	pthread_mutex_lock(&v->mu);
 	for (;;) {
-		while (!e->inval_stop && !inval_take(e, &b, &start, &end))
-			pthread_cond_wait(&e->inval_cv, &e->mu);
-		if (e->inval_stop)
+		while (!v->stop && !inval_take(v, &r))
+			pthread_cond_wait(&v->cv, &v->mu);
+		if (v->stop)
 			break;
-		ino = e->blobs[b].ino;
-		pthread_mutex_unlock(&e->mu);
+		pthread_mutex_unlock(&v->mu);
 		/* No open yet: the kernel holds no page of it. */
-		rc = ino == 0 ? 0
-			      : fuse_lowlevel_notify_inval_inode(
-					e->se, (fuse_ino_t)ino, (off_t)start,
-					(off_t)(end - start));
+		rc = r.ino == 0 ? 0
+				: fuse_lowlevel_notify_inval_inode(
+					  v->se, (fuse_ino_t)r.ino,
+					  (off_t)r.start,
+					  (off_t)(r.end - r.start));
 		if (rc == 0 || rc == -ENOENT)
 			fs__log(FS_LOG_DEBUG,
 				"%s: the kernel's pages of bytes %" PRIu64
 				"-%" PRIu64 " are dropped",
-				e->blobs[b].name, start, end - 1);
+				r.name, r.start, r.end - 1);
 		else
 			fs__log(FS_LOG_WARN,
 				"%s: cannot drop the kernel's pages of bytes "
 				"%" PRIu64 "-%" PRIu64
 				" (%s); the next open drops them",
-				e->blobs[b].name, start, end - 1,
-				strerror(-rc));
-		pthread_mutex_lock(&e->mu);
+				r.name, r.start, r.end - 1, strerror(-rc));
+		pthread_mutex_lock(&v->mu);
 	}
-	pthread_mutex_unlock(&e->mu);
+	pthread_mutex_unlock(&v->mu);
 	return NULL;
 }
 
-int fs__inval_start(struct fs_engine *e, struct fuse_session *se)
+int fs__inval_start(struct fs_inval *v, struct fuse_session *se)
 {
 	int rc;
 
-	pthread_mutex_lock(&e->mu);
-	e->se = se;
-	e->inval_stop = false;
-	pthread_mutex_unlock(&e->mu);
-	rc = -pthread_create(&e->inval_thread, NULL, inval_main, e);
+	pthread_mutex_lock(&v->mu);
+	v->se = se;
+	v->stop = false;
+	pthread_mutex_unlock(&v->mu);
+	rc = -pthread_create(&v->thread, NULL, inval_main, v);
 	if (rc == 0)
-		e->inval_running = true;
+		v->running = true;
 	return rc;
 }
 
-void fs__inval_stop(struct fs_engine *e)
+void fs__inval_stop(struct fs_inval *v)
 {
-	if (e == NULL || !e->inval_running)
+	if (v == NULL || !v->running)
 		return;
-	pthread_mutex_lock(&e->mu);
-	e->inval_stop = true;
-	pthread_cond_signal(&e->inval_cv);
-	pthread_mutex_unlock(&e->mu);
-	pthread_join(e->inval_thread, NULL);
-	e->inval_running = false;
-	e->se = NULL;
+	pthread_mutex_lock(&v->mu);
+	v->stop = true;
+	pthread_cond_signal(&v->cv);
+	pthread_mutex_unlock(&v->mu);
+	pthread_join(v->thread, NULL);
+	v->running = false;
+	v->se = NULL;
 }

@@ -332,3 +332,15 @@ const char *fs__human_size(uint64_t n, char *buf, size_t cap)
 		snprintf(buf, cap, "%.1f %s", v, unit[u]);
 	return buf;
 }
+
+char *fs__hex(const uint8_t *d, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[d[i] >> 4];
+		out[2 * i + 1] = digits[d[i] & 15];
+	}
+	out[2 * n] = '\0';
+	return out;
+}

@@ -663,7 +663,7 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 
 	/* Blocks (64 KiB) and reads (1 MiB) are allocated and freed at a
 	 * high rate: keep them on the heap rather than in fresh mappings,
-	 * whose page faults cost a tenth of a cold read's CPU. */
+	 * whose page faults cost a cold read CPU (docs/fs-notes.md). */
 	mallopt(M_MMAP_THRESHOLD, 8 * 1024 * 1024);
 	mallopt(M_TRIM_THRESHOLD, 128 * 1024 * 1024);
 	rc = open_cache(o, false, &m->engine, &m->cache);
@@ -709,14 +709,15 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 		return -ENOMEM;
 	fuse_loop_cfg_set_clone_fd(lc, 1);
 	fuse_loop_cfg_set_max_threads(lc, 64);
-	rc = fs__inval_start(m->engine, se);
+	rc = fs__inval_start(fs__engine_inval(m->engine), se);
 	if (rc != 0) {
 		fs__log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
 		fuse_loop_cfg_destroy(lc);
 		return rc;
 	}
 	rc = fuse_session_loop_mt(se, lc);
-	fs__inval_stop(m->engine); /* the session is destroyed next */
+	fs__inval_stop(fs__engine_inval(m->engine)); /* the session is
+						       destroyed next */
 	fuse_loop_cfg_destroy(lc);
 	return rc;
 }

@@ -24,17 +24,13 @@
 
 bool fs__node_has_content_identity(const struct fs_node *n)
 {
-	/* fs__verify_part checks digest blocks that divide a cache block;
-	 * larger ones only the whole-file check covers. */
+	/* The cache checks every block against digest blocks that divide
+	 * it before it stores it; a larger digest block is checked only once
+	 * all of its cache blocks are stored, so the first of them are
+	 * cached unchecked. */
 	return n->ndblocks > 0 && n->dblock > 0 &&
 	       n->dblock <= CACHE_BLOCK_SIZE &&
 	       CACHE_BLOCK_SIZE % n->dblock == 0;
-}
-
-static void hex32(const uint8_t *d, char out[65])
-{
-	for (int i = 0; i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
 /* "sha256:H block_sha256:BS:D" (without "sha256:H " when the entry gives
@@ -55,9 +51,9 @@ static char *content_identity(const struct fs_node *n)
 		return NULL;
 	EVP_Digest(n->dblocks, (size_t)n->ndblocks * sizeof(n->dblocks[0]),
 		   list, NULL, EVP_sha256(), NULL);
-	hex32(list, d);
+	fs__hex(list, 32, d);
 	if (n->has_sha256) {
-		hex32(n->sha256, h);
+		fs__hex(n->sha256, 32, h);
 		snprintf(buf, cap, "sha256:%s block_sha256:%" PRIu32 ":%s", h,
 			 n->dblock, d);
 	} else {

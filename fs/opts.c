@@ -164,6 +164,27 @@ static int parse_uint(struct parse_state *s, const char *arg, unsigned lo,
 	return 0;
 }
 
+/* Sets *out to the index of NAME=VALUE's value in names (NULL-ended), or
+ * refuses it naming them all. */
+static int parse_choice(struct parse_state *s, const char *arg,
+			const char *const *names, int *out)
+{
+	const char *eq = strchr(arg, '=');
+	char all[128] = "";
+	size_t used = 0;
+
+	for (int i = 0; names[i] != NULL; i++) {
+		if (strcmp(eq + 1, names[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+		used += (size_t)snprintf(all + used, sizeof(all) - used, "%s%s",
+					 i ? ", " : "", names[i]);
+	}
+	return parse_error(s, "option %.*s: '%s' is not one of %s",
+			   (int)(eq - arg), arg, eq + 1, all);
+}
+
 static int set_string(struct parse_state *s, const char *arg, char **field)
 {
 	const char *eq = strchr(arg, '=');
@@ -277,18 +298,9 @@ static int opt_proc(void *data, const char *arg, int key,
 		return parse_ms(s, arg, 100, 600000, &o->readahead_ms);
 	case KEY_LOG_LEVEL: {
 		static const char *const levels[] = {"error", "warning", "info",
-						     "debug"};
-		const char *v = strchr(arg, '=') + 1;
+						     "debug", NULL};
 
-		for (int i = 0; i < 4; i++)
-			if (strcmp(v, levels[i]) == 0) {
-				o->log_level = i;
-				return 0;
-			}
-		return parse_error(s,
-				   "option log_level: '%s' is not one of "
-				   "error, warning, info, debug",
-				   v);
+		return parse_choice(s, arg, levels, &o->log_level);
 	}
 	case KEY_SHA256: {
 		const char *v = strchr(arg, '=') + 1;
@@ -358,18 +370,10 @@ static int opt_proc(void *data, const char *arg, int key,
 					   strchr(arg, '=') + 1);
 		return 0;
 	case KEY_CACHE_SYNC: {
-		static const char *const modes[] = {"full", "meta", "none"};
-		const char *v = strchr(arg, '=') + 1;
+		static const char *const modes[] = {"full", "meta", "none",
+						    NULL};
 
-		for (int i = 0; i < 3; i++)
-			if (strcmp(v, modes[i]) == 0) {
-				o->cache_sync = i;
-				return 0;
-			}
-		return parse_error(s,
-				   "option cache_sync: '%s' is not one of "
-				   "full, meta, none",
-				   v);
+		return parse_choice(s, arg, modes, &o->cache_sync);
 	}
 	case KEY_LISTING_TTL:
 		return parse_uint(s, arg, 0, 86400 * 365, &o->listing_ttl_s);

@@ -81,10 +81,111 @@ static void put_url(struct out *o, const char *url)
 	free(shown);
 }
 
+/* Status lists at most this many entries of a kind: the document holds
+ * 64 KiB. */
+#define FS_STATUS_ITEMS 512
+
+static void put_lanes(struct out *o, const struct fs_engine_view *v)
+{
+	for (uint32_t i = 0; i < v->nlanes; i++) {
+		const struct fs_lane_view *l = &v->lanes[i];
+
+		put(o, "%s{\"lane\":%u,\"file\":", i ? "," : "", l->lane);
+		put_str(o, l->file);
+		put(o, ",\"source\":");
+		if (l->source != NULL)
+			put_url(o, l->source);
+		else
+			put(o, "null");
+		put(o,
+		    ",\"start\":%" PRIu64 ",\"frontier\":%" PRIu64
+		    ",\"end\":%" PRIu64 ",\"rate\":%" PRIu64
+		    ",\"collapsed\":%s,\"demand\":%s",
+		    l->info.start, l->info.frontier, l->info.end, l->info.rate,
+		    l->info.collapsed ? "true" : "false",
+		    l->info.demand ? "true" : "false");
+		if (l->info.reader != PACE_NONE)
+			put(o, ",\"reader\":%" PRIu32, l->info.reader);
+		put(o, "}");
+	}
+}
+
+static void put_readers(struct out *o, const struct fs_engine_view *v)
+{
+	for (uint32_t i = 0; i < v->nreaders; i++) {
+		const struct fs_reader_view *r = &v->readers[i];
+
+		put(o, "%s{\"reader\":%" PRIu32 ",\"file\":", i ? "," : "",
+		    r->reader);
+		put_str(o, r->file);
+		put(o,
+		    ",\"mode\":\"%s\",\"cursor\":%" PRIu64 ",\"rate\":%" PRIu64
+		    ",\"window\":%" PRIu64 ",\"lead\":%" PRIu64
+		    ",\"lead_ms\":%" PRIu64 "}",
+		    r->mode, r->info.cursor, r->info.rate, r->info.window,
+		    r->info.lead, r->info.lead_ms);
+	}
+}
+
+static void put_sources(struct out *o, const struct fs_engine_view *v)
+{
+	for (uint32_t i = 0; i < v->nsources; i++) {
+		put(o, "%s{\"url\":", i ? "," : "");
+		put_url(o, v->sources[i].url);
+		put(o, ",\"state\":\"%s\",\"lanes\":%u,\"rate\":%" PRIu64 "}",
+		    v->sources[i].state, v->sources[i].lanes,
+		    v->sources[i].rate);
+	}
+}
+
+static void put_proxies(struct out *o, struct fetch_proxies *proxies)
+{
+	static const char *const states[] = {
+		[FETCH_PROXY_OK] = "ok",
+		[FETCH_PROXY_FAILED] = "failed",
+		[FETCH_PROXY_EXCLUDED] = "excluded",
+	};
+	struct fetch_proxy_info pi;
+
+	for (uint32_t i = 0; fetch_proxies_info(proxies, i,
+						fs__now_ns() / 1000000u,
+						&pi) == 0;
+	     i++) {
+		put(o, "%s{\"proxy\":", i ? "," : "");
+		put_str(o, pi.name);
+		put(o,
+		    ",\"group\":%" PRIu32 ",\"state\":\"%s\",\"retry_in_ms\":%" PRIu64
+		    ",\"requests\":%" PRIu64 ",\"failures\":%" PRIu64
+		    ",\"bytes\":%" PRIu64 ",\"hits\":%" PRIu64
+		    ",\"misses\":%" PRIu64 "}",
+		    pi.group, states[pi.state], pi.retry_in_ms, pi.requests,
+		    pi.failures, pi.bytes, pi.hits, pi.misses);
+	}
+}
+
+/* The engine's lanes, readers and sources into *v (arrays of
+ * FS_STATUS_ITEMS each); false when memory ran out. */
+static bool engine_view(struct fs_engine *e, struct fs_engine_view *v)
+{
+	*v = (struct fs_engine_view){
+		.lanes = calloc(FS_STATUS_ITEMS, sizeof(*v->lanes)),
+		.readers = calloc(FS_STATUS_ITEMS, sizeof(*v->readers)),
+		.sources = calloc(FS_STATUS_ITEMS, sizeof(*v->sources)),
+		.cap_lanes = FS_STATUS_ITEMS,
+		.cap_readers = FS_STATUS_ITEMS,
+		.cap_sources = FS_STATUS_ITEMS,
+	};
+	if (v->lanes == NULL || v->readers == NULL || v->sources == NULL)
+		return false;
+	fs__engine_view(e, v);
+	return true;
+}
+
 int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 {
 	struct fs_engine *e = m->engine;
 	struct out o = {.buf = buf, .cap = cap};
+	struct fs_engine_view v;
 	struct cache_stats cs;
 	char path[PATH_MAX];
 	bool first = true;
@@ -112,109 +213,19 @@ int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 		first = false;
 	}
 	pthread_mutex_unlock(&m->ns->mu);
+	if (!engine_view(e, &v))
+		o.full = true; /* out of memory: the caller says so */
 	put(&o, "],\"lanes\":[");
-	first = true;
-	pthread_mutex_lock(&e->mu);
-	for (uint32_t l = 0;; l++) {
-		struct pace_lane_info li;
-		const struct fs_blob *b;
-
-		if (pace_lane_info(e->pace, l, &li) != 0)
-			break;
-		if (!li.busy || li.blob >= e->nblobs)
-			continue;
-		b = &e->blobs[li.blob];
-		put(&o, "%s{\"lane\":%u,\"file\":", first ? "" : ",", l);
-		put_str(&o, b->name);
-		put(&o, ",\"source\":");
-		for (uint32_t s = 0; s < b->nsources; s++)
-			if (b->sources[s].pace_id == li.source)
-				put_url(&o, b->sources[s].url);
-		put(&o,
-		    ",\"start\":%" PRIu64 ",\"frontier\":%" PRIu64
-		    ",\"end\":%" PRIu64 ",\"rate\":%" PRIu64
-		    ",\"collapsed\":%s,\"demand\":%s",
-		    li.start, li.frontier, li.end, li.rate,
-		    li.collapsed ? "true" : "false",
-		    li.demand ? "true" : "false");
-		if (li.reader != PACE_NONE)
-			put(&o, ",\"reader\":%" PRIu32, li.reader);
-		put(&o, "}");
-		first = false;
-	}
+	put_lanes(&o, &v);
 	put(&o, "],\"readers\":[");
-	first = true;
-	for (uint32_t r = 0; r < pace_reader_bound(e->pace); r++) {
-		static const char *const modes[] = {
-			[PACE_READER_NEW] = "new",
-			[PACE_READER_RANDOM] = "random",
-			[PACE_READER_SEQUENTIAL] = "sequential",
-			[PACE_READER_PAUSED] = "paused",
-		};
-		struct pace_reader_info ri;
-
-		if (pace_reader_info(e->pace, r, fs__now_ns(), &ri) != 0 ||
-		    ri.blob >= e->nblobs)
-			continue;
-		put(&o, "%s{\"reader\":%" PRIu32 ",\"file\":",
-		    first ? "" : ",", r);
-		put_str(&o, e->blobs[ri.blob].name);
-		put(&o,
-		    ",\"mode\":\"%s\",\"cursor\":%" PRIu64 ",\"rate\":%" PRIu64
-		    ",\"window\":%" PRIu64 ",\"lead\":%" PRIu64
-		    ",\"lead_ms\":%" PRIu64 "}",
-		    modes[ri.mode], ri.cursor, ri.rate, ri.window, ri.lead,
-		    ri.lead_ms);
-		first = false;
-	}
+	put_readers(&o, &v);
 	put(&o, "],\"sources\":[");
-	first = true;
-	for (uint32_t bi = 0; bi < e->nblobs; bi++) {
-		const struct fs_blob *b = &e->blobs[bi];
-
-		for (uint32_t si = 0; si < b->nsources; si++) {
-			struct pace_source_info psi;
-			uint64_t now = fs__now_ns();
-
-			if (pace_source_info(e->pace, b->sources[si].pace_id,
-					     now, &psi) != 0)
-				continue;
-			put(&o, "%s{\"url\":", first ? "" : ",");
-			put_url(&o, b->sources[si].url);
-			put(&o,
-			    ",\"state\":\"%s\",\"lanes\":%u,\"rate\":%" PRIu64
-			    "}",
-			    psi.excluded	   ? "excluded"
-			    : psi.down		   ? "down"
-			    : psi.held_until > now ? "backing off"
-						   : "ok",
-			    psi.lanes, psi.rate);
-			first = false;
-		}
-	}
-	pthread_mutex_unlock(&e->mu);
+	put_sources(&o, &v);
+	free(v.lanes);
+	free(v.readers);
+	free(v.sources);
 	put(&o, "],\"proxies\":[");
-	for (uint32_t i = 0;; i++) {
-		static const char *const states[] = {
-			[FETCH_PROXY_OK] = "ok",
-			[FETCH_PROXY_FAILED] = "failed",
-			[FETCH_PROXY_EXCLUDED] = "excluded",
-		};
-		struct fetch_proxy_info pi;
-
-		if (fetch_proxies_info(m->fetch.proxies, i,
-				       fs__now_ns() / 1000000u, &pi) != 0)
-			break;
-		put(&o, "%s{\"proxy\":", i ? "," : "");
-		put_str(&o, pi.name);
-		put(&o,
-		    ",\"group\":%" PRIu32 ",\"state\":\"%s\",\"retry_in_ms\":%" PRIu64
-		    ",\"requests\":%" PRIu64 ",\"failures\":%" PRIu64
-		    ",\"bytes\":%" PRIu64 ",\"hits\":%" PRIu64
-		    ",\"misses\":%" PRIu64 "}",
-		    pi.group, states[pi.state], pi.retry_in_ms, pi.requests,
-		    pi.failures, pi.bytes, pi.hits, pi.misses);
-	}
+	put_proxies(&o, m->fetch.proxies);
 	put(&o, "]");
 	if (cache_stats_get(m->cache, &cs) == 0)
 		put(&o,
@@ -232,6 +243,14 @@ static const char *shown(json_t *v, const char *key, char *buf, size_t cap)
 	const char *s = json_string_value(json_object_get(v, key));
 
 	return fs__escape(s != NULL ? s : "", buf, cap);
+}
+
+/* An integer member of v in bytes, as people read it. */
+static const char *human(json_t *v, const char *key, char *buf, size_t cap)
+{
+	return fs__human_size((uint64_t)json_integer_value(
+				      json_object_get(v, key)),
+			      buf, cap);
 }
 
 static void render(json_t *root)
@@ -268,18 +287,10 @@ static void render(json_t *root)
 		uint64_t lead_ms = (uint64_t)json_integer_value(
 			json_object_get(v, "lead_ms"));
 
-		fs__human_size((uint64_t)json_integer_value(
-				       json_object_get(v, "cursor")),
-			       cur, sizeof(cur));
-		fs__human_size((uint64_t)json_integer_value(
-				       json_object_get(v, "rate")),
-			       rate, sizeof(rate));
-		fs__human_size((uint64_t)json_integer_value(
-				       json_object_get(v, "window")),
-			       win, sizeof(win));
-		fs__human_size((uint64_t)json_integer_value(
-				       json_object_get(v, "lead")),
-			       lead, sizeof(lead));
+		human(v, "cursor", cur, sizeof(cur));
+		human(v, "rate", rate, sizeof(rate));
+		human(v, "window", win, sizeof(win));
+		human(v, "lead", lead, sizeof(lead));
 		printf("  reader %lld  %-30s %-10s at %s, reading %s/s, window "
 		       "%s, lead %s",
 		       json_integer_value(json_object_get(v, "reader")),
@@ -296,9 +307,7 @@ static void render(json_t *root)
 		char rate[32], file[PATH_MAX * 4], source[8192], who[48];
 		json_t *reader = json_object_get(v, "reader");
 
-		fs__human_size((uint64_t)json_integer_value(
-				       json_object_get(v, "rate")),
-			       rate, sizeof(rate));
+		human(v, "rate", rate, sizeof(rate));
 		if (json_is_true(json_object_get(v, "demand")))
 			snprintf(who, sizeof(who), "a waiting read");
 		else if (reader != NULL)
@@ -321,9 +330,7 @@ static void render(json_t *root)
 	{
 		char rate[32], url[8192], state[64];
 
-		fs__human_size((uint64_t)json_integer_value(
-				       json_object_get(v, "rate")),
-			       rate, sizeof(rate));
+		human(v, "rate", rate, sizeof(rate));
 		printf("source %s: %s, %" JSON_INTEGER_FORMAT
 		       " lanes, %s/s per lane\n",
 		       shown(v, "url", url, sizeof(url)),
@@ -339,9 +346,7 @@ static void render(json_t *root)
 		json_int_t retry =
 			json_integer_value(json_object_get(v, "retry_in_ms"));
 
-		fs__human_size((uint64_t)json_integer_value(
-				       json_object_get(v, "bytes")),
-			       bytes, sizeof(bytes));
+		human(v, "bytes", bytes, sizeof(bytes));
 		if (hits + misses > 0)
 			snprintf(ratio, sizeof(ratio), "%.0f%%",
 				 100.0 * (double)hits / (double)(hits + misses));
@@ -364,12 +369,8 @@ static void render(json_t *root)
 	if (cache != NULL) {
 		char bytes[32], disk[32];
 
-		fs__human_size((uint64_t)json_integer_value(
-				       json_object_get(cache, "bytes")),
-			       bytes, sizeof(bytes));
-		fs__human_size((uint64_t)json_integer_value(
-				       json_object_get(cache, "file_size")),
-			       disk, sizeof(disk));
+		human(cache, "bytes", bytes, sizeof(bytes));
+		human(cache, "file_size", disk, sizeof(disk));
 		printf("cache: %" JSON_INTEGER_FORMAT
 		       " blobs, %s held, %s on disk\n",
 		       json_integer_value(json_object_get(cache, "blobs")),

@@ -179,6 +179,24 @@ void pace_reader_close(struct pace *p, uint32_t reader, uint64_t now_ns);
 int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 		     uint64_t len, uint64_t now_ns);
 
+/* What pace_read() found. */
+struct pace_read_result {
+	bool held;	 /* every byte of the read is held: no wait began */
+	uint32_t wait;	 /* the wait it began (pace_wait_*), or PACE_NONE */
+	bool moved;	 /* the window's end moved (or it opened or closed):
+			    read-ahead may have room now */
+	uint64_t cursor; /* as pace_reader_window() after the read */
+	uint64_t window;
+};
+
+/* One call for a read of [off, off + len) by reader: pace_reader_read(),
+ * then whether every byte is held, then, when not and `wait` is true,
+ * pace_wait_begin() for it. A caller that does not wait (wait false) on
+ * missing bytes gets out->wait == PACE_NONE. Errors as those calls'; the
+ * read is counted even when the wait cannot begin. */
+int pace_read(struct pace *p, uint32_t reader, uint64_t off, uint64_t len,
+	      bool wait, uint64_t now_ns, struct pace_read_result *out);
+
 /* Writes the reader's cursor and current read-ahead window length W (its
  * window is [cursor, cursor + W); W is 0 while the reader is random). For
  * tests and status. */

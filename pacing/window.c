@@ -215,6 +215,33 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 	return 0;
 }
 
+int pace_read(struct pace *p, uint32_t reader, uint64_t off, uint64_t len,
+	      bool wait, uint64_t now_ns, struct pace_read_result *out)
+{
+	struct reader *r = p ? pace__reader_get(p, reader) : NULL;
+	uint64_t before, size;
+	int rc;
+
+	if (!r)
+		return -ENOENT;
+	if (!out)
+		return -EINVAL;
+	before = r->w ? r->cursor + r->w : 0;
+	rc = pace_reader_read(p, reader, off, len, now_ns);
+	if (rc)
+		return rc;
+	out->cursor = r->cursor;
+	out->window = r->w;
+	out->moved = (r->w ? r->cursor + r->w : 0) != before;
+	out->wait = PACE_NONE;
+	size = p->blobs[r->blob].size;
+	out->held = pace_is_held(p, r->blob, pace__min64(off, size),
+				 pace__min64(off + len, size));
+	if (!out->held && wait)
+		rc = pace_wait_begin(p, reader, off, len, now_ns, &out->wait);
+	return rc;
+}
+
 int pace_reader_window(const struct pace *p, uint32_t reader,
 		       uint64_t *cursor, uint64_t *window)
 {

@@ -3,7 +3,10 @@
 # checked once every byte is held; a wrong one drops the bytes, and fails
 # reads after a second mismatch. Per-block digests stop a mirror that
 # serves other bytes of the same size: never served, the mirror excluded
-# and named in the log, the read completed from the good one.
+# and named in the log, the read completed from the good one; with digest
+# blocks of 64 KiB (a cache block) and of 256 KiB (four, checked once all
+# four are stored: one that both mirrors sent blames neither, so the bad
+# mirror is also mounted alone).
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
@@ -86,43 +89,61 @@ fi
 umount_pacefs "$MNT"
 
 # --- per-block digests, a good and a bad mirror.
-DIGESTS=$(python3 - "$GOOD/f.bin" <<'PY' 2>/dev/null || true
+# block_digests BS: the SHA-256 of each BS-byte block of the good file, as
+# a JSON list's items.
+block_digests() {
+	python3 - "$GOOD/f.bin" "$1" <<'PY' 2>/dev/null && return 0
 import hashlib, sys
-d = open(sys.argv[1], 'rb').read()
-print(",".join('"%s"' % hashlib.sha256(d[i:i + 65536]).hexdigest() for i in range(0, len(d), 65536)))
+d, bs = open(sys.argv[1], 'rb').read(), int(sys.argv[2])
+print(",".join('"%s"' % hashlib.sha256(d[i:i + bs]).hexdigest() for i in range(0, len(d), bs)))
 PY
-)
-if [ -z "$DIGESTS" ]; then
 	# Without python3: the same with dd and sha256sum.
-	n=$(((SIZE + 65535) / 65536))
-	DIGESTS=$(for i in $(seq 0 $((n - 1))); do
-		dd if="$GOOD/f.bin" bs=65536 skip="$i" count=1 2>/dev/null | sha256sum | cut -d' ' -f1
-	done | sed 's/.*/"&"/' | paste -sd, -)
-fi
-cat >"$T_TMP/m.json" <<EOF
+	local n=$(((SIZE + $1 - 1) / $1)) i
+	for i in $(seq 0 $((n - 1))); do
+		dd if="$GOOD/f.bin" bs="$1" skip="$i" count=1 2>/dev/null | sha256sum | cut -d' ' -f1
+	done | sed 's/.*/"&"/' | paste -sd, -
+}
+
+for BS in 65536 262144; do
+	cat >"$T_TMP/m.json" <<EOF
 {"version": 1, "files": [{"path": "f.bin", "urls": ["$BAD_URL/f.bin", "$GOOD_URL/f.bin"],
- "size": $SIZE, "sha256": "$SUM", "block_size": 65536, "block_sha256": [$DIGESTS]}]}
+ "size": $SIZE, "sha256": "$SUM", "block_size": $BS, "block_sha256": [$(block_digests "$BS")]}]}
 EOF
-MNT=$T_TMP/mnt-blocks
-mkdir -p "$MNT"
-fg_mount "$T_TMP/blocks.log" -o "cache_dir=$T_TMP/cache-blocks,lanes=4" "$T_TMP/m.json" "$MNT"
-if read_all "$MNT" f.bin; then
-	t_check "block digests: every byte from the good mirror" cmp "$T_TMP/out" "$GOOD/f.bin"
-else
-	t_fail "block digests: read" "$(tail -n 2 "$T_TMP/dd.err")"
-fi
-if grep -q "from $BAD_URL/f.bin has SHA-256 .*: the source is excluded" "$T_TMP/blocks.log"; then
-	t_pass "block digests: the bad mirror is named: $(grep -m1 'has SHA-256' "$T_TMP/blocks.log" | cut -c1-140)"
-else
-	t_fail "block digests: the bad mirror is named" "$(grep -m3 -i sha "$T_TMP/blocks.log")"
-fi
-if "$PACEFS" status "$MNT" | grep -q "^source $BAD_URL/f.bin: excluded"; then
-	t_pass "block digests: status shows the bad mirror excluded"
-else
-	t_fail "block digests: status" "$("$PACEFS" status "$MNT" | grep '^source')"
-fi
-wait_log "$T_TMP/blocks.log" 'f.bin: SHA-256 verified' && t_pass "block digests: whole blob verified too" ||
-	t_fail "block digests: whole blob verified" "$(tail -n 2 "$T_TMP/blocks.log")"
-umount_pacefs "$MNT"
+	MNT=$T_TMP/mnt-blocks-$BS
+	LOG=$T_TMP/blocks-$BS.log
+	mkdir -p "$MNT"
+	fg_mount "$LOG" -o "cache_dir=$T_TMP/cache-blocks-$BS,lanes=4" "$T_TMP/m.json" "$MNT"
+	if read_all "$MNT" f.bin; then
+		t_check "block digests $BS: every byte from the good mirror" cmp "$T_TMP/out" "$GOOD/f.bin"
+	else
+		t_fail "block digests $BS: read" "$(tail -n 2 "$T_TMP/dd.err")"
+	fi
+	wait_log "$LOG" 'f.bin: SHA-256 verified' && t_pass "block digests $BS: whole blob verified too" ||
+		t_fail "block digests $BS: whole blob verified" "$(tail -n 2 "$LOG")"
+	# A digest block of several cache blocks may come from both mirrors:
+	# its failure then blames neither. With the bad mirror alone, every
+	# failure is its own.
+	if [ "$BS" -gt 65536 ]; then
+		umount_pacefs "$MNT"
+		sed -i "s|\"$GOOD_URL/f.bin\"|\"$BAD_URL/f.bin\"|; s|\"$BAD_URL/f.bin\", \"$BAD_URL/f.bin\"|\"$BAD_URL/f.bin\"|" "$T_TMP/m.json"
+		fg_mount "$LOG" -o "cache_dir=$T_TMP/cache-blocks-$BS-bad,lanes=4,read_timeout=10" "$T_TMP/m.json" "$MNT"
+		if read_all "$MNT" f.bin; then
+			t_fail "block digests $BS, the bad mirror alone: the read fails" "it succeeded"
+		else
+			t_pass "block digests $BS, the bad mirror alone: the read fails ($(tail -n 1 "$T_TMP/dd.err" | cut -c1-60))"
+		fi
+	fi
+	if grep -q "from $BAD_URL/f.bin has SHA-256 .*: the source is excluded" "$LOG"; then
+		t_pass "block digests $BS: the bad mirror is named: $(grep -m1 "from $BAD_URL.*has SHA-256" "$LOG" | cut -c1-140)"
+	else
+		t_fail "block digests $BS: the bad mirror is named" "$(grep -m3 -i sha "$LOG")"
+	fi
+	if "$PACEFS" status "$MNT" | grep -q "^source $BAD_URL/f.bin: excluded"; then
+		t_pass "block digests $BS: status shows the bad mirror excluded"
+	else
+		t_fail "block digests $BS: status" "$("$PACEFS" status "$MNT" | grep '^source')"
+	fi
+	umount_pacefs "$MNT"
+done
 
 t_done

@@ -18,3 +18,9 @@ $(BUILD)/tests/intread: $(BUILD)/tests/tools/intread.o
 $(BUILD)/tests/fetchq: $(BUILD)/tests/tools/fetchq.o $(BUILD)/libfetch.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null) -lpthread
+
+# Not part of make check: an LD_PRELOAD library for counting locks
+# (docs/fs-notes.md).
+$(BUILD)/tests/lockcount.so: tests/tools/lockcount.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(WARN) -O2 -fPIC -shared -o $@ $< -ldl

@@ -207,6 +207,61 @@ static void test_demand_first(void)
 	pace_free(f.p);
 }
 
+/* pace_read: the read counted, held or a wait begun in one call, and
+ * whether the window moved. */
+static void test_read_one_call(void)
+{
+	struct pace_config c;
+	struct pace_read_result r;
+	struct fix f;
+	uint64_t cursor = 0;
+	bool moved = false;
+
+	small_cfg(&c);
+	T_EQ_INT(fix_init(&f, &c, 4 * MIB), 0);
+	/* Missing: a wait begins, as pace_wait_begin's. */
+	T_EQ_INT(pace_read(f.p, f.rd, 0, 8 * KIB, true, f.now, &r), 0);
+	T_ASSERT(!r.held);
+	T_ASSERT(r.wait != PACE_NONE);
+	T_EQ_U64(r.cursor, 8 * KIB);
+	T_EQ_INT(pace_wait_state(f.p, r.wait, f.now), -EINPROGRESS);
+	T_EQ_INT(fix_poll(&f), 1);
+	fix_serve(&f, &f.a[0]);
+	T_EQ_INT(pace_wait_state(f.p, r.wait, f.now), 0);
+	pace_wait_end(f.p, r.wait);
+	/* Held: no wait. */
+	T_EQ_INT(pace_read(f.p, f.rd, 8 * KIB, 4 * KIB, true, f.now, &r), 0);
+	T_ASSERT(r.held);
+	T_EQ_U64(r.wait, PACE_NONE);
+	/* Missing, and told not to wait: nothing begun. */
+	T_EQ_INT(pace_read(f.p, f.rd, 2 * MIB, 4 * KIB, false, f.now, &r), 0);
+	T_ASSERT(!r.held);
+	T_EQ_U64(r.wait, PACE_NONE);
+	/* A sequential reader's window moves with its cursor; a read that
+	 * changes neither its end nor its length says so. */
+	pace_free(f.p);
+	T_EQ_INT(fix_init(&f, &c, 4 * MIB), 0);
+	for (int i = 0; i < 64; i++, cursor += 16 * KIB) {
+		uint64_t before, w0, after, w1;
+
+		T_EQ_INT(pace_reader_window(f.p, f.rd, &before, &w0), 0);
+		T_EQ_INT(pace_read(f.p, f.rd, cursor, 16 * KIB, false, f.now,
+				   &r),
+			 0);
+		T_EQ_INT(pace_reader_window(f.p, f.rd, &after, &w1), 0);
+		T_EQ_U64(r.cursor, after);
+		T_EQ_U64(r.window, w1);
+		T_EQ_INT(r.moved, (w0 ? before + w0 : 0) != (w1 ? after + w1 : 0));
+		moved |= r.moved;
+	}
+	T_ASSERT(moved);
+	T_EQ_INT(pace_read(f.p, f.rd, 0, 4 * KIB, false, f.now, &r), 0);
+	T_EQ_INT(pace_read(f.p, f.rd, 0, 4 * KIB, false, f.now, &r), 0);
+	T_ASSERT(!r.moved); /* a re-read behind the cursor */
+	T_EQ_INT(pace_read(f.p, 999, 0, 1, true, f.now, &r), -ENOENT);
+	pace_free(f.p);
+}
+
 static void test_readahead_window(void)
 {
 	struct pace_config c;
@@ -1123,6 +1178,7 @@ static const struct t_case cases[] = {
 	{"ranges_random", test_ranges_random},
 	{"config", test_config},
 	{"demand_first", test_demand_first},
+	{"read_one_call", test_read_one_call},
 	{"readahead_window", test_readahead_window},
 	{"window_first_poll", test_window_first_poll},
 	{"first_hold_expires", test_first_hold_expires},
