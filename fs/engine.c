@@ -40,6 +40,9 @@ static void config_pacing(const struct fs_engine_config *cfg,
 	if (cfg->readahead_ms != 0)
 		pc->lead_ns = (uint64_t)cfg->readahead_ms * 1000000u;
 	pc->kernel_ahead = cfg->kernel_ahead;
+	/* A memory cap: read-ahead shrinks to fit, and a waiting read takes
+	 * its room from read-ahead. */
+	pc->budget_bytes = cfg->inflight_max;
 	/* A window opens small: a reader that stops soon after it showed it
 	 * reads sequentially (one member of an archive) pulls little. */
 	pc->window_min = 4 * CACHE_BLOCK_SIZE > pc->align ? 4 * CACHE_BLOCK_SIZE

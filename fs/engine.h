@@ -42,6 +42,8 @@ struct fs_engine_config {
 	unsigned retry_after_max_s;
 	unsigned readahead_ms; /* a sequential reader's lead */
 	uint64_t chunk;	       /* requests cover whole chunks; 0: a block */
+	uint64_t inflight_max; /* bytes requested and not yet received; 0:
+				  no cap but the lanes' */
 	uint64_t kernel_ahead; /* bytes the kernel reads ahead of readers */
 	struct fetch_config fetch;
 };

@@ -26,6 +26,9 @@ int fs_status_command(int argc, char **argv);
 #define FS_CHUNK_MIN (64u * 1024u)
 #define FS_CHUNK_MAX (8u * 1024u * 1024u)
 
+/* -o inflight_max=: at least the largest request pacing makes. */
+#define FS_INFLIGHT_MIN (8u * 1024u * 1024u)
+
 struct fs_opts {
 	char *url; /* the URL, a URL ending in '/', or a manifest's path */
 	char *mountpoint;
@@ -58,6 +61,8 @@ struct fs_opts {
 				  consumption */
 	uint64_t chunk;	      /* every request covers whole chunks of this
 				 many bytes, aligned (a power of two) */
+	uint64_t inflight_max; /* bytes requested and not yet received, over
+				  the mount; 0: no cap but the lanes' */
 	unsigned listing_ttl_s;
 	unsigned attr_timeout_s;
 	unsigned entry_timeout_s;

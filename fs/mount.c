@@ -71,6 +71,10 @@ static void usage(void)
 	       "    -o readahead=S         a sequential reader's lead: S "
 	       "seconds of\n"
 	       "                           what it consumes (default: 3)\n"
+	       "    -o inflight_max=SIZE   bytes requested and not yet "
+	       "received, at most\n"
+	       "                           (8M or more; default: no cap but "
+	       "the lanes')\n"
 	       "    -o connect_timeout=S   connect timeout in seconds "
 	       "(default: 10)\n"
 	       "    -o read_timeout=S      a blocked read fails with EIO "
@@ -676,6 +680,7 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 	ec.retry_after_max_s = o->retry_after_max_s;
 	ec.readahead_ms = o->readahead_ms;
 	ec.chunk = o->chunk;
+	ec.inflight_max = o->inflight_max;
 	ec.kernel_ahead = m->kernel_ahead;
 	ec.fetch = m->fetch;
 	ec.max_blobs = p->kind == MOUNT_MANIFEST ? p->manifest.nfiles

@@ -52,6 +52,7 @@ enum {
 	KEY_AUTH_COMMAND,
 	KEY_CREDS_READABLE,
 	KEY_CHUNK,
+	KEY_INFLIGHT_MAX,
 	KEY_PROXY_RESET,
 };
 
@@ -72,6 +73,7 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("retry_after_max=", KEY_RETRY_AFTER_MAX),
 	FUSE_OPT_KEY("readahead=", KEY_READAHEAD),
 	FUSE_OPT_KEY("chunk=", KEY_CHUNK),
+	FUSE_OPT_KEY("inflight_max=", KEY_INFLIGHT_MAX),
 	FUSE_OPT_KEY("proxy_reset=", KEY_PROXY_RESET),
 	FUSE_OPT_KEY("listing_ttl=", KEY_LISTING_TTL),
 	FUSE_OPT_KEY("log_level=", KEY_LOG_LEVEL),
@@ -358,6 +360,19 @@ static int opt_proc(void *data, const char *arg, int key,
 			return parse_error(s,
 					   "option chunk: '%s' is not a power "
 					   "of two from 64K to 8M",
+					   v);
+		return 0;
+	}
+	case KEY_INFLIGHT_MAX: {
+		const char *v = strchr(arg, '=') + 1;
+
+		/* A request is never cut to fit: the cap holds one. */
+		if (fs_parse_size(v, &o->inflight_max) != 0 ||
+		    o->inflight_max < FS_INFLIGHT_MIN)
+			return parse_error(s,
+					   "option inflight_max: '%s' is not a "
+					   "size of at least 8M (the largest "
+					   "request)",
 					   v);
 		return 0;
 	}

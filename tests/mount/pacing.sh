@@ -5,7 +5,8 @@
 # about itself, a read at a new position is split over the lanes, an origin
 # that serves one transfer at a time with 503 beyond is read whole, a read
 # against a stalled origin fails by read_timeout as the application sees
-# it, and `pacefs status` shows each reader. Every byte read is compared.
+# it, `pacefs status` shows each reader, and -o inflight_max= caps what is
+# on the wire. Every byte read is compared.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
@@ -163,6 +164,67 @@ EOF
 else
 	t_fail "seek: mount" "$T_MOUNT_ERR"
 fi
+
+# -o inflight_max=8M: a copy of the far file keeps at most 8 MiB requested
+# and not yet received (the lanes' open ranges as the status shows them,
+# sampled while it reads), and its bytes are right; without the cap the
+# same copy has more on the wire, so the check can see the cap.
+# inflight_peak MNT: reads MNT/play.bin whole, comparing it, while sampling
+# the status; prints the largest sum of the lanes' open ranges, or fails.
+inflight_peak() {
+	python3 - "$PACEFS" "$1" "$WWW/play.bin" <<'EOF'
+import json, subprocess, sys, threading
+pacefs, mnt, want = sys.argv[1:4]
+same = []
+def copy():
+    with open(mnt + "/play.bin", "rb") as a, open(want, "rb") as b:
+        while True:
+            x = a.read(1 << 20)
+            if x != b.read(1 << 20):
+                same.append(False); return
+            if not x:
+                same.append(True); return
+t = threading.Thread(target=copy)
+t.start()
+peak = 0
+while t.is_alive():
+    out = subprocess.run([pacefs, "status", "--json", mnt],
+                         capture_output=True).stdout
+    try:
+        lanes = json.loads(out)["lanes"]
+    except (ValueError, KeyError):
+        continue
+    peak = max(peak, sum(l["end"] - l["frontier"] for l in lanes))
+t.join()
+print(peak)
+sys.exit(0 if same == [True] else 1)
+EOF
+}
+for cap in none 8M; do
+	mkdir -p "$T_TMP/m6-$cap"
+	opts=cache_dir=$T_TMP/c6-$cap
+	[ "$cap" = none ] || opts+=,inflight_max=$cap
+	if ! mount_pacefs -o "$opts" "$FAR/play.bin" "$T_TMP/m6-$cap"; then
+		t_fail "inflight_max=$cap: mount" "$T_MOUNT_ERR"
+		continue
+	fi
+	if peak=$(inflight_peak "$T_TMP/m6-$cap"); then
+		if [ "$cap" = none ]; then
+			if [ "$peak" -gt $((12 * MiB)) ]; then
+				t_pass "no inflight_max: up to $peak bytes on the wire"
+			else
+				t_fail "no inflight_max: more than 12 MiB on the wire" "peak $peak"
+			fi
+		elif [ "$peak" -le $((8 * MiB)) ]; then
+			t_pass "inflight_max=8M: bytes correct, at most $peak bytes on the wire"
+		else
+			t_fail "inflight_max=8M: on the wire" "$peak > $((8 * MiB))"
+		fi
+	else
+		t_fail "inflight_max=$cap: copy" "bytes differ or the read failed"
+	fi
+	umount_pacefs "$T_TMP/m6-$cap"
+done
 
 # An origin that serves one transfer at a time at 16 MB/s and answers 503
 # with Retry-After: 1 beyond: the transfer that is served is never stopped

@@ -121,8 +121,8 @@ static void opts_errors_name_the_option(void)
 	T_ASSERT(strstr(err, "/other") != NULL);
 }
 
-/* -o chunk=: a power of two from 64K to 8M; -o proxy=: refused with the
- * part that is wrong, credentials left out. */
+/* -o chunk=: a power of two from 64K to 8M; -o inflight_max=: 8M or more;
+ * -o proxy=: refused with the part that is wrong, credentials left out. */
 static void opts_chunk_and_proxy(void)
 {
 	static const char *const bad_chunk[] = {"chunk=48K", "chunk=3M",
@@ -166,6 +166,21 @@ static void opts_chunk_and_proxy(void)
 		T_ASSERT(o.proxy == NULL);
 		T_EQ_INT(o.proxy_reset_s, 300);
 		fs_opts_free(&o);
+	}
+	{
+		char *argv[] = {"pacefs", "-o", "inflight_max=16M", "http://h/x",
+				"/m"};
+
+		T_EQ_INT(parse(&o, err, sizeof(err), 5, argv), 0);
+		T_EQ_U64(o.inflight_max, 16 * 1024 * 1024);
+		fs_opts_free(&o);
+	}
+	{
+		char *argv[] = {"pacefs", "-o", "inflight_max=4M", "http://h/x",
+				"/m"};
+
+		T_EQ_INT(parse(&o, err, sizeof(err), 5, argv), -EINVAL);
+		T_ASSERT(strstr(err, "option inflight_max: '4M'") != NULL);
 	}
 	for (size_t i = 0; i < sizeof(bad_chunk) / sizeof(bad_chunk[0]); i++) {
 		char *argv[] = {"pacefs", "-o", arg, "http://h/x", "/m"};
