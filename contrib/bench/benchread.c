@@ -322,6 +322,49 @@ static int cmd_random(char **argv)
 	return 0;
 }
 
+/* random2 A B N SEED: the random reads of `random` on two files (the same
+ * bytes through two mounts, both open), each offset read from both in
+ * turn, the first of the two alternating: both see the machine's load of
+ * the same moments, so that a shared machine's noise cancels out of their
+ * ratio. Prints each side's percentiles and the sum of its latencies. */
+static int cmd_random2(char **argv)
+{
+	uint64_t n = parse_u64(argv[2], "count"), i, blocks;
+	struct reader r[2];
+	double *lat[2], sum[2] = {0, 0};
+
+	rng_state = parse_u64(argv[3], "seed");
+	reader_open(&r[0], argv[0], 4 * KIB);
+	reader_open(&r[1], argv[1], 4 * KIB);
+	if (r[0].size != r[1].size || r[0].seed != r[1].seed)
+		fail("random2: %s and %s are not the same file", argv[0],
+		     argv[1]);
+	blocks = r[0].size / (4 * KIB);
+	lat[0] = calloc(n ? n : 1, sizeof(double));
+	lat[1] = calloc(n ? n : 1, sizeof(double));
+	if (!lat[0] || !lat[1] || blocks == 0 || n == 0)
+		fail("random2: nothing to read");
+	for (i = 0; i < n; i++) {
+		uint64_t off = (rng_next() % blocks) * 4 * KIB;
+
+		for (int k = 0; k < 2; k++) {
+			int j = (int)(i % 2) ^ k;
+
+			lat[j][i] = reader_pread(&r[j], off, 4 * KIB);
+			sum[j] += lat[j][i];
+		}
+	}
+	printf("ok reads=%" PRIu64, n);
+	for (int j = 0; j < 2; j++) {
+		qsort(lat[j], n, sizeof(double), cmp_double);
+		printf(" %c_p50=%.6f %c_p95=%.6f %c_secs=%.6f", 'a' + j,
+		       pct(lat[j], n, 50), 'a' + j, pct(lat[j], n, 95), 'a' + j,
+		       sum[j]);
+	}
+	printf("\n");
+	return 0;
+}
+
 /* Plays [off, off + bytes) at RATE bytes/s: a first read of FIRST_BS
  * bytes (a player filling its buffer at a new position), then BS reads;
  * read i is due its own bytes' worth of time after read i-1 was due, or at
@@ -421,6 +464,7 @@ static void usage(void)
 	      "       benchread seq FILE [BS]\n"
 	      "       benchread first FILE\n"
 	      "       benchread random FILE N SEED\n"
+	      "       benchread random2 FILE_A FILE_B N SEED\n"
 	      "       benchread player FILE RATE BYTES BS\n"
 	      "       benchread seek FILE RATE NSEEK PLAY_BYTES BS SEED "
 	      "[JUMP_BS]\n"
@@ -447,6 +491,8 @@ int main(int argc, char **argv)
 		return cmd_first(argv);
 	if (strcmp(cmd, "random") == 0 && argc == 3)
 		return cmd_random(argv);
+	if (strcmp(cmd, "random2") == 0 && argc == 4)
+		return cmd_random2(argv);
 	if (strcmp(cmd, "player") == 0 && argc == 4)
 		return cmd_player(argv);
 	if (strcmp(cmd, "seek") == 0 && (argc == 6 || argc == 7))

@@ -58,6 +58,23 @@ med_ratio() {
 		}' "$RAW"
 }
 
+# med_ratio_sys WL A B KEY: the median over the runs of system A's KEY over
+# system B's in the same run of WL, or "-".
+med_ratio_sys() {
+	awk -F'\t' -v wl="$1" -v a="$2" -v b="$3" -v key="$4" '
+		$1 == wl && $4 == "ok" && ($2 == a || $2 == b) {
+			split($5, kv, " ")
+			for (i in kv) { split(kv[i], p, "="); if (p[1] == key) x[$2, $3] = p[2] + 0 }
+			runs[$3] = 1
+		}
+		END {
+			for (r in runs) if ((a, r) in x && (b, r) in x && x[b, r] > 0) v[++m] = x[a, r] / x[b, r]
+			if (m == 0) { print "-"; exit }
+			for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+			if (m % 2) print v[(m + 1) / 2]; else print (v[m / 2] + v[m / 2 + 1]) / 2
+		}' "$RAW"
+}
+
 # lowest WL SYS KEY: the smallest KEY over the ok runs, or "-": a floor's
 # estimate, which the machine's noise can only raise.
 lowest() {
@@ -428,6 +445,16 @@ trap 'rm -f "$TGT" "$PLOT_ERR"' EXIT
 		echo "| random 4 KiB, WAN, chunk mode (the default chunk, 64 KiB): p95 <= 1.2x the random workload's | $(f "$(med tier_rand_64k pacefs p95)" 0.001 %.1f) ms vs $(f "$(med random_wan pacefs p95)" 0.001 %.1f) ms: $(ratio "$(med tier_rand_64k pacefs p95)" "$(med random_wan pacefs p95)") | $verdict |"
 		echo "| cache tier: one proxy of a two-proxy group killed a quarter into the read: right bytes, no wait >= stall_timeout (${TIER_STALL:-10} s) | longest read $(f "$(med tier_kill pacefs worst)" 0.001 %.0f) ms, $(f "$(med tier_kill pacefs pulled)" $MiB %.1f) MiB from the origin | $(yesno le "$(med tier_kill pacefs worst)" "${TIER_STALL:-10}") |"
 	fi
+	if [ "$(med s3sig_seq nginx_unsigned mbps)" != - ]; then
+		# Ratios of the same run's signed and unsigned figures, their
+		# median over the runs (the random ones read in turn).
+		q=$(med_ratio_sys s3sig_seq nginx_signed nginx_unsigned mbps)
+		isnum "$q" || q=$(med s3sig_seq nginx_signed mbps)
+		echo "| SigV4 (issue 14), loopback nginx: signed cold sequential >= 0.95x unsigned (median of the runs' ratios) | signed $(f "$(med s3sig_seq nginx_signed mbps)" 1 %.0f) MB/s, unsigned $(f "$(med s3sig_seq nginx_unsigned mbps)" 1 %.0f) MB/s: $(f "$q" 1 %.2f)x | $(yesno ge "$q" 0.95) |"
+		q=$(med_ratio_sys s3sig_random nginx_signed nginx_unsigned p50)
+		isnum "$q" || q=$(med s3sig_random nginx_signed p50)
+		echo "| SigV4 (issue 14), loopback nginx: signed random 4 KiB p50 <= 1.05x unsigned (median of the runs' ratios) | signed $(f "$(med s3sig_random nginx_signed p50)" 0.001 %.3f) ms, unsigned $(f "$(med s3sig_random nginx_unsigned p50)" 0.001 %.3f) ms: $(f "$q" 1 %.2f)x | $(yesno le "$q" 1.05) |"
+	fi
 	echo
 
 } >"$TGT"
@@ -475,7 +502,7 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 	echo
 	for p in "${PLOTS[@]}"; do echo "![$p]($p)"; done
 	echo
-	echo "## Targets (issues 4, 5, 8, 12 and 13)"
+	echo "## Targets (issues 4, 5, 8, 12, 13 and 14)"
 	echo
 
 	cat "$TGT"
@@ -668,6 +695,23 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 		echo "| --- | ---: | ---: | --- | ---: | ---: |"
 		for c in 64k $((tc / 1024))k; do
 			echo "| $(chunk_label "$c") | $(f "$(med "tier_rand_$c" pacefs p50)" 0.001 %.1f) | $(f "$(med "tier_rand_$c" pacefs p95)" 0.001 %.1f) | $(vals "tier_rand_$c" pacefs p95 0.001 %.1f) | $(f "$(med "tier_rand_$c" pacefs pulled)" $MiB %.1f) | $(f "$(awk -v p="$(med "tier_rand_$c" pacefs pulled)" -v n="$RANDOM_N_WAN" 'BEGIN { print p / n }')" 1024 %.1f) |"
+		done
+		echo
+	fi
+	if [ "$(med s3sig_seq nginx_unsigned mbps)" != - ]; then
+		echo "## SigV4 signing (pacefs only, loopback)"
+		echo
+		echo "The same bytes from the same server read unsigned (an http:// URL) and signed (s3://${S3SIG_BUCKET:-s3sig}/KEY with -o endpoint=). nginx ignores the signature: what signing costs the client. pacefs-origin --s3 checks every signature (botocore's computation, remembered for a second per object; unsigned through --s3-anonymous): the client's cost and the origin's. Cold sequential: $((SEQ_LO_SIZE / MiB)) MiB, one mount after the other (the first alternating from run to run). Random: ${S3SIG_N:-2000} reads of 4 KiB of the $((LONG_SIZE / MiB)) MiB file through both mounts at once, each offset read from both in turn, so that both see the same moments of the machine's load; \"sum\" adds up one side's read latencies. The ratio is the median over the runs of signed / unsigned in the same run. docs/s3.md says where the time goes."
+		echo
+		echo "| server, figure | unsigned | signed | signed / unsigned | runs (unsigned; signed) |"
+		echo "| --- | ---: | ---: | ---: | --- |"
+		for row in "nginx seq mbps 1 %.0f MB/s" "nginx random p50 0.001 %.3f ms" "nginx random p95 0.001 %.3f ms" \
+			"nginx random secs 1 %.3f s_(sum)" "origin random p50 0.001 %.3f ms" "origin random p95 0.001 %.3f ms" \
+			"origin random secs 1 %.3f s_(sum)"; do
+			read -r srv wl key sc fmt unit <<<"$row"
+			a=$(med "s3sig_$wl" "${srv}_unsigned" "$key") b=$(med "s3sig_$wl" "${srv}_signed" "$key")
+			q=$(med_ratio_sys "s3sig_$wl" "${srv}_signed" "${srv}_unsigned" "$key")
+			echo "| $srv, $wl $key, ${unit//_/ } | $(f "$a" "$sc" "$fmt") | $(f "$b" "$sc" "$fmt") | $(f "$q" 1 %.3f) | $(vals "s3sig_$wl" "${srv}_unsigned" "$key" "$sc" "$fmt"); $(vals "s3sig_$wl" "${srv}_signed" "$key" "$sc" "$fmt") |"
 		done
 		echo
 	fi

@@ -77,8 +77,10 @@ STALL_SIZE=$((4 * MiB)) # the file behind the one-byte-per-response origin
 READ_TIMEOUT=5          # pacefs -o read_timeout= against it
 TIER_CHUNK=$MiB # -o chunk= and the tier's slice in the tier workload
 TIER_STALL=10   # s, -o stall_timeout= of the mount that loses a proxy
+S3SIG_N=2000    # random 4 KiB reads of the s3sig workload
+S3SIG_BUCKET=s3sig # its bucket: a directory of WWW with the same files
 WORKLOADS=(seq_lo seq_wan ttfb random player player2 seek1m mirrors multi
-	ffprobe ffss ffplay zip sqlite transfer1 stall memory tier)
+	ffprobe ffss ffplay zip sqlite transfer1 stall memory tier s3sig)
 
 # Per-step timeouts, seconds.
 TO_MOUNT=30
@@ -1072,6 +1074,90 @@ wl_tier() {
 	done
 }
 
+# The cost of SigV4 (issue 14), pacefs only: the same bytes from the same
+# server read unsigned (an http:// URL) and signed (s3://BUCKET/KEY with
+# -o endpoint=), so that only the signing differs. From loopback nginx,
+# which ignores the signature: the client's cost alone; from
+# pacefs-origin --s3, which checks every signature (botocore's
+# computation, remembered for a second per object; unsigned through
+# --s3-anonymous): the origin's too. Cold sequential (nginx, SEQ_LO_SIZE):
+# one mount after the other, the first alternating from run to run.
+# Random (S3SIG_N reads of 4 KiB): both mounts at once, each offset read
+# from both in turn (benchread random2), so that both see the same
+# moments of a shared machine's load.
+S3SIG_ID=AKIDBENCH
+S3SIG_SECRET=benchsecretbenchsecret
+
+# s3sig_mount RUN MODE BASE FILE: a fresh pacefs mount of FILE in BASE's
+# bucket, unsigned or signed; sets MNT and MPID, or returns 1 with
+# MOUNT_ERR.
+s3sig_mount() {
+	fresh "$1" "s3sig_$2"
+	if [ "$2" = signed ]; then
+		AWS_ACCESS_KEY_ID=$S3SIG_ID AWS_SECRET_ACCESS_KEY=$S3SIG_SECRET \
+			fs_mount pacefs "s3://$S3SIG_BUCKET" "$4" "$MNT" "$CACHE" -o "endpoint=$3,region=us-east-1"
+	else
+		fs_mount pacefs "$3/$S3SIG_BUCKET" "$4" "$MNT" "$CACHE"
+	fi
+}
+
+wl_s3sig() {
+	local r mode srv base f line s3url='' um up sm sp modes
+	mkdir -p "$WWW/$S3SIG_BUCKET"
+	for f in seq.bin long.bin; do
+		ln -f "$WWW/$f" "$WWW/$S3SIG_BUCKET/$f" 2>/dev/null || cp "$WWW/$f" "$WWW/$S3SIG_BUCKET/$f"
+	done
+	printf '%s %s\n' "$S3SIG_ID" "$S3SIG_SECRET" >"$W/s3sig.keys"
+	if o_start s3sig --root "$WWW" --quiet --s3 --s3-keys "$W/s3sig.keys" --s3-anonymous; then
+		s3url=$O_URL
+	fi
+	for r in $(seq 1 "$RUNS"); do
+		modes="unsigned signed"
+		[ $((r % 2)) = 1 ] || modes="signed unsigned"
+		for mode in $modes; do
+			if ! s3sig_mount "$r" "$mode" "$NGINX_URL" seq.bin; then
+				record s3sig_seq "nginx_$mode" "$r" "failed: mount: $MOUNT_ERR"
+				continue
+			fi
+			cold_caches seq.bin
+			run_step "$BR" seq "$MNT/seq.bin"
+			line=$STEP
+			fs_umount "$MNT" "$MPID"
+			record s3sig_seq "nginx_$mode" "$r" "$line"
+		done
+		say "  s3sig nginx seq run $r: $(tail -n 2 "$RAW" | awk -F'\t' '{ printf "%s %s  ", $2, $5 }')"
+		for srv in nginx origin; do
+			if [ "$srv" = nginx ]; then base=$NGINX_URL; else base=$s3url; fi
+			if [ -z "$base" ]; then
+				line="failed: pacefs-origin --s3 did not start"
+			elif ! s3sig_mount "$r" unsigned "$base" long.bin; then
+				line="failed: mount: $MOUNT_ERR"
+			else
+				um=$MNT up=$MPID
+				if ! s3sig_mount "$r" signed "$base" long.bin; then
+					line="failed: mount: $MOUNT_ERR"
+				else
+					sm=$MNT sp=$MPID
+					cold_caches long.bin
+					run_step "$BR" random2 "$um/long.bin" "$sm/long.bin" "$S3SIG_N" "$r"
+					line=$STEP
+					fs_umount "$sm" "$sp"
+				fi
+				fs_umount "$um" "$up"
+			fi
+			# One line of random2 makes a row per side.
+			if [[ $line == ok* ]]; then
+				record s3sig_random "${srv}_unsigned" "$r" "$(awk '{ for (i = 1; i <= NF; i++) if ($i !~ /^b_/) { sub(/^a_/, "", $i); printf "%s%s", (i > 1 ? " " : ""), $i } }' <<<"$line")"
+				record s3sig_random "${srv}_signed" "$r" "$(awk '{ for (i = 1; i <= NF; i++) if ($i !~ /^a_/) { sub(/^b_/, "", $i); printf "%s%s", (i > 1 ? " " : ""), $i } }' <<<"$line")"
+			else
+				record s3sig_random "${srv}_unsigned" "$r" "$line"
+				record s3sig_random "${srv}_signed" "$r" "$line"
+			fi
+			say "  s3sig $srv random run $r: $line"
+		done
+	done
+}
+
 # --- main -------------------------------------------------------------------
 
 say "work directory $W, $RUNS runs per figure"
@@ -1113,7 +1199,7 @@ SETTINGS=(SEQ_LO_SIZE SEQ_WAN_SIZE LONG_SIZE MULTI_SIZE MULTI_FILES MULTI_READER
 	PLAYER_BS SEEK_N SEEK_PLAY MEM_SIZE SEEK_JUMP PLAYER2_RATE PLAYER2_BYTES
 	PLAYER_LEAD LANES MEDIA_SECS MEDIA_KBPS PLAY_SECS PLAY_JUMPS SS_POS ZIP_MEMBERS
 	ZIP_MEMBER_BYTES DB_ROWS DB_PAYLOAD SQL_N T1_RETRY_AFTER READ_TIMEOUT
-	TIER_CHUNK TIER_STALL)
+	TIER_CHUNK TIER_STALL S3SIG_N S3SIG_BUCKET)
 export "${SETTINGS[@]}"
 mkdir -p "$OUT/logs"
 cp "$RAW" "$OUT/raw.tsv"

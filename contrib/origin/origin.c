@@ -104,6 +104,8 @@ struct fault {
 	atomic_ullong hits; /* requests this rule has matched so far */
 };
 
+#define ORIGIN_REQUIRE_MAX 16
+
 struct server {
 	char root[PATH_MAX]; /* realpath of --root, no trailing slash */
 	size_t root_len;
@@ -122,6 +124,14 @@ struct server {
 	int64_t retry_after;	/* --retry-after for those 503s; -1: none */
 	atomic_ullong transfers; /* file bodies being sent now */
 	struct s3_origin *s3;	 /* --s3: buckets, keys, SigV4 */
+	const char *require_path;   /* --require-header FILE; NULL: none */
+	pthread_mutex_t require_mu; /* guards what follows */
+	struct stat require_st;	    /* of the file when it was read */
+	struct {
+		char name[128];
+		char value[1024];
+	} require[ORIGIN_REQUIRE_MAX]; /* the lines a request may carry */
+	size_t nrequire;
 };
 
 /* A token bucket over body bytes; it takes the time as an argument so that
@@ -472,6 +482,8 @@ static const char *reason_phrase(int code)
 		return "Found";
 	case 400:
 		return "Bad Request";
+	case 401:
+		return "Unauthorized";
 	case 403:
 		return "Forbidden";
 	case 404:
@@ -1186,6 +1198,74 @@ static int send_doc(struct conn *c, const struct request *rq, int status,
 	return rc;
 }
 
+/* --require-header: reads FILE again when it changed (its inode, size or
+ * mtime), so that a test rotates a token under a running mount; a file
+ * that is gone accepts nothing. Caller holds srv->require_mu. */
+static void require_reload(struct server *srv)
+{
+	char line[1200];
+	struct stat st;
+	FILE *fp;
+
+	if (stat(srv->require_path, &st) != 0) {
+		srv->nrequire = 0;
+		memset(&srv->require_st, 0, sizeof(srv->require_st));
+		return;
+	}
+	if (st.st_ino == srv->require_st.st_ino &&
+	    st.st_size == srv->require_st.st_size &&
+	    st.st_mtim.tv_sec == srv->require_st.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == srv->require_st.st_mtim.tv_nsec)
+		return;
+	fp = fopen(srv->require_path, "r");
+	if (fp == NULL)
+		return;
+	srv->require_st = st;
+	srv->nrequire = 0;
+	while (fgets(line, sizeof(line), fp) != NULL &&
+	       srv->nrequire < ORIGIN_REQUIRE_MAX) {
+		char *colon = strchr(line, ':'), *v, *e;
+
+		if (line[0] == '#' || colon == NULL || colon == line)
+			continue;
+		*colon = '\0';
+		v = colon + 1 + strspn(colon + 1, " \t");
+		e = v + strcspn(v, "\r\n");
+		while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		*e = '\0';
+		/* A line too long to hold is left out, never cut. */
+		if (strlen(line) >= sizeof(srv->require[0].name) ||
+		    strlen(v) >= sizeof(srv->require[0].value))
+			continue;
+		memcpy(srv->require[srv->nrequire].name, line,
+		       strlen(line) + 1);
+		memcpy(srv->require[srv->nrequire].value, v, strlen(v) + 1);
+		srv->nrequire++;
+	}
+	fclose(fp);
+}
+
+/* True when rq carries one of the --require-header lines (name in any
+ * case, value exactly), or no --require-header was given. */
+static bool require_ok(struct server *srv, const struct request *rq)
+{
+	bool ok = false;
+
+	if (srv->require_path == NULL)
+		return true;
+	pthread_mutex_lock(&srv->require_mu);
+	require_reload(srv);
+	for (size_t i = 0; i < srv->nrequire && !ok; i++)
+		for (size_t j = 0; j < rq->nhdr && !ok; j++)
+			ok = strcasecmp(rq->hdr[j].name,
+					srv->require[i].name) == 0 &&
+			     strcmp(rq->hdr[j].value, srv->require[i].value) ==
+				     0;
+	pthread_mutex_unlock(&srv->require_mu);
+	return ok;
+}
+
 /* --s3: what rq names (a bucket's listing, an object) and whether its
  * signature holds. Returns 1 when the answer was sent, 0 when rq->path
  * now names the object's file, or a negative errno. */
@@ -1242,6 +1322,14 @@ static int serve(struct conn *c, struct request *rq, enum after *after)
 	}
 	if (srv->latency_ms)
 		sleep_ns(srv->latency_ms * NS_PER_MS);
+	if (!require_ok(srv, rq)) {
+		applied = "unauthorized";
+		status = 401;
+		rc = send_status(c, rq, status, -1,
+				 "WWW-Authenticate: Bearer\r\n", closing,
+				 &sent);
+		goto out;
+	}
 	if (f && f->kind == FAULT_REDIRECT) {
 		size_t n = strlen(f->location) + strlen(rq->target) + 16;
 		char *loc = malloc(n);
@@ -1780,6 +1868,7 @@ static void usage(FILE *fp)
 	      "         [--log FILE] [--log-header NAME]... [--quiet] "
 	      "[--autoindex]\n"
 	      "         [--max-transfers N [--retry-after SECS]]\n"
+	      "         [--require-header FILE]\n"
 	      "         [--s3 [--s3-region R] [--s3-keys FILE] "
 	      "[--s3-anonymous]\n"
 	      "               [--s3-max-keys N] [--s3-verifier PATH]]\n"
@@ -1806,6 +1895,7 @@ static void die(const char *fmt, ...)
 }
 
 static struct server server = {.log_mu = PTHREAD_MUTEX_INITIALIZER,
+			       .require_mu = PTHREAD_MUTEX_INITIALIZER,
 			       .retry_after = -1};
 
 int main(int argc, char **argv)
@@ -1821,6 +1911,7 @@ int main(int argc, char **argv)
 		{"log-header", required_argument, NULL, 'H'},
 		{"max-transfers", required_argument, NULL, 'M'},
 		{"retry-after", required_argument, NULL, 'A'},
+		{"require-header", required_argument, NULL, 'Q'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"autoindex", no_argument, NULL, 'a'},
 		{"s3", no_argument, NULL, 's'},
@@ -1922,6 +2013,9 @@ int main(int argc, char **argv)
 			server.retry_after = (int64_t)secs;
 			break;
 		}
+		case 'Q':
+			server.require_path = optarg;
+			break;
 		case 'q':
 			server.quiet = true;
 			break;

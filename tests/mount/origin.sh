@@ -312,6 +312,30 @@ rc=0
 timeout 5 "$ORIGIN_BIN" --root "$WWW" --fault '/r/*:redirect:' >/dev/null 2>"$T_TMP/badredir.err" || rc=$?
 t_eq "redirect without a URL: usage error" "$rc" 2
 
+# --- --require-header: only the current token, read again when rewritten --
+
+printf '# tokens\nX-Token: one\n' >"$T_TMP/accept"
+o_start req --root "$WWW" --require-header "$T_TMP/accept"
+fetch req_none "$O_URL/f.bin"
+fetch req_one -H 'x-token:  one' "$O_URL/f.bin"
+fetch req_bad -H 'X-Token: two' "$O_URL/f.bin"
+t_eq "--require-header: 401 without it, 200 with it (any case), 401 with another value" \
+	"$(head -n 1 "$T_TMP/req_none.head" | tr -d '\r') $(hdr "$T_TMP/req_none.head" WWW-Authenticate) $C_CODE" \
+	"HTTP/1.1 401 Unauthorized Bearer 401"
+t_eq "--require-header: the token's request got the file" "$(cmp -s "$T_TMP/req_one.body" "$WWW/f.bin" && echo same)" same
+printf 'X-Token: two\n' >"$T_TMP/accept.new"
+mv "$T_TMP/accept.new" "$T_TMP/accept"
+fetch req_old -H 'X-Token: one' "$O_URL/f.bin"
+c_old=$C_CODE
+fetch req_new -H 'X-Token: two' "$O_URL/f.bin"
+t_eq "--require-header: the file rewritten, the old token refused, the new one served" "$c_old $C_CODE" "401 200"
+rm "$T_TMP/accept"
+fetch req_gone -H 'X-Token: two' "$O_URL/f.bin"
+t_eq "--require-header: the file gone, nothing served" "$C_CODE" 401
+t_eq "--require-header: refusals logged as unauthorized" \
+	"$(awk '{ print $4 "/" $6 }' "$T_TMP/req.log" | tr '\n' ' ')" \
+	"401/unauthorized 200/- 401/unauthorized 401/unauthorized 200/- 401/unauthorized "
+
 # --- rate cap and latency --------------------------------------------------
 
 o_start rate8 --root "$WWW" --rate 8M

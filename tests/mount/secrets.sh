@@ -3,7 +3,8 @@
 # the origin and nothing else: not the log, the extended attributes, pacefs
 # status (text or JSON), pacefs cache ls, the cache's data file, nor the
 # daemon's command line; -o header_file= keeps the token off the command
-# line from the start and is refused when others may read it.
+# line from the start, is refused when others may read it, and is read again
+# when rotated under a streaming reader with the old token revoked.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
@@ -140,5 +141,56 @@ if [ "$rc" -eq 1 ] && [ "$(wc -l <"$T_TMP/hf.err")" -eq 1 ] &&
 	t_pass "header_file readable by others: refused: $(cat "$T_TMP/hf.err")"
 else
 	t_fail "header_file readable by others: refused" "exit $rc: $(cat "$T_TMP/hf.err")"
+fi
+
+# --- -o header_file= rotated under a streaming reader: an origin that
+# accepts only the current token (--require-header), the file rewritten
+# mid-read with a new one and the old one revoked at once, before the
+# mount's next look at the file: requests refused (401) read the file
+# again and are sent once more; no read fails.
+TOKA=rotA$RANDOM$RANDOM$RANDOM
+TOKB=rotB$RANDOM$RANDOM$RANDOM
+gen_file "$WWW/big.bin" $((24 * 1048576)) 34
+printf 'X-Token: %s\n' "$TOKA" >"$T_TMP/accept"
+o_start rot --root "$WWW" --rate 1M --log-header X-Token --require-header "$T_TMP/accept"
+printf '# rotated\nX-Token: %s\n' "$TOKA" >"$T_TMP/rot-headers"
+chmod 600 "$T_TMP/rot-headers"
+MNT3=$T_TMP/mnt-rot
+mkdir -p "$MNT3"
+if fg_mount "$T_TMP/rot-mount.log" -o "cache_dir=$T_TMP/cache-rot,header_file=$T_TMP/rot-headers,lanes=4" \
+	"$O_URL/big.bin" "$MNT3"; then
+	"$READCMP" seq "$MNT3/big.bin" "$WWW/big.bin" >"$T_TMP/rot.cmp" 2>&1 &
+	reader=$!
+	sleep 1
+	printf '# rotated\nX-Token: %s\n' "$TOKB" >"$T_TMP/rot-headers.new"
+	chmod 600 "$T_TMP/rot-headers.new"
+	mv "$T_TMP/rot-headers.new" "$T_TMP/rot-headers"
+	printf 'X-Token: %s\n' "$TOKB" >"$T_TMP/accept.new"
+	mv "$T_TMP/accept.new" "$T_TMP/accept"
+	mark=$(wc -l <"$T_TMP/rot.log")
+	rc=0
+	wait "$reader" || rc=$?
+	if [ "$rc" -eq 0 ] && grep -q "seq: $((24 * 1048576)) bytes equal" "$T_TMP/rot.cmp"; then
+		t_pass "header_file rotated under a streaming reader: no failed read ($(cat "$T_TMP/rot.cmp"))"
+	else
+		t_fail "header_file rotated under a streaming reader" "exit $rc: $(cat "$T_TMP/rot.cmp")"
+	fi
+	# The log has a line per response once it is sent: transfers under
+	# way at the revocation end with the old token, later ones carry the
+	# new one.
+	after=$(tail -n +$((mark + 1)) "$T_TMP/rot.log")
+	ok_new=$(awk -v t="$TOKB" '$7 == t && $4 == 206' <<<"$after" | wc -l)
+	refused=$(awk -v t="$TOKA" '$7 == t && $4 == 401' <<<"$after" | wc -l)
+	if [ "$ok_new" -gt 0 ]; then
+		t_pass "after the rotation the origin served $ok_new requests with the new token (and refused $refused with the old one)"
+	else
+		t_fail "after the rotation the origin served requests with the new token" "$after"
+	fi
+	umount_pacefs "$MNT3"
+	wait "$FG_PID" 2>/dev/null || true
+	t_eq "the rotation's mount log: no token in it" \
+		"$(grep -a -c -e "$TOKA" -e "$TOKB" "$T_TMP/rot-mount.log" || true)" 0
+else
+	t_fail "header_file rotation: mount" "$(tail -n 3 "$T_TMP/rot-mount.log")"
 fi
 t_done
