@@ -2,6 +2,7 @@
 #ifndef FETCH_INT_H
 #define FETCH_INT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -168,5 +169,122 @@ int fetch__proxy_cache_status(CURL *easy);
 
 /* The monotonic clock in milliseconds. */
 uint64_t fetch__now_ms(void);
+
+/* The event thread's state: a slot is one transfer (fetch/slot.c), two per
+ * lane; struct fetch is the thread that runs them (fetch/fetch.c). */
+/* One transfer slot. Each lane owns two: the one carrying its open request
+ * and one for the request queued behind it (PACE_ACT_QUEUE), sent ahead on
+ * its own connection so that the round trip overlaps the open request's
+ * end; its body is held (the transfer paused at its first body byte) until
+ * the lane's START for that range promotes it. */
+struct fetch_slot {
+	struct fetch *f;
+	uint32_t id; /* the lane it belongs to, for the hooks */
+	CURL *easy;
+	bool busy;
+	bool ahead; /* sent ahead, not promoted yet: its body waits */
+	bool held;  /* paused in on_body while ahead */
+	bool refused; /* no proxy left to send it through: ends with
+			 res at the end of the turn */
+	const char *url; /* where the request started (the target's) */
+	char *hop;	 /* after a redirect: where it is now (owned) */
+	unsigned hops;
+	const char *validator;
+	uint64_t size;
+	uint64_t start;
+	uint64_t end; /* may be lowered by fetch_lane_set_end */
+	uint64_t asked_end;
+	uint64_t pos; /* next byte expected */
+	uint64_t from; /* where this attempt's range starts (a retry on
+			  another proxy starts at its chunk's start) */
+	uint64_t rx;   /* the next byte this attempt's body brings */
+	int proxy;     /* the entry of cfg.proxies in use; -1: none */
+	uint32_t tried; /* entries this request failed on */
+	bool no_cache;	/* Cache-Control: no-cache on this request */
+	bool stale;	/* another version came through a proxy: ask it
+			   again with no-cache before believing it */
+	bool checked; /* the response head passed its checks */
+	struct fetch__head head; /* of the response under way */
+	bool forced; /* the write callback aborted with `res` */
+	struct fetch_result res;
+	char range[48];
+	char shown[160]; /* url without userinfo, cut, for reasons */
+	char if_range[300];
+	struct curl_slist if_range_node; /* heads the shared header list */
+	char nocache[32];
+	struct curl_slist nocache_node;	 /* before it, when no_cache */
+	char errbuf[CURL_ERROR_SIZE];
+	bool if_match; /* the validator goes in If-Match, not If-Range */
+	/* Credentials that change (cfg.auth): the set this request uses;
+	 * a refusal for it holds the slot (auth_wait) until a newer set
+	 * comes, then the request is sent once more (auth_retried). */
+	struct fetch__cref *cref;
+	bool auth_wait;
+	bool auth_retried;
+	uint64_t auth_gen;
+	uint64_t auth_until_ns;
+	char errbody[512]; /* an error's first bytes: S3's code */
+	size_t nerrbody;
+};
+
+struct fetch {
+	struct fetch_config cfg;
+	struct fetch_hooks hooks;
+	CURLM *multi;
+	struct curl_slist *headers; /* the configured headers */
+	struct fetch_slot *slots;   /* 2 per lane */
+	struct fetch_slot **cur;    /* per lane: the slot of its open request */
+	pthread_t thread;
+	bool started;
+	atomic_bool stop;
+};
+
+/* Logs through the hooks' log, if any. */
+void fetch__log(struct fetch *f, enum fetch_log_level level, const char *fmt,
+		...) __attribute__((format(printf, 3, 4)));
+
+/* One transfer on a slot (fetch/slot.c). Everything runs on the event
+ * thread. on_header and on_body are the slot's curl callbacks. */
+size_t fetch__slot_on_header(char *line, size_t size, size_t n, void *arg);
+size_t fetch__slot_on_body(char *buf, size_t size, size_t n, void *arg);
+
+/* Reports the end of the transfer of a lane's open slot; the slot is idle
+ * again first so that on_done may start a new transfer on the lane. */
+void fetch__slot_finish(struct fetch_slot *s, CURLcode cc);
+
+/* Drops a request sent ahead, without on_done: the scheduler never counted
+ * it as started. */
+void fetch__slot_abandon(struct fetch_slot *s);
+
+/* Sets up slot s for GET Range: bytes=start-(end-1) and hands it to curl;
+ * ahead: sent ahead of the lane's open request, its body held until the
+ * lane's START promotes it. */
+int fetch__slot_start(struct fetch *f, struct fetch_slot *s,
+		      const struct fetch_target *t, uint64_t start,
+		      uint64_t end, bool ahead);
+
+/* When slot s's transfer, which ended with cc, failed because of its
+ * proxy, or brought another version through it, sends the rest of it
+ * again at once: through the next proxy (from the start of the chunk it
+ * stopped in, so that a cache keys on whole chunks), or through the same
+ * one with no-cache; returns 0. Returns 1 when there is nothing to retry
+ * or no proxy left. */
+int fetch__slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc);
+
+/* When slot s's finished response is a redirect, sends the same range to
+ * its next hop on the same slot (also while sent ahead: a promotion finds
+ * it under way) and returns 0. Returns 1 when it is no redirect, or a
+ * negative errno with the outcome set (FETCH_GONE for a refused hop). */
+int fetch__slot_follow(struct fetch *f, struct fetch_slot *s);
+
+/* When slot s's response refused its credentials and it was not sent
+ * again yet, holds it until newer ones come (fetch__slot_auth_resume) and
+ * returns true. */
+bool fetch__slot_auth_hold(struct fetch *f, struct fetch_slot *s);
+
+/* Sends again, once, each held request for which newer credentials came
+ * (or whose wait is over: then with the ones there are). Returns whether
+ * one still waits. */
+bool fetch__slot_auth_resume(struct fetch *f);
 
 #endif
