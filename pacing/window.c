@@ -184,18 +184,29 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 	fwd = r->w ? pace__min64(SEQ_FWD, r->w) : 0;
 	seq = r->seen && off + SEQ_BACK >= r->cursor && off <= r->cursor + fwd;
 	if (!seq) {
+		/* A reader that streamed up to its jump (a player's seek)
+		 * streams on at the new position. */
+		bool streamed = r->evident && r->w > 0 &&
+				r->run >= p->cfg.seq_min;
+
 		consume(p, r, len);
 		/* A jump: a new run starts here. A reader whose first read is
 		 * at the file's start is taken as sequential at once (cp,
-		 * players, checksums); any other run must show it first. */
-		r->evident = !r->seen && off == 0;
+		 * players, checksums), and so is one that streamed: its
+		 * window reopens at once, at seq_min, the run it would
+		 * otherwise have to show first, so that the kernel's
+		 * readahead-sized pieces of a large read at the new position
+		 * are under way together. Any other run must show it. */
+		r->evident = (!r->seen && off == 0) || streamed;
 		if (r->seen)
 			r->gen++;
 		r->seen = true;
 		r->jumped = true;
 		r->cursor = end;
 		r->run = 0;
-		r->w = 0;
+		r->w = streamed ? pace__min64(window_target(p, r),
+					      p->cfg.seq_min)
+				: 0;
 	} else {
 		uint64_t adv = end > r->cursor ? end - r->cursor : 0;
 

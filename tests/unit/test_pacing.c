@@ -310,6 +310,45 @@ static void test_readahead_window(void)
 	pace_free(f.p);
 }
 
+/* A reader that streamed up to a jump reads ahead at once at the new
+ * position (a player's seek); one that had not (a header read, then a
+ * jump; a run too short to be evident) shows a run first. */
+static void test_jump_after_stream(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint64_t w = 0;
+
+	small_cfg(&c);
+	T_EQ_INT(fix_init(&f, &c, 16 * MIB), 0);
+	for (uint64_t off = 0; off < 3 * MIB; off += 64 * KIB) {
+		T_EQ_INT(pace_reader_read(f.p, f.rd, off, 64 * KIB, f.now), 0);
+		f.now += 10 * MS;
+	}
+	T_EQ_INT(pace_reader_read(f.p, f.rd, 12 * MIB, 64 * KIB, f.now), 0);
+	T_EQ_INT(pace_reader_window(f.p, f.rd, NULL, &w), 0);
+	T_ASSERT(w > 0);
+	T_ASSERT(w <= c.seq_min);
+	pace_free(f.p);
+
+	/* A header, then a jump: no window. */
+	T_EQ_INT(fix_init(&f, &c, 16 * MIB), 0);
+	T_EQ_INT(pace_reader_read(f.p, f.rd, 0, 64 * KIB, f.now), 0);
+	T_EQ_INT(pace_reader_read(f.p, f.rd, 12 * MIB, 64 * KIB, f.now), 0);
+	T_EQ_INT(pace_reader_window(f.p, f.rd, NULL, &w), 0);
+	T_EQ_U64(w, 0);
+	pace_free(f.p);
+
+	/* A run after a jump shorter than seq_min, then a jump: no window. */
+	T_EQ_INT(fix_init(&f, &c, 16 * MIB), 0);
+	for (uint64_t off = 4 * MIB; off < 5 * MIB; off += 64 * KIB)
+		T_EQ_INT(pace_reader_read(f.p, f.rd, off, 64 * KIB, f.now), 0);
+	T_EQ_INT(pace_reader_read(f.p, f.rd, 12 * MIB, 64 * KIB, f.now), 0);
+	T_EQ_INT(pace_reader_window(f.p, f.rd, NULL, &w), 0);
+	T_EQ_U64(w, 0);
+	pace_free(f.p);
+}
+
 static void test_window_first_poll(void)
 {
 	struct pace_config c;
@@ -1180,6 +1219,7 @@ static const struct t_case cases[] = {
 	{"demand_first", test_demand_first},
 	{"read_one_call", test_read_one_call},
 	{"readahead_window", test_readahead_window},
+	{"jump_after_stream", test_jump_after_stream},
 	{"window_first_poll", test_window_first_poll},
 	{"first_hold_expires", test_first_hold_expires},
 	{"no_refetch_resume", test_no_refetch_resume},
