@@ -144,10 +144,12 @@ maxnum() {
 }
 # yesno CMP A B: the verdict of CMP (ge or le) on pacefs's figure A and the
 # bound B; a failed pacefs is NOT met, a failed reference cannot be judged,
-# a skipped workload is not run.
+# a skipped workload, or one without rows (BENCH_ONLY), is not run.
 yesno() {
 	if [[ $2 == skipped:* ]]; then
 		printf 'not run (%s)' "${2#skipped: }"
+	elif [ "$2" = - ]; then
+		printf 'not run (no figures in this run)'
 	elif ! isnum "$2"; then
 		printf '**NOT met** (pacefs failed)'
 	elif ! isnum "$3"; then
