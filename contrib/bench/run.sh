@@ -402,11 +402,17 @@ run_step() {
 
 # --- curl, the limit --------------------------------------------------------
 
-# curl_one URL SIZE: one connection, whole body to /dev/null.
+# curl_one URL SIZE [FILE]: one connection, whole body to /dev/null or into
+# FILE (written, not synced; removed afterwards, so that its dirty pages
+# are dropped rather than written back under the next measurement).
 curl_one() {
-	local w code size t
-	w=$(curl -s -o /dev/null --max-time "$TO_STEP" -w '%{http_code} %{size_download} %{time_total}' "$1") ||
-		{ echo "failed: curl exit $?"; return; }
+	local w code size t out=${3:-/dev/null} rc=0
+	w=$(curl -s -o "$out" --max-time "$TO_STEP" -w '%{http_code} %{size_download} %{time_total}' "$1") || rc=$?
+	[ "$out" = /dev/null ] || rm -f "$out"
+	if [ "$rc" -ne 0 ]; then
+		echo "failed: curl exit $rc"
+		return
+	fi
 	read -r code size t <<<"$w"
 	if [ "$code" != 200 ] || [ "$size" != "$2" ]; then
 		echo "failed: status $code, $size of $2 bytes"
@@ -488,6 +494,29 @@ curl_random() {
 		}'
 }
 
+# dd_mdb DIR: dd of DIR/data.mdb (1 MiB blocks) to /dev/null, after the page
+# cache is dropped: "ok bytes=READ secs=S mbps=M file_bytes=F disk_bytes=D",
+# MB/s over the bytes dd read, which is the whole file: LMDB's free pages and
+# metadata as well as the blob, so it may be more than the blob.
+dd_mdb() {
+	local f=$1/data.mdb out line
+	if [ ! -f "$f" ]; then
+		echo "failed: no $f"
+		return
+	fi
+	cold_caches
+	out=$(LC_ALL=C timeout -k 5 "$TO_STEP" dd if="$f" of=/dev/null bs=1M 2>&1) ||
+		{ echo "failed: dd: $(tail -n 1 <<<"$out")"; return; }
+	# "268435456 bytes (268 MB, 256 MiB) copied, 0.254 s, 1.1 GB/s"
+	line=$(sed -n 's/^\([0-9][0-9]*\) bytes .* copied, \([0-9.e+-]*\) s, .*/\1 \2/p' <<<"$out")
+	if [ -z "$line" ]; then
+		echo "failed: dd said: $(tail -n 1 <<<"$out")"
+		return
+	fi
+	awk -v b="${line% *}" -v t="${line#* }" -v fb="$(stat -c %s "$f")" -v db="$(($(stat -c '%b * %B' "$f")))" \
+		'BEGIN { if (t <= 0) t = 1e-6; printf "ok bytes=%d secs=%.6f mbps=%.2f file_bytes=%d disk_bytes=%d\n", b, t, b / t / 1e6, fb, db }'
+}
+
 # --- workloads --------------------------------------------------------------
 
 # fresh RUN SYS: a new, empty cache directory and mountpoint for one run.
@@ -547,12 +576,22 @@ wl_seq_lo() {
 			fs_umount "$MNT" "$MPID"
 			# pulled: mount to unmount; read_pulled: during the read only.
 			record remount "$sys" "$r" "$line" "$(log_pulled "$NGINX_LOG" "$mark") read_${during% *} read_${during#* }"
-			say "  seq_lo/warm/remount $sys run $r: $(tail -n 3 "$RAW" | cut -f5 | cut -d' ' -f3 | tr '\n' ' ')"
+			if [ "$sys" = pacefs ]; then
+				# what the read back is held to: the cache file itself,
+				# read by dd from a dropped page cache
+				record remount dd "$r" "$(dd_mdb "$CACHE")"
+			fi
+			say "  seq_lo/warm/remount $sys run $r: $(awk -F'\t' -v s="$sys" -v r="$r" '$2 == s && $3 == r && ($1 == "seq_lo" || $1 == "warm" || $1 == "remount") { split($5, kv, " "); printf "%s %s ", $1, ($4 == "ok" ? kv[3] : $4) }' "$RAW")"
 		done
 		cold_caches "$f"
 		record seq_lo curl1 "$r" "$(curl_one "$NGINX_URL/$f" "$SEQ_LO_SIZE")"
+		# curl into a file on the work directory's filesystem, the caches'
+		cold_caches "$f"
+		record seq_lo curlfile "$r" "$(curl_one "$NGINX_URL/$f" "$SEQ_LO_SIZE" "$W/curl-seq.bin")"
 		cold_caches "$f"
 		record seq_lo curl8 "$r" "$(curl_ranges "$NGINX_URL/$f" "$SEQ_LO_SIZE" 8)"
+		say "  seq_lo curl (/dev/null, file, 8 ranges) run $r: $(tail -n 3 "$RAW" | cut -f5 | cut -d' ' -f3 | tr '\n' ' ')"
+		say "  remount dd of data.mdb run $r: $(awk -F'\t' -v r="$r" '$1 == "remount" && $2 == "dd" && $3 == r { print $4, $5 }' "$RAW")"
 	done
 }
 
