@@ -252,6 +252,8 @@ plot() {
 	} | gnuplot 2>>"$PLOT_ERR"; then
 		PLOTS+=("$1.png")
 	else
+		# gnuplot leaves the empty file it opened
+		rm -f "$OUT/$1.png"
 		echo "report: the $1 plot failed: $(grep . "$PLOT_ERR" | tail -n 1)" >&2
 	fi
 }
