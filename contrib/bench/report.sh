@@ -115,10 +115,11 @@ f() {
 # of a row whose first figure already shows it.
 g() { if isnum "$1"; then f "$@"; else printf -- '-'; fi; }
 
-# ratio A B: A/B as "1.23x", or "n/a" when either is not a positive number.
+# ratio A B [DIGITS]: A/B as "1.23x" (DIGITS decimals, 2 unless given), or
+# "n/a" when either is not a positive number.
 ratio() {
 	if isnum "$1" && isnum "$2" && awk -v b="$2" 'BEGIN { exit !(b > 0) }'; then
-		awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'
+		awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN { printf "%.*fx", d, a / b }'
 	else
 		printf 'n/a'
 	fi
@@ -385,7 +386,7 @@ trap 'rm -f "$TGT" "$PLOT_ERR"' EXIT
 	echo "| --- | --- | --- |"
 	echo "| cold sequential, loopback: >= 2x rclone | pacefs $(f "$SL_pacefs" 1 %.0f) MB/s vs rclone $(f "$SL_rclone" 1 %.0f) MB/s: $(ratio "$SL_pacefs" "$SL_rclone") | $(yesno ge "$SL_pacefs" "$(mul "$SL_rclone" 2)") |"
 	echo "| cold sequential, loopback: >= 0.5x curl alone | vs curl one connection $(f "$SL_curl1" 1 %.0f) MB/s: $(ratio "$SL_pacefs" "$SL_curl1") | $(yesno ge "$SL_pacefs" "$(mul "$SL_curl1" 0.5)") |"
-	echo "| cold sequential, loopback: >= 0.6x curl into a file (issue 16) | vs curl one connection into a file $(f "$SL_curlfile" 1 %.0f) MB/s: $(ratio "$SL_pacefs" "$SL_curlfile") (curl into /dev/null: $(f "$SL_curl1" 1 %.0f) MB/s) | $(yesno ge "$SL_pacefs" "$(mul "$SL_curlfile" 0.6)") |"
+	echo "| cold sequential, loopback: >= 0.6x curl into a file (issue 16) | vs curl one connection into a file $(f "$SL_curlfile" 1 %.0f) MB/s: $(ratio "$SL_pacefs" "$SL_curlfile" 3) (curl into /dev/null: $(f "$SL_curl1" 1 %.0f) MB/s) | $(yesno ge "$SL_pacefs" "$(mul "$SL_curlfile" 0.6)") |"
 	echo "| cold sequential, WAN: >= 0.8x curl 8 ranges | pacefs $(f "$SW_pacefs" 1 %.1f) MB/s vs $(f "$SW_curl8" 1 %.1f) MB/s: $(ratio "$SW_pacefs" "$SW_curl8") | $(yesno ge "$SW_pacefs" "$(mul "$SW_curl8" 0.8)") |"
 	echo "| cold sequential, WAN: >= 5x rclone | vs $(f "$SW_rclone" 1 %.1f) MB/s: $(ratio "$SW_pacefs" "$SW_rclone") | $(yesno ge "$SW_pacefs" "$(mul "$SW_rclone" 5)") |"
 	echo "| cold sequential, WAN: >= 5x httpdirfs | vs $(f "$SW_httpdirfs" 1 %.1f) MB/s: $(ratio "$SW_pacefs" "$SW_httpdirfs") | $(yesno ge "$SW_pacefs" "$(mul "$SW_httpdirfs" 5)") |"
@@ -434,12 +435,12 @@ trap 'rm -f "$TGT" "$PLOT_ERR"' EXIT
 	rp=$(med remount pacefs read_pulled) rq=$(med remount pacefs pulled)
 	lim=$(awk -v w="$WINDOW" 'BEGIN { print (64 * 1048576 + w) / 1024 }')
 	echo "| memory (issue 5): daemon's peak RSS streaming $((${MEM_SIZE:-0} / MiB)) MiB <= 64 MiB + one window ($((WINDOW / MiB)) MiB) | pacefs $(f "$MH_pacefs" 1024 %.0f) MiB (rclone $(f "$MH_rclone" 1024 %.0f), httpdirfs $(f "$MH_httpdirfs" 1024 %.0f)) | $(yesno le "$MH_pacefs" "$lim") |"
-	echo "| read back from the cache after a remount (page cache dropped): >= 2x httpdirfs's | pacefs $(f "$RM_pacefs" 1 %.0f) MB/s vs $(f "$RM_httpdirfs" 1 %.0f) MB/s: $(ratio "$RM_pacefs" "$RM_httpdirfs") | $(yesno ge "$RM_pacefs" "$(mul "$RM_httpdirfs" 2)") |"
-	echo "| read back after a remount: >= 0.8x dd of data.mdb from a dropped page cache (dd's MB/s over the bytes it read: the whole file, $(g "$(med remount dd file_bytes)" $MiB %.0f) MiB for the $((SEQ_LO_SIZE / MiB)) MiB blob) | vs dd $(f "$RM_dd" 1 %.0f) MB/s: $(ratio "$RM_pacefs" "$RM_dd") | $(yesno ge "$RM_pacefs" "$(mul "$RM_dd" 0.8)") |"
+	echo "| read back from the cache after a remount (page cache dropped): >= 2x httpdirfs's | pacefs $(f "$RM_pacefs" 1 %.0f) MB/s vs $(f "$RM_httpdirfs" 1 %.0f) MB/s: $(ratio "$RM_pacefs" "$RM_httpdirfs" 3) | $(yesno ge "$RM_pacefs" "$(mul "$RM_httpdirfs" 2)") |"
+	echo "| read back after a remount: >= 0.8x dd of data.mdb from a dropped page cache (dd's MB/s over the bytes it read: the whole file, $(g "$(med remount dd file_bytes)" $MiB %.0f) MiB for the $((SEQ_LO_SIZE / MiB)) MiB blob) | vs dd $(f "$RM_dd" 1 %.0f) MB/s: $(ratio "$RM_pacefs" "$RM_dd" 3) | $(yesno ge "$RM_pacefs" "$(mul "$RM_dd" 0.8)") |"
 	echo "| remount: zero bytes pulled by the full read | $(f "$rp" 1 %.0f) bytes during the read; $(f "$rq" 1 %.0f) bytes mount to unmount (requests: $(vals remount pacefs reqs 1 %d)) | $(yesno le "$rp" 0) |"
 	for n in $MLN; do
 		mp=$(med "multi_lo_$n" pacefs mbps) mc=$(med "multi_lo_$n" curlfile mbps)
-		echo "| $n readers on $n files of one mount, loopback: aggregate >= 0.6x $n curl processes into files (issue 16) | pacefs $(f "$mp" 1 %.0f) MB/s vs curl $(f "$mc" 1 %.0f) MB/s: $(ratio "$mp" "$mc") (rclone $(f "$(med "multi_lo_$n" rclone mbps)" 1 %.0f), httpdirfs $(f "$(med "multi_lo_$n" httpdirfs mbps)" 1 %.0f)) | $(yesno ge "$mp" "$(mul "$mc" 0.6)") |"
+		echo "| $n readers on $n files of one mount, loopback: aggregate >= 0.6x $n curl processes into files (issue 16) | pacefs $(f "$mp" 1 %.0f) MB/s vs curl $(f "$mc" 1 %.0f) MB/s: $(ratio "$mp" "$mc" 3) (rclone $(f "$(med "multi_lo_$n" rclone mbps)" 1 %.0f), httpdirfs $(f "$(med "multi_lo_$n" httpdirfs mbps)" 1 %.0f)) | $(yesno ge "$mp" "$(mul "$mc" 0.6)") |"
 	done
 	if [ "$(med tier_first pacefs mbps)" != - ]; then
 		tc=${TIER_CHUNK:-1048576}
