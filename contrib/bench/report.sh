@@ -115,10 +115,11 @@ f() {
 # of a row whose first figure already shows it.
 g() { if isnum "$1"; then f "$@"; else printf -- '-'; fi; }
 
-# ratio A B: A/B as "1.23x", or "n/a" when either is not a positive number.
+# ratio A B [DIGITS]: A/B as "1.23x" (DIGITS decimals, 2 unless given), or
+# "n/a" when either is not a positive number.
 ratio() {
 	if isnum "$1" && isnum "$2" && awk -v b="$2" 'BEGIN { exit !(b > 0) }'; then
-		awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'
+		awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN { printf "%.*fx", d, a / b }'
 	else
 		printf 'n/a'
 	fi
@@ -144,10 +145,12 @@ maxnum() {
 }
 # yesno CMP A B: the verdict of CMP (ge or le) on pacefs's figure A and the
 # bound B; a failed pacefs is NOT met, a failed reference cannot be judged,
-# a skipped workload is not run.
+# a skipped workload, or one without rows (BENCH_ONLY), is not run.
 yesno() {
 	if [[ $2 == skipped:* ]]; then
 		printf 'not run (%s)' "${2#skipped: }"
+	elif [ "$2" = - ]; then
+		printf 'not run (no figures in this run)'
 	elif ! isnum "$2"; then
 		printf '**NOT met** (pacefs failed)'
 	elif ! isnum "$3"; then
@@ -166,6 +169,8 @@ label() {
 	httpdirfs) echo "httpdirfs --cache" ;;
 	curl1) echo "curl alone, one connection (limit)" ;;
 	curl8) echo "curl, 8 parallel ranges (limit)" ;;
+	curlfile) echo "curl alone, one connection, into a file (limit)" ;;
+	dd) echo "dd of pacefs's data.mdb, 1 MiB blocks (limit)" ;;
 	local) echo "local copy, in the page cache (floor)" ;;
 	*) echo "$1" ;;
 	esac
@@ -182,7 +187,7 @@ chunk_label() {
 
 # --- numbers used by several sections ---------------------------------------
 
-for s in pacefs rclone httpdirfs curl1 curl8; do
+for s in pacefs rclone httpdirfs curl1 curl8 curlfile; do
 	declare "SL_$s=$(med seq_lo "$s" mbps)"
 	declare "SW_$s=$(med seq_wan "$s" mbps)"
 done
@@ -197,6 +202,7 @@ for s in pacefs rclone httpdirfs curl1; do
 done
 for s in pacefs rclone httpdirfs; do
 	declare "WM_$s=$(med warm "$s" mbps)"
+	declare "RM_$s=$(med remount "$s" mbps)"
 	declare "SK_$s=$(med seek "$s" p50)"
 	declare "PP_$s=$(med player "$s" pulled)"
 	declare "PC_$s=$(med player "$s" consumed)"
@@ -216,6 +222,10 @@ for s in "${CSYS[@]}"; do
 	declare "CZ_$s=$(med zip "$s" secs)"
 	declare "CQ_$s=$(med sqlite "$s" per)"
 done
+RM_dd=$(med remount dd mbps)
+# Many readers on loopback, one mount: MLN readers (MULTI_LO_N; runs
+# without it in their settings had no such workload).
+MLN=${MULTI_LO_N:-}
 v() { local n=$1; printf '%s' "${!n}"; }
 # sub A B: A - B; A itself when A is not a number (a failure text), "n/a"
 # when B is not.
@@ -243,6 +253,8 @@ plot() {
 	} | gnuplot 2>>"$PLOT_ERR"; then
 		PLOTS+=("$1.png")
 	else
+		# gnuplot leaves the empty file it opened
+		rm -f "$OUT/$1.png"
 		echo "report: the $1 plot failed: $(grep . "$PLOT_ERR" | tail -n 1)" >&2
 	fi
 }
@@ -374,6 +386,7 @@ trap 'rm -f "$TGT" "$PLOT_ERR"' EXIT
 	echo "| --- | --- | --- |"
 	echo "| cold sequential, loopback: >= 2x rclone | pacefs $(f "$SL_pacefs" 1 %.0f) MB/s vs rclone $(f "$SL_rclone" 1 %.0f) MB/s: $(ratio "$SL_pacefs" "$SL_rclone") | $(yesno ge "$SL_pacefs" "$(mul "$SL_rclone" 2)") |"
 	echo "| cold sequential, loopback: >= 0.5x curl alone | vs curl one connection $(f "$SL_curl1" 1 %.0f) MB/s: $(ratio "$SL_pacefs" "$SL_curl1") | $(yesno ge "$SL_pacefs" "$(mul "$SL_curl1" 0.5)") |"
+	echo "| cold sequential, loopback: >= 0.6x curl into a file (issue 16) | vs curl one connection into a file $(f "$SL_curlfile" 1 %.0f) MB/s: $(ratio "$SL_pacefs" "$SL_curlfile" 3) (curl into /dev/null: $(f "$SL_curl1" 1 %.0f) MB/s) | $(yesno ge "$SL_pacefs" "$(mul "$SL_curlfile" 0.6)") |"
 	echo "| cold sequential, WAN: >= 0.8x curl 8 ranges | pacefs $(f "$SW_pacefs" 1 %.1f) MB/s vs $(f "$SW_curl8" 1 %.1f) MB/s: $(ratio "$SW_pacefs" "$SW_curl8") | $(yesno ge "$SW_pacefs" "$(mul "$SW_curl8" 0.8)") |"
 	echo "| cold sequential, WAN: >= 5x rclone | vs $(f "$SW_rclone" 1 %.1f) MB/s: $(ratio "$SW_pacefs" "$SW_rclone") | $(yesno ge "$SW_pacefs" "$(mul "$SW_rclone" 5)") |"
 	echo "| cold sequential, WAN: >= 5x httpdirfs | vs $(f "$SW_httpdirfs" 1 %.1f) MB/s: $(ratio "$SW_pacefs" "$SW_httpdirfs") | $(yesno ge "$SW_pacefs" "$(mul "$SW_httpdirfs" 5)") |"
@@ -417,12 +430,18 @@ trap 'rm -f "$TGT" "$PLOT_ERR"' EXIT
 	echo "| one-transfer origin answering 503 + Retry-After ${T1_RETRY_AFTER:-1} s beyond it: $((MULTI_SIZE / MiB)) MiB whole and correct in <= 2 s on loopback | $m1 | $(yesno le "$t1" 2) |"
 	st=$(med stall pacefs secs)
 	echo "| read_timeout=${READ_TIMEOUT:-5} against a one-byte-per-response origin: EIO in the application by $((${READ_TIMEOUT:-5} + 1)) s | pacefs $(f "$st" 1 %.2f) s to EIO | $(yesno le "$st" $((${READ_TIMEOUT:-5} + 1))) |"
-	echo "| warm re-read: >= 2x httpdirfs | pacefs $(f "$WM_pacefs" 1 %.0f) MB/s vs $(f "$WM_httpdirfs" 1 %.0f) MB/s: $(ratio "$WM_pacefs" "$WM_httpdirfs") | $(yesno ge "$WM_pacefs" "$(mul "$WM_httpdirfs" 2)") |"
+	echo "| second read in the same mount (warm re-read): >= 2x httpdirfs | pacefs $(f "$WM_pacefs" 1 %.0f) MB/s vs $(f "$WM_httpdirfs" 1 %.0f) MB/s: $(ratio "$WM_pacefs" "$WM_httpdirfs") | $(yesno ge "$WM_pacefs" "$(mul "$WM_httpdirfs" 2)") |"
 	echo "| warm re-read: >= 1.5x rclone | vs $(f "$WM_rclone" 1 %.0f) MB/s: $(ratio "$WM_pacefs" "$WM_rclone") | $(yesno ge "$WM_pacefs" "$(mul "$WM_rclone" 1.5)") |"
 	rp=$(med remount pacefs read_pulled) rq=$(med remount pacefs pulled)
 	lim=$(awk -v w="$WINDOW" 'BEGIN { print (64 * 1048576 + w) / 1024 }')
 	echo "| memory (issue 5): daemon's peak RSS streaming $((${MEM_SIZE:-0} / MiB)) MiB <= 64 MiB + one window ($((WINDOW / MiB)) MiB) | pacefs $(f "$MH_pacefs" 1024 %.0f) MiB (rclone $(f "$MH_rclone" 1024 %.0f), httpdirfs $(f "$MH_httpdirfs" 1024 %.0f)) | $(yesno le "$MH_pacefs" "$lim") |"
+	echo "| read back from the cache after a remount (page cache dropped): >= 2x httpdirfs's | pacefs $(f "$RM_pacefs" 1 %.0f) MB/s vs $(f "$RM_httpdirfs" 1 %.0f) MB/s: $(ratio "$RM_pacefs" "$RM_httpdirfs" 3) | $(yesno ge "$RM_pacefs" "$(mul "$RM_httpdirfs" 2)") |"
+	echo "| read back after a remount: >= 0.8x dd of data.mdb from a dropped page cache (dd's MB/s over the bytes it read: the whole file, $(g "$(med remount dd file_bytes)" $MiB %.0f) MiB for the $((SEQ_LO_SIZE / MiB)) MiB blob) | vs dd $(f "$RM_dd" 1 %.0f) MB/s: $(ratio "$RM_pacefs" "$RM_dd" 3) | $(yesno ge "$RM_pacefs" "$(mul "$RM_dd" 0.8)") |"
 	echo "| remount: zero bytes pulled by the full read | $(f "$rp" 1 %.0f) bytes during the read; $(f "$rq" 1 %.0f) bytes mount to unmount (requests: $(vals remount pacefs reqs 1 %d)) | $(yesno le "$rp" 0) |"
+	for n in $MLN; do
+		mp=$(med "multi_lo_$n" pacefs mbps) mc=$(med "multi_lo_$n" curlfile mbps)
+		echo "| $n readers on $n files of one mount, loopback: aggregate >= 0.6x $n curl processes into files (issue 16) | pacefs $(f "$mp" 1 %.0f) MB/s vs curl $(f "$mc" 1 %.0f) MB/s: $(ratio "$mp" "$mc" 3) (rclone $(f "$(med "multi_lo_$n" rclone mbps)" 1 %.0f), httpdirfs $(f "$(med "multi_lo_$n" httpdirfs mbps)" 1 %.0f)) | $(yesno ge "$mp" "$(mul "$mc" 0.6)") |"
+	done
 	if [ "$(med tier_first pacefs mbps)" != - ]; then
 		tc=${TIER_CHUNK:-1048576}
 		lim=$(awk -v s="$SEQ_LO_SIZE" 'BEGIN { print 1.05 * s }')
@@ -483,26 +502,32 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 
 		- **Loopback origin:** nginx on 127.0.0.1, a free port, \`autoindex on\`, sendfile, one worker per CPU. Raw speed.
 		- **WAN-like origin:** the project's \`pacefs-origin\` with \`--latency $WAN_LATENCY --rate $WAN_RATE --autoindex\`: every response (listings, HEADs and ranges alike) waits $WAN_LATENCY ms before its head, and every connection is capped at $WAN_RATE bytes/s. Its \`--autoindex\` page mimics nginx's, so all three systems list, probe and read through the same latency and cap. (nginx's \`limit_rate\` would have given the cap but not the latency.)
-		- **Systems:** \`pacefs -f -o cache_dir=DIR URL MNT\` (one blob per mount; defaults, 8 lanes); \`rclone mount :http: MNT --http-url URL/ --vfs-cache-mode full --cache-dir DIR\` (defaults otherwise); \`httpdirfs -f --cache --cache-location DIR URL/ MNT\` (defaults otherwise). Limit rows: \`curl\` to /dev/null, one connection, and one \`curl --parallel\` with 8 range requests.
+		- **Systems:** \`pacefs -f -o cache_dir=DIR URL MNT\` (one blob per mount, except the loopback many-readers workload, which mounts nginx's directory index URL/ for all its files; defaults, 8 lanes); \`rclone mount :http: MNT --http-url URL/ --vfs-cache-mode full --cache-dir DIR\` (defaults otherwise); \`httpdirfs -f --cache --cache-location DIR URL/ MNT\` (defaults otherwise). Limit rows: \`curl\` to /dev/null, one connection, and one \`curl --parallel\` with 8 range requests; on loopback also \`curl\` into a file (one process, and N at once for N readers) and, for the read back after a remount, \`dd\` of pacefs's data.mdb.
 		- **Cold:** every run starts with a new empty cache directory and a new mount; then \`sync; echo 3 > /proc/sys/vm/drop_caches\`$( [ "${BENCH_DROP_OK:-1}" = 1 ] || printf ' (**failed on this machine: page cache NOT dropped**)'), then the origin's source file is read once so that the origin serves from memory.
 		- **Verification:** the files are generated by \`benchread gen\` (word i of a file is x ^ (x >> 29) with x = (FNV-1a(name) + i) times an odd constant: no two words of a file are equal); the reader \`benchread\` checks every byte it reads against that formula (about 5 GB/s on this machine, so it does not cap warm reads), so a wrong byte at any offset fails the run ("failed: content mismatch ... at offset N"). curl rows check status codes and byte counts.
 		- **Bytes pulled** are the body bytes the origin logged (nginx \`\$body_bytes_sent\`, pacefs-origin's per-request log), from before the mount to after the unmount unless said otherwise.
-		- Files: $((SEQ_LO_SIZE / MiB)) MiB for loopback sequential/warm/remount, $((SEQ_WAN_SIZE / MiB)) MiB for WAN sequential, first byte and mirrors, $((LONG_SIZE / MiB)) MiB for random reads and seeks (the player reads the $((SEQ_LO_SIZE / MiB)) MiB file), $MULTI_FILES x $((MULTI_SIZE / MiB)) MiB for many readers.
+		- Files: $((SEQ_LO_SIZE / MiB)) MiB for loopback sequential/warm/remount, $((SEQ_WAN_SIZE / MiB)) MiB for WAN sequential, first byte and mirrors, $((LONG_SIZE / MiB)) MiB for random reads and seeks (the player reads the $((SEQ_LO_SIZE / MiB)) MiB file), $MULTI_FILES x $((MULTI_SIZE / MiB)) MiB for many readers on WAN$( [ -z "$MLN" ] || printf ', %s x %s MiB for many readers on loopback (%s readers)' "${MULTI_LO_FILES:-0}" "$((MULTI_SIZE / MiB))" "${MLN// / and }").
 
 	EOF
 
 	echo "## Headline"
 	echo
 	echo "- Targets: **$n_met met, $n_not NOT met**$( [ "$n_na" -eq 0 ] || printf ', %s not judged (a reference failed)' "$n_na")$( [ "$n_skip" -eq 0 ] || printf ', %s not run' "$n_skip") (table below)."
-	echo "- Cold sequential: loopback pacefs $(f "$SL_pacefs" 1 %.0f) MB/s = $(ratio "$SL_pacefs" "$SL_rclone") rclone, $(ratio "$SL_pacefs" "$SL_httpdirfs") httpdirfs, $(ratio "$SL_pacefs" "$SL_curl1") curl alone; WAN $(f "$SW_pacefs" 1 %.1f) MB/s = $(ratio "$SW_pacefs" "$SW_rclone") rclone, $(ratio "$SW_pacefs" "$SW_httpdirfs") httpdirfs, $(ratio "$SW_pacefs" "$SW_curl8") curl with 8 ranges."
+	echo "- Cold sequential: loopback pacefs $(f "$SL_pacefs" 1 %.0f) MB/s = $(ratio "$SL_pacefs" "$SL_rclone") rclone, $(ratio "$SL_pacefs" "$SL_httpdirfs") httpdirfs, $(ratio "$SL_pacefs" "$SL_curl1") curl alone, $(ratio "$SL_pacefs" "$SL_curlfile") curl into a file; WAN $(f "$SW_pacefs" 1 %.1f) MB/s = $(ratio "$SW_pacefs" "$SW_rclone") rclone, $(ratio "$SW_pacefs" "$SW_httpdirfs") httpdirfs, $(ratio "$SW_pacefs" "$SW_curl8") curl with 8 ranges."
 	echo "- First byte of a cold file: pacefs $(f "$TL_pacefs" 0.001 %.2f) ms on loopback ($(ratio "$TL_pacefs" "$TL_curl1") one curl range request), $(f "$TW_pacefs" 0.001 %.1f) ms on WAN ($(ratio "$TW_pacefs" "$TW_curl1"))."
 	echo "- Random 4 KiB on WAN: pacefs p95 $(f "$R95_wan_pacefs" 0.001 %.1f) ms vs rclone $(f "$R95_wan_rclone" 0.001 %.1f) ms and httpdirfs $(f "$R95_wan_httpdirfs" 0.001 %.1f) ms, pulling $(f "$RP_wan_pacefs" $MiB %.1f) MiB vs $(f "$RP_wan_rclone" $MiB %.1f) and $(f "$RP_wan_httpdirfs" $MiB %.1f) MiB."
-	echo "- Warm re-read: $(ratio "$WM_pacefs" "$WM_rclone") rclone, $(ratio "$WM_pacefs" "$WM_httpdirfs") httpdirfs; after a remount pacefs read the whole file pulling $(f "$(med remount pacefs read_pulled)" 1 %.0f) bytes."
+	echo "- Warm re-read: $(ratio "$WM_pacefs" "$WM_rclone") rclone, $(ratio "$WM_pacefs" "$WM_httpdirfs") httpdirfs; after a remount pacefs read the whole file at $(f "$RM_pacefs" 1 %.0f) MB/s ($(ratio "$RM_pacefs" "$RM_httpdirfs") httpdirfs, $(ratio "$RM_pacefs" "$RM_dd") dd of data.mdb) pulling $(f "$(med remount pacefs read_pulled)" 1 %.0f) bytes."
+	for n in $MLN; do
+		mp=$(med "multi_lo_$n" pacefs mbps)
+		printf -- '- %s readers on %s files of one mount, loopback: pacefs %s MB/s = %s %s curls into files, %s rclone, %s httpdirfs.\n' "$n" "$n" \
+			"$(f "$mp" 1 %.0f)" "$(ratio "$mp" "$(med "multi_lo_$n" curlfile mbps)")" "$n" \
+			"$(ratio "$mp" "$(med "multi_lo_$n" rclone mbps)")" "$(ratio "$mp" "$(med "multi_lo_$n" httpdirfs mbps)")"
+	done
 	echo "- Real clients on the WAN origin, seconds (pacefs / rclone / httpdirfs / local copy): ffprobe $(f "$CP_pacefs" 1 %.2f) / $(f "$CP_rclone" 1 %.2f) / $(f "$CP_httpdirfs" 1 %.2f) / $(f "$CP_local" 1 %.2f); ffmpeg -ss $(f "$CS_pacefs" 1 %.2f) / $(f "$CS_rclone" 1 %.2f) / $(f "$CS_httpdirfs" 1 %.2f) / $(f "$CS_local" 1 %.2f); zip member $(f "$CZ_pacefs" 1 %.2f) / $(f "$CZ_rclone" 1 %.2f) / $(f "$CZ_httpdirfs" 1 %.2f) / $(f "$CZ_local" 1 %.3f); sqlite lookup $(f "$CQ_pacefs" 0.001 %.1f) / $(f "$CQ_rclone" 0.001 %.1f) / $(f "$CQ_httpdirfs" 0.001 %.1f) / $(f "$CQ_local" 0.001 %.2f) ms."
 	echo
 	for p in "${PLOTS[@]}"; do echo "![$p]($p)"; done
 	echo
-	echo "## Targets (issues 4, 5, 8, 12, 13 and 14)"
+	echo "## Targets (issues 4, 5, 8, 12, 13, 14 and 16)"
 	echo
 
 	cat "$TGT"
@@ -514,11 +539,13 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 	echo
 	echo "| system | loopback nginx, $((SEQ_LO_SIZE / MiB)) MiB | runs | pacefs is | WAN origin, $((SEQ_WAN_SIZE / MiB)) MiB | runs | pacefs is | WAN pulled MiB |"
 	echo "| --- | ---: | --- | ---: | ---: | --- | ---: | ---: |"
-	for s in pacefs rclone httpdirfs curl1 curl8; do
+	for s in pacefs rclone httpdirfs curl1 curlfile curl8; do
 		echo "| $(label "$s") | $(f "$(v "SL_$s")" 1 %.0f) | $(vals seq_lo "$s" mbps 1 %.0f) | $(ratio "$SL_pacefs" "$(v "SL_$s")") | $(f "$(v "SW_$s")" 1 %.1f) | $(vals seq_wan "$s" mbps 1 %.1f) | $(ratio "$SW_pacefs" "$(v "SW_$s")") | $(f "$(med seq_wan "$s" pulled)" $MiB %.1f) |"
 	done
 	echo
-	echo "Best competitor: loopback $(ratio "$SL_pacefs" "$best_lo_comp") of its rate, WAN $(ratio "$SW_pacefs" "$best_wan_comp"); vs curl alone: loopback $(ratio "$SL_pacefs" "$SL_curl1"), WAN $(ratio "$SW_pacefs" "$SW_curl1") (one connection) and $(ratio "$SW_pacefs" "$SW_curl8") (8 ranges)."
+	echo "curl into a file: \`curl -s -o FILE\` on the loopback URL, FILE on the filesystem of the work directory (where the caches are), written and not synced, removed after each run; loopback only."
+	echo
+	echo "Best competitor: loopback $(ratio "$SL_pacefs" "$best_lo_comp") of its rate, WAN $(ratio "$SW_pacefs" "$best_wan_comp"); vs curl alone: loopback $(ratio "$SL_pacefs" "$SL_curl1") (into /dev/null) and $(ratio "$SL_pacefs" "$SL_curlfile") (into a file), WAN $(ratio "$SW_pacefs" "$SW_curl1") (one connection) and $(ratio "$SW_pacefs" "$SW_curl8") (8 ranges)."
 	echo
 
 	echo "## Time to first byte of a cold file"
@@ -650,6 +677,9 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 	for s in "${SYS[@]}"; do
 		echo "| $(label "$s") | $(f "$(v "WM_$s")" 1 %.0f) | $(vals warm "$s" mbps 1 %.0f) | $(ratio "$WM_pacefs" "$(v "WM_$s")") | $(f "$(med warm "$s" pulled)" $MiB %.1f) | $(f "$(med remount "$s" mbps)" 1 %.0f) | $(vals remount "$s" mbps 1 %.0f) | $(f "$(med remount "$s" read_pulled)" 1 %.0f) | $(f "$(med remount "$s" pulled)" 1 %.0f) ($(vals remount "$s" reqs 1 %d)) |"
 	done
+	echo "| $(label dd) | | | | | $(f "$RM_dd" 1 %.0f) | $(vals remount dd mbps 1 %.0f) | | |"
+	echo
+	echo "dd: \`dd if=CACHE/data.mdb of=/dev/null bs=1M\` on pacefs's cache directory right after its remount read and unmount, the page cache dropped first as for the remount; MB/s over the bytes dd read, which is the whole file: $(g "$(med remount dd file_bytes)" $MiB %.1f) MiB ($(g "$(med remount dd disk_bytes)" $MiB %.1f) MiB allocated on disk) for the $((SEQ_LO_SIZE / MiB)) MiB blob, since data.mdb also holds LMDB's metadata and free pages. pacefs's remount figure is over the blob's bytes only."
 	echo
 
 	echo "## Two mirrors (pacefs only, WAN origins)"
@@ -675,6 +705,23 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 		echo "| $(label "$s") | $(f "$(med multi "$s" mbps)" 1 %.1f) | $(vals multi "$s" mbps 1 %.1f) | $(f "$(med multi "$s" pulled)" $MiB %.1f) | $(ratio "$mp" "$(med multi "$s" mbps)") |"
 	done
 	echo
+	if [ -n "$MLN" ]; then
+		echo "## Many readers on many files of one mount (loopback nginx)"
+		echo
+		echo "N readers at once, each reading its own cold $((MULTI_SIZE / MiB)) MiB file in full through one fresh mount of each system with an empty cache (pacefs mounts nginx's directory index of the loopback root, rclone and httpdirfs its listing, as always); the limit: N curl processes at once, each into its own file on the work directory's filesystem (not synced). Aggregate MB/s = N x $((MULTI_SIZE / MiB)) MiB / the wall time from the first start to the last exit (process start included for every system)."
+		echo
+		echo "| readers | system | aggregate MB/s | runs | pulled MiB | pacefs is |"
+		echo "| ---: | --- | ---: | --- | ---: | ---: |"
+		for n in $MLN; do
+			mp=$(med "multi_lo_$n" pacefs mbps)
+			for s in "${SYS[@]}" curlfile; do
+				lb=$(label "$s")
+				[ "$s" != curlfile ] || lb="$n curl processes, each into a file (limit)"
+				echo "| $n | $lb | $(f "$(med "multi_lo_$n" "$s" mbps)" 1 %.0f) | $(vals "multi_lo_$n" "$s" mbps 1 %.0f) | $(g "$(med "multi_lo_$n" "$s" pulled)" $MiB %.1f) | $(ratio "$mp" "$(med "multi_lo_$n" "$s" mbps)") |"
+			done
+		done
+		echo
+	fi
 	if [ "$(med tier_first pacefs mbps)" != - ]; then
 		tc=${TIER_CHUNK:-1048576}
 		echo "## A shared cache tier (WAN origin behind nginx proxy_cache + slice)"
@@ -742,6 +789,7 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 			key["ffss"] = "secs"; key["ffplay"] = "ss_secs"; key["zip"] = "secs"
 			key["sqlite"] = "per"; key["transfer1"] = "secs"; key["stall"] = "secs"
 		}
+		$1 ~ /^multi_lo_/ { key[$1] = "mbps" }
 		$4 == "ok" && ($1 in key) {
 			n = split($5, kv, " ")
 			for (i = 1; i <= n; i++) {
@@ -763,7 +811,7 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 	echo
 	echo "## Caveats"
 	echo
-	echo "- pacefs mounts one blob per mount; the many-readers workload gives it one mount per file, each with its own 8 lanes, while rclone and httpdirfs serve all files from one mount."
+	echo "- The WAN many-readers workload gives pacefs one mount per file, each with its own 8 lanes, as it did before pacefs mounted trees, so that its figures stay comparable with earlier runs; rclone and httpdirfs serve all files from one mount. The loopback many-readers workload uses one mount for every system."
 	echo "- httpdirfs runs with \`--no-range-check\`: without it httpdirfs 1.2.5 exits on nginx's 206 responses, which carry Content-Range but no Accept-Ranges (httpdirfs issue #188). It also crashed at unmount in some runs (see Logs); only reads before the unmount count."
 	echo "- Warm re-reads do not drop the page cache: they measure what a user sees on a second read, kernel page cache included where the filesystem keeps it."
 	echo "- Timings include benchread's check of every byte (about 0.05 s per 256 MiB on this machine), the same for every system; curl rows do no check."

@@ -37,6 +37,8 @@ MULTI_SIZE=$((32 * MiB))   # each of the many-readers files
 MEM_SIZE=${BENCH_MEM_SIZE:-$((4096 * MiB))} # streamed while the daemon's RSS is read
 MULTI_FILES=4
 MULTI_READERS=8
+MULTI_LO_N="4 16" # loopback many readers: readers (each on its own file) in one mount
+MULTI_LO_FILES=16 # MULTI_SIZE files for them: the largest of MULTI_LO_N
 WAN_RATE=8000000 # bytes/s per connection
 WAN_LATENCY=20   # ms before every response
 RANDOM_N_LO=200
@@ -79,7 +81,7 @@ TIER_CHUNK=$MiB # -o chunk= and the tier's slice in the tier workload
 TIER_STALL=10   # s, -o stall_timeout= of the mount that loses a proxy
 S3SIG_N=2000    # random 4 KiB reads of the s3sig workload
 S3SIG_BUCKET=s3sig # its bucket: a directory of WWW with the same files
-WORKLOADS=(seq_lo seq_wan ttfb random player player2 seek1m mirrors multi
+WORKLOADS=(seq_lo seq_wan ttfb random player player2 seek1m mirrors multi multi_lo
 	ffprobe ffss ffplay zip sqlite transfer1 stall memory tier s3sig)
 
 # Per-step timeouts, seconds.
@@ -137,6 +139,7 @@ fi
 # --- cleanup: every mount unmounted, every process stopped ------------------
 
 MOUNT_PIDS=() # pids of mount daemons (foreground processes we started)
+PAR_PIDS=()   # pids of the readers par_run has running at once
 
 cleanup() {
 	local rc=$? m p
@@ -144,6 +147,9 @@ cleanup() {
 	if [ -n "$STEP_PID" ]; then
 		kill -TERM "$STEP_PID" 2>/dev/null || true
 	fi
+	for p in "${PAR_PIDS[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
 	for m in "${T_MOUNTS[@]}"; do
 		umount_pacefs "$m" 2>/dev/null || true
 	done
@@ -306,7 +312,8 @@ cold_caches() {
 # --- mounts -----------------------------------------------------------------
 
 # fs_mount SYS BASE_URL FILE MNT CACHE [PACEFS_OPTS...]: mounts SYS so that
-# MNT/FILE is BASE_URL/FILE; pacefs mounts the one file, the others the
+# MNT/FILE is BASE_URL/FILE; pacefs mounts the one file (with FS_TREE=1
+# the directory index BASE_URL/, as the others always do), the others the
 # listing of BASE_URL/. Sets MPID; on failure returns 1 with MOUNT_ERR.
 fs_mount() {
 	local sys=$1 base=$2 file=$3 mnt=$4 cache=$5 log rc=0
@@ -317,7 +324,9 @@ fs_mount() {
 	echo "=== $(date +%T) mount $sys $base/$file at $mnt" >>"$log"
 	case $sys in
 	pacefs)
-		"$PACEFS" -f -o "cache_dir=$cache" "$@" "$base/$file" "$mnt" \
+		local url=$base/$file
+		[ "${FS_TREE:-0}" != 1 ] || url=$base/
+		"$PACEFS" -f -o "cache_dir=$cache" "$@" "$url" "$mnt" \
 			</dev/null >>"$log" 2>&1 &
 		;;
 	rclone)
@@ -402,11 +411,17 @@ run_step() {
 
 # --- curl, the limit --------------------------------------------------------
 
-# curl_one URL SIZE: one connection, whole body to /dev/null.
+# curl_one URL SIZE [FILE]: one connection, whole body to /dev/null or into
+# FILE (written, not synced; removed afterwards, so that its dirty pages
+# are dropped rather than written back under the next measurement).
 curl_one() {
-	local w code size t
-	w=$(curl -s -o /dev/null --max-time "$TO_STEP" -w '%{http_code} %{size_download} %{time_total}' "$1") ||
-		{ echo "failed: curl exit $?"; return; }
+	local w code size t out=${3:-/dev/null} rc=0
+	w=$(curl -s -o "$out" --max-time "$TO_STEP" -w '%{http_code} %{size_download} %{time_total}' "$1") || rc=$?
+	[ "$out" = /dev/null ] || rm -f "$out"
+	if [ "$rc" -ne 0 ]; then
+		echo "failed: curl exit $rc"
+		return
+	fi
 	read -r code size t <<<"$w"
 	if [ "$code" != 200 ] || [ "$size" != "$2" ]; then
 		echo "failed: status $code, $size of $2 bytes"
@@ -488,6 +503,68 @@ curl_random() {
 		}'
 }
 
+# par_run N BYTES OK CMD...: runs N copies of CMD at once, @K@ in its
+# arguments replaced by the copy's number (0..N-1), each under the step
+# timeout; a copy succeeds when it exits 0 and its last line matches the
+# glob OK. Sets STEP to "ok bytes=N*BYTES secs=S mbps=M", S the wall time
+# from the first start to the last exit, or to "failed: copy K: ...".
+par_run() {
+	local n=$1 bytes=$2 okpat=$3 k a t0 t1 rc last bad=
+	shift 3
+	PAR_PIDS=()
+	t0=$(date +%s.%N)
+	for ((k = 0; k < n; k++)); do
+		local args=()
+		for a in "$@"; do args+=("${a//@K@/$k}"); done
+		timeout -k 5 "$TO_STEP" "${args[@]}" >"$W/par.$k" 2>&1 &
+		PAR_PIDS+=("$!")
+	done
+	for ((k = 0; k < n; k++)); do
+		rc=0
+		wait "${PAR_PIDS[k]}" || rc=$?
+		last=$(tail -n 1 "$W/par.$k")
+		# shellcheck disable=SC2053 # OK is a glob
+		if [ -n "$bad" ]; then
+			continue
+		elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+			bad="copy $k: timed out after ${TO_STEP}s"
+		elif [ "$rc" -ne 0 ] || [[ $last != $okpat ]]; then
+			bad="copy $k: exit $rc: ${last#failed: }"
+		fi
+	done
+	t1=$(date +%s.%N)
+	PAR_PIDS=()
+	if [ -n "$bad" ]; then
+		STEP="failed: $bad"
+	else
+		STEP=$(awk -v b=$((n * bytes)) -v t="$(elapsed "$t0" "$t1")" \
+			'BEGIN { printf "ok bytes=%d secs=%.6f mbps=%.2f", b, t, b / t / 1e6 }')
+	fi
+}
+
+# dd_mdb DIR: dd of DIR/data.mdb (1 MiB blocks) to /dev/null, after the page
+# cache is dropped: "ok bytes=READ secs=S mbps=M file_bytes=F disk_bytes=D",
+# MB/s over the bytes dd read, which is the whole file: LMDB's free pages and
+# metadata as well as the blob, so it may be more than the blob.
+dd_mdb() {
+	local f=$1/data.mdb out line
+	if [ ! -f "$f" ]; then
+		echo "failed: no $f"
+		return
+	fi
+	cold_caches
+	out=$(LC_ALL=C timeout -k 5 "$TO_STEP" dd if="$f" of=/dev/null bs=1M 2>&1) ||
+		{ echo "failed: dd: $(tail -n 1 <<<"$out")"; return; }
+	# "268435456 bytes (268 MB, 256 MiB) copied, 0.254 s, 1.1 GB/s"
+	line=$(sed -n 's/^\([0-9][0-9]*\) bytes .* copied, \([0-9.e+-]*\) s, .*/\1 \2/p' <<<"$out")
+	if [ -z "$line" ]; then
+		echo "failed: dd said: $(tail -n 1 <<<"$out")"
+		return
+	fi
+	awk -v b="${line% *}" -v t="${line#* }" -v fb="$(stat -c %s "$f")" -v db="$(($(stat -c '%b * %B' "$f")))" \
+		'BEGIN { if (t <= 0) t = 1e-6; printf "ok bytes=%d secs=%.6f mbps=%.2f file_bytes=%d disk_bytes=%d\n", b, t, b / t / 1e6, fb, db }'
+}
+
 # --- workloads --------------------------------------------------------------
 
 # fresh RUN SYS: a new, empty cache directory and mountpoint for one run.
@@ -547,12 +624,22 @@ wl_seq_lo() {
 			fs_umount "$MNT" "$MPID"
 			# pulled: mount to unmount; read_pulled: during the read only.
 			record remount "$sys" "$r" "$line" "$(log_pulled "$NGINX_LOG" "$mark") read_${during% *} read_${during#* }"
-			say "  seq_lo/warm/remount $sys run $r: $(tail -n 3 "$RAW" | cut -f5 | cut -d' ' -f3 | tr '\n' ' ')"
+			if [ "$sys" = pacefs ]; then
+				# what the read back is held to: the cache file itself,
+				# read by dd from a dropped page cache
+				record remount dd "$r" "$(dd_mdb "$CACHE")"
+			fi
+			say "  seq_lo/warm/remount $sys run $r: $(awk -F'\t' -v s="$sys" -v r="$r" '$2 == s && $3 == r && ($1 == "seq_lo" || $1 == "warm" || $1 == "remount") { split($5, kv, " "); printf "%s %s ", $1, ($4 == "ok" ? kv[3] : $4) }' "$RAW")"
 		done
 		cold_caches "$f"
 		record seq_lo curl1 "$r" "$(curl_one "$NGINX_URL/$f" "$SEQ_LO_SIZE")"
+		# curl into a file on the work directory's filesystem, the caches'
+		cold_caches "$f"
+		record seq_lo curlfile "$r" "$(curl_one "$NGINX_URL/$f" "$SEQ_LO_SIZE" "$W/curl-seq.bin")"
 		cold_caches "$f"
 		record seq_lo curl8 "$r" "$(curl_ranges "$NGINX_URL/$f" "$SEQ_LO_SIZE" 8)"
+		say "  seq_lo curl (/dev/null, file, 8 ranges) run $r: $(tail -n 3 "$RAW" | cut -f5 | cut -d' ' -f3 | tr '\n' ' ')"
+		say "  remount dd of data.mdb run $r: $(awk -F'\t' -v r="$r" '$1 == "remount" && $2 == "dd" && $3 == r { print $4, $5 }' "$RAW")"
 	done
 }
 
@@ -755,6 +842,45 @@ wl_multi() {
 				fi
 				say "  multi $sys run $r: $(tail -n 1 "$RAW" | cut -f4-)"
 			fi
+		done
+	done
+}
+
+# Many readers on loopback nginx, one mount: for each N of MULTI_LO_N, N
+# readers at once, each on its own MULTI_SIZE file, through one fresh mount
+# of each system (pacefs mounts nginx's directory index, as rclone and
+# httpdirfs mount its listing); the limit is N curl processes at once, each
+# into its own file on the work directory's filesystem. Aggregate MB/s =
+# N x MULTI_SIZE / the wall time from the first start to the last exit.
+wl_multi_lo() {
+	local sys r n k mark wl files
+	for r in $(seq 1 "$RUNS"); do
+		for n in $MULTI_LO_N; do
+			wl=multi_lo_$n
+			files=()
+			for ((k = 0; k < n; k++)); do files+=("multi$k.bin"); done
+			for sys in "${SYSTEMS[@]}"; do
+				fresh "$r" "$sys"
+				mark=$(log_mark "$NGINX_LOG")
+				if ! FS_TREE=1 fs_mount "$sys" "$NGINX_URL" "${files[0]}" "$MNT" "$CACHE"; then
+					record "$wl" "$sys" "$r" "failed: mount: $MOUNT_ERR"
+					continue
+				fi
+				cold_caches "${files[@]}"
+				par_run "$n" "$MULTI_SIZE" 'ok *' "$BR" seq "$MNT/multi@K@.bin"
+				fs_umount "$MNT" "$MPID"
+				record "$wl" "$sys" "$r" "$STEP" "$(log_pulled "$NGINX_LOG" "$mark")"
+				say "  $wl $sys run $r: $(tail -n 1 "$RAW" | cut -f4-)"
+			done
+			mkdir -p "$W/curl-multi"
+			cold_caches "${files[@]}"
+			par_run "$n" "$MULTI_SIZE" "200 $MULTI_SIZE" \
+				curl -s --max-time "$TO_STEP" -o "$W/curl-multi/@K@.bin" -w '%{http_code} %{size_download}\n' \
+				"$NGINX_URL/multi@K@.bin"
+			# dropped unwritten rather than written back under the next step
+			rm -rf "$W/curl-multi"
+			record "$wl" curlfile "$r" "$STEP"
+			say "  $wl curl into files run $r: $(tail -n 1 "$RAW" | cut -f4-)"
 		done
 	done
 }
@@ -1165,7 +1291,9 @@ say "generating files"
 "$BR" gen "$WWW/seq.bin" "$SEQ_LO_SIZE" >/dev/null
 "$BR" gen "$WWW/wan.bin" "$SEQ_WAN_SIZE" >/dev/null
 "$BR" gen "$WWW/long.bin" "$LONG_SIZE" >/dev/null
-for ((k = 0; k < MULTI_FILES; k++)); do "$BR" gen "$WWW/multi$k.bin" "$MULTI_SIZE" >/dev/null; done
+n=$MULTI_FILES
+if wanted multi_lo && [ "$MULTI_LO_FILES" -gt "$n" ]; then n=$MULTI_LO_FILES; fi
+for ((k = 0; k < n; k++)); do "$BR" gen "$WWW/multi$k.bin" "$MULTI_SIZE" >/dev/null; done
 if wanted memory; then "$BR" gen "$WWW/mem.bin" "$MEM_SIZE" >/dev/null; fi
 DATA=${BENCH_DATA:-$W/data}
 if wanted ffprobe || wanted ffss || wanted ffplay || wanted zip || wanted sqlite; then
@@ -1194,7 +1322,7 @@ export BENCH_RAW=$RAW BENCH_OUT=$OUT BENCH_DROP_OK=$DROP_OK \
 	BENCH_SECS=$((T_END - T_START)) BENCH_RUNS=$RUNS \
 	BENCH_DATE BENCH_MACHINE BENCH_VERSIONS BENCH_COMMIT \
 	BENCH_LOAD="$LOAD_START at the start, $LOAD_END at the end"
-SETTINGS=(SEQ_LO_SIZE SEQ_WAN_SIZE LONG_SIZE MULTI_SIZE MULTI_FILES MULTI_READERS
+SETTINGS=(SEQ_LO_SIZE SEQ_WAN_SIZE LONG_SIZE MULTI_SIZE MULTI_FILES MULTI_READERS MULTI_LO_N MULTI_LO_FILES
 	WAN_RATE WAN_LATENCY RANDOM_N_LO RANDOM_N_WAN PLAYER_RATE PLAYER_BYTES
 	PLAYER_BS SEEK_N SEEK_PLAY MEM_SIZE SEEK_JUMP PLAYER2_RATE PLAYER2_BYTES
 	PLAYER_LEAD LANES MEDIA_SECS MEDIA_KBPS PLAY_SECS PLAY_JUMPS SS_POS ZIP_MEMBERS
