@@ -8,11 +8,13 @@ $(BUILD)/tests/test_pacing: $(BUILD)/tests/unit/test_pacing.o $(BUILD)/libpacing
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
 
-# The simulator links libpacing alone; built straight from its source so
-# that no object folder is named like the binary.
-$(BUILD)/tests/sim: tests/sim/sim.c $(BUILD)/libpacing.a
+# The simulator links libpacing alone; built straight from its sources so
+# that no object folder is named like the binary. Its header is named here:
+# the compiler's dependency file for several sources keeps the last one's.
+SIM_SRCS := tests/sim/sim.c tests/sim/world.c tests/sim/scenarios.c
+$(BUILD)/tests/sim: $(SIM_SRCS) tests/sim/sim_int.h $(BUILD)/libpacing.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $(filter-out %.h,$^)
 
 $(BUILD)/tests/test_cache: $(BUILD)/tests/unit/test_cache.o $(BUILD)/libcache.a
 	@mkdir -p $(dir $@)

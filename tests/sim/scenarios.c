@@ -1,0 +1,755 @@
+/* scenarios: the simulator's named scenarios with the judge of each, the
+ * randomized ones, and the table they print. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/sim/sim_int.h"
+
+static void base(struct scenario *sc, const char *name)
+{
+	memset(sc, 0, sizeof(*sc));
+	sc->name = name;
+	pace_config_default(&sc->cfg);
+	sc->cfg.max_blobs = 8;
+	sc->cfg.max_sources = 16;
+	sc->cfg.max_readers = 16;
+	sc->cfg.max_waits = 16;
+	sc->limit = 600;
+}
+
+static struct src_spec src(int blob, double rate, double cap, double lat)
+{
+	struct src_spec s;
+
+	memset(&s, 0, sizeof(s));
+	s.blob = blob;
+	s.caps = PACE_CAPS_FULL;
+	s.conn_rate = rate;
+	s.cap = cap;
+	s.latency = lat;
+	return s;
+}
+
+static struct rd_spec seq(int blob, double rate, uint64_t rsize)
+{
+	struct rd_spec r;
+
+	memset(&r, 0, sizeof(r));
+	r.blob = blob;
+	r.kind = RD_SEQ;
+	r.rate = rate;
+	r.rsize = rsize;
+	return r;
+}
+
+struct check {
+	const char *what;
+	bool ok;
+};
+
+static int passed, failed, missed;
+
+/* A row: ok (invariants held and target met), MISS (invariants held, the
+ * performance target not met) or FAIL (an invariant broke); MISS and FAIL
+ * both fail the run. */
+static void row(const char *name, const struct figures *f, bool inv_ok,
+		bool target_ok, const char *note)
+{
+	bool ok = inv_ok && target_ok;
+	const char *res = !inv_ok ? "FAIL" : target_ok ? "ok" : "MISS";
+
+	printf("%-22s %7.2f %7.2f %6.3f %9.1f %7.1f %7.1f %7.1f %6" PRIu64
+	       " %5" PRIu64 " %4" PRIu64 "  %s %s\n",
+	       name, f->done, f->ideal, f->ideal > 0 ? f->done / f->ideal : 0,
+	       (double)f->overfetch / MIB, f->p50 * 1e3, f->p99 * 1e3,
+	       f->max * 1e3, f->requests, f->steals, f->reclaims, res, note);
+	printf("%s %s\n", ok ? "PASS" : "FAIL", name);
+	if (inv_ok && !target_ok)
+		missed++;
+	fflush(stdout);
+	if (ok)
+		passed++;
+	else
+		failed++;
+}
+
+static void named(const struct scenario *sc,
+		  bool (*judge)(const struct scenario *, const struct figures *,
+				char *, size_t))
+{
+	struct figures f;
+	char err[512] = "", note[512] = "";
+	int rc;
+	bool target;
+
+	if (getenv("SIM_ONLY") && strcmp(getenv("SIM_ONLY"), sc->name) != 0)
+		return;
+	rc = sim__run(sc, &f, err, sizeof(err));
+	target = judge(sc, &f, note, sizeof(note));
+
+	row(sc->name, &f, rc == 0, target, rc ? err : note);
+}
+
+/* The same scenario with an executor that sends nothing ahead: QUEUE is
+ * advisory, so ignoring it costs a round trip per request and nothing
+ * more. */
+static bool judge_nopipe(const struct scenario *sc, const struct figures *f,
+			 char *note, size_t n)
+{
+	snprintf(note, n, "QUEUE ignored; target <= 1.20 x ideal");
+	return f->done <= sc->ideal * 1.20;
+}
+
+/* 1: two sources, 8 and 4 MB/s per connection, 4 connections each. */
+static bool judge_two_sources(const struct scenario *sc,
+			      const struct figures *f, char *note, size_t n)
+{
+	snprintf(note, n, "target <= 1.10 x ideal");
+	return f->done <= sc->ideal * 1.10;
+}
+
+static void sc_two_sources(void)
+{
+	struct scenario sc;
+
+	base(&sc, "two_sources");
+	sc.nblob = 1;
+	sc.size[0] = 256 * MIB;
+	sc.nsrc = 2;
+	sc.src[0] = src(0, 8 * MB, 32 * MB, 0.05);
+	sc.src[1] = src(0, 4 * MB, 16 * MB, 0.05);
+	sc.nrd = 1;
+	sc.rd[0] = seq(0, 0, 1 * MIB);
+	sc.ideal = (double)sc.size[0] / (48 * MB);
+	named(&sc, judge_two_sources);
+	sc.name = "two_sources/nopipe";
+	sc.no_pipeline = true;
+	named(&sc, judge_nopipe);
+}
+
+/* 2: one source collapses to 3% mid-transfer. */
+static bool judge_collapse(const struct scenario *sc, const struct figures *f,
+			   char *note, size_t n)
+{
+	bool det = f->detect >= 0 && f->detect < sc->cfg.stall_ns / 1e9;
+
+	snprintf(note, n, "detected after %.2f s (stall %.0f s); target <= "
+			  "1.15 x ideal",
+		 f->detect, sc->cfg.stall_ns / 1e9);
+	return det && f->done <= sc->ideal * 1.15;
+}
+
+static void sc_collapse(void)
+{
+	struct scenario sc;
+	double t = 2.0, before, after;
+
+	base(&sc, "collapse");
+	sc.nblob = 1;
+	sc.size[0] = 256 * MIB;
+	sc.nsrc = 2;
+	sc.src[0] = src(0, 8 * MB, 32 * MB, 0.05);
+	sc.src[1] = src(0, 8 * MB, 32 * MB, 0.05);
+	sc.src[1].collapse_at = t;
+	sc.src[1].collapse_frac = 0.03;
+	sc.nrd = 1;
+	sc.rd[0] = seq(0, 0, 1 * MIB);
+	/* Ideal: full rate until the collapse, then what remains at the
+	 * remaining capacity. */
+	before = t * 64 * MB;
+	after = (double)sc.size[0] - before;
+	sc.ideal = t + after / (32 * MB + 0.03 * 32 * MB);
+	named(&sc, judge_collapse);
+	sc.name = "collapse/nopipe";
+	sc.no_pipeline = true;
+	named(&sc, judge_nopipe);
+}
+
+/* 3: a reader at 2 MB/s with 32 MB/s of capacity. */
+static bool judge_slow_reader(const struct scenario *sc,
+			      const struct figures *f, char *note, size_t n)
+{
+	double rtt = sc->src[0].latency +
+		     (double)sc->cfg.min_request / sc->src[0].conn_rate;
+	bool waits = f->max_wait_after_first <= rtt;
+	bool bound = f->overfetch <= sc->cfg.window_max;
+
+	snprintf(note, n, "max wait after first %.1f ms (rtt %.1f ms); "
+			  "over-fetch <= W",
+		 f->max_wait_after_first * 1e3, rtt * 1e3);
+	return waits && bound;
+}
+
+static void sc_slow_reader(void)
+{
+	struct scenario sc;
+
+	base(&sc, "slow_reader");
+	sc.nblob = 1;
+	sc.size[0] = 64 * MIB;
+	sc.nsrc = 1;
+	sc.src[0] = src(0, 4 * MB, 32 * MB, 0.05);
+	sc.nrd = 1;
+	sc.rd[0] = seq(0, 2 * MB, 128 * KIB);
+	named(&sc, judge_slow_reader);
+}
+
+/* 4: random 4 KiB readers. */
+static bool judge_random(const struct scenario *sc, const struct figures *f,
+			 char *note, size_t n)
+{
+	int reads = 0;
+
+	for (int i = 0; i < sc->nrd; i++)
+		reads += sc->rd[i].nreads;
+	snprintf(note, n, "%d reads, largest request %" PRIu64 " KiB",
+		 reads, (uint64_t)(f->max_req / KIB));
+	return f->requests <= (uint64_t)reads &&
+	       f->max_req <= sc->cfg.min_request;
+}
+
+static void sc_random(void)
+{
+	struct scenario sc;
+
+	base(&sc, "random_4k");
+	sc.nblob = 1;
+	sc.size[0] = 1024 * MIB;
+	sc.nsrc = 1;
+	sc.src[0] = src(0, 8 * MB, 0, 0.03);
+	sc.nrd = 3;
+	for (int i = 0; i < 3; i++) {
+		memset(&sc.rd[i], 0, sizeof(sc.rd[i]));
+		sc.rd[i].kind = RD_RANDOM;
+		sc.rd[i].nreads = 200;
+		sc.rd[i].think = 0.002;
+	}
+	sc.seed = 4;
+	named(&sc, judge_random);
+}
+
+/* 5: seek. */
+static bool judge_seek(const struct scenario *sc, const struct figures *f,
+		       char *note, size_t n)
+{
+	(void)sc;
+	snprintf(note, n, "new position requested after %.1f ms, %d lanes "
+			  "yielded",
+		 f->seek_start_delay * 1e3, f->yields_on_seek);
+	return f->seek_start_delay == 0 && f->yields_on_seek > 0;
+}
+
+static void sc_seek(void)
+{
+	struct scenario sc;
+
+	base(&sc, "seek");
+	sc.nblob = 1;
+	sc.size[0] = 512 * MIB;
+	sc.nsrc = 1;
+	sc.src[0] = src(0, 4 * MB, 32 * MB, 0.05);
+	sc.nrd = 1;
+	sc.rd[0] = seq(0, 16 * MB, 256 * KIB);
+	sc.rd[0].seek_at = 3.0;
+	sc.rd[0].seek_to = 400 * MIB;
+	named(&sc, judge_seek);
+}
+
+/* 6: two readers of two blobs with equal demand, then a waiting read. */
+static bool judge_fair(const struct scenario *sc, const struct figures *f,
+		       char *note, size_t n)
+{
+	double a = f->bw[0], b = f->bw[1];
+	double lo = a < b ? a : b, hi = a > b ? a : b;
+	double rtt = sc->src[2].latency +
+		     (double)sc->cfg.min_request / sc->src[2].conn_rate;
+	bool overtakes = f->rand_max_wait <= rtt + 0.01;
+
+	snprintf(note, n, "bw %.1f / %.1f MB/s; random read max wait %.1f ms "
+			  "(rtt %.1f ms)",
+		 a / MB, b / MB, f->rand_max_wait * 1e3, rtt * 1e3);
+	return lo > 0 && hi <= lo * 1.10 && overtakes;
+}
+
+static void sc_fair(void)
+{
+	struct scenario sc;
+
+	base(&sc, "two_blobs_fair");
+	sc.cfg.max_lanes = 4;
+	sc.nblob = 3;
+	sc.size[0] = 128 * MIB;
+	sc.size[1] = 128 * MIB;
+	sc.size[2] = 256 * MIB;
+	sc.nsrc = 3;
+	sc.src[0] = src(0, 4 * MB, 0, 0.05);
+	sc.src[1] = src(1, 4 * MB, 0, 0.05);
+	sc.src[2] = src(2, 4 * MB, 0, 0.05);
+	sc.nrd = 3;
+	sc.rd[0] = seq(0, 0, 1 * MIB);
+	sc.rd[1] = seq(1, 0, 1 * MIB);
+	memset(&sc.rd[2], 0, sizeof(sc.rd[2]));
+	sc.rd[2].blob = 2;
+	sc.rd[2].kind = RD_RANDOM;
+	sc.rd[2].nreads = 10;
+	sc.rd[2].think = 0.5;
+	sc.rd[2].open_at = 1.0;
+	sc.seed = 6;
+	named(&sc, judge_fair);
+}
+
+/* 7: all sources dead. */
+static bool judge_dead(const struct scenario *sc, const struct figures *f,
+		       char *note, size_t n)
+{
+	snprintf(note, n, "every read failed by its deadline (%.0f s)",
+		 sc->cfg.deadline_ns / 1e9);
+	return f->max <= sc->cfg.deadline_ns / 1e9 + 0.002;
+}
+
+static void sc_dead(void)
+{
+	struct scenario sc;
+
+	base(&sc, "all_dead");
+	sc.cfg.deadline_ns = 5 * SEC;
+	sc.nblob = 1;
+	sc.size[0] = 64 * MIB;
+	sc.nsrc = 2;
+	sc.src[0] = src(0, 4 * MB, 0, 0.05);
+	sc.src[1] = src(0, 4 * MB, 0, 0.05);
+	sc.src[0].die_at = 0.5;
+	sc.src[0].die = DIE_RESET;
+	sc.src[1].die_at = 0.7;
+	sc.src[1].die = DIE_RESET;
+	sc.nrd = 2;
+	sc.rd[0] = seq(0, 0, 1 * MIB);
+	sc.rd[1] = seq(0, 0, 1 * MIB);
+	sc.rd[1].start = 32 * MIB;
+	sc.errors_ok = true;
+	named(&sc, judge_dead);
+}
+
+/* 429 bursts: throttling cuts the source's lanes, and the transfer still
+ * completes (sim__run() fails a read that fails). */
+static bool judge_throttle(const struct scenario *sc, const struct figures *f,
+			   char *note, size_t n)
+{
+	(void)sc;
+	snprintf(note, n, "%" PRIu64 " lane cut(s), %d requests answered 429",
+		 f->cuts, f->n429);
+	return f->cuts >= 1;
+}
+
+static void sc_throttle(void)
+{
+	struct scenario sc;
+
+	base(&sc, "throttle_429");
+	sc.nblob = 1;
+	sc.size[0] = 128 * MIB;
+	sc.nsrc = 1;
+	sc.src[0] = src(0, 8 * MB, 0, 0.03);
+	sc.src[0].t429_from = 1.0;
+	sc.src[0].t429_to = 3.0;
+	sc.src[0].retry_after = 0.5;
+	sc.nrd = 1;
+	sc.rd[0] = seq(0, 0, 1 * MIB);
+	named(&sc, judge_throttle);
+}
+
+/* Memory budget: many readers, bytes in flight never above the budget
+ * (checked after every step). */
+static bool judge_budget(const struct scenario *sc, const struct figures *f,
+			 char *note, size_t n)
+{
+	snprintf(note, n, "max in flight %.1f MiB (budget %.0f MiB)",
+		 (double)f->inflight_max / MIB,
+		 (double)sc->cfg.budget_bytes / MIB);
+	return f->inflight_max <= sc->cfg.budget_bytes;
+}
+
+static void sc_budget(void)
+{
+	struct scenario sc;
+
+	base(&sc, "budget");
+	sc.cfg.budget_bytes = 16 * MIB;
+	sc.nblob = 3;
+	sc.nsrc = 3;
+	sc.nrd = 6;
+	for (int b = 0; b < 3; b++) {
+		sc.size[b] = 64 * MIB;
+		sc.src[b] = src(b, 8 * MB, 0, 0.05);
+		sc.rd[2 * b] = seq(b, 0, 1 * MIB);
+		sc.rd[2 * b + 1] = seq(b, 0, 1 * MIB);
+		sc.rd[2 * b + 1].start = 32 * MIB;
+	}
+	named(&sc, judge_budget);
+}
+
+/* ---- pacing that follows the reader. The far origin: 20 ms before the
+ * first byte, 8 MB/s per connection, 8 lanes. ---- */
+
+static void far_origin(struct scenario *sc, const char *name, uint64_t size)
+{
+	base(sc, name);
+	sc->cfg.align = 64 * KIB;
+	sc->cfg.min_request = 64 * KIB;
+	sc->cfg.window_min = 256 * KIB;
+	sc->nblob = 1;
+	sc->size[0] = size;
+	sc->nsrc = 1;
+	sc->src[0] = src(0, 8 * MB, 0, 0.02);
+}
+
+/* A player: pulled - consumed <= max(4 MiB, lead x rate), and no read
+ * after the first waits longer than a round trip and its own transfer. */
+static bool judge_player(const struct scenario *sc, const struct figures *f,
+			 char *note, size_t n)
+{
+	double rate = sc->rd[0].rate;
+	double lead = (double)sc->cfg.lead_ns / 1e9;
+	double allowed = rate * lead > 4 * MIB ? rate * lead : 4 * MIB;
+	double over = (double)f->pulled - (double)f->consumed;
+	double turn = sc->src[0].latency +
+		      (double)sc->rd[0].rsize / sc->src[0].conn_rate + 0.002;
+
+	snprintf(note, n, "pulled - consumed %.1f MiB (<= %.1f); max wait "
+			  "after first %.1f ms (<= %.1f)",
+		 over / MIB, allowed / MIB, f->max_wait_after_first * 1e3,
+		 turn * 1e3);
+	return over <= allowed && f->max_wait_after_first <= turn;
+}
+
+static void sc_player(const char *name, double rate, double secs)
+{
+	struct scenario sc;
+
+	far_origin(&sc, name, 256 * MIB);
+	sc.nrd = 1;
+	sc.rd[0] = seq(0, rate, 256 * KIB);
+	sc.rd[0].stop_after = (uint64_t)(rate * secs);
+	named(&sc, judge_player);
+}
+
+/* A zip member of 1 MiB: the end of central directory, the directory,
+ * then the member's header and data, read as the kernel asks for them. */
+static const struct rd_step zip_steps[] = {
+	{100 * MIB - 4 * KIB, 4 * KIB},
+	{100 * MIB - 12 * KIB, 8 * KIB},
+	{50 * MIB, 64 * KIB},
+	{50 * MIB + 64 * KIB, 128 * KIB},
+	{50 * MIB + 192 * KIB, 256 * KIB},
+	{50 * MIB + 448 * KIB, 256 * KIB},
+	{50 * MIB + 704 * KIB, 256 * KIB},
+	{50 * MIB + 960 * KIB, 128 * KIB},
+};
+
+static bool judge_zip(const struct scenario *sc, const struct figures *f,
+		      char *note, size_t n)
+{
+	(void)sc;
+	snprintf(note, n, "pulled %.2f MiB for a 1 MiB member (<= 1.5)",
+		 (double)f->pulled / MIB);
+	return f->pulled <= 3 * MIB / 2;
+}
+
+static void sc_zip(void)
+{
+	struct scenario sc;
+
+	far_origin(&sc, "zip_member", 100 * MIB);
+	sc.nrd = 1;
+	memset(&sc.rd[0], 0, sizeof(sc.rd[0]));
+	sc.rd[0].kind = RD_SCRIPT;
+	sc.rd[0].script = zip_steps;
+	sc.rd[0].nsteps = (int)(sizeof(zip_steps) / sizeof(zip_steps[0]));
+	named(&sc, judge_zip);
+}
+
+/* SQLite-like point lookups: at most 3 round trips (requests) a lookup. */
+static bool judge_lookup(const struct scenario *sc, const struct figures *f,
+			 char *note, size_t n)
+{
+	double per = f->lookups ? (double)f->requests / f->lookups : 1e9;
+
+	(void)sc;
+	snprintf(note, n, "%d lookups, %.2f requests each (<= 3)",
+		 f->lookups, per);
+	return per <= 3.0;
+}
+
+static void sc_lookup(void)
+{
+	struct scenario sc;
+
+	far_origin(&sc, "sqlite_lookups", 300 * MIB);
+	sc.nrd = 1;
+	memset(&sc.rd[0], 0, sizeof(sc.rd[0]));
+	sc.rd[0].kind = RD_LOOKUP;
+	sc.rd[0].nreads = 50;
+	sc.seed = 12;
+	named(&sc, judge_lookup);
+}
+
+/* A 1 MiB read at a new position during playback: within twice a round
+ * trip plus 1 MiB over every lane's rate. */
+static bool judge_seek_play(const struct scenario *sc,
+			    const struct figures *f, char *note, size_t n)
+{
+	double lim = 2 * (sc->src[0].latency +
+			  (double)MIB / (sc->cfg.max_lanes * sc->src[0].conn_rate));
+
+	snprintf(note, n, "1 MiB at a new position in %.1f ms (<= %.1f)",
+		 f->seek_read_wait * 1e3, lim * 1e3);
+	return f->seek_read_wait <= lim;
+}
+
+static void sc_seek_play(void)
+{
+	struct scenario sc;
+
+	far_origin(&sc, "seek_playback", 512 * MIB);
+	sc.nrd = 1;
+	sc.rd[0] = seq(0, 4 * MB, 256 * KIB);
+	sc.rd[0].seek_at = 3.0;
+	sc.rd[0].seek_to = 300 * MIB;
+	sc.rd[0].seek_len = 1 * MIB;
+	sc.rd[0].stop_after = 20 * MB;
+	named(&sc, judge_seek_play);
+}
+
+/* An origin that serves one transfer at a time, 503 + Retry-After: 1 s
+ * beyond: 32 MiB on loopback in 2 s at most. */
+static bool judge_one_transfer(const struct scenario *sc,
+			       const struct figures *f, char *note, size_t n)
+{
+	(void)sc;
+	snprintf(note, n, "32 MiB in %.2f s (<= 2), %d requests answered 503",
+		 f->done, f->n429);
+	return f->done <= 2.0;
+}
+
+static void sc_one_transfer(void)
+{
+	struct scenario sc;
+
+	base(&sc, "one_transfer_503");
+	sc.cfg.align = 64 * KIB;
+	sc.cfg.min_request = 64 * KIB;
+	sc.cfg.window_min = 256 * KIB;
+	sc.nblob = 1;
+	sc.size[0] = 32 * MIB;
+	sc.nsrc = 1;
+	sc.src[0] = src(0, 300 * MB, 0, 0.0005);
+	sc.src[0].max_conn = 1;
+	sc.src[0].retry_after = 1.0;
+	sc.nrd = 1;
+	sc.rd[0] = seq(0, 0, 1 * MIB);
+	named(&sc, judge_one_transfer);
+}
+
+/* Resume: held bytes are never requested (checked on every START), and
+ * every byte that was not held is sent exactly once. */
+static bool judge_resume(const struct scenario *sc, const struct figures *f,
+			 char *note, size_t n)
+{
+	uint64_t missing = sc->size[0] - (sc->held_hi[0] - sc->held_lo[0]);
+
+	snprintf(note, n, "sent %" PRIu64 " of %" PRIu64 " missing bytes",
+		 f->sent, missing);
+	return f->sent == missing;
+}
+
+static void sc_resume(void)
+{
+	struct scenario sc;
+
+	base(&sc, "resume");
+	sc.nblob = 1;
+	sc.size[0] = 64 * MIB;
+	sc.held_lo[0] = 8 * MIB;
+	sc.held_hi[0] = 40 * MIB + 12345;
+	sc.nsrc = 2;
+	sc.src[0] = src(0, 8 * MB, 0, 0.02);
+	sc.src[1] = src(0, 2 * MB, 0, 0.08);
+	sc.nrd = 1;
+	sc.rd[0] = seq(0, 0, 1 * MIB);
+	named(&sc, judge_resume);
+}
+
+/* ---- randomized ---- */
+
+static void random_scenario(struct scenario *sc, uint64_t seed)
+{
+	uint64_t st = seed;
+	bool any_healthy[MAX_BLOB] = {false};
+
+	base(sc, "random");
+	sc->seed = seed;
+	sc->cfg.max_lanes = 1 + (uint32_t)(sim__rnd64(&st) % 8);
+	sc->cfg.lanes_per_source = 1 + (uint32_t)(sim__rnd64(&st) % 8);
+	sc->cfg.align = (sim__rnd64(&st) % 2 ? 64 : 256) * KIB;
+	sc->cfg.min_request = sc->cfg.align * (1 + sim__rnd64(&st) % 2);
+	sc->cfg.max_request = sc->cfg.min_request * (1 + sim__rnd64(&st) % 16);
+	sc->cfg.window_min = sc->cfg.min_request * (1 + sim__rnd64(&st) % 4);
+	sc->cfg.window_max = sc->cfg.window_min * (1 + sim__rnd64(&st) % 32);
+	sc->cfg.stall_ns = (1 + sim__rnd64(&st) % 3) * SEC;
+	/* A read may wait out one stall, a reclaim and a backoff. */
+	sc->cfg.deadline_ns =
+		sc->cfg.stall_ns * 4 + (4 + sim__rnd64(&st) % 8) * SEC;
+	sc->cfg.backoff_ns = 100 * MS;
+	sc->cfg.backoff_max_ns = 2 * SEC;
+	sc->cfg.seed = seed;
+	/* A budget in one scenario of four, from a stream of its own so
+	 * that every seed keeps the scenario it always had. */
+	{
+		uint64_t bst = seed ^ 0x5bd1e995u;
+
+		if (sim__rnd64(&bst) % 4 == 0 && !getenv("SIM_NOBUDGET"))
+			sc->cfg.budget_bytes = sc->cfg.max_request *
+					       (1 + sim__rnd64(&bst) % 8);
+	}
+	sc->nblob = 1 + (int)(sim__rnd64(&st) % 3);
+	for (int b = 0; b < sc->nblob; b++) {
+		sc->size[b] = 1 + sim__rnd64(&st) % (24 * MIB);
+		if (sim__rnd64(&st) % 4 == 0) {
+			sc->held_lo[b] = sim__rnd64(&st) % sc->size[b];
+			sc->held_hi[b] = sc->held_lo[b] +
+					 sim__rnd64(&st) % (sc->size[b] -
+							    sc->held_lo[b] + 1);
+		}
+	}
+	sc->nsrc = 0;
+	for (int b = 0; b < sc->nblob; b++) {
+		int ns = 1 + (int)(sim__rnd64(&st) % 3);
+
+		for (int k = 0; k < ns && sc->nsrc < MAX_SRC; k++) {
+			struct src_spec *s = &sc->src[sc->nsrc++];
+			int fault = (int)(sim__rnd64(&st) % 8);
+
+			*s = src(b, (0.5 + sim__rndf(&st) * 8) * MB,
+				 sim__rnd64(&st) % 2
+					 ? (2 + sim__rndf(&st) * 16) * MB
+					 : 0,
+				 0.005 + sim__rndf(&st) * 0.1);
+			switch (fault) {
+			case 0:
+				s->collapse_at = sim__rndf(&st) * 3;
+				s->collapse_frac = 0.03;
+				break;
+			case 1:
+				s->stall_at = sim__rndf(&st) * 3;
+				s->stall_len = sim__rndf(&st) * 4;
+				break;
+			case 2:
+				s->die_at = sim__rndf(&st) * 3;
+				s->die = sim__rnd64(&st) % 2 ? DIE_GONE
+							     : DIE_RESET;
+				break;
+			case 3:
+				s->t429_from = sim__rndf(&st) * 2;
+				s->t429_to = s->t429_from + sim__rndf(&st) * 2;
+				s->retry_after = sim__rndf(&st);
+				break;
+			default:
+				break;
+			}
+			if (fault >= 3)
+				any_healthy[b] = true;
+		}
+	}
+	for (int b = 0; b < sc->nblob; b++)
+		if (!any_healthy[b])
+			sc->errors_ok = true;
+	sc->nrd = 1 + (int)(sim__rnd64(&st) % 4);
+	for (int i = 0; i < sc->nrd; i++) {
+		struct rd_spec *r = &sc->rd[i];
+		int b = (int)(sim__rnd64(&st) % (uint64_t)sc->nblob);
+
+		memset(r, 0, sizeof(*r));
+		r->blob = b;
+		r->open_at = sim__rndf(&st);
+		if (sim__rnd64(&st) % 3 == 0) {
+			r->kind = RD_RANDOM;
+			r->nreads = 1 + (int)(sim__rnd64(&st) % 30);
+			r->think = sim__rndf(&st) * 0.2;
+		} else {
+			r->kind = RD_SEQ;
+			r->rate = sim__rnd64(&st) % 2
+					  ? 0
+					  : (0.5 + sim__rndf(&st) * 8) * MB;
+			r->rsize = (4 + sim__rnd64(&st) % 1024) * KIB;
+			r->start = sim__rnd64(&st) % 2
+					   ? 0
+					   : sim__rnd64(&st) % sc->size[b];
+			if (sim__rnd64(&st) % 3 == 0) {
+				r->seek_at = sim__rndf(&st) * 3;
+				r->seek_to = sim__rnd64(&st) % sc->size[b];
+			}
+		}
+	}
+	sc->limit = 300;
+}
+
+int main(int argc, char **argv)
+{
+	int nrandom = 1000;
+	uint64_t first = 1;
+	int rpass = 0, rfail = 0;
+
+	if (argc > 1)
+		nrandom = (int)strtol(argv[1], NULL, 10);
+	if (getenv("SIM_ONLY"))
+		nrandom = 0; /* one named scenario */
+	if (argc > 2)
+		first = strtoull(argv[2], NULL, 10);
+	printf("%-22s %7s %7s %6s %9s %7s %7s %7s %6s %5s %4s  %s\n",
+	       "scenario", "done_s", "ideal_s", "ratio", "over_MiB", "p50_ms",
+	       "p99_ms", "max_ms", "reqs", "steal", "recl", "result");
+	if (!getenv("SIM_ONLY_RANDOM")) {
+		sc_two_sources();
+		sc_collapse();
+		sc_slow_reader();
+		sc_random();
+		sc_seek();
+		sc_fair();
+		sc_dead();
+		sc_resume();
+		sc_throttle();
+		sc_budget();
+		sc_player("player_2MBps", 2 * MB, 6);
+		sc_player("player_4MBps", 4 * MB, 16);
+		sc_zip();
+		sc_lookup();
+		sc_seek_play();
+		sc_one_transfer();
+	}
+	for (int i = 0; i < nrandom; i++) {
+		struct scenario sc;
+		struct figures f;
+		char err[512] = "";
+
+		random_scenario(&sc, first + (uint64_t)i);
+		if (sim__run(&sc, &f, err, sizeof(err)) == 0) {
+			rpass++;
+		} else {
+			rfail++;
+			printf("FAIL random seed %" PRIu64 ": %s\n", sc.seed,
+			       err);
+		}
+	}
+	printf("%s randomized: %d scenarios, %d failed\n",
+	       rfail ? "FAIL" : "PASS", rpass + rfail, rfail);
+	if (rfail)
+		failed++;
+	else
+		passed++;
+	if (missed)
+		printf("%d performance target(s) missed (MISS rows)\n", missed);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed == 0 && passed > 0 ? 0 : 1;
+}

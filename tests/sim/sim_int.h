@@ -1,0 +1,187 @@
+/* sim_int: what the simulator's files share: the scenario a run is given,
+ * the figures it gives back, and the simulated world in between. */
+#ifndef SIM_INT_H
+#define SIM_INT_H
+
+#include "pacing/pace.h"
+#include "pacing/pace_int.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KIB (1024ull)
+#define MIB (1024ull * 1024ull)
+#define MS (1000000ull)
+#define SEC (1000000000ull)
+#define MB 1e6 /* rates are in decimal MB/s */
+
+#define MAX_SRC 8
+#define MAX_BLOB 4
+#define MAX_RD 8
+#define MAX_LANES 16
+#define MAX_SAMPLES 200000
+
+enum death { DIE_NONE, DIE_GONE, DIE_RESET };
+
+struct src_spec {
+	int blob;
+	enum pace_caps caps;
+	double conn_rate; /* bytes/s per connection */
+	double cap;	  /* bytes/s over all connections; 0: none */
+	double latency;	  /* seconds to first byte */
+	double collapse_at, collapse_frac; /* 0: never */
+	double stall_at, stall_len;	   /* connections hang */
+	double die_at;			   /* 0: never */
+	enum death die;
+	double t429_from, t429_to, retry_after;
+	int max_conn;	/* serves this many at once, 503 beyond; 0: any */
+};
+
+enum rd_kind {
+	RD_SEQ,	   /* sequential at `rate`, `rsize` per read */
+	RD_RANDOM, /* 4 KiB reads at random offsets */
+	RD_SCRIPT, /* the reads of `script`, back to back */
+	RD_LOOKUP, /* B-tree lookups: a root, an inner and a leaf page */
+};
+
+struct rd_step {
+	uint64_t off, len;
+};
+
+struct rd_spec {
+	int blob;
+	enum rd_kind kind;
+	double rate;	   /* bytes/s consumed; 0: as fast as it can */
+	uint64_t rsize;	   /* bytes per read */
+	uint64_t start;	   /* first offset */
+	int nreads;	   /* random: reads to do */
+	double think;	   /* random: seconds between reads */
+	double seek_at;	   /* seq: seek once at this time (0: never) */
+	uint64_t seek_to;
+	uint64_t seek_len; /* seq: the first read after it; 0: rsize */
+	uint64_t stop_after; /* seq: stops after consuming this; 0: the end */
+	const struct rd_step *script; /* RD_SCRIPT */
+	int nsteps;
+	double open_at;	   /* starts reading at this time */
+};
+
+struct scenario {
+	const char *name;
+	struct pace_config cfg;
+	int nblob;
+	uint64_t size[MAX_BLOB];
+	uint64_t held_lo[MAX_BLOB], held_hi[MAX_BLOB]; /* resume */
+	int nsrc;
+	struct src_spec src[MAX_SRC];
+	int nrd;
+	struct rd_spec rd[MAX_RD];
+	double ideal;	   /* seconds; 0: not reported */
+	double limit;	   /* seconds of simulated time before failing */
+	bool errors_ok;	   /* waits may fail (sources dead) */
+	bool no_pipeline;  /* the executor ignores QUEUE (sends nothing
+			      ahead), as an executor may: QUEUE is advisory */
+	uint64_t seed;
+};
+
+struct sim_lane {
+	bool active;
+	uint32_t src;	 /* index into scenario sources */
+	uint64_t pos, end;
+	double ready_at; /* first byte time */
+	double carry;
+	int fail;	 /* 0, or a pace_outcome to report at ready_at */
+	uint64_t retry_after;
+	/* A queued range, sent ahead when queued (a pipelining executor):
+	 * its first byte comes a latency after q_t, or right after the open
+	 * request, whichever is later. */
+	bool q;
+	uint64_t qstart, qend;
+	double q_t;
+};
+
+struct sim_rd {
+	uint32_t id;
+	bool open, waiting, done, failed, seeked;
+	uint64_t cursor, off, len;
+	uint32_t wait;
+	double wait_t0, next_at;
+	int reads;
+	uint64_t consumed;
+	double first_read_end;
+	double max_wait_after_first;
+	int step;		/* RD_SCRIPT: next step; RD_LOOKUP: page */
+	bool seek_read;	/* the read in flight is the first after the seek */
+};
+
+struct figures {
+	double done, ideal;
+	uint64_t overfetch;
+	double p50, p99, max;
+	uint64_t requests, steals, reclaims;
+	double detect;		/* collapse detected after this long */
+	double max_wait_after_first;
+	double bw[MAX_BLOB];	/* per-blob bytes/s while every sequential
+				   reader read */
+	uint64_t max_req;	/* largest request of a random reader */
+	double seek_start_delay; /* seek to START of the new position */
+	int yields_on_seek;	/* lanes cancelled or cut to their chunk's
+				   end while a seek waited */
+	double rand_max_wait;	/* longest wait of a random reader */
+	uint64_t cuts;		/* lane counts halved on 429/503 */
+	int n429;		/* requests answered 429 */
+	uint64_t inflight_max;	/* most bytes requested, not received */
+	uint64_t sent;		/* bytes the executor delivered */
+	uint64_t pulled;	/* sent, plus what was still requested at
+				   the end */
+	uint64_t consumed;
+	double seek_read_wait;	/* the first read after the seek */
+	int lookups;		/* RD_LOOKUP lookups done */
+};
+
+struct sim {
+	const struct scenario *sc;
+	struct pace *p;
+	uint32_t blob_id[MAX_BLOB], src_id[MAX_SRC];
+	struct pace__ranges held[MAX_BLOB];
+	struct sim_lane lanes[MAX_LANES];
+	struct sim_rd rd[MAX_RD];
+	double t;
+	uint64_t now;
+	char err[256];
+	double *waits;
+	size_t nwaits;
+	uint64_t fetched[MAX_BLOB], consumed_by_blob[MAX_BLOB];
+	uint64_t requests;
+	double seek_t;
+	bool seek_pending;
+	struct figures fig;
+	double collapse_detect;
+};
+
+/* world.c */
+
+/* Records the first failure of a run in s->err; returns -1. */
+int sim__fail(struct sim *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Polls the scheduler and carries out its actions until it has none. */
+int sim__poll_all(struct sim *s);
+/* Moves every lane's bytes on by dt seconds; *event when anything
+ * changed. */
+void sim__lanes_step(struct sim *s, double dt, bool *event);
+/* Lets every reader read, wait or finish; *event when anything changed. */
+int sim__readers_step(struct sim *s, uint64_t *rng, bool *event);
+bool sim__all_done(const struct sim *s);
+/* splitmix64 and a double in [0, 1) from it: the scenarios' and readers'
+ * random streams, the same on every machine. */
+uint64_t sim__rnd64(uint64_t *st);
+double sim__rndf(uint64_t *st);
+
+/* sim.c */
+
+/* Runs one scenario; returns 0 when every check held, else -1 with the
+ * reason in err. *fig is filled either way. */
+int sim__run(const struct scenario *sc, struct figures *fig, char *err,
+	     size_t errlen);
+
+#endif
