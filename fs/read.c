@@ -397,15 +397,25 @@ long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 {
 	const struct fs_blob *blob = &e->blobs[b];
 	struct cache_piece none = {.buf = buf, .mem = buf, .fd = -1};
-	uint64_t end;
+	uint64_t end, tries, most;
 	int rc = -EAGAIN;
 
 	if (off >= blob->size || len == 0)
 		return rr->reply(rr->ctx, &none, 1);
 	end = blob->size - off < len ? blob->size : off + len;
 	/* A block the cache lost after it was held is no longer held once
-	 * found missing, and fetched again. */
-	for (int tries = 0; tries < 3 && rc == -EAGAIN; tries++)
+	 * found missing, and fetched again. A try finds one such block, and
+	 * another process sharing the cache may have evicted every block of
+	 * the read: a try per block, and two more. */
+	most = (end - 1) / CACHE_BLOCK_SIZE - off / CACHE_BLOCK_SIZE + 3;
+	for (tries = 0; tries < most && rc == -EAGAIN; tries++)
 		rc = read_once(e, b, reader, off, end, buf, tries == 0, rr);
-	return rc != 0 ? (rc == -EAGAIN ? -EIO : rc) : (long)(end - off);
+	if (rc == -EAGAIN) {
+		fs__log(FS_LOG_ERR,
+			"%s: bytes %" PRIu64 "-%" PRIu64
+			" left the cache %" PRIu64 " times while read: EIO",
+			blob->name, off, end - 1, tries);
+		rc = -EIO;
+	}
+	return rc != 0 ? rc : (long)(end - off);
 }
