@@ -7,7 +7,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/uio.h>
 
 /* pread copies from the page cache without mapping the pages into the
@@ -221,24 +220,13 @@ long cache_block_read(struct cache *c, const struct cache_id *id,
 	return n;
 }
 
-/* The pages of the data file that cache_blocks_serve checked through the
- * map, unmapped again once the reply is made (see cache__map_unmap_pages:
- * the daemon's RSS would otherwise grow with the bytes served). */
-struct cache__span {
-	uintptr_t lo, hi;
-};
-
-static void cache__span_add(struct cache__span *s, const void *p, size_t n,
-			    size_t psize)
-{
-	uintptr_t lo = (uintptr_t)p & ~(uintptr_t)(psize - 1);
-	uintptr_t hi = ((uintptr_t)p + n + psize - 1) & ~(uintptr_t)(psize - 1);
-
-	if (s->hi == 0 || lo < s->lo)
-		s->lo = lo;
-	if (hi > s->hi)
-		s->hi = hi;
-}
+/* cache_blocks_serve checks pieces through the map, and the pages it
+ * touches stay mapped, counting in the daemon's RSS, until they are
+ * unmapped (cache__map_unmap_pages). Unmapping after every reply cost more
+ * than the copy splicing saves (a TLB shootdown on every core the daemon
+ * runs on, docs/cache-notes.md); so the whole map is unmapped once this
+ * many bytes have been served through it. */
+#define CACHE__SERVE_UNMAP (32u << 20)
 
 /* Resolves piece p of a block whose stored value LMDB returned as v, in
  * the caller's read transaction: checks the chunks it touches and either
@@ -246,8 +234,7 @@ static void cache__span_add(struct cache__span *s, const void *p, size_t n,
  * -EBADMSG (a chunk failed: the block is bad), -EIO (shorter than p). */
 static int cache__piece_resolve(const struct cache *c,
 				const struct cache_id *id, struct cache_piece *p,
-				const MDB_val *v, bool fds,
-				struct cache__span *span)
+				const MDB_val *v, bool fds, size_t *mapped)
 {
 	const unsigned char *val = v->mv_data;
 	size_t blen, first, last, start, end;
@@ -268,8 +255,7 @@ static int cache__piece_resolve(const struct cache *c,
 		p->mem = p->buf;
 		return 0;
 	}
-	/* Checked where they lie, through the map: no copy. The pages stay
-	 * mapped, so in use, until the reply that splices them is made. */
+	/* Checked where they lie, through the map: no copy. */
 	first = p->off / CACHE__SUM_CHUNK;
 	last = (p->off + p->len - 1) / CACHE__SUM_CHUNK;
 	start = first * CACHE__SUM_CHUNK;
@@ -279,9 +265,7 @@ static int cache__piece_resolve(const struct cache *c,
 	if (!cache__sum_ok(cache__sum_seed(id, p->index), first, val + start,
 			   end - start, val + blen + first * CACHE__SUM_LEN))
 		return -EBADMSG;
-	cache__span_add(span, val + start, blen + (last + 1) * CACHE__SUM_LEN -
-						   start,
-			c->psize);
+	*mapped += end - start;
 	p->mem = NULL;
 	p->fd = c->data_fd;
 	p->pos = (uint64_t)(val - c->map_base) + p->off;
@@ -295,7 +279,7 @@ int cache_blocks_serve(struct cache *c, const struct cache_id *id,
 {
 	unsigned char key[CACHE__BLOCK_KEY_LEN];
 	MDB_val k = {.mv_size = sizeof(key), .mv_data = key}, v;
-	struct cache__span span = {0, 0};
+	size_t mapped = 0;
 	MDB_txn *txn = NULL;
 	bool committed = false;
 	uint64_t bad = UINT64_MAX;
@@ -345,7 +329,8 @@ int cache_blocks_serve(struct cache *c, const struct cache_id *id,
 			*missing = p[i].index;
 			rc = cache__errno(rc);
 		} else {
-			rc = cache__piece_resolve(c, id, &p[i], &v, fds, &span);
+			rc = cache__piece_resolve(c, id, &p[i], &v, fds,
+						   &mapped);
 			if (rc == -EBADMSG)
 				bad = p[i].index;
 			if (rc == -EIO)
@@ -361,9 +346,13 @@ int cache_blocks_serve(struct cache *c, const struct cache_id *id,
 		rc = fn(ctx, p, n);
 	if (txn)
 		cache__rtxn_put(c, txn);
-	if (span.hi)
-		(void)madvise((void *)span.lo, span.hi - span.lo,
-			      MADV_DONTNEED);
+	if (mapped) {
+		uint64_t before = atomic_fetch_add_explicit(
+			&c->map_served, mapped, memory_order_relaxed);
+
+		if (before % CACHE__SERVE_UNMAP + mapped >= CACHE__SERVE_UNMAP)
+			cache__map_unmap_pages(c);
+	}
 	if (bad != UINT64_MAX)
 		rc = cache__block_bad(c, id, bad);
 	return rc;
