@@ -339,6 +339,7 @@ static int reply_pieces(void *ctx, struct cache_piece *p, size_t n)
 			  FS_REPLY_PIECES * sizeof(struct fuse_buf)];
 	} bv;
 	struct iovec iov[FS_REPLY_PIECES];
+	struct fuse_buf *bufs;
 	size_t last = n;
 
 	if (n > FS_REPLY_PIECES) {
@@ -373,8 +374,11 @@ static int reply_pieces(void *ctx, struct cache_piece *p, size_t n)
 	}
 	memset(&bv, 0, sizeof(bv));
 	bv.v.count = n;
+	/* fuse_bufvec ends in buf[1] and is made longer (bv.room): its
+	 * buffers are reached through a pointer, not by indexing buf. */
+	bufs = bv.v.buf;
 	for (size_t i = 0; i < n; i++) {
-		struct fuse_buf *fb = &bv.v.buf[i];
+		struct fuse_buf *fb = bufs + i;
 
 		fb->size = p[i].len;
 		if (p[i].mem != NULL) {
