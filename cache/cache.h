@@ -203,6 +203,41 @@ int cache_extents_each(struct cache *c, const struct cache_id *id,
 int cache_block_put(struct cache *c, const struct cache_id *id,
 		    uint64_t index, const void *data, size_t len);
 
+/* ---- shared block buffers ---- */
+
+/* CACHE_BLOCK_SIZE bytes that a caller fills where they arrive and then
+ * queues by reference (cache_block_put_buf), so that a block's bytes are
+ * not copied between their arrival and their commit. Reference counted
+ * (the counts are atomic: any thread may take or drop a reference). The
+ * bytes are the owners' to read; while more than one reference exists
+ * (cache_buf_shared) nobody writes them: one that wants to takes a new
+ * buffer. */
+struct cache_buf;
+
+/* A new buffer with one reference, or NULL (out of memory). */
+struct cache_buf *cache_buf_new(void);
+
+/* Its CACHE_BLOCK_SIZE bytes. */
+unsigned char *cache_buf_data(struct cache_buf *b);
+
+/* Takes a reference; returns b. */
+struct cache_buf *cache_buf_ref(struct cache_buf *b);
+
+/* Drops a reference; the last one frees the buffer. NULL: nothing. */
+void cache_buf_unref(struct cache_buf *b);
+
+/* Whether another reference than the caller's exists. */
+bool cache_buf_shared(const struct cache_buf *b);
+
+/* cache_block_put() of the first len bytes of b without copying them: the
+ * queue takes a reference of its own (the caller keeps its), and the
+ * writer commits from b. The caller must not write b's bytes from here
+ * on (they are shared). Same results and rules as cache_block_put(). */
+int cache_block_put_buf(struct cache *c, const struct cache_id *id,
+			uint64_t index, struct cache_buf *b, size_t len);
+
+/* ---- reads ---- */
+
 /* Copies up to len bytes starting at byte `off` of block `index` of blob id
  * into buf, from the queue if the block is not yet committed, else from
  * LMDB. A committed block is read whole and checked against the checksum
@@ -213,6 +248,45 @@ int cache_block_put(struct cache *c, const struct cache_id *id,
  * held, -ENOMEM, -EIO. */
 long cache_block_read(struct cache *c, const struct cache_id *id,
 		      uint64_t index, size_t off, void *buf, size_t len);
+
+/* One piece of a reply: bytes [off, off + len) of block `index`. */
+struct cache_piece {
+	uint64_t index;
+	size_t off, len;
+	void *buf; /* len bytes the cache may copy the piece into */
+	/* In: non-NULL for a piece the caller holds itself (cache_blocks_serve
+	 * leaves it as it is). Out: where the bytes are: in memory (buf), or,
+	 * when NULL, at byte pos of the file fd. */
+	const void *mem;
+	int fd;
+	uint64_t pos;
+};
+
+/* Finds the pieces p[0..n) of blob id that the caller does not hold
+ * (mem NULL), checks them, and calls fn(ctx, p, n) once while they stay
+ * as found; returns fn's value. A piece of a block still queued, or of any
+ * block when !fds or the data file cannot be used, is copied into its buf
+ * (mem = buf). With fds, a piece of a committed block is left where it is:
+ * mem NULL, fd and pos name its bytes in the data file, and those bytes do
+ * not change until fn returns, because the read transaction that found
+ * them is held until then and LMDB reuses no page a reader holds, also
+ * when the block is evicted or dropped meanwhile. So fn may splice them
+ * (fd is the cache's: never write, seek or close it). Every checksum chunk
+ * a piece touches is checked first, as cache_block_read() checks, and
+ * where they lie: the pages that were checked are the pages fn gets (they
+ * stay mapped in this process, and so in use, until fn returns). Keep fn
+ * short: while it runs, no page freed since is reused, and the file
+ * grows.
+ *
+ * Without calling fn, returns -ENOENT with *missing = its index when a
+ * block is not held, or failed its checksum (it is then dropped, as by
+ * cache_block_read()); -EIO (logged; *missing set) when a block is
+ * shorter than a piece asks; -EINVAL, -ENOMEM, or another negative errno
+ * from LMDB (logged). Thread-safe. */
+int cache_blocks_serve(struct cache *c, const struct cache_id *id,
+		       struct cache_piece *p, size_t n, bool fds,
+		       int (*fn)(void *ctx, struct cache_piece *p, size_t n),
+		       void *ctx, uint64_t *missing);
 
 /* Blocks until everything queued before the call is committed. Returns the
  * first commit error since the last flush, or 0. */

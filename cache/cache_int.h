@@ -4,6 +4,7 @@
 #define CACHE_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -53,6 +54,9 @@ struct cache {
 	const unsigned char *map_base;
 	size_t map_len;
 	size_t psize; /* LMDB's page size */
+	/* Bytes cache_blocks_serve checked through the map since its pages
+	 * were last unmapped (read.c). */
+	atomic_uint_fast64_t map_served;
 
 	/* Reset read transactions ready for mdb_txn_renew(): a warm read costs
 	 * a renew and a reset instead of a begin and an abort. */

@@ -219,3 +219,141 @@ long cache_block_read(struct cache *c, const struct cache_id *id,
 		n = cache__block_bad(c, id, index);
 	return n;
 }
+
+/* cache_blocks_serve checks pieces through the map, and the pages it
+ * touches stay mapped, counting in the daemon's RSS, until they are
+ * unmapped (cache__map_unmap_pages). Unmapping after every reply cost more
+ * than the copy splicing saves (a TLB shootdown on every core the daemon
+ * runs on, docs/cache-notes.md); so the whole map is unmapped once this
+ * many bytes have been served through it. */
+#define CACHE__SERVE_UNMAP (32u << 20)
+
+/* Resolves piece p of a block whose stored value LMDB returned as v, in
+ * the caller's read transaction: checks the chunks it touches and either
+ * leaves it in the data file (fds) or copies it into p->buf. Returns 0,
+ * -EBADMSG (a chunk failed: the block is bad), -EIO (shorter than p). */
+static int cache__piece_resolve(const struct cache *c,
+				const struct cache_id *id, struct cache_piece *p,
+				const MDB_val *v, bool fds, size_t *mapped)
+{
+	const unsigned char *val = v->mv_data;
+	size_t blen, first, last, start, end;
+
+	if (!cache__sum_block_len(v->mv_size, &blen))
+		return -EBADMSG;
+	if (p->off > blen || blen - p->off < p->len)
+		return -EIO;
+	if (p->len == 0) {
+		p->mem = p->buf;
+		return 0;
+	}
+	if (!fds || c->data_fd < 0 || !c->map_base || val < c->map_base ||
+	    (size_t)(val - c->map_base) + v->mv_size > c->map_len) {
+		if (cache__block_copy(c, id, p->index, val, blen, p->off,
+				      p->len, p->buf))
+			return -EBADMSG;
+		p->mem = p->buf;
+		return 0;
+	}
+	/* Checked where they lie, through the map: no copy. */
+	first = p->off / CACHE__SUM_CHUNK;
+	last = (p->off + p->len - 1) / CACHE__SUM_CHUNK;
+	start = first * CACHE__SUM_CHUNK;
+	end = (last + 1) * CACHE__SUM_CHUNK < blen
+		      ? (last + 1) * CACHE__SUM_CHUNK
+		      : blen;
+	if (!cache__sum_ok(cache__sum_seed(id, p->index), first, val + start,
+			   end - start, val + blen + first * CACHE__SUM_LEN))
+		return -EBADMSG;
+	*mapped += end - start;
+	p->mem = NULL;
+	p->fd = c->data_fd;
+	p->pos = (uint64_t)(val - c->map_base) + p->off;
+	return 0;
+}
+
+int cache_blocks_serve(struct cache *c, const struct cache_id *id,
+		       struct cache_piece *p, size_t n, bool fds,
+		       int (*fn)(void *ctx, struct cache_piece *p, size_t n),
+		       void *ctx, uint64_t *missing)
+{
+	unsigned char key[CACHE__BLOCK_KEY_LEN];
+	MDB_val k = {.mv_size = sizeof(key), .mv_data = key}, v;
+	size_t mapped = 0;
+	MDB_txn *txn = NULL;
+	bool committed = false;
+	uint64_t bad = UINT64_MAX;
+	int rc = 0;
+
+	if (!c || !id || !fn || !missing || (n && !p))
+		return -EINVAL;
+	/* The queue first: a block not queued now was committed before (so a
+	 * transaction begun after sees it) or is not held. */
+	for (size_t i = 0; i < n; i++) {
+		long got;
+
+		if (p[i].mem)
+			continue;
+		p[i].fd = -1;
+		got = cache__queue_read(c, id, p[i].index, p[i].off, p[i].buf,
+					p[i].len);
+		if (got == -ENOENT) {
+			committed = true;
+			continue;
+		}
+		if (got < 0 || (size_t)got != p[i].len) {
+			*missing = p[i].index;
+			return got < 0 ? (int)got : -EIO;
+		}
+		p[i].mem = p[i].buf;
+	}
+	if (committed) {
+		rc = cache__rtxn_get(c, &txn);
+		if (rc) {
+			cache__log(c, CACHE_LOG_ERR, "%s: read block: begin: %s",
+				   c->dir, mdb_strerror(rc));
+			return cache__errno(rc);
+		}
+	}
+	for (size_t i = 0; committed && i < n && rc == 0; i++) {
+		if (p[i].mem)
+			continue;
+		cache__key(key, id, p[i].index);
+		rc = mdb_get(txn, c->dbi_blocks, &k, &v);
+		if (rc == MDB_NOTFOUND) {
+			*missing = p[i].index;
+			rc = -ENOENT;
+		} else if (rc) {
+			cache__log(c, CACHE_LOG_ERR, "%s: read block: %s",
+				   c->dir, mdb_strerror(rc));
+			*missing = p[i].index;
+			rc = cache__errno(rc);
+		} else {
+			rc = cache__piece_resolve(c, id, &p[i], &v, fds,
+						   &mapped);
+			if (rc == -EBADMSG)
+				bad = p[i].index;
+			if (rc == -EIO)
+				cache__log(c, CACHE_LOG_ERR,
+					   "%s: block %" PRIu64
+					   " is shorter than its reader asks",
+					   c->dir, p[i].index);
+			if (rc)
+				*missing = p[i].index;
+		}
+	}
+	if (rc == 0)
+		rc = fn(ctx, p, n);
+	if (txn)
+		cache__rtxn_put(c, txn);
+	if (mapped) {
+		uint64_t before = atomic_fetch_add_explicit(
+			&c->map_served, mapped, memory_order_relaxed);
+
+		if (before % CACHE__SERVE_UNMAP + mapped >= CACHE__SERVE_UNMAP)
+			cache__map_unmap_pages(c);
+	}
+	if (bad != UINT64_MAX)
+		rc = cache__block_bad(c, id, bad);
+	return rc;
+}

@@ -30,7 +30,8 @@
 
 /* One block handed to cache_block_put() and not yet committed. It sits in
  * the FIFO (commit order) and in a hash chain (lookup). refs counts the
- * queue's own reference plus readers copying out of it outside the lock. */
+ * queue's own reference plus readers copying out of it outside the lock.
+ * Its bytes are a shared buffer (the putter's, or a copy of them). */
 struct cache__pending {
 	struct cache__pending *prev, *next; /* FIFO, oldest first */
 	struct cache__pending *hnext;	    /* hash chain, newest first */
@@ -40,7 +41,8 @@ struct cache__pending {
 	size_t len;
 	int refs;
 	bool committing; /* taken by the writer's current batch */
-	unsigned char data[];
+	struct cache_buf *buf;
+	const unsigned char *data; /* buf's bytes */
 };
 
 /* A read of a block, to be persisted in the access and lru databases.
@@ -101,6 +103,12 @@ static size_t cache__cost(const struct cache__pending *e)
 	return sizeof(*e) + e->len;
 }
 
+static void cache__pending_free(struct cache__pending *e)
+{
+	cache_buf_unref(e->buf);
+	free(e);
+}
+
 /* The newest queued entry of (id, index), or NULL. Called with w->mu
  * held. */
 static struct cache__pending *
@@ -134,7 +142,7 @@ static void cache__unqueue(struct cache__writer *w, struct cache__pending *e)
 		w->tail = e->prev;
 	w->queue_bytes -= cache__cost(e);
 	if (--e->refs == 0)
-		free(e);
+		cache__pending_free(e);
 }
 
 /* Remembers a read of block (id, index) at `tick` for the writer to
@@ -195,7 +203,7 @@ long cache__queue_read(struct cache *c, const struct cache_id *id,
 	}
 	pthread_mutex_lock(&w->mu);
 	if (--e->refs == 0)
-		free(e);
+		cache__pending_free(e);
 	pthread_mutex_unlock(&w->mu);
 	return n;
 }
@@ -243,30 +251,31 @@ void cache__queue_remove(struct cache *c, const struct cache_id *id,
 	pthread_mutex_unlock(&w->mu);
 }
 
-int cache_block_put(struct cache *c, const struct cache_id *id, uint64_t index,
-		    const void *data, size_t len)
+/* Queues block (id, index) from buf, whose reference the queue takes.
+ * cache_block_put and cache_block_put_buf's common part. */
+static int cache__put(struct cache *c, const struct cache_id *id,
+		      uint64_t index, struct cache_buf *buf, size_t len)
 {
-	struct cache__writer *w;
+	struct cache__writer *w = c->w;
 	struct cache__pending *e;
 	bool locked = false;
 	int rc;
 
-	if (!c || !id || !data || len == 0 || len > CACHE_BLOCK_SIZE ||
-	    index > UINT64_MAX / CACHE_BLOCK_SIZE - 1)
-		return -EINVAL;
-	w = c->w;
-	e = malloc(sizeof(*e) + len);
-	if (!e)
+	e = malloc(sizeof(*e));
+	if (!e) {
+		cache_buf_unref(buf);
 		return -ENOMEM;
+	}
 	memset(e, 0, sizeof(*e));
 	e->id = *id;
 	e->index = index;
 	e->len = len;
 	e->refs = 1;
-	memcpy(e->data, data, len);
+	e->buf = buf;
+	e->data = cache_buf_data(buf);
 	rc = cache__digests_put_check(c, id, index, e->data, len, &locked);
 	if (rc) {
-		free(e);
+		cache__pending_free(e);
 		return rc;
 	}
 
@@ -291,6 +300,35 @@ int cache_block_put(struct cache *c, const struct cache_id *id, uint64_t index,
 	if (locked)
 		cache__digests_put_done(c);
 	return 0;
+}
+
+static bool cache__put_valid(const struct cache *c, const struct cache_id *id,
+			     uint64_t index, size_t len)
+{
+	return c && id && len > 0 && len <= CACHE_BLOCK_SIZE &&
+	       index <= UINT64_MAX / CACHE_BLOCK_SIZE - 1;
+}
+
+int cache_block_put(struct cache *c, const struct cache_id *id, uint64_t index,
+		    const void *data, size_t len)
+{
+	struct cache_buf *buf;
+
+	if (!cache__put_valid(c, id, index, len) || !data)
+		return -EINVAL;
+	buf = cache_buf_new();
+	if (!buf)
+		return -ENOMEM;
+	memcpy(cache_buf_data(buf), data, len);
+	return cache__put(c, id, index, buf, len);
+}
+
+int cache_block_put_buf(struct cache *c, const struct cache_id *id,
+			uint64_t index, struct cache_buf *b, size_t len)
+{
+	if (!cache__put_valid(c, id, index, len) || !b)
+		return -EINVAL;
+	return cache__put(c, id, index, cache_buf_ref(b), len);
 }
 
 int cache_flush(struct cache *c)

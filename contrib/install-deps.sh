@@ -12,7 +12,7 @@ PKGS=(
 	clang libclang-rt-14-dev valgrind
 	nginx-light curl openssl attr ca-certificates
 	libxml2-dev python3-botocore s3cmd
-	procps psmisc iproute2 coreutils xxd python3
+	procps psmisc iproute2 coreutils xxd python3 strace
 )
 
 # Only make bench needs these: the competitors, the plotting and the real

@@ -111,15 +111,35 @@ int fs__engine_open(struct fs_engine *e, uint32_t b, uint64_t ino,
 /* Closes a reader stream. */
 void fs__engine_close(struct fs_engine *e, uint32_t b, uint32_t reader);
 
-/* Reads up to len bytes at off of blob b for reader into buf, waiting for
- * missing bytes (and, for a blob with block digests, for their digest
- * blocks to be checked). Returns the byte count or a negative errno: -EIO
+/* The most pieces a reply gets: one per block, so a FUSE read (max_pages,
+ * 1 MiB: at most 17 blocks) fits; a longer read is copied and replied as
+ * one piece. */
+#define FS_REPLY_PIECES 64
+
+/* How a read is answered: reply(ctx, p, n) gets its bytes, in order, as
+ * pieces (struct cache_piece: mem and len, or with fds, fd, pos and len:
+ * bytes of the cache's file that stay as they are until reply returns).
+ * It is called once if the read succeeds, never if it fails, and returns
+ * 0. cancelled(arg) says whether the request was interrupted. */
+struct fs_read_reply {
+	int (*reply)(void *ctx, struct cache_piece *p, size_t n);
+	void *ctx;
+	bool fds; /* the reply can send a file's bytes (splice) */
+	bool (*cancelled)(void *arg);
+	void *arg;
+};
+
+/* Reads up to len bytes at off of blob b for reader, waiting for missing
+ * bytes (and, for a blob with block digests, for their digest blocks to
+ * be checked), and hands them to rr->reply; buf (len bytes) is where
+ * pieces are copied that are not referenced where they lie. Returns the
+ * byte count (reply was called), or a negative errno (it was not): -EIO
  * when no source can serve or past the read deadline (logged), -EINTR
- * when cancelled(arg) turns true while it waits (checked whenever the
+ * when rr->cancelled turns true while it waits (checked whenever the
  * waiting reads are woken: see fs__engine_wake_readers). */
 long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 		     uint64_t off, size_t len, char *buf,
-		     bool (*cancelled)(void *), void *arg);
+		     const struct fs_read_reply *rr);
 
 /* Wakes every waiting read (an interrupt arrived). */
 void fs__engine_wake_readers(struct fs_engine *e);

@@ -74,7 +74,12 @@ struct fs_part {
 	uint64_t index;
 	uint32_t hnext;	     /* next in its hash chain */
 	uint32_t prev, next; /* the free list or the LRU list (DONE) */
-	uint8_t *data;
+	/* Its bytes: a buffer the cache's queue and replies share by
+	 * reference once the block is whole (HANDING, DONE). Only the
+	 * transfer thread writes it, only while FILLING, and a block starts
+	 * filling in a buffer nobody else holds. */
+	struct cache_buf *buf;
+	uint8_t *data; /* buf's bytes */
 };
 
 /* The in-memory blocks: a hash by (blob, index), a free list, and the

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "fs/fs_int.h"
 
@@ -69,11 +71,17 @@ static int node_sized(struct fs_mount *m, uint32_t i)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	struct fs_mount *m = userdata;
+
 	/* The kernel sends reads as large as its readahead; what it reads
 	 * ahead counts in each reader's lead, and pacing decides what is
 	 * fetched. */
 	conn->max_readahead = FS_KERNEL_AHEAD;
+	/* Bytes read from the cache's file go to the kernel as its pages
+	 * (fuse_reply_data over the file): one copy fewer (README.md). */
+	m->splice = (conn->capable & FUSE_CAP_SPLICE_WRITE) != 0;
+	if (m->splice)
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
 	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
@@ -314,10 +322,88 @@ static bool req_interrupted(void *req)
 	return fuse_req_interrupted(req) != 0;
 }
 
+/* libfuse 3.14 splices a reply only when its last file piece is at least
+ * two pages (it looks at that piece's size alone), and otherwise copies
+ * the whole reply through a buffer it allocates. */
+#define FS_SPLICE_MIN (2 * 4096u)
+
+/* Sends a read's pieces: from memory with one writev, or through a pipe
+ * that takes the cache file's pages by reference. Returns 0: the request
+ * is answered (a failure to send is libfuse's to log). */
+static int reply_pieces(void *ctx, struct cache_piece *p, size_t n)
+{
+	fuse_req_t req = ctx;
+	union {
+		struct fuse_bufvec v;
+		char room[sizeof(struct fuse_bufvec) +
+			  FS_REPLY_PIECES * sizeof(struct fuse_buf)];
+	} bv;
+	struct iovec iov[FS_REPLY_PIECES];
+	struct fuse_buf *bufs;
+	size_t last = n;
+
+	if (n > FS_REPLY_PIECES) {
+		fuse_reply_err(req, EIO);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (p[i].mem == NULL)
+			last = i;
+	/* A short last file piece is read here, so that the rest splices. */
+	if (last < n && p[last].len < FS_SPLICE_MIN) {
+		ssize_t got = pread(p[last].fd, p[last].buf, p[last].len,
+				    (off_t)p[last].pos);
+
+		if (got != (ssize_t)p[last].len) {
+			fuse_reply_err(req, EIO);
+			return 0;
+		}
+		p[last].mem = p[last].buf;
+		last = n;
+		for (size_t i = 0; i < n; i++)
+			if (p[i].mem == NULL)
+				last = i;
+	}
+	if (last == n) {
+		for (size_t i = 0; i < n; i++) {
+			iov[i].iov_base = (void *)p[i].mem;
+			iov[i].iov_len = p[i].len;
+		}
+		fuse_reply_iov(req, iov, (int)n);
+		return 0;
+	}
+	memset(&bv, 0, sizeof(bv));
+	bv.v.count = n;
+	/* fuse_bufvec ends in buf[1] and is made longer (bv.room): its
+	 * buffers are reached through a pointer, not by indexing buf. */
+	bufs = bv.v.buf;
+	for (size_t i = 0; i < n; i++) {
+		struct fuse_buf *fb = bufs + i;
+
+		fb->size = p[i].len;
+		if (p[i].mem != NULL) {
+			fb->mem = (void *)p[i].mem;
+		} else {
+			fb->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+			fb->fd = p[i].fd;
+			fb->pos = (off_t)p[i].pos;
+		}
+	}
+	fuse_reply_data(req, &bv.v, 0);
+	return 0;
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct fs_mount *m = fuse_req_userdata(req);
+	struct fs_read_reply rr = {
+		.reply = reply_pieces,
+		.ctx = req,
+		.fds = m->splice,
+		.cancelled = req_interrupted,
+		.arg = req,
+	};
 	char *buf;
 	long n;
 
@@ -333,11 +419,9 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	fuse_req_interrupt_func(req, on_interrupt, m->engine);
 	n = fs__engine_read(m->engine, FH_BLOB(fi->fh), FH_READER(fi->fh),
-			    (uint64_t)off, size, buf, req_interrupted, req);
+			    (uint64_t)off, size, buf, &rr);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
-	else
-		fuse_reply_buf(req, buf, (size_t)n);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,

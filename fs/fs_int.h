@@ -362,6 +362,8 @@ struct fs_mount {
 	uint64_t listing_ttl_ns;
 	int64_t revalidate_s; /* -1: always ask the origin at first open */
 	uint64_t kernel_ahead; /* the kernel's readahead on this mount */
+	bool splice; /* reads of the cache's file are answered by splicing
+			its pages (set once, at FUSE's init) */
 	const struct fs_s3 *s3; /* an S3 tree: how its directories list */
 	const struct fs_creds *creds;
 };

@@ -40,7 +40,7 @@ int fs__parts_init(struct fs_parts *ps, uint32_t n)
 void fs__parts_fini(struct fs_parts *ps)
 {
 	for (uint32_t i = 0; ps->v != NULL && i < ps->n; i++)
-		free(ps->v[i].data);
+		cache_buf_unref(ps->v[i].buf);
 	free(ps->v);
 	free(ps->buckets);
 }
@@ -119,6 +119,24 @@ void fs__part_free(struct fs_parts *ps, struct fs_part *p)
 	ps->free_head = slot_of(ps, p);
 }
 
+/* Gives p a buffer that nobody else holds, for bytes about to arrive: the
+ * one it has unless the cache's queue or a reply still holds it. false:
+ * out of memory (p unchanged). */
+static bool own_buffer(struct fs_part *p)
+{
+	struct cache_buf *nb;
+
+	if (p->buf != NULL && !cache_buf_shared(p->buf))
+		return true;
+	nb = cache_buf_new();
+	if (nb == NULL)
+		return false;
+	cache_buf_unref(p->buf);
+	p->buf = nb;
+	p->data = cache_buf_data(nb);
+	return true;
+}
+
 static void start_filling(struct fs_part *p)
 {
 	p->state = FS_PART_FILLING;
@@ -138,6 +156,8 @@ struct fs_part *fs__part_get(struct fs_engine *e, uint32_t blob,
 
 	if (p != NULL) {
 		if (p->state == FS_PART_DONE) {
+			if (!own_buffer(p))
+				return NULL;
 			lru_remove(ps, p); /* fetched again */
 			start_filling(p);
 		}
@@ -146,15 +166,14 @@ struct fs_part *fs__part_get(struct fs_engine *e, uint32_t blob,
 	if (ps->free_head != FS_NO_PART) {
 		slot = ps->free_head;
 		p = &ps->v[slot];
-		if (p->data == NULL) {
-			p->data = malloc(CACHE_BLOCK_SIZE);
-			if (p->data == NULL)
-				return NULL;
-		}
+		if (!own_buffer(p))
+			return NULL;
 		ps->free_head = p->next;
 	} else if (ps->lru_head != FS_NO_PART) {
 		slot = ps->lru_head;
 		p = &ps->v[slot];
+		if (!own_buffer(p))
+			return NULL;
 		/* Memory held the only copy of a block the cache lost. */
 		if (p->lost)
 			fs__drop_locked(e, p->blob,

@@ -10,14 +10,15 @@
 
 #include "fs/engine_int.h"
 
-/* Blocks one hold of the lock leaves to the cache; a read of more takes
- * another hold. */
-#define FS_MISS_MAX 64
-
-/* The blocks of a read that memory did not have. */
-struct misses {
-	uint64_t idx[FS_MISS_MAX];
+/* The pieces of (part of) a read, in order: bytes of whole blocks memory
+ * holds, by reference to their buffers; bytes of blocks still filling,
+ * copied; and bytes the cache is to find. */
+struct pieces {
+	struct cache_piece p[FS_REPLY_PIECES];
+	struct cache_buf *ref[FS_REPLY_PIECES]; /* the buffer p[i].mem is in,
+						 or NULL */
 	uint32_t n;
+	bool cached; /* some piece is the cache's to find */
 };
 
 int fs__engine_open(struct fs_engine *e, uint32_t b, uint64_t ino,
@@ -188,91 +189,112 @@ static int wait_ready(struct fs_engine *e, uint32_t b, uint32_t reader,
 	}
 }
 
-/* Copies what memory holds of [off, end) of blob b to buf + (off - base),
- * noting the other blocks in *m; returns where it stopped (end, or the
- * first block that did not fit in *m). Caller holds e->mu. */
-static uint64_t copy_memory(struct fs_engine *e, uint32_t b, uint64_t base,
-			    uint64_t off, uint64_t end, char *buf,
-			    struct misses *m)
+/* Gathers the pieces of [pos, end) of blob b into *ps, buf + (pos - base)
+ * being where a piece's bytes go when they are copied; returns where it
+ * stopped (end, or where FS_REPLY_PIECES pieces were gathered). A whole
+ * block in memory is referenced, not copied: its bytes do not change
+ * while it is shared. Caller holds e->mu. */
+static uint64_t gather(struct fs_engine *e, uint32_t b, uint64_t base,
+		       uint64_t pos, uint64_t end, char *buf, struct pieces *ps)
 {
 	const struct fs_blob *blob = &e->blobs[b];
-	uint64_t pos = off;
 
-	m->n = 0;
-	while (pos < end) {
+	ps->n = 0;
+	ps->cached = false;
+	while (pos < end && ps->n < FS_REPLY_PIECES) {
 		uint64_t index = pos / CACHE_BLOCK_SIZE;
 		uint64_t stop = fs__block_end(blob, index);
 		struct fs_part *p = fs__part_find(&e->parts, b, index);
+		struct cache_piece *c = &ps->p[ps->n];
 
 		if (stop > end)
 			stop = end;
-		if (p != NULL) {
-			memcpy(buf + (pos - base),
-			       p->data + (pos - index * CACHE_BLOCK_SIZE),
-			       stop - pos);
+		*c = (struct cache_piece){
+			.index = index,
+			.off = pos - index * CACHE_BLOCK_SIZE,
+			.len = stop - pos,
+			.buf = buf + (pos - base),
+			.fd = -1,
+		};
+		ps->ref[ps->n] = NULL;
+		if (p != NULL && p->state != FS_PART_FILLING) {
+			c->mem = p->data + c->off;
+			ps->ref[ps->n] = cache_buf_ref(p->buf);
 			fs__part_touch(&e->parts, p);
-		} else if (m->n < FS_MISS_MAX) {
-			m->idx[m->n++] = index;
+		} else if (p != NULL) {
+			memcpy(c->buf, p->data + c->off, c->len);
+			c->mem = c->buf;
 		} else {
-			break;
+			ps->cached = true;
 		}
+		ps->n++;
 		pos = stop;
 	}
 	return pos;
 }
 
-/* Copies the blocks in *m, clipped to [off, end), from the cache to
- * buf + (their offset - base); -EAGAIN when one has left the cache (it
- * is then no longer held). */
-static int copy_misses(struct fs_engine *e, uint32_t b, uint64_t base,
-		       uint64_t off, uint64_t end, char *buf,
-		       const struct misses *m)
+static void pieces_release(struct pieces *ps)
+{
+	for (uint32_t i = 0; i < ps->n; i++)
+		cache_buf_unref(ps->ref[i]);
+	ps->n = 0;
+}
+
+/* A reply made of copies: every piece's bytes into its buf. */
+static int pieces_copy(void *ctx, struct cache_piece *p, size_t n)
+{
+	(void)ctx;
+	for (size_t i = 0; i < n; i++)
+		if (p[i].mem != p[i].buf)
+			memcpy(p[i].buf, p[i].mem, p[i].len);
+	return 0;
+}
+
+/* Has the cache find the pieces memory did not hold, then calls fn with
+ * all of them (fds: the cache's may stay in its file); returns fn's value
+ * (which must not be negative), or, without calling it, -EAGAIN when a
+ * block has left the cache (it is then no longer held), another negative
+ * errno (logged) when one cannot be read. */
+static int serve(struct fs_engine *e, uint32_t b, struct pieces *ps, bool fds,
+		 int (*fn)(void *ctx, struct cache_piece *p, size_t n),
+		 void *ctx)
 {
 	const struct fs_blob *blob = &e->blobs[b];
+	uint64_t missing = 0;
+	int rc;
 
-	for (uint32_t i = 0; i < m->n; i++) {
-		uint64_t bstart = m->idx[i] * CACHE_BLOCK_SIZE;
-		uint64_t pos = bstart > off ? bstart : off;
-		uint64_t stop = fs__block_end(blob, m->idx[i]);
-		long got;
-
-		if (stop > end)
-			stop = end;
-		got = cache_block_read(e->cache, &blob->id, m->idx[i],
-				       pos - bstart, buf + (pos - base),
-				       stop - pos);
-		if (got == -ENOENT) {
-			/* Gone since it was held (a failed commit, an
-			 * eviction by another process): fetch it again. */
-			fs__engine_drop(e, b, bstart,
-					fs__block_end(blob, m->idx[i]),
-					FS_DROP_GONE);
-			return -EAGAIN;
-		}
-		if (got < 0 || (uint64_t)got != stop - pos) {
-			fs__log(FS_LOG_ERR,
-				"%s: block %" PRIu64
-				" is held but cannot be read from the cache: %s",
-				blob->name, m->idx[i],
-				got < 0 ? strerror((int)-got) : "short block");
-			return -EIO;
-		}
+	if (!ps->cached)
+		return fn(ctx, ps->p, ps->n);
+	rc = cache_blocks_serve(e->cache, &blob->id, ps->p, ps->n, fds, fn,
+				ctx, &missing);
+	if (rc == -ENOENT) {
+		/* Gone since it was held (a failed commit, an eviction by
+		 * another process, a failed checksum): fetch it again. */
+		fs__engine_drop(e, b, missing * CACHE_BLOCK_SIZE,
+				fs__block_end(blob, missing), FS_DROP_GONE);
+		return -EAGAIN;
 	}
-	return 0;
+	if (rc < 0)
+		fs__log(FS_LOG_ERR,
+			"%s: block %" PRIu64
+			" is held but cannot be read from the cache: %s",
+			blob->name, missing, strerror(-rc));
+	return rc;
 }
 
 int fs__engine_copy_held(struct fs_engine *e, uint32_t b, uint64_t off,
 			 size_t len, char *buf)
 {
 	uint64_t pos = off, end = off + len, stop;
-	struct misses m;
+	struct pieces ps;
 	int rc = 0;
 
 	while (rc == 0 && pos < end) {
 		pthread_mutex_lock(&e->mu);
-		stop = copy_memory(e, b, off, pos, end, buf, &m);
+		stop = gather(e, b, off, pos, end, buf, &ps);
 		pthread_mutex_unlock(&e->mu);
-		rc = copy_misses(e, b, off, pos, stop, buf, &m);
+		rc = serve(e, b, &ps, false, pieces_copy, NULL);
+		pieces_release(&ps);
 		pos = stop;
 	}
 	return rc;
@@ -297,16 +319,18 @@ static int drop_changed(struct fs_engine *e, uint32_t b)
 
 /* One try of a read of [off, end): under one hold of the lock, the
  * scheduler hears of it (the first try) and says whether it is held, the
- * read waits if it must, and memory's blocks are copied; then the rest
- * comes from the cache. -EAGAIN when a block left the cache meanwhile. */
+ * read waits if it must, and the pieces memory holds are gathered; then the
+ * cache finds the others and the reply is made. -EAGAIN when a block left
+ * the cache meanwhile (no reply made). */
 static int read_once(struct fs_engine *e, uint32_t b, uint32_t reader,
 		     uint64_t off, uint64_t end, char *buf, bool first,
-		     bool (*cancelled)(void *), void *arg)
+		     const struct fs_read_reply *rr)
 {
 	struct fs_blob *blob = &e->blobs[b];
 	struct pace_read_result r = {.wait = PACE_NONE};
 	uint64_t now, stop = off;
-	struct misses m;
+	struct cache_piece whole;
+	struct pieces ps = {.n = 0};
 	int rc;
 
 	pthread_mutex_lock(&e->mu);
@@ -335,10 +359,10 @@ static int read_once(struct fs_engine *e, uint32_t b, uint32_t reader,
 		rc = wait_begin(e, b, reader, off, end, now, &r.wait);
 	}
 	if (rc == 0)
-		rc = wait_ready(e, b, reader, off, end, r.wait, now, cancelled,
-				arg);
+		rc = wait_ready(e, b, reader, off, end, r.wait, now,
+				rr->cancelled, rr->arg);
 	if (rc == 0)
-		stop = copy_memory(e, b, off, off, end, buf, &m);
+		stop = gather(e, b, off, off, end, buf, &ps);
 	pthread_mutex_unlock(&e->mu);
 	if (first && r.wait == PACE_NONE) {
 		cache_pin_set(e->cache, &blob->id, reader, off,
@@ -349,28 +373,49 @@ static int read_once(struct fs_engine *e, uint32_t b, uint32_t reader,
 	}
 	if (rc != 0)
 		return rc;
-	rc = copy_misses(e, b, off, off, stop, buf, &m);
-	if (rc == 0 && stop < end)
+	if (stop == end) {
+		rc = serve(e, b, &ps, rr->fds, rr->reply, rr->ctx);
+		pieces_release(&ps);
+		return rc;
+	}
+	/* Too many blocks for one set of pieces: copied, then one reply. */
+	rc = serve(e, b, &ps, false, pieces_copy, NULL);
+	pieces_release(&ps);
+	if (rc == 0)
 		rc = fs__engine_copy_held(e, b, stop, (size_t)(end - stop),
 					  buf + (stop - off));
-	return rc;
+	if (rc != 0)
+		return rc;
+	whole = (struct cache_piece){
+		.len = (size_t)(end - off), .buf = buf, .mem = buf, .fd = -1};
+	return rr->reply(rr->ctx, &whole, 1);
 }
 
 long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 		     uint64_t off, size_t len, char *buf,
-		     bool (*cancelled)(void *), void *arg)
+		     const struct fs_read_reply *rr)
 {
 	const struct fs_blob *blob = &e->blobs[b];
-	uint64_t end;
+	struct cache_piece none = {.buf = buf, .mem = buf, .fd = -1};
+	uint64_t end, tries, most;
 	int rc = -EAGAIN;
 
 	if (off >= blob->size || len == 0)
-		return 0;
+		return rr->reply(rr->ctx, &none, 1);
 	end = blob->size - off < len ? blob->size : off + len;
 	/* A block the cache lost after it was held is no longer held once
-	 * found missing, and fetched again. */
-	for (int tries = 0; tries < 3 && rc == -EAGAIN; tries++)
-		rc = read_once(e, b, reader, off, end, buf, tries == 0,
-			       cancelled, arg);
-	return rc != 0 ? (rc == -EAGAIN ? -EIO : rc) : (long)(end - off);
+	 * found missing, and fetched again. A try finds one such block, and
+	 * another process sharing the cache may have evicted every block of
+	 * the read: a try per block, and two more. */
+	most = (end - 1) / CACHE_BLOCK_SIZE - off / CACHE_BLOCK_SIZE + 3;
+	for (tries = 0; tries < most && rc == -EAGAIN; tries++)
+		rc = read_once(e, b, reader, off, end, buf, tries == 0, rr);
+	if (rc == -EAGAIN) {
+		fs__log(FS_LOG_ERR,
+			"%s: bytes %" PRIu64 "-%" PRIu64
+			" left the cache %" PRIu64 " times while read: EIO",
+			blob->name, off, end - 1, tries);
+		rc = -EIO;
+	}
+	return rc != 0 ? rc : (long)(end - off);
 }

@@ -286,8 +286,9 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 		uint64_t bstart = p->index * CACHE_BLOCK_SIZE;
 
 		stored(e, p,
-		       cache_block_put(e->cache, &b->id, p->index, p->data,
-				       fs__block_end(b, p->index) - bstart));
+		       cache_block_put_buf(e->cache, &b->id, p->index, p->buf,
+					   fs__block_end(b, p->index) -
+						   bstart));
 	}
 }
 

@@ -1754,6 +1754,220 @@ static void test_sums_check(void)
 	tmp_remove();
 }
 
+/* cache_block_put_buf queues the caller's buffer itself: the caller's
+ * reference stays good, the bytes are readable at once and after the
+ * commit, and the last reference frees it (the sanitizer build checks). */
+static void test_put_buf(void)
+{
+	struct cache *c = NULL;
+	struct cache_id id;
+	static unsigned char want[BS], got[BS];
+	struct cache_buf *b = cache_buf_new();
+
+	T_ASSERT(b != NULL);
+	T_ASSERT(!cache_buf_shared(b));
+	tmp_make();
+	cache_id_from_string("url:putbuf", &id);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	fill(want, BS, 4, 3);
+	memcpy(cache_buf_data(b), want, BS);
+	T_EQ_INT(cache_block_put_buf(c, &id, 4, b, BS), 0);
+	T_EQ_INT(cache_block_read(c, &id, 4, 0, got, BS), BS);
+	T_EQ_MEM(got, want, BS);
+	T_EQ_INT(cache_block_put_buf(c, &id, 5, b, 100), 0);
+	T_EQ_INT(cache_block_put_buf(c, &id, 6, b, 0), -EINVAL);
+	T_EQ_INT(cache_block_put_buf(c, &id, 6, NULL, BS), -EINVAL);
+	T_EQ_INT(cache_flush(c), 0);
+	/* Committed: the queue let go of it. */
+	T_ASSERT(!cache_buf_shared(b));
+	T_EQ_INT(cache_block_read(c, &id, 4, 0, got, BS), BS);
+	T_EQ_MEM(got, want, BS);
+	T_EQ_INT(cache_block_read(c, &id, 5, 0, got, BS), 100);
+	T_EQ_MEM(got, want, 100);
+	cache_buf_unref(b);
+	cache_buf_unref(NULL);
+	cache_close(c);
+	tmp_remove();
+}
+
+/* What a serve callback saw: each piece's bytes, read from where the
+ * cache said they are; and, for the eviction case, what it did meanwhile. */
+struct serve_seen {
+	struct cache *c;
+	const struct cache_id *id;
+	unsigned char bytes[4 * BS];
+	size_t len;
+	int nfd, nmem, calls;
+	bool evict; /* evict and rewrite block 1 before reading */
+	int evict_rc, put_rc, flush_rc;
+};
+
+static int serve_fn(void *ctx, struct cache_piece *p, size_t n)
+{
+	struct serve_seen *s = ctx;
+	static unsigned char other[BS];
+
+	s->calls++;
+	if (s->evict) {
+		/* Dropped and stored again with other bytes, committed, while
+		 * this reply holds the old ones. */
+		for (int k = 0; k < 3; k++) {
+			/* Three times: LMDB would reuse freed pages from the
+			 * second commit after the one that freed them. */
+			s->evict_rc |= cache_blocks_evict(s->c, s->id, 1, 1);
+			fill(other, BS, 1, 99);
+			s->put_rc |= cache_block_put(s->c, s->id, 1, other, BS);
+			s->flush_rc |= cache_flush(s->c);
+		}
+	}
+	s->len = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i].mem) {
+			memcpy(s->bytes + s->len, p[i].mem, p[i].len);
+			s->nmem++;
+		} else {
+			if (pread(p[i].fd, s->bytes + s->len, p[i].len,
+				  (off_t)p[i].pos) != (ssize_t)p[i].len)
+				return 77;
+			s->nfd++;
+		}
+		s->len += p[i].len;
+	}
+	return 5;
+}
+
+/* Pieces of blocks 0..3 of blob "url:serve", [start, start + len). */
+static size_t serve_pieces(struct cache_piece *p, unsigned char *buf,
+			   uint64_t start, size_t len)
+{
+	size_t n = 0;
+
+	for (uint64_t pos = start; pos < start + len; n++) {
+		uint64_t index = pos / BS, stop = (index + 1) * BS;
+
+		if (stop > start + len)
+			stop = start + len;
+		p[n] = (struct cache_piece){.index = index,
+					    .off = pos % BS,
+					    .len = stop - pos,
+					    .buf = buf + (pos - start),
+					    .fd = -1};
+		pos = stop;
+	}
+	return n;
+}
+
+/* cache_blocks_serve: committed blocks stay in the data file (their
+ * checksums checked), queued ones and those the caller holds come from
+ * memory; a missing or damaged block ends it before the callback; bytes
+ * handed to the callback do not change under it, also when their block is
+ * evicted and stored again meanwhile. */
+static void test_serve(void)
+{
+	struct cache *c = NULL;
+	struct block_edit be = {.index = 2, .at = 5000};
+	static unsigned char want[4 * BS], buf[4 * BS], mine[BS];
+	struct serve_seen s;
+	struct cache_piece p[8];
+	uint64_t missing = 0;
+	size_t n;
+
+	tmp_make();
+	cache_id_from_string("url:serve", &be.id);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	for (uint64_t i = 0; i < 4; i++) {
+		fill(want + i * BS, i == 3 ? 3000 : BS, i, 0);
+		T_EQ_INT(put_block(c, &be.id, i, i == 3 ? 3000 : BS), 0);
+	}
+	T_EQ_INT(cache_flush(c), 0);
+	/* Block 1 queued again (same bytes), block 0 the caller's own. */
+	T_EQ_INT(put_block(c, &be.id, 1, BS), 0);
+	memcpy(mine, want, BS);
+
+	/* With fds: 100 bytes into block 0 up to 1000 into the short last. */
+	memset(&s, 0, sizeof(s));
+	n = serve_pieces(p, buf, 100, 3 * BS - 100 + 1000);
+	T_EQ_INT((int)n, 4);
+	p[0].mem = mine + 100;
+	T_EQ_INT(cache_blocks_serve(c, &be.id, p, n, true, serve_fn, &s,
+				    &missing),
+		 5);
+	T_EQ_INT(s.calls, 1);
+	T_EQ_U64(s.len, 3 * BS - 100 + 1000);
+	T_EQ_MEM(s.bytes, want + 100, s.len);
+	T_ASSERT(p[0].mem == mine + 100);
+	T_ASSERT(s.nfd >= 2); /* blocks 2 and 3 at least; 1 may be queued */
+	T_ASSERT(p[2].mem == NULL && p[2].fd >= 0);
+	/* Without: every piece copied into its buf. */
+	T_EQ_INT(cache_flush(c), 0);
+	memset(&s, 0, sizeof(s));
+	memset(buf, 0, sizeof(buf));
+	n = serve_pieces(p, buf, 0, 3 * BS + 3000);
+	T_EQ_INT(cache_blocks_serve(c, &be.id, p, n, false, serve_fn, &s,
+				    &missing),
+		 5);
+	T_EQ_INT(s.nfd, 0);
+	T_EQ_MEM(buf, want, 3 * BS + 3000);
+	T_EQ_MEM(s.bytes, want, 3 * BS + 3000);
+
+	/* Evicted and stored again while the callback runs: the bytes it
+	 * was given are the old ones. */
+	memset(&s, 0, sizeof(s));
+	s.c = c;
+	s.id = &be.id;
+	s.evict = true;
+	n = serve_pieces(p, buf, 0, 2 * BS);
+	T_EQ_INT(cache_blocks_serve(c, &be.id, p, n, true, serve_fn, &s,
+				    &missing),
+		 5);
+	T_EQ_INT(s.evict_rc, 0);
+	T_EQ_INT(s.put_rc, 0);
+	T_EQ_INT(s.flush_rc, 0);
+	T_ASSERT(p[1].mem == NULL);
+	T_EQ_MEM(s.bytes, want, 2 * BS);
+	/* The block read now is the new one. */
+	fill(want + BS, BS, 1, 99);
+	T_EQ_INT(cache_block_read(c, &be.id, 1, 0, buf, BS), BS);
+	T_EQ_MEM(buf, want + BS, BS);
+
+	/* A block not held: -ENOENT and which, before the callback. */
+	memset(&s, 0, sizeof(s));
+	n = serve_pieces(p, buf, 3 * BS, 2000);
+	p[0].index = 7;
+	T_EQ_INT(cache_blocks_serve(c, &be.id, p, n, true, serve_fn, &s,
+				    &missing),
+		 -ENOENT);
+	T_EQ_U64(missing, 7);
+	T_EQ_INT(s.calls, 0);
+	/* Asking past a block's end is refused. */
+	n = serve_pieces(p, buf, 3 * BS, 4000);
+	T_EQ_INT(cache_blocks_serve(c, &be.id, p, n, true, serve_fn, &s,
+				    &missing),
+		 -EIO);
+	T_EQ_U64(missing, 3);
+	T_EQ_INT(s.calls, 0);
+	cache_close(c);
+	c = NULL;
+
+	/* A damaged chunk: never handed out, the block dropped. */
+	T_EQ_INT(raw_edit(tmpdir, edit_block, &be), 0);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	memset(&s, 0, sizeof(s));
+	n = serve_pieces(p, buf, 2 * BS, 8192);
+	T_EQ_INT(cache_blocks_serve(c, &be.id, p, n, true, serve_fn, &s,
+				    &missing),
+		 -ENOENT);
+	T_EQ_U64(missing, 2);
+	T_EQ_INT(s.calls, 0);
+	T_ASSERT(strstr(logcap.last, "checksum mismatch") != NULL);
+	T_ASSERT(!held(c, &be.id, 2));
+	T_EQ_INT(cache_blocks_serve(c, &be.id, p, 0, true, serve_fn, &s,
+				    &missing),
+		 5);
+	cache_close(c);
+	tmp_remove();
+}
+
 static char data_path[160];
 
 static void data_path_set(void)
@@ -2461,6 +2675,8 @@ static const struct t_case cases[] = {
 	{"digests_race", test_digests_race},
 	{"compact", test_compact},
 	{"kill9_budget", test_kill9_budget},
+	{"put_buf", test_put_buf},
+	{"serve", test_serve},
 };
 
 int main(int argc, char **argv)
