@@ -4,7 +4,8 @@
 # (blocks in memory, one writev); after a remount, with data.mdb's pages
 # dropped, a read through the kernel's readahead whose replies the daemon
 # splices (its syscalls counted), O_DIRECT reads of sizes that end in a short
-# piece (read, then spliced) or that no pipe holds (libfuse copies); and
+# piece (read, then spliced) or that no pipe holds (libfuse copies); a
+# second open served by the page cache (keep_cache, no read answered); and
 # readers of held bytes while other readers, in this mount and in a second
 # mount of the same cache, evict blocks under a small budget, so that blocks
 # leave the cache while replies of them are being spliced.
@@ -76,6 +77,22 @@ if mount_pacefs -o "cache_dir=$CACHE" "$ORIGIN_URL/f.bin" "$MNT"; then
 		t_pass "remount: replies spliced ($splices splices, ${preads:-0} preads)"
 	else
 		t_fail "remount: replies spliced" "${splices:-0} splices, ${preads:-0} preads: $(cat "$T_TMP/strace.txt")"
+	fi
+	# A second open of the unchanged file reads the kernel's page cache
+	# (keep_cache): the daemon answers no read, spliced or copied.
+	strace -f -qq -c -e trace=splice,writev,pread64 -o "$T_TMP/strace2.txt" -p "$pid" &
+	spid=$!
+	sleep 1
+	t_check "remount: a second open, the same bytes" cmp "$MNT/f.bin" "$WWW/f.bin"
+	kill -INT "$spid" 2>/dev/null || true
+	wait "$spid" 2>/dev/null || true
+	replies=$(awk '$NF == "splice" || $NF == "writev" || $NF == "pread64" { n += $4 } END { print n + 0 }' "$T_TMP/strace2.txt")
+	# open, flush and release are a few writev; 24 MiB of reads would be
+	# hundreds.
+	if [ "$replies" -lt 10 ]; then
+		t_pass "remount: a second open reads the page cache ($replies replies)"
+	else
+		t_fail "remount: a second open reads the page cache" "$replies replies: $(cat "$T_TMP/strace2.txt")"
 	fi
 	# Sizes off every block: a short last piece, pieces in 2 blocks.
 	for bs in 1M 196608 69632 12288 4096; do
