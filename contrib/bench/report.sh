@@ -41,39 +41,31 @@ med() {
 		}' "$RAW"
 }
 
-# med_ratio WL1 WL2 SYS KEY: the median over the runs of WL1's KEY over
-# WL2's in the same run (pacefs's figures of one run compared), or "-".
-med_ratio() {
-	awk -F'\t' -v a="$1" -v b="$2" -v sys="$3" -v key="$4" '
-		$2 == sys && $4 == "ok" && ($1 == a || $1 == b) {
+# med_ratio_of WL1 SYS1 WL2 SYS2 KEY: the median over the runs of the KEY
+# of SYS1 in WL1 over that of SYS2 in WL2 in the same run, or "-".
+med_ratio_of() {
+	awk -F'\t' -v wa="$1" -v sa="$2" -v wb="$3" -v sb="$4" -v key="$5" '
+		$4 == "ok" && (($1 == wa && $2 == sa) || ($1 == wb && $2 == sb)) {
+			side = ($1 == wa && $2 == sa) ? "a" : "b"
 			split($5, kv, " ")
-			for (i in kv) { split(kv[i], p, "="); if (p[1] == key) x[$1, $3] = p[2] + 0 }
+			for (i in kv) { split(kv[i], p, "="); if (p[1] == key) x[side, $3] = p[2] + 0 }
 			runs[$3] = 1
 		}
 		END {
-			for (r in runs) if ((a, r) in x && (b, r) in x && x[b, r] > 0) v[++m] = x[a, r] / x[b, r]
+			for (r in runs) if (("a", r) in x && ("b", r) in x && x["b", r] > 0) v[++m] = x["a", r] / x["b", r]
 			if (m == 0) { print "-"; exit }
 			for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
 			if (m % 2) print v[(m + 1) / 2]; else print (v[m / 2] + v[m / 2 + 1]) / 2
 		}' "$RAW"
 }
 
-# med_ratio_sys WL A B KEY: the median over the runs of system A's KEY over
-# system B's in the same run of WL, or "-".
-med_ratio_sys() {
-	awk -F'\t' -v wl="$1" -v a="$2" -v b="$3" -v key="$4" '
-		$1 == wl && $4 == "ok" && ($2 == a || $2 == b) {
-			split($5, kv, " ")
-			for (i in kv) { split(kv[i], p, "="); if (p[1] == key) x[$2, $3] = p[2] + 0 }
-			runs[$3] = 1
-		}
-		END {
-			for (r in runs) if ((a, r) in x && (b, r) in x && x[b, r] > 0) v[++m] = x[a, r] / x[b, r]
-			if (m == 0) { print "-"; exit }
-			for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-			if (m % 2) print v[(m + 1) / 2]; else print (v[m / 2] + v[m / 2 + 1]) / 2
-		}' "$RAW"
-}
+# med_ratio WL1 WL2 SYS KEY: WL1's KEY over WL2's, SYS's figures of one run
+# compared (med_ratio_of).
+med_ratio() { med_ratio_of "$1" "$3" "$2" "$3" "$4"; }
+
+# med_ratio_sys WL A B KEY: system A's KEY over system B's in the same run
+# of WL (med_ratio_of).
+med_ratio_sys() { med_ratio_of "$1" "$2" "$1" "$3" "$4"; }
 
 # lowest WL SYS KEY: the smallest KEY over the ok runs, or "-": a floor's
 # estimate, which the machine's noise can only raise.
