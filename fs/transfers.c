@@ -457,9 +457,12 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 		}
 		break;
 	case PACE_ACT_SET_END:
+		fs__log(FS_LOG_DEBUG, "lane %u: end lowered to %" PRIu64,
+			a->lane, a->end);
 		fetch_lane_set_end(e->fetch, a->lane, a->end);
 		break;
 	case PACE_ACT_CANCEL:
+		fs__log(FS_LOG_DEBUG, "lane %u: cancelled", a->lane);
 		log_if_stalled(e, a->lane);
 		fetch_lane_cancel(e->fetch, a->lane);
 		break;
