@@ -39,7 +39,10 @@ static void config_pacing(const struct fs_engine_config *cfg,
 	pc->deadline_ns = read_timeout_ns;
 	if (cfg->readahead_ms != 0)
 		pc->lead_ns = (uint64_t)cfg->readahead_ms * 1000000u;
-	pc->kernel_ahead = cfg->kernel_ahead;
+	/* A sequential reader has up to two of the kernel's readahead
+	 * windows ahead of it: the one it reads in and the next, which the
+	 * kernel asks for as soon as the reader enters the first. */
+	pc->kernel_ahead = 2 * cfg->kernel_ahead;
 	/* A memory cap: read-ahead shrinks to fit, and a waiting read takes
 	 * its room from read-ahead. */
 	pc->budget_bytes = cfg->inflight_max;
