@@ -101,12 +101,10 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	e->nsource_map = cfg->max_sources;
 	e->source_of_pace = calloc(cfg->max_sources, sizeof(uint32_t));
 	e->nlanes = cfg->lanes;
-	e->lane_seen_ns = calloc(cfg->lanes, sizeof(*e->lane_seen_ns));
 	e->lane_blob = malloc(cfg->lanes * sizeof(*e->lane_blob));
 	e->lane_source = malloc(cfg->lanes * sizeof(*e->lane_source));
 	if (e->blobs == NULL || e->source_of_pace == NULL ||
-	    e->lane_seen_ns == NULL || e->lane_blob == NULL ||
-	    e->lane_source == NULL)
+	    e->lane_blob == NULL || e->lane_source == NULL)
 		goto fail;
 	for (uint32_t l = 0; l < cfg->lanes; l++)
 		e->lane_blob[l] = e->lane_source[l] = PACE_NONE;
@@ -169,7 +167,6 @@ void fs__engine_free(struct fs_engine *e)
 	pace_free(e->pace);
 	fs__parts_fini(&e->parts);
 	free(e->source_of_pace);
-	free(e->lane_seen_ns);
 	free(e->lane_blob);
 	free(e->lane_source);
 	blobs_free(e->blobs, e->nblobs);

@@ -132,7 +132,6 @@ struct fs_engine {
 	 * writes them, and reads them without the lock. PACE_NONE: idle. */
 	uint32_t *lane_blob;
 	uint32_t *lane_source;
-	uint64_t *lane_seen_ns; /* last start or byte per lane; guarded by mu */
 	uint64_t drops;		/* fs__engine_drop calls; guarded by mu */
 	uint32_t verifiers;	/* whole-blob checks running; guarded by mu */
 	bool stopping;		/* the engine is being freed; guarded by mu */

@@ -77,7 +77,6 @@ static uint32_t take_bytes(struct fs_engine *e, uint32_t lane, uint32_t blob,
 		uint64_t now = fs__now_ns();
 
 		pace_on_data(e->pace, lane, off, credited_end - off, now);
-		e->lane_seen_ns[lane] = now;
 	}
 	/* Whole blocks go to the cache. They stay here after, so a reader
 	 * never misses held bytes. */
@@ -389,10 +388,13 @@ static void log_if_stalled(struct fs_engine *e, uint32_t lane)
 	bool stalled;
 	int proxy = fetch_lane_proxy(e->fetch, lane);
 
+	/* Idle by the scheduler's clock, which decided the stall: a time of
+	 * our own, taken when the START ran, could fall a moment short of
+	 * the stall timeout and leave the proxy in use. */
 	pthread_mutex_lock(&e->mu);
-	idle = fs__now_ns() - e->lane_seen_ns[lane];
-	stalled = idle >= e->stall_ns &&
-		  pace_lane_info(e->pace, lane, &li) == 0 && li.busy;
+	stalled = pace_lane_info(e->pace, lane, &li) == 0 && li.busy;
+	idle = stalled ? fs__now_ns() - li.progress_ns : 0;
+	stalled = stalled && idle >= e->stall_ns;
 	pthread_mutex_unlock(&e->mu);
 	if (stalled && fs__source_of(e, li.source) != NULL)
 		fs__log(FS_LOG_WARN,
@@ -440,7 +442,6 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 		e->lane_blob[a->lane] = e->source_of_pace[a->source];
 		e->lane_source[a->lane] = a->source;
 		pthread_mutex_lock(&e->mu);
-		e->lane_seen_ns[a->lane] = fs__now_ns();
 		t.no_cache = fs__recheck(e, e->lane_blob[a->lane], a->start,
 					 a->end);
 		pthread_mutex_unlock(&e->mu);

@@ -277,6 +277,8 @@ struct pace_lane_info {
 	uint64_t qend;
 	uint32_t reader;   /* the reader it serves; PACE_NONE: none */
 	bool demand;	   /* it serves a read that waits */
+	uint64_t progress_ns; /* its last byte, or its start: what a stall
+				 (stall_ns without progress) counts from */
 };
 
 int pace_lane_info(const struct pace *p, uint32_t lane,
