@@ -176,8 +176,12 @@ int fetch_lane_start(struct fetch *f, uint32_t lane,
 	if (s->busy)
 		return -EBUSY;
 	a = lane_spare(f, lane);
+	/* Not a request sent ahead through a proxy that failed since: it
+	 * would wait for the stall timeout again (a hung proxy). */
 	if (a->busy && a->ahead && a->start == start && a->asked_end == end &&
-	    a->url == t->url) {
+	    a->url == t->url &&
+	    (a->proxy < 0 || !fetch__proxy_down(f->cfg.proxies, a->proxy,
+						fetch__now_ms()))) {
 		/* The request queued behind the last one is under way:
 		 * promote it; its held bytes come now. */
 		f->cur[lane] = a;

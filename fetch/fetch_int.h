@@ -159,6 +159,9 @@ void fetch__proxy_request(struct fetch_proxies *list, int i);
 void fetch__proxy_answered(struct fetch_proxies *list, int i, int cache);
 void fetch__proxy_bytes(struct fetch_proxies *list, int i, uint64_t n);
 void fetch__proxy_failed(struct fetch_proxies *list, int i, uint64_t now_ms);
+/* True when entry i failed lately (within its reset interval) or is
+ * excluded: a request sent through it before is sent again. */
+bool fetch__proxy_down(struct fetch_proxies *list, int i, uint64_t now_ms);
 
 /* True when easy's request, which went through a proxy and ended with
  * cc, failed because of the proxy (see fetch.h, "Proxies"). */

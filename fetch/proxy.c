@@ -408,6 +408,16 @@ bool fetch__proxy_is_direct(const struct fetch_proxies *list, int i)
 	return list->p[i].url[0] == '\0';
 }
 
+bool fetch__proxy_down(struct fetch_proxies *list, int i, uint64_t now_ms)
+{
+	bool down;
+
+	pthread_mutex_lock(&list->mu);
+	down = list->p[i].excluded || list->p[i].failed_until_ms > now_ms;
+	pthread_mutex_unlock(&list->mu);
+	return down;
+}
+
 void fetch__proxy_failed(struct fetch_proxies *list, int i, uint64_t now_ms)
 {
 	pthread_mutex_lock(&list->mu);
