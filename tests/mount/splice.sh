@@ -87,9 +87,10 @@ if mount_pacefs -o "cache_dir=$CACHE" "$ORIGIN_URL/f.bin" "$MNT"; then
 	kill -INT "$spid" 2>/dev/null || true
 	wait "$spid" 2>/dev/null || true
 	replies=$(awk '$NF == "splice" || $NF == "writev" || $NF == "pread64" { n += $4 } END { print n + 0 }' "$T_TMP/strace2.txt")
-	# open, flush and release are a few writev; 24 MiB of reads would be
-	# hundreds.
-	if [ "$replies" -lt 10 ]; then
+	# open, flush and release are a few writev; 24 MiB read again would be
+	# about 200 replies of 128 KiB. The kernel may have reclaimed a few
+	# pages since the first read: a quarter of them at most.
+	if [ "$replies" -lt 48 ]; then
 		t_pass "remount: a second open reads the page cache ($replies replies)"
 	else
 		t_fail "remount: a second open reads the page cache" "$replies replies: $(cat "$T_TMP/strace2.txt")"
