@@ -178,7 +178,7 @@ void fetch__auth_put(struct fetch__cref *r)
 		cref_free(r);
 }
 
-uint64_t fetch__auth_gen(struct fetch_auth *a)
+uint64_t fetch_auth_gen(struct fetch_auth *a)
 {
 	uint64_t gen;
 
@@ -186,11 +186,6 @@ uint64_t fetch__auth_gen(struct fetch_auth *a)
 	gen = a->gen;
 	pthread_mutex_unlock(&a->mu);
 	return gen;
-}
-
-uint64_t fetch_auth_gen(struct fetch_auth *a)
-{
-	return fetch__auth_gen(a);
 }
 
 void fetch_auth_again(struct fetch_auth *a)

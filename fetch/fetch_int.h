@@ -84,7 +84,6 @@ struct fetch__cref {
 /* The current set with a reference taken, or NULL (no auth, no set). */
 struct fetch__cref *fetch__auth_get(struct fetch_auth *a);
 void fetch__auth_put(struct fetch__cref *r);
-uint64_t fetch__auth_gen(struct fetch_auth *a);
 
 /* A request with set gen was refused: asks for a newer one. */
 void fetch__auth_expired(struct fetch_auth *a, uint64_t gen);

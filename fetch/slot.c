@@ -540,7 +540,7 @@ bool fetch__slot_auth_resume(struct fetch *f)
 		if (!s->busy || !s->auth_wait)
 			continue;
 		if (gen == 0) {
-			gen = fetch__auth_gen(f->cfg.auth);
+			gen = fetch_auth_gen(f->cfg.auth);
 			now = mono_ns();
 		}
 		if (gen <= s->auth_gen && now < s->auth_until_ns) {
