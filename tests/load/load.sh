@@ -21,11 +21,13 @@ READERS=${LOAD_READERS:-64}
 DURATION=${LOAD_SECONDS:-60}
 RSS_LIMIT_MIB=${LOAD_RSS_LIMIT_MIB:-512}
 # Descriptors the daemon may hold at the end beyond those it held before.
-# Two kinds are pools, bounded rather than equal: libfuse's worker threads
-# (pacefs runs them with clone_fd, one /dev/fuse descriptor each, at most
-# 64, and idle ones stay) and libcurl's kept-alive connections (at most one
-# per lane, 8 by default). Everything else (files, pipes) must come back
-# to its count before the load: a leak there grows with every open.
+# Three kinds are pools, bounded rather than equal: libfuse's worker
+# threads (pacefs runs them with clone_fd, one /dev/fuse descriptor each,
+# at most 64, and idle ones stay), the pipe each worker splices its replies
+# through (two descriptors, libfuse's, kept while the thread lives), and
+# libcurl's kept-alive connections (at most one per lane, 8 by default).
+# Everything else (files) must come back to its count before the load: a
+# leak there grows with every open.
 FD_SLACK=${LOAD_FD_SLACK:-2}
 LOAD_LANES=8
 FUSE_MAX_THREADS=64
@@ -65,6 +67,7 @@ rss_pair() { awk '/^VmRSS:/ { r = $2 } /^RssAnon:/ { a = $2 } END { print r + 0,
 fd_count() { find "/proc/$DAEMON/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 sock_count() { find "/proc/$DAEMON/fd" -mindepth 1 -maxdepth 1 -lname 'socket:*' 2>/dev/null | wc -l; }
 fuse_count() { find "/proc/$DAEMON/fd" -mindepth 1 -maxdepth 1 -lname /dev/fuse 2>/dev/null | wc -l; }
+pipe_count() { find "/proc/$DAEMON/fd" -mindepth 1 -maxdepth 1 -lname 'pipe:*' 2>/dev/null | wc -l; }
 fd_list() { find "/proc/$DAEMON/fd" -mindepth 1 -maxdepth 1 -printf "%l\n" 2>/dev/null | sed 's/\[[0-9]*\]$//' | sort | uniq -c | sort -rn | head -n 8; }
 
 # Every file listed and stat'ed once, so the baseline holds whatever the
@@ -73,7 +76,8 @@ find "$MNT" -type f -exec stat -c %s {} + >/dev/null
 fds_before=$(fd_count)
 socks_before=$(sock_count)
 fuse_before=$(fuse_count)
-other_before=$((fds_before - socks_before - fuse_before))
+pipes_before=$(pipe_count)
+other_before=$((fds_before - socks_before - fuse_before - pipes_before))
 rss_before=$(rss_kib)
 
 # The sampler: one line per second, "seconds rss_kib anon_kib fds".
@@ -147,7 +151,7 @@ else
 fi
 
 # Handles are released asynchronously (FUSE release): let them settle.
-other_now() { echo $(($(fd_count) - $(sock_count) - $(fuse_count))); }
+other_now() { echo $(($(fd_count) - $(sock_count) - $(fuse_count) - $(pipe_count))); }
 for _ in $(seq 1 20); do
 	[ "$(other_now)" -le $((other_before + FD_SLACK)) ] && break
 	sleep 0.25
@@ -155,7 +159,8 @@ done
 fds_after=$(fd_count)
 socks_after=$(sock_count)
 fuse_after=$(fuse_count)
-other_after=$((fds_after - socks_after - fuse_after))
+pipes_after=$(pipe_count)
+other_after=$((fds_after - socks_after - fuse_after - pipes_after))
 threads_after=$(awk '/^Threads:/ { print $2 }' "/proc/$DAEMON/status" 2>/dev/null || echo 0)
 kill "$SAMPLER" 2>/dev/null || true
 wait "$SAMPLER" 2>/dev/null || true
@@ -164,9 +169,9 @@ read -r max_rss max_anon max_fds nsamples < <(awk '
 	END { printf "%d %d %d %d\n", r, a, f, NR }' "$SAMPLES")
 echo "load: RSS before $((rss_before / 1024)) MiB, max $((max_rss / 1024)) MiB" \
 	"(anonymous max $((max_anon / 1024)) MiB) over $nsamples samples"
-echo "load: fds before $fds_before ($other_before files and pipes, $socks_before sockets, $fuse_before /dev/fuse)," \
-	"max $max_fds, after $fds_after ($other_after files and pipes, $socks_after sockets," \
-	"$fuse_after /dev/fuse for $threads_after threads)"
+echo "load: fds before $fds_before ($other_before files, $pipes_before pipe ends, $socks_before sockets," \
+	"$fuse_before /dev/fuse), max $max_fds, after $fds_after ($other_after files, $pipes_after pipe ends," \
+	"$socks_after sockets, $fuse_after /dev/fuse for $threads_after threads)"
 
 if [ "$nsamples" -ge $((DURATION * 2 / 3)) ] && [ "$max_rss" -gt 0 ]; then
 	t_pass "RSS sampled every second ($nsamples samples)"
@@ -179,9 +184,14 @@ else
 	t_fail "RSS bounded" "max $((max_rss / 1024)) MiB > $RSS_LIMIT_MIB MiB"
 fi
 if [ "$other_after" -le $((other_before + FD_SLACK)) ]; then
-	t_pass "no descriptor leak: $other_after files and pipes open after, $other_before before"
+	t_pass "no descriptor leak: $other_after files open after, $other_before before"
 else
-	t_fail "no descriptor leak" "$other_after files and pipes open after, $other_before before; now: $(fd_list | tr '\n' ' ')"
+	t_fail "no descriptor leak" "$other_after files open after, $other_before before; now: $(fd_list | tr '\n' ' ')"
+fi
+if [ "$pipes_after" -le $((pipes_before + 2 * fuse_after)) ]; then
+	t_pass "pipes bounded by the worker pool: $pipes_after ends for $fuse_after workers, $pipes_before before (one splice pipe a worker)"
+else
+	t_fail "pipes bounded by the worker pool" "$pipes_after ends for $fuse_after workers, $pipes_before before; now: $(fd_list | tr '\n' ' ')"
 fi
 if [ "$socks_after" -le $((socks_before + LOAD_LANES + FD_SLACK)) ]; then
 	t_pass "sockets bounded: $socks_after after, $socks_before before (at most one kept-alive connection per lane)"
