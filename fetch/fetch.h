@@ -183,7 +183,7 @@ int fetch_proxies_info(struct fetch_proxies *list, uint32_t i,
 		       uint64_t now_ms, struct fetch_proxy_info *out);
 
 /* Marks entry i (not DIRECT) failed now, as a request it failed would:
- * for a lane through it that stalled (no byte for the stall timeout),
+ * for a lane through it that stalled or slowed to a fraction of its rate,
  * which only the caller sees. Any thread. */
 void fetch_proxies_fail(struct fetch_proxies *list, int i);
 

@@ -200,6 +200,10 @@ int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
 		rc = pace_source_add(e->pace, i, caps, &s->pace_id);
 		if (rc == 0 && s->pace_id >= e->nsource_map)
 			rc = -ENOSPC;
+		/* Several proxies: a lane that stalls or slows is its
+		 * proxy's fault, and its range goes by another. */
+		if (rc == 0 && fetch_proxies_count(e->proxies) > 1)
+			rc = pace_source_set_routed(e->pace, s->pace_id);
 		if (rc != 0)
 			goto out;
 		s->url = sources[j].url;

@@ -377,32 +377,42 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 		log_throttled(e, lane, res, hold_ms, lane_cap);
 }
 
-/* A cancel of a lane that got nothing for the stall timeout is a stall
- * reclaim: say which source stalled, as the scheduler does not. A proxy
+/* A lane the scheduler took back because it stalled or collapsed. A
+ * stall is logged with its source, as the scheduler does not log. A proxy
  * the lane went through is left out for its reset interval, so that the
- * range it retries does not stall there again. */
-static void log_if_stalled(struct fs_engine *e, uint32_t lane)
+ * range it retries goes by another route: with several proxies the source
+ * is routed (pace_source_set_routed), and the scheduler holds it no
+ * longer for what its route did. */
+static void lane_faulted(struct fs_engine *e, const struct pace_action *a)
 {
 	struct pace_lane_info li;
 	uint64_t idle;
 	bool stalled;
-	int proxy = fetch_lane_proxy(e->fetch, lane);
+	int proxy = fetch_lane_proxy(e->fetch, a->lane);
 
-	/* Idle by the scheduler's clock, which decided the stall: a time of
-	 * our own, taken when the START ran, could fall a moment short of
-	 * the stall timeout and leave the proxy in use. */
+	/* Idle by the scheduler's clock, which decided the stall. */
 	pthread_mutex_lock(&e->mu);
-	stalled = pace_lane_info(e->pace, lane, &li) == 0 && li.busy;
+	stalled = pace_lane_info(e->pace, a->lane, &li) == 0 && li.busy;
 	idle = stalled ? fs__now_ns() - li.progress_ns : 0;
 	stalled = stalled && idle >= e->stall_ns;
 	pthread_mutex_unlock(&e->mu);
-	if (stalled && fs__source_of(e, li.source) != NULL)
+	if (fs__source_of(e, a->source) == NULL)
+		return;
+	if (stalled)
 		fs__log(FS_LOG_WARN,
 			"lane %u: %s: no byte for %" PRIu64 " s at offset %" PRIu64
 			": stalled; its range is retried%s",
-			lane, fs__source_url(e, li.source), idle / 1000000000u,
-			li.frontier, proxy >= 0 ? " through another proxy" : "");
-	if (stalled && proxy >= 0)
+			a->lane, fs__source_url(e, a->source),
+			idle / 1000000000u, li.frontier,
+			proxy >= 0 ? " through another proxy" : "");
+	else if (proxy >= 0)
+		fs__log(FS_LOG_WARN,
+			"lane %u: %s: slowed to %" PRIu64
+			" B/s at offset %" PRIu64 " through proxy %s"
+			": its range is retried through another proxy",
+			a->lane, fs__source_url(e, a->source), li.rate,
+			li.frontier, proxy_name(e, proxy));
+	if (proxy >= 0)
 		fetch_proxies_fail(e->proxies, proxy);
 }
 
@@ -464,7 +474,8 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 		break;
 	case PACE_ACT_CANCEL:
 		fs__log(FS_LOG_DEBUG, "lane %u: cancelled", a->lane);
-		log_if_stalled(e, a->lane);
+		if (a->faulted)
+			lane_faulted(e, a);
 		fetch_lane_cancel(e->fetch, a->lane);
 		break;
 	case PACE_ACT_QUEUE:

@@ -53,6 +53,7 @@ void pace__emit(struct pace_action *a, enum pace_action_kind k,
 	a->source = l->source;
 	a->start = l->start;
 	a->end = l->end;
+	a->faulted = false;
 }
 
 void pace__lane_start(struct pace *p, struct lane *l, uint32_t blob,
@@ -94,6 +95,9 @@ void pace__lane_cancel(struct pace *p, struct lane *l, bool reclaim,
 		       struct pace_action *a)
 {
 	pace__emit(a, PACE_ACT_CANCEL, p, l);
+	a->faulted = reclaim && (l->state == LANE_COLLAPSED ||
+				 p->now - l->last_progress_ns >=
+					 p->cfg.stall_ns);
 	if (pace__lane_open(l))
 		pace__infl_sub(p, l->end - l->frontier +
 					  (l->q ? l->qend - l->qstart : 0));

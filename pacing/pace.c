@@ -460,6 +460,14 @@ uint64_t pace_next_wake(const struct pace *p, uint64_t now_ns)
 	return t == UINT64_MAX ? t : pace__max64(t, now_ns);
 }
 
+int pace_source_set_routed(struct pace *p, uint32_t source)
+{
+	if (!p || source >= p->n_sources || !p->sources[source].used)
+		return -ENOENT;
+	p->sources[source].routed = true;
+	return 0;
+}
+
 int pace_source_exclude(struct pace *p, uint32_t source)
 {
 	if (!p || source >= p->n_sources || !p->sources[source].used)

@@ -81,6 +81,8 @@ struct pace_action {
 	uint32_t source;
 	uint64_t start;
 	uint64_t end;
+	bool faulted; /* CANCEL only: the lane stalled or collapsed (its
+			 source's or its route's fault), not a yield */
 };
 
 struct pace_config {
@@ -293,6 +295,13 @@ uint32_t pace_source_lane_cap(const struct pace *p, uint32_t source);
 /* Bytes requested and not yet received over all lanes, queued ranges
  * included; never above budget_bytes when one is set. */
 uint64_t pace_inflight(const struct pace *p);
+
+/* The source is reached by several routes (a proxy list with more than
+ * one member): a lane that stalls or collapses then faults its route, not
+ * the source. The lane's range is taken back as ever, and the caller sends
+ * the retry by another route; the source takes no backoff and no collapse
+ * hold, and keeps the rate it measured, so that its other lanes run on. */
+int pace_source_set_routed(struct pace *p, uint32_t source);
 
 /* Excludes a source for good (it served bytes that failed their digest):
  * no new request goes to it; its open requests run to their end. */

@@ -176,6 +176,8 @@ struct lane {
 struct source {
 	bool used;
 	bool excluded;
+	bool routed;   /* several routes: a lane's stall or collapse is its
+			  route's, not the source's (pace_source_set_routed) */
 	uint32_t blob;
 	uint32_t next; /* next source of the same blob */
 	enum pace_caps caps;

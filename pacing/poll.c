@@ -375,7 +375,8 @@ static bool start_promoted(struct pace *p, struct poll *o)
 	return true;
 }
 
-/* Stalls: take the range back; the source backs off. */
+/* Stalls: take the range back; the source backs off, unless the stall
+ * was its route's (pace_source_set_routed). */
 static bool reclaim_stalled(struct pace *p, struct poll *o)
 {
 	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
@@ -387,7 +388,8 @@ static bool reclaim_stalled(struct pace *p, struct poll *o)
 		if (o->n == o->cap)
 			return false;
 		pace__lane_cancel(p, l, true, &o->acts[o->n++]);
-		pace__source_backoff(p, &p->sources[l->source], 0);
+		if (!p->sources[l->source].routed)
+			pace__source_backoff(p, &p->sources[l->source], 0);
 		p->stats.reclaims++;
 	}
 	return true;

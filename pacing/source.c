@@ -75,8 +75,11 @@ void pace__rate_update(struct pace *p, struct lane *l)
 		/* Collapse: the preferred steal victim from now on, and its
 		 * source takes no new lane for a while. A range it queued
 		 * stays its own (the executor may have sent it ahead); it is
-		 * not promoted before the hold ends (promote_ok). */
+		 * not promoted before the hold ends (promote_ok). A routed
+		 * source's collapse is its route's: no hold. */
 		pace__lane_set(p, l, LANE_COLLAPSED);
+		if (s->routed)
+			return;
 		s->collapsed_until = pace__sat_add(p->now, COLLAPSE_HOLD_NS);
 		s->peak = l->rate;
 		s->saturated = false;

@@ -162,9 +162,10 @@ t_check "the log says which proxy failed" grep -q "proxy $Q1 failed" "$T_TMP/e.l
 t_check "the survivor served bytes" test "$(json_field "$T_TMP/e" "$Q2" bytes)" -gt 0
 
 # --- a proxy of a two-proxy group that hangs mid-read ------------------------
-# It keeps its connections and sends nothing: each lane through it stalls
-# once (stall_timeout), the proxy is left out, and the rest goes through
-# the other.
+# It keeps its connections and sends nothing: the first lane through it
+# that slows to a fraction of its rate (or stalls, stall_timeout) leaves
+# the proxy out, and the rest goes through the other, on every lane: the
+# origin is not held for what its proxy did.
 tier_proxy_start 1m
 H1=$TP_URL
 H1PID=$TP_PID
@@ -191,11 +192,11 @@ kill -CONT "$H1PID" $H1KIDS
 t_eq "a proxy hung mid-read: the reader gets every byte" "$rc" 0
 longest=$(sed -n 's/.*longest read \([0-9.]*\) s.*/\1/p' "$T_TMP/h.cmp")
 echo "tier: read with a proxy hung at $((sent - mark)) bytes: $(cat "$T_TMP/h.secs") s, longest read ${longest:-?} s"
-t_eq "a proxy hung mid-read: no read waits much past stall_timeout (2 s)" "$(echo "${longest:-99} < 5" | bc)" 1
+t_eq "a proxy hung mid-read: no read waits much past stall_timeout (2 s)" "$(echo "${longest:-99} < 3.5" | bc)" 1
 failures=$(json_field "$T_TMP/h" "$H1" failures)
 t_eq "the hung proxy is counted as failed" "$((${failures:-0} >= 1))" 1
-t_check "the log says the stalled range goes through another proxy" \
-	grep -q "stalled; its range is retried through another proxy" "$T_TMP/h.log"
+t_check "the log says the range goes through another proxy" \
+	grep -Eq "(stalled;|through proxy $H1:) its range is retried through another proxy" "$T_TMP/h.log"
 
 # --- a proxy whose copy fails its digest --------------------------------------
 # A manifest with block digests, through a tier whose cached copy of one

@@ -715,6 +715,7 @@ static void test_stall_reclaim(void)
 	T_EQ_INT(fix_poll(&f), 1);
 	T_EQ_INT(f.a[0].kind, PACE_ACT_CANCEL);
 	T_EQ_INT(f.a[0].lane, lane);
+	T_ASSERT(f.a[0].faulted);
 	pace_stats_get(f.p, &st);
 	T_EQ_U64(st.reclaims, 1);
 	/* Late bytes of the cancelled request are not credited. */
@@ -725,6 +726,41 @@ static void test_stall_reclaim(void)
 	T_EQ_INT(fix_poll(&f), 1);
 	T_EQ_INT(f.a[0].kind, PACE_ACT_START);
 	T_EQ_U64(f.a[0].start, 4 * KIB); /* received bytes kept */
+	pace_free(f.p);
+}
+
+/* A routed source's stall is its route's: the range is taken back as
+ * ever, and asked for again at once (by another route), with no backoff. */
+static void test_stall_routed(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t w, lane;
+	struct pace_source_info si;
+
+	small_cfg(&c);
+	c.stall_ns = 2 * SEC;
+	T_EQ_INT(fix_init(&f, &c, 1 * MIB), 0);
+	T_EQ_INT(pace_source_set_routed(f.p, f.src), 0);
+	T_EQ_INT(pace_source_set_routed(f.p, f.src + 1), -ENOENT);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 0, 16 * KIB, f.now, &w), 0);
+	T_EQ_INT(fix_poll(&f), 1);
+	lane = f.a[0].lane;
+	pace_on_data(f.p, lane, 0, 4 * KIB, f.now);
+	f.now += 2 * SEC;
+	/* The cancel, and in the same poll the retry on another lane. */
+	T_EQ_INT(fix_poll(&f), 2);
+	T_EQ_INT(f.a[0].kind, PACE_ACT_CANCEL);
+	T_EQ_INT(f.a[0].lane, lane);
+	T_ASSERT(f.a[0].faulted);
+	T_EQ_INT(f.a[1].kind, PACE_ACT_START);
+	T_EQ_U64(f.a[1].start, 4 * KIB);
+	T_EQ_INT(pace_source_info(f.p, f.src, f.now, &si), 0);
+	T_EQ_U64(si.held_until, 0);
+	fix_serve(&f, &f.a[1]);
+	T_EQ_INT(pace_on_done(f.p, lane, PACE_OUT_CANCELLED, 0, f.now), 0);
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), 0);
+	pace_wait_end(f.p, w);
 	pace_free(f.p);
 }
 
@@ -753,6 +789,7 @@ static void test_demand_yield(void)
 		T_EQ_INT(fix_poll(&f), 1);
 		T_EQ_INT(f.a[0].kind, PACE_ACT_CANCEL);
 		T_EQ_INT(f.a[0].lane, far);
+		T_ASSERT(!f.a[0].faulted); /* a yield, not a fault */
 		T_EQ_INT(fix_poll(&f), 0); /* only one yield */
 		pace_on_done(f.p, far, PACE_OUT_CANCELLED, 0, f.now);
 		fix_poll(&f);
@@ -1232,6 +1269,7 @@ static const struct t_case cases[] = {
 	{"retry_after_capped", test_retry_after_capped},
 	{"deadline", test_deadline},
 	{"stall_reclaim", test_stall_reclaim},
+	{"stall_routed", test_stall_routed},
 	{"demand_yield", test_demand_yield},
 	{"seek_yields", test_seek_yields},
 	{"capacity", test_capacity},
