@@ -386,32 +386,34 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 static void lane_faulted(struct fs_engine *e, const struct pace_action *a)
 {
 	struct pace_lane_info li;
-	uint64_t idle;
-	bool stalled;
+	uint64_t idle = 0;
+	bool known;
 	int proxy = fetch_lane_proxy(e->fetch, a->lane);
 
 	/* Idle by the scheduler's clock, which decided the stall. */
 	pthread_mutex_lock(&e->mu);
-	stalled = pace_lane_info(e->pace, a->lane, &li) == 0 && li.busy;
-	idle = stalled ? fs__now_ns() - li.progress_ns : 0;
-	stalled = stalled && idle >= e->stall_ns;
+	known = pace_lane_info(e->pace, a->lane, &li) == 0 && li.busy;
+	if (known)
+		idle = fs__now_ns() - li.progress_ns;
 	pthread_mutex_unlock(&e->mu);
-	if (fs__source_of(e, a->source) == NULL)
+	if (!known || fs__source_of(e, a->source) == NULL)
 		return;
-	if (stalled)
+	if (idle >= e->stall_ns)
 		fs__log(FS_LOG_WARN,
 			"lane %u: %s: no byte for %" PRIu64 " s at offset %" PRIu64
 			": stalled; its range is retried%s",
 			a->lane, fs__source_url(e, a->source),
 			idle / 1000000000u, li.frontier,
 			proxy >= 0 ? " through another proxy" : "");
-	else if (proxy >= 0)
+	else if (proxy >= 0 && fetch_proxies_count(e->proxies) > 1)
 		fs__log(FS_LOG_WARN,
 			"lane %u: %s: slowed to %" PRIu64
 			" B/s at offset %" PRIu64 " through proxy %s"
 			": its range is retried through another proxy",
 			a->lane, fs__source_url(e, a->source), li.rate,
 			li.frontier, proxy_name(e, proxy));
+	else
+		return; /* a collapse with one route: the scheduler's alone */
 	if (proxy >= 0)
 		fetch_proxies_fail(e->proxies, proxy);
 }
