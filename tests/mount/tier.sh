@@ -193,6 +193,10 @@ t_eq "a proxy hung mid-read: the reader gets every byte" "$rc" 0
 longest=$(sed -n 's/.*longest read \([0-9.]*\) s.*/\1/p' "$T_TMP/h.cmp")
 echo "tier: read with a proxy hung at $((sent - mark)) bytes: $(cat "$T_TMP/h.secs") s, longest read ${longest:-?} s"
 t_eq "a proxy hung mid-read: no read waits much past stall_timeout (2 s)" "$(echo "${longest:-99} < 3.5" | bc)" 1
+# Hung rather than killed, the proxy costs the read one stall_timeout at
+# most: the origin behind it is not held for what the proxy did.
+t_eq "a proxy hung mid-read costs the read at most stall_timeout more than one killed" \
+	"$(echo "$(cat "$T_TMP/h.secs") < $(cat "$T_TMP/e.secs") + 2 + 1" | bc)" 1
 failures=$(json_field "$T_TMP/h" "$H1" failures)
 t_eq "the hung proxy is counted as failed" "$((${failures:-0} >= 1))" 1
 t_check "the log says the range goes through another proxy" \
