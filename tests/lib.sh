@@ -331,8 +331,10 @@ nginx_kill() {
 }
 
 # proc_stop PID: stops a process this script started (a server, a mount's
-# daemon): TERM, then KILL after 5 s (nginx's master stops its workers on
-# TERM, and KILL would orphan them), and waits for it.
+# daemon): TERM, then KILL after 5 s, and waits for it. nginx's master
+# stops its workers on TERM; one still up after 5 s (a worker that waited
+# on a hung upstream) is killed with its children, else KILL would orphan
+# them.
 proc_stop() {
 	local pid=$1 i
 	kill -TERM "$pid" 2>/dev/null || return 0
@@ -340,7 +342,10 @@ proc_stop() {
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.05
 	done
-	kill -KILL "$pid" 2>/dev/null || true
+	if kill -0 "$pid" 2>/dev/null; then
+		nginx_kill "$pid"
+		return 0
+	fi
 	wait "$pid" 2>/dev/null || true
 }
 
