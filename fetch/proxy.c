@@ -37,6 +37,13 @@ struct fetch_proxies {
 	struct proxy p[FETCH_PROXIES_MAX];
 };
 
+/* Entry p takes no request now: excluded, or failed within its reset
+ * interval. Called with the list's lock held. */
+static bool proxy_down(const struct proxy *p, uint64_t now_ms)
+{
+	return p->excluded || p->failed_until_ms > now_ms;
+}
+
 static int perr(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -368,9 +375,8 @@ int fetch__proxy_choose(struct fetch_proxies *list, const char *url,
 			const struct proxy *p = &list->p[i];
 			uint64_t score = mix(key ^ p->hash);
 
-			if (p->group != g || p->excluded ||
-			    (tried & (1u << i)) != 0 ||
-			    p->failed_until_ms > now_ms)
+			if (p->group != g || (tried & (1u << i)) != 0 ||
+			    proxy_down(p, now_ms))
 				continue;
 			if (best < 0 || score > best_score) {
 				best = (int)i;
@@ -413,7 +419,7 @@ bool fetch__proxy_down(struct fetch_proxies *list, int i, uint64_t now_ms)
 	bool down;
 
 	pthread_mutex_lock(&list->mu);
-	down = list->p[i].excluded || list->p[i].failed_until_ms > now_ms;
+	down = proxy_down(&list->p[i], now_ms);
 	pthread_mutex_unlock(&list->mu);
 	return down;
 }
