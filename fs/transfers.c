@@ -386,15 +386,18 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 static void lane_faulted(struct fs_engine *e, const struct pace_action *a)
 {
 	struct pace_lane_info li;
-	uint64_t idle = 0;
+	struct pace_source_info si;
+	uint64_t now, idle = 0;
 	bool known;
 	int proxy = fetch_lane_proxy(e->fetch, a->lane);
 
 	/* Idle by the scheduler's clock, which decided the stall. */
 	pthread_mutex_lock(&e->mu);
-	known = pace_lane_info(e->pace, a->lane, &li) == 0 && li.busy;
+	now = fs__now_ns();
+	known = pace_lane_info(e->pace, a->lane, &li) == 0 && li.busy &&
+		pace_source_info(e->pace, a->source, now, &si) == 0;
 	if (known)
-		idle = fs__now_ns() - li.progress_ns;
+		idle = now - li.progress_ns;
 	pthread_mutex_unlock(&e->mu);
 	if (!known || fs__source_of(e, a->source) == NULL)
 		return;
@@ -405,7 +408,7 @@ static void lane_faulted(struct fs_engine *e, const struct pace_action *a)
 			a->lane, fs__source_url(e, a->source),
 			idle / 1000000000u, li.frontier,
 			proxy >= 0 ? " through another proxy" : "");
-	else if (proxy >= 0 && fetch_proxies_count(e->proxies) > 1)
+	else if (proxy >= 0 && si.routed)
 		fs__log(FS_LOG_WARN,
 			"lane %u: %s: slowed to %" PRIu64
 			" B/s at offset %" PRIu64 " through proxy %s"

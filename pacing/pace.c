@@ -493,6 +493,7 @@ int pace_source_info(const struct pace *p, uint32_t source, uint64_t now_ns,
 	out->lanes = s->lanes;
 	out->lane_cap = s->lane_cap;
 	out->rate = s->rate;
+	out->routed = s->routed;
 	return 0;
 }
 

@@ -315,6 +315,7 @@ struct pace_source_info {
 	uint32_t lanes;	     /* lanes on it now */
 	uint32_t lane_cap;   /* lanes it may have now (cut on 429/503) */
 	uint64_t rate;	     /* per-connection rate, bytes per second */
+	bool routed;	     /* pace_source_set_routed */
 };
 
 int pace_source_info(const struct pace *p, uint32_t source, uint64_t now_ns,

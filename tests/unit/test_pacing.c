@@ -756,6 +756,7 @@ static void test_stall_routed(void)
 	T_EQ_INT(f.a[1].kind, PACE_ACT_START);
 	T_EQ_U64(f.a[1].start, 4 * KIB);
 	T_EQ_INT(pace_source_info(f.p, f.src, f.now, &si), 0);
+	T_ASSERT(si.routed);
 	T_EQ_U64(si.held_until, 0);
 	fix_serve(&f, &f.a[1]);
 	T_EQ_INT(pace_on_done(f.p, lane, PACE_OUT_CANCELLED, 0, f.now), 0);
