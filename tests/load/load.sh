@@ -65,9 +65,11 @@ rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON/status" 2>/dev/null || e
 # LMDB map, file pages the kernel can drop), in KiB, on one line.
 rss_pair() { awk '/^VmRSS:/ { r = $2 } /^RssAnon:/ { a = $2 } END { print r + 0, a + 0 }' "/proc/$DAEMON/status" 2>/dev/null || echo "0 0"; }
 fd_count() { find "/proc/$DAEMON/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
-sock_count() { find "/proc/$DAEMON/fd" -mindepth 1 -maxdepth 1 -lname 'socket:*' 2>/dev/null | wc -l; }
-fuse_count() { find "/proc/$DAEMON/fd" -mindepth 1 -maxdepth 1 -lname /dev/fuse 2>/dev/null | wc -l; }
-pipe_count() { find "/proc/$DAEMON/fd" -mindepth 1 -maxdepth 1 -lname 'pipe:*' 2>/dev/null | wc -l; }
+# fd_count_to PATTERN: the daemon's descriptors whose target matches.
+fd_count_to() { find "/proc/$DAEMON/fd" -mindepth 1 -maxdepth 1 -lname "$1" 2>/dev/null | wc -l; }
+sock_count() { fd_count_to 'socket:*'; }
+fuse_count() { fd_count_to /dev/fuse; }
+pipe_count() { fd_count_to 'pipe:*'; }
 fd_list() { find "/proc/$DAEMON/fd" -mindepth 1 -maxdepth 1 -printf "%l\n" 2>/dev/null | sed 's/\[[0-9]*\]$//' | sort | uniq -c | sort -rn | head -n 8; }
 
 # Every file listed and stat'ed once, so the baseline holds whatever the
