@@ -351,15 +351,17 @@ bool cache__sum_ok(uint64_t seed, size_t first, const void *data, size_t len,
 
 /* Checks the snapshot of the environment that txn (a read transaction of
  * env, whose data file is open as fd) sees, reading pages with pread, never
- * through the map, so that no damage can fault: the file holds every page
- * the snapshot uses; every branch and leaf page of every database (the
- * free list and the main database included) has a sound header, lies
- * inside the file, is used once, and its nodes fit in it; every overflow
- * value's pages lie inside the file and are used once (with deep, the
- * header of its first page is read and checked too: one scattered read
- * per value); keys ascend; entry and page counts match the database
- * records; tree depth is bounded. Returns 0 (sound), -EPROTO (damaged: why
- * in msg, one line), or a negative errno from reading the file. */
+ * through the map, so that no damage can fault: every branch and leaf page
+ * of every database (the free list and the main database included) has a
+ * sound header, lies inside the file, is used once, and its nodes fit in
+ * it; every overflow value's pages lie inside the file and are used once
+ * (with deep, the header of its first page is read and checked too: one
+ * scattered read per value); every free page is listed once (it may lie
+ * past the file's end: LMDB does not write a page it allocated and freed
+ * in one transaction); keys ascend; entry and page counts match the
+ * database records; tree depth is bounded. Returns 0 (sound), -EPROTO
+ * (damaged: why in msg, one line), or a negative errno from reading the
+ * file. */
 int cache__env_check(int fd, MDB_env *env, MDB_txn *txn, bool deep, char *msg,
 		     size_t msglen);
 

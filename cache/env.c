@@ -398,38 +398,20 @@ void cache__map_unmap_pages(const struct cache *c)
 int cache__file_check(struct cache *c, bool deep)
 {
 	mdb_filehandle_t fd;
-	MDB_envinfo info;
 	MDB_stat st;
 	MDB_txn *txn = NULL;
-	struct stat fst;
 	char msg[512] = "";
 	int rc;
 
 	rc = mdb_env_get_fd(c->env, &fd);
 	if (rc == 0)
-		rc = mdb_env_info(c->env, &info);
-	if (rc == 0)
 		rc = mdb_env_stat(c->env, &st);
-	if (rc == 0 && fstat(fd, &fst) != 0)
-		rc = errno;
 	if (rc) {
 		cache__log(c, CACHE_LOG_ERR, "open %s: check data.mdb: %s",
 			   c->dir, mdb_strerror(rc));
 		return cache__errno(rc);
 	}
 	c->psize = st.ms_psize;
-	/* A read through the map of a page past the file's end is SIGBUS. */
-	uint64_t need = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
-	if ((uint64_t)fst.st_size < need) {
-		cache__log(c, CACHE_LOG_ERR,
-			   "open %s: %s/data.mdb is %" PRIu64 " bytes but its "
-			   "last page ends at byte %" PRIu64 ": the file was "
-			   "truncated; refused: remove %s/data.mdb and "
-			   "%s/lock.mdb (the bytes are fetched again)",
-			   c->dir, c->dir, (uint64_t)fst.st_size, need, c->dir,
-			   c->dir);
-		return -EPROTO;
-	}
 	/* A read transaction keeps the pages of its snapshot from being
 	 * reused by another process's commits while they are walked. */
 	for (int tries = 0; tries < 8; tries++) {

@@ -65,7 +65,12 @@ struct ec {
 	bool deep; /* read every overflow value's header too */
 	size_t psize;
 	uint64_t npages;     /* pages the snapshot uses: last page + 1 */
-	unsigned char *seen; /* a bit per page: met once already */
+	uint64_t fsize;	     /* the file's bytes */
+	uint64_t fpages;     /* whole pages the file holds */
+	unsigned char *seen; /* a bit per page of the file: met once already */
+	/* Free pages past the file's end, checked for repeats at the end. */
+	uint64_t *tail;
+	size_t ntail, tailcap;
 	unsigned char *bufs; /* a page per tree level */
 	char *msg;
 	size_t msglen;
@@ -193,7 +198,9 @@ static int ec_read(struct ec *ec, uint64_t off, void *buf, size_t n)
 	return 0;
 }
 
-/* Marks pages [pgno, pgno + count) as used, once. */
+/* Marks pages [pgno, pgno + count) as used, once. Pages a tree reaches
+ * must lie inside the file: LMDB reads them through the map, and a page
+ * past the file's end is SIGBUS. */
 static int ec_mark(struct ec *ec, uint64_t pgno, uint64_t count,
 		   const char *what)
 {
@@ -203,12 +210,61 @@ static int ec_mark(struct ec *ec, uint64_t pgno, uint64_t count,
 			       "%s: %s page %" PRIu64 " (+%" PRIu64
 			       ") lies outside pages 2-%" PRIu64,
 			       ec->db, what, pgno, count, ec->npages - 1);
+	if (count > ec->fpages || pgno > ec->fpages - count)
+		return ec_fail(ec,
+			       "%s: the file is %" PRIu64 " bytes, its %s "
+			       "page %" PRIu64 " (+%" PRIu64 ") ends at byte "
+			       "%" PRIu64 ": truncated",
+			       ec->db, ec->fsize, what, pgno,
+			       count, (pgno + count) * ec->psize);
 	for (uint64_t p = pgno; p < pgno + count; p++) {
 		if (ec->seen[p / 8] & (1u << (p % 8)))
 			return ec_fail(ec, "%s: page %" PRIu64 " is used twice",
 				       ec->db, p);
 		ec->seen[p / 8] |= (unsigned char)(1u << (p % 8));
 	}
+	return 0;
+}
+
+/* Marks a free page as used, once. A free page may lie past the file's
+ * end: LMDB does not write a page that was allocated and freed in the
+ * same transaction (a loose page, or overflow pages freed before the
+ * commit), yet the snapshot's last page counts it, and nothing reads a
+ * free page before a later commit writes it. */
+static int ec_mark_free(struct ec *ec, uint64_t pgno)
+{
+	if (pgno < ec->fpages || pgno >= ec->npages)
+		return ec_mark(ec, pgno, 1, "free");
+	if (ec->ntail == ec->tailcap) {
+		size_t cap = ec->tailcap ? 2 * ec->tailcap : 64;
+		uint64_t *t = realloc(ec->tail, cap * sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		ec->tail = t;
+		ec->tailcap = cap;
+	}
+	ec->tail[ec->ntail++] = pgno;
+	return 0;
+}
+
+static int ec_u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The free pages past the file's end, each listed once. */
+static int ec_tail_check(struct ec *ec)
+{
+	qsort(ec->tail, ec->ntail, sizeof(*ec->tail), ec_u64_cmp);
+	for (size_t i = 1; i < ec->ntail; i++)
+		if (ec->tail[i] == ec->tail[i - 1])
+			return ec_fail(ec,
+				       "free list: page %" PRIu64
+				       " is used twice",
+				       ec->tail[i]);
 	return 0;
 }
 
@@ -252,7 +308,7 @@ static int ec_idl(struct ec *ec, const unsigned char *v, size_t len)
 			       " pages",
 			       ec->db, len, n);
 	for (uint64_t i = 1; i <= n; i++) {
-		int rc = ec_mark(ec, ec_pgno(v + i * EC_P), 1, "free");
+		int rc = ec_mark_free(ec, ec_pgno(v + i * EC_P));
 
 		if (rc)
 			return rc;
@@ -560,14 +616,11 @@ int cache__file_walk(int fd, size_t psize, uint64_t txnid, bool deep, char *msg,
 		snprintf(msg, msglen, "stat: %s", strerror(errno));
 		goto out;
 	}
-	if ((uint64_t)st.st_size / ec->psize < ec->npages) {
-		rc = ec_fail(ec,
-			     "the file is %" PRIu64 " bytes, its pages end "
-			     "at byte %" PRIu64 ": truncated",
-			     (uint64_t)st.st_size, ec->npages * ec->psize);
-		goto out;
-	}
-	ec->seen = calloc((size_t)(ec->npages + 7) / 8, 1);
+	ec->fsize = (uint64_t)st.st_size;
+	ec->fpages = ec->fsize / ec->psize;
+	if (ec->fpages > ec->npages)
+		ec->fpages = ec->npages; /* grown by LMDB, not used yet */
+	ec->seen = calloc((size_t)(ec->fpages + 7) / 8 + 1, 1);
 	ec->bufs = malloc(ec->psize * EC_DEPTH_MAX);
 	if (!ec->seen || !ec->bufs) {
 		rc = -ENOMEM;
@@ -586,11 +639,14 @@ int cache__file_walk(int fd, size_t psize, uint64_t txnid, bool deep, char *msg,
 			rc = ec_db_walk(ec, ec->sub_name[i], &ec->sub[i], false,
 					false);
 	}
+	if (rc == 0)
+		rc = ec_tail_check(ec);
 	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_NORMAL);
 out:
 	if (ec) {
 		free(ec->seen);
 		free(ec->bufs);
+		free(ec->tail);
 	}
 	free(ec);
 	return rc;

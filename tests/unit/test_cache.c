@@ -2005,6 +2005,123 @@ static void test_truncated(void)
 	tmp_remove();
 }
 
+static int raw_put(MDB_txn *txn, MDB_dbi dbi, const char *key, size_t len)
+{
+	static unsigned char v[1 << 20];
+	MDB_val k = {.mv_size = strlen(key), .mv_data = (void *)key};
+	MDB_val d = {.mv_size = len, .mv_data = v};
+
+	return mdb_put(txn, dbi, &k, &d, 0);
+}
+
+static int raw_del(MDB_txn *txn, MDB_dbi dbi, const char *key)
+{
+	MDB_val k = {.mv_size = strlen(key), .mv_data = (void *)key};
+
+	return mdb_del(txn, dbi, &k, NULL);
+}
+
+/* Leaves dir's data.mdb shorter than the pages its meta page counts, the
+ * way LMDB does without any damage: a transaction that holds free pages
+ * from the free list (so that LMDB returns freed pages to it) puts a
+ * value on new overflow pages at the end of the file and deletes it; the
+ * pages go back to the free list unwritten, and the commit counts them.
+ * Returns 0 when the file ends short, else -1. */
+static int raw_free_past_end(const char *dir)
+{
+	MDB_env *env = NULL;
+	MDB_txn *txn = NULL;
+	MDB_envinfo info;
+	MDB_dbi dbi;
+	struct stat st;
+	char key[8];
+	int rc;
+
+	rc = mdb_env_create(&env);
+	if (rc == 0)
+		rc = mdb_env_set_maxdbs(env, 16);
+	if (rc == 0)
+		rc = mdb_env_set_mapsize(env, 64u << 20);
+	if (rc == 0)
+		rc = mdb_env_open(env, dir, MDB_NOSYNC, 0600);
+	/* Eight values put, then deleted: 136 pages on the free list. */
+	for (int step = 0; rc == 0 && step < 4; step++) {
+		rc = mdb_txn_begin(env, NULL, 0, &txn);
+		if (rc == 0)
+			rc = mdb_dbi_open(txn, "scratch", MDB_CREATE, &dbi);
+		for (int i = 0; rc == 0 && step < 2 && i < 8; i++) {
+			snprintf(key, sizeof(key), "v%d", i);
+			rc = step == 0 ? raw_put(txn, dbi, key, 65536)
+				       : raw_del(txn, dbi, key);
+		}
+		/* Then a small put takes a page from the free list, and a
+		 * value larger than any free run is put and deleted. */
+		if (rc == 0 && step >= 2)
+			rc = raw_put(txn, dbi, step == 2 ? "s" : "t", 100);
+		if (rc == 0 && step == 3)
+			rc = raw_put(txn, dbi, "big", 1 << 20);
+		if (rc == 0 && step == 3)
+			rc = raw_del(txn, dbi, "big");
+		if (rc == 0) {
+			rc = mdb_txn_commit(txn);
+			txn = NULL;
+		}
+		if (txn)
+			mdb_txn_abort(txn);
+	}
+	if (rc == 0)
+		rc = mdb_env_info(env, &info);
+	if (env)
+		mdb_env_close(env);
+	if (rc || stat(data_path, &st) != 0)
+		return -1;
+	return (uint64_t)st.st_size < (info.me_last_pgno + 1) * 4096ull ? 0
+									 : -1;
+}
+
+/* A data.mdb that ends before the last page its meta page counts, where
+ * the missing pages are free (LMDB's own doing, no damage), opens, and
+ * its blocks read back. */
+static void test_free_past_end(void)
+{
+	struct cache *c = NULL;
+	struct cache_id id;
+	unsigned char *want = malloc(BS), *got = malloc(BS);
+
+	tmp_make();
+	data_path_set();
+	cache_id_from_string("url:tail", &id);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	for (uint64_t i = 0; i < 8; i++)
+		T_EQ_INT(put_block(c, &id, i, BS), 0);
+	cache_close(c);
+	c = NULL;
+	T_EQ_INT(raw_free_past_end(tmpdir), 0);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	for (uint64_t i = 0; c && i < 8; i++) {
+		fill(want, BS, i, 0);
+		T_EQ_INT(cache_block_read(c, &id, i, 0, got, BS), BS);
+		T_EQ_MEM(got, want, BS);
+	}
+	/* Commits after it write the free pages they reuse. */
+	for (uint64_t i = 8; c && i < 64; i++)
+		T_EQ_INT(put_block(c, &id, i, BS), 0);
+	if (c)
+		cache_close(c);
+	c = NULL;
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	for (uint64_t i = 0; c && i < 64; i++) {
+		fill(want, BS, i, 0);
+		T_EQ_INT(cache_block_read(c, &id, i, 0, got, BS), BS);
+		T_EQ_MEM(got, want, BS);
+	}
+	if (c)
+		cache_close(c);
+	free(want);
+	free(got);
+	tmp_remove();
+}
+
 /* A garbled overflow header (the page count LMDB trusts when it frees a
  * value's pages): the open does not read them, reads do not need them,
  * but nothing frees those pages (an eviction fails cleanly) and gc, whose
@@ -2667,6 +2784,7 @@ static const struct t_case cases[] = {
 	{"sum_bad_block", test_sum_bad_block},
 	{"sums_check", test_sums_check},
 	{"truncated", test_truncated},
+	{"free past end", test_free_past_end},
 	{"damaged_btree", test_damaged_btree},
 	{"overflow_header", test_overflow_header},
 	{"check", test_check},
