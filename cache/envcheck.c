@@ -619,7 +619,7 @@ int cache__file_walk(int fd, size_t psize, uint64_t txnid, bool deep, char *msg,
 	ec->fsize = (uint64_t)st.st_size;
 	ec->fpages = ec->fsize / ec->psize;
 	if (ec->fpages > ec->npages)
-		ec->fpages = ec->npages; /* grown by LMDB, not used yet */
+		ec->fpages = ec->npages; /* pages of later commits */
 	ec->seen = calloc((size_t)(ec->fpages + 7) / 8 + 1, 1);
 	ec->bufs = malloc(ec->psize * EC_DEPTH_MAX);
 	if (!ec->seen || !ec->bufs) {
