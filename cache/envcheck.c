@@ -258,6 +258,8 @@ static int ec_u64_cmp(const void *a, const void *b)
 /* The free pages past the file's end, each listed once. */
 static int ec_tail_check(struct ec *ec)
 {
+	if (ec->ntail < 2)
+		return 0; /* and qsort must not see the NULL of no list */
 	qsort(ec->tail, ec->ntail, sizeof(*ec->tail), ec_u64_cmp);
 	for (size_t i = 1; i < ec->ntail; i++)
 		if (ec->tail[i] == ec->tail[i - 1])
