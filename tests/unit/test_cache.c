@@ -1516,7 +1516,7 @@ static int raw_edit(const char *dir,
 
 	rc = mdb_env_create(&env);
 	if (rc == 0)
-		rc = mdb_env_set_maxdbs(env, 6);
+		rc = mdb_env_set_maxdbs(env, 16);
 	if (rc == 0)
 		rc = mdb_env_set_mapsize(env, 64u << 20);
 	if (rc == 0)
@@ -1975,6 +1975,36 @@ static void data_path_set(void)
 	snprintf(data_path, sizeof(data_path), "%s/data.mdb", tmpdir);
 }
 
+/* A cache in tmpdir with blocks 0 to n - 1 of the blob `name` (bytes by
+ * fill, seed 0), closed. */
+static void closed_with_blocks(const char *name, struct cache_id *id,
+			       uint64_t n)
+{
+	struct cache *c = NULL;
+
+	cache_id_from_string(name, id);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	for (uint64_t i = 0; c && i < n; i++)
+		T_EQ_INT(put_block(c, id, i, BS), 0);
+	if (c)
+		cache_close(c);
+}
+
+/* Blocks 0 to n - 1 read back with the bytes closed_with_blocks put. */
+static void blocks_read_back(struct cache *c, const struct cache_id *id,
+			     uint64_t n)
+{
+	unsigned char *want = malloc(BS), *got = malloc(BS);
+
+	for (uint64_t i = 0; i < n; i++) {
+		fill(want, BS, i, 0);
+		T_EQ_INT(cache_block_read(c, id, i, 0, got, BS), BS);
+		T_EQ_MEM(got, want, BS);
+	}
+	free(want);
+	free(got);
+}
+
 /* A data.mdb cut short (at a page boundary, at half) is refused at open
  * with one line, before anything reads the missing pages. */
 static void test_truncated(void)
@@ -1986,12 +2016,7 @@ static void test_truncated(void)
 
 	tmp_make();
 	data_path_set();
-	cache_id_from_string("url:trunc", &id);
-	T_EQ_INT(open_at(tmpdir, &c), 0);
-	for (uint64_t i = 0; i < 32; i++)
-		T_EQ_INT(put_block(c, &id, i, BS), 0);
-	cache_close(c);
-	c = NULL;
+	closed_with_blocks("url:trunc", &id, 32);
 	T_EQ_INT(stat(data_path, &st), 0);
 	cuts[0] = st.st_size - 4096;
 	cuts[1] = st.st_size / 2 + 123;
@@ -2021,6 +2046,44 @@ static int raw_del(MDB_txn *txn, MDB_dbi dbi, const char *key)
 	return mdb_del(txn, dbi, &k, NULL);
 }
 
+/* One step of raw_free_past_end, in its own transaction: 0 puts eight
+ * overflow values, 1 deletes them (136 pages to the free list), 2 puts a
+ * small value (a page from the free list), 3 does too and then puts and
+ * deletes a value larger than any free run, on new pages at the end. */
+struct free_step {
+	int step;
+};
+
+static int free_step(MDB_txn *txn, void *ctx)
+{
+	const struct free_step *fs = ctx;
+	MDB_dbi dbi;
+	char key[8];
+	int rc = mdb_dbi_open(txn, "scratch", MDB_CREATE, &dbi);
+
+	for (int i = 0; rc == 0 && fs->step < 2 && i < 8; i++) {
+		snprintf(key, sizeof(key), "v%d", i);
+		rc = fs->step == 0 ? raw_put(txn, dbi, key, 65536)
+				   : raw_del(txn, dbi, key);
+	}
+	if (rc == 0 && fs->step >= 2)
+		rc = raw_put(txn, dbi, fs->step == 2 ? "s" : "t", 100);
+	if (rc == 0 && fs->step == 3)
+		rc = raw_put(txn, dbi, "big", 1 << 20);
+	if (rc == 0 && fs->step == 3)
+		rc = raw_del(txn, dbi, "big");
+	return rc;
+}
+
+static int last_page(MDB_txn *txn, void *ctx)
+{
+	MDB_envinfo info;
+	int rc = mdb_env_info(mdb_txn_env(txn), &info);
+
+	*(uint64_t *)ctx = info.me_last_pgno;
+	return rc;
+}
+
 /* Leaves dir's data.mdb shorter than the pages its meta page counts, the
  * way LMDB does without any damage: a transaction that holds free pages
  * from the free list (so that LMDB returns freed pages to it) puts a
@@ -2029,54 +2092,17 @@ static int raw_del(MDB_txn *txn, MDB_dbi dbi, const char *key)
  * Returns 0 when the file ends short, else -1. */
 static int raw_free_past_end(const char *dir)
 {
-	MDB_env *env = NULL;
-	MDB_txn *txn = NULL;
-	MDB_envinfo info;
-	MDB_dbi dbi;
 	struct stat st;
-	char key[8];
-	int rc;
+	uint64_t last = 0;
+	int rc = 0;
 
-	rc = mdb_env_create(&env);
+	for (int step = 0; rc == 0 && step < 4; step++)
+		rc = raw_edit(dir, free_step, &(struct free_step){step});
 	if (rc == 0)
-		rc = mdb_env_set_maxdbs(env, 16);
-	if (rc == 0)
-		rc = mdb_env_set_mapsize(env, 64u << 20);
-	if (rc == 0)
-		rc = mdb_env_open(env, dir, MDB_NOSYNC, 0600);
-	/* Eight values put, then deleted: 136 pages on the free list. */
-	for (int step = 0; rc == 0 && step < 4; step++) {
-		rc = mdb_txn_begin(env, NULL, 0, &txn);
-		if (rc == 0)
-			rc = mdb_dbi_open(txn, "scratch", MDB_CREATE, &dbi);
-		for (int i = 0; rc == 0 && step < 2 && i < 8; i++) {
-			snprintf(key, sizeof(key), "v%d", i);
-			rc = step == 0 ? raw_put(txn, dbi, key, 65536)
-				       : raw_del(txn, dbi, key);
-		}
-		/* Then a small put takes a page from the free list, and a
-		 * value larger than any free run is put and deleted. */
-		if (rc == 0 && step >= 2)
-			rc = raw_put(txn, dbi, step == 2 ? "s" : "t", 100);
-		if (rc == 0 && step == 3)
-			rc = raw_put(txn, dbi, "big", 1 << 20);
-		if (rc == 0 && step == 3)
-			rc = raw_del(txn, dbi, "big");
-		if (rc == 0) {
-			rc = mdb_txn_commit(txn);
-			txn = NULL;
-		}
-		if (txn)
-			mdb_txn_abort(txn);
-	}
-	if (rc == 0)
-		rc = mdb_env_info(env, &info);
-	if (env)
-		mdb_env_close(env);
+		rc = raw_edit(dir, last_page, &last);
 	if (rc || stat(data_path, &st) != 0)
 		return -1;
-	return (uint64_t)st.st_size < (info.me_last_pgno + 1) * 4096ull ? 0
-									 : -1;
+	return (uint64_t)st.st_size < (last + 1) * 4096 ? 0 : -1;
 }
 
 /* A data.mdb that ends before the last page its meta page counts, where
@@ -2086,39 +2112,25 @@ static void test_free_past_end(void)
 {
 	struct cache *c = NULL;
 	struct cache_id id;
-	unsigned char *want = malloc(BS), *got = malloc(BS);
 
 	tmp_make();
 	data_path_set();
-	cache_id_from_string("url:tail", &id);
-	T_EQ_INT(open_at(tmpdir, &c), 0);
-	for (uint64_t i = 0; i < 8; i++)
-		T_EQ_INT(put_block(c, &id, i, BS), 0);
-	cache_close(c);
-	c = NULL;
+	closed_with_blocks("url:tail", &id, 8);
 	T_EQ_INT(raw_free_past_end(tmpdir), 0);
 	T_EQ_INT(open_at(tmpdir, &c), 0);
-	for (uint64_t i = 0; c && i < 8; i++) {
-		fill(want, BS, i, 0);
-		T_EQ_INT(cache_block_read(c, &id, i, 0, got, BS), BS);
-		T_EQ_MEM(got, want, BS);
-	}
-	/* Commits after it write the free pages they reuse. */
-	for (uint64_t i = 8; c && i < 64; i++)
-		T_EQ_INT(put_block(c, &id, i, BS), 0);
-	if (c)
+	if (c) {
+		blocks_read_back(c, &id, 8);
+		/* Commits after it write the free pages they reuse. */
+		for (uint64_t i = 8; i < 64; i++)
+			T_EQ_INT(put_block(c, &id, i, BS), 0);
 		cache_close(c);
-	c = NULL;
+		c = NULL;
+	}
 	T_EQ_INT(open_at(tmpdir, &c), 0);
-	for (uint64_t i = 0; c && i < 64; i++) {
-		fill(want, BS, i, 0);
-		T_EQ_INT(cache_block_read(c, &id, i, 0, got, BS), BS);
-		T_EQ_MEM(got, want, BS);
-	}
-	if (c)
+	if (c) {
+		blocks_read_back(c, &id, 64);
 		cache_close(c);
-	free(want);
-	free(got);
+	}
 	tmp_remove();
 }
 
