@@ -2796,7 +2796,7 @@ static const struct t_case cases[] = {
 	{"sum_bad_block", test_sum_bad_block},
 	{"sums_check", test_sums_check},
 	{"truncated", test_truncated},
-	{"free past end", test_free_past_end},
+	{"free_past_end", test_free_past_end},
 	{"damaged_btree", test_damaged_btree},
 	{"overflow_header", test_overflow_header},
 	{"check", test_check},
