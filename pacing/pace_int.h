@@ -255,7 +255,6 @@ struct pace {
 	uint32_t n_sources, n_blobs; /* high-water marks */
 	uint32_t n_readers, n_waits;
 	uint32_t rr;  /* round-robin start among readers */
-	uint32_t wrr; /* round-robin start among waits */
 	uint64_t rng; /* xorshift64 state for jitter */
 	uint64_t infl; /* pace_poll: bytes in flight, kept as it emits */
 	uint32_t nactive; /* readers reading ahead, as of the last poll */

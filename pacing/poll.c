@@ -605,7 +605,6 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi)
 				return false;
 			pace__lane_start(p, l, w->blob, src, x, e, w->reader,
 					 wi, &o->acts[o->n++]);
-			p->wrr = wi + 1;
 			continue;
 		}
 		/* No source takes a request now (backing off, suspended,
@@ -639,11 +638,31 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi)
 	return true;
 }
 
-/* Demand first, waits taking turns so that none starves. */
+/* The wait that began first: every wait has the same deadline after its
+ * beginning, so it is also the one nearest its deadline. */
+static uint32_t oldest_wait(const struct pace *p)
+{
+	uint32_t best = 0;
+
+	for (uint32_t i = 1; i < p->n_waits; i++)
+		if (p->waits[i].used &&
+		    (!p->waits[best].used ||
+		     p->waits[i].begin_ns < p->waits[best].begin_ns))
+			best = i;
+	return best;
+}
+
+/* Demand first, the oldest wait first, then the others in slot order.
+ * Starting each poll at the oldest wait means none starves; a turn
+ * rotating over slot numbers can skip one slot for ever while the other
+ * waits come and go around it, and that read then fails at its
+ * deadline. */
 static bool serve_waits(struct pace *p, struct poll *o)
 {
+	uint32_t first = oldest_wait(p);
+
 	for (uint32_t k = 0, nw = p->n_waits; k < nw; k++) {
-		uint32_t wi = (p->wrr + k) % nw;
+		uint32_t wi = (first + k) % nw;
 
 		if (p->waits[wi].used && !serve_wait(p, o, wi))
 			return false;
