@@ -695,11 +695,18 @@ static void random_scenario(struct scenario *sc, uint64_t seed)
 	sc->limit = 300;
 }
 
+/* Seeds past the default thousand that once failed, run with them: a
+ * read starved by the turn among waits (2575), and scenarios no scheduler
+ * can finish (the rest). */
+static const uint64_t regress_seeds[] = {2575, 5521, 5809, 6770, 7425, 9981};
+#define NREGRESS ((int)(sizeof(regress_seeds) / sizeof(regress_seeds[0])))
+
 int main(int argc, char **argv)
 {
 	int nrandom = 1000;
 	uint64_t first = 1;
-	int rpass = 0, rfail = 0;
+	int rpass = 0, rfail = 0, runmet = 0;
+	bool regress = argc <= 1 && !getenv("SIM_ONLY"); /* the default run */
 
 	if (argc > 1)
 		nrandom = (int)strtol(argv[1], NULL, 10);
@@ -728,22 +735,32 @@ int main(int argc, char **argv)
 		sc_seek_play();
 		sc_one_transfer();
 	}
-	for (int i = 0; i < nrandom; i++) {
+	for (int i = 0; i < nrandom + NREGRESS; i++) {
 		struct scenario sc;
 		struct figures f;
 		char err[512] = "";
+		int rc;
 
-		random_scenario(&sc, first + (uint64_t)i);
-		if (sim__run(&sc, &f, err, sizeof(err)) == 0) {
+		if (i >= nrandom && !regress)
+			break;
+		random_scenario(&sc, i < nrandom ? first + (uint64_t)i
+						 : regress_seeds[i - nrandom]);
+		rc = sim__run(&sc, &f, err, sizeof(err));
+		if (rc == 0) {
 			rpass++;
+		} else if (rc == 1) {
+			rpass++;
+			runmet++;
+			printf("NOTE random seed %" PRIu64 ": %s\n", sc.seed,
+			       err);
 		} else {
 			rfail++;
 			printf("FAIL random seed %" PRIu64 ": %s\n", sc.seed,
 			       err);
 		}
 	}
-	printf("%s randomized: %d scenarios, %d failed\n",
-	       rfail ? "FAIL" : "PASS", rpass + rfail, rfail);
+	printf("%s randomized: %d scenarios, %d failed, %d cannot be met\n",
+	       rfail ? "FAIL" : "PASS", rpass + rfail, rfail, runmet);
 	if (rfail)
 		failed++;
 	else

@@ -157,6 +157,7 @@ struct sim {
 	bool seek_pending;
 	struct figures fig;
 	double collapse_detect;
+	double progress_t; /* when the held bytes last grew */
 };
 
 /* world.c */
@@ -177,10 +178,18 @@ bool sim__all_done(const struct sim *s);
 uint64_t sim__rnd64(uint64_t *st);
 double sim__rndf(uint64_t *st);
 
+/* True, with the reason in why, when no scheduler could meet the
+ * scenario: some blob's sequential readers need more bytes than its
+ * sources, at their best rates after their faults, send in the time
+ * limit. */
+bool sim__unmeetable(const struct scenario *sc, char *why, size_t n);
+
 /* sim.c */
 
-/* Runs one scenario; returns 0 when every check held, else -1 with the
- * reason in err. *fig is filled either way. */
+/* Runs one scenario; returns 0 when every check held, 1 (the reason in
+ * err) when it ran to its time limit with every check held, bytes still
+ * arriving, and sim__unmeetable says no scheduler could have finished,
+ * else -1 with the reason in err. *fig is filled either way. */
 int sim__run(const struct scenario *sc, struct figures *fig, char *err,
 	     size_t errlen);
 

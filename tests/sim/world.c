@@ -533,3 +533,94 @@ bool sim__all_done(const struct sim *s)
 			return false;
 	return true;
 }
+
+/* Bytes of [a, size) that blob b did not hold at the start. */
+static uint64_t unheld_from(const struct scenario *sc, int b, uint64_t a)
+{
+	uint64_t lo = sc->held_lo[b], hi = sc->held_hi[b], n;
+
+	if (a >= sc->size[b])
+		return 0;
+	n = sc->size[b] - a;
+	if (hi > lo) {
+		lo = lo > a ? lo : a;
+		if (hi > lo)
+			n -= hi - lo;
+	}
+	return n;
+}
+
+/* What source ss can send at most, over all its lanes, at time t: the
+ * per-connection rate of every lane a source may have, within its shaping
+ * cap, cut by its collapse, nothing once dead. Stalls, throttling and
+ * round trips only lower it. */
+static double most_rate(const struct scenario *sc, const struct src_spec *ss,
+			double t)
+{
+	uint32_t lanes = sc->cfg.lanes_per_source < sc->cfg.max_lanes
+				 ? sc->cfg.lanes_per_source
+				 : sc->cfg.max_lanes;
+	double r = ss->conn_rate * lanes;
+
+	if (src_dead(ss, t))
+		return 0;
+	if (ss->cap > 0 && r > ss->cap)
+		r = ss->cap;
+	if (ss->collapse_at > 0 && t >= ss->collapse_at)
+		r *= ss->collapse_frac;
+	return r;
+}
+
+bool sim__unmeetable(const struct scenario *sc, char *why, size_t n)
+{
+	for (int b = 0; b < sc->nblob; b++) {
+		double most = 0, need = 0;
+
+		/* A sequential reader reads to the blob's end from its first
+		 * offset, or from where it seeks (if it gets there first). */
+		for (int i = 0; i < sc->nrd; i++) {
+			const struct rd_spec *r = &sc->rd[i];
+			uint64_t from = r->start;
+
+			if (r->blob != b || r->kind != RD_SEQ || r->stop_after)
+				continue;
+			if (r->seek_at > 0 && r->seek_to > from)
+				from = r->seek_to;
+			if ((double)unheld_from(sc, b, from) > need)
+				need = (double)unheld_from(sc, b, from);
+		}
+		/* The rates change only at a collapse or a death: integrate
+		 * piecewise over the scenario's time limit. */
+		for (int k = 0; k < sc->nsrc; k++) {
+			const struct src_spec *ss = &sc->src[k];
+			double lo = ss->collapse_at, hi = ss->die_at, t0 = 0;
+			double cuts[3];
+
+			if (ss->blob != b)
+				continue;
+			if (lo <= 0 || (hi > 0 && hi < lo))
+				lo = ss->die_at, hi = ss->collapse_at;
+			cuts[0] = lo > 0 ? lo : sc->limit;
+			cuts[1] = hi > 0 ? hi : sc->limit;
+			cuts[2] = sc->limit;
+			for (int c = 0; c < 3; c++) {
+				double t1 = cuts[c] < sc->limit ? cuts[c]
+								: sc->limit;
+
+				if (t1 <= t0)
+					continue;
+				most += most_rate(sc, ss, t0) * (t1 - t0);
+				t0 = t1;
+			}
+		}
+		if (need > most) {
+			snprintf(why, n,
+				 "cannot be met: blob %d's readers need %.1f MB "
+				 "that its sources can send at most %.1f MB of "
+				 "in %.0f s",
+				 b, need / MB, most / MB, sc->limit);
+			return true;
+		}
+	}
+	return false;
+}
