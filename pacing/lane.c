@@ -83,7 +83,7 @@ void pace__lane_start(struct pace *p, struct lane *l, uint32_t blob,
 	l->rate = 0;
 	l->level = 0;
 	l->nsamples = 0;
-	l->promoted = false;
+	l->was_queued = false;
 	l->q = false;
 	pace__lane_set(p, l, LANE_REQUESTED);
 	pace__infl_add(p, e - x);
@@ -142,7 +142,7 @@ int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
 
 		pace__lane_set(p, l, LANE_RECEIVING);
 		l->rate_t0 = p->now;
-		if (!l->promoted) /* a queued request hides its latency */
+		if (!l->was_queued) /* a queued request hides its latency */
 			src->lat_est = src->lat_est
 					       ? (src->lat_est * 3 + lat) / 4
 					       : lat;
@@ -181,9 +181,9 @@ static void throttled(struct pace *p, struct lane *l, struct source *s,
 	/* A request that was queued went out before its predecessor
 	 * ended: the origin refused the overlap, not the source's lane. It
 	 * takes no more ranges sent ahead until its cap grows again. */
-	if (l->promoted)
+	if (l->was_queued)
 		s->no_queue = true;
-	if (others > 0 || l->promoted ||
+	if (others > 0 || l->was_queued ||
 	    (s->served_ns != 0 &&
 	     pace__sat_add(s->served_ns, SERVED_GRACE_NS) >= l->started_ns)) {
 		cap = others;
@@ -288,7 +288,7 @@ int pace_on_done(struct pace *p, uint32_t lane, enum pace_outcome outcome,
 	if (l->q && outcome == PACE_OUT_OK && pace__lane_open(l) &&
 	    pace__ranges_covers(&p->blobs[l->blob].held, l->start, l->end)) {
 		l->q = false;
-		l->promoted = true;
+		l->was_queued = true;
 		l->ahead = true;
 		l->wait = PACE_NONE;
 		l->reader = l->qreader;

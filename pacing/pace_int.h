@@ -154,7 +154,7 @@ struct lane {
 	uint32_t rgen;	   /* the reader's seek generation at start */
 	uint32_t wait;	   /* the read it serves, while it waits; PACE_NONE */
 	bool ahead;	   /* started as read-ahead (yields on a seek) */
-	bool promoted;	   /* the request was queued behind another */
+	bool was_queued;   /* the request was queued behind another */
 	uint64_t start;
 	uint64_t frontier; /* one past the highest byte credited */
 	uint64_t end;
@@ -332,7 +332,8 @@ void pace__lane_start(struct pace *p, struct lane *l, uint32_t blob,
 void pace__lane_cancel(struct pace *p, struct lane *l, bool reclaim,
 		       struct pace_action *a);
 
-/* Fills action a of kind k with lane l's request. */
+/* Fills action a of kind k with lane l's request; for a QUEUE the caller
+ * then sets the queued range's start and end. */
 void pace__emit(struct pace_action *a, enum pace_action_kind k,
 		const struct pace *p, const struct lane *l);
 

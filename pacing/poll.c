@@ -357,7 +357,7 @@ static bool start_promoted(struct pace *p, struct poll *o)
 		if (!promote_ok(p, l)) {
 			/* Counted in flight when this poll began. */
 			pace__infl_sub(p, l->end - l->frontier);
-			l->promoted = false;
+			l->was_queued = false;
 			l->reader = PACE_NONE;
 			pace__lane_set(p, l, LANE_IDLE);
 			l->start = l->frontier = l->end = 0;
@@ -815,10 +815,7 @@ static bool queue_next(struct pace *p, struct poll *o)
 		l->qstart = x;
 		l->qend = e;
 		pace__infl_add(p, e - x);
-		o->acts[o->n].kind = PACE_ACT_QUEUE;
-		o->acts[o->n].lane = i;
-		o->acts[o->n].blob = l->blob;
-		o->acts[o->n].source = l->source;
+		pace__emit(&o->acts[o->n], PACE_ACT_QUEUE, p, l);
 		o->acts[o->n].start = x;
 		o->acts[o->n].end = e;
 		o->n++;
