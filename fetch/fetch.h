@@ -135,10 +135,12 @@ struct fetch_target {
  * request is then sent at once to the next member, or to the next group,
  * and is no fault of its source unless every proxy failed it. An answer
  * through a proxy that fails the checks (a 200 to a range, another
- * Content-Range, size or validator after a no-cache retry, an encoding)
- * is a bad answer of that proxy: it fails as above, is counted in
- * `bad`, and the next route is asked; FETCH_FATAL and blob_changed come
- * only from DIRECT (or no list) or from the last route. A failed
+ * Content-Range, an encoding) is a bad answer of that proxy: it fails as
+ * above, is counted in `bad`, and the next route is asked; another size
+ * or validator after a no-cache retry sends the request to the next
+ * route too, and is a bad answer once a route serves the pinned version.
+ * FETCH_FATAL and blob_changed come only from DIRECT (or no list) or from
+ * the last route. A failed
  * proxy is left out for the reset interval, unless it answers before
  * (when every proxy failed, the one that failed longest ago is asked).
  * A proxy that served bytes failing their digest is excluded for the

@@ -212,6 +212,12 @@ struct fetch_slot {
 	uint64_t rx;   /* the next byte this attempt's body brings */
 	int proxy;     /* the entry of cfg.proxies in use; -1: none */
 	uint32_t tried; /* entries this request failed on */
+	uint32_t suspect; /* entries that named another version (after
+			     no-cache) while the next route was asked: a
+			     route that serves the pinned one makes theirs
+			     bad answers; the last route agreeing, a
+			     change */
+	char suspect_why[160]; /* the last one's reason, for the log */
 	bool no_cache;	/* Cache-Control: no-cache on this request */
 	bool stale;	/* another version came through a proxy: ask it
 			   again with no-cache before believing it */

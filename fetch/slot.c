@@ -75,6 +75,27 @@ static void slot_answered(struct fetch_slot *s)
 			direct ? 0 : fetch__proxy_cache_status(s->easy));
 }
 
+/* Slot s's response serves the pinned version: every proxy that named
+ * another one for this request gave a wrong answer. */
+static void slot_blame(struct fetch_slot *s)
+{
+	struct fetch_proxies *list = s->f->cfg.proxies;
+
+	for (int i = 0; s->suspect != 0 && i < FETCH_PROXIES_MAX; i++) {
+		if ((s->suspect & (1u << i)) == 0)
+			continue;
+		s->suspect &= ~(1u << i);
+		fetch__proxy_bad(list, i, fetch__now_ms());
+		fetch__log(s->f, FETCH_LOG_WARN,
+			   "lane %u: proxy %s gave a wrong answer (%s), where "
+			   "%s%s serves the pinned version",
+			   s->id, fetch__proxy_shown(list, i), s->suspect_why,
+			   fetch__proxy_is_direct(list, s->proxy) ? ""
+								   : "proxy ",
+			   fetch__proxy_shown(list, s->proxy));
+	}
+}
+
 /* Checks the head of a response before its first body byte is used. */
 static size_t slot_check_head(struct fetch_slot *s)
 {
@@ -152,6 +173,7 @@ static size_t slot_check_head(struct fetch_slot *s)
 				  s->head.last_modified, validator);
 	}
 	slot_answered(s);
+	slot_blame(s);
 	s->checked = true;
 	return 1;
 }
@@ -399,6 +421,7 @@ int fetch__slot_start(struct fetch *f, struct fetch_slot *s,
 	s->pos = start;
 	s->from = start;
 	s->tried = 0;
+	s->suspect = 0;
 	s->no_cache = t->no_cache;
 	memset(&s->res, 0, sizeof(s->res));
 	slot_reset_response(s);
@@ -472,6 +495,22 @@ int fetch__slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc)
 			"asking again with Cache-Control: no-cache",
 			s->id, slot_shown(s), fetch__proxy_shown(list, was));
 		s->no_cache = true;
+	} else if (refused && s->stale) {
+		/* Another version still, past the proxy's cache: a change,
+		 * or the proxy's lie. The next route says which; the proxy
+		 * is not failed unless it serves the pinned version
+		 * (slot_blame), and the last route's word stands. */
+		s->suspect |= 1u << was;
+		s->tried |= 1u << was;
+		snprintf(s->suspect_why, sizeof(s->suspect_why), "%.159s",
+			 s->res.reason);
+		if (fetch__proxy_choose(list, url, slot_chunk(f, s),
+					fetch__now_ms(), s->tried) < 0)
+			return 1;
+		fetch__log(f, FETCH_LOG_INFO,
+			   "lane %u: proxy %s names another version (%s); "
+			   "asking the next route",
+			   s->id, fetch__proxy_shown(list, was), s->res.reason);
 	} else if (refused || fetch__proxy_fault(s->easy, cc)) {
 		/* A wrong answer through a proxy is that proxy's, for this
 		 * request: the next route (the next member, the next group,
@@ -537,6 +576,7 @@ int fetch__slot_follow(struct fetch *f, struct fetch_slot *s)
 	s->hops++;
 	slot_reset_response(s);
 	s->tried = 0;
+	s->suspect = 0;
 	if (slot_aim(f, s, s->hop) != 0 ||
 	    curl_multi_add_handle(f->multi, s->easy) != CURLM_OK) {
 		s->forced = true;
