@@ -11,8 +11,9 @@
 # still works (no "the blob changed" EIO). Under -o sha256= a proxy serving wrong bytes
 # under the right ETag (corrupt) is excluded and the blob is fetched again
 # by DIRECT: the second read has the right bytes and the digest verifies.
-# With block digests the same proxy is excluded and counted. Without a
-# proxy a real change still fails reads: change.sh.
+# With block digests the same proxy is excluded and counted. A real
+# change that a good proxy and DIRECT agree on still fails reads with EIO,
+# and the proxy is not counted as bad; without a proxy: change.sh.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
@@ -121,6 +122,32 @@ for kind in norange badrange etag-change:1 content-change:1; do
 	one_case "$kind" bad-first
 	one_case "$kind" group
 done
+
+# --- a real change, seen through a good proxy and DIRECT: believed ------------
+# The proxy and DIRECT agree on another version: reads fail with EIO as
+# without a proxy (change.sh), and the proxy, which told the truth, is
+# not counted as bad.
+gen_file "$WWW/change.bin" "$SIZE" 2203
+gen_file "$T_TMP/change.new" "$SIZE" 2204
+mnt=$T_TMP/mchg
+log=$T_TMP/mchg.log
+mkdir -p "$mnt"
+if fg_mount "$log" -o "cache_dir=$T_TMP/cchg,chunk=256K,proxy=$GOOD;DIRECT" "$ORIG/change.bin" "$mnt"; then
+	t_check "a real change: the old version's first MiB" cmp -n "$MIB" "$mnt/change.bin" "$WWW/change.bin"
+	sleep 1.1 # a new mtime, so a new ETag
+	cp "$T_TMP/change.new" "$WWW/change.bin.tmp"
+	mv "$WWW/change.bin.tmp" "$WWW/change.bin"
+	if dd if="$mnt/change.bin" of=/dev/null bs=1M skip=4 2>/dev/null; then
+		t_fail "a real change through a proxy and DIRECT: EIO" "the read succeeded"
+	else
+		t_pass "a real change through a proxy and DIRECT: EIO"
+	fi
+	t_check "a real change: the log says it changed, until a remount" grep -q "until it is remounted" "$log"
+	t_eq "a real change: the proxy that said so is no bad answer" "$(json_field "$mnt" "$GOOD" bad_answers)" 0
+	umount_pacefs "$mnt"
+else
+	t_fail "a real change: the mount comes up" "$(tail -n 2 "$log" | tr '\n' ' ')"
+fi
 
 # --- -o sha256=: a proxy serving wrong bytes under the right ETag --------------
 o_start corrupt --root "$WWW" --fault '*:corrupt:0'
