@@ -133,7 +133,14 @@ struct fetch_target {
  * tunnel or it answers 502, 504 or a 503 without Retry-After (its own
  * errors: anything else is the origin's answer, passed through); the
  * request is then sent at once to the next member, or to the next group,
- * and is no fault of its source unless every proxy failed it. A failed
+ * and is no fault of its source unless every proxy failed it. An answer
+ * through a proxy that fails the checks (a 200 to a range, another
+ * Content-Range, an encoding) is a bad answer of that proxy: it fails as
+ * above, is counted in `bad`, and the next route is asked; another size
+ * or validator after a no-cache retry sends the request to the next
+ * route too, and is a bad answer once a route serves the pinned version.
+ * FETCH_FATAL and blob_changed come only from DIRECT (or no list) or from
+ * the last route. A failed
  * proxy is left out for the reset interval, unless it answers before
  * (when every proxy failed, the one that failed longest ago is asked).
  * A proxy that served bytes failing their digest is excluded for the
@@ -175,6 +182,10 @@ struct fetch_proxy_info {
 	uint64_t bytes;	   /* body bytes of range responses */
 	uint64_t hits;	   /* responses its X-Cache (or Age) said came from */
 	uint64_t misses;   /* its cache, or not */
+	uint64_t bad;	   /* answers refused (counted in failures too): a
+			      200 to a range, another Content-Range, size
+			      or validator than the origin's, an encoded or
+			      longer body, bytes failing their digest */
 };
 
 /* Entry i's state and counters at now_ms (CLOCK_MONOTONIC). Returns 0 or
@@ -260,6 +271,10 @@ struct fetch_probe {
 	int64_t mtime;		 /* Last-Modified, seconds since the epoch;
 				    -1 if unknown */
 	long status;
+	char proxy_note[384];	 /* "" or, for the log: the last proxy
+				    whose answer was refused (a 200 to the
+				    range, another Content-Range) before
+				    the next route was asked */
 };
 
 /* How a probe failed, so the caller can tell an origin that is down

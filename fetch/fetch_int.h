@@ -127,12 +127,18 @@ int fetch__redirect_next(CURL *easy, const char *start, const char *from,
  * credentials (body(arg) gives its document's start) is asked once more
  * with newer ones. Before a request is sent again (the next hop, the next
  * proxy, newer credentials) reset(arg) forgets what the callbacks
- * gathered. Returns 0 once a response that is no redirect ended (its
- * CURLcode in *cc, its status in *status, the URL it came from in *final:
- * free() it), or what fetch__redirect_next returned, with err set. */
+ * gathered. bad (NULL: none) judges an answer through a proxy (not
+ * DIRECT): true when it is one no origin gives (a 200 to a range, say),
+ * which fails that proxy (fetch__proxy_bad) and sends the request through
+ * the next route; the last route's answer stands whatever it is. proxy is
+ * the proxy's name as shown, for the callback's note. Returns 0 once a
+ * response that is no redirect ended (its CURLcode in *cc, its status in
+ * *status, the URL it came from in *final: free() it), or what
+ * fetch__redirect_next returned, with err set. */
 int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
 		   struct curl_slist *headers, bool no_cache,
-		   void (*reset)(void *arg), void *arg,
+		   void (*reset)(void *arg),
+		   bool (*bad)(void *arg, const char *proxy), void *arg,
 		   const char *(*body)(void *arg), CURLcode *cc, char **final,
 		   long *status, char *err, size_t errlen);
 
@@ -158,6 +164,10 @@ void fetch__proxy_request(struct fetch_proxies *list, int i);
 void fetch__proxy_answered(struct fetch_proxies *list, int i, int cache);
 void fetch__proxy_bytes(struct fetch_proxies *list, int i, uint64_t n);
 void fetch__proxy_failed(struct fetch_proxies *list, int i, uint64_t now_ms);
+/* A wrong answer through entry i (one no origin gives to the request
+ * sent: fetch__slot_retry, the probe): counted as a failure and a bad
+ * answer, and the entry is left out as for a failure. */
+void fetch__proxy_bad(struct fetch_proxies *list, int i, uint64_t now_ms);
 /* True when entry i failed lately (within its reset interval) or is
  * excluded: a request sent through it before is sent again. */
 bool fetch__proxy_down(struct fetch_proxies *list, int i, uint64_t now_ms);
@@ -202,6 +212,12 @@ struct fetch_slot {
 	uint64_t rx;   /* the next byte this attempt's body brings */
 	int proxy;     /* the entry of cfg.proxies in use; -1: none */
 	uint32_t tried; /* entries this request failed on */
+	uint32_t suspect; /* entries that named another version (after
+			     no-cache) while the next route was asked: a
+			     route that serves the pinned one makes theirs
+			     bad answers; the last route agreeing, a
+			     change */
+	char suspect_why[160]; /* the last one's reason, for the log */
 	bool no_cache;	/* Cache-Control: no-cache on this request */
 	bool stale;	/* another version came through a proxy: ask it
 			   again with no-cache before believing it */

@@ -20,6 +20,9 @@ struct probe_state {
 	size_t body;
 	char errbody[1024]; /* the start of an error's body (S3's code) */
 	size_t nerrbody;
+	char *note; /* what a proxy answered wrongly (fetch_probe's
+		       proxy_note), cap bytes */
+	size_t note_cap;
 };
 
 static size_t probe_header(char *line, size_t size, size_t n, void *arg)
@@ -69,6 +72,44 @@ static void probe_reset(void *arg)
 	memset(&s->head, 0, sizeof(s->head));
 }
 
+/* An answer through a proxy that no origin gives to "Range: bytes=0-0":
+ * a 200 with a body (Range ignored), a 206 of other bytes, an encoded
+ * one, a 416 of a blob that is not empty. The request then goes through
+ * the next route (fetch__perform). */
+static bool probe_bad(void *arg, const char *proxy)
+{
+	struct probe_state *s = arg;
+	const struct fetch__head *h = &s->head;
+	char why[160];
+	long status = 0;
+
+	curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (status >= 200 && status < 300 && h->coding[0] != '\0')
+		snprintf(why, sizeof(why), "HTTP %ld with '%s'", status,
+			 h->coding);
+	else if (status == 200 && !(h->cl_seen && h->content_length == 0))
+		snprintf(why, sizeof(why),
+			 "HTTP 200 to a range request (Range ignored)");
+	else if (status == 206 && (!h->cr_seen || h->cr_start != 0 ||
+				   h->cr_end != 0 || h->cr_total == UINT64_MAX))
+		snprintf(why, sizeof(why),
+			 "HTTP 206 with Content-Range '%s', not "
+			 "'bytes 0-0/SIZE'",
+			 h->cr_raw);
+	else if (status == 416 &&
+		 !(h->cr_seen && h->cr_start == UINT64_MAX && h->cr_total == 0))
+		snprintf(why, sizeof(why),
+			 "HTTP 416 with Content-Range '%s' to bytes 0-0",
+			 h->cr_raw);
+	else
+		return false;
+	snprintf(s->note, s->note_cap,
+		 "proxy %s answered the probe wrongly (%s): the next route, if "
+		 "any, is asked",
+		 proxy, why);
+	return true;
+}
+
 static const char *probe_errbody(void *arg)
 {
 	return ((struct probe_state *)arg)->errbody;
@@ -110,6 +151,8 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 	fetch_probe_free(out);
 	memset(out, 0, sizeof(*out));
 	memset(&s, 0, sizeof(s));
+	s.note = out->proxy_note;
+	s.note_cap = sizeof(out->proxy_note);
 	*kind = FETCH_PROBE_UNSUITABLE;
 	headers = fetch__headers(cfg, &headers_ok);
 	easy = curl_easy_init();
@@ -128,9 +171,9 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_body);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &s);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, cfg->connect_timeout_ms * 3);
-	rc = fetch__perform(cfg, easy, url, headers, no_cache, probe_reset, &s,
-			    probe_errbody, &cc, &final, &out->status, herr,
-			    sizeof(herr));
+	rc = fetch__perform(cfg, easy, url, headers, no_cache, probe_reset,
+			    probe_bad, &s, probe_errbody, &cc, &final,
+			    &out->status, herr, sizeof(herr));
 	snprintf(out->etag, sizeof(out->etag), "%s", h->etag);
 	snprintf(out->last_modified, sizeof(out->last_modified), "%s",
 		 h->last_modified);
@@ -362,8 +405,8 @@ static int get_doc(const struct fetch_config *cfg, const char *url,
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &g);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
 			 cfg->connect_timeout_ms * 3);
-	rc = fetch__perform(cfg, easy, url, headers, false, get_reset, &g,
-			    get_body_text, &cc, &last, &status, herr,
+	rc = fetch__perform(cfg, easy, url, headers, false, get_reset, NULL,
+			    &g, get_body_text, &cc, &last, &status, herr,
 			    sizeof(herr));
 	if (rc != 0) {
 		rc = fail(err, errlen, "%s: %s", shown, herr);

@@ -27,6 +27,8 @@ struct proxy {
 	uint64_t failed_at_ms;
 	bool excluded;		  /* wrong bytes: never used again */
 	uint64_t requests, failures, bytes, hits, misses;
+	uint64_t bad; /* answers refused: wrong for the request, or bytes
+			 failing their digest */
 };
 
 struct fetch_proxies {
@@ -435,6 +437,14 @@ void fetch__proxy_failed(struct fetch_proxies *list, int i, uint64_t now_ms)
 	pthread_mutex_unlock(&list->mu);
 }
 
+void fetch__proxy_bad(struct fetch_proxies *list, int i, uint64_t now_ms)
+{
+	pthread_mutex_lock(&list->mu);
+	list->p[i].bad++;
+	pthread_mutex_unlock(&list->mu);
+	fetch__proxy_failed(list, i, now_ms);
+}
+
 void fetch__proxy_request(struct fetch_proxies *list, int i)
 {
 	pthread_mutex_lock(&list->mu);
@@ -479,6 +489,11 @@ int fetch_proxies_exclude(struct fetch_proxies *list, int i)
 	pthread_mutex_lock(&list->mu);
 	first = !list->p[i].excluded;
 	list->p[i].excluded = true;
+	if (first) {
+		/* Bytes failing their digest are a wrong answer too. */
+		list->p[i].failures++;
+		list->p[i].bad++;
+	}
 	pthread_mutex_unlock(&list->mu);
 	return first ? 1 : 0;
 }
@@ -506,6 +521,7 @@ int fetch_proxies_info(struct fetch_proxies *list, uint32_t i,
 	out->bytes = p->bytes;
 	out->hits = p->hits;
 	out->misses = p->misses;
+	out->bad = p->bad;
 	pthread_mutex_unlock(&list->mu);
 	return 0;
 }

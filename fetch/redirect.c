@@ -74,10 +74,12 @@ int fetch__redirect_next(CURL *easy, const char *start, const char *from,
 }
 
 /* Runs easy's request of `at` through the proxy the list picks (none: as
- * configured), and again through the next one while a proxy fails it;
- * reset(arg) forgets what a failed attempt's callbacks gathered. */
+ * configured), and again through the next one while a proxy fails it or
+ * gives an answer bad(arg, proxy) refuses; reset(arg) forgets what a
+ * failed attempt's callbacks gathered. */
 static CURLcode perform_via(const struct fetch_config *cfg, CURL *easy,
-			    const char *at, void (*reset)(void *), void *arg,
+			    const char *at, void (*reset)(void *),
+			    bool (*bad)(void *, const char *), void *arg,
 			    char *err, size_t errlen)
 {
 	uint32_t tried = 0;
@@ -100,14 +102,22 @@ static CURLcode perform_via(const struct fetch_config *cfg, CURL *easy,
 				 fetch__proxy_url(cfg->proxies, px));
 		fetch__proxy_request(cfg->proxies, px);
 		cc = curl_easy_perform(easy);
-		if (direct || !fetch__proxy_fault(easy, cc)) {
-			fetch__proxy_answered(cfg->proxies, px,
-					      direct ? 0
-						     : fetch__proxy_cache_status(
-							       easy));
+		if (direct) {
+			fetch__proxy_answered(cfg->proxies, px, 0);
 			return cc;
 		}
-		fetch__proxy_failed(cfg->proxies, px, fetch__now_ms());
+		if (fetch__proxy_fault(easy, cc)) {
+			fetch__proxy_failed(cfg->proxies, px, fetch__now_ms());
+		} else if (bad != NULL &&
+			   bad(arg, fetch__proxy_shown(cfg->proxies, px))) {
+			/* An answer no origin gives: the proxy's, not a
+			 * verdict on the URL while another route is left. */
+			fetch__proxy_bad(cfg->proxies, px, fetch__now_ms());
+		} else {
+			fetch__proxy_answered(cfg->proxies, px,
+					      fetch__proxy_cache_status(easy));
+			return cc;
+		}
 		tried |= 1u << px;
 		if (fetch__proxy_choose(cfg->proxies, at, 0, fetch__now_ms(),
 					tried) < 0)
@@ -121,8 +131,9 @@ static CURLcode perform_via(const struct fetch_config *cfg, CURL *easy,
 static int perform_hops(const struct fetch_config *cfg, CURL *easy,
 			const char *url, struct curl_slist *headers,
 			const struct fetch__cref *cref, bool no_cache,
-			void (*reset)(void *), void *arg, CURLcode *cc,
-			char **final, char *err, size_t errlen)
+			void (*reset)(void *),
+			bool (*bad)(void *, const char *), void *arg,
+			CURLcode *cc, char **final, char *err, size_t errlen)
 {
 	char *hop = NULL, *next = NULL;
 	const char *at = url;
@@ -144,7 +155,7 @@ static int perform_hops(const struct fetch_config *cfg, CURL *easy,
 		curl_easy_setopt(easy, CURLOPT_HTTPHEADER, list);
 		fetch__auth_apply(easy, cref, allowed);
 		err[0] = '\0';
-		*cc = perform_via(cfg, easy, at, reset, arg, err, errlen);
+		*cc = perform_via(cfg, easy, at, reset, bad, arg, err, errlen);
 		if (*cc != CURLE_OK && *cc != CURLE_WRITE_ERROR)
 			break;
 		rc = fetch__redirect_next(easy, url, at, hops, &next, err,
@@ -168,7 +179,8 @@ static int perform_hops(const struct fetch_config *cfg, CURL *easy,
 
 int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
 		   struct curl_slist *headers, bool no_cache,
-		   void (*reset)(void *arg), void *arg,
+		   void (*reset)(void *arg),
+		   bool (*bad)(void *arg, const char *proxy), void *arg,
 		   const char *(*body)(void *arg), CURLcode *cc, char **final,
 		   long *status, char *err, size_t errlen)
 {
@@ -176,8 +188,8 @@ int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
 	int rc;
 
 	*status = 0;
-	rc = perform_hops(cfg, easy, url, headers, cref, no_cache, reset, arg,
-			  cc, final, err, errlen);
+	rc = perform_hops(cfg, easy, url, headers, cref, no_cache, reset, bad,
+			  arg, cc, final, err, errlen);
 	if (rc == 0)
 		curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, status);
 	if (rc == 0 && cref != NULL && fetch__auth_refused(*status, body(arg))) {
@@ -192,7 +204,7 @@ int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
 		*final = NULL;
 		reset(arg);
 		rc = perform_hops(cfg, easy, url, headers, cref, no_cache,
-				  reset, arg, cc, final, err, errlen);
+				  reset, bad, arg, cc, final, err, errlen);
 		if (rc == 0)
 			curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE,
 					  status);

@@ -48,6 +48,54 @@ size_t fetch__slot_on_header(char *line, size_t size, size_t n, void *arg)
 	return size * n;
 }
 
+/* What an answer naming another version says: through a proxy, only that
+ * the proxy serves another one (fetch__slot_retry asks the next route). */
+static const char *slot_changed(const struct fetch_slot *s)
+{
+	if (s->proxy < 0 || fetch__proxy_is_direct(s->f->cfg.proxies, s->proxy))
+		return "the blob changed";
+	return "another version through the proxy";
+}
+
+/* The proxy of slot s answered with a response that is not its own fault
+ * (fetch__proxy_fault) and passed the checks, or is an origin's answer
+ * passed through: it works. A refused answer is a failure of the proxy
+ * (fetch__slot_retry), never a sign that it works. */
+static void slot_answered(struct fetch_slot *s)
+{
+	struct fetch_proxies *list = s->f->cfg.proxies;
+	bool direct;
+
+	if (s->proxy < 0)
+		return;
+	direct = fetch__proxy_is_direct(list, s->proxy);
+	if (direct || !fetch__proxy_fault(s->easy, CURLE_OK))
+		fetch__proxy_answered(
+			list, s->proxy,
+			direct ? 0 : fetch__proxy_cache_status(s->easy));
+}
+
+/* Slot s's response serves the pinned version: every proxy that named
+ * another one for this request gave a wrong answer. */
+static void slot_blame(struct fetch_slot *s)
+{
+	struct fetch_proxies *list = s->f->cfg.proxies;
+
+	for (int i = 0; s->suspect != 0 && i < FETCH_PROXIES_MAX; i++) {
+		if ((s->suspect & (1u << i)) == 0)
+			continue;
+		s->suspect &= ~(1u << i);
+		fetch__proxy_bad(list, i, fetch__now_ms());
+		fetch__log(s->f, FETCH_LOG_WARN,
+			   "lane %u: proxy %s gave a wrong answer (%s), where "
+			   "%s%s serves the pinned version",
+			   s->id, fetch__proxy_shown(list, i), s->suspect_why,
+			   fetch__proxy_is_direct(list, s->proxy) ? ""
+								   : "proxy ",
+			   fetch__proxy_shown(list, s->proxy));
+	}
+}
+
 /* Checks the head of a response before its first body byte is used. */
 static size_t slot_check_head(struct fetch_slot *s)
 {
@@ -56,22 +104,13 @@ static size_t slot_check_head(struct fetch_slot *s)
 
 	curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
 	s->res.status = status;
-	if (s->proxy >= 0) {
-		bool direct = fetch__proxy_is_direct(s->f->cfg.proxies,
-						     s->proxy);
-
-		if (direct || !fetch__proxy_fault(s->easy, CURLE_OK))
-			fetch__proxy_answered(
-				s->f->cfg.proxies, s->proxy,
-				direct ? 0 : fetch__proxy_cache_status(s->easy));
-	}
 	if (status == 412 && s->if_match) {
 		/* If-Match sent: the object is another version now. */
 		s->res.blob_changed = true;
+		s->stale = true;
 		return slot_abort(s, FETCH_FATAL,
-				  "%s: HTTP 412: the blob changed (its ETag is "
-				  "no longer %s)",
-				  slot_shown(s), s->validator);
+				  "%s: HTTP 412: %s (its ETag is no longer %s)",
+				  slot_shown(s), slot_changed(s), s->validator);
 	}
 	if (status != 206) {
 		enum fetch_outcome o = fetch_classify_status(status);
@@ -86,9 +125,11 @@ static size_t slot_check_head(struct fetch_slot *s)
 					  "(%s)",
 					  slot_shown(s),
 					  s->res.blob_changed
-						  ? "the blob changed"
+						  ? slot_changed(s)
 						  : "Range is ignored");
 		}
+		if (o != FETCH_FATAL)
+			slot_answered(s); /* the origin's answer, passed on */
 		return slot_abort(s, o, "%s: HTTP %ld", slot_shown(s), status);
 	}
 	if (s->head.coding[0] != '\0')
@@ -106,9 +147,10 @@ static size_t slot_check_head(struct fetch_slot *s)
 		s->res.blob_changed = true;
 		s->stale = true;
 		return slot_abort(s, FETCH_FATAL,
-				  "%s: the blob changed: its size is now "
-				  "%" PRIu64 ", not %" PRIu64,
-				  slot_shown(s), s->head.cr_total, s->size);
+				  "%s: %s: its size is now %" PRIu64
+				  ", not %" PRIu64,
+				  slot_shown(s), slot_changed(s),
+				  s->head.cr_total, s->size);
 	}
 	if (s->head.cr_start != s->from || s->head.cr_end + 1 != s->asked_end)
 		return slot_abort(s, FETCH_FATAL,
@@ -125,11 +167,13 @@ static size_t slot_check_head(struct fetch_slot *s)
 		s->res.blob_changed = true;
 		s->stale = true;
 		return slot_abort(s, FETCH_FATAL,
-				  "%s: the blob changed: ETag '%s', "
-				  "Last-Modified '%s', expected '%s'",
-				  slot_shown(s), s->head.etag,
+				  "%s: %s: ETag '%s', Last-Modified '%s', "
+				  "expected '%s'",
+				  slot_shown(s), slot_changed(s), s->head.etag,
 				  s->head.last_modified, validator);
 	}
+	slot_answered(s);
+	slot_blame(s);
 	s->checked = true;
 	return 1;
 }
@@ -377,6 +421,7 @@ int fetch__slot_start(struct fetch *f, struct fetch_slot *s,
 	s->pos = start;
 	s->from = start;
 	s->tried = 0;
+	s->suspect = 0;
 	s->no_cache = t->no_cache;
 	memset(&s->res, 0, sizeof(s->res));
 	slot_reset_response(s);
@@ -412,6 +457,23 @@ int fetch__slot_start(struct fetch *f, struct fetch_slot *s,
 	return 0;
 }
 
+/* True when slot s's response, which ended with cc, is one no origin
+ * gives to the request sent (FETCH_FATAL: a 200 to a range, another
+ * Content-Range, size or validator, an encoded or a longer body, a 416):
+ * through a proxy, that proxy's answer is refused, not believed. */
+static bool slot_refused(struct fetch_slot *s, CURLcode cc)
+{
+	long status = 0;
+
+	if (s->forced)
+		return s->res.outcome == FETCH_FATAL;
+	if (cc != CURLE_OK || s->checked)
+		return false;
+	curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+	return status != 206 && !fetch__is_redirect(s->easy) &&
+	       fetch_classify_status(status) == FETCH_FATAL;
+}
+
 int fetch__slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc)
 {
 	struct fetch_proxies *list = f->cfg.proxies;
@@ -419,10 +481,12 @@ int fetch__slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc)
 	uint64_t from;
 	const char *url = s->hop != NULL ? s->hop : s->url;
 	int was = s->proxy;
+	bool refused;
 
 	if (list == NULL || was < 0 || fetch__proxy_is_direct(list, was) ||
 	    s->pos >= s->end)
 		return 1;
+	refused = slot_refused(s, cc);
 	if (s->stale && !s->no_cache) {
 		/* A cache's old copy, or a new version: the origin says. */
 		fetch__log(
@@ -431,16 +495,40 @@ int fetch__slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc)
 			"asking again with Cache-Control: no-cache",
 			s->id, slot_shown(s), fetch__proxy_shown(list, was));
 		s->no_cache = true;
-	} else if (!s->stale && fetch__proxy_fault(s->easy, cc)) {
-		fetch__proxy_failed(list, was, fetch__now_ms());
+	} else if (refused && s->stale) {
+		/* Another version still, past the proxy's cache: a change,
+		 * or the proxy's lie. The next route says which; the proxy
+		 * is not failed unless it serves the pinned version
+		 * (slot_blame), and the last route's word stands. */
+		s->suspect |= 1u << was;
+		s->tried |= 1u << was;
+		snprintf(s->suspect_why, sizeof(s->suspect_why), "%.159s",
+			 s->res.reason);
+		if (fetch__proxy_choose(list, url, slot_chunk(f, s),
+					fetch__now_ms(), s->tried) < 0)
+			return 1;
+		fetch__log(f, FETCH_LOG_INFO,
+			   "lane %u: proxy %s names another version (%s); "
+			   "asking the next route",
+			   s->id, fetch__proxy_shown(list, was), s->res.reason);
+	} else if (refused || fetch__proxy_fault(s->easy, cc)) {
+		/* A wrong answer through a proxy is that proxy's, for this
+		 * request: the next route (the next member, the next group,
+		 * DIRECT) is asked, and only an answer without a proxy, or
+		 * the last route's, is a verdict on the blob. */
+		if (refused)
+			fetch__proxy_bad(list, was, fetch__now_ms());
+		else
+			fetch__proxy_failed(list, was, fetch__now_ms());
 		s->tried |= 1u << was;
 		if (fetch__proxy_choose(list, url, slot_chunk(f, s),
 					fetch__now_ms(), s->tried) < 0)
 			return 1;
 		fetch__log(f, FETCH_LOG_WARN,
-			   "lane %u: proxy %s failed (%s); bytes %" PRIu64
-			   "-%" PRIu64 " go through the next",
+			   "lane %u: proxy %s %s (%s); bytes %" PRIu64
+			   "-%" PRIu64 " go through the next route",
 			   s->id, fetch__proxy_shown(list, was),
+			   refused ? "gave a wrong answer" : "failed",
 			   s->forced	  ? s->res.reason
 			   : s->errbuf[0] ? s->errbuf
 					  : curl_easy_strerror(cc),
@@ -488,6 +576,7 @@ int fetch__slot_follow(struct fetch *f, struct fetch_slot *s)
 	s->hops++;
 	slot_reset_response(s);
 	s->tried = 0;
+	s->suspect = 0;
 	if (slot_aim(f, s, s->hop) != 0 ||
 	    curl_multi_add_handle(f->multi, s->easy) != CURLM_OK) {
 		s->forced = true;

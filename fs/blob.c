@@ -45,6 +45,8 @@ static int probe_one(const struct fetch_config *fc, const char *url,
 	struct fetch_probe pr;
 	int rc = fetch_probe(fc, url, revalidation, &pr, kind, err, errlen);
 
+	if (pr.proxy_note[0] != '\0')
+		fs__log(FS_LOG_WARN, "%s: %s", url, pr.proxy_note);
 	if (rc != 0)
 		return pr.status == 404 || pr.status == 410 ? -ENOENT : rc;
 	/* Redirects that stayed on the URL's origin are pinned: later

@@ -398,6 +398,32 @@ enum fs_verify fs__engine_verify_result(struct fs_engine *e, uint32_t b,
 	return v;
 }
 
+uint32_t fs__engine_blame_routes(struct fs_engine *e, uint32_t b, char *names,
+				 size_t cap)
+{
+	struct fetch_proxy_info pi;
+	uint32_t via, n = 0;
+	size_t used = 0;
+
+	pthread_mutex_lock(&e->mu);
+	via = e->blobs[b].via;
+	e->blobs[b].via = 0;
+	pthread_mutex_unlock(&e->mu);
+	names[0] = '\0';
+	for (int i = 0; i < FETCH_PROXIES_MAX; i++) {
+		if ((via & (1u << i)) == 0 ||
+		    fetch_proxies_exclude(e->proxies, i) == 0 ||
+		    fetch_proxies_info(e->proxies, (uint32_t)i, 0, &pi) != 0)
+			continue;
+		n++;
+		if (used < cap)
+			used += (size_t)snprintf(names + used, cap - used,
+						 "%s%s", used > 0 ? ", " : "",
+						 pi.name);
+	}
+	return n;
+}
+
 void fs__engine_verify_exit(struct fs_engine *e)
 {
 	pthread_mutex_lock(&e->mu);

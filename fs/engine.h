@@ -213,6 +213,14 @@ bool fs__engine_stopping(struct fs_engine *e);
 enum fs_verify fs__engine_verify_result(struct fs_engine *e, uint32_t b,
 					int outcome);
 
+/* Blob b's whole digest failed: excludes every proxy (-o proxy=) its
+ * bytes came through since the last such call, for the mount's life (a
+ * whole-blob digest cannot tell which one), and forgets the routes.
+ * Returns how many it excluded now (0: the bytes came without a proxy, or
+ * from the cache), with their names, comma-separated, in names. */
+uint32_t fs__engine_blame_routes(struct fs_engine *e, uint32_t b, char *names,
+				 size_t cap);
+
 /* The engine's cache, and blob b's id in it. */
 struct cache *fs__engine_cache(struct fs_engine *e);
 const struct cache_id *fs__engine_blob_id(struct fs_engine *e, uint32_t b);

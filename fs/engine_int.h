@@ -35,6 +35,9 @@ struct fs_blob {
 	int *unit_proxy;    /* the proxy they all came through: -1 none,
 			       FS_PROXY_UNSET, FS_PROXY_MIXED (several, or
 			       some through none); guarded by mu */
+	uint32_t via; /* the routes its bytes came through since its last
+			 whole-digest failure: bit i proxy entry i,
+			 FS_VIA_DIRECT no proxy; guarded by mu */
 	enum fs_verify verify;	  /* guarded by mu */
 	uint32_t verify_failures; /* guarded by mu */
 	bool changed; /* the origin now serves another version; guarded by
@@ -45,6 +48,7 @@ struct fs_blob {
 			     pages; guarded by mu */
 };
 
+#define FS_VIA_DIRECT (1u << 31)
 #define FS_SRC_MIXED (PACE_NONE - 1)
 #define FS_PROXY_MIXED (-2)
 #define FS_PROXY_UNSET (-3)

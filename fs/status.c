@@ -157,9 +157,9 @@ static void put_proxies(struct out *o, struct fetch_proxies *proxies)
 		    ",\"group\":%" PRIu32 ",\"state\":\"%s\",\"retry_in_ms\":%" PRIu64
 		    ",\"requests\":%" PRIu64 ",\"failures\":%" PRIu64
 		    ",\"bytes\":%" PRIu64 ",\"hits\":%" PRIu64
-		    ",\"misses\":%" PRIu64 "}",
+		    ",\"misses\":%" PRIu64 ",\"bad_answers\":%" PRIu64 "}",
 		    pi.group, states[pi.state], pi.retry_in_ms, pi.requests,
-		    pi.failures, pi.bytes, pi.hits, pi.misses);
+		    pi.failures, pi.bytes, pi.hits, pi.misses, pi.bad);
 	}
 }
 
@@ -360,10 +360,12 @@ static void render(json_t *root)
 			printf(" (retried in %" JSON_INTEGER_FORMAT " s)",
 			       (retry + 999) / 1000);
 		printf(", %" JSON_INTEGER_FORMAT " requests, %" JSON_INTEGER_FORMAT
-		       " failures, %s, hit ratio %s (%" JSON_INTEGER_FORMAT
+		       " failures, %" JSON_INTEGER_FORMAT " bad answers, %s, "
+		       "hit ratio %s (%" JSON_INTEGER_FORMAT
 		       " hits, %" JSON_INTEGER_FORMAT " misses)\n",
 		       json_integer_value(json_object_get(v, "requests")),
 		       json_integer_value(json_object_get(v, "failures")),
+		       json_integer_value(json_object_get(v, "bad_answers")),
 		       bytes, ratio, hits, misses);
 	}
 	if (cache != NULL) {

@@ -272,6 +272,7 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 	pthread_mutex_lock(&e->mu);
 	/* Bytes of a version being dropped are never cached. */
 	if (!b->changed) {
+		e->blobs[blob].via |= proxy >= 0 ? 1u << proxy : FS_VIA_DIRECT;
 		ndone = take_bytes(e, lane, blob, e->lane_source[lane], proxy,
 				   off, buf, len, done);
 		verify = fs__verify_due(e, blob);
@@ -292,8 +293,10 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 }
 
 /* The blob's primary source serves another version now: its reads fail
- * until a remount, which takes the new version; the two never mix. Caller
- * holds e->mu. */
+ * until a remount, which takes the new version; the two never mix. fetch
+ * says so only on an answer without a proxy or from the last route of
+ * -o proxy= (a proxy's other version is its own bad answer, and the next
+ * route is asked). Caller holds e->mu. */
 static void blob_changed(struct fs_engine *e, uint32_t blob, uint32_t source,
 			 const struct fetch_result *res)
 {

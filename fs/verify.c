@@ -60,8 +60,9 @@ static void check_blob(struct fs_engine *e, uint32_t b)
 	const uint8_t *want = fs__engine_blob_sha256(e, b, &size);
 	struct cache *cache = fs__engine_cache(e);
 	const struct cache_id *id = fs__engine_blob_id(e, b);
-	char got_hex[65], want_hex[65];
+	char got_hex[65], want_hex[65], proxies[512];
 	enum fs_verify v;
+	uint32_t blamed = 0;
 	uint8_t got[32];
 	int rc;
 
@@ -70,14 +71,28 @@ static void check_blob(struct fs_engine *e, uint32_t b)
 		rc = -EBADMSG;
 	if (rc == 0 || rc == -EBADMSG)
 		cache_blob_mark_verified(cache, id, want, rc == 0);
+	/* Bytes that came through a proxy are that proxy's answer, not the
+	 * origin's: the proxies are excluded and the blob fetched again by
+	 * the routes left, and only wrong bytes that came without a proxy
+	 * (or from the cache) count towards EIO. */
+	if (rc == -EBADMSG)
+		blamed =
+			fs__engine_blame_routes(e, b, proxies, sizeof(proxies));
 	/* In memory, in the cache and in the kernel's page cache (they were
 	 * served before the check); before the check's state changes, so
 	 * that no second check starts on bytes still held. */
 	if (rc == -EBADMSG)
 		fs__engine_drop(e, b, 0, size, FS_DROP_WRONG);
-	v = fs__engine_verify_result(e, b, rc);
+	v = fs__engine_verify_result(e, b, blamed > 0 ? -EAGAIN : rc);
 	if (rc == 0)
 		fs__log(FS_LOG_INFO, "%s: SHA-256 verified", name);
+	else if (rc == -EBADMSG && blamed > 0)
+		fs__log(FS_LOG_ERR,
+			"%s: SHA-256 of the whole blob is %s, not %s, with "
+			"bytes through proxy %s: excluded; its bytes are "
+			"dropped and fetched again through the other routes",
+			name, fs__hex(got, 32, got_hex),
+			fs__hex(want, 32, want_hex), proxies);
 	else if (rc == -EBADMSG)
 		fs__log(FS_LOG_ERR,
 			"%s: SHA-256 of the whole blob is %s, not %s: %s", name,

@@ -36,6 +36,7 @@ static const struct {
 	[FAULT_TOTAL] = {"total", 1, 1},
 	[FAULT_CLEN] = {"clen", 1, 1},
 	[FAULT_ETAG] = {"etag", 1, 2},
+	[FAULT_CORRUPT] = {"corrupt", 1, 1},
 };
 
 /* Parses "GLOB:KIND[:ARG[:ARG]]"; the kind is found at the first ':' that
@@ -134,6 +135,7 @@ int origin__fault_parse(const char *spec, struct fault *f)
 		break;
 	case FAULT_ETAG_CHANGE:
 	case FAULT_CONTENT_CHANGE:
+	case FAULT_CORRUPT:
 	case FAULT_SLOWFIRST:
 		rc = origin__parse_u64(a[0], alen[0], &f->n);
 		if (rc < 0)

@@ -44,6 +44,7 @@ enum fault_kind {
 	FAULT_TOTAL,
 	FAULT_CLEN,
 	FAULT_ETAG,
+	FAULT_CORRUPT,
 	FAULT_KIND_COUNT
 };
 

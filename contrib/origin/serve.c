@@ -227,6 +227,12 @@ int origin__serve(struct conn *c, struct request *rq, enum after *after)
 		snprintf(e.etag + strlen(e.etag),
 			 sizeof(e.etag) - strlen(e.etag), "-c1");
 	}
+	if (f && f->kind == FAULT_CORRUPT && hits > f->n) {
+		/* Wrong bytes under the right validator: only a digest
+		 * tells (a cache's damaged copy). */
+		applied = "corrupt";
+		e.xor = true;
+	}
 	snprintf(e.etag + strlen(e.etag), sizeof(e.etag) - strlen(e.etag),
 		 "\"");
 	if (f && f->kind == FAULT_ETAG && hits > f->skip) {

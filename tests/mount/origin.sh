@@ -42,7 +42,7 @@ between() {
 WWW=$T_TMP/www
 SIZE=1048699
 DIRS="stall reset s503 s429 s500 s403 s410 s429n burst norange badrange short etag content slow refuse rate
-big enc total clen etagv"
+big enc total clen etagv corrupt"
 mkdir -p "$WWW/dir"
 gen_file "$WWW/f.bin" "$SIZE" 71
 gen_file "$WWW/eight.bin" $((8 * 1024 * 1024)) 72
@@ -65,6 +65,7 @@ o_start main --root "$WWW" \
 	--fault '/short/*:short:1000' \
 	--fault '/etag/*:etag-change:2' \
 	--fault '/content/*:content-change:2' \
+	--fault '/corrupt/*:corrupt:1' \
 	--fault '/slow/*:slowfirst:300' \
 	--fault '/refuse/*:refuse' \
 	--fault '/rate/*:rate:2M' \
@@ -244,6 +245,19 @@ else
 fi
 fetch content4 -H 'Range: bytes=0-9' -H "If-Range: $old_tag" "$U/content/f.bin"
 t_eq "content-change: If-Range with the old ETag gets 200, full body" "$C_CODE $C_SIZE" "200 $SIZE"
+
+fetch corrupt1 "$U/corrupt/f.bin"
+fetch corrupt2 -H 'Range: bytes=0-9' -H "If-Range: $(hdr "$T_TMP/corrupt1.head" ETag)" "$U/corrupt/f.bin"
+c_old=$(od -An -tx1 -N4 "$WWW/f.bin" | tr -d ' ')
+c_new=$(od -An -tx1 -N4 "$T_TMP/corrupt2.body" | tr -d ' ')
+if cmp -s "$T_TMP/corrupt1.body" "$WWW/f.bin" && [ "$C_CODE" = 206 ] &&
+	[ "$c_new" = "$(printf '%08x' $((0x$c_old ^ 0xffffffff)))" ] &&
+	[ "$(hdr "$T_TMP/corrupt1.head" ETag)" = "$(hdr "$T_TMP/corrupt2.head" ETag)" ] &&
+	[ "$(hdr "$T_TMP/corrupt1.head" Last-Modified)" = "$(hdr "$T_TMP/corrupt2.head" Last-Modified)" ]; then
+	t_pass "corrupt:1: the second answer's bytes XOR 0xFF under the same ETag and Last-Modified (If-Range still matches)"
+else
+	t_fail "corrupt:1" "code $C_CODE, bytes $c_old -> $c_new"
+fi
 
 fetch slow "$U/slow/f.bin"
 if [ "$C_CODE" = 200 ] && between "$C_TOTAL" 0.3 5 && cmp -s "$T_TMP/slow.body" "$WWW/f.bin"; then

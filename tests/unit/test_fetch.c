@@ -319,9 +319,22 @@ static void proxy_choice(void)
 	T_EQ_INT(pi.state, FETCH_PROXY_OK);
 	T_EQ_U64(pi.hits, 1);
 	T_EQ_U64(pi.misses, 1);
-	/* Excluded for good; DIRECT never is. */
+	T_EQ_U64(pi.bad, 0);
+	/* A wrong answer is a failure, and counted as a bad one. */
+	fetch__proxy_bad(list, b, 3000);
+	T_EQ_INT(fetch_proxies_info(list, (uint32_t)b, 3000, &pi), 0);
+	T_EQ_INT(pi.state, FETCH_PROXY_FAILED);
+	T_EQ_U64(pi.failures, 2);
+	T_EQ_U64(pi.bad, 1);
+	T_EQ_INT(fetch__proxy_choose(list, "http://o/f", 7, 3000, 1u << a), 2);
+	fetch__proxy_answered(list, b, 0);
+	/* Excluded for good (bytes failing a digest: a bad answer once);
+	 * DIRECT never is. */
 	T_EQ_INT(fetch_proxies_exclude(list, b), 1);
 	T_EQ_INT(fetch_proxies_exclude(list, b), 0);
+	T_EQ_INT(fetch_proxies_info(list, (uint32_t)b, 3000, &pi), 0);
+	T_EQ_U64(pi.failures, 3);
+	T_EQ_U64(pi.bad, 2);
 	T_EQ_INT(fetch_proxies_exclude(list, 2), 0);
 	T_EQ_INT(fetch__proxy_choose(list, "http://o/f", 7, 9000, 0), a);
 	fetch_proxies_exclude(list, a);
