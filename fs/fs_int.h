@@ -269,6 +269,7 @@ struct fs_creds_config {
 	char **headers; /* -o header=, sent first */
 	unsigned nheaders;
 	uid_t uid; /* who must own a header file */
+	unsigned timeout_s; /* the most a command may run (-o read_timeout=) */
 };
 
 /* Loads every source once and hands the set to auth; one line in err
@@ -285,6 +286,11 @@ int fs__creds_start(struct fs_creds *c);
 
 /* Stops the thread; before the fetch_auth is freed. NULL: no-op. */
 void fs__creds_free(struct fs_creds *c);
+
+/* True when the credentials can change while the mount lives (a header
+ * file, a command, AWS files watched): a refusal by an origin is then
+ * a wait for new ones, not a verdict on the source. */
+bool fs__creds_changeable(const struct fs_creds *c);
 
 /* Where the AWS key came from, for error lines ("profile 'x' in FILE");
  * NULL when none was found. */
