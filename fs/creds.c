@@ -1,8 +1,9 @@
 /* creds: where a mount's credentials come from and how they stay current:
  * request headers (-o header=, -o header_file=, -o auth_command=) and an
  * AWS key found in the standard places, in the standard order; files read
- * again when they change, commands run again when what they gave expires
- * or an origin refuses it, each new set handed to fetch_auth. */
+ * again when they change, commands run again (with a deadline, and never
+ * past the mount) when what they gave expires or an origin refuses it,
+ * each new set handed to fetch_auth. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

@@ -221,6 +221,39 @@ sleep 0.3
 t_eq "auth_command that hangs: no sleep left" "$(left "sleep 1783")" 0
 reap_left "sleep 1783"
 
+# A header file turned into a FIFO under a running mount: the reload is
+# refused and logged, and the daemon still exits at unmount.
+put "$HF" "X-Token: $TOKA
+"
+if fg_mount "$T_TMP/fifo.log" -o "cache_dir=$T_TMP/cache-fifo,header_file=$HF" "$HTTP/big.bin" "$MNT"; then
+	rm -f "$HF"
+	mkfifo -m 600 "$HF"
+	for _ in $(seq 1 40); do
+		grep -q "cannot read the credentials again" "$T_TMP/fifo.log" && break
+		sleep 0.1
+	done
+	if grep -q "cannot read the credentials again: option header_file: $HF: not a regular file" "$T_TMP/fifo.log"; then
+		t_pass "header_file turned FIFO: the reload is refused and logged"
+	else
+		t_fail "header_file turned FIFO: the reload is refused and logged" "$(tail -n 2 "$T_TMP/fifo.log")"
+	fi
+	umount_pacefs "$MNT"
+	gone=no
+	for _ in $(seq 1 50); do
+		if ! kill -0 "$FG_PID" 2>/dev/null; then
+			gone=yes
+			break
+		fi
+		sleep 0.1
+	done
+	t_eq "header_file turned FIFO: the daemon exits within 5 s of the unmount" "$gone" yes
+	[ "$gone" = yes ] || kill -KILL "$FG_PID" 2>/dev/null || true
+	wait "$FG_PID" 2>/dev/null || true
+else
+	t_fail "header_file turned FIFO: mount" "$(tail -n 3 "$T_TMP/fifo.log")"
+fi
+rm -f "$HF"
+
 # A command that hangs during a rotation (a header file changed, which
 # reads every source again): the daemon exits at unmount and kills it.
 HANG=$T_TMP/hang
