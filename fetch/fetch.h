@@ -52,6 +52,11 @@ struct fetch_result {
 	uint64_t received;	 /* body bytes passed to on_data */
 	bool blob_changed;	 /* FETCH_FATAL because the source now serves
 				    another version (validator or size) */
+	bool auth_refused;	 /* FETCH_GONE for the credentials: a 401 or
+				    403 (or S3's error of an expired token)
+				    to a request that carried the headers
+				    or the key (with cfg.auth, after a
+				    newer set was asked for) */
 	char reason[256];	 /* for the log: step and cause */
 };
 

@@ -239,6 +239,7 @@ struct fetch_slot {
 	struct fetch__cref *cref;
 	bool auth_wait;
 	bool auth_retried;
+	bool sent_creds; /* its last hop carried the headers or the key */
 	uint64_t auth_gen;
 	uint64_t auth_until_ns;
 	char errbody[512]; /* an error's first bytes: S3's code */

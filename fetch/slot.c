@@ -262,6 +262,18 @@ void fetch__slot_finish(struct fetch_slot *s, CURLcode cc)
 	struct fetch *f = s->f;
 	struct fetch_result res;
 
+	bool auth_refused = false;
+
+	/* Sent with credentials and refused (with changing ones, again
+	 * after new ones were asked for): the caller may wait for newer ones
+	 * rather than give the source up, and says why it is refused. */
+	if (s->sent_creds && !s->refused) {
+		long status = 0;
+
+		curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+		auth_refused = status == 401 || status == 403 ||
+			       (s->auth_retried && slot_auth_status(s));
+	}
 	if (!s->refused)
 		curl_multi_remove_handle(f->multi, s->easy);
 	fetch__auth_put(s->cref);
@@ -313,6 +325,7 @@ void fetch__slot_finish(struct fetch_slot *s, CURLcode cc)
 			 slot_shown(s), s->pos - s->start, s->end - s->start);
 	}
 	res.retry_after_ms = s->head.retry_after_ms;
+	res.auth_refused = auth_refused && res.outcome == FETCH_GONE;
 	s->busy = false;
 	s->refused = false;
 	f->hooks.on_done(f->hooks.ctx, s->id, &res);
@@ -363,6 +376,7 @@ static int slot_aim(struct fetch *f, struct fetch_slot *s, const char *url)
 		: s->cref != NULL ? s->cref->headers
 				  : f->headers;
 	fetch__auth_apply(s->easy, s->cref, allowed);
+	s->sent_creds = allowed && (s->cref != NULL || f->cfg.nheaders > 0);
 	headers = creds;
 	if (s->validator != NULL && s->validator[0] != '\0') {
 		/* If-Range turns a changed blob into a 200, which the head

@@ -1,16 +1,20 @@
 /* creds: where a mount's credentials come from and how they stay current:
  * request headers (-o header=, -o header_file=, -o auth_command=) and an
  * AWS key found in the standard places, in the standard order; files read
- * again when they change, commands run again when what they gave expires
- * or an origin refuses it, each new set handed to fetch_auth. */
+ * again when they change, commands run again (with a deadline, and never
+ * past the mount) when what they gave expires or an origin refuses it,
+ * each new set handed to fetch_auth. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -24,6 +28,12 @@
 /* The most a command may print, and a credentials file may hold. */
 #define CREDS_TEXT_MAX (256 * 1024)
 #define CREDS_FILES_MAX 10
+/* An Expiration closer than this is refused: credentials so short-lived
+ * would be asked for again at once. */
+#define CREDS_EXPIRY_MARGIN_S 60
+/* After a failed load, reruns wait 2, 4, ... up to this many seconds
+ * (a file that changes is read at once). */
+#define CREDS_BACKOFF_MAX_S 300
 
 /* What one load found. */
 struct creds_set {
@@ -40,6 +50,7 @@ struct fs_creds {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool stop;	  /* guarded by mu */
+	atomic_bool stopping; /* stop, as a running command polls it */
 	uint64_t forced;  /* guarded by mu: a refused generation */
 	pthread_t thread;
 	bool running;
@@ -50,6 +61,9 @@ struct fs_creds {
 	char paths[CREDS_FILES_MAX][4096];
 	struct stat st[CREDS_FILES_MAX];
 	unsigned npaths;
+	/* The watcher's backoff after a failed load. */
+	unsigned fails;
+	int64_t retry_at;
 };
 
 static void set_free(struct creds_set *s)
@@ -116,17 +130,24 @@ static const char *profile_name(void)
 	return p != NULL && p[0] != '\0' ? p : "default";
 }
 
-/* Reads a whole small file; NULL (errno set) when it cannot. */
+/* Reads a whole small regular file; NULL (errno set: EINVAL for one
+ * that is not a regular file, EFBIG) when it cannot. */
 static char *slurp(const char *path, struct stat *st, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* Non-blocking: a FIFO put there would hold the open for ever. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	char *text = NULL;
 	ssize_t got;
 
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode) ||
-	    st->st_size > CREDS_TEXT_MAX) {
+	if (fstat(fd, st) != 0)
+		goto out;
+	if (!S_ISREG(st->st_mode)) {
+		errno = EINVAL;
+		goto out;
+	}
+	if (st->st_size > CREDS_TEXT_MAX) {
 		errno = EFBIG;
 		goto out;
 	}
@@ -176,37 +197,184 @@ static int64_t iso_time(const char *s)
 	return (int64_t)timegm(&tm);
 }
 
-/* Runs cmd with /bin/sh, its output read whole; its standard error goes
- * where pacefs's does. */
-static int run(const char *cmd, char **out, size_t *len, char *err,
-	       size_t errlen)
+static int64_t mono_ms(void)
 {
-	FILE *p = popen(cmd, "re");
-	char *buf = malloc(CREDS_TEXT_MAX + 1);
-	size_t got = 0, n;
-	int status;
+	struct timespec ts;
 
-	if (p == NULL || buf == NULL) {
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The child's side of run: standard input /dev/null, standard output the
+ * pipe, standard error pacefs's, nothing else (a descriptor pacefs or a
+ * library left open, data.mdb or a socket, is none of its business), a
+ * process group of its own that pacefs kills, killed too when the thread
+ * that started it ends. Only async-signal-safe calls: another thread may
+ * have held a lock at the fork. */
+static void child(const char *cmd, int out_fd, pid_t parent)
+{
+	sigset_t none;
+	int nul;
+
+	setpgid(0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);
+	nul = open("/dev/null", O_RDONLY);
+	if (nul < 0 || dup2(nul, 0) < 0 || dup2(out_fd, 1) < 0)
+		_exit(127);
+	if (close_range(3, ~0u, 0) != 0)
+		for (int fd = 3; fd < 65536; fd++)
+			close(fd);
+	signal(SIGPIPE, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+	_exit(127);
+}
+
+/* Reaps pid, and kills what is left of its process group (a command that
+ * left a child behind, or that ran out of time): nothing it started
+ * outlives its run. */
+static int reap(pid_t pid, bool kill_first)
+{
+	int status = -1;
+
+	if (kill_first)
+		kill(-pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	kill(-pid, SIGKILL);
+	return status;
+}
+
+/* Runs cmd with /bin/sh, its output read whole, for at most the timeout
+ * (-o read_timeout=) and never past the mount's end; its standard error
+ * goes where pacefs's does. */
+static int run(struct fs_creds *c, const char *cmd, char **out, size_t *len,
+	       char *err, size_t errlen)
+{
+	unsigned timeout_s = c->cfg.timeout_s != 0 ? c->cfg.timeout_s : 60;
+	int64_t deadline = mono_ms() + (int64_t)timeout_s * 1000;
+	char *buf = malloc(CREDS_TEXT_MAX + 1);
+	size_t got = 0;
+	int pfd[2] = {-1, -1}, status, rc = -EIO;
+	pid_t pid = -1, me = getpid();
+	bool done = false;
+
+	if (buf == NULL || pipe2(pfd, O_CLOEXEC) != 0) {
 		snprintf(err, errlen, "cannot run it: %s", strerror(errno));
-		if (p != NULL)
-			pclose(p);
-		free(buf);
-		return -EIO;
+		goto out;
 	}
-	while ((n = fread(buf + got, 1, CREDS_TEXT_MAX - got, p)) > 0)
-		got += n;
-	status = pclose(p);
-	buf[got] = '\0';
-	if (status != 0) {
+	pid = fork();
+	if (pid == 0)
+		child(cmd, pfd[1], me);
+	if (pid < 0) {
+		snprintf(err, errlen, "cannot run it: %s", strerror(errno));
+		goto out;
+	}
+	setpgid(pid, pid); /* no race with the child's own setpgid */
+	close(pfd[1]);
+	pfd[1] = -1;
+	while (!done) {
+		struct pollfd p = {.fd = pfd[0], .events = POLLIN};
+		int64_t left = deadline - mono_ms();
+		ssize_t n;
+
+		if (atomic_load(&c->stopping)) {
+			snprintf(err, errlen, "the mount ends; it was killed");
+			reap(pid, true);
+			pid = -1;
+			goto out;
+		}
+		if (left <= 0) {
+			snprintf(err, errlen,
+				 "it did not finish within %u s (-o "
+				 "read_timeout=); it was killed",
+				 timeout_s);
+			reap(pid, true);
+			pid = -1;
+			goto out;
+		}
+		/* A tenth of a second at most, so that an unmount is seen. */
+		if (poll(&p, 1, left < 100 ? (int)left : 100) <= 0)
+			continue;
+		n = read(pfd[0], buf + got, CREDS_TEXT_MAX - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			snprintf(err, errlen, "cannot read its output: %s",
+				 strerror(errno));
+			reap(pid, true);
+			pid = -1;
+			goto out;
+		}
+		got += (size_t)n;
+		if (n == 0) {
+			done = true;
+		} else if (got == CREDS_TEXT_MAX) {
+			snprintf(err, errlen, "it printed more than %d bytes",
+				 CREDS_TEXT_MAX);
+			reap(pid, true);
+			pid = -1;
+			goto out;
+		}
+	}
+	/* Its output ended: it exits now, or is killed at the deadline. */
+	status = -1;
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (mono_ms() >= deadline || atomic_load(&c->stopping)) {
+			snprintf(err, errlen,
+				 "it closed its output but did not exit "
+				 "within %u s (-o read_timeout=); it was "
+				 "killed",
+				 timeout_s);
+			reap(pid, true);
+			pid = -1;
+			goto out;
+		}
+		poll(NULL, 0, 20);
+	}
+	kill(-pid, SIGKILL);
+	pid = -1;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		snprintf(err, errlen, "it exited with status %d",
 			 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-		explicit_bzero(buf, got);
-		free(buf);
-		return -EIO;
+		goto out;
 	}
+	buf[got] = '\0';
 	*out = buf;
 	*len = got;
-	return 0;
+	buf = NULL;
+	rc = 0;
+out:
+	if (pid > 0)
+		reap(pid, true);
+	if (buf != NULL) {
+		explicit_bzero(buf, got);
+		free(buf);
+	}
+	if (pfd[0] >= 0)
+		close(pfd[0]);
+	if (pfd[1] >= 0)
+		close(pfd[1]);
+	return rc;
+}
+
+/* One line for a key, secret or token holding a control byte; the value
+ * is never quoted (it is a secret). */
+static int bad_value(const char *what, const char *v, char *err,
+		     size_t errlen)
+{
+	int c = fs__token_check(v);
+
+	if (c == 0)
+		return 0;
+	snprintf(err, errlen,
+		 "%s holds a control character (0x%02x); refused: a line "
+		 "break there would add a header to every request",
+		 what, (unsigned)c);
+	return -EINVAL;
 }
 
 /* Reads a credential_process answer (JSON, Version 1) into s. */
@@ -216,6 +384,7 @@ static int parse_json(const char *text, size_t len, struct creds_set *s,
 	json_error_t je;
 	json_t *j = json_loadb(text, len, 0, &je);
 	const char *id = NULL, *secret = NULL, *token = NULL, *exp = NULL;
+	int64_t now = (int64_t)time(NULL);
 	int rc = -EINVAL;
 
 	if (j == NULL ||
@@ -227,10 +396,31 @@ static int parse_json(const char *text, size_t len, struct creds_set *s,
 			 "AccessKeyId and SecretAccessKey strings)");
 		goto out;
 	}
+	if (bad_value("its AccessKeyId", id, err, errlen) != 0 ||
+	    bad_value("its SecretAccessKey", secret, err, errlen) != 0 ||
+	    bad_value("its SessionToken", token, err, errlen) != 0)
+		goto out;
+	s->expires = exp != NULL ? iso_time(exp) : 0;
+	if (exp != NULL && s->expires == 0) {
+		snprintf(err, errlen,
+			 "its Expiration '%.40s' is not a time as "
+			 "2026-11-30T13:17:25Z",
+			 exp);
+		goto out;
+	}
+	/* Credentials that expired, or expire before they could be used,
+	 * would have the command run again at once, and again. */
+	if (exp != NULL && s->expires <= now + CREDS_EXPIRY_MARGIN_S) {
+		snprintf(err, errlen,
+			 "its Expiration %.40s is %s; refused (credentials "
+			 "must last more than %d s)",
+			 exp, s->expires <= now ? "in the past" : "within a minute",
+			 CREDS_EXPIRY_MARGIN_S);
+		goto out;
+	}
 	s->id = strdup(id);
 	s->secret = strdup(secret);
 	s->token = token != NULL ? strdup(token) : NULL;
-	s->expires = exp != NULL ? iso_time(exp) : 0;
 	rc = s->id == NULL || s->secret == NULL ||
 			     (token != NULL && s->token == NULL)
 		     ? -ENOMEM
@@ -240,18 +430,29 @@ out:
 	return rc;
 }
 
-/* Runs a command that prints header lines or a credential_process JSON. */
-static int from_command(const char *cmd, bool headers_too,
+/* The program a command line starts, for error lines: its first word
+ * (the rest may carry secrets). */
+static void program_of(const char *cmd, char *out, size_t cap)
+{
+	size_t skip = strspn(cmd, " \t"), n = strcspn(cmd + skip, " \t;|&<>");
+
+	snprintf(out, cap, "%.*s", (int)(n < 80 ? n : 80), cmd + skip);
+}
+
+/* Runs a command that prints header lines or a credential_process JSON;
+ * err starts with the program it ran. */
+static int from_command(struct fs_creds *c, const char *cmd, bool headers_too,
 			struct creds_set *s, char *err, size_t errlen)
 {
-	char *text = NULL, why[256];
+	char *text = NULL, why[256], prog[96];
 	char **list = NULL;
 	unsigned n = 0;
 	size_t len = 0, skip;
-	int rc = run(cmd, &text, &len, why, sizeof(why));
+	int rc = run(c, cmd, &text, &len, why, sizeof(why));
 
+	program_of(cmd, prog, sizeof(prog));
 	if (rc != 0) {
-		snprintf(err, errlen, "%s", why);
+		snprintf(err, errlen, "command '%s': %s", prog, why);
 		return rc;
 	}
 	skip = strspn(text, " \t\r\n");
@@ -266,28 +467,17 @@ static int from_command(const char *cmd, bool headers_too,
 			rc = add_headers(s, list, n);
 	}
 	if (rc != 0)
-		snprintf(err, errlen, "%s", why);
+		snprintf(err, errlen, "command '%s': %s", prog, why);
 	explicit_bzero(text, len);
 	free(text);
 	return rc;
 }
 
-/* Refuses secrets in a file that group or others may read. */
-static int check_mode(const struct fs_creds *c, const char *path,
-		      const struct stat *st, char *err, size_t errlen)
-{
-	if ((st->st_mode & 077) == 0 || c->cfg.readable_ok)
-		return 0;
-	snprintf(err, errlen,
-		 "%s: mode %04o lets group or others read its secrets; "
-		 "chmod 600 it (or mount with -o creds_readable)",
-		 path, (unsigned)(st->st_mode & 07777));
-	return -EACCES;
-}
-
 /* The AWS key, in the AWS tools' order: the environment, then the
  * profile in the credentials file, then in the config file (keys or a
- * credential_process). None is no error: a public bucket needs none. */
+ * credential_process). None is no error: a public bucket needs none. A
+ * file that gives a secret or a command must be the user's and written
+ * by no one else (fs__file_check). */
 static int find_key(struct fs_creds *c, struct creds_set *s, char *err,
 		    size_t errlen)
 {
@@ -296,10 +486,18 @@ static int find_key(struct fs_creds *c, struct creds_set *s, char *err,
 	const char *token = getenv("AWS_SESSION_TOKEN");
 	const char *name = profile_name();
 	struct fs_aws_profile prof = {0};
-	char path[2][4096], why[256];
-	int rc = 0;
+	char path[2][4096], why[256], what[4200];
+	int rc = 0, cp_file = 1;
 
 	if (id != NULL && id[0] != '\0' && secret != NULL && secret[0] != '\0') {
+		rc = bad_value("AWS_ACCESS_KEY_ID", id, err, errlen);
+		if (rc == 0)
+			rc = bad_value("AWS_SECRET_ACCESS_KEY", secret, err,
+				       errlen);
+		if (rc == 0)
+			rc = bad_value("AWS_SESSION_TOKEN", token, err, errlen);
+		if (rc != 0)
+			return rc;
 		s->id = strdup(id);
 		s->secret = strdup(secret);
 		s->token = token != NULL && token[0] != '\0' ? strdup(token)
@@ -314,11 +512,20 @@ static int find_key(struct fs_creds *c, struct creds_set *s, char *err,
 	for (int f = 0; f < 2 && rc == 0; f++) {
 		struct stat st;
 		size_t len = 0;
-		char *text = slurp(path[f], &st, &len);
+		char *text;
 		bool had_secret = prof.secret_access_key != NULL;
+		bool had_token = prof.session_token != NULL;
+		bool had_command = prof.credential_process != NULL;
 		int found;
 
 		watch(c, path[f]);
+		text = slurp(path[f], &st, &len);
+		if (text == NULL && errno == EINVAL) {
+			snprintf(err, errlen, "%s: not a regular file; refused",
+				 path[f]);
+			rc = -EINVAL;
+			break;
+		}
 		if (text == NULL)
 			continue;
 		found = fs__aws_profile_parse(text, len, name, f == 1, &prof);
@@ -328,14 +535,43 @@ static int find_key(struct fs_creds *c, struct creds_set *s, char *err,
 			rc = found;
 			break;
 		}
-		if (found > 0 && !had_secret &&
-		    (prof.secret_access_key != NULL ||
-		     prof.session_token != NULL))
-			rc = check_mode(c, path[f], &st, err, errlen);
+		if (found > 0 &&
+		    ((!had_secret && prof.secret_access_key != NULL) ||
+		     (!had_token && prof.session_token != NULL)))
+			rc = fs__file_check(path[f], &st, c->cfg.uid,
+					    FS_FILE_SECRETS, c->cfg.readable_ok,
+					    err, errlen);
+		if (found > 0 && !had_command &&
+		    prof.credential_process != NULL)
+			cp_file = f;
+		if (rc == 0 && found > 0 && !had_command &&
+		    prof.credential_process != NULL)
+			rc = fs__file_check(path[f], &st, c->cfg.uid,
+					    FS_FILE_COMMAND, c->cfg.readable_ok,
+					    err, errlen);
+		if (rc == 0 && found > 0) {
+			snprintf(what, sizeof(what),
+				 "aws_access_key_id of profile '%.64s' in %.4000s",
+				 name, path[f]);
+			rc = bad_value(what, prof.access_key_id, err, errlen);
+		}
+		if (rc == 0 && found > 0) {
+			snprintf(what, sizeof(what),
+				 "aws_secret_access_key of profile '%.64s' in %.4000s",
+				 name, path[f]);
+			rc = bad_value(what, prof.secret_access_key, err,
+				       errlen);
+		}
+		if (rc == 0 && found > 0) {
+			snprintf(what, sizeof(what),
+				 "aws_session_token of profile '%.64s' in %.4000s",
+				 name, path[f]);
+			rc = bad_value(what, prof.session_token, err, errlen);
+		}
 		if (rc == 0 && found > 0 && s->source[0] == '\0' &&
 		    prof.access_key_id != NULL)
 			snprintf(s->source, sizeof(s->source),
-				 "profile '%s' in %s", name, path[f]);
+				 "profile '%.40s' in %.100s", name, path[f]);
 	}
 	if (rc == 0 && prof.access_key_id != NULL &&
 	    prof.secret_access_key != NULL) {
@@ -347,10 +583,11 @@ static int find_key(struct fs_creds *c, struct creds_set *s, char *err,
 	} else if (rc == 0 && prof.credential_process != NULL) {
 		snprintf(s->source, sizeof(s->source),
 			 "the credential_process of profile '%s'", name);
-		rc = from_command(prof.credential_process, false, s, why,
+		rc = from_command(c, prof.credential_process, false, s, why,
 				  sizeof(why));
 		if (rc != 0)
-			snprintf(err, errlen, "%s: %s", s->source, why);
+			snprintf(err, errlen, "%s in %s: %s", s->source,
+				 path[cp_file], why);
 	} else {
 		s->source[0] = '\0';
 	}
@@ -379,7 +616,7 @@ static int load(struct fs_creds *c, struct creds_set *s, char *err,
 			snprintf(err, errlen, "option header_file: %s", why);
 	}
 	if (rc == 0 && c->cfg.auth_command != NULL) {
-		rc = from_command(c->cfg.auth_command, true, s, why,
+		rc = from_command(c, c->cfg.auth_command, true, s, why,
 				  sizeof(why));
 		if (rc != 0)
 			snprintf(err, errlen, "option auth_command: %s", why);
@@ -512,7 +749,8 @@ static void *watcher(void *arg)
 		struct creds_set s;
 		char err[1024];
 		uint64_t forced;
-		bool changed, refused;
+		bool changed, refused, due;
+		int64_t now;
 		int rc;
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -525,9 +763,26 @@ static void *watcher(void *arg)
 		pthread_mutex_unlock(&c->mu);
 		changed = files_changed(c);
 		refused = forced != 0 && forced >= fetch_auth_gen(c->auth);
-		if (refused || changed ||
-		    expiring(c, (int64_t)time(NULL))) {
+		now = (int64_t)time(NULL);
+		/* After a failed load only a changed file is read at once:
+		 * a command that keeps failing runs 2, 4, ... s apart. */
+		due = changed || now >= c->retry_at;
+		if (!due && refused)
+			fetch_auth_again(c->auth);
+		if (due && (refused || changed || expiring(c, now))) {
 			rc = load(c, &s, err, sizeof(err));
+			if (rc != 0) {
+				unsigned wait = c->fails < 8 ? 2u << c->fails
+							    : CREDS_BACKOFF_MAX_S;
+
+				if (wait > CREDS_BACKOFF_MAX_S)
+					wait = CREDS_BACKOFF_MAX_S;
+				c->fails++;
+				c->retry_at = (int64_t)time(NULL) + wait;
+			} else {
+				c->fails = 0;
+				c->retry_at = 0;
+			}
 			if (rc == 0) {
 				rc = install(c, &s);
 				set_free(&s);
@@ -539,8 +794,8 @@ static void *watcher(void *arg)
 			} else {
 				fs__log(FS_LOG_ERR,
 					"cannot read the credentials again: "
-					"%s",
-					err);
+					"%s; next try in %" PRId64 " s",
+					err, c->retry_at - (int64_t)time(NULL));
 			}
 			if (rc != 0 && refused) {
 				/* The refused request then fails now, not
@@ -573,6 +828,7 @@ void fs__creds_free(struct fs_creds *c)
 	if (c->running) {
 		pthread_mutex_lock(&c->mu);
 		c->stop = true;
+		atomic_store(&c->stopping, true);
 		pthread_cond_signal(&c->cv);
 		pthread_mutex_unlock(&c->mu);
 		pthread_join(c->thread, NULL);
@@ -582,6 +838,12 @@ void fs__creds_free(struct fs_creds *c)
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
+}
+
+bool fs__creds_changeable(const struct fs_creds *c)
+{
+	return c != NULL &&
+	       (c->npaths > 0 || c->cfg.auth_command != NULL);
 }
 
 const char *fs__creds_source(const struct fs_creds *c)

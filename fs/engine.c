@@ -100,10 +100,14 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	e->blobs = calloc(cfg->max_blobs, sizeof(*e->blobs));
 	e->nsource_map = cfg->max_sources;
 	e->source_of_pace = calloc(cfg->max_sources, sizeof(uint32_t));
+	e->src_refused = calloc(cfg->max_sources, 1);
+	e->src_refused_until = calloc(cfg->max_sources, sizeof(uint64_t));
+	e->creds_change = cfg->creds_change;
 	e->nlanes = cfg->lanes;
 	e->lane_blob = malloc(cfg->lanes * sizeof(*e->lane_blob));
 	e->lane_source = malloc(cfg->lanes * sizeof(*e->lane_source));
 	if (e->blobs == NULL || e->source_of_pace == NULL ||
+	    e->src_refused == NULL || e->src_refused_until == NULL ||
 	    e->lane_blob == NULL || e->lane_source == NULL)
 		goto fail;
 	for (uint32_t l = 0; l < cfg->lanes; l++)
@@ -167,6 +171,8 @@ void fs__engine_free(struct fs_engine *e)
 	pace_free(e->pace);
 	fs__parts_fini(&e->parts);
 	free(e->source_of_pace);
+	free(e->src_refused);
+	free(e->src_refused_until);
 	free(e->lane_blob);
 	free(e->lane_source);
 	blobs_free(e->blobs, e->nblobs);
@@ -519,7 +525,10 @@ void fs__engine_view(struct fs_engine *e, struct fs_engine_view *v)
 				continue;
 			v->sources[v->nsources++] = (struct fs_source_view){
 				s->url,
-				si.excluded		? "excluded"
+				s->pace_id < e->nsource_map &&
+						e->src_refused[s->pace_id] != 0
+					? "refused: credentials"
+				: si.excluded		? "excluded"
 				: si.down		? "down"
 				: si.held_until > now	? "backing off"
 							: "ok",

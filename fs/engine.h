@@ -45,6 +45,9 @@ struct fs_engine_config {
 	uint64_t inflight_max; /* bytes requested and not yet received; 0:
 				  no cap but the lanes' */
 	uint64_t kernel_ahead; /* bytes the kernel reads ahead of readers */
+	bool creds_change; /* credentials can change (fs__creds_changeable):
+			      a refusal for them holds a source, with a
+			      backoff, instead of excluding it */
 	struct fetch_config fetch;
 };
 

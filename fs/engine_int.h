@@ -127,6 +127,11 @@ struct fs_engine {
 	struct fs_parts parts;	  /* guarded by mu */
 	uint32_t *source_of_pace; /* pace source id -> blob index */
 	uint32_t nsource_map;
+	/* Per pace source id: requests refused for their credentials in a
+	 * row (0: its last answer was no such refusal); guarded by mu. */
+	uint8_t *src_refused;
+	uint64_t *src_refused_until; /* the hold that refusal began */
+	bool creds_change;
 	uint64_t read_timeout_ns;
 	uint64_t stall_ns;
 	uint64_t retry_after_max_ns;

@@ -269,12 +269,17 @@ struct fs_creds_config {
 	char **headers; /* -o header=, sent first */
 	unsigned nheaders;
 	uid_t uid; /* who must own a header file */
+	unsigned timeout_s; /* the most a command may run (-o read_timeout=) */
 };
 
 /* Loads every source once and hands the set to auth; one line in err
- * naming the source when one fails (a header file, the command, a
- * credentials file others may read). Strings of cfg are borrowed for the
- * object's life. */
+ * naming the source when one fails (a header file, the command and why:
+ * its status, its deadline, an Expiration past or within a minute; a
+ * file that is not a regular file, is another user's, or that others may
+ * write, or read when it holds a secret; a key or token with a control
+ * byte). Commands run with descriptors 0-2 only, for at most
+ * cfg->timeout_s, and are killed with what they started. Strings of cfg
+ * are borrowed for the object's life. */
 int fs__creds_new(const struct fs_creds_config *cfg, struct fetch_auth *auth,
 		  struct fs_creds **out, char *err, size_t errlen);
 
@@ -283,8 +288,14 @@ int fs__creds_new(const struct fs_creds_config *cfg, struct fetch_auth *auth,
  * expire, and at once when an origin refuses the current set. */
 int fs__creds_start(struct fs_creds *c);
 
-/* Stops the thread; before the fetch_auth is freed. NULL: no-op. */
+/* Stops the thread, killing a command it runs; before the fetch_auth is
+ * freed. NULL: no-op. */
 void fs__creds_free(struct fs_creds *c);
+
+/* True when the credentials can change while the mount lives (a header
+ * file, a command, AWS files watched): a refusal by an origin is then
+ * a wait for new ones, not a verdict on the source. */
+bool fs__creds_changeable(const struct fs_creds *c);
 
 /* Where the AWS key came from, for error lines ("profile 'x' in FILE");
  * NULL when none was found. */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,6 +36,78 @@ int fs__header_check(const char *h, size_t len)
 			return -EINVAL;
 	}
 	return 0;
+}
+
+const char *fs__header_owned(const char *h, size_t len)
+{
+	/* A range, its validator, the bytes as stored (another
+	 * Accept-Encoding would get every range refused) and the host a
+	 * URL names: a header line that set one would replace pacefs's. */
+	static const char *const owned[] = {"Range", "If-Range",
+					    "Accept-Encoding", "Host"};
+	const char *colon = memchr(h, ':', len);
+
+	for (size_t i = 0; colon != NULL && i < sizeof(owned) / sizeof(owned[0]);
+	     i++)
+		if ((size_t)(colon - h) == strlen(owned[i]) &&
+		    strncasecmp(h, owned[i], strlen(owned[i])) == 0)
+			return owned[i];
+	return NULL;
+}
+
+int fs__token_check(const char *v)
+{
+	for (size_t i = 0; v != NULL && v[i] != '\0'; i++) {
+		unsigned char c = (unsigned char)v[i];
+
+		/* A line end in a value would start another header. */
+		if (c < 0x20 || c == 0x7f)
+			return c;
+	}
+	return 0;
+}
+
+int fs__file_check(const char *path, const struct stat *st, uid_t uid,
+		   enum fs_file_kind kind, bool readable_ok, char *err,
+		   size_t errlen)
+{
+	mode_t m = st->st_mode;
+	const char *who;
+
+	if (st->st_uid != uid) {
+		snprintf(err, errlen,
+			 "%s: owned by uid %u, not by the user who mounts "
+			 "(uid %u); refused: its owner could change what it "
+			 "holds. chown it",
+			 path, (unsigned)st->st_uid, (unsigned)uid);
+		return -EACCES;
+	}
+	/* Others who may write it choose the secrets pacefs sends and the
+	 * commands it runs: no option accepts that. */
+	if ((m & (S_IWGRP | S_IWOTH)) != 0) {
+		who = (m & S_IWGRP) && (m & S_IWOTH) ? "group and others"
+		      : (m & S_IWGRP)		      ? "group"
+						      : "others";
+		snprintf(err, errlen,
+			 "%s: mode %04o lets %s write to it%s; refused. "
+			 "chmod go-w it",
+			 path, (unsigned)(m & 07777), who,
+			 (m & (S_IRGRP | S_IROTH)) ? " and read it" : "");
+		return -EACCES;
+	}
+	if (kind == FS_FILE_COMMAND || (m & 077) == 0 ||
+	    (kind == FS_FILE_SECRETS && readable_ok))
+		return 0;
+	who = (m & 070) && (m & 07) ? "group and others"
+	      : (m & 070)	    ? "group"
+				    : "others";
+	snprintf(err, errlen, "%s: mode %04o lets %s %s its secrets; "
+		 "chmod 600 it%s",
+		 path, (unsigned)(m & 07777), who,
+		 (m & (S_IRGRP | S_IROTH)) ? "read" : "execute",
+		 kind == FS_FILE_SECRETS ? " (or mount with -o creds_readable)"
+					 : "");
+	return -EACCES;
 }
 
 void fs__headers_free(char **list, unsigned n)
@@ -78,6 +151,12 @@ int fs__headers_parse(const char *text, size_t len, char ***out, unsigned *n,
 			rc = -EINVAL;
 			goto out;
 		}
+		if (fs__header_owned(s, l) != NULL) {
+			snprintf(err, errlen, "line %u: pacefs sets %s itself",
+				 line, fs__header_owned(s, l));
+			rc = -EINVAL;
+			goto out;
+		}
 		if (count == FS_HEADERS_MAX) {
 			snprintf(err, errlen, "line %u: more than %d headers",
 				 line, FS_HEADERS_MAX);
@@ -117,7 +196,8 @@ int fs__headers_load(const char *path, uid_t uid, char ***out, unsigned *n,
 	ssize_t got;
 	int fd, rc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* Non-blocking: a FIFO put there would hold the open for ever. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
@@ -134,20 +214,10 @@ int fs__headers_load(const char *path, uid_t uid, char ***out, unsigned *n,
 		goto out;
 	}
 	/* Secrets in a file others can read, or replace, are no secrets. */
-	if (st.st_uid != uid) {
-		snprintf(err, errlen,
-			 "%s: owned by uid %u, not by the user who mounts "
-			 "(uid %u)",
-			 path, (unsigned)st.st_uid, (unsigned)uid);
+	rc = fs__file_check(path, &st, uid, FS_FILE_HEADERS, false, err,
+			    errlen);
+	if (rc != 0)
 		goto out;
-	}
-	if ((st.st_mode & 077) != 0) {
-		snprintf(err, errlen,
-			 "%s: mode %04o lets group or others at it; "
-			 "chmod 600 it",
-			 path, (unsigned)(st.st_mode & 07777));
-		goto out;
-	}
 	if (st.st_size > FS_HEADER_FILE_MAX) {
 		rc = -EFBIG;
 		snprintf(err, errlen, "%s: larger than %d bytes", path,

@@ -404,7 +404,8 @@ static int make_creds(const struct fs_opts *o, struct prepared *p,
 				     .nheader_files = o->nheader_files,
 				     .headers = o->headers,
 				     .nheaders = o->nheaders,
-				     .uid = getuid()};
+				     .uid = geteuid(),
+				     .timeout_s = o->read_timeout_s};
 	char err[1024];
 	int rc;
 
@@ -682,6 +683,7 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 	ec.chunk = o->chunk;
 	ec.inflight_max = o->inflight_max;
 	ec.kernel_ahead = m->kernel_ahead;
+	ec.creds_change = fs__creds_changeable(p->creds);
 	ec.fetch = m->fetch;
 	ec.max_blobs = p->kind == MOUNT_MANIFEST ? p->manifest.nfiles
 			: p->kind == MOUNT_URL	 ? 1

@@ -223,8 +223,6 @@ static int add_string(struct parse_state *s, const char *arg, char ***list,
 /* A header must be "Name: value" on one line, with a token for a name. */
 static int check_header(struct parse_state *s, const char *h)
 {
-	static const char *const own[] = {"Range", "If-Range",
-					  "Accept-Encoding"};
 	const char *colon = strchr(h, ':');
 
 	if (fs__header_check(h, strlen(h)) != 0)
@@ -232,16 +230,9 @@ static int check_header(struct parse_state *s, const char *h)
 				   "option header: '%.*s...' is not 'Name: "
 				   "value' on one line",
 				   (int)(colon != NULL ? colon - h : 20), h);
-	/* pacefs sets these itself: a range, its validator, and the bytes
-	 * as stored (another Accept-Encoding would get every range
-	 * refused). */
-	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
-		if ((size_t)(colon - h) == strlen(own[i]) &&
-		    strncasecmp(h, own[i], strlen(own[i])) == 0)
-			return parse_error(s,
-					   "option header: pacefs sets %s "
-					   "itself",
-					   own[i]);
+	if (fs__header_owned(h, strlen(h)) != NULL)
+		return parse_error(s, "option header: pacefs sets %s itself",
+				   fs__header_owned(h, strlen(h)));
 	return 0;
 }
 
@@ -254,7 +245,7 @@ static int add_header_file(struct parse_state *s, const char *arg)
 	char **list = NULL, why[512];
 	unsigned n = 0;
 
-	if (fs__headers_load(path, getuid(), &list, &n, why, sizeof(why)) != 0)
+	if (fs__headers_load(path, geteuid(), &list, &n, why, sizeof(why)) != 0)
 		return parse_error(s, "option header_file: %s", why);
 	fs__headers_free(list, n);
 	return add_string(s, arg, &o->header_files, &o->nheader_files);

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* The value of a hex digit, or -1. */
@@ -67,6 +68,36 @@ int fs__headers_parse(const char *text, size_t len, char ***out, unsigned *n,
  * starting with the path in err. */
 int fs__headers_load(const char *path, uid_t uid, char ***out, unsigned *n,
 		     char *err, size_t errlen);
+
+/* The header pacefs sets itself ("Range", "If-Range", "Accept-Encoding",
+ * "Host") that the header line at h (len bytes) would set, or NULL. Every
+ * path a header comes by refuses these: -o header=, a header file, the
+ * output of -o auth_command=. */
+const char *fs__header_owned(const char *h, size_t len);
+
+/* 0 when v (a key, a secret, a session token) holds no control byte,
+ * else the first one: a CR or LF there would add a header to every
+ * request. NULL is 0. */
+int fs__token_check(const char *v);
+
+/* What a file of credentials holds, for fs__file_check. */
+enum fs_file_kind {
+	FS_FILE_HEADERS, /* a header file: private, no override */
+	FS_FILE_SECRETS, /* keys or a token: private unless readable_ok */
+	FS_FILE_COMMAND, /* a command pacefs runs (credential_process):
+			    others may read it */
+};
+
+/* The rule for a file pacefs takes secrets or commands from, st being
+ * what fstat said of it: owned by uid, writable by neither group nor
+ * others (whatever readable_ok says: who writes it chooses what is sent
+ * and run), and for secrets readable by neither unless kind is
+ * FS_FILE_SECRETS and readable_ok. Returns 0, or -EACCES with one line
+ * in err naming the path, its mode or owner, who may do what, and the
+ * fix. */
+int fs__file_check(const char *path, const struct stat *st, uid_t uid,
+		   enum fs_file_kind kind, bool readable_ok, char *err,
+		   size_t errlen);
 
 /* Frees n headers, wiping them first; NULL is a no-op. */
 void fs__headers_free(char **list, unsigned n);

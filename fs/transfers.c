@@ -348,16 +348,63 @@ static void log_throttled(struct fs_engine *e, uint32_t lane,
 		fs__log(FS_LOG_WARN, "lane %u: %s; %s", lane, res->reason, done);
 }
 
+/* How long a source whose credentials were refused n times in a row is
+ * held while new ones may come: 1, 2, 4, then 8 s between tries, so that
+ * a fixed header file or a new token is used within seconds and a read
+ * still ends at its deadline when nothing changes. */
+static uint64_t refused_hold_ns(uint8_t n)
+{
+	return (uint64_t)1000000000u << (n > 4 ? 3 : n - 1);
+}
+
+/* A refusal for the credentials when they can change is no verdict on
+ * the source: it is held (as a 429 holds it), and tried again with what
+ * the credentials thread read since; with static ones it is excluded as
+ * ever. Either way status says "refused: credentials" until the source
+ * answers otherwise. Caller holds e->mu. */
+static enum pace_outcome judge_refusal(struct fs_engine *e, uint32_t source,
+				       const struct fetch_result *res,
+				       uint64_t now, uint64_t *retry_ns)
+{
+	uint64_t *until;
+	uint8_t *n;
+
+	if (source == PACE_NONE || source >= e->nsource_map)
+		return pace_outcome_of(res->outcome);
+	n = &e->src_refused[source];
+	if (!res->auth_refused) {
+		if (res->outcome == FETCH_OK || res->outcome == FETCH_GONE ||
+		    res->outcome == FETCH_FATAL)
+			*n = 0;
+		return pace_outcome_of(res->outcome);
+	}
+	until = &e->src_refused_until[source];
+	if (!e->creds_change) {
+		*n = 1;
+		return PACE_OUT_GONE;
+	}
+	/* The lanes refused together count as one try: the backoff grows
+	 * once per hold, not once per request. */
+	if (*n == 0 || now >= *until) {
+		if (*n < UINT8_MAX)
+			(*n)++;
+		*until = now + refused_hold_ns(*n);
+	}
+	*retry_ns = *until - now;
+	return PACE_OUT_THROTTLED;
+}
+
 static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 {
 	struct fs_engine *e = ctx;
 	uint32_t blob = e->lane_blob[lane], source = e->lane_source[lane];
 	struct pace_source_info si;
-	uint64_t now, hold_ms = 0;
+	uint64_t now, hold_ms = 0, retry_ns = ms_to_ns(res->retry_after_ms);
 	uint32_t lane_cap = 0;
+	enum pace_outcome po;
 
 	if (res->outcome != FETCH_OK && res->outcome != FETCH_CANCELLED &&
-	    res->outcome != FETCH_THROTTLED)
+	    res->outcome != FETCH_THROTTLED && !res->auth_refused)
 		fs__log(res->outcome == FETCH_TRANSIENT ? FS_LOG_WARN
 							: FS_LOG_ERR,
 			"lane %u: %s", lane, res->reason);
@@ -365,8 +412,8 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 	now = fs__now_ns();
 	if (res->blob_changed && blob != PACE_NONE)
 		blob_changed(e, blob, source, res);
-	pace_on_done(e->pace, lane, pace_outcome_of(res->outcome),
-		     ms_to_ns(res->retry_after_ms), now);
+	po = judge_refusal(e, source, res, now, &retry_ns);
+	pace_on_done(e->pace, lane, po, retry_ns, now);
 	if (res->outcome == FETCH_THROTTLED && blob != PACE_NONE &&
 	    pace_source_info(e->pace, source, now, &si) == 0) {
 		if (si.held_until > now)
@@ -378,6 +425,19 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 	e->lane_blob[lane] = e->lane_source[lane] = PACE_NONE;
 	if (res->outcome == FETCH_THROTTLED)
 		log_throttled(e, lane, res, hold_ms, lane_cap);
+	else if (res->auth_refused && po == PACE_OUT_THROTTLED)
+		fs__log(FS_LOG_ERR,
+			"lane %u: %s: the credentials are refused; the source "
+			"is tried again in %" PRIu64 ".%" PRIu64 " s, with new "
+			"ones once they are read",
+			lane, res->reason, retry_ns / 1000000000u,
+			retry_ns / 100000000u % 10);
+	else if (res->auth_refused)
+		fs__log(FS_LOG_ERR,
+			"lane %u: %s: the credentials are refused; the source "
+			"is excluded (-o header= cannot change: remount with "
+			"new ones, or use -o header_file=)",
+			lane, res->reason);
 }
 
 /* A lane the scheduler took back because it stalled or collapsed. A

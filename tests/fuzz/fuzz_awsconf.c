@@ -1,6 +1,7 @@
 /* fuzz_awsconf: the AWS credentials and config file reader: any text is
  * read without a crash or a leak, its first byte choosing the file's kind
- * and the profile asked for. */
+ * and the profile asked for; no value spans a line, and the token check
+ * creds.c runs on each finds every control byte. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc == 0 && !config && (data[0] & 2) && p.region != NULL &&
 	    memchr(data + 1, '[', size - 1) == NULL)
 		abort(); /* no section, yet a key was taken */
+	{
+		const char *v[] = {p.access_key_id, p.secret_access_key,
+				   p.session_token, p.region,
+				   p.credential_process};
+
+		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+			int c = fs__token_check(v[i]);
+
+			if (v[i] != NULL && strchr(v[i], '\n') != NULL)
+				abort();
+			if (v[i] != NULL && (c != 0) !=
+			    (strpbrk(v[i], "\x01\x02\x03\x04\x05\x06\x07\x08"
+					   "\t\x0b\x0c\r\x0e\x0f\x10\x11\x12"
+					   "\x13\x14\x15\x16\x17\x18\x19\x1a"
+					   "\x1b\x1c\x1d\x1e\x1f\x7f") != NULL))
+				abort();
+		}
+	}
 	fs__aws_profile_free(&p);
 	return 0;
 }

@@ -1,6 +1,6 @@
 /* fuzz_headers: the header-file parser (-o header_file=): every accepted
- * header passes the same check as -o header=, and an error is one line
- * that never quotes a value. */
+ * header passes the same check as -o header=, none sets a header pacefs
+ * owns, and an error is one line that never quotes a value. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	for (unsigned i = 0; i < n; i++)
 		if (fs__header_check(h[i], strlen(h[i])) != 0 ||
+		    fs__header_owned(h[i], strlen(h[i])) != NULL ||
 		    strpbrk(h[i], "\r\n") != NULL)
 			abort();
 	fs__headers_free(h, n);

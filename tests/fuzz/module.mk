@@ -63,7 +63,7 @@ $(BUILD)/fuzz/fuzz_s3xml: $(FUZZ_OBJ)/tests/fuzz/fuzz_s3xml.o \
 		$(shell $(PKG_CONFIG) --libs libxml-2.0 2>/dev/null)
 
 $(BUILD)/fuzz/fuzz_awsconf: $(FUZZ_OBJ)/tests/fuzz/fuzz_awsconf.o \
-		$(FUZZ_OBJ)/fs/awsconf.o
+		$(FUZZ_OBJ)/fs/awsconf.o $(FUZZ_OBJ)/fs/headers.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
 
 $(BUILD)/fuzz/fuzz_proxy: $(FUZZ_OBJ)/tests/fuzz/fuzz_proxy.o \

@@ -163,7 +163,7 @@ mkdir -p "$HOME/.aws"
 printf '[other]\naws_access_key_id = AKIDTEST\naws_secret_access_key = %s\n' "$SECRET" >"$HOME/.aws/credentials"
 chmod 644 "$HOME/.aws/credentials"
 MOUNT_ENV=(-u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_PROFILE=other)
-mount_err "a credentials file others may read" "mode 0644 lets group or others read its secrets; chmod 600 it" \
+mount_err "a credentials file others may read" "mode 0644 lets group and others read its secrets; chmod 600 it" \
 	-o "cache_dir=$T_TMP/cache,$OPTS" s3://bkt/data/ "$MNT"
 MOUNT_ENV=()
 chmod 600 "$HOME/.aws/credentials"

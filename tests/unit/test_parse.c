@@ -1214,9 +1214,85 @@ static void headers_parse_refused(void)
 	T_EQ_INT(fs__header_check("X-A", 3), -EINVAL);
 }
 
+/* The headers pacefs sets itself, in any case, from a header file; a
+ * name that only starts like one is not one. */
+static void headers_owned(void)
+{
+	static const char *const bad[][2] = {
+		{"X-A: 1\nrange: bytes=0-1\n", "line 2: pacefs sets Range itself"},
+		{"IF-RANGE: \"e\"\n", "line 1: pacefs sets If-Range itself"},
+		{"Accept-Encoding: gzip\n", "line 1: pacefs sets Accept-Encoding itself"},
+		{"\n#\nHost: x\n", "line 3: pacefs sets Host itself"},
+	};
+	char **h = NULL, err[256];
+	unsigned n = 0;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		T_EQ_INT(fs__headers_parse(bad[i][0], strlen(bad[i][0]), &h, &n,
+					   err, sizeof(err)),
+			 -EINVAL);
+		T_EQ_STR(err, bad[i][1]);
+	}
+	T_ASSERT(fs__header_owned("Ranges: x", 9) == NULL);
+	T_ASSERT(fs__header_owned("X-Host: x", 9) == NULL);
+	T_EQ_STR(fs__header_owned("host:x", 6), "Host");
+	T_EQ_INT(fs__token_check("abc+/="), 0);
+	T_EQ_INT(fs__token_check(NULL), 0);
+	T_EQ_INT(fs__token_check("tok\r\nX-B: 1"), '\r');
+	T_EQ_INT(fs__token_check("a\tb"), '\t');
+	T_EQ_INT(fs__token_check("a\x7f"), 0x7f);
+}
+
+/* The owner and mode rule, and that its message says what is allowed. */
+static void file_check(void)
+{
+	static const struct {
+		mode_t mode;
+		uid_t uid;
+		enum fs_file_kind kind;
+		bool readable_ok;
+		const char *want; /* NULL: accepted */
+	} cases[] = {
+		{0600, 7, FS_FILE_HEADERS, false, NULL},
+		{0602, 7, FS_FILE_HEADERS, false,
+		 "f: mode 0602 lets others write to it; refused. chmod go-w it"},
+		{0620, 7, FS_FILE_SECRETS, true,
+		 "f: mode 0620 lets group write to it; refused. chmod go-w it"},
+		{0666, 7, FS_FILE_COMMAND, true,
+		 "f: mode 0666 lets group and others write to it and read it; "
+		 "refused. chmod go-w it"},
+		{0644, 7, FS_FILE_COMMAND, false, NULL},
+		{0644, 7, FS_FILE_SECRETS, true, NULL},
+		{0640, 7, FS_FILE_SECRETS, false,
+		 "f: mode 0640 lets group read its secrets; chmod 600 it (or "
+		 "mount with -o creds_readable)"},
+		{0604, 7, FS_FILE_HEADERS, true,
+		 "f: mode 0604 lets others read its secrets; chmod 600 it"},
+		{0600, 8, FS_FILE_COMMAND, false,
+		 "f: owned by uid 8, not by the user who mounts (uid 7); "
+		 "refused: its owner could change what it holds. chown it"},
+	};
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct stat st = {.st_mode = S_IFREG | cases[i].mode,
+				  .st_uid = cases[i].uid};
+		int rc;
+
+		err[0] = '\0';
+		rc = fs__file_check("f", &st, 7, cases[i].kind,
+				    cases[i].readable_ok, err, sizeof(err));
+		T_EQ_INT(rc, cases[i].want == NULL ? 0 : -EACCES);
+		if (cases[i].want != NULL)
+			T_EQ_STR(err, cases[i].want);
+	}
+}
+
 static const struct t_case cases[] = {
 	{"headers_parse", headers_parse},
 	{"headers_parse_refused", headers_parse_refused},
+	{"headers_owned", headers_owned},
+	{"file_check", file_check},
 	{"manifest_minimal", manifest_minimal},
 	{"manifest_full", manifest_full},
 	{"manifest_json_syntax", manifest_json_syntax},
