@@ -753,7 +753,8 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 		fuse_loop_cfg_destroy(lc);
 		return rc;
 	}
-	m->se = se; /* its end (SIGTERM, an unmount) stops requests */
+	m->se = se; /* its end (SIGTERM, the connection gone) stops
+		       requests */
 	rc = fuse_session_loop_mt(se, lc);
 	fs__inval_stop(fs__engine_inval(m->engine)); /* the session is
 						       destroyed next */

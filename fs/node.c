@@ -22,8 +22,8 @@
  * other operation of the mount waits that long behind it, not seconds. */
 #define FS_LIST_BATCH 1024u
 
-/* True once the session ends (SIGTERM, an unmount): a request under way
- * stops, so that the loop's worker threads can be joined. */
+/* True once the session ends (SIGTERM, the connection gone): a request
+ * under way stops, so that the loop's worker threads can be joined. */
 static bool mount_stopping(void *arg)
 {
 	const struct fs_mount *m = arg;
