@@ -134,6 +134,12 @@ for mode in same-token cycle-token; do
 	else
 		t_fail "$mode: listing requests bounded" "$n requests"
 	fi
+	if ! is_pacefs_mounted "$MNT"; then
+		# ls's mount was released: stat gets a mount of its own.
+		kill -KILL "$FG_PID" 2>/dev/null || true
+		fg_mount "$T_TMP/$mode.mlog2" -o "cache_dir=$T_TMP/cache,endpoint=$EP,region=eu-west-1,read_timeout=5" \
+			s3://bkt/d/ "$MNT" || t_fail "$mode: mount for stat" "$(tail -n 3 "$T_TMP/$mode.mlog2")"
+	fi
 	eio_within "$mode: stat" 10 "$MNT" stat "$MNT/one.bin"
 	want="page 2 sent the continuation token of page 1 again"
 	[ "$mode" = cycle-token ] && want="page 3 sent the continuation token of page 1 again, a cycle"
