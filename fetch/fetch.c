@@ -60,6 +60,46 @@ struct curl_slist *fetch__headers(const struct fetch_config *cfg, bool *ok)
 	return list;
 }
 
+long fetch__bound_ms(const struct fetch_config *cfg, long def_ms)
+{
+	uint64_t now = fetch__now_ms();
+
+	if (cfg->deadline_ms == 0)
+		return def_ms;
+	if (now >= cfg->deadline_ms)
+		return 1;
+	if (cfg->deadline_ms - now < (uint64_t)def_ms)
+		return (long)(cfg->deadline_ms - now);
+	return def_ms;
+}
+
+int fetch__bound_check(const struct fetch_config *cfg, const char **reason)
+{
+	if (cfg->stop != NULL && cfg->stop(cfg->stop_arg)) {
+		*reason = "stopped: the mount is ending";
+		return -ECANCELED;
+	}
+	if (cfg->deadline_ms != 0 && fetch__now_ms() >= cfg->deadline_ms) {
+		*reason = "no answer within the deadline (-o read_timeout=)";
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+/* curl's progress callback on a bounded synchronous request: aborts it
+ * once its deadline passed or the mount is ending. */
+static int bound_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
+			  curl_off_t ultotal, curl_off_t ulnow)
+{
+	const char *why;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	return fetch__bound_check(arg, &why) != 0;
+}
+
 CURLcode fetch__easy_setup(CURL *easy, const struct fetch_config *cfg,
 			   char *errbuf)
 {
@@ -91,6 +131,15 @@ CURLcode fetch__easy_setup(CURL *easy, const struct fetch_config *cfg,
 	 * no environment variable overrides the list. */
 	if (cfg->proxies != NULL)
 		rc |= curl_easy_setopt(easy, CURLOPT_NOPROXY, "");
+	if (cfg->path_as_is)
+		rc |= curl_easy_setopt(easy, CURLOPT_PATH_AS_IS, 1L);
+	/* cfg is the caller's, alive for the whole synchronous request. */
+	if (cfg->deadline_ms != 0 || cfg->stop != NULL) {
+		rc |= curl_easy_setopt(easy, CURLOPT_XFERINFOFUNCTION,
+				       bound_progress);
+		rc |= curl_easy_setopt(easy, CURLOPT_XFERINFODATA, (void *)cfg);
+		rc |= curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 0L);
+	}
 	return rc;
 }
 

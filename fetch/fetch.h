@@ -98,6 +98,19 @@ struct fetch_config {
 	 * set's headers and SigV4 key are what goes to header_origins
 	 * (headers above are then unused); borrowed. */
 	struct fetch_auth *auth;
+	/* Synchronous requests only (fetch_probe, fetch_get, fetch_get_any;
+	 * the lanes ignore these): the request, its redirects, retries and
+	 * wait for credentials end by deadline_ms (CLOCK_MONOTONIC, in ms;
+	 * 0: none) with -ETIMEDOUT, and within about a second of stop(
+	 * stop_arg) becoming true with -ECANCELED, so that no caller waits
+	 * past its own deadline or past the end of the mount. */
+	uint64_t deadline_ms;
+	bool (*stop)(void *arg);
+	void *stop_arg;
+	/* Send every URL's path as given, dot segments too
+	 * (CURLOPT_PATH_AS_IS): an object store's key "a/../x" names that
+	 * object, not "x". */
+	bool path_as_is;
 };
 
 struct fetch_hooks {
@@ -429,7 +442,8 @@ void fetch_auth_on_expired(struct fetch_auth *a,
  * free() it) whatever the status, which goes to *status: for documents
  * whose error answers are documents too (an S3 listing). A refusal for
  * credentials is tried again as fetch_auth says. Returns 0, or -EIO with
- * one line in err when no answer came. Not for the event thread. */
+ * one line in err when no answer came (-ETIMEDOUT past cfg->deadline_ms,
+ * -ECANCELED once cfg->stop says so). Not for the event thread. */
 int fetch_get_any(const struct fetch_config *cfg, const char *url, size_t max,
 		  char **body, size_t *len, long *status, char *err,
 		  size_t errlen);

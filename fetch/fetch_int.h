@@ -62,6 +62,14 @@ struct curl_slist *fetch__headers(const struct fetch_config *cfg, bool *ok);
 CURLcode fetch__easy_setup(CURL *easy, const struct fetch_config *cfg,
 			   char *errbuf);
 
+/* What is left of cfg->deadline_ms for a synchronous request that would
+ * wait at most def_ms: at least 1 ms, at most def_ms. */
+long fetch__bound_ms(const struct fetch_config *cfg, long def_ms);
+
+/* -ECANCELED when cfg->stop says the request must end, -ETIMEDOUT past
+ * cfg->deadline_ms, else 0; reason (when not 0) says which. */
+int fetch__bound_check(const struct fetch_config *cfg, const char **reason);
+
 /* fetch/url.c. The URL a redirect to target leads to: target without any
  * userinfo, with start's userinfo when it has start's origin. Returns 0,
  * -ENOMEM. */

@@ -143,10 +143,11 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 	char errbuf[CURL_ERROR_SIZE] = "", herr[512] = "";
 	char *shown = fetch_url_redacted(url), *final = NULL;
 	struct curl_slist *headers;
+	const char *why;
 	bool headers_ok;
 	CURL *easy;
 	CURLcode cc = CURLE_OK;
-	int rc;
+	int rc, bound;
 
 	fetch_probe_free(out);
 	memset(out, 0, sizeof(*out));
@@ -170,13 +171,24 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 	curl_easy_setopt(easy, CURLOPT_HEADERDATA, &s);
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_body);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &s);
-	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, cfg->connect_timeout_ms * 3);
+	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
+			 fetch__bound_ms(cfg, cfg->connect_timeout_ms * 3));
 	rc = fetch__perform(cfg, easy, url, headers, no_cache, probe_reset,
 			    probe_bad, &s, probe_errbody, &cc, &final,
 			    &out->status, herr, sizeof(herr));
 	snprintf(out->etag, sizeof(out->etag), "%s", h->etag);
 	snprintf(out->last_modified, sizeof(out->last_modified), "%s",
 		 h->last_modified);
+	bound = fetch__bound_check(cfg, &why);
+	if (bound != 0) {
+		/* Past the caller's deadline, or the mount is ending: no
+		 * answer in time is an origin that cannot be reached. */
+		free(final);
+		*kind = FETCH_PROBE_UNREACHABLE;
+		fail(err, errlen, "%s: %s", shown, why);
+		rc = bound;
+		goto out;
+	}
 	if (rc != 0) {
 		/* A redirect refused is final: no retry. */
 		rc = fail(err, errlen, "%s: %s", shown, herr);
@@ -301,6 +313,9 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 			break;
 		if (retry_after_ms > wait_ms)
 			wait_ms = retry_after_ms;
+		/* A wait that would end past the deadline is no retry. */
+		if ((long)wait_ms >= fetch__bound_ms(cfg, (long)wait_ms + 1))
+			break;
 		ts.tv_sec = (time_t)(wait_ms / 1000);
 		ts.tv_nsec = (long)(wait_ms % 1000) * 1000000L;
 		nanosleep(&ts, NULL);
@@ -382,11 +397,12 @@ static int get_doc(const struct fetch_config *cfg, const char *url,
 	char errbuf[CURL_ERROR_SIZE] = "", herr[512] = "";
 	char *shown = fetch_url_redacted(url), *last = NULL;
 	struct curl_slist *headers;
+	const char *why;
 	bool headers_ok;
 	long status = 0;
 	CURL *easy;
 	CURLcode cc = CURLE_OK;
-	int rc = 0;
+	int rc = 0, bound;
 
 	headers = fetch__headers(cfg, &headers_ok);
 	easy = curl_easy_init();
@@ -404,10 +420,16 @@ static int get_doc(const struct fetch_config *cfg, const char *url,
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, get_body);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &g);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
-			 cfg->connect_timeout_ms * 3);
+			 fetch__bound_ms(cfg, cfg->connect_timeout_ms * 3));
 	rc = fetch__perform(cfg, easy, url, headers, false, get_reset, NULL,
 			    &g, get_body_text, &cc, &last, &status, herr,
 			    sizeof(herr));
+	bound = fetch__bound_check(cfg, &why);
+	if (bound != 0) {
+		fail(err, errlen, "%s: %s", shown, why);
+		rc = bound;
+		goto out;
+	}
 	if (rc != 0) {
 		rc = fail(err, errlen, "%s: %s", shown, herr);
 		goto out;

@@ -57,16 +57,23 @@ static bool node_attr(const struct fs_mount *m, uint32_t i, struct stat *st)
 	return true;
 }
 
+/* When a request that waits on the network must be answered: a read's
+ * deadline (-o read_timeout=) from its start, whatever it waits for. */
+static uint64_t req_deadline(const struct fs_mount *m)
+{
+	return fs__now_ns() + m->read_timeout_ns;
+}
+
 /* Makes sure node i's size is known (probing the file if the manifest or
  * listing did not give it). */
-static int node_sized(struct fs_mount *m, uint32_t i)
+static int node_sized(struct fs_mount *m, uint32_t i, uint64_t deadline_ns)
 {
 	bool need;
 
 	pthread_mutex_lock(&m->ns->mu);
 	need = !m->ns->nodes[i]->is_dir && !m->ns->nodes[i]->has_size;
 	pthread_mutex_unlock(&m->ns->mu);
-	return need ? fs__node_ready(m, i) : 0;
+	return need ? fs__node_ready(m, i, deadline_ns) : 0;
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -95,11 +102,12 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs_mount *m = fuse_req_userdata(req);
 	struct fuse_entry_param ep;
+	uint64_t deadline = req_deadline(m);
 	uint32_t child;
 	bool is_dir;
 	int rc;
 
-	rc = fs__node_list(m, NODE_OF(parent), false);
+	rc = fs__node_list(m, NODE_OF(parent), false, deadline);
 	if (rc != 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -112,7 +120,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	rc = is_dir ? 0 : node_sized(m, child);
+	rc = is_dir ? 0 : node_sized(m, child, deadline);
 	if (rc != 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -193,7 +201,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 
 	(void)fi;
 	if (off == 0) {
-		rc = fs__node_list(m, NODE_OF(ino), true);
+		rc = fs__node_list(m, NODE_OF(ino), true, req_deadline(m));
 		if (rc != 0) {
 			fuse_reply_err(req, -rc);
 			return;
@@ -257,7 +265,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	rc = fs__node_ready(m, NODE_OF(ino));
+	rc = fs__node_ready(m, NODE_OF(ino), req_deadline(m));
 	if (rc != 0) {
 		fuse_reply_err(req, -rc);
 		return;

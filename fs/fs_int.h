@@ -169,7 +169,8 @@ struct fs_node {
  * is keyed with a random SipHash key (no names it could make collide). */
 struct fs_ns {
 	pthread_mutex_t mu;
-	pthread_cond_t listed;	/* a directory's listing ended */
+	pthread_cond_t listed;	/* a directory's listing ended (its waits
+				   on CLOCK_MONOTONIC) */
 	struct fs_node **nodes; /* guarded by mu */
 	uint32_t n, cap;	/* guarded by mu */
 	uint64_t key[2];	/* SipHash key of the name tables */
@@ -316,13 +317,19 @@ struct fs_s3 {
 	bool is_prefix;
 };
 
-/* Parses an s3:// URL with the -o endpoint=, region (resolved) and
- * s3_addressing= options (NULL: the defaults: AWS's regional endpoint,
- * virtual-hosted there and path-style on another endpoint). -EINVAL with
- * one line naming what to fix. */
+/* Parses an s3:// URL with the -o endpoint=, region (resolved; region_from
+ * says where from, for errors) and s3_addressing= options (NULL: the
+ * defaults: AWS's regional endpoint, virtual-hosted there and path-style
+ * on another endpoint). Each goes into a URL, so each is checked against
+ * what botocore allows: a region of letters, digits and inner '-' (1 to
+ * 63); an endpoint that is scheme://host[:port] and nothing else; a
+ * bucket that is a DNS label sequence (3 to 63 lowercase letters, digits,
+ * '.', '-') when it goes into the host, or botocore's legacy names
+ * (letters, digits, '.', '-', '_', 1 to 255) path-style. -EINVAL with one
+ * line naming the field, its source and what to fix. */
 int fs__s3_parse(const char *url, const char *endpoint, const char *region,
-		 const char *addressing, struct fs_s3 *out, char *err,
-		 size_t errlen);
+		 const char *region_from, const char *addressing,
+		 struct fs_s3 *out, char *err, size_t errlen);
 void fs__s3_free(struct fs_s3 *s);
 
 /* The URL requests for key go to; new strings (free() them), NULL when
@@ -377,7 +384,18 @@ struct fs_mount {
 			its pages (set once, at FUSE's init) */
 	const struct fs_s3 *s3; /* an S3 tree: how its directories list */
 	const struct fs_creds *creds;
+	/* -o read_timeout=: how long a FUSE request may wait on the
+	 * network (a listing, a probe), as a read may. */
+	uint64_t read_timeout_ns;
+	struct fuse_session *se; /* once serving: its end stops requests */
 };
+
+/* The fetch configuration for a synchronous request made for one FUSE
+ * request (or the mount's own checks) that must end by deadline_ns
+ * (fs__now_ns's clock; 0: none), or as soon as the mount is ending:
+ * m->fetch with those bounds (fetch_config's deadline_ms and stop). */
+void fs__mount_bound(const struct fs_mount *m, uint64_t deadline_ns,
+		     struct fetch_config *out);
 
 /* The cache identity of a file (docs/manifest.md, "The cache"): a content
  * identity when its block digests are checked before its bytes are cached
@@ -412,16 +430,19 @@ char *fs__sources_identity(const char *const *urls, uint32_t n);
 bool fs__node_has_content_identity(const struct fs_node *n);
 
 /* Makes node i's blob ready to read: probes its URLs if it has never been,
- * adds its blob to the engine. Returns 0 or -EIO (logged). */
-int fs__node_ready(struct fs_mount *m, uint32_t i);
+ * adds its blob to the engine, by deadline_ns (fs__now_ns's clock; the
+ * wait for another file's probe too). Returns 0 or -EIO (logged). */
+int fs__node_ready(struct fs_mount *m, uint32_t i, uint64_t deadline_ns);
 
 /* Reads the directory-index page of directory node i when it was never
  * read or is older than the listing TTL, and adds what it lists. While
  * another thread reads it, waits for that result when there is no listing
  * yet or `fresh` asks for it (a readdir), else returns at once and the
- * caller uses the listing there is (a lookup). Returns 0 or a negative
- * errno (logged). */
-int fs__node_list(struct fs_mount *m, uint32_t i, bool fresh);
+ * caller uses the listing there is (a lookup). Reading the page, and
+ * waiting for another thread's, end by deadline_ns (fs__now_ns's clock).
+ * Returns 0 or a negative errno (logged). */
+int fs__node_list(struct fs_mount *m, uint32_t i, bool fresh,
+		  uint64_t deadline_ns);
 
 /* The low-level operations of a pacefs mount. */
 extern const struct fuse_lowlevel_ops fs__ops;

@@ -78,7 +78,9 @@ static void usage(void)
 	       "    -o connect_timeout=S   connect timeout in seconds "
 	       "(default: 10)\n"
 	       "    -o read_timeout=S      a blocked read fails with EIO "
-	       "after S seconds\n"
+	       "after S seconds,\n"
+	       "                           and a lookup or readdir waiting "
+	       "on a listing\n"
 	       "                           (default: 60)\n"
 	       "    -o stall_timeout=S     a transfer with no byte for S "
 	       "seconds "
@@ -283,18 +285,42 @@ static enum mount_kind kind_of(const char *source)
 	return n > 0 && source[n - 1] == '/' ? MOUNT_INDEX : MOUNT_URL;
 }
 
+/* Where the region fs__creds_region finds comes from, in its order, for
+ * the line that refuses it. */
+static void region_source(const char *opt, char *out, size_t cap)
+{
+	const char *cfg = getenv("AWS_CONFIG_FILE"), *home = getenv("HOME");
+	const char *prof = getenv("AWS_PROFILE");
+
+	if (opt != NULL && opt[0] != '\0')
+		snprintf(out, cap, "option region");
+	else if (getenv("AWS_REGION") != NULL && getenv("AWS_REGION")[0])
+		snprintf(out, cap, "AWS_REGION");
+	else if (getenv("AWS_DEFAULT_REGION") != NULL &&
+		 getenv("AWS_DEFAULT_REGION")[0])
+		snprintf(out, cap, "AWS_DEFAULT_REGION");
+	else if (cfg != NULL && cfg[0] != '\0')
+		snprintf(out, cap, "region of profile '%s' in %s",
+			 prof != NULL && prof[0] ? prof : "default", cfg);
+	else
+		snprintf(out, cap, "region of profile '%s' in %s/.aws/config",
+			 prof != NULL && prof[0] ? prof : "default",
+			 home != NULL ? home : "~");
+}
+
 /* Checks what the command line names before anything is done: the URLs,
  * the mountpoint, the file name, the cache directory. */
 static int check_inputs(struct fs_opts *o, enum mount_kind kind,
 			struct fs_s3 *s3, char *name, size_t cap)
 {
-	char err[1024], region[64];
+	char err[1024], region[256], from[4200];
 	bool is_s3 = strncmp(o->url, "s3://", 5) == 0;
 
 	if (is_s3) {
 		fs__creds_region(o->region, region, sizeof(region));
-		if (fs__s3_parse(o->url, o->endpoint, region, o->s3_addressing,
-				 s3, err, sizeof(err)) != 0)
+		region_source(o->region, from, sizeof(from));
+		if (fs__s3_parse(o->url, o->endpoint, region, from,
+				 o->s3_addressing, s3, err, sizeof(err)) != 0)
 			return fail("%s", err);
 		if (o->nmirrors > 0)
 			return fail("option mirror: not for an s3:// source");
@@ -514,6 +540,7 @@ static int prepare(const struct fs_opts *o, struct fetch_config *fc,
 {
 	struct fs_index_entry *ents = NULL;
 	struct fs_learn_args args;
+	struct fetch_config b;
 	char err[1024], *page = NULL;
 	uint32_t nents = 0;
 	size_t len;
@@ -526,6 +553,14 @@ static int prepare(const struct fs_opts *o, struct fetch_config *fc,
 	}
 	if (header_origins(o, fc, p) != 0)
 		return 1;
+	/* The mount's own first requests are bounded as a request's are:
+	 * by read_timeout (a listing that never ends, a probe that never
+	 * answers). */
+	b = *fc;
+	b.deadline_ms = (fs__now_ns() +
+			 (uint64_t)o->read_timeout_s * 1000000000u) /
+			1000000u;
+	fc = &b;
 	switch (p->kind) {
 	case MOUNT_URL:
 		p->urls = calloc(o->nmirrors + 2, sizeof(*p->urls));
@@ -722,6 +757,8 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 		fuse_loop_cfg_destroy(lc);
 		return rc;
 	}
+	m->se = se; /* its end (SIGTERM, the connection gone) stops
+		       requests */
 	rc = fuse_session_loop_mt(se, lc);
 	fs__inval_stop(fs__engine_inval(m->engine)); /* the session is
 						       destroyed next */
@@ -791,6 +828,9 @@ int fs_main(int argc, char **argv)
 		goto out_session;
 	m.s3 = p.s3.bucket != NULL ? &p.s3 : NULL;
 	m.creds = p.creds;
+	/* A key is a name: "a/../x" is that object, not "x". */
+	m.fetch.path_as_is = m.s3 != NULL;
+	m.read_timeout_ns = (uint64_t)o.read_timeout_s * 1000000000u;
 	if (o.proxy != NULL &&
 	    fetch_proxies_new(o.proxy, (uint64_t)o.proxy_reset_s * 1000u,
 			      &m.fetch.proxies, err, sizeof(err)) != 0) {

@@ -22,6 +22,36 @@
  * other operation of the mount waits that long behind it, not seconds. */
 #define FS_LIST_BATCH 1024u
 
+/* True once the session ends (SIGTERM, the connection gone): a request
+ * under way stops, so that the loop's worker threads can be joined. */
+static bool mount_stopping(void *arg)
+{
+	const struct fs_mount *m = arg;
+
+	return m->se != NULL && fuse_session_exited(m->se) != 0;
+}
+
+void fs__mount_bound(const struct fs_mount *m, uint64_t deadline_ns,
+		     struct fetch_config *out)
+{
+	*out = m->fetch;
+	out->deadline_ms = deadline_ns == 0 ? 0 : deadline_ns / 1000000u;
+	if (deadline_ns != 0 && out->deadline_ms == 0)
+		out->deadline_ms = 1;
+	out->stop = mount_stopping;
+	out->stop_arg = (void *)m;
+}
+
+/* deadline_ns (fs__now_ns's clock, CLOCK_MONOTONIC) as the waits take
+ * it. */
+static struct timespec monotonic_ts(uint64_t deadline_ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000u),
+			      .tv_nsec = (long)(deadline_ns % 1000000000u)};
+
+	return ts;
+}
+
 bool fs__node_has_content_identity(const struct fs_node *n)
 {
 	/* The cache checks every block against digest blocks that divide
@@ -145,12 +175,14 @@ out:
 	return rc;
 }
 
-int fs__node_ready(struct fs_mount *m, uint32_t i)
+int fs__node_ready(struct fs_mount *m, uint32_t i, uint64_t deadline_ns)
 {
 	struct fs_learn_args args;
+	struct fetch_config fc;
 	struct node_copy c;
 	struct fs_learned l;
 	const struct fs_node *n;
+	struct timespec until = monotonic_ts(deadline_ns);
 	char err[1024];
 	uint32_t blob;
 	int rc;
@@ -168,8 +200,17 @@ int fs__node_ready(struct fs_mount *m, uint32_t i)
 		return rc;
 	if (c.blob != FS_NO_BLOB && fs__engine_blob_is_ready(m->engine, c.blob))
 		goto out;
-	/* One probe at a time, and never twice for one file. */
-	pthread_mutex_lock(&m->learn_mu);
+	/* One probe at a time, and never twice for one file; waiting for
+	 * another file's probe counts in this request's deadline. */
+	rc = pthread_mutex_clocklock(&m->learn_mu, CLOCK_MONOTONIC, &until);
+	if (rc != 0) {
+		fs__log(FS_LOG_ERR,
+			"%s: cannot open: another file's probe was still "
+			"under way at the deadline (-o read_timeout=)",
+			c.name);
+		rc = -EIO;
+		goto out;
+	}
 	pthread_mutex_lock(&m->ns->mu);
 	c.blob = m->ns->nodes[i]->blob;
 	pthread_mutex_unlock(&m->ns->mu);
@@ -186,7 +227,8 @@ int fs__node_ready(struct fs_mount *m, uint32_t i)
 	args.object_store = c.object_store;
 	/* An object's listed size may be older than the object. */
 	args.has_size = c.has_size && !c.object_store;
-	rc = fs__learn(&m->fetch, m->cache, &args, &l, err, sizeof(err));
+	fs__mount_bound(m, deadline_ns, &fc);
+	rc = fs__learn(&fc, m->cache, &args, &l, err, sizeof(err));
 	if (rc != 0) {
 		/* A key deleted since it was listed is gone, not broken. */
 		fs__log(rc == -ENOENT ? FS_LOG_INFO : FS_LOG_ERR,
@@ -391,10 +433,13 @@ static int merge_page(struct fs_mount *m, uint32_t d, const char *base,
 	return rc;
 }
 
-int fs__node_list(struct fs_mount *m, uint32_t d, bool fresh)
+int fs__node_list(struct fs_mount *m, uint32_t d, bool fresh,
+		  uint64_t deadline_ns)
 {
 	struct fs_ns *ns = m->ns;
 	struct fs_index_entry *ents = NULL;
+	struct timespec until = monotonic_ts(deadline_ns);
+	struct fetch_config fc;
 	uint32_t nents = 0;
 	char *url = NULL, *page = NULL, *final = NULL, err[1024];
 	uint64_t now;
@@ -406,10 +451,24 @@ int fs__node_list(struct fs_mount *m, uint32_t d, bool fresh)
 	/* One thread reads a directory's page at a time. The others wait
 	 * for its result rather than read the page again, or, for a lookup
 	 * when there is a listing already, use that one (a refresh only adds
-	 * and drops names): a name is found at once during a refresh. */
+	 * and drops names): a name is found at once during a refresh. The
+	 * wait ends at this request's own deadline. */
 	while (ns->nodes[d]->listing &&
-	       (fresh || ns->nodes[d]->listed_ns == 0))
-		pthread_cond_wait(&ns->listed, &ns->mu);
+	       (fresh || ns->nodes[d]->listed_ns == 0) && rc == 0)
+		rc = pthread_cond_timedwait(&ns->listed, &ns->mu, &until);
+	if (rc != 0 && ns->nodes[d]->listing &&
+	    (fresh || ns->nodes[d]->listed_ns == 0)) {
+		char path[PATH_MAX];
+
+		fs__ns_path(ns, d, path, sizeof(path));
+		pthread_mutex_unlock(&ns->mu);
+		fs__log(FS_LOG_ERR,
+			"cannot list /%s: its listing by another request was "
+			"still under way at the deadline (-o read_timeout=)",
+			path);
+		return -EIO;
+	}
+	rc = 0;
 	if (ns->nodes[d]->listing) {
 		pthread_mutex_unlock(&ns->mu);
 		return 0;
@@ -424,15 +483,16 @@ int fs__node_list(struct fs_mount *m, uint32_t d, bool fresh)
 	pthread_mutex_unlock(&ns->mu);
 	if (url == NULL)
 		return 0; /* fresh, or not an index */
+	fs__mount_bound(m, deadline_ns, &fc);
 	if (m->s3 != NULL) {
-		rc = fs__s3_list(m->s3, &m->fetch, m->creds, url, false, &ents,
+		rc = fs__s3_list(m->s3, &fc, m->creds, url, false, &ents,
 				 &nents, err, sizeof(err));
 		final = rc == 0 ? strdup(url) : NULL;
 		if (rc == 0 && final == NULL)
 			rc = -ENOMEM;
 	} else {
-		rc = fetch_get(&m->fetch, url, FS_LISTING_MAX, &page, &len,
-			       &final, err, sizeof(err));
+		rc = fetch_get(&fc, url, FS_LISTING_MAX, &page, &len, &final,
+			       err, sizeof(err));
 		if (rc == 0)
 			rc = fs__dirindex_parse(page, len, &ents, &nents, err,
 						sizeof(err));

@@ -115,6 +115,7 @@ int fs__ns_new(struct fs_ns **out)
 {
 	struct fs_ns *ns = calloc(1, sizeof(*ns));
 	struct fs_node *root = calloc(1, sizeof(*root));
+	pthread_condattr_t ca;
 
 	if (ns == NULL || root == NULL)
 		goto fail;
@@ -123,7 +124,11 @@ int fs__ns_new(struct fs_ns **out)
 	if (ns->nodes == NULL || root->name == NULL)
 		goto fail;
 	pthread_mutex_init(&ns->mu, NULL);
-	pthread_cond_init(&ns->listed, NULL);
+	/* Waits for a listing end by a deadline on fs__now_ns's clock. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ns->listed, &ca);
+	pthread_condattr_destroy(&ca);
 	if (getrandom(ns->key, sizeof(ns->key), GRND_NONBLOCK) !=
 	    (ssize_t)sizeof(ns->key)) {
 		/* No entropy yet (early boot): a key no server can know

@@ -201,6 +201,8 @@ struct fs_s3_item {
 	bool has_mtime;
 	int64_t mtime; /* LastModified, seconds since the epoch */
 	char *etag;    /* as listed, quotes kept; NULL for a prefix */
+	bool no_name;  /* the key decodes to a NUL byte: no file can be
+			  called that (key is then as listed, undecoded) */
 };
 
 /* A parsed ListObjectsV2 page. */
@@ -214,18 +216,26 @@ struct fs_s3_page {
 /* Most entries one page may list (S3 sends at most 1000). */
 #define FS_S3_PAGE_MAX 100000u
 
-/* Parses a ListObjectsV2 answer of len bytes (libxml2; no entity is
- * expanded, nothing is fetched). Keys are decoded when the page says
- * EncodingType url ('+' a space, %XX a byte). Returns 0 with *out (free
- * with fs__s3_page_free), or -EINVAL (not such a document, a key that
- * decodes to a NUL, a size that is no number) or -ENOMEM with one line in
- * err. Thread-safe. */
+/* Most pages one listing reads: a directory of FS_DIRINDEX_MAX entries in
+ * S3's pages of 1000, and some room. */
+#define FS_S3_PAGES_MAX (FS_DIRINDEX_MAX / 1000u + 64u)
+
+/* Parses a ListObjectsV2 answer of len bytes (libxml2; nothing is
+ * fetched). A document with a DTD (<!DOCTYPE>, which S3 never sends, and
+ * where entities are declared) is refused, and an element's text is its
+ * text children only: no entity is ever expanded. Keys are decoded when
+ * the page says EncodingType url ('+' a space, %XX a byte); one that
+ * decodes to a NUL is kept undecoded and marked no_name. Returns 0 with
+ * *out (free with fs__s3_page_free), or -EINVAL (not such a document, a
+ * DTD, a size that is no number) or -ENOMEM with one line in err.
+ * Thread-safe. */
 int fs__s3_page_parse(const char *xml, size_t len, struct fs_s3_page *out,
 		      char *err, size_t errlen);
 void fs__s3_page_free(struct fs_s3_page *p);
 
 /* Reads an S3 error document: its Code, Message and Region (empty when
- * absent), each cut to its buffer. -EINVAL when it is no <Error>. */
+ * absent), each cut to its buffer, text children only. -EINVAL when it is
+ * no <Error>, -EPROTO when it declares a DTD (refused unread). */
 int fs__s3_error_parse(const char *xml, size_t len, char *code,
 		       size_t codelen, char *message, size_t msglen,
 		       char *region, size_t regionlen);

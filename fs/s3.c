@@ -16,6 +16,10 @@
 /* The largest listing page read. */
 #define FS_S3_PAGE_BYTES (32u << 20)
 
+/* The longest continuation token taken: S3's are a few hundred bytes, and
+ * each goes into the next request's URL, encoded. */
+#define FS_S3_TOKEN_MAX 4096u
+
 static int bad(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -39,27 +43,117 @@ void fs__s3_free(struct fs_s3 *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* S3's bucket naming rules, the ones that keep a name usable in a host. */
-static bool bucket_ok(const char *b)
+static bool is_alnum(char c)
 {
-	size_t n = strlen(b);
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9');
+}
 
-	if (n < 3 || n > 63)
+/* botocore's region names (validate_region_name): letters, digits and
+ * '-', 1 to 63, a letter or digit at each end. A region goes into the
+ * endpoint's host name and the signature's scope. */
+static bool region_ok(const char *r)
+{
+	size_t n = strlen(r);
+
+	if (n == 0 || n > 63 || !is_alnum(r[0]) || !is_alnum(r[n - 1]))
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (!((b[i] >= 'a' && b[i] <= 'z') ||
-		      (b[i] >= '0' && b[i] <= '9') || b[i] == '-' ||
-		      b[i] == '.'))
+		if (!is_alnum(r[i]) && r[i] != '-')
 			return false;
 	return true;
 }
 
+/* A bucket that goes into a host name (virtual-hosted addressing): S3's
+ * DNS-compatible rules, 3 to 63 lowercase letters, digits, '.' and '-',
+ * a letter or digit at each end, no "..", not an IPv4 address. Path-style
+ * (the bucket is the path's first segment) takes botocore's legacy names
+ * too: letters of either case, digits, '.', '-' and '_', 1 to 255, never
+ * "." or "..". */
+static bool bucket_ok(const char *b, bool in_host)
+{
+	size_t n = strlen(b), dots = 0;
+	bool digits_dots = true;
+
+	if (!in_host) {
+		if (n == 0 || n > 255 || strcmp(b, ".") == 0 ||
+		    strcmp(b, "..") == 0)
+			return false;
+		for (size_t i = 0; i < n; i++)
+			if (!is_alnum(b[i]) && b[i] != '.' && b[i] != '-' &&
+			    b[i] != '_')
+				return false;
+		return true;
+	}
+	if (n < 3 || n > 63 || strstr(b, "..") != NULL || !is_alnum(b[0]) ||
+	    !is_alnum(b[n - 1]))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (!((b[i] >= 'a' && b[i] <= 'z') ||
+		      (b[i] >= '0' && b[i] <= '9') || b[i] == '-' ||
+		      b[i] == '.'))
+			return false;
+		dots += b[i] == '.';
+		digits_dots &= b[i] == '.' || (b[i] >= '0' && b[i] <= '9');
+	}
+	return !(digits_dots && dots == 3);
+}
+
+/* An endpoint's authority, [h, end): a host name (letters, digits, '-',
+ * '.'), an IPv4 address or a bracketed IPv6 address, then an optional
+ * ":PORT" (1 to 65535). Nothing else: no userinfo, no '#', '?', '%',
+ * '\\' or white space that a URL parser could read another way. */
+static bool authority_ok(const char *h, const char *end)
+{
+	const char *colon;
+
+	if (h == end)
+		return false;
+	if (*h == '[') {
+		const char *close = memchr(h, ']', (size_t)(end - h));
+
+		if (close == NULL || close == h + 1)
+			return false;
+		for (const char *p = h + 1; p < close; p++)
+			if (!((*p >= '0' && *p <= '9') ||
+			      (*p >= 'a' && *p <= 'f') ||
+			      (*p >= 'A' && *p <= 'F') || *p == ':' ||
+			      *p == '.'))
+				return false;
+		colon = close + 1 < end ? close + 1 : NULL;
+		if (colon != NULL && *colon != ':')
+			return false;
+	} else {
+		colon = memchr(h, ':', (size_t)(end - h));
+		if ((colon != NULL ? colon : end) == h)
+			return false;
+		for (const char *p = h; p < (colon != NULL ? colon : end); p++)
+			if (!is_alnum(*p) && *p != '-' && *p != '.')
+				return false;
+	}
+	if (colon != NULL) {
+		unsigned long port = 0;
+		const char *p = colon + 1;
+
+		if (p == end || end - p > 5)
+			return false;
+		for (; p < end; p++) {
+			if (*p < '0' || *p > '9')
+				return false;
+			port = port * 10 + (unsigned long)(*p - '0');
+		}
+		if (port == 0 || port > 65535)
+			return false;
+	}
+	return true;
+}
+
 int fs__s3_parse(const char *url, const char *endpoint, const char *region,
-		 const char *addressing, struct fs_s3 *out, char *err,
-		 size_t errlen)
+		 const char *region_from, const char *addressing,
+		 struct fs_s3 *out, char *err, size_t errlen)
 {
 	const char *b = url + 5, *slash;
-	char ep[512];
+	char ep[512], shown[600];
 	size_t n;
 
 	memset(out, 0, sizeof(*out));
@@ -67,21 +161,18 @@ int fs__s3_parse(const char *url, const char *endpoint, const char *region,
 		return bad(err, errlen, "URL '%s': not an s3:// URL", url);
 	slash = strchr(b, '/');
 	n = slash != NULL ? (size_t)(slash - b) : strlen(b);
-	if (strlen(region) >= sizeof(out->region) || region[0] == '\0')
-		return bad(err, errlen, "option region: '%s' is no region",
-			   region);
+	if (strlen(region) >= sizeof(out->region) || !region_ok(region))
+		return bad(err, errlen,
+			   "%s: '%s' is no region (letters, digits and '-', "
+			   "at most 63, as botocore allows): fix it there or "
+			   "give -o region=",
+			   region_from,
+			   fs__escape(region, shown, sizeof(shown)));
 	snprintf(out->region, sizeof(out->region), "%s", region);
 	out->bucket = strndup(b, n);
 	out->path = strdup(slash != NULL ? slash + 1 : "");
 	if (out->bucket == NULL || out->path == NULL)
 		goto oom;
-	if (!bucket_ok(out->bucket)) {
-		bad(err, errlen,
-		    "URL '%s': '%s' is no bucket name (3 to 63 lowercase "
-		    "letters, digits, '-' and '.')",
-		    url, out->bucket);
-		goto fail;
-	}
 	n = strlen(out->path);
 	out->is_prefix = n == 0 || out->path[n - 1] == '/';
 	if (strstr(out->path, "//") != NULL || out->path[0] == '/') {
@@ -89,24 +180,28 @@ int fs__s3_parse(const char *url, const char *endpoint, const char *region,
 		goto fail;
 	}
 	if (endpoint != NULL) {
+		const char *host;
+
 		if (strncmp(endpoint, "http://", 7) != 0 &&
 		    strncmp(endpoint, "https://", 8) != 0) {
 			bad(err, errlen,
 			    "option endpoint: '%s' is not an http:// or "
 			    "https:// URL",
-			    endpoint);
+			    fs__escape(endpoint, shown, sizeof(shown)));
 			goto fail;
 		}
 		snprintf(ep, sizeof(ep), "%s", endpoint);
 		n = strlen(ep);
 		while (n > 0 && ep[n - 1] == '/')
 			ep[--n] = '\0';
-		if (strchr(strstr(ep, "://") + 3, '/') != NULL ||
-		    fetch_url_has_userinfo(ep)) {
+		host = strstr(ep, "://") + 3;
+		if (strlen(endpoint) >= sizeof(ep) ||
+		    !authority_ok(host, ep + n)) {
 			bad(err, errlen,
-			    "option endpoint: '%s': give scheme, host and "
-			    "port only",
-			    endpoint);
+			    "option endpoint: '%s': give scheme://host[:port] "
+			    "only (a host name or address, no user, path, "
+			    "query or '#')",
+			    fs__escape(endpoint, shown, sizeof(shown)));
 			goto fail;
 		}
 	} else {
@@ -126,6 +221,25 @@ int fs__s3_parse(const char *url, const char *endpoint, const char *region,
 		bad(err, errlen,
 		    "option s3_addressing: '%s' is not path or virtual",
 		    addressing);
+		goto fail;
+	}
+	if (!bucket_ok(out->bucket, out->virtual_host)) {
+		fs__escape(out->bucket, shown, sizeof(shown));
+		if (out->virtual_host && bucket_ok(out->bucket, false))
+			bad(err, errlen,
+			    "URL '%s': bucket '%s' cannot go into a host name "
+			    "(virtual-hosted addressing takes 3 to 63 "
+			    "lowercase letters, digits, '-' and '.'): mount "
+			    "with -o s3_addressing=path",
+			    url, shown);
+		else
+			bad(err, errlen,
+			    "URL '%s': '%s' is no bucket name (%s)", url, shown,
+			    out->virtual_host
+				    ? "3 to 63 lowercase letters, digits, '-' "
+				      "and '.'"
+				    : "letters, digits, '.', '-' and '_', at "
+				      "most 255");
 		goto fail;
 	}
 	return 0;
@@ -257,10 +371,14 @@ static void explain(const struct fs_s3 *s, const struct fs_creds *creds,
 	char code[64] = "", msg[256] = "", region[64] = "";
 	const char *src = fs__creds_source(creds);
 
-	if (body != NULL)
-		fs__s3_error_parse(body, len, code, sizeof(code), msg,
-				   sizeof(msg), region, sizeof(region));
-	if (strcmp(code, "NoSuchBucket") == 0)
+	if (body != NULL &&
+	    fs__s3_error_parse(body, len, code, sizeof(code), msg,
+			       sizeof(msg), region, sizeof(region)) == -EPROTO)
+		snprintf(err, errlen,
+			 "%s: HTTP %ld, and its error document declares a "
+			 "DTD (<!DOCTYPE>), which S3 never sends: not read",
+			 what, status);
+	else if (strcmp(code, "NoSuchBucket") == 0)
 		snprintf(err, errlen,
 			 "%s: bucket '%s' does not exist at %s (check the "
 			 "bucket's name, or -o endpoint=)",
@@ -313,7 +431,7 @@ static int item_entry(const struct fs_s3 *s, const char *prefix,
 	const char *name;
 
 	memset(e, 0, sizeof(*e));
-	if (strncmp(it->key, prefix, pl) != 0)
+	if (it->no_name || strncmp(it->key, prefix, pl) != 0)
 		return 1;
 	name = it->key + pl;
 	n = strlen(name);
@@ -344,26 +462,98 @@ static int item_entry(const struct fs_s3 *s, const char *prefix,
 	return e->url == NULL ? -ENOMEM : 0;
 }
 
+/* FNV-1a of a continuation token: a listing remembers the tokens it sent
+ * by these, to see a server send one again. A collision, which a server
+ * could make on purpose, only ends that server's own listing early. */
+static uint64_t token_hash(const char *t)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (const unsigned char *p = (const unsigned char *)t; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	return h;
+}
+
+/* Checks the token page `pages` ends with against those sent before
+ * (seen[0..pages-1]), and records it. 0, or -EIO with the reason in err:
+ * the same token again, or an earlier one (a cycle), which would never
+ * end. */
+static int token_new(const char *what, const char *token, uint64_t *seen,
+		     uint32_t pages, char *err, size_t errlen)
+{
+	uint64_t h;
+
+	if (strlen(token) > FS_S3_TOKEN_MAX) {
+		snprintf(err, errlen,
+			 "%s: listing stopped after %u pages: a "
+			 "NextContinuationToken of %zu bytes (at most %u)",
+			 what, pages, strlen(token), FS_S3_TOKEN_MAX);
+		return -EIO;
+	}
+	h = token_hash(token);
+	for (uint32_t i = 0; i < pages; i++)
+		if (seen[i] == h) {
+			/* pages tokens came before: this is page
+			 * pages + 1's. */
+			snprintf(err, errlen,
+				 "%s: listing stopped after %u pages: page %u "
+				 "sent the continuation token of page %u "
+				 "again%s (a listing that never ends)",
+				 what, pages + 1, pages + 1, i + 1,
+				 i + 1 == pages ? "" : ", a cycle");
+			return -EIO;
+		}
+	seen[pages] = h;
+	return 0;
+}
+
 int fs__s3_list(const struct fs_s3 *s, const struct fetch_config *fc,
 		const struct fs_creds *creds, const char *dir_url,
 		bool first_only, struct fs_index_entry **out, uint32_t *n,
 		char *err, size_t errlen)
 {
 	struct fs_index_entry *ents = NULL;
-	uint32_t count = 0, cap = 0;
+	uint32_t count = 0, cap = 0, pages = 0, skipped = 0;
 	const char *prefix = dir_url + 5 + strlen(s->bucket) + 1;
-	char *token = NULL, what[600];
+	char *token = NULL, what[600], skip_shown[160] = "";
+	uint64_t *seen = NULL;
 	int rc = 0;
 
 	snprintf(what, sizeof(what), "s3://%s/%s", s->bucket, prefix);
+	seen = malloc(FS_S3_PAGES_MAX * sizeof(*seen));
+	if (seen == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	do {
-		char *url = list_url(s, prefix, token,
-				     first_only ? "max-keys=1&" : "");
-		char *body = NULL, why[1024];
+		char *url, *body = NULL, why[1024];
 		struct fs_s3_page page;
 		size_t len = 0;
 		long status = 0;
 
+		/* A listing is bounded in pages and in time (the caller's
+		 * deadline, read_timeout), whatever the server answers. */
+		if (pages == FS_S3_PAGES_MAX) {
+			snprintf(err, errlen,
+				 "%s: listing stopped after %u pages (at most "
+				 "%u), %u entries so far: the server does not "
+				 "end it",
+				 what, pages, FS_S3_PAGES_MAX, count);
+			rc = -EIO;
+			break;
+		}
+		if (pages > 0 && fc->deadline_ms != 0 &&
+		    fs__now_ns() / 1000000u >= fc->deadline_ms) {
+			snprintf(err, errlen,
+				 "%s: listing not done by its deadline "
+				 "(-o read_timeout=) after %u page%s, %u "
+				 "entries so far",
+				 what, pages, pages == 1 ? "" : "s", count);
+			rc = -ETIMEDOUT;
+			break;
+		}
+		url = list_url(s, prefix, token,
+			       first_only ? "max-keys=1&" : "");
 		if (url == NULL) {
 			rc = -ENOMEM;
 			snprintf(err, errlen, "out of memory");
@@ -372,10 +562,23 @@ int fs__s3_list(const struct fs_s3 *s, const struct fetch_config *fc,
 		rc = fetch_get_any(fc, url, FS_S3_PAGE_BYTES, &body, &len,
 				   &status, why, sizeof(why));
 		free(url);
-		if (rc != 0) {
-			snprintf(err, errlen, "%s", why);
+		pages++;
+		if (rc == -ETIMEDOUT)
+			snprintf(err, errlen,
+				 "%s: listing not done by its deadline "
+				 "(-o read_timeout=) after %u page%s, %u "
+				 "entries so far",
+				 what, pages, pages == 1 ? "" : "s", count);
+		else if (rc == -ECANCELED)
+			snprintf(err, errlen,
+				 "%s: listing stopped after %u page%s: the "
+				 "mount is ending",
+				 what, pages, pages == 1 ? "" : "s");
+		else if (rc != 0)
+			snprintf(err, errlen, "%s: page %u: %s", what, pages,
+				 why);
+		if (rc != 0)
 			break;
-		}
 		if (status != 200) {
 			explain(s, creds, what, status, body, len, err, errlen);
 			free(body);
@@ -414,6 +617,16 @@ int fs__s3_list(const struct fs_s3 *s, const struct fetch_config *fc,
 			int r = item_entry(s, prefix, &page.items[i],
 					   &ents[count]);
 
+			if (r == 1 && (page.items[i].no_name ||
+				       strncmp(page.items[i].key, prefix,
+					       strlen(prefix)) == 0)) {
+				/* Named by the listing, yet no file name:
+				 * left out, said once per listing. */
+				if (skipped++ == 0)
+					fs__escape(page.items[i].key,
+						   skip_shown,
+						   sizeof(skip_shown));
+			}
 			if (r < 0) {
 				/* What the entry got so far is its own. */
 				free(ents[count].name);
@@ -431,11 +644,24 @@ int fs__s3_list(const struct fs_s3 *s, const struct fetch_config *fc,
 		fs__s3_page_free(&page);
 		if (rc == -ENOMEM)
 			snprintf(err, errlen, "out of memory");
+		if (rc == 0 && token != NULL && !first_only)
+			rc = token_new(what, token, seen, pages - 1, err,
+				       errlen);
 	} while (rc == 0 && token != NULL && !first_only);
 	free(token);
+	free(seen);
+	if (skipped > 0)
+		fs__log(FS_LOG_WARN,
+			"%s: %u key%s left out that make%s no file name "
+			"(empty, '.', '..', a NUL byte, a '/' inside "
+			"or too long), e.g. '%s'",
+			what, skipped, skipped == 1 ? "" : "s",
+			skipped == 1 ? "s" : "", skip_shown);
 	if (rc != 0) {
 		fs__dirindex_free(ents, count);
-		return rc == -ENOMEM ? -ENOMEM : -EIO;
+		return rc == -ENOMEM	  ? -ENOMEM
+		       : rc == -ETIMEDOUT ? -ETIMEDOUT
+					  : -EIO;
 	}
 	*out = ents;
 	*n = count;

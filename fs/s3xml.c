@@ -10,11 +10,15 @@
 
 #include "fs/parse_int.h"
 
-/* No entity expanded, no DTD or anything else fetched, no error printed:
- * the document is a server's, parsed and never shown as such. */
+/* No entity substituted, no DTD or anything else fetched, no error
+ * printed: the document is a server's, parsed and never shown as such. */
 #define S3XML_OPTIONS                                                          \
 	(XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING |           \
 	 XML_PARSE_NOBLANKS | XML_PARSE_NOCDATA)
+
+/* The longest text of one element taken (S3's keys are at most 1024
+ * bytes, its tokens and messages a few hundred). */
+#define S3XML_TEXT_MAX 65536u
 
 static bool named(const xmlNode *n, const char *name)
 {
@@ -22,16 +26,63 @@ static bool named(const xmlNode *n, const char *name)
 	       strcmp((const char *)n->name, name) == 0;
 }
 
-/* The text of element n (a new string), or NULL when memory ran out. */
+/* True when the document declares a DTD. S3 never sends one, and a DTD is
+ * where entities are declared: xmlNodeGetContent expands every reference
+ * to one whatever the parser's options, so that 100 KB of entity used
+ * 3,000 times in a key is 300 MB. Seen in the bytes before parsing (an
+ * UTF-8 document: S3's), and in the tree after (any other encoding). */
+static bool has_dtd(const char *xml, size_t len, const xmlDoc *doc)
+{
+	static const char mark[] = "<!DOCTYPE";
+
+	if (doc != NULL)
+		return doc->intSubset != NULL || doc->extSubset != NULL;
+	for (const char *p = xml; p != NULL && (size_t)(p - xml) < len;) {
+		p = memchr(p, '<', len - (size_t)(p - xml));
+		if (p == NULL)
+			break;
+		if (len - (size_t)(p - xml) >= sizeof(mark) - 1 &&
+		    memcmp(p, mark, sizeof(mark) - 1) == 0)
+			return true;
+		p++;
+	}
+	return false;
+}
+
+/* The text of element n: its text children only, so that an entity
+ * reference, were one ever there, is never expanded; cut at
+ * S3XML_TEXT_MAX. A new string, or NULL when memory ran out. */
 static char *text_of(const xmlNode *n)
 {
-	xmlChar *t = xmlNodeGetContent(n);
+	size_t len = 0, used;
 	char *out;
 
-	if (t == NULL)
-		return strdup("");
-	out = strdup((const char *)t);
-	xmlFree(t);
+	for (const xmlNode *c = n->children; c != NULL; c = c->next)
+		if ((c->type == XML_TEXT_NODE ||
+		     c->type == XML_CDATA_SECTION_NODE) &&
+		    c->content != NULL)
+			len += strlen((const char *)c->content);
+	if (len > S3XML_TEXT_MAX)
+		len = S3XML_TEXT_MAX;
+	out = malloc(len + 1);
+	if (out == NULL)
+		return NULL;
+	used = 0;
+	for (const xmlNode *c = n->children; c != NULL && used < len;
+	     c = c->next) {
+		size_t take;
+
+		if ((c->type != XML_TEXT_NODE &&
+		     c->type != XML_CDATA_SECTION_NODE) ||
+		    c->content == NULL)
+			continue;
+		take = strlen((const char *)c->content);
+		if (take > len - used)
+			take = len - used;
+		memcpy(out + used, c->content, take);
+		used += take;
+	}
+	out[used] = '\0';
 	return out;
 }
 
@@ -142,9 +193,17 @@ static int read_item(const xmlNode *e, bool url, struct fs_s3_item *it,
 					    "out of memory");
 			free(it->key);
 			it->key = t;
-			if (url && url_decode(t) != 0)
-				return fail(err, errlen, -EINVAL,
-					    "a key decodes to a NUL byte");
+			/* A key with a NUL in it names no file: the entry
+			 * is left out, not the page. */
+			it->no_name = false;
+			if (url && url_decode(t) != 0) {
+				free(it->key);
+				it->key = text_of(c);
+				it->no_name = true;
+				if (it->key == NULL)
+					return fail(err, errlen, -ENOMEM,
+						    "out of memory");
+			}
 		} else if (!is_prefix && named(c, "Size")) {
 			t = text_of(c);
 			if (t == NULL)
@@ -190,7 +249,17 @@ int fs__s3_page_parse(const char *xml, size_t len, struct fs_s3_page *out,
 
 	if (len > INT32_MAX)
 		return fail(err, errlen, -EINVAL, "larger than 2 GiB");
+	if (has_dtd(xml, len, NULL))
+		return fail(err, errlen, -EINVAL,
+			    "the document declares a DTD (<!DOCTYPE>), which "
+			    "S3 never sends: refused unread");
 	doc = xmlReadMemory(xml, (int)len, "listing.xml", NULL, S3XML_OPTIONS);
+	if (doc != NULL && has_dtd(xml, len, doc)) {
+		rc = fail(err, errlen, -EINVAL,
+			  "the document declares a DTD, which S3 never "
+			  "sends: refused");
+		goto out;
+	}
 	root = doc != NULL ? xmlDocGetRootElement(doc) : NULL;
 	if (root == NULL || !named(root, "ListBucketResult")) {
 		rc = fail(err, errlen, -EINVAL,
@@ -267,7 +336,13 @@ int fs__s3_error_parse(const char *xml, size_t len, char *code,
 	code[0] = message[0] = region[0] = '\0';
 	if (len > INT32_MAX)
 		return -EINVAL;
+	if (has_dtd(xml, len, NULL))
+		return -EPROTO;
 	doc = xmlReadMemory(xml, (int)len, "error.xml", NULL, S3XML_OPTIONS);
+	if (doc != NULL && has_dtd(xml, len, doc)) {
+		rc = -EPROTO;
+		goto out;
+	}
 	root = doc != NULL ? xmlDocGetRootElement(doc) : NULL;
 	if (root == NULL || !named(root, "Error")) {
 		rc = -EINVAL;

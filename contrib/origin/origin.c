@@ -133,7 +133,8 @@ static void usage(FILE *fp)
 	      "         [--require-header FILE]\n"
 	      "         [--s3 [--s3-region R] [--s3-keys FILE] "
 	      "[--s3-anonymous]\n"
-	      "               [--s3-max-keys N] [--s3-verifier PATH]]\n"
+	      "               [--s3-max-keys N] [--s3-verifier PATH]\n"
+	      "               [--s3-hostile MODE[,MODE]...]...]\n"
 	      "fault kinds: stall:N reset:N status:CODE[:RETRY_AFTER] "
 	      "burst:CODE:K norange\n"
 	      "  badrange short:N etag-change:N content-change:N "
@@ -182,6 +183,7 @@ int main(int argc, char **argv)
 		{"s3-verifier", required_argument, NULL, 'V'},
 		{"s3-anonymous", no_argument, NULL, 'N'},
 		{"s3-max-keys", required_argument, NULL, 'X'},
+		{"s3-hostile", required_argument, NULL, 'Y'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -308,6 +310,14 @@ int main(int argc, char **argv)
 			    n == 0 || n > 1000)
 				die("--s3-max-keys %s: want 1 to 1000", optarg);
 			s3c.max_keys = (unsigned)n;
+			break;
+		}
+		case 'Y': {
+			char why[256];
+
+			if (s3_hostile_parse(optarg, &s3c, why, sizeof(why)) !=
+			    0)
+				die("--s3-hostile %s: %s", optarg, why);
 			break;
 		}
 		case 'h':

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,6 +156,34 @@ static int s3_error(struct s3_answer *a, int status, const char *code,
 		    const char *extra, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 
+/* --s3-hostile entity: error documents carry the entity too. Set once,
+ * before any request (s3_origin_new); the process has one S3 origin. */
+static bool hostile_error_entity;
+
+/* The hostile entity: 100 KB declared once in the DTD, used this many
+ * times in a Key (about 300 MB once expanded). */
+#define S3_ENTITY_BYTES 102400
+#define S3_ENTITY_USES 3000
+
+/* The prolog and a DTD declaring entity "e" of S3_ENTITY_BYTES, for a
+ * document whose root is root. */
+static void put_entity_dtd(struct text *t, const char *root)
+{
+	putf(t, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<!DOCTYPE %s [<!ENTITY e \"",
+	     root);
+	for (int i = 0; i < S3_ENTITY_BYTES / 64; i++)
+		put(t, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+		    64);
+	put(t, "\">]>\n", 5);
+}
+
+static void put_entity_uses(struct text *t)
+{
+	for (int i = 0; i < S3_ENTITY_USES; i++)
+		put(t, "&e;", 3);
+}
+
 /* An S3 error document: Code, Message, extra elements (already XML). */
 static int s3_error(struct s3_answer *a, int status, const char *code,
 		    const char *extra, const char *fmt, ...)
@@ -166,9 +195,15 @@ static int s3_error(struct s3_answer *a, int status, const char *code,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	putf(&t, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s"
-		 "</Code><Message>",
-	     code);
+	if (hostile_error_entity) {
+		put_entity_dtd(&t, "Error");
+		putf(&t, "<Error><Code>%s</Code><Message>", code);
+		put_entity_uses(&t);
+	} else {
+		putf(&t, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+			 "<Error><Code>%s</Code><Message>",
+		     code);
+	}
 	put_xml(&t, msg);
 	putf(&t, "</Message>%s<RequestId>pacefs-origin</RequestId></Error>",
 	     extra != NULL ? extra : "");
@@ -329,6 +364,56 @@ static void put_hex(struct text *t, const char *s, size_t n)
 	}
 }
 
+int s3_hostile_parse(const char *spec, struct s3_config *cfg, char *err,
+		     size_t errlen)
+{
+	static const struct {
+		const char *name;
+		unsigned bit;
+	} modes[] = {
+		{"same-token", S3_HOSTILE_SAME_TOKEN},
+		{"new-token", S3_HOSTILE_NEW_TOKEN},
+		{"cycle-token", S3_HOSTILE_CYCLE_TOKEN},
+		{"entity", S3_HOSTILE_ENTITY},
+		{"entity-error", S3_HOSTILE_ENTITY_ERROR},
+		{"nul-key", S3_HOSTILE_NUL_KEY},
+		{"dotdot-keys", S3_HOSTILE_DOTDOT_KEYS},
+	};
+
+	while (*spec != '\0') {
+		size_t n = strcspn(spec, ",");
+		bool known = false;
+
+		for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+			if (strlen(modes[i].name) == n &&
+			    strncmp(spec, modes[i].name, n) == 0) {
+				cfg->hostile |= modes[i].bit;
+				known = true;
+			}
+		if (!known && n > 10 && strncmp(spec, "slow-list:", 10) == 0) {
+			char *end;
+			unsigned long ms = strtoul(spec + 10, &end, 10);
+
+			if (end == spec + n && ms <= 600000) {
+				cfg->slow_list_ms = (unsigned)ms;
+				known = true;
+			}
+		}
+		if (!known) {
+			snprintf(err, errlen,
+				 "unknown mode '%.*s' (same-token, new-token, "
+				 "cycle-token, entity, entity-error, nul-key, "
+				 "dotdot-keys, slow-list:MS)",
+				 (int)n, spec);
+			return -EINVAL;
+		}
+		spec += n;
+		if (*spec == ',')
+			spec++;
+	}
+	return 0;
+}
+
 int s3_origin_new(const struct s3_config *cfg, struct s3_origin **out,
 		  char *err, size_t errlen)
 {
@@ -365,6 +450,7 @@ int s3_origin_new(const struct s3_config *cfg, struct s3_origin **out,
 	pthread_mutex_lock(&s->mu);
 	keys_reload(s);
 	pthread_mutex_unlock(&s->mu);
+	hostile_error_entity = (cfg->hostile & S3_HOSTILE_ENTITY) != 0;
 	*out = s;
 	return 0;
 }
@@ -668,6 +754,48 @@ static int hex_decode(const char *s, char *out, size_t cap)
 	return 0;
 }
 
+/* --s3-hostile dotdot-keys: a path segment ".." of a key is "..dotdot" on
+ * disk (to_disk), and back. */
+static void dotdot_map(const char *in, char *out, size_t cap, bool to_disk)
+{
+	const char *from = to_disk ? ".." : "..dotdot";
+	const char *to = to_disk ? "..dotdot" : "..";
+	size_t o = 0;
+
+	out[0] = '\0';
+	while (*in != '\0' || o == 0) {
+		size_t n = strcspn(in, "/");
+		bool hit = n == strlen(from) && strncmp(in, from, n) == 0;
+
+		o += (size_t)snprintf(out + o, o < cap ? cap - o : 0, "%.*s",
+				      hit ? (int)strlen(to) : (int)n,
+				      hit ? to : in);
+		in += n;
+		if (*in == '/') {
+			o += (size_t)snprintf(out + o, o < cap ? cap - o : 0,
+					      "/");
+			in++;
+			if (*in == '\0')
+				break;
+		} else {
+			break;
+		}
+	}
+}
+
+/* A listed key or prefix: as on disk, or with "..dotdot" as "..". */
+static void put_key(const struct s3_origin *s, struct text *t, bool url,
+		    const char *k)
+{
+	char shown[PATH_MAX];
+
+	if (s->cfg.hostile & S3_HOSTILE_DOTDOT_KEYS) {
+		dotdot_map(k, shown, sizeof(shown), false);
+		k = shown;
+	}
+	put_field(t, url, k);
+}
+
 /* ListObjectsV2 (v2) or ListObjects (v1) of bucket from the files under
  * its directory; keys and prefixes in byte order, common prefixes rolled
  * up at the delimiter, at most max-keys entries a page. */
@@ -682,10 +810,38 @@ static int list_bucket(struct s3_origin *s, const char *bucket,
 	struct keys ks = {0};
 	struct text t = {0}, body = {0};
 	size_t count = 0, i;
-	bool url, truncated = false, has_token;
+	bool url, truncated = false, has_token, empty = false;
+	unsigned hostile = s->cfg.hostile;
+	static atomic_uint fresh; /* new-token's counter */
+	char hostile_next[64] = "", shown_prefix[PATH_MAX];
 	int rc = 0;
 
+	if (s->cfg.slow_list_ms > 0) {
+		struct timespec ts = {
+			.tv_sec = s->cfg.slow_list_ms / 1000,
+			.tv_nsec = (long)(s->cfg.slow_list_ms % 1000) * 1000000L};
+
+		nanosleep(&ts, NULL);
+	}
+	if (hostile & S3_HOSTILE_ENTITY_ERROR) {
+		bool was = hostile_error_entity;
+		int r;
+
+		/* One answer with the entity, whatever the mode says of the
+		 * others. */
+		hostile_error_entity = true;
+		r = s3_error(a, 403, "AccessDenied", NULL, "Access Denied");
+		hostile_error_entity = was;
+		return r;
+	}
 	query_get(query, "prefix", prefix, sizeof(prefix));
+	snprintf(shown_prefix, sizeof(shown_prefix), "%s", prefix);
+	if (hostile & S3_HOSTILE_DOTDOT_KEYS) {
+		char disk[PATH_MAX];
+
+		dotdot_map(prefix, disk, sizeof(disk), true);
+		snprintf(prefix, sizeof(prefix), "%s", disk);
+	}
 	query_get(query, "delimiter", delim, sizeof(delim));
 	query_get(query, "encoding-type", enc, sizeof(enc));
 	url = strcmp(enc, "url") == 0;
@@ -702,7 +858,13 @@ static int list_bucket(struct s3_origin *s, const char *bucket,
 	}
 	has_token = v2 && query_get(query, "continuation-token", token,
 				     sizeof(token));
-	if (has_token) {
+	if (has_token && strncmp(token, "pacefs-", 7) == 0) {
+		/* A hostile mode's token: same-token starts again from the
+		 * first page; the others' pages after the first are
+		 * empty. */
+		after[0] = '\0';
+		empty = (hostile & S3_HOSTILE_SAME_TOKEN) == 0;
+	} else if (has_token) {
 		if (hex_decode(token, after, sizeof(after)) != 0)
 			return s3_error(a, 400, "InvalidArgument", NULL,
 					"The continuation token provided is "
@@ -724,7 +886,27 @@ static int list_bucket(struct s3_origin *s, const char *bucket,
 		goto out;
 	}
 	qsort(ks.k, ks.n, sizeof(*ks.k), key_cmp);
-	for (i = 0; i < ks.n; i++) {
+	if (hostile & S3_HOSTILE_NEW_TOKEN)
+		empty = true;
+	if ((hostile & S3_HOSTILE_NUL_KEY) && url && !empty) {
+		/* One key that decodes to a NUL, among the good ones. */
+		put(&body, "<Contents><Key>", 15);
+		put_field(&body, url, shown_prefix);
+		static const char rest[] =
+			"bad%00key</Key><LastModified>2026-01-01T00:00:00.000Z"
+			"</LastModified><ETag>&quot;0&quot;</ETag><Size>1"
+			"</Size><StorageClass>STANDARD</StorageClass>"
+			"</Contents>";
+
+		put(&body, rest, sizeof(rest) - 1);
+	}
+	if ((hostile & S3_HOSTILE_ENTITY) && !empty) {
+		put(&body, "<Contents><Key>", 15);
+		put_field(&body, url, shown_prefix);
+		put_entity_uses(&body);
+		put(&body, "</Key><Size>1</Size></Contents>", 31);
+	}
+	for (i = 0; i < ks.n && !empty; i++) {
 		const char *k = ks.k[i];
 		size_t pl = strlen(prefix);
 		const char *rest, *d;
@@ -754,7 +936,7 @@ static int list_bucket(struct s3_origin *s, const char *bucket,
 				break;
 			}
 			put(&body, "<CommonPrefixes><Prefix>", 24);
-			put_field(&body, url, cp);
+			put_key(s, &body, url, cp);
 			put(&body, "</Prefix></CommonPrefixes>", 26);
 			snprintf(last, sizeof(last), "%s", cp);
 			count++;
@@ -775,7 +957,7 @@ static int list_bucket(struct s3_origin *s, const char *bucket,
 		gmtime_r(&st.st_mtim.tv_sec, &tm);
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S.000Z", &tm);
 		put(&body, "<Contents><Key>", 15);
-		put_field(&body, url, k);
+		put_key(s, &body, url, k);
 		putf(&body, "</Key><LastModified>%s</LastModified><ETag>", when);
 		put_xml(&body, etag);
 		putf(&body,
@@ -785,12 +967,28 @@ static int list_bucket(struct s3_origin *s, const char *bucket,
 		snprintf(last, sizeof(last), "%s", k);
 		count++;
 	}
-	putf(&t, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		 "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/"
+	if (v2 && (hostile & S3_HOSTILE_SAME_TOKEN)) {
+		snprintf(hostile_next, sizeof(hostile_next), "pacefs-same");
+	} else if (v2 && (hostile & S3_HOSTILE_NEW_TOKEN)) {
+		snprintf(hostile_next, sizeof(hostile_next), "pacefs-new-%u",
+			 atomic_fetch_add(&fresh, 1));
+	} else if (v2 && (hostile & S3_HOSTILE_CYCLE_TOKEN)) {
+		snprintf(hostile_next, sizeof(hostile_next), "%s",
+			 strcmp(token, "pacefs-cycle-A") == 0
+				 ? "pacefs-cycle-B"
+				 : "pacefs-cycle-A");
+	}
+	if (hostile_next[0] != '\0')
+		truncated = true;
+	if (hostile & S3_HOSTILE_ENTITY)
+		put_entity_dtd(&t, "ListBucketResult");
+	else
+		putf(&t, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+	putf(&t, "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/"
 		 "2006-03-01/\"><Name>");
 	put_xml(&t, bucket);
 	put(&t, "</Name><Prefix>", 15);
-	put_field(&t, url, prefix);
+	put_field(&t, url, shown_prefix);
 	put(&t, "</Prefix>", 9);
 	if (delim[0] != '\0') {
 		put(&t, "<Delimiter>", 11);
@@ -808,7 +1006,11 @@ static int list_bucket(struct s3_origin *s, const char *bucket,
 		if (has_token)
 			putf(&t, "<ContinuationToken>%s</ContinuationToken>",
 			     token);
-		if (truncated) {
+		if (hostile_next[0] != '\0') {
+			putf(&t,
+			     "<NextContinuationToken>%s</NextContinuationToken>",
+			     hostile_next);
+		} else if (truncated) {
 			hex_encode(last, next, sizeof(next));
 			putf(&t,
 			     "<NextContinuationToken>%s</NextContinuationToken>",
@@ -910,7 +1112,10 @@ int s3_origin_answer(struct s3_origin *s, const struct s3_request *rq,
 					"exist");
 		}
 	}
-	snprintf(key, sizeof(key), "%s", k);
+	if (s->cfg.hostile & S3_HOSTILE_DOTDOT_KEYS)
+		dotdot_map(k, key, sizeof(key), true);
+	else
+		snprintf(key, sizeof(key), "%s", k);
 	if (strcmp(rq->method, "GET") != 0 && strcmp(rq->method, "HEAD") != 0)
 		return s3_error(a, 405, "MethodNotAllowed", NULL,
 				"The specified method is not allowed against "

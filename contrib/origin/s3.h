@@ -28,7 +28,23 @@ struct s3_config {
 	const char *verifier;  /* s3verify.py */
 	bool anonymous;	       /* unsigned requests may read */
 	unsigned max_keys;     /* the largest page a listing returns */
+	unsigned hostile;      /* S3_HOSTILE_* bits (--s3-hostile) */
+	unsigned slow_list_ms; /* --s3-hostile slow-list:MS */
 };
+
+/* --s3-hostile modes: listings that misbehave on purpose (README). */
+#define S3_HOSTILE_SAME_TOKEN 0x01u
+#define S3_HOSTILE_NEW_TOKEN 0x02u
+#define S3_HOSTILE_CYCLE_TOKEN 0x04u
+#define S3_HOSTILE_ENTITY 0x08u
+#define S3_HOSTILE_ENTITY_ERROR 0x10u
+#define S3_HOSTILE_NUL_KEY 0x20u
+#define S3_HOSTILE_DOTDOT_KEYS 0x40u
+
+/* Adds the modes of spec (a comma list) to cfg. Returns 0, or -EINVAL
+ * with the mode that is unknown in err. */
+int s3_hostile_parse(const char *spec, struct s3_config *cfg, char *err,
+		     size_t errlen);
 
 struct s3_header {
 	const char *name;

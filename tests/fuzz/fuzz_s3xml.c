@@ -1,6 +1,8 @@
 /* fuzz_s3xml: the ListObjectsV2 and S3 error readers (libxml2): an
  * accepted page has a key for every item, a token when it says it is
- * truncated, and an error is one line. */
+ * truncated, and an error is one line; a document with a DTD (where
+ * entities are declared) is never accepted. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,13 +15,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fs_s3_page p;
 	char err[256] = "", code[64], msg[256], region[64];
+	bool dtd = memmem(data, size, "<!DOCTYPE", 9) != NULL;
 
 	if (fs__s3_page_parse((const char *)data, size, &p, err,
 			      sizeof(err)) != 0) {
 		if (err[0] == '\0' || strchr(err, '\n') != NULL)
 			abort();
 	} else {
-		if (p.truncated && p.next_token == NULL)
+		if (dtd || (p.truncated && p.next_token == NULL))
 			abort();
 		for (uint32_t i = 0; i < p.n; i++)
 			if (p.items[i].key == NULL ||
@@ -30,7 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (fs__s3_error_parse((const char *)data, size, code, sizeof(code),
 			       msg, sizeof(msg), region, sizeof(region)) == 0 &&
-	    (strlen(code) >= sizeof(code) || strlen(region) >= sizeof(region)))
+	    (dtd || strlen(code) >= sizeof(code) ||
+	     strlen(region) >= sizeof(region)))
 		abort();
 	return 0;
 }

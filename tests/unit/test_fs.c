@@ -688,7 +688,63 @@ static void engine_parts_lru(void)
 	engine_fixture_free(dir, c, e);
 }
 
+/* Region, endpoint and bucket go into URLs: only what botocore allows. */
+static void s3_names(void)
+{
+	static const struct {
+		const char *url, *endpoint, *region, *addressing;
+		int rc;
+		const char *err; /* a part of the line */
+	} cases[] = {
+		{"s3://bkt/", NULL, "eu-west-1", NULL, 0, NULL},
+		{"s3://bkt/", NULL, "localhost:1#", NULL, -EINVAL,
+		 "AWS_REGION: 'localhost:1#' is no region"},
+		{"s3://bkt/", NULL, "-eu", NULL, -EINVAL, "is no region"},
+		{"s3://bkt/", NULL, "eu.west", NULL, -EINVAL, "is no region"},
+		{"s3://bkt/", "http://127.0.0.1:9000", "us-east-1", NULL, 0,
+		 NULL},
+		{"s3://bkt/", "http://[::1]:9000/", "us-east-1", NULL, 0, NULL},
+		{"s3://bkt/", "http://h:9000?x", "us-east-1", NULL, -EINVAL,
+		 "option endpoint"},
+		{"s3://bkt/", "http://h:9000#x", "us-east-1", NULL, -EINVAL,
+		 "option endpoint"},
+		{"s3://bkt/", "http://u@h", "us-east-1", NULL, -EINVAL,
+		 "option endpoint"},
+		{"s3://bkt/", "http://h:99999", "us-east-1", NULL, -EINVAL,
+		 "option endpoint"},
+		{"s3://bkt/", "http://h%2e", "us-east-1", NULL, -EINVAL,
+		 "option endpoint"},
+		{"s3://Legacy_B/", "http://h", "us-east-1", NULL, 0, NULL},
+		{"s3://Legacy_B/", "http://h", "us-east-1", "virtual", -EINVAL,
+		 "cannot go into a host name"},
+		{"s3://Legacy_B/", NULL, "us-east-1", NULL, -EINVAL,
+		 "cannot go into a host name"},
+		{"s3://b#x/", "http://h", "us-east-1", NULL, -EINVAL,
+		 "is no bucket name"},
+		{"s3://192.168.0.1/", NULL, "us-east-1", NULL, -EINVAL,
+		 "cannot go into a host name"},
+		{"s3://a..b/", NULL, "us-east-1", NULL, -EINVAL,
+		 "cannot go into a host name"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fs_s3 s;
+		char err[512] = "";
+		int rc = fs__s3_parse(cases[i].url, cases[i].endpoint,
+				      cases[i].region, "AWS_REGION",
+				      cases[i].addressing, &s, err,
+				      sizeof(err));
+
+		if (rc != cases[i].rc ||
+		    (cases[i].err != NULL && strstr(err, cases[i].err) == NULL))
+			T_FAIL("case %zu: %d '%s'", i, rc, err);
+		if (rc == 0)
+			fs__s3_free(&s);
+	}
+}
+
 static const struct t_case cases[] = {
+	{"s3_names", s3_names},
 	{"identity_forms", identity_forms},
 	{"argv_scrubbed", argv_scrubbed},
 	{"opts_header_file", opts_header_file},

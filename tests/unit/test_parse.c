@@ -1,6 +1,7 @@
 /* test_parse: the manifest parser (every rule and the entry and field each
- * error names) and the directory-index parser (real nginx pages, Apache
- * pages in its three forms, and hostile HTML). */
+ * error names), the directory-index parser (real nginx pages, Apache
+ * pages in its three forms, and hostile HTML) and the S3 XML reader (no
+ * DTD, text children only, a key with a NUL). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1288,7 +1289,75 @@ static void file_check(void)
 	}
 }
 
+/* A ListObjectsV2 page around body (Contents and the like). */
+#define S3PAGE(body)                                                           \
+	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult>"      \
+	"<EncodingType>url</EncodingType><IsTruncated>false</IsTruncated>"     \
+	body "</ListBucketResult>"
+
+static void s3xml_dtd_refused(void)
+{
+	static const char page[] =
+		"<?xml version=\"1.0\"?>\n<!DOCTYPE ListBucketResult [<!ENTITY "
+		"e \"xxxxxxxx\">]><ListBucketResult><Contents><Key>&e;&e;</Key>"
+		"<Size>1</Size></Contents></ListBucketResult>";
+	static const char error[] =
+		"<?xml version=\"1.0\"?>\n<!DOCTYPE Error [<!ENTITY e \"x\">]>"
+		"<Error><Code>&e;</Code></Error>";
+	char err[256] = "", code[64], msg[64], region[64];
+	struct fs_s3_page p;
+
+	T_EQ_INT(fs__s3_page_parse(page, sizeof(page) - 1, &p, err,
+				   sizeof(err)),
+		 -EINVAL);
+	T_ASSERT(strstr(err, "DTD") != NULL);
+	T_EQ_INT(fs__s3_error_parse(error, sizeof(error) - 1, code,
+				    sizeof(code), msg, sizeof(msg), region,
+				    sizeof(region)),
+		 -EPROTO);
+	T_EQ_STR(code, "");
+}
+
+static void s3xml_text_children(void)
+{
+	static const char page[] = S3PAGE(
+		"<Contents><Key>d/a<!-- x -->b&amp;c</Key><Size>7</Size>"
+		"</Contents>");
+	char err[256] = "";
+	struct fs_s3_page p;
+
+	T_EQ_INT(fs__s3_page_parse(page, sizeof(page) - 1, &p, err,
+				   sizeof(err)),
+		 0);
+	T_EQ_INT(p.n, 1);
+	T_EQ_STR(p.items[0].key, "d/ab&c");
+	T_EQ_INT(p.items[0].size, 7);
+	fs__s3_page_free(&p);
+}
+
+static void s3xml_nul_key(void)
+{
+	static const char page[] = S3PAGE(
+		"<Contents><Key>d/bad%00key</Key><Size>1</Size></Contents>"
+		"<Contents><Key>d/go+od</Key><Size>2</Size></Contents>");
+	char err[256] = "";
+	struct fs_s3_page p;
+
+	T_EQ_INT(fs__s3_page_parse(page, sizeof(page) - 1, &p, err,
+				   sizeof(err)),
+		 0);
+	T_EQ_INT(p.n, 2);
+	T_ASSERT(p.items[0].no_name);
+	T_EQ_STR(p.items[0].key, "d/bad%00key");
+	T_ASSERT(!p.items[1].no_name);
+	T_EQ_STR(p.items[1].key, "d/go od");
+	fs__s3_page_free(&p);
+}
+
 static const struct t_case cases[] = {
+	{"s3xml_dtd_refused", s3xml_dtd_refused},
+	{"s3xml_text_children", s3xml_text_children},
+	{"s3xml_nul_key", s3xml_nul_key},
 	{"headers_parse", headers_parse},
 	{"headers_parse_refused", headers_parse_refused},
 	{"headers_owned", headers_owned},
