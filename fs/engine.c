@@ -3,15 +3,13 @@
  * status, the whole-blob check's hand-off). */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "fs/engine_int.h"
-
-_Static_assert(FS_CHUNK_MIN == CACHE_BLOCK_SIZE,
-	       "the smallest chunk is a cache block");
 
 /* Blocks kept in memory: each lane fills one at a time, one left behind by
  * a cancelled or faulted lane waits for its remainder, and the rest keep
@@ -77,6 +75,10 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	pthread_cond_init(&e->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	e->cache = cache;
+	e->log = cfg->log;
+	e->log_ctx = cfg->log_ctx;
+	e->inval = cfg->inval;
+	e->inval_ctx = cfg->inval_ctx;
 	e->proxies = cfg->fetch.proxies;
 	e->read_timeout_ns = (uint64_t)cfg->read_timeout_s * 1000000000u;
 	config_pacing(cfg, e->read_timeout_ns, &pc);
@@ -91,8 +93,6 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	if (rc == 0)
 		rc = fs__parts_init(&e->parts, cfg->lanes * FS_PARTS_PER_LANE +
 						       FS_PARTS_EXTRA);
-	if (rc == 0)
-		rc = fs__inval_new(cfg->max_blobs, &e->inval);
 	if (rc != 0)
 		goto fail;
 	rc = -ENOMEM;
@@ -148,7 +148,6 @@ void fs__engine_free(struct fs_engine *e)
 
 	if (e == NULL)
 		return;
-	fs__inval_stop(e->inval);
 	fetch_free(e->fetch);
 	/* Whole-blob checks read through the engine: let them end first. */
 	pthread_mutex_lock(&e->mu);
@@ -162,8 +161,6 @@ void fs__engine_free(struct fs_engine *e)
 			fs__log(FS_LOG_ERR, "cache: final flush failed: %s",
 				strerror(-rc));
 	}
-	/* Drops queue invalidations until the transfers and checks end. */
-	fs__inval_free(e->inval);
 	pace_free(e->pace);
 	fs__parts_fini(&e->parts);
 	free(e->source_of_pace);
@@ -175,9 +172,23 @@ void fs__engine_free(struct fs_engine *e)
 	free(e);
 }
 
-struct fs_inval *fs__engine_inval(struct fs_engine *e)
+void fs__engine_log(const struct fs_engine *e, enum fs_log_level level,
+		    const char *fmt, ...)
 {
-	return e->inval;
+	va_list ap;
+
+	if (e->log == NULL)
+		return;
+	va_start(ap, fmt);
+	e->log(e->log_ctx, level, fmt, ap);
+	va_end(ap);
+}
+
+void fs__pages_inval(struct fs_engine *e, uint32_t b, const char *name,
+		     uint64_t ino, uint64_t start, uint64_t end)
+{
+	if (e->inval != NULL)
+		e->inval(e->inval_ctx, b, name, ino, start, end);
 }
 
 /* ---- dropping held bytes ---- */
@@ -188,9 +199,9 @@ static const char *const drop_why[] = {
 	[FS_DROP_STALE] = "of an old version",
 };
 
-static void drop_failed(const struct fs_blob *blob, uint64_t start,
-			uint64_t end, enum fs_drop why, const char *step,
-			int rc)
+static void drop_failed(const struct fs_engine *e, const struct fs_blob *blob,
+			uint64_t start, uint64_t end, enum fs_drop why,
+			const char *step, int rc)
 {
 	fs__log(FS_LOG_ERR,
 		"%s: cannot %s bytes %" PRIu64 "-%" PRIu64 " (%s): %s",
@@ -222,7 +233,7 @@ void fs__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
 		rc = pace_blob_forget(e->pace, b, start, end);
 	}
 	if (rc != 0)
-		drop_failed(blob, start, end, why, "forget", rc);
+		drop_failed(e, blob, start, end, why, "forget", rc);
 	fs__blob_set_checked(blob, start, end, false);
 	pthread_cond_broadcast(&e->cv);
 	if (why == FS_DROP_GONE)
@@ -247,7 +258,7 @@ void fs__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
 	/* They may have been served, and the kernel keeps what it was
 	 * served. */
 	blob->pages_stale = true;
-	fs__inval_queue(e->inval, b, blob->name, blob->ino, start, end);
+	fs__pages_inval(e, b, blob->name, blob->ino, start, end);
 }
 
 int fs__engine_drop(struct fs_engine *e, uint32_t b, uint64_t start,
@@ -272,7 +283,8 @@ int fs__engine_drop(struct fs_engine *e, uint32_t b, uint64_t start,
 		rc = cache_blocks_evict(e->cache, &blob->id, first, count);
 	}
 	if (rc != 0)
-		drop_failed(blob, start, end, why, "drop from the cache", rc);
+		drop_failed(e, blob, start, end, why, "drop from the cache",
+			    rc);
 	return rc;
 }
 

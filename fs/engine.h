@@ -3,13 +3,13 @@
 #ifndef FS_ENGINE_H
 #define FS_ENGINE_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <fuse_lowlevel.h>
-
 #include "cache/cache.h"
 #include "fetch/fetch.h"
+#include "fs/base.h"
 #include "pacing/pace.h"
 
 /*
@@ -46,6 +46,21 @@ struct fs_engine_config {
 				  no cap but the lanes' */
 	uint64_t kernel_ahead; /* bytes the kernel reads ahead of readers */
 	struct fetch_config fetch;
+	/* Where the engine's log lines go (the driver's fs__log_engine); NULL:
+	 * nowhere. Called from any of its threads, with or without its lock:
+	 * it must not call the engine. */
+	void (*log)(void *ctx, enum fs_log_level level, const char *fmt,
+		    va_list ap);
+	void *log_ctx;
+	/* Has the kernel's pages of bytes [start, end) of blob b dropped, the
+	 * file of inode ino (0: never opened, so the kernel holds no page of
+	 * it); name (for the log) lives as long as the engine. Called under
+	 * the engine's lock: it queues, and never waits for the kernel (which
+	 * waits, in an invalidation, for reads that take that lock). NULL:
+	 * no pages are dropped. */
+	void (*inval)(void *ctx, uint32_t b, const char *name, uint64_t ino,
+		      uint64_t start, uint64_t end);
+	void *inval_ctx;
 };
 
 /* Creates the engine, with room for cfg->max_blobs blobs, over an open
@@ -263,37 +278,5 @@ struct fs_engine_view {
 };
 
 void fs__engine_view(struct fs_engine *e, struct fs_engine_view *v);
-
-/* ---- the kernel's page cache (inval.c) ---- */
-
-struct fs_inval;
-
-/* The engine's page invalidator, for fs__inval_start/stop. */
-struct fs_inval *fs__engine_inval(struct fs_engine *e);
-
-/* An invalidator for blobs 0 .. max_blobs - 1 (the engine makes its own).
- * 0, -ENOMEM. fs__inval_free(NULL) does nothing; stops the thread first. */
-int fs__inval_new(uint32_t max_blobs, struct fs_inval **out);
-void fs__inval_free(struct fs_inval *v);
-
-/* Queues the kernel's pages of bytes [start, end) of blob b, the file of
- * inode ino (0: never opened, so the kernel holds no page of it), to be
- * dropped; name (which must outlive v) is for the log. Pending ranges of
- * one blob merge into their hull. Never blocks on the kernel: a thread of
- * its own sends them. The engine calls it under its lock: the
- * invalidator's lock nests inside the engine's, never the other way. */
-void fs__inval_queue(struct fs_inval *v, uint32_t b, const char *name,
-		     uint64_t ino, uint64_t start, uint64_t end);
-
-/* Starts the thread that sends queued invalidations through se. Call
- * while the session serves requests (the kernel waits, in an
- * invalidation, for the reads in flight over those pages). 0 or a
- * negative errno. */
-int fs__inval_start(struct fs_inval *v, struct fuse_session *se);
-
-/* Stops that thread; before the session is destroyed. Pending ranges are
- * left (the mount ends). fs__inval_stop(NULL) and a second call do
- * nothing. */
-void fs__inval_stop(struct fs_inval *v);
 
 #endif

@@ -116,7 +116,13 @@ struct fs_engine {
 	struct pace *pace; /* guarded by mu */
 	struct fetch *fetch;
 	struct cache *cache;
-	struct fs_inval *inval;
+	/* The hooks of its configuration (fs_engine_config). */
+	void (*log)(void *ctx, enum fs_log_level level, const char *fmt,
+		    va_list ap);
+	void *log_ctx;
+	void (*inval)(void *ctx, uint32_t b, const char *name, uint64_t ino,
+		      uint64_t start, uint64_t end);
+	void *inval_ctx;
 	struct fs_blob *blobs; /* max_blobs slots; the first nblobs in use */
 	uint32_t nblobs;       /* guarded by mu */
 	uint32_t max_blobs;
@@ -183,6 +189,20 @@ void fs__part_touch(struct fs_parts *ps, struct fs_part *p);
 void fs__part_free(struct fs_parts *ps, struct fs_part *p);
 
 /* ---- engine.c ---- */
+
+/* A log line of engine e, through its log hook (nothing without one). */
+void fs__engine_log(const struct fs_engine *e, enum fs_log_level level,
+		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The engine's files log as the rest of fs/ does, fs__log(level, fmt,
+ * ...), and every such line goes through the hook of the engine `e` in
+ * scope: never to the driver's log directly. */
+#define fs__log(...) fs__engine_log(e, __VA_ARGS__)
+
+/* Has the kernel's pages of bytes [start, end) of blob b dropped, through
+ * the inval hook (nothing without one). Caller holds e->mu. */
+void fs__pages_inval(struct fs_engine *e, uint32_t b, const char *name,
+		     uint64_t ino, uint64_t start, uint64_t end);
 
 /* fs__engine_drop's part under the lock: the scheduler, the in-memory
  * blocks (WRONG, STALE), the checked units, the kernel's pages. Caller

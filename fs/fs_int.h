@@ -13,11 +13,10 @@
 
 #include "cache/cache.h"
 #include "fetch/fetch.h"
+#include "fs/base.h"
 #include "fs/engine.h"
 #include "fs/fs.h"
 #include "pacing/pace.h"
-
-enum fs_log_level { FS_LOG_ERR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };
 
 /* Sends log lines to stderr (foreground) or syslog (daemon). Every line is
  * escaped (fs__escape): servers choose much of what is logged (names,
@@ -25,8 +24,6 @@ enum fs_log_level { FS_LOG_ERR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };
  * rate-limited (fs__log_admit), debug lines aside, so that a fault that
  * repeats cannot flood the log. Thread-safe. */
 void fs__log_init(bool to_stderr, enum fs_log_level level);
-void fs__log(enum fs_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
 /* vsnprintf into buf with every URL's userinfo removed (removed before a
  * long line is cut): what every log line and terminal line goes through. */
 void fs__format_shown(char *buf, size_t cap, const char *fmt, va_list ap);
@@ -85,18 +82,15 @@ bool fs__log_take_report(struct fs_log_limit *l, uint64_t now_ns,
 /* Adapters for the modules' log callbacks. */
 void fs__log_cache(void *ctx, enum cache_log_level level, const char *msg);
 void fs__log_fetch(void *ctx, enum fetch_log_level level, const char *msg);
-
-uint64_t fs__now_ns(void);
+/* The engine's log hook (fs_engine_config.log): its lines as fs__log's. */
+void fs__log_engine(void *ctx, enum fs_log_level level, const char *fmt,
+		    va_list ap) __attribute__((format(printf, 3, 0)));
 
 /* The default cache directory, a new string: /var/cache/pacefs for root,
  * else $XDG_CACHE_HOME/pacefs, else $HOME/.cache/pacefs, else the
  * account's home (getpwuid) + /.cache/pacefs; never a shared, guessable
  * path. NULL with the reason in err when there is none. */
 char *fs__default_cache_dir(char *err, size_t errlen);
-
-/* Writes the n bytes at d as 2n lowercase hex digits and a NUL into out
- * (2n + 1 bytes); returns out. */
-char *fs__hex(const uint8_t *d, size_t n, char *out);
 
 /* Writes n bytes as "512 B", "1.5 KiB", "12.0 MiB", ...; returns buf. */
 const char *fs__human_size(uint64_t n, char *buf, size_t cap);
@@ -351,6 +345,7 @@ void fs__s3_explain(const struct fs_s3 *s, const struct fetch_config *fc,
 struct fs_mount {
 	struct fs_ns *ns;
 	struct fs_engine *engine;
+	struct fs_inval *inval;	   /* the engine's inval hook queues here */
 	struct cache *cache;	   /* the engine's */
 	struct fetch_config fetch; /* for probes and directory pages */
 	pthread_mutex_t learn_mu;  /* one file is probed at a time */
@@ -411,6 +406,36 @@ int fs__node_ready(struct fs_mount *m, uint32_t i);
  * caller uses the listing there is (a lookup). Returns 0 or a negative
  * errno (logged). */
 int fs__node_list(struct fs_mount *m, uint32_t i, bool fresh);
+
+/* The kernel's page cache (fs/inval.c): the engine's inval hook queues
+ * here. */
+struct fs_inval;
+
+/* An invalidator for blobs 0 .. max_blobs - 1 (the engine's max_blobs).
+ * 0, -ENOMEM. fs__inval_free(NULL) does nothing; stops the thread first. */
+int fs__inval_new(uint32_t max_blobs, struct fs_inval **out);
+void fs__inval_free(struct fs_inval *v);
+
+/* Queues the kernel's pages of bytes [start, end) of blob b, the file of
+ * inode ino (0: never opened, so the kernel holds no page of it), to be
+ * dropped; name (which must outlive v) is for the log. Pending ranges of
+ * one blob merge into their hull. Never blocks on the kernel: a thread of
+ * its own sends them. The engine calls it (through its inval hook) under
+ * its lock: the invalidator's lock nests inside the engine's, never the
+ * other way. */
+void fs__inval_queue(struct fs_inval *v, uint32_t b, const char *name,
+		     uint64_t ino, uint64_t start, uint64_t end);
+
+/* Starts the thread that sends queued invalidations through se. Call
+ * while the session serves requests (the kernel waits, in an
+ * invalidation, for the reads in flight over those pages). 0 or a
+ * negative errno. */
+int fs__inval_start(struct fs_inval *v, struct fuse_session *se);
+
+/* Stops that thread; before the session is destroyed. Pending ranges are
+ * left (the mount ends). fs__inval_stop(NULL) and a second call do
+ * nothing. */
+void fs__inval_stop(struct fs_inval *v);
 
 /* The low-level operations of a pacefs mount. */
 extern const struct fuse_lowlevel_ops fs__ops;

@@ -202,18 +202,15 @@ static void log_line(enum fs_log_level level, const char *msg)
 		syslog(prio[level], "%s", safe);
 }
 
-void fs__log(enum fs_log_level level, const char *fmt, ...)
+void fs__vlog(enum fs_log_level level, const char *fmt, va_list ap)
 {
 	char msg[1024];
 	struct fs_log_report r;
 	uint64_t now;
-	va_list ap;
 
 	if (level > log_level)
 		return;
-	va_start(ap, fmt);
 	fs__format_shown(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	pthread_mutex_lock(&log_mu);
 	now = fs__now_ns(); /* under the lock: windows never go backwards */
 	while (fs__log_take_report(&log_limit, now, &r)) {
@@ -230,6 +227,15 @@ void fs__log(enum fs_log_level level, const char *fmt, ...)
 	    fs__log_admit(&log_limit, fs__log_key(msg), (int)level, msg, now))
 		log_line(level, msg);
 	pthread_mutex_unlock(&log_mu);
+}
+
+void fs__log(enum fs_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fs__vlog(level, fmt, ap);
+	va_end(ap);
 }
 
 void fs__format_shown(char *buf, size_t cap, const char *fmt, va_list ap)
@@ -271,12 +277,11 @@ void fs__log_fetch(void *ctx, enum fetch_log_level level, const char *msg)
 	fs__log((enum fs_log_level)level, "fetch: %s", msg);
 }
 
-uint64_t fs__now_ns(void)
+void fs__log_engine(void *ctx, enum fs_log_level level, const char *fmt,
+		    va_list ap)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	(void)ctx;
+	fs__vlog(level, fmt, ap);
 }
 
 char *fs__default_cache_dir(char *err, size_t errlen)
@@ -331,16 +336,4 @@ const char *fs__human_size(uint64_t n, char *buf, size_t cap)
 	else
 		snprintf(buf, cap, "%.1f %s", v, unit[u]);
 	return buf;
-}
-
-char *fs__hex(const uint8_t *d, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[d[i] >> 4];
-		out[2 * i + 1] = digits[d[i] & 15];
-	}
-	out[2 * n] = '\0';
-	return out;
 }

@@ -655,6 +655,13 @@ static int build_tree(struct fs_mount *m, const struct fs_opts *o,
 	return 0;
 }
 
+/* The engine's inval hook: queues for the thread that tells the kernel. */
+static void queue_inval(void *ctx, uint32_t b, const char *name, uint64_t ino,
+			uint64_t start, uint64_t end)
+{
+	fs__inval_queue(ctx, b, name, ino, start, end);
+}
+
 /* After the mount is live and the process is a daemon: opens the cache,
  * starts the engine, builds the tree and serves until unmounted or
  * signalled. */
@@ -692,7 +699,12 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 				 : FS_INDEX_MAX_FILES;
 	if (ec.max_blobs == 0)
 		ec.max_blobs = 1;
-	rc = fs__engine_new(&ec, m->cache, &m->engine);
+	ec.log = fs__log_engine;
+	ec.inval = queue_inval;
+	rc = fs__inval_new(ec.max_blobs, &m->inval);
+	ec.inval_ctx = m->inval;
+	if (rc == 0)
+		rc = fs__engine_new(&ec, m->cache, &m->engine);
 	if (rc == 0 && p->creds != NULL)
 		rc = fs__creds_start(p->creds);
 	if (rc != 0) {
@@ -714,15 +726,14 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 		return -ENOMEM;
 	fuse_loop_cfg_set_clone_fd(lc, 1);
 	fuse_loop_cfg_set_max_threads(lc, 64);
-	rc = fs__inval_start(fs__engine_inval(m->engine), se);
+	rc = fs__inval_start(m->inval, se);
 	if (rc != 0) {
 		fs__log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
 		fuse_loop_cfg_destroy(lc);
 		return rc;
 	}
 	rc = fuse_session_loop_mt(se, lc);
-	fs__inval_stop(fs__engine_inval(m->engine)); /* the session is
-						       destroyed next */
+	fs__inval_stop(m->inval); /* the session is destroyed next */
 	fuse_loop_cfg_destroy(lc);
 	return rc;
 }
@@ -841,6 +852,7 @@ out_session:
 	fuse_session_destroy(se);
 	fs__engine_free(m.engine); /* flushes the cache: nothing is queued */
 	m.engine = NULL;	   /* after this, as on_lost reads it */
+	fs__inval_free(m.inval); /* the engine queued into it until freed */
 	cache_close(m.cache);
 	fs__ns_free(m.ns);
 	fetch_proxies_free(m.fetch.proxies); /* after the engine's requests */

@@ -18,6 +18,9 @@
 #include "fs/fs.h"
 #include "fs/parse_int.h"
 
+_Static_assert(FS_CHUNK_MIN == CACHE_BLOCK_SIZE,
+	       "the smallest chunk is a cache block");
+
 enum {
 	KEY_HELP,
 	KEY_VERSION,

@@ -305,7 +305,7 @@ static void blob_changed(struct fs_engine *e, uint32_t blob, uint32_t source,
 	/* Its reads fail from now on, also those the kernel would serve
 	 * from its cache. */
 	b->pages_stale = true;
-	fs__inval_queue(e->inval, blob, b->name, b->ino, 0, b->size);
+	fs__pages_inval(e, blob, b->name, b->ino, 0, b->size);
 	fs__log(FS_LOG_ERR,
 		"%s: %s; its reads fail with EIO until it is remounted",
 		b->name, res->reason);
@@ -534,13 +534,21 @@ static long on_tick(void *ctx)
 	return wake <= now ? 0 : (long)((wake - now) / 1000000u) + 1;
 }
 
+/* fetch's log lines, through the engine's log hook. */
+static void log_fetch(void *ctx, enum fetch_log_level level, const char *msg)
+{
+	struct fs_engine *e = ctx;
+
+	fs__log((enum fs_log_level)level, "fetch: %s", msg);
+}
+
 void fs__transfers_hooks(struct fs_engine *e, struct fetch_hooks *h)
 {
 	*h = (struct fetch_hooks){
 		.on_data = on_data,
 		.on_done = on_done,
 		.on_tick = on_tick,
-		.log = fs__log_fetch,
+		.log = log_fetch,
 		.ctx = e,
 	};
 }

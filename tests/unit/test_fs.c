@@ -585,7 +585,8 @@ static int engine_fixture(char *dir, struct cache **c, struct fs_engine **e,
 				      .lanes = 1,
 				      .read_timeout_s = 5,
 				      .stall_timeout_s = 5,
-				      .fetch = {.max_lanes = 1}};
+				      .fetch = {.max_lanes = 1},
+				      .log = fs__log_engine};
 	struct cache_id id;
 	uint32_t b;
 	int rc;
