@@ -14,7 +14,7 @@
 #include "cache/cache.h"
 #include "fetch/fetch.h"
 #include "fs/base.h"
-#include "fs/engine.h"
+#include "fs/engine/engine.h"
 #include "fs/fs.h"
 #include "pacing/pace.h"
 

@@ -1,5 +1,6 @@
 # fs: the FUSE driver, the glue between the modules, and the pacefs binary.
-FS_SRCS := fs/fs.c fs/engine.c fs/blobs.c fs/parts.c fs/transfers.c fs/read.c fs/verify.c fs/inval.c fs/mount.c fs/opts.c fs/log.c fs/ns.c fs/node.c fs/blob.c fs/status.c fs/manifest.c fs/dirindex.c fs/cachecmd.c fs/identity.c fs/headers.c \
+FS_SRCS := fs/fs.c fs/engine/engine.c fs/engine/blobs.c fs/engine/parts.c \
+	fs/engine/transfers.c fs/engine/read.c fs/engine/verify.c fs/inval.c fs/mount.c fs/opts.c fs/log.c fs/ns.c fs/node.c fs/blob.c fs/status.c fs/manifest.c fs/dirindex.c fs/cachecmd.c fs/identity.c fs/headers.c \
 	fs/creds.c fs/awsconf.c fs/s3.c fs/s3xml.c
 $(BUILD)/libfs.a: $(FS_SRCS:%.c=$(BUILD)/%.o)
 

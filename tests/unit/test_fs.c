@@ -12,7 +12,7 @@
 
 #include <openssl/evp.h>
 
-#include "fs/engine_int.h"
+#include "fs/engine/engine_int.h"
 #include "fs/fs.h"
 #include "fs/fs_int.h"
 #include "tests/t.h"

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fs/engine_int.h"
+#include "fs/engine/engine_int.h"
 
 /* Blocks one on_data call can complete: curl's largest write, in blocks,
  * and both partial ends. */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fs/engine_int.h"
+#include "fs/engine/engine_int.h"
 
 /* The pieces of (part of) a read, in order: bytes of whole blocks memory
  * holds, by reference to their buffers; bytes of blocks still filling,

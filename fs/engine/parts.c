@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "fs/engine_int.h"
+#include "fs/engine/engine_int.h"
 
 static uint32_t bucket_of(const struct fs_parts *ps, uint32_t blob,
 			  uint64_t index)

@@ -1,11 +1,12 @@
 /* engine_int: what the engine's files (engine.c, blobs.c, parts.c,
- * transfers.c, read.c) share; no other file includes it. */
+ * transfers.c, read.c, verify.c) share; no file outside fs/engine/
+ * includes it (but its unit tests). */
 #ifndef FS_ENGINE_INT_H
 #define FS_ENGINE_INT_H
 
 #include <pthread.h>
 
-#include "fs/fs_int.h"
+#include "fs/engine/engine.h"
 #include "pacing/pace.h"
 
 /* One file of the mount. Fields without a lock named are set before the

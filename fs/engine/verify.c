@@ -9,7 +9,7 @@
 
 #include <openssl/evp.h>
 
-#include "fs/engine_int.h"
+#include "fs/engine/engine_int.h"
 
 /* Bytes hashed per copy. */
 #define FS_VERIFY_CHUNK (1024u * 1024u)

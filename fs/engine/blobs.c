@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/engine_int.h"
+#include "fs/engine/engine_int.h"
 
 int fs__engine_blob_add(struct fs_engine *e, const char *name, uint64_t size,
 			const struct cache_id *id, uint32_t *out)

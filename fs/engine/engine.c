@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fs/engine_int.h"
+#include "fs/engine/engine_int.h"
 
 /* Blocks kept in memory: each lane fills one at a time, one left behind by
  * a cancelled or faulted lane waits for its remainder, and the rest keep
