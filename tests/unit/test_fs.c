@@ -14,7 +14,7 @@
 
 #include "fs/engine/engine_int.h"
 #include "fs/fs.h"
-#include "fs/fs_int.h"
+#include "fs/driver/driver_int.h"
 #include "tests/t.h"
 
 static int parse(struct fs_opts *o, char *err, size_t errlen, int argc,

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs/parse_int.h"
+#include "fs/tree/parse_int.h"
 #include "tests/t.h"
 
 #ifndef PACEFS_SRCDIR

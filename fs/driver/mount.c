@@ -16,9 +16,9 @@
 
 #include <fuse_lowlevel.h>
 
-#include "fs/cachecmd_int.h"
-#include "fs/fs_int.h"
-#include "fs/parse_int.h"
+#include "fs/driver/cachecmd_int.h"
+#include "fs/driver/driver_int.h"
+#include "fs/tree/parse_int.h"
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -8,7 +8,7 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
-#include "fs/parse_int.h"
+#include "fs/tree/parse_int.h"
 
 /* No entity expanded, no DTD or anything else fetched, no error printed:
  * the document is a server's, parsed and never shown as such. */

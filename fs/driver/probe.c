@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fs/fs_int.h"
+#include "fs/driver/driver_int.h"
 
 static int learn_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

@@ -13,7 +13,7 @@
 
 #include <jansson.h>
 
-#include "fs/parse_int.h"
+#include "fs/tree/parse_int.h"
 
 /* Where errors go, and which entry is being checked. */
 struct mctx {

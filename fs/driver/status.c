@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "fs/fs_int.h"
+#include "fs/driver/driver_int.h"
 
 /* Appends to a bounded buffer; remembers overflow. */
 struct out {

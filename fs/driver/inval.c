@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/fs_int.h"
+#include "fs/driver/driver_int.h"
 
 /* One blob's pending range; empty (start == end): none. */
 struct inval_range {

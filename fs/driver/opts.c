@@ -16,7 +16,7 @@
 #include "cache/cache.h"
 #include "fetch/fetch.h"
 #include "fs/fs.h"
-#include "fs/parse_int.h"
+#include "fs/tree/parse_int.h"
 
 _Static_assert(FS_CHUNK_MIN == CACHE_BLOCK_SIZE,
 	       "the smallest chunk is a cache block");

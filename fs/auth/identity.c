@@ -8,7 +8,7 @@
 
 #include <openssl/evp.h>
 
-#include "fs/fs_int.h"
+#include "fs/driver/driver_int.h"
 
 char *fs__url_identity(const char *url)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "fs/parse_int.h"
+#include "fs/tree/parse_int.h"
 
 /* The longest href looked at; longer ones cannot hold a name we keep. */
 #define HREF_MAX (FS_DIRINDEX_NAME_MAX * 12 + 16)

@@ -18,8 +18,8 @@
 
 #include <jansson.h>
 
-#include "fs/fs_int.h"
-#include "fs/parse_int.h"
+#include "fs/driver/driver_int.h"
+#include "fs/tree/parse_int.h"
 
 /* The most a command may print, and a credentials file may hold. */
 #define CREDS_TEXT_MAX (256 * 1024)

@@ -11,8 +11,8 @@
 
 #include <openssl/evp.h>
 
-#include "fs/fs_int.h"
-#include "fs/parse_int.h"
+#include "fs/driver/driver_int.h"
+#include "fs/tree/parse_int.h"
 
 /* The largest directory-index page read. */
 #define FS_LISTING_MAX (64u * 1024u * 1024u)

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "fs/fs_int.h"
-#include "fs/parse_int.h"
+#include "fs/driver/driver_int.h"
+#include "fs/tree/parse_int.h"
 
 /* The largest listing page read. */
 #define FS_S3_PAGE_BYTES (32u << 20)

@@ -16,7 +16,7 @@
 #include <fuse_log.h>
 #include <string.h>
 
-#include "fs/fs_int.h"
+#include "fs/driver/driver_int.h"
 
 static bool log_stderr = true;
 static enum fs_log_level log_level = FS_LOG_INFO;
