@@ -44,4 +44,17 @@ static inline char *fs__hex(const uint8_t *d, size_t n, char *out)
 	return out;
 }
 
+/* The value of a hex digit, or -1. */
+static inline int fs__hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+
 #endif

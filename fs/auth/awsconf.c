@@ -5,7 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "fs/tree/parse_int.h"
+#include "fs/auth/auth_int.h"
 
 static bool blank(char c)
 {

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,8 +19,10 @@
 
 #include <jansson.h>
 
-#include "fs/driver/driver_int.h"
-#include "fs/tree/parse_int.h"
+#include "fetch/fetch.h"
+#include "fs/auth/auth.h"
+#include "fs/auth/auth_int.h"
+#include "fs/base.h"
 
 /* The most a command may print, and a credentials file may hold. */
 #define CREDS_TEXT_MAX (256 * 1024)

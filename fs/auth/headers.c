@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fs/tree/parse_int.h"
+#include "fs/auth/auth.h"
 
 /* RFC 9110's token characters, of which a field name is made. */
 static bool is_tchar(char c)

@@ -8,7 +8,9 @@
 
 #include <openssl/evp.h>
 
-#include "fs/driver/driver_int.h"
+#include "fetch/fetch.h"
+#include "fs/auth/auth.h"
+#include "fs/base.h"
 
 char *fs__url_identity(const char *url)
 {

@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include "cache/cache.h"
+#include "fetch/fetch.h"
 #include "fs/driver/cachecmd_int.h"
-#include "fs/driver/driver_int.h"
+#include "fs/driver/log_int.h"
+#include "fs/auth/auth.h"
 
 #define PREFETCH_CHUNK (1024u * 1024u)
 #define ID_SHOWN 12 /* hex digits of an id that ls shows */

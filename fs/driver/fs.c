@@ -12,7 +12,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <fuse_lowlevel.h>
+
 #include "fs/driver/driver_int.h"
+#include "fs/engine/engine.h"
+#include "fs/tree/tree.h"
 
 /* Inode i + 1 is node i; FUSE_ROOT_ID (1) is the root, node 0. */
 #define NODE_OF(ino) ((uint32_t)((ino)-1))

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fuse_lowlevel.h>
+
 #include "fs/driver/driver_int.h"
 
 /* One blob's pending range; empty (start == end): none. */

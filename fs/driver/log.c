@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "fs/driver/driver_int.h"
+#include "fs/driver/log_int.h"
 
 static bool log_stderr = true;
 static enum fs_log_level log_level = FS_LOG_INFO;

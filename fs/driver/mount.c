@@ -18,7 +18,11 @@
 
 #include "fs/driver/cachecmd_int.h"
 #include "fs/driver/driver_int.h"
-#include "fs/tree/parse_int.h"
+#include "fs/driver/log_int.h"
+#include "fs/engine/engine.h"
+#include "fs/tree/tree.h"
+#include "fs/auth/auth.h"
+#include "fs/fs.h"
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

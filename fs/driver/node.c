@@ -12,7 +12,9 @@
 #include <openssl/evp.h>
 
 #include "fs/driver/driver_int.h"
-#include "fs/tree/parse_int.h"
+#include "fs/engine/engine.h"
+#include "fs/tree/tree.h"
+#include "fs/auth/auth.h"
 
 /* The largest directory-index page read. */
 #define FS_LISTING_MAX (64u * 1024u * 1024u)

@@ -15,8 +15,9 @@
 
 #include "cache/cache.h"
 #include "fetch/fetch.h"
+#include "fs/auth/auth.h"
+#include "fs/base.h"
 #include "fs/fs.h"
-#include "fs/tree/parse_int.h"
 
 _Static_assert(FS_CHUNK_MIN == CACHE_BLOCK_SIZE,
 	       "the smallest chunk is a cache block");

@@ -1,4 +1,4 @@
-/* blob: learns what a file's URLs serve before its first read: probes
+/* probe: learns what a file's URLs serve before its first read: probes
  * each, keeps the sources that agree, and reconciles them with what the
  * cache holds. */
 #include <errno.h>
@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "fs/driver/driver_int.h"
+#include "fs/engine/engine.h"
 
 static int learn_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

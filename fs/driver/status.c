@@ -13,6 +13,10 @@
 #include <jansson.h>
 
 #include "fs/driver/driver_int.h"
+#include "fs/driver/log_int.h"
+#include "fs/engine/engine.h"
+#include "fs/tree/tree.h"
+#include "fs/fs.h"
 
 /* Appends to a bounded buffer; remembers overflow. */
 struct out {

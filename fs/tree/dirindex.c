@@ -7,7 +7,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "fs/base.h"
 #include "fs/tree/parse_int.h"
+#include "fs/tree/tree.h"
 
 /* The longest href looked at; longer ones cannot hold a name we keep. */
 #define HREF_MAX (FS_DIRINDEX_NAME_MAX * 12 + 16)

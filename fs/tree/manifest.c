@@ -13,7 +13,9 @@
 
 #include <jansson.h>
 
+#include "fs/base.h"
 #include "fs/tree/parse_int.h"
+#include "fs/tree/tree.h"
 
 /* Where errors go, and which entry is being checked. */
 struct mctx {

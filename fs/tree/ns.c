@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs/driver/driver_int.h"
+#include "fs/tree/tree.h"
 
 #define FS_NS_FIRST_CAP 64
 

@@ -10,8 +10,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "fs/driver/driver_int.h"
+#include "fetch/fetch.h"
+#include "fs/auth/auth.h"
 #include "fs/tree/parse_int.h"
+#include "fs/tree/tree.h"
 
 /* The largest listing page read. */
 #define FS_S3_PAGE_BYTES (32u << 20)

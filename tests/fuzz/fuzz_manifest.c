@@ -5,7 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "fs/tree/parse_int.h"
+#include "fs/tree/tree.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

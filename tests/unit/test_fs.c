@@ -13,8 +13,11 @@
 #include <openssl/evp.h>
 
 #include "fs/engine/engine_int.h"
-#include "fs/fs.h"
 #include "fs/driver/driver_int.h"
+#include "fs/driver/log_int.h"
+#include "fs/tree/tree.h"
+#include "fs/auth/auth.h"
+#include "fs/fs.h"
 #include "tests/t.h"
 
 static int parse(struct fs_opts *o, char *err, size_t errlen, int argc,

@@ -1,0 +1,98 @@
+/* auth: a mount's credentials (the AWS key, header files, an auth
+ * command) and what keeps them out of sight: the request headers'
+ * parser and the cache identities of URLs with userinfo. What the rest of
+ * fs/ may ask of creds.c, headers.c and identity.c. */
+#ifndef FS_AUTH_H
+#define FS_AUTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Credentials (fs/creds.c): the sources of a mount's credentials and the
+ * thread that keeps them current in a fetch_auth. */
+struct fs_creds;
+struct fetch_auth;
+
+struct fs_creds_config {
+	bool s3;		  /* find an AWS key (none is no error) */
+	bool readable_ok;	  /* -o creds_readable */
+	const char *auth_command; /* -o auth_command=, or NULL */
+	char **header_files;	  /* -o header_file= */
+	unsigned nheader_files;
+	char **headers; /* -o header=, sent first */
+	unsigned nheaders;
+	uid_t uid; /* who must own a header file */
+};
+
+/* Loads every source once and hands the set to auth; one line in err
+ * naming the source when one fails (a header file, the command, a
+ * credentials file others may read). Strings of cfg are borrowed for the
+ * object's life. */
+int fs__creds_new(const struct fs_creds_config *cfg, struct fetch_auth *auth,
+		  struct fs_creds **out, char *err, size_t errlen);
+
+/* Starts the thread that reads the sources again: a file that changed
+ * (checked every second), a command's credentials that are about to
+ * expire, and at once when an origin refuses the current set. */
+int fs__creds_start(struct fs_creds *c);
+
+/* Stops the thread; before the fetch_auth is freed. NULL: no-op. */
+void fs__creds_free(struct fs_creds *c);
+
+/* Where the AWS key came from, for error lines ("profile 'x' in FILE");
+ * NULL when none was found. */
+const char *fs__creds_source(const struct fs_creds *c);
+
+/* The region: opt (-o region=), else AWS_REGION, AWS_DEFAULT_REGION, the
+ * profile's region in the config file, else us-east-1. */
+void fs__creds_region(const char *opt, char *out, size_t cap);
+
+/* What follows a newline in the identity of a URL with userinfo, and in
+ * that of a URL with mirrors. */
+#define FS_IDENTITY_USERINFO "userinfo-sha256:"
+#define FS_IDENTITY_MIRRORS "mirrors-sha256:"
+
+/* fs/identity.c. The cache identity of url, whole (never cut): "url:" +
+ * url when it has no userinfo; else "url:" + url without its userinfo +
+ * "\n" FS_IDENTITY_USERINFO + the hex SHA-256 of the whole URL, so that
+ * no credential is stored and two never share bytes. A new string (free()
+ * it); NULL when memory ran out. */
+char *fs__url_identity(const char *url);
+
+/* The cache identity of a blob served by urls[0..n): the first URL's
+ * (fs__url_identity), and with mirrors "\n" FS_IDENTITY_MIRRORS + the hex
+ * SHA-256 of the other URLs, sorted, so that bytes a set of sources
+ * served are never found by a mount of other sources. A new string (free()
+ * it); NULL when memory ran out. */
+char *fs__sources_identity(const char *const *urls, uint32_t n);
+
+/* Request headers (fs/headers.c). */
+#define FS_HEADERS_MAX 64	 /* headers one file may give */
+#define FS_HEADER_FILE_MAX 65536 /* bytes of a header file */
+
+/* 0 when the len bytes at h are one header, "Name: value": a token for a
+ * name, a colon, a value without control characters but tab; else
+ * -EINVAL. */
+int fs__header_check(const char *h, size_t len);
+
+/* Parses the lines of a header file, len bytes (need not be
+ * NUL-terminated): "Name: value" each, blank lines and lines starting with
+ * '#' skipped, a CR before a line end dropped. Returns 0 with *out (*n
+ * strings; free with fs__headers_free), or -EINVAL with one line naming
+ * the line number (never the value) in err, or -ENOMEM. Thread-safe. */
+int fs__headers_parse(const char *text, size_t len, char ***out, unsigned *n,
+		      char *err, size_t errlen);
+
+/* Reads and parses the header file at path, which must be a regular file
+ * owned by uid that neither group nor others may read or write. Errors:
+ * -EACCES (owner, mode), -EFBIG, -EINVAL, an errno of open; one line
+ * starting with the path in err. */
+int fs__headers_load(const char *path, uid_t uid, char ***out, unsigned *n,
+		     char *err, size_t errlen);
+
+/* Frees n headers, wiping them first; NULL is a no-op. */
+void fs__headers_free(char **list, unsigned n);
+
+#endif
