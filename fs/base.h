@@ -1,24 +1,15 @@
-/* base: what every room of fs/ shares, from the C library alone: the log's
- * levels and its one call, the monotonic clock, hex digits. */
+/* base: what every room of fs/ shares, from the C library alone and
+ * with nothing to link: the log's levels (each room logs through the
+ * driver's log, the engine and the credentials through a hook), the
+ * monotonic clock, hex digits. */
 #ifndef FS_BASE_H
 #define FS_BASE_H
 
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
 enum fs_log_level { FS_LOG_ERR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };
-
-/* The process's log (fs/driver/log.c): one line per call, to stderr in
- * the foreground and to syslog when daemonized, every URL's userinfo
- * removed, every byte a server chose escaped, repeated lines rate-limited.
- * The tree and the credentials write to it; the engine does not: its lines
- * go through the log hook of its configuration. Thread-safe. */
-void fs__log(enum fs_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-void fs__vlog(enum fs_log_level level, const char *fmt, va_list ap)
-	__attribute__((format(printf, 2, 0)));
 
 /* The monotonic clock, in nanoseconds: what the scheduler, the log's rate
  * limit and the listings' ages count in. */

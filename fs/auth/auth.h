@@ -5,10 +5,13 @@
 #ifndef FS_AUTH_H
 #define FS_AUTH_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "fs/base.h"
 
 /* Credentials (fs/creds.c): the sources of a mount's credentials and the
  * thread that keeps them current in a fetch_auth. */
@@ -24,6 +27,11 @@ struct fs_creds_config {
 	char **headers; /* -o header=, sent first */
 	unsigned nheaders;
 	uid_t uid; /* who must own a header file */
+	/* Where the thread's log lines go (the driver's fs__log_hook); NULL:
+	 * nowhere. Called without the object's lock. */
+	void (*log)(void *ctx, enum fs_log_level level, const char *fmt,
+		    va_list ap);
+	void *log_ctx;
 };
 
 /* Loads every source once and hands the set to auth; one line in err

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,6 @@
 #include "fetch/fetch.h"
 #include "fs/auth/auth.h"
 #include "fs/auth/auth_int.h"
-#include "fs/base.h"
 
 /* The most a command may print, and a credentials file may hold. */
 #define CREDS_TEXT_MAX (256 * 1024)
@@ -505,6 +505,20 @@ static bool expiring(const struct fs_creds *c, int64_t now)
 	return now >= c->expires - margin;
 }
 
+/* A line of the thread's, through the configuration's log hook. */
+__attribute__((format(printf, 3, 4))) static void
+creds_log(const struct fs_creds *c, enum fs_log_level level, const char *fmt,
+	  ...)
+{
+	va_list ap;
+
+	if (c->cfg.log == NULL)
+		return;
+	va_start(ap, fmt);
+	c->cfg.log(c->cfg.log_ctx, level, fmt, ap);
+	va_end(ap);
+}
+
 static void *watcher(void *arg)
 {
 	struct fs_creds *c = arg;
@@ -534,16 +548,16 @@ static void *watcher(void *arg)
 			if (rc == 0) {
 				rc = install(c, &s);
 				set_free(&s);
-				fs__log(FS_LOG_INFO,
-					"credentials read again (%s)",
-					changed	  ? "a file changed"
-					: refused ? "an origin refused them"
-						  : "they expire");
+				creds_log(c, FS_LOG_INFO,
+					  "credentials read again (%s)",
+					  changed   ? "a file changed"
+					  : refused ? "an origin refused them"
+						    : "they expire");
 			} else {
-				fs__log(FS_LOG_ERR,
-					"cannot read the credentials again: "
-					"%s",
-					err);
+				creds_log(c, FS_LOG_ERR,
+					  "cannot read the credentials again: "
+					  "%s",
+					  err);
 			}
 			if (rc != 0 && refused) {
 				/* The refused request then fails now, not

@@ -25,12 +25,23 @@ struct fs_source;
 struct fuse_session;
 struct fuse_lowlevel_ops;
 
+/* The process's log (fs/driver/log.c): one line per call, to stderr in
+ * the foreground and to syslog when daemonized, every URL's userinfo
+ * removed, every byte a server chose escaped, repeated lines rate-limited.
+ * The engine and the credentials reach it through the log hooks of their
+ * configurations (fs__log_hook). Thread-safe. */
+void fs__log(enum fs_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void fs__vlog(enum fs_log_level level, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
 /* Adapters for the modules' log callbacks. */
 void fs__log_cache(void *ctx, enum cache_log_level level, const char *msg);
 void fs__log_fetch(void *ctx, enum fetch_log_level level, const char *msg);
-/* The engine's log hook (fs_engine_config.log): its lines as fs__log's. */
-void fs__log_engine(void *ctx, enum fs_log_level level, const char *fmt,
-		    va_list ap) __attribute__((format(printf, 3, 0)));
+/* The log hook of the engine (fs_engine_config.log) and of the
+ * credentials (fs_creds_config.log): their lines as fs__log's. */
+void fs__log_hook(void *ctx, enum fs_log_level level, const char *fmt,
+		  va_list ap) __attribute__((format(printf, 3, 0)));
 
 struct fs_mount;
 

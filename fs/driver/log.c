@@ -278,8 +278,8 @@ void fs__log_fetch(void *ctx, enum fetch_log_level level, const char *msg)
 	fs__log((enum fs_log_level)level, "fetch: %s", msg);
 }
 
-void fs__log_engine(void *ctx, enum fs_log_level level, const char *fmt,
-		    va_list ap)
+void fs__log_hook(void *ctx, enum fs_log_level level, const char *fmt,
+		  va_list ap)
 {
 	(void)ctx;
 	fs__vlog(level, fmt, ap);

@@ -408,7 +408,8 @@ static int make_creds(const struct fs_opts *o, struct prepared *p,
 				     .nheader_files = o->nheader_files,
 				     .headers = o->headers,
 				     .nheaders = o->nheaders,
-				     .uid = getuid()};
+				     .uid = getuid(),
+				     .log = fs__log_hook};
 	char err[1024];
 	int rc;
 
@@ -703,7 +704,7 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 				 : FS_INDEX_MAX_FILES;
 	if (ec.max_blobs == 0)
 		ec.max_blobs = 1;
-	ec.log = fs__log_engine;
+	ec.log = fs__log_hook;
 	ec.inval = queue_inval;
 	rc = fs__inval_new(ec.max_blobs, &m->inval);
 	ec.inval_ctx = m->inval;

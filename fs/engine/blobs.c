@@ -55,10 +55,10 @@ int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
 	/* Every byte must have its digest: bytes no digest covers would
 	 * pass unchecked, and be stored under a content identity. */
 	if (n > 0 && (dblock == 0 || (b->size + dblock - 1) / dblock != n)) {
-		fs__log(FS_LOG_ERR,
-			"%s: %" PRIu32 " block digests of %" PRIu32
-			" bytes do not cover its %" PRIu64 " bytes",
-			b->name, n, dblock, b->size);
+		fs__engine_log(e, FS_LOG_ERR,
+			       "%s: %" PRIu32 " block digests of %" PRIu32
+			       " bytes do not cover its %" PRIu64 " bytes",
+			       b->name, n, dblock, b->size);
 		return -EINVAL;
 	}
 	if (n > 0) {
@@ -73,7 +73,8 @@ int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
 			rc = cache_blob_digests_set(e->cache, &b->id, b->size,
 						    dblock, dblocks, n);
 		if (rc != 0) {
-			fs__log(FS_LOG_ERR,
+			fs__engine_log(
+				e, FS_LOG_ERR,
 				"%s: cannot register its block digests: %s",
 				b->name, strerror(-rc));
 			free(checked);

@@ -86,7 +86,8 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	e->retry_after_max_ns = pc.retry_after_max_ns;
 	rc = pace_config_check(&pc, &field);
 	if (rc != 0) {
-		fs__log(FS_LOG_ERR, "scheduler configuration: bad %s", field);
+		fs__engine_log(e, FS_LOG_ERR, "scheduler configuration: bad %s",
+			       field);
 		goto fail;
 	}
 	rc = pace_new(&pc, &e->pace);
@@ -158,8 +159,9 @@ void fs__engine_free(struct fs_engine *e)
 	if (e->cache != NULL) {
 		rc = cache_flush(e->cache);
 		if (rc != 0)
-			fs__log(FS_LOG_ERR, "cache: final flush failed: %s",
-				strerror(-rc));
+			fs__engine_log(e, FS_LOG_ERR,
+				       "cache: final flush failed: %s",
+				       strerror(-rc));
 	}
 	pace_free(e->pace);
 	fs__parts_fini(&e->parts);
@@ -203,9 +205,10 @@ static void drop_failed(const struct fs_engine *e, const struct fs_blob *blob,
 			uint64_t start, uint64_t end, enum fs_drop why,
 			const char *step, int rc)
 {
-	fs__log(FS_LOG_ERR,
-		"%s: cannot %s bytes %" PRIu64 "-%" PRIu64 " (%s): %s",
-		blob->name, step, start, end - 1, drop_why[why], strerror(-rc));
+	fs__engine_log(e, FS_LOG_ERR,
+		       "%s: cannot %s bytes %" PRIu64 "-%" PRIu64 " (%s): %s",
+		       blob->name, step, start, end - 1, drop_why[why],
+		       strerror(-rc));
 }
 
 void fs__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
@@ -224,7 +227,8 @@ void fs__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
 		/* The range set is full and this would split a range:
 		 * forgetting up to the end only trims one, so it fits. What
 		 * the cache still has past `end` is fetched again. */
-		fs__log(FS_LOG_WARN,
+		fs__engine_log(
+			e, FS_LOG_WARN,
 			"%s: too many held ranges to forget bytes %" PRIu64
 			"-%" PRIu64 " alone: bytes %" PRIu64
 			" to its end are fetched again when read",
@@ -314,7 +318,8 @@ static void block_gone(struct fs_engine *e, const struct cache_id *id,
 		if (memcmp(b->id.b, id->b, sizeof(id->b)) != 0)
 			continue;
 		if (err != 0)
-			fs__log(FS_LOG_ERR,
+			fs__engine_log(
+				e, FS_LOG_ERR,
 				"%s: block %" PRIu64 " could not be stored in "
 				"the cache (%s); it is served from memory "
 				"while it lasts, then fetched again when read",

@@ -46,7 +46,7 @@ struct fs_engine_config {
 				  no cap but the lanes' */
 	uint64_t kernel_ahead; /* bytes the kernel reads ahead of readers */
 	struct fetch_config fetch;
-	/* Where the engine's log lines go (the driver's fs__log_engine); NULL:
+	/* Where the engine's log lines go (the driver's fs__log_hook); NULL:
 	 * nowhere. Called from any of its threads, with or without its lock:
 	 * it must not call the engine. */
 	void (*log)(void *ctx, enum fs_log_level level, const char *fmt,

@@ -191,14 +191,10 @@ void fs__part_free(struct fs_parts *ps, struct fs_part *p);
 
 /* ---- engine.c ---- */
 
-/* A log line of engine e, through its log hook (nothing without one). */
+/* A log line of engine e, through its log hook (nothing without one):
+ * the engine never calls the driver's log. */
 void fs__engine_log(const struct fs_engine *e, enum fs_log_level level,
 		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-/* The engine's files log as the rest of fs/ does, fs__log(level, fmt,
- * ...), and every such line goes through the hook of the engine `e` in
- * scope: never to the driver's log directly. */
-#define fs__log(...) fs__engine_log(e, __VA_ARGS__)
 
 /* Has the kernel's pages of bytes [start, end) of blob b dropped, through
  * the inval hook (nothing without one). Caller holds e->mu. */

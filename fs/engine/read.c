@@ -79,16 +79,16 @@ static int failed(struct fs_engine *e, uint32_t b, uint64_t off, uint64_t end,
 	struct fs_failed *f = &e->failed[e->failed_next++ % FS_FAILED_MAX];
 
 	if (why == -ETIMEDOUT)
-		fs__log(FS_LOG_ERR,
-			"%s: read of bytes %" PRIu64 "-%" PRIu64
-			" timed out after %" PRIu64 " s",
-			e->blobs[b].name, off, end - 1,
-			e->read_timeout_ns / 1000000000u);
+		fs__engine_log(e, FS_LOG_ERR,
+			       "%s: read of bytes %" PRIu64 "-%" PRIu64
+			       " timed out after %" PRIu64 " s",
+			       e->blobs[b].name, off, end - 1,
+			       e->read_timeout_ns / 1000000000u);
 	else
-		fs__log(FS_LOG_ERR,
-			"%s: read of bytes %" PRIu64 "-%" PRIu64
-			" failed: no source can serve it",
-			e->blobs[b].name, off, end - 1);
+		fs__engine_log(e, FS_LOG_ERR,
+			       "%s: read of bytes %" PRIu64 "-%" PRIu64
+			       " failed: no source can serve it",
+			       e->blobs[b].name, off, end - 1);
 	f->blob = b;
 	f->start = off;
 	f->end = end;
@@ -102,10 +102,10 @@ static int failed(struct fs_engine *e, uint32_t b, uint64_t off, uint64_t end,
 static int failed_again(struct fs_engine *e, uint32_t b, uint64_t off,
 			uint64_t end)
 {
-	fs__log(FS_LOG_DEBUG,
-		"%s: read of bytes %" PRIu64 "-%" PRIu64
-		" fails: a read of them just failed",
-		e->blobs[b].name, off, end - 1);
+	fs__engine_log(e, FS_LOG_DEBUG,
+		       "%s: read of bytes %" PRIu64 "-%" PRIu64
+		       " fails: a read of them just failed",
+		       e->blobs[b].name, off, end - 1);
 	return -EIO;
 }
 
@@ -275,10 +275,10 @@ static int serve(struct fs_engine *e, uint32_t b, struct pieces *ps, bool fds,
 		return -EAGAIN;
 	}
 	if (rc < 0)
-		fs__log(FS_LOG_ERR,
-			"%s: block %" PRIu64
-			" is held but cannot be read from the cache: %s",
-			blob->name, missing, strerror(-rc));
+		fs__engine_log(e, FS_LOG_ERR,
+			       "%s: block %" PRIu64
+			       " is held but cannot be read from the cache: %s",
+			       blob->name, missing, strerror(-rc));
 	return rc;
 }
 
@@ -411,10 +411,11 @@ long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 	for (tries = 0; tries < most && rc == -EAGAIN; tries++)
 		rc = read_once(e, b, reader, off, end, buf, tries == 0, rr);
 	if (rc == -EAGAIN) {
-		fs__log(FS_LOG_ERR,
-			"%s: bytes %" PRIu64 "-%" PRIu64
-			" left the cache %" PRIu64 " times while read: EIO",
-			blob->name, off, end - 1, tries);
+		fs__engine_log(e, FS_LOG_ERR,
+			       "%s: bytes %" PRIu64 "-%" PRIu64
+			       " left the cache %" PRIu64
+			       " times while read: EIO",
+			       blob->name, off, end - 1, tries);
 		rc = -EIO;
 	}
 	return rc != 0 ? rc : (long)(end - off);

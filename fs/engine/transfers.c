@@ -59,7 +59,8 @@ static uint32_t take_bytes(struct fs_engine *e, uint32_t lane, uint32_t blob,
 			stop = end;
 		p = fs__part_get(e, blob, index);
 		if (p == NULL) {
-			fs__log(FS_LOG_WARN,
+			fs__engine_log(
+				e, FS_LOG_WARN,
 				"%s: no assembly buffer free for block %" PRIu64
 				"; its bytes will be fetched again",
 				b->name, index);
@@ -151,18 +152,20 @@ static void unit_wrong(struct fs_engine *e, struct fs_part *p)
 	if (b->unit == CACHE_BLOCK_SIZE)
 		fs__drop_locked(e, blob, start, end, FS_DROP_WRONG);
 	pthread_mutex_unlock(&e->mu);
-	fs__log(FS_LOG_ERR,
-		"%s: block %" PRIu64 " (bytes %" PRIu64 "-%" PRIu64
-		") from %s%s%s has SHA-256 other than its digest: %s",
-		b->name, u, start, end - 1,
-		src == FS_SRC_MIXED ? "several sources" : fs__source_url(e, src),
-		proxy >= 0 ? " through proxy " : "",
-		proxy >= 0 ? proxy_name(e, proxy) : "",
-		proxy >= 0	      ? "the proxy is excluded and the bytes "
-					"fetched again past any cache"
-		: src == FS_SRC_MIXED ? "its bytes are fetched again"
-				      : "the source is excluded and the bytes "
-					"fetched again");
+	fs__engine_log(e, FS_LOG_ERR,
+		       "%s: block %" PRIu64 " (bytes %" PRIu64 "-%" PRIu64
+		       ") from %s%s%s has SHA-256 other than its digest: %s",
+		       b->name, u, start, end - 1,
+		       src == FS_SRC_MIXED ? "several sources"
+					   : fs__source_url(e, src),
+		       proxy >= 0 ? " through proxy " : "",
+		       proxy >= 0 ? proxy_name(e, proxy) : "",
+		       proxy >= 0 ? "the proxy is excluded and the bytes "
+				    "fetched again past any cache"
+		       : src == FS_SRC_MIXED
+			       ? "its bytes are fetched again"
+			       : "the source is excluded and the bytes "
+				 "fetched again");
 	if (b->unit > CACHE_BLOCK_SIZE)
 		fs__engine_drop(e, blob, start, end, FS_DROP_WRONG);
 }
@@ -227,9 +230,10 @@ static void stored(struct fs_engine *e, struct fs_part *p, int rc)
 		return;
 	}
 	if (rc != 0)
-		fs__log(FS_LOG_ERR,
-			"%s: cannot queue block %" PRIu64 " for the cache: %s",
-			b->name, index, strerror(-rc));
+		fs__engine_log(e, FS_LOG_ERR,
+			       "%s: cannot queue block %" PRIu64
+			       " for the cache: %s",
+			       b->name, index, strerror(-rc));
 	pthread_mutex_lock(&e->mu);
 	if (rc != 0 && b->unit != 0) {
 		/* Not known to be checked, so never served: fetched again. */
@@ -306,9 +310,9 @@ static void blob_changed(struct fs_engine *e, uint32_t blob, uint32_t source,
 	 * from its cache. */
 	b->pages_stale = true;
 	fs__pages_inval(e, blob, b->name, b->ino, 0, b->size);
-	fs__log(FS_LOG_ERR,
-		"%s: %s; its reads fail with EIO until it is remounted",
-		b->name, res->reason);
+	fs__engine_log(e, FS_LOG_ERR,
+		       "%s: %s; its reads fail with EIO until it is remounted",
+		       b->name, res->reason);
 }
 
 /* Milliseconds to nanoseconds, saturated: a Retry-After is the server's
@@ -339,10 +343,13 @@ static void log_throttled(struct fs_engine *e, uint32_t lane,
 			 "the source keeps at most %" PRIu32 " lane%s",
 			 lane_cap, lane_cap == 1 ? "" : "s");
 	if (res->retry_after_ms > 0)
-		fs__log(FS_LOG_WARN, "lane %u: %s: Retry-After %" PRIu64 " s; %s",
-			lane, res->reason, res->retry_after_ms / 1000, done);
+		fs__engine_log(e, FS_LOG_WARN,
+			       "lane %u: %s: Retry-After %" PRIu64 " s; %s",
+			       lane, res->reason, res->retry_after_ms / 1000,
+			       done);
 	else
-		fs__log(FS_LOG_WARN, "lane %u: %s; %s", lane, res->reason, done);
+		fs__engine_log(e, FS_LOG_WARN, "lane %u: %s; %s", lane,
+			       res->reason, done);
 }
 
 static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
@@ -355,9 +362,10 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 
 	if (res->outcome != FETCH_OK && res->outcome != FETCH_CANCELLED &&
 	    res->outcome != FETCH_THROTTLED)
-		fs__log(res->outcome == FETCH_TRANSIENT ? FS_LOG_WARN
-							: FS_LOG_ERR,
-			"lane %u: %s", lane, res->reason);
+		fs__engine_log(e,
+			       res->outcome == FETCH_TRANSIENT ? FS_LOG_WARN
+							       : FS_LOG_ERR,
+			       "lane %u: %s", lane, res->reason);
 	pthread_mutex_lock(&e->mu);
 	now = fs__now_ns();
 	if (res->blob_changed && blob != PACE_NONE)
@@ -402,19 +410,20 @@ static void lane_faulted(struct fs_engine *e, const struct pace_action *a)
 	if (!known || fs__source_of(e, a->source) == NULL)
 		return;
 	if (idle >= e->stall_ns)
-		fs__log(FS_LOG_WARN,
-			"lane %u: %s: no byte for %" PRIu64 " s at offset %" PRIu64
-			": stalled; its range is retried%s",
-			a->lane, fs__source_url(e, a->source),
-			idle / 1000000000u, li.frontier,
-			proxy >= 0 ? " through another proxy" : "");
+		fs__engine_log(e, FS_LOG_WARN,
+			       "lane %u: %s: no byte for %" PRIu64
+			       " s at offset %" PRIu64
+			       ": stalled; its range is retried%s",
+			       a->lane, fs__source_url(e, a->source),
+			       idle / 1000000000u, li.frontier,
+			       proxy >= 0 ? " through another proxy" : "");
 	else if (proxy >= 0 && si.routed)
-		fs__log(FS_LOG_WARN,
-			"lane %u: %s: slowed to %" PRIu64
-			" B/s at offset %" PRIu64 " through proxy %s"
-			": its range is retried through another proxy",
-			a->lane, fs__source_url(e, a->source), li.rate,
-			li.frontier, proxy_name(e, proxy));
+		fs__engine_log(e, FS_LOG_WARN,
+			       "lane %u: %s: slowed to %" PRIu64
+			       " B/s at offset %" PRIu64 " through proxy %s"
+			       ": its range is retried through another proxy",
+			       a->lane, fs__source_url(e, a->source), li.rate,
+			       li.frontier, proxy_name(e, proxy));
 	else
 		return; /* a collapse with one route: the scheduler's alone */
 	if (proxy >= 0)
@@ -435,10 +444,10 @@ static const struct fs_source *action_target(const struct fs_engine *e,
 	t->if_match = s->if_match;
 	t->size = e->blobs[e->source_of_pace[a->source]].size;
 	t->no_cache = false;
-	fs__log(FS_LOG_DEBUG,
-		"lane %u: GET %s bytes %" PRIu64 "-%" PRIu64 "%s", a->lane,
-		s->url, a->start, a->end - 1,
-		a->kind == PACE_ACT_QUEUE ? " sent ahead" : "");
+	fs__engine_log(e, FS_LOG_DEBUG,
+		       "lane %u: GET %s bytes %" PRIu64 "-%" PRIu64 "%s",
+		       a->lane, s->url, a->start, a->end - 1,
+		       a->kind == PACE_ACT_QUEUE ? " sent ahead" : "");
 	return s;
 }
 
@@ -462,8 +471,9 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 		pthread_mutex_unlock(&e->mu);
 		rc = fetch_lane_start(e->fetch, a->lane, &t, a->start, a->end);
 		if (rc != 0) {
-			fs__log(FS_LOG_ERR, "lane %u: cannot start %s: %s",
-				a->lane, s->url, strerror(-rc));
+			fs__engine_log(e, FS_LOG_ERR,
+				       "lane %u: cannot start %s: %s", a->lane,
+				       s->url, strerror(-rc));
 			pthread_mutex_lock(&e->mu);
 			pace_on_done(e->pace, a->lane, PACE_OUT_LOCAL, 0,
 				     fs__now_ns());
@@ -473,12 +483,13 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 		}
 		break;
 	case PACE_ACT_SET_END:
-		fs__log(FS_LOG_DEBUG, "lane %u: end lowered to %" PRIu64,
-			a->lane, a->end);
+		fs__engine_log(e, FS_LOG_DEBUG,
+			       "lane %u: end lowered to %" PRIu64, a->lane,
+			       a->end);
 		fetch_lane_set_end(e->fetch, a->lane, a->end);
 		break;
 	case PACE_ACT_CANCEL:
-		fs__log(FS_LOG_DEBUG, "lane %u: cancelled", a->lane);
+		fs__engine_log(e, FS_LOG_DEBUG, "lane %u: cancelled", a->lane);
 		if (a->faulted)
 			lane_faulted(e, a);
 		fetch_lane_cancel(e->fetch, a->lane);
@@ -496,8 +507,9 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 		pthread_mutex_unlock(&e->mu);
 		rc = fetch_lane_queue(e->fetch, a->lane, &t, a->start, a->end);
 		if (rc != 0)
-			fs__log(FS_LOG_DEBUG, "lane %u: cannot send ahead: %s",
-				a->lane, strerror(-rc));
+			fs__engine_log(e, FS_LOG_DEBUG,
+				       "lane %u: cannot send ahead: %s",
+				       a->lane, strerror(-rc));
 		break;
 	}
 }
@@ -539,7 +551,7 @@ static void log_fetch(void *ctx, enum fetch_log_level level, const char *msg)
 {
 	struct fs_engine *e = ctx;
 
-	fs__log((enum fs_log_level)level, "fetch: %s", msg);
+	fs__engine_log(e, (enum fs_log_level)level, "fetch: %s", msg);
 }
 
 void fs__transfers_hooks(struct fs_engine *e, struct fetch_hooks *h)

@@ -77,9 +77,10 @@ static void check_blob(struct fs_engine *e, uint32_t b)
 		fs__engine_drop(e, b, 0, size, FS_DROP_WRONG);
 	v = fs__engine_verify_result(e, b, rc);
 	if (rc == 0)
-		fs__log(FS_LOG_INFO, "%s: SHA-256 verified", name);
+		fs__engine_log(e, FS_LOG_INFO, "%s: SHA-256 verified", name);
 	else if (rc == -EBADMSG)
-		fs__log(FS_LOG_ERR,
+		fs__engine_log(
+			e, FS_LOG_ERR,
 			"%s: SHA-256 of the whole blob is %s, not %s: %s", name,
 			fs__hex(got, 32, got_hex), fs__hex(want, 32, want_hex),
 			v == FS_VERIFY_FAILED

@@ -589,7 +589,7 @@ static int engine_fixture(char *dir, struct cache **c, struct fs_engine **e,
 				      .read_timeout_s = 5,
 				      .stall_timeout_s = 5,
 				      .fetch = {.max_lanes = 1},
-				      .log = fs__log_engine};
+				      .log = fs__log_hook};
 	struct cache_id id;
 	uint32_t b;
 	int rc;
