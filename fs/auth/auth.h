@@ -13,7 +13,7 @@
 
 #include "fs/base.h"
 
-/* Credentials (fs/creds.c): the sources of a mount's credentials and the
+/* Credentials (fs/auth/creds.c): the sources of a mount's credentials and the
  * thread that keeps them current in a fetch_auth. */
 struct fs_creds;
 struct fetch_auth;
@@ -62,7 +62,7 @@ void fs__creds_region(const char *opt, char *out, size_t cap);
 #define FS_IDENTITY_USERINFO "userinfo-sha256:"
 #define FS_IDENTITY_MIRRORS "mirrors-sha256:"
 
-/* fs/identity.c. The cache identity of url, whole (never cut): "url:" +
+/* fs/auth/identity.c. The cache identity of url, whole (never cut): "url:" +
  * url when it has no userinfo; else "url:" + url without its userinfo +
  * "\n" FS_IDENTITY_USERINFO + the hex SHA-256 of the whole URL, so that
  * no credential is stored and two never share bytes. A new string (free()
@@ -76,7 +76,7 @@ char *fs__url_identity(const char *url);
  * it); NULL when memory ran out. */
 char *fs__sources_identity(const char *const *urls, uint32_t n);
 
-/* Request headers (fs/headers.c). */
+/* Request headers (fs/auth/headers.c). */
 #define FS_HEADERS_MAX 64	 /* headers one file may give */
 #define FS_HEADER_FILE_MAX 65536 /* bytes of a header file */
 

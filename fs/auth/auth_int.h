@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 /* An AWS profile as ~/.aws/credentials and ~/.aws/config give it
- * (fs/awsconf.c). Strings are owned; NULL when absent. */
+ * (fs/auth/awsconf.c). Strings are owned; NULL when absent. */
 struct fs_aws_profile {
 	char *access_key_id;
 	char *secret_access_key;

@@ -147,7 +147,7 @@ int fs__node_ready(struct fs_mount *m, uint32_t i);
  * errno (logged). */
 int fs__node_list(struct fs_mount *m, uint32_t i, bool fresh);
 
-/* The kernel's page cache (fs/inval.c): the engine's inval hook queues
+/* The kernel's page cache (fs/driver/inval.c): the engine's inval hook queues
  * here. */
 struct fs_inval;
 

@@ -250,7 +250,7 @@ static int check_header(struct parse_state *s, const char *h)
 }
 
 /* Checks the file that "header_file=PATH" names and keeps its path: the
- * mount reads it (fs/creds.c), and again whenever it changes. */
+ * mount reads it (fs/auth/creds.c), and again whenever it changes. */
 static int add_header_file(struct parse_state *s, const char *arg)
 {
 	struct fs_opts *o = s->o;

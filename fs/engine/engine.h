@@ -235,7 +235,7 @@ const struct cache_id *fs__engine_blob_id(struct fs_engine *e, uint32_t b);
 /* A check's thread ends (fs__engine_free waits for them). */
 void fs__engine_verify_exit(struct fs_engine *e);
 
-/* fs/verify.c. Runs the check of blob b (complete, marked running by the
+/* verify.c. Runs the check of blob b (complete, marked running by the
  * engine) on a thread of its own. Without the engine's lock. */
 void fs__verify_spawn(struct fs_engine *e, uint32_t b);
 

@@ -32,7 +32,7 @@ static inline unsigned fs__month_days(int64_t y, unsigned m)
 	return m == 2 && leap ? 29 : days[m - 1];
 }
 
-/* S3 (fs/s3xml.c, libxml2). One entry of a ListObjectsV2 page. */
+/* S3 (fs/tree/s3xml.c, libxml2). One entry of a ListObjectsV2 page. */
 struct fs_s3_item {
 	char *key;     /* decoded (encoding-type=url undone) */
 	bool is_prefix; /* a CommonPrefixes entry: a directory */

@@ -177,7 +177,7 @@ struct fs_index_entry {
 	uint64_t size;
 	bool has_mtime;
 	int64_t mtime; /* the listed time read as UTC, seconds */
-	/* An object store's listing (fs/s3.c) says more; NULL otherwise. */
+	/* An object store's listing (fs/tree/s3.c) says more; NULL otherwise. */
 	char *url;	/* where the entry is (a file's URL, a directory's
 			   listing), instead of an href of the page */
 	char *etag;	/* its validator, as listed */
@@ -201,7 +201,7 @@ int fs__dirindex_parse(const char *html, size_t len,
 void fs__dirindex_free(struct fs_index_entry *e, uint32_t n);
 
 
-/* An S3 source (fs/s3.c): s3://BUCKET/KEY, or s3://BUCKET/PREFIX/ (and
+/* An S3 source (fs/tree/s3.c): s3://BUCKET/KEY, or s3://BUCKET/PREFIX/ (and
  * s3://BUCKET) for a tree. */
 struct fs_s3 {
 	char *endpoint; /* "scheme://host[:port]" */

@@ -1,5 +1,5 @@
 /* fuzz_manifest: fs__manifest_parse on any bytes; a manifest it accepts
- * must keep every promise fs/parse_int.h makes about it. */
+ * must keep every promise fs/tree/tree.h makes about it. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
