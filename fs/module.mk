@@ -1,8 +1,18 @@
-# fs: the FUSE driver, the glue between the modules, and the pacefs binary.
-FS_SRCS := fs/fs.c fs/engine.c fs/blobs.c fs/parts.c fs/transfers.c fs/read.c fs/verify.c fs/inval.c fs/mount.c fs/opts.c fs/log.c fs/ns.c fs/node.c fs/blob.c fs/status.c fs/manifest.c fs/dirindex.c fs/cachecmd.c fs/identity.c fs/headers.c \
-	fs/creds.c fs/awsconf.c fs/s3.c fs/s3xml.c
+# fs: the FUSE driver, the engine, the tree and the credentials (one
+# folder each), and the pacefs binary; one library.
+FS_ENGINE_SRCS := fs/engine/engine.c fs/engine/blobs.c fs/engine/parts.c \
+	fs/engine/transfers.c fs/engine/read.c fs/engine/verify.c
+FS_TREE_SRCS := fs/tree/ns.c fs/tree/manifest.c fs/tree/dirindex.c \
+	fs/tree/s3.c fs/tree/s3xml.c
+FS_AUTH_SRCS := fs/auth/creds.c fs/auth/awsconf.c fs/auth/headers.c \
+	fs/auth/identity.c
+FS_DRIVER_SRCS := fs/driver/fs.c fs/driver/inval.c fs/driver/mount.c \
+	fs/driver/opts.c fs/driver/log.c fs/driver/node.c fs/driver/probe.c \
+	fs/driver/status.c fs/driver/cachecmd.c
+FS_SRCS := fs/escape.c $(FS_DRIVER_SRCS) $(FS_ENGINE_SRCS) $(FS_TREE_SRCS) \
+	$(FS_AUTH_SRCS)
 $(BUILD)/libfs.a: $(FS_SRCS:%.c=$(BUILD)/%.o)
 
-$(BUILD)/pacefs: $(BUILD)/fs/main.o $(BUILD)/libfs.a $(BUILD)/libfetch.a \
+$(BUILD)/pacefs: $(BUILD)/fs/driver/main.o $(BUILD)/libfs.a $(BUILD)/libfetch.a \
 		$(BUILD)/libcache.a $(BUILD)/libpacing.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)

@@ -29,6 +29,16 @@ $(BUILD)/tests/test_fs: $(BUILD)/tests/unit/test_fs.o $(BUILD)/libfs.a \
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
+# The engine without a mount, against a pacefs-origin it starts: linked
+# with the engine's objects and the modules it joins alone (no libfuse),
+# which proves it needs nothing of the driver, the tree or auth.
+TEST_BINS += $(BUILD)/tests/test_engine
+$(BUILD)/tests/test_engine: $(BUILD)/tests/unit/test_engine.o \
+		$(FS_ENGINE_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libfetch.a \
+		$(BUILD)/libcache.a $(BUILD)/libpacing.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libcurl lmdb libcrypto libxxhash 2>/dev/null)
+
 # The manifest and directory-index parsers; libfs.a needs the others.
 TEST_BINS += $(BUILD)/tests/test_parse
 # Its fixtures (tests/data) are found from any working directory.

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/parse_int.h"
+#include "fs/auth/auth.h"
+#include "fs/auth/auth_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/parse_int.h"
+#include "fs/tree/tree.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

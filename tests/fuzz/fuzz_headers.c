@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/parse_int.h"
+#include "fs/auth/auth.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,11 +1,11 @@
 /* fuzz_manifest: fs__manifest_parse on any bytes; a manifest it accepts
- * must keep every promise fs/parse_int.h makes about it. */
+ * must keep every promise fs/tree/tree.h makes about it. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "fs/parse_int.h"
+#include "fs/tree/tree.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/parse_int.h"
+#include "fs/tree/parse_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

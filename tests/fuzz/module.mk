@@ -24,12 +24,12 @@ $(FUZZ_OBJ)/%.o: %.c
 		$(PKG_CFLAGS) -c $< -o $@
 
 $(BUILD)/fuzz/fuzz_manifest: $(FUZZ_OBJ)/tests/fuzz/fuzz_manifest.o \
-		$(FUZZ_OBJ)/fs/manifest.o
+		$(FUZZ_OBJ)/fs/tree/manifest.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
 		$(shell $(PKG_CONFIG) --libs jansson 2>/dev/null)
 
 $(BUILD)/fuzz/fuzz_dirindex: $(FUZZ_OBJ)/tests/fuzz/fuzz_dirindex.o \
-		$(FUZZ_OBJ)/fs/dirindex.o
+		$(FUZZ_OBJ)/fs/tree/dirindex.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
 
 $(BUILD)/fuzz/fuzz_http: $(FUZZ_OBJ)/tests/fuzz/fuzz_http.o \
@@ -37,14 +37,14 @@ $(BUILD)/fuzz/fuzz_http: $(FUZZ_OBJ)/tests/fuzz/fuzz_http.o \
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
 
 $(BUILD)/fuzz/fuzz_name: $(FUZZ_OBJ)/tests/fuzz/fuzz_name.o \
-		$(FUZZ_OBJ)/fs/opts.o $(FUZZ_OBJ)/fs/headers.o \
+		$(FUZZ_OBJ)/fs/driver/opts.o $(FUZZ_OBJ)/fs/auth/headers.o \
 		$(FUZZ_OBJ)/fetch/url.o $(FUZZ_OBJ)/fetch/proxy.o \
 		$(FUZZ_OBJ)/fetch/http.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
 		$(shell $(PKG_CONFIG) --libs fuse3 libcurl 2>/dev/null)
 
 $(BUILD)/fuzz/fuzz_headers: $(FUZZ_OBJ)/tests/fuzz/fuzz_headers.o \
-		$(FUZZ_OBJ)/fs/headers.o
+		$(FUZZ_OBJ)/fs/auth/headers.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
 
 $(BUILD)/fuzz/fuzz_url: $(FUZZ_OBJ)/tests/fuzz/fuzz_url.o \
@@ -58,12 +58,12 @@ $(BUILD)/fuzz/fuzz_lmdb: $(FUZZ_OBJ)/tests/fuzz/fuzz_lmdb.o \
 		$(shell $(PKG_CONFIG) --libs lmdb 2>/dev/null)
 
 $(BUILD)/fuzz/fuzz_s3xml: $(FUZZ_OBJ)/tests/fuzz/fuzz_s3xml.o \
-		$(FUZZ_OBJ)/fs/s3xml.o
+		$(FUZZ_OBJ)/fs/tree/s3xml.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
 		$(shell $(PKG_CONFIG) --libs libxml-2.0 2>/dev/null)
 
 $(BUILD)/fuzz/fuzz_awsconf: $(FUZZ_OBJ)/tests/fuzz/fuzz_awsconf.o \
-		$(FUZZ_OBJ)/fs/awsconf.o $(FUZZ_OBJ)/fs/headers.o
+		$(FUZZ_OBJ)/fs/auth/awsconf.o $(FUZZ_OBJ)/fs/auth/headers.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
 
 $(BUILD)/fuzz/fuzz_proxy: $(FUZZ_OBJ)/tests/fuzz/fuzz_proxy.o \

@@ -12,9 +12,12 @@
 
 #include <openssl/evp.h>
 
-#include "fs/engine_int.h"
+#include "fs/engine/engine_int.h"
+#include "fs/driver/driver_int.h"
+#include "fs/driver/log_int.h"
+#include "fs/tree/tree.h"
+#include "fs/auth/auth.h"
 #include "fs/fs.h"
-#include "fs/fs_int.h"
 #include "tests/t.h"
 
 static int parse(struct fs_opts *o, char *err, size_t errlen, int argc,
@@ -585,7 +588,8 @@ static int engine_fixture(char *dir, struct cache **c, struct fs_engine **e,
 				      .lanes = 1,
 				      .read_timeout_s = 5,
 				      .stall_timeout_s = 5,
-				      .fetch = {.max_lanes = 1}};
+				      .fetch = {.max_lanes = 1},
+				      .log = fs__log_hook};
 	struct cache_id id;
 	uint32_t b;
 	int rc;

@@ -8,7 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs/parse_int.h"
+#include "fs/auth/auth.h"
+#include "fs/tree/parse_int.h"
+#include "fs/tree/tree.h"
 #include "tests/t.h"
 
 #ifndef PACEFS_SRCDIR

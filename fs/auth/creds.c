@@ -1,0 +1,900 @@
+/* creds: where a mount's credentials come from and how they stay current:
+ * request headers (-o header=, -o header_file=, -o auth_command=) and an
+ * AWS key found in the standard places, in the standard order; files read
+ * again when they change, commands run again (with a deadline, and never
+ * past the mount) when what they gave expires or an origin refuses it,
+ * each new set handed to fetch_auth. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "fetch/fetch.h"
+#include "fs/auth/auth.h"
+#include "fs/auth/auth_int.h"
+
+/* The most a command may print, and a credentials file may hold. */
+#define CREDS_TEXT_MAX (256 * 1024)
+#define CREDS_FILES_MAX 10
+/* An Expiration closer than this is refused: credentials so short-lived
+ * would be asked for again at once. */
+#define CREDS_EXPIRY_MARGIN_S 60
+/* After a failed load, reruns wait 2, 4, ... up to this many seconds
+ * (a file that changes is read at once). */
+#define CREDS_BACKOFF_MAX_S 300
+
+/* What one load found. */
+struct creds_set {
+	char *id, *secret, *token;
+	char **headers; /* from files and the command */
+	unsigned nheaders;
+	int64_t expires; /* the command's Expiration; 0: none */
+	char source[160]; /* where the key came from; "" none */
+};
+
+struct fs_creds {
+	struct fs_creds_config cfg;
+	struct fetch_auth *auth;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;	  /* guarded by mu */
+	atomic_bool stopping; /* stop, as a running command polls it */
+	uint64_t forced;  /* guarded by mu: a refused generation */
+	pthread_t thread;
+	bool running;
+	char source[160];
+	bool has_key;
+	int64_t expires, obtained;
+	/* What the files were when last read: inode, size, mtime. */
+	char paths[CREDS_FILES_MAX][4096];
+	struct stat st[CREDS_FILES_MAX];
+	unsigned npaths;
+	/* The watcher's backoff after a failed load. */
+	unsigned fails;
+	int64_t retry_at;
+};
+
+static void set_free(struct creds_set *s)
+{
+	char **f[] = {&s->id, &s->secret, &s->token};
+
+	for (size_t i = 0; i < 3; i++) {
+		if (*f[i] != NULL)
+			explicit_bzero(*f[i], strlen(*f[i]));
+		free(*f[i]);
+		*f[i] = NULL;
+	}
+	fs__headers_free(s->headers, s->nheaders);
+	s->headers = NULL;
+	s->nheaders = 0;
+}
+
+static int add_headers(struct creds_set *s, char **list, unsigned n)
+{
+	char **grown;
+
+	if (n == 0) {
+		free(list);
+		return 0;
+	}
+	grown = realloc(s->headers, (s->nheaders + n) * sizeof(*grown));
+	if (grown == NULL) {
+		fs__headers_free(list, n);
+		return -ENOMEM;
+	}
+	memcpy(grown + s->nheaders, list, n * sizeof(*list));
+	s->headers = grown;
+	s->nheaders += n;
+	free(list);
+	return 0;
+}
+
+static const char *home(void)
+{
+	const char *h = getenv("HOME");
+	struct passwd *pw;
+
+	if (h != NULL && h[0] != '\0')
+		return h;
+	pw = getpwuid(getuid());
+	return pw != NULL ? pw->pw_dir : "/";
+}
+
+/* The AWS CLI's file: $VAR, else ~/.aws/NAME. */
+static void aws_path(const char *var, const char *name, char *out, size_t cap)
+{
+	const char *v = getenv(var);
+
+	if (v != NULL && v[0] != '\0')
+		snprintf(out, cap, "%s", v);
+	else
+		snprintf(out, cap, "%s/.aws/%s", home(), name);
+}
+
+static const char *profile_name(void)
+{
+	const char *p = getenv("AWS_PROFILE");
+
+	return p != NULL && p[0] != '\0' ? p : "default";
+}
+
+/* Reads a whole small regular file; NULL (errno set: EINVAL for one
+ * that is not a regular file, EFBIG) when it cannot. */
+static char *slurp(const char *path, struct stat *st, size_t *len)
+{
+	/* Non-blocking: a FIFO put there would hold the open for ever. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	char *text = NULL;
+	ssize_t got;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, st) != 0)
+		goto out;
+	if (!S_ISREG(st->st_mode)) {
+		errno = EINVAL;
+		goto out;
+	}
+	if (st->st_size > CREDS_TEXT_MAX) {
+		errno = EFBIG;
+		goto out;
+	}
+	text = malloc((size_t)st->st_size + 1);
+	if (text == NULL)
+		goto out;
+	got = read(fd, text, (size_t)st->st_size);
+	if (got < 0) {
+		free(text);
+		text = NULL;
+		goto out;
+	}
+	text[got] = '\0';
+	*len = (size_t)got;
+out:
+	close(fd);
+	return text;
+}
+
+/* Notes path as one the watcher reads again when it changes. */
+static void watch(struct fs_creds *c, const char *path)
+{
+	struct stat st;
+
+	if (c->npaths == CREDS_FILES_MAX)
+		return;
+	for (unsigned i = 0; i < c->npaths; i++)
+		if (strcmp(c->paths[i], path) == 0)
+			return;
+	snprintf(c->paths[c->npaths], sizeof(c->paths[0]), "%s", path);
+	if (stat(path, &st) != 0)
+		memset(&st, 0, sizeof(st));
+	c->st[c->npaths++] = st;
+}
+
+/* "2026-11-30T13:17:25Z" (fractions and offsets as AWS tools write
+ * them) into seconds since the epoch; 0 when it is not one. */
+static int64_t iso_time(const char *s)
+{
+	struct tm tm;
+	const char *rest;
+
+	memset(&tm, 0, sizeof(tm));
+	rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (rest == NULL)
+		return 0;
+	return (int64_t)timegm(&tm);
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The child's side of run: standard input /dev/null, standard output the
+ * pipe, standard error pacefs's, nothing else (a descriptor pacefs or a
+ * library left open, data.mdb or a socket, is none of its business), a
+ * process group of its own that pacefs kills, killed too when the thread
+ * that started it ends. Only async-signal-safe calls: another thread may
+ * have held a lock at the fork. */
+static void child(const char *cmd, int out_fd, pid_t parent)
+{
+	sigset_t none;
+	int nul;
+
+	setpgid(0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);
+	nul = open("/dev/null", O_RDONLY);
+	if (nul < 0 || dup2(nul, 0) < 0 || dup2(out_fd, 1) < 0)
+		_exit(127);
+	if (close_range(3, ~0u, 0) != 0)
+		for (int fd = 3; fd < 65536; fd++)
+			close(fd);
+	signal(SIGPIPE, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+	_exit(127);
+}
+
+/* Reaps pid, and kills what is left of its process group (a command that
+ * left a child behind, or that ran out of time): nothing it started
+ * outlives its run. */
+static int reap(pid_t pid, bool kill_first)
+{
+	int status = -1;
+
+	if (kill_first)
+		kill(-pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	kill(-pid, SIGKILL);
+	return status;
+}
+
+/* Runs cmd with /bin/sh, its output read whole, for at most the timeout
+ * (-o read_timeout=) and never past the mount's end; its standard error
+ * goes where pacefs's does. */
+static int run(struct fs_creds *c, const char *cmd, char **out, size_t *len,
+	       char *err, size_t errlen)
+{
+	unsigned timeout_s = c->cfg.timeout_s != 0 ? c->cfg.timeout_s : 60;
+	int64_t deadline = mono_ms() + (int64_t)timeout_s * 1000;
+	char *buf = malloc(CREDS_TEXT_MAX + 1);
+	size_t got = 0;
+	int pfd[2] = {-1, -1}, status, rc = -EIO;
+	pid_t pid = -1, me = getpid();
+	bool done = false;
+
+	if (buf == NULL || pipe2(pfd, O_CLOEXEC) != 0) {
+		snprintf(err, errlen, "cannot run it: %s", strerror(errno));
+		goto out;
+	}
+	pid = fork();
+	if (pid == 0)
+		child(cmd, pfd[1], me);
+	if (pid < 0) {
+		snprintf(err, errlen, "cannot run it: %s", strerror(errno));
+		goto out;
+	}
+	setpgid(pid, pid); /* no race with the child's own setpgid */
+	close(pfd[1]);
+	pfd[1] = -1;
+	while (!done) {
+		struct pollfd p = {.fd = pfd[0], .events = POLLIN};
+		int64_t left = deadline - mono_ms();
+		ssize_t n;
+
+		if (atomic_load(&c->stopping)) {
+			snprintf(err, errlen, "the mount ends; it was killed");
+			reap(pid, true);
+			pid = -1;
+			goto out;
+		}
+		if (left <= 0) {
+			snprintf(err, errlen,
+				 "it did not finish within %u s (-o "
+				 "read_timeout=); it was killed",
+				 timeout_s);
+			reap(pid, true);
+			pid = -1;
+			goto out;
+		}
+		/* A tenth of a second at most, so that an unmount is seen. */
+		if (poll(&p, 1, left < 100 ? (int)left : 100) <= 0)
+			continue;
+		n = read(pfd[0], buf + got, CREDS_TEXT_MAX - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			snprintf(err, errlen, "cannot read its output: %s",
+				 strerror(errno));
+			reap(pid, true);
+			pid = -1;
+			goto out;
+		}
+		got += (size_t)n;
+		if (n == 0) {
+			done = true;
+		} else if (got == CREDS_TEXT_MAX) {
+			snprintf(err, errlen, "it printed more than %d bytes",
+				 CREDS_TEXT_MAX);
+			reap(pid, true);
+			pid = -1;
+			goto out;
+		}
+	}
+	/* Its output ended: it exits now, or is killed at the deadline. */
+	status = -1;
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (mono_ms() >= deadline || atomic_load(&c->stopping)) {
+			snprintf(err, errlen,
+				 "it closed its output but did not exit "
+				 "within %u s (-o read_timeout=); it was "
+				 "killed",
+				 timeout_s);
+			reap(pid, true);
+			pid = -1;
+			goto out;
+		}
+		poll(NULL, 0, 20);
+	}
+	kill(-pid, SIGKILL);
+	pid = -1;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		snprintf(err, errlen, "it exited with status %d",
+			 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		goto out;
+	}
+	buf[got] = '\0';
+	*out = buf;
+	*len = got;
+	buf = NULL;
+	rc = 0;
+out:
+	if (pid > 0)
+		reap(pid, true);
+	if (buf != NULL) {
+		explicit_bzero(buf, got);
+		free(buf);
+	}
+	if (pfd[0] >= 0)
+		close(pfd[0]);
+	if (pfd[1] >= 0)
+		close(pfd[1]);
+	return rc;
+}
+
+/* One line for a key, secret or token holding a control byte; the value
+ * is never quoted (it is a secret). */
+static int bad_value(const char *what, const char *v, char *err,
+		     size_t errlen)
+{
+	int c = fs__token_check(v);
+
+	if (c == 0)
+		return 0;
+	snprintf(err, errlen,
+		 "%s holds a control character (0x%02x); refused: a line "
+		 "break there would add a header to every request",
+		 what, (unsigned)c);
+	return -EINVAL;
+}
+
+/* Reads a credential_process answer (JSON, Version 1) into s. */
+static int parse_json(const char *text, size_t len, struct creds_set *s,
+		      char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *j = json_loadb(text, len, 0, &je);
+	const char *id = NULL, *secret = NULL, *token = NULL, *exp = NULL;
+	int64_t now = (int64_t)time(NULL);
+	int rc = -EINVAL;
+
+	if (j == NULL ||
+	    json_unpack(j, "{s:s, s:s, s?s, s?s}", "AccessKeyId", &id,
+			"SecretAccessKey", &secret, "SessionToken", &token,
+			"Expiration", &exp) != 0) {
+		snprintf(err, errlen,
+			 "its JSON is not a credential_process answer (with "
+			 "AccessKeyId and SecretAccessKey strings)");
+		goto out;
+	}
+	if (bad_value("its AccessKeyId", id, err, errlen) != 0 ||
+	    bad_value("its SecretAccessKey", secret, err, errlen) != 0 ||
+	    bad_value("its SessionToken", token, err, errlen) != 0)
+		goto out;
+	s->expires = exp != NULL ? iso_time(exp) : 0;
+	if (exp != NULL && s->expires == 0) {
+		snprintf(err, errlen,
+			 "its Expiration '%.40s' is not a time as "
+			 "2026-11-30T13:17:25Z",
+			 exp);
+		goto out;
+	}
+	/* Credentials that expired, or expire before they could be used,
+	 * would have the command run again at once, and again. */
+	if (exp != NULL && s->expires <= now + CREDS_EXPIRY_MARGIN_S) {
+		snprintf(err, errlen,
+			 "its Expiration %.40s is %s; refused (credentials "
+			 "must last more than %d s)",
+			 exp, s->expires <= now ? "in the past" : "within a minute",
+			 CREDS_EXPIRY_MARGIN_S);
+		goto out;
+	}
+	s->id = strdup(id);
+	s->secret = strdup(secret);
+	s->token = token != NULL ? strdup(token) : NULL;
+	rc = s->id == NULL || s->secret == NULL ||
+			     (token != NULL && s->token == NULL)
+		     ? -ENOMEM
+		     : 0;
+out:
+	json_decref(j);
+	return rc;
+}
+
+/* The program a command line starts, for error lines: its first word
+ * (the rest may carry secrets). */
+static void program_of(const char *cmd, char *out, size_t cap)
+{
+	size_t skip = strspn(cmd, " \t"), n = strcspn(cmd + skip, " \t;|&<>");
+
+	snprintf(out, cap, "%.*s", (int)(n < 80 ? n : 80), cmd + skip);
+}
+
+/* Runs a command that prints header lines or a credential_process JSON;
+ * err starts with the program it ran. */
+static int from_command(struct fs_creds *c, const char *cmd, bool headers_too,
+			struct creds_set *s, char *err, size_t errlen)
+{
+	char *text = NULL, why[256], prog[96];
+	char **list = NULL;
+	unsigned n = 0;
+	size_t len = 0, skip;
+	int rc = run(c, cmd, &text, &len, why, sizeof(why));
+
+	program_of(cmd, prog, sizeof(prog));
+	if (rc != 0) {
+		snprintf(err, errlen, "command '%s': %s", prog, why);
+		return rc;
+	}
+	skip = strspn(text, " \t\r\n");
+	if (text[skip] == '{') {
+		rc = parse_json(text, len, s, why, sizeof(why));
+	} else if (!headers_too) {
+		snprintf(why, sizeof(why), "it printed no JSON");
+		rc = -EINVAL;
+	} else {
+		rc = fs__headers_parse(text, len, &list, &n, why, sizeof(why));
+		if (rc == 0)
+			rc = add_headers(s, list, n);
+	}
+	if (rc != 0)
+		snprintf(err, errlen, "command '%s': %s", prog, why);
+	explicit_bzero(text, len);
+	free(text);
+	return rc;
+}
+
+/* The AWS key, in the AWS tools' order: the environment, then the
+ * profile in the credentials file, then in the config file (keys or a
+ * credential_process). None is no error: a public bucket needs none. A
+ * file that gives a secret or a command must be the user's and written
+ * by no one else (fs__file_check). */
+static int find_key(struct fs_creds *c, struct creds_set *s, char *err,
+		    size_t errlen)
+{
+	const char *id = getenv("AWS_ACCESS_KEY_ID");
+	const char *secret = getenv("AWS_SECRET_ACCESS_KEY");
+	const char *token = getenv("AWS_SESSION_TOKEN");
+	const char *name = profile_name();
+	struct fs_aws_profile prof = {0};
+	char path[2][4096], why[256], what[4200];
+	int rc = 0, cp_file = 1;
+
+	if (id != NULL && id[0] != '\0' && secret != NULL && secret[0] != '\0') {
+		rc = bad_value("AWS_ACCESS_KEY_ID", id, err, errlen);
+		if (rc == 0)
+			rc = bad_value("AWS_SECRET_ACCESS_KEY", secret, err,
+				       errlen);
+		if (rc == 0)
+			rc = bad_value("AWS_SESSION_TOKEN", token, err, errlen);
+		if (rc != 0)
+			return rc;
+		s->id = strdup(id);
+		s->secret = strdup(secret);
+		s->token = token != NULL && token[0] != '\0' ? strdup(token)
+							     : NULL;
+		snprintf(s->source, sizeof(s->source),
+			 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
+		return s->id == NULL || s->secret == NULL ? -ENOMEM : 0;
+	}
+	aws_path("AWS_SHARED_CREDENTIALS_FILE", "credentials", path[0],
+		 sizeof(path[0]));
+	aws_path("AWS_CONFIG_FILE", "config", path[1], sizeof(path[1]));
+	for (int f = 0; f < 2 && rc == 0; f++) {
+		struct stat st;
+		size_t len = 0;
+		char *text;
+		bool had_secret = prof.secret_access_key != NULL;
+		bool had_token = prof.session_token != NULL;
+		bool had_command = prof.credential_process != NULL;
+		int found;
+
+		watch(c, path[f]);
+		text = slurp(path[f], &st, &len);
+		if (text == NULL && errno == EINVAL) {
+			snprintf(err, errlen, "%s: not a regular file; refused",
+				 path[f]);
+			rc = -EINVAL;
+			break;
+		}
+		if (text == NULL)
+			continue;
+		found = fs__aws_profile_parse(text, len, name, f == 1, &prof);
+		explicit_bzero(text, len);
+		free(text);
+		if (found < 0) {
+			rc = found;
+			break;
+		}
+		if (found > 0 &&
+		    ((!had_secret && prof.secret_access_key != NULL) ||
+		     (!had_token && prof.session_token != NULL)))
+			rc = fs__file_check(path[f], &st, c->cfg.uid,
+					    FS_FILE_SECRETS, c->cfg.readable_ok,
+					    err, errlen);
+		if (found > 0 && !had_command &&
+		    prof.credential_process != NULL)
+			cp_file = f;
+		if (rc == 0 && found > 0 && !had_command &&
+		    prof.credential_process != NULL)
+			rc = fs__file_check(path[f], &st, c->cfg.uid,
+					    FS_FILE_COMMAND, c->cfg.readable_ok,
+					    err, errlen);
+		if (rc == 0 && found > 0) {
+			snprintf(what, sizeof(what),
+				 "aws_access_key_id of profile '%.64s' in %.4000s",
+				 name, path[f]);
+			rc = bad_value(what, prof.access_key_id, err, errlen);
+		}
+		if (rc == 0 && found > 0) {
+			snprintf(what, sizeof(what),
+				 "aws_secret_access_key of profile '%.64s' in %.4000s",
+				 name, path[f]);
+			rc = bad_value(what, prof.secret_access_key, err,
+				       errlen);
+		}
+		if (rc == 0 && found > 0) {
+			snprintf(what, sizeof(what),
+				 "aws_session_token of profile '%.64s' in %.4000s",
+				 name, path[f]);
+			rc = bad_value(what, prof.session_token, err, errlen);
+		}
+		if (rc == 0 && found > 0 && s->source[0] == '\0' &&
+		    prof.access_key_id != NULL)
+			snprintf(s->source, sizeof(s->source),
+				 "profile '%.40s' in %.100s", name, path[f]);
+	}
+	if (rc == 0 && prof.access_key_id != NULL &&
+	    prof.secret_access_key != NULL) {
+		s->id = prof.access_key_id;
+		s->secret = prof.secret_access_key;
+		s->token = prof.session_token;
+		prof.access_key_id = prof.secret_access_key =
+			prof.session_token = NULL;
+	} else if (rc == 0 && prof.credential_process != NULL) {
+		snprintf(s->source, sizeof(s->source),
+			 "the credential_process of profile '%s'", name);
+		rc = from_command(c, prof.credential_process, false, s, why,
+				  sizeof(why));
+		if (rc != 0)
+			snprintf(err, errlen, "%s in %s: %s", s->source,
+				 path[cp_file], why);
+	} else {
+		s->source[0] = '\0';
+	}
+	fs__aws_profile_free(&prof);
+	return rc;
+}
+
+/* Loads every source once: the header files, the command, the AWS key. */
+static int load(struct fs_creds *c, struct creds_set *s, char *err,
+		size_t errlen)
+{
+	char why[512];
+	int rc = 0;
+
+	memset(s, 0, sizeof(*s));
+	for (unsigned i = 0; i < c->cfg.nheader_files && rc == 0; i++) {
+		char **list = NULL;
+		unsigned n = 0;
+
+		watch(c, c->cfg.header_files[i]);
+		rc = fs__headers_load(c->cfg.header_files[i], c->cfg.uid, &list,
+				      &n, why, sizeof(why));
+		if (rc == 0)
+			rc = add_headers(s, list, n);
+		else
+			snprintf(err, errlen, "option header_file: %s", why);
+	}
+	if (rc == 0 && c->cfg.auth_command != NULL) {
+		rc = from_command(c, c->cfg.auth_command, true, s, why,
+				  sizeof(why));
+		if (rc != 0)
+			snprintf(err, errlen, "option auth_command: %s", why);
+		else if (s->id != NULL)
+			snprintf(s->source, sizeof(s->source),
+				 "-o auth_command");
+	}
+	if (rc == 0 && c->cfg.s3 && s->id == NULL)
+		rc = find_key(c, s, err, errlen);
+	if (rc != 0)
+		set_free(s);
+	return rc;
+}
+
+/* Hands s to fetch_auth with the -o header= headers first. */
+static int install(struct fs_creds *c, struct creds_set *s)
+{
+	unsigned n = c->cfg.nheaders + s->nheaders;
+	const char **all = calloc(n ? n : 1, sizeof(*all));
+	struct fetch_cred fc = {.s3_id = s->id,
+				.s3_secret = s->secret,
+				.s3_token = s->token};
+	uint64_t gen;
+
+	if (all == NULL)
+		return -ENOMEM;
+	for (unsigned i = 0; i < c->cfg.nheaders; i++)
+		all[i] = c->cfg.headers[i];
+	for (unsigned i = 0; i < s->nheaders; i++)
+		all[c->cfg.nheaders + i] = s->headers[i];
+	fc.headers = all;
+	fc.nheaders = n;
+	gen = fetch_auth_set(c->auth, &fc);
+	free(all);
+	if (gen == 0)
+		return -ENOMEM;
+	c->has_key = s->id != NULL;
+	c->expires = s->expires;
+	c->obtained = (int64_t)time(NULL);
+	snprintf(c->source, sizeof(c->source), "%s", s->source);
+	return 0;
+}
+
+static void on_expired(void *ctx, uint64_t gen)
+{
+	struct fs_creds *c = ctx;
+
+	pthread_mutex_lock(&c->mu);
+	if (gen > c->forced)
+		c->forced = gen;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+int fs__creds_new(const struct fs_creds_config *cfg, struct fetch_auth *auth,
+		  struct fs_creds **out, char *err, size_t errlen)
+{
+	struct fs_creds *c = calloc(1, sizeof(*c));
+	struct creds_set s;
+	pthread_condattr_t ca;
+	int rc;
+
+	if (c == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	c->cfg = *cfg;
+	c->auth = auth;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	rc = load(c, &s, err, errlen);
+	if (rc == 0) {
+		rc = install(c, &s);
+		set_free(&s);
+		if (rc != 0)
+			snprintf(err, errlen, "out of memory");
+	}
+	if (rc != 0) {
+		fs__creds_free(c);
+		return rc;
+	}
+	fetch_auth_on_expired(auth, on_expired, c);
+	*out = c;
+	return 0;
+}
+
+/* True when a watched file is not what it was when last read. */
+static bool files_changed(struct fs_creds *c)
+{
+	bool changed = false;
+
+	for (unsigned i = 0; i < c->npaths; i++) {
+		struct stat st;
+
+		if (stat(c->paths[i], &st) != 0)
+			memset(&st, 0, sizeof(st));
+		if (st.st_ino != c->st[i].st_ino ||
+		    st.st_size != c->st[i].st_size ||
+		    st.st_mtim.tv_sec != c->st[i].st_mtim.tv_sec ||
+		    st.st_mtim.tv_nsec != c->st[i].st_mtim.tv_nsec)
+			changed = true;
+		c->st[i] = st;
+	}
+	return changed;
+}
+
+/* A command's credentials are asked for again before they expire: a
+ * minute before, or a quarter of their life for short ones. */
+static bool expiring(const struct fs_creds *c, int64_t now)
+{
+	int64_t margin = 60, life = c->expires - c->obtained;
+
+	if (c->expires == 0)
+		return false;
+	if (life < 4 * margin)
+		margin = life / 4;
+	return now >= c->expires - margin;
+}
+
+/* A line of the thread's, through the configuration's log hook. */
+__attribute__((format(printf, 3, 4))) static void
+creds_log(const struct fs_creds *c, enum fs_log_level level, const char *fmt,
+	  ...)
+{
+	va_list ap;
+
+	if (c->cfg.log == NULL)
+		return;
+	va_start(ap, fmt);
+	c->cfg.log(c->cfg.log_ctx, level, fmt, ap);
+	va_end(ap);
+}
+
+static void *watcher(void *arg)
+{
+	struct fs_creds *c = arg;
+
+	pthread_mutex_lock(&c->mu);
+	while (!c->stop) {
+		struct timespec ts;
+		struct creds_set s;
+		char err[1024];
+		uint64_t forced;
+		bool changed, refused, due;
+		int64_t now;
+		int rc;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += 1;
+		if (c->forced == 0 || c->forced < fetch_auth_gen(c->auth))
+			pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+		if (c->stop)
+			break;
+		forced = c->forced;
+		pthread_mutex_unlock(&c->mu);
+		changed = files_changed(c);
+		refused = forced != 0 && forced >= fetch_auth_gen(c->auth);
+		now = (int64_t)time(NULL);
+		/* After a failed load only a changed file is read at once:
+		 * a command that keeps failing runs 2, 4, ... s apart. */
+		due = changed || now >= c->retry_at;
+		if (!due && refused)
+			fetch_auth_again(c->auth);
+		if (due && (refused || changed || expiring(c, now))) {
+			rc = load(c, &s, err, sizeof(err));
+			if (rc != 0) {
+				unsigned wait = c->fails < 8 ? 2u << c->fails
+							    : CREDS_BACKOFF_MAX_S;
+
+				if (wait > CREDS_BACKOFF_MAX_S)
+					wait = CREDS_BACKOFF_MAX_S;
+				c->fails++;
+				c->retry_at = (int64_t)time(NULL) + wait;
+			} else {
+				c->fails = 0;
+				c->retry_at = 0;
+			}
+			if (rc == 0) {
+				rc = install(c, &s);
+				set_free(&s);
+				creds_log(c, FS_LOG_INFO,
+					  "credentials read again (%s)",
+					  changed   ? "a file changed"
+					  : refused ? "an origin refused them"
+						    : "they expire");
+			} else {
+				creds_log(c, FS_LOG_ERR,
+					  "cannot read the credentials again: "
+					  "%s; next try in %" PRId64 " s",
+					  err, c->retry_at - (int64_t)time(NULL));
+			}
+			if (rc != 0 && refused) {
+				/* The refused request then fails now, not
+				 * after its whole wait. */
+				fetch_auth_again(c->auth);
+			}
+		}
+		pthread_mutex_lock(&c->mu);
+		if (c->forced == forced)
+			c->forced = 0;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+int fs__creds_start(struct fs_creds *c)
+{
+	int rc = pthread_create(&c->thread, NULL, watcher, c);
+
+	if (rc != 0)
+		return -rc;
+	c->running = true;
+	return 0;
+}
+
+void fs__creds_free(struct fs_creds *c)
+{
+	if (c == NULL)
+		return;
+	if (c->running) {
+		pthread_mutex_lock(&c->mu);
+		c->stop = true;
+		atomic_store(&c->stopping, true);
+		pthread_cond_signal(&c->cv);
+		pthread_mutex_unlock(&c->mu);
+		pthread_join(c->thread, NULL);
+	}
+	if (c->auth != NULL)
+		fetch_auth_on_expired(c->auth, NULL, NULL);
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+bool fs__creds_changeable(const struct fs_creds *c)
+{
+	return c != NULL &&
+	       (c->npaths > 0 || c->cfg.auth_command != NULL);
+}
+
+const char *fs__creds_source(const struct fs_creds *c)
+{
+	return c != NULL && c->has_key ? c->source : NULL;
+}
+
+void fs__creds_region(const char *opt, char *out, size_t cap)
+{
+	const char *v = opt;
+	struct fs_aws_profile prof = {0};
+	char path[4096];
+	struct stat st;
+	size_t len = 0;
+	char *text;
+
+	if (v == NULL || v[0] == '\0')
+		v = getenv("AWS_REGION");
+	if (v == NULL || v[0] == '\0')
+		v = getenv("AWS_DEFAULT_REGION");
+	if (v != NULL && v[0] != '\0') {
+		snprintf(out, cap, "%s", v);
+		return;
+	}
+	aws_path("AWS_CONFIG_FILE", "config", path, sizeof(path));
+	text = slurp(path, &st, &len);
+	if (text != NULL &&
+	    fs__aws_profile_parse(text, len, profile_name(), true, &prof) > 0 &&
+	    prof.region != NULL)
+		snprintf(out, cap, "%s", prof.region);
+	else
+		snprintf(out, cap, "us-east-1");
+	if (text != NULL)
+		explicit_bzero(text, len);
+	free(text);
+	fs__aws_profile_free(&prof);
+}

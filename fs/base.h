@@ -1,0 +1,63 @@
+/* base: what every room of fs/ shares, from the C library alone: the
+ * log's levels (each room logs through the driver's log, the engine and
+ * the credentials through a hook), the monotonic clock, hex digits, and
+ * the escaping of text a server chose (fs/escape.c). */
+#ifndef FS_BASE_H
+#define FS_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+enum fs_log_level { FS_LOG_ERR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };
+
+/* The monotonic clock, in nanoseconds: what the scheduler, the log's rate
+ * limit and the listings' ages count in. */
+static inline uint64_t fs__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Writes the n bytes at d as 2n lowercase hex digits and a NUL into out
+ * (2n + 1 bytes); returns out. */
+static inline char *fs__hex(const uint8_t *d, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[d[i] >> 4];
+		out[2 * i + 1] = digits[d[i] & 15];
+	}
+	out[2 * n] = '\0';
+	return out;
+}
+
+/* The value of a hex digit, or -1. */
+static inline int fs__hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+
+/* fs/escape.c. Copies s into out (cap > 0 bytes, always NUL-terminated,
+ * cut when full) with every byte a terminal or a log reader could take for
+ * something else written as \xNN: control bytes (< 0x20, 0x7f), UTF-8 C1
+ * controls (U+0080..U+009F) and bytes that are not well-formed UTF-8.
+ * Returns out. */
+char *fs__escape(const char *s, char *out, size_t cap);
+
+/* The length of the well-formed UTF-8 sequence of two to four bytes at s
+ * (its code point in *cp), or 0: ASCII, a stray or overlong byte, a
+ * surrogate, a cut sequence. Reads up to s's NUL. */
+size_t fs__utf8_seq(const char *s, uint32_t *cp);
+
+#endif

@@ -1,0 +1,74 @@
+/* log_int: the log's internals (fs/driver/log.c: its escaping and its
+ * rate limit) and the small helpers the driver's commands share; only
+ * fs/driver/ includes it (and the log's tests). */
+#ifndef FS_LOG_INT_H
+#define FS_LOG_INT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fs/base.h"
+
+/* Sends log lines to stderr (foreground) or syslog (daemon). Every line is
+ * escaped (fs__escape): servers choose much of what is logged (names,
+ * ETags, reasons). Lines alike but for their numbers (fs__log_key) are
+ * rate-limited (fs__log_admit), debug lines aside, so that a fault that
+ * repeats cannot flood the log. Thread-safe. */
+void fs__log_init(bool to_stderr, enum fs_log_level level);
+/* vsnprintf into buf with every URL's userinfo removed (removed before a
+ * long line is cut): what every log line and terminal line goes through. */
+void fs__format_shown(char *buf, size_t cap, const char *fmt, va_list ap);
+
+/* A line's kind for the rate limit: a hash of its text with every run of
+ * digits counted as one, so that "lane 3: ..." and "lane 5: ..." or two
+ * offsets are the same kind. */
+uint64_t fs__log_key(const char *msg);
+
+/* Lines of one kind logged per window; the rest are counted. */
+#define FS_LOG_BURST 5
+#define FS_LOG_WINDOW_NS (10 * 1000000000ull)
+#define FS_LOG_KINDS 32
+
+/* Lines left out of one kind, reported when its window ends. */
+struct fs_log_report {
+	uint32_t suppressed;
+	int level;
+	char sample[120]; /* the last line left out, cut */
+};
+
+/* The rate limit's state: the kinds seen lately (the oldest window makes
+ * room for a new kind, and its count is then lost). */
+struct fs_log_limit {
+	struct {
+		bool used;
+		uint64_t key;
+		uint64_t since; /* the window's start */
+		uint32_t logged;
+		struct fs_log_report left_out;
+	} kind[FS_LOG_KINDS];
+};
+
+/* Admits a line of kind key (text msg) at now_ns: true for the first
+ * FS_LOG_BURST lines of a kind in each FS_LOG_WINDOW_NS; a later one is
+ * counted (msg kept as the sample) and false. Pure; the caller locks. */
+bool fs__log_admit(struct fs_log_limit *l, uint64_t key, int level,
+		   const char *msg, uint64_t now_ns);
+
+/* Takes one kind whose window has ended with lines left out: fills *r and
+ * clears the count. False when there is none. Call it before each line (in
+ * a loop) so that a storm that stopped is still reported. */
+bool fs__log_take_report(struct fs_log_limit *l, uint64_t now_ns,
+			 struct fs_log_report *r);
+
+/* The default cache directory, a new string: /var/cache/pacefs for root,
+ * else $XDG_CACHE_HOME/pacefs, else $HOME/.cache/pacefs, else the
+ * account's home (getpwuid) + /.cache/pacefs; never a shared, guessable
+ * path. NULL with the reason in err when there is none. */
+char *fs__default_cache_dir(char *err, size_t errlen);
+
+/* Writes n bytes as "512 B", "1.5 KiB", "12.0 MiB", ...; returns buf. */
+const char *fs__human_size(uint64_t n, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,531 @@
+/* node: what a file or directory of the mount needs before it is used: a
+ * file's blob, probed on first use; a directory-index page, read on first
+ * use and again when older than the listing TTL. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <fuse_lowlevel.h>
+#include <openssl/evp.h>
+
+#include "fs/driver/driver_int.h"
+#include "fs/engine/engine.h"
+#include "fs/tree/tree.h"
+#include "fs/auth/auth.h"
+
+/* The largest directory-index page read. */
+#define FS_LISTING_MAX (64u * 1024u * 1024u)
+
+/* Entries merged per hold of the namespace's lock: a page of a million
+ * names is merged in holds of about half a millisecond, so that every
+ * other operation of the mount waits that long behind it, not seconds. */
+#define FS_LIST_BATCH 1024u
+
+/* True once the session ends (SIGTERM, the connection gone): a request
+ * under way stops, so that the loop's worker threads can be joined. */
+static bool mount_stopping(void *arg)
+{
+	const struct fs_mount *m = arg;
+
+	return m->se != NULL && fuse_session_exited(m->se) != 0;
+}
+
+void fs__mount_bound(const struct fs_mount *m, uint64_t deadline_ns,
+		     struct fetch_config *out)
+{
+	*out = m->fetch;
+	out->deadline_ms = deadline_ns == 0 ? 0 : deadline_ns / 1000000u;
+	if (deadline_ns != 0 && out->deadline_ms == 0)
+		out->deadline_ms = 1;
+	out->stop = mount_stopping;
+	out->stop_arg = (void *)m;
+}
+
+/* deadline_ns (fs__now_ns's clock, CLOCK_MONOTONIC) as the waits take
+ * it. */
+static struct timespec monotonic_ts(uint64_t deadline_ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000u),
+			      .tv_nsec = (long)(deadline_ns % 1000000000u)};
+
+	return ts;
+}
+
+bool fs__node_has_content_identity(const struct fs_node *n)
+{
+	/* The cache checks every block against digest blocks that divide
+	 * it before it stores it; a larger digest block is checked only once
+	 * all of its cache blocks are stored, so the first of them are
+	 * cached unchecked. */
+	return n->ndblocks > 0 && n->dblock > 0 &&
+	       n->dblock <= CACHE_BLOCK_SIZE &&
+	       CACHE_BLOCK_SIZE % n->dblock == 0;
+}
+
+/* "sha256:H block_sha256:BS:D" (without "sha256:H " when the entry gives
+ * no whole-file digest), D the SHA-256 of the block digests, 32 bytes
+ * each, in order. Every block stored under it was checked against that
+ * list before it was cached, so the bytes it holds are the ones the list
+ * names, whichever source sent them. A whole-file digest alone binds
+ * nothing until the file is complete: such entries keep their source's
+ * identity. A new string; NULL when memory ran out. */
+static char *content_identity(const struct fs_node *n)
+{
+	size_t cap = sizeof("sha256: block_sha256::") + 64 + 10 + 64;
+	uint8_t list[32];
+	char h[65], d[65];
+	char *buf = malloc(cap);
+
+	if (buf == NULL)
+		return NULL;
+	EVP_Digest(n->dblocks, (size_t)n->ndblocks * sizeof(n->dblocks[0]),
+		   list, NULL, EVP_sha256(), NULL);
+	fs__hex(list, 32, d);
+	if (n->has_sha256) {
+		fs__hex(n->sha256, 32, h);
+		snprintf(buf, cap, "sha256:%s block_sha256:%" PRIu32 ":%s", h,
+			 n->dblock, d);
+	} else {
+		snprintf(buf, cap, "block_sha256:%" PRIu32 ":%s", n->dblock, d);
+	}
+	return buf;
+}
+
+char *fs__node_identity(const struct fs_node *n)
+{
+	if (n->identity != NULL)
+		return strdup(n->identity);
+	if (fs__node_has_content_identity(n))
+		return content_identity(n);
+	return fs__sources_identity((const char *const *)n->urls, n->nurls);
+}
+
+/* Copies what probing node i needs out of the namespace, so that the
+ * probe runs without its lock. */
+struct node_copy {
+	char **urls;
+	uint32_t nurls;
+	bool has_size;
+	uint64_t size;
+	uint32_t blob;
+	char name[PATH_MAX]; /* the path in the mount, for logs */
+	char *identity;
+	bool content; /* the identity names the content */
+	bool object_store; /* listed by an object store */
+	struct cache_id id;
+	const uint8_t *sha256; /* the node's, immutable; NULL: none */
+	uint32_t dblock;
+	const uint8_t (*dblocks)[32];
+	uint32_t ndblocks;
+};
+
+static void node_copy_free(struct node_copy *c)
+{
+	for (uint32_t i = 0; c->urls != NULL && i < c->nurls; i++)
+		free(c->urls[i]);
+	free(c->urls);
+	free(c->identity);
+}
+
+static int node_copy(struct fs_mount *m, uint32_t i, struct node_copy *c)
+{
+	struct fs_node *n;
+	int rc = 0;
+
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_lock(&m->ns->mu);
+	n = fs__ns_get(m->ns, i);
+	if (n == NULL || n->is_dir || n->nurls == 0) {
+		rc = n != NULL && n->is_dir ? -EISDIR : -ENOENT;
+		goto out;
+	}
+	c->urls = calloc(n->nurls, sizeof(*c->urls));
+	if (c->urls == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (c->nurls = 0; c->nurls < n->nurls; c->nurls++) {
+		c->urls[c->nurls] = strdup(n->urls[c->nurls]);
+		if (c->urls[c->nurls] == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	c->has_size = n->has_size;
+	c->size = n->size;
+	c->blob = n->blob;
+	fs__ns_path(m->ns, i, c->name, sizeof(c->name));
+	c->sha256 = n->has_sha256 ? n->sha256 : NULL;
+	c->dblock = n->dblock;
+	c->dblocks = (const uint8_t(*)[32])n->dblocks;
+	c->ndblocks = n->ndblocks;
+	c->identity = fs__node_identity(n);
+	c->content = fs__node_has_content_identity(n);
+	c->object_store = n->etag != NULL;
+	if (c->identity == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	cache_id_from_string(c->identity, &c->id);
+out:
+	pthread_mutex_unlock(&m->ns->mu);
+	if (rc != 0)
+		node_copy_free(c);
+	return rc;
+}
+
+int fs__node_ready(struct fs_mount *m, uint32_t i, uint64_t deadline_ns)
+{
+	struct fs_learn_args args;
+	struct fetch_config fc;
+	struct node_copy c;
+	struct fs_learned l;
+	const struct fs_node *n;
+	struct timespec until = monotonic_ts(deadline_ns);
+	char err[1024];
+	uint32_t blob;
+	int rc;
+
+	/* Every open asks: a file ready already needs no copy (nor the hash
+	 * over its block digests that its identity takes). */
+	pthread_mutex_lock(&m->ns->mu);
+	n = fs__ns_get(m->ns, i);
+	blob = n != NULL ? n->blob : FS_NO_BLOB;
+	pthread_mutex_unlock(&m->ns->mu);
+	if (blob != FS_NO_BLOB && fs__engine_blob_is_ready(m->engine, blob))
+		return 0;
+	rc = node_copy(m, i, &c);
+	if (rc != 0)
+		return rc;
+	if (c.blob != FS_NO_BLOB && fs__engine_blob_is_ready(m->engine, c.blob))
+		goto out;
+	/* One probe at a time, and never twice for one file; waiting for
+	 * another file's probe counts in this request's deadline. */
+	rc = pthread_mutex_clocklock(&m->learn_mu, CLOCK_MONOTONIC, &until);
+	if (rc != 0) {
+		fs__log(FS_LOG_ERR,
+			"%s: cannot open: another file's probe was still "
+			"under way at the deadline (-o read_timeout=)",
+			c.name);
+		rc = -EIO;
+		goto out;
+	}
+	pthread_mutex_lock(&m->ns->mu);
+	c.blob = m->ns->nodes[i]->blob;
+	pthread_mutex_unlock(&m->ns->mu);
+	if (c.blob != FS_NO_BLOB && fs__engine_blob_is_ready(m->engine, c.blob))
+		goto out_learn;
+	args.identity = c.identity;
+	args.urls = (const char *const *)c.urls;
+	args.nurls = c.nurls;
+	args.has_size = c.has_size;
+	args.size = c.size;
+	args.sha256 = c.sha256;
+	args.revalidate_s = m->revalidate_s;
+	args.content = c.content;
+	args.object_store = c.object_store;
+	/* An object's listed size may be older than the object. */
+	args.has_size = c.has_size && !c.object_store;
+	fs__mount_bound(m, deadline_ns, &fc);
+	rc = fs__learn(&fc, m->cache, &args, &l, err, sizeof(err));
+	if (rc != 0) {
+		/* A key deleted since it was listed is gone, not broken. */
+		fs__log(rc == -ENOENT ? FS_LOG_INFO : FS_LOG_ERR,
+			"%s: cannot open: %s", c.name, err);
+		rc = rc == -ENOENT ? -ENOENT : -EIO;
+		goto out_learn;
+	}
+	if (c.blob == FS_NO_BLOB) {
+		rc = fs__engine_blob_add(m->engine, c.name, l.size, &c.id,
+					 &c.blob);
+		if (rc == 0)
+			rc = fs__engine_blob_digests(m->engine, c.blob,
+						     c.sha256, c.dblock,
+						     c.dblocks, c.ndblocks);
+		if (rc != 0) {
+			fs__log(FS_LOG_ERR, "%s: cannot add its blob: %s",
+				c.name, strerror(-rc));
+			goto out_l;
+		}
+	}
+	rc = fs__engine_blob_ready(m->engine, c.blob, l.sources, l.nsources);
+	if (rc != 0) {
+		fs__log(FS_LOG_ERR, "%s: cannot start its transfers: %s",
+			c.name, strerror(-rc));
+		goto out_l;
+	}
+	pthread_mutex_lock(&m->ns->mu);
+	m->ns->nodes[i]->blob = c.blob;
+	m->ns->nodes[i]->has_size = true;
+	m->ns->nodes[i]->size = l.size;
+	if (m->ns->nodes[i]->mtime < 0)
+		m->ns->nodes[i]->mtime = l.mtime;
+	pthread_mutex_unlock(&m->ns->mu);
+out_l:
+	fs__learned_free(&l);
+out_learn:
+	pthread_mutex_unlock(&m->learn_mu);
+out:
+	node_copy_free(&c);
+	return rc;
+}
+
+/* Resolves name, a relative href of the page at base, as a browser does:
+ * base up to the last '/' of its path (its query dropped), then name
+ * percent-encoding all but RFC 3986's unreserved characters, and a '/' for
+ * a directory. */
+static char *child_url(const char *base, const char *name, bool is_dir)
+{
+	const char *path = strstr(base, "://");
+	size_t blen = strcspn(base, "?#"), n;
+	char *url;
+
+	path = path != NULL ? path + 3 + strcspn(path + 3, "/?#") : base;
+	while (blen > (size_t)(path - base) && base[blen - 1] != '/')
+		blen--;
+	url = malloc(blen + strlen(name) * 3 + 3);
+	if (url == NULL)
+		return NULL;
+	memcpy(url, base, blen);
+	n = blen;
+	if (n == 0 || url[n - 1] != '/')
+		url[n++] = '/'; /* "http://h" lists as "http://h/" */
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' ||
+		    *p == '_' || *p == '~')
+			url[n++] = (char)*p;
+		else
+			n += (size_t)snprintf(url + n, 4, "%%%02X", *p);
+	}
+	if (is_dir)
+		url[n++] = '/';
+	url[n] = '\0';
+	return url;
+}
+
+/* A node for a listed entry, built outside the lock: most of a merge's
+ * work is allocation, and none of it needs the namespace. NULL when
+ * memory ran out. */
+static struct fs_node *entry_node(const char *base,
+				  const struct fs_index_entry *ent)
+{
+	struct fs_node *n = fs__node_new(ent->name, ent->is_dir);
+	char *url = n == NULL	      ? NULL
+		    : ent->url != NULL ? strdup(ent->url)
+				       : child_url(base, ent->name, ent->is_dir);
+
+	if (url == NULL)
+		goto fail;
+	if (ent->etag != NULL && (n->etag = strdup(ent->etag)) == NULL)
+		goto fail_url;
+	if (ent->identity != NULL &&
+	    (n->identity = strdup(ent->identity)) == NULL)
+		goto fail_url;
+	if (ent->is_dir) {
+		n->list_url = url;
+	} else {
+		n->urls = calloc(1, sizeof(*n->urls));
+		if (n->urls == NULL) {
+			free(url);
+			goto fail;
+		}
+		n->urls[0] = url;
+		n->nurls = 1;
+		/* A size the page states exactly is taken; a probe confirms
+		 * it at the first open. */
+		n->has_size = ent->has_size;
+		n->size = ent->size;
+	}
+	if (ent->has_mtime)
+		n->mtime = ent->mtime;
+	return n;
+fail_url:
+	free(url);
+fail:
+	fs__node_free(n);
+	return NULL;
+}
+
+/* Adds or refreshes one listed entry under directory d, as seen by the
+ * merge of generation gen: a new name links *fresh (which the tree then
+ * owns: *fresh becomes NULL). Caller holds ns->mu. */
+static int merge_entry(struct fs_ns *ns, uint32_t d, uint32_t gen,
+		       const struct fs_index_entry *ent, struct fs_node **fresh)
+{
+	uint32_t c = fs__ns_child(ns, d, ent->name);
+	struct fs_node *n;
+	int rc;
+
+	if (c == FS_NO_NODE) {
+		(*fresh)->seen_gen = gen;
+		rc = fs__ns_link(ns, d, *fresh, &c);
+		if (rc == 0)
+			*fresh = NULL;
+		return rc;
+	}
+	n = ns->nodes[c];
+	if (n->is_dir != ent->is_dir)
+		return 0; /* a file became a directory: keep what we have */
+	n->gone = false;
+	n->seen_gen = gen;
+	if (ent->has_mtime)
+		n->mtime = ent->mtime;
+	return 0;
+}
+
+/* Merges a parsed page into directory d in batches of FS_LIST_BATCH
+ * entries: each batch's nodes are built outside the lock, then linked in
+ * one short hold of it, and the thread yields before the next, so that an
+ * operation waiting for the lock gets it. Then it marks what the page no
+ * longer lists as gone: a node the page still lists is never gone in
+ * between. Caller holds the directory's listing (d->listing). */
+static int merge_page(struct fs_mount *m, uint32_t d, const char *base,
+		      const struct fs_index_entry *ents, uint32_t nents)
+{
+	struct fs_ns *ns = m->ns;
+	struct fs_node *batch[FS_LIST_BATCH];
+	uint32_t gen, done = 0;
+	int rc;
+
+	pthread_mutex_lock(&ns->mu);
+	gen = ++ns->nodes[d]->list_gen;
+	rc = fs__ns_reserve(ns, d, nents);
+	pthread_mutex_unlock(&ns->mu);
+	while (rc == 0 && done < nents) {
+		uint32_t n = nents - done > FS_LIST_BATCH ? FS_LIST_BATCH
+							  : nents - done;
+		uint32_t built = 0, i;
+
+		for (; built < n; built++) {
+			batch[built] = entry_node(base, &ents[done + built]);
+			if (batch[built] == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+		}
+		pthread_mutex_lock(&ns->mu);
+		for (i = 0; i < built && rc == 0; i++)
+			rc = merge_entry(ns, d, gen, &ents[done + i],
+					 &batch[i]);
+		pthread_mutex_unlock(&ns->mu);
+		/* The names that were there already: their nodes were not
+		 * needed. */
+		for (i = 0; i < built; i++)
+			fs__node_free(batch[i]);
+		done += n;
+		sched_yield();
+	}
+	/* Only a whole page says what is gone. */
+	for (uint32_t i = 0, more = rc == 0; more;) {
+		pthread_mutex_lock(&ns->mu);
+		for (uint32_t end = i + FS_LIST_BATCH;
+		     i < end && i < ns->nodes[d]->nchildren; i++) {
+			struct fs_node *c =
+				ns->nodes[ns->nodes[d]->children[i]];
+
+			c->gone = c->seen_gen != gen;
+		}
+		more = i < ns->nodes[d]->nchildren;
+		pthread_mutex_unlock(&ns->mu);
+	}
+	return rc;
+}
+
+int fs__node_list(struct fs_mount *m, uint32_t d, bool fresh,
+		  uint64_t deadline_ns)
+{
+	struct fs_ns *ns = m->ns;
+	struct fs_index_entry *ents = NULL;
+	struct timespec until = monotonic_ts(deadline_ns);
+	struct fetch_config fc;
+	uint32_t nents = 0;
+	char *url = NULL, *page = NULL, *final = NULL, err[1024];
+	uint64_t now;
+	bool merged = false;
+	size_t len;
+	int rc = 0;
+
+	pthread_mutex_lock(&ns->mu);
+	/* One thread reads a directory's page at a time. The others wait
+	 * for its result rather than read the page again, or, for a lookup
+	 * when there is a listing already, use that one (a refresh only adds
+	 * and drops names): a name is found at once during a refresh. The
+	 * wait ends at this request's own deadline. */
+	while (ns->nodes[d]->listing &&
+	       (fresh || ns->nodes[d]->listed_ns == 0) && rc == 0)
+		rc = pthread_cond_timedwait(&ns->listed, &ns->mu, &until);
+	if (rc != 0 && ns->nodes[d]->listing &&
+	    (fresh || ns->nodes[d]->listed_ns == 0)) {
+		char path[PATH_MAX];
+
+		fs__ns_path(ns, d, path, sizeof(path));
+		pthread_mutex_unlock(&ns->mu);
+		fs__log(FS_LOG_ERR,
+			"cannot list /%s: its listing by another request was "
+			"still under way at the deadline (-o read_timeout=)",
+			path);
+		return -EIO;
+	}
+	rc = 0;
+	if (ns->nodes[d]->listing) {
+		pthread_mutex_unlock(&ns->mu);
+		return 0;
+	}
+	now = fs__now_ns(); /* after the wait: the other's listing is fresh */
+	if (ns->nodes[d]->list_url != NULL &&
+	    (ns->nodes[d]->listed_ns == 0 ||
+	     now - ns->nodes[d]->listed_ns > m->listing_ttl_ns)) {
+		url = strdup(ns->nodes[d]->list_url);
+		ns->nodes[d]->listing = url != NULL;
+	}
+	pthread_mutex_unlock(&ns->mu);
+	if (url == NULL)
+		return 0; /* fresh, or not an index */
+	fs__mount_bound(m, deadline_ns, &fc);
+	if (m->s3 != NULL) {
+		err[0] = '\0';
+		rc = fs__s3_list(m->s3, &fc, m->creds, url, false, &ents,
+				 &nents, err, sizeof(err));
+		if (rc == 0 && err[0] != '\0')
+			fs__log(FS_LOG_WARN, "%s", err);
+		final = rc == 0 ? strdup(url) : NULL;
+		if (rc == 0 && final == NULL)
+			rc = -ENOMEM;
+	} else {
+		rc = fetch_get(&fc, url, FS_LISTING_MAX, &page, &len, &final,
+			       err, sizeof(err));
+		if (rc == 0)
+			rc = fs__dirindex_parse(page, len, &ents, &nents, err,
+						sizeof(err));
+	}
+	if (rc != 0) {
+		fs__log(FS_LOG_ERR, "cannot list %s: %s", url, err);
+		goto out;
+	}
+	free(page); /* parsed: up to 64 MiB that the merge does not need */
+	page = NULL;
+	/* Links are relative to where the page came from, after its
+	 * redirects. */
+	rc = merge_page(m, d, final, ents, nents);
+	if (rc != 0)
+		fs__log(FS_LOG_ERR, "cannot list %s: %s", url, strerror(-rc));
+	merged = true;
+out:
+	pthread_mutex_lock(&ns->mu);
+	/* A page that could not be read is asked again at the next use. */
+	if (merged)
+		ns->nodes[d]->listed_ns = now;
+	ns->nodes[d]->listing = false;
+	pthread_cond_broadcast(&ns->listed);
+	pthread_mutex_unlock(&ns->mu);
+	fs__dirindex_free(ents, nents);
+	free(page);
+	free(final);
+	free(url);
+	return rc != 0 ? -EIO : 0;
+}

@@ -1,0 +1,263 @@
+/* probe: learns what a file's URLs serve before its first read: probes
+ * each, keeps the sources that agree, and reconciles them with what the
+ * cache holds. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fs/driver/driver_int.h"
+#include "fs/engine/engine.h"
+
+static int learn_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int learn_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+void fs__learned_free(struct fs_learned *l)
+{
+	for (uint32_t i = 0; l->sources != NULL && i < l->nsources; i++) {
+		free(l->sources[i].url);
+		free(l->sources[i].validator);
+	}
+	free(l->sources);
+	memset(l, 0, sizeof(*l));
+}
+
+/* Probes one URL into sources[*n] when it answers; *kind says how it
+ * failed otherwise. A revalidation (the cache holds a record: has the file
+ * changed?) asks the origin past any cache on the way. */
+static int probe_one(const struct fetch_config *fc, const char *url,
+		     bool revalidation, struct fs_source *s, uint64_t *size,
+		     int64_t *mtime, enum fetch_probe_error *kind, char *err,
+		     size_t errlen)
+{
+	struct fetch_probe pr;
+	int rc = fetch_probe(fc, url, revalidation, &pr, kind, err, errlen);
+
+	if (pr.proxy_note[0] != '\0')
+		fs__log(FS_LOG_WARN, "%s: %s", url, pr.proxy_note);
+	if (rc != 0)
+		return pr.status == 404 || pr.status == 410 ? -ENOENT : rc;
+	/* Redirects that stayed on the URL's origin are pinned: later
+	 * requests go straight to where they led. One that crossed to
+	 * another origin (a CDN's presigned URL, which expires) is asked
+	 * again by every request, from the URL the user gave with its
+	 * credentials, and followed without them. */
+	s->url = strdup(fetch_url_same_origin(url, pr.final_url) ? pr.final_url
+								 : url);
+	fetch_probe_free(&pr);
+	if (pr.etag[0] != '\0' && !pr.etag_weak)
+		s->validator = strdup(pr.etag);
+	else if (pr.last_modified[0] != '\0')
+		s->validator = strdup(pr.last_modified);
+	*size = pr.size;
+	*mtime = pr.mtime;
+	return s->url != NULL ? 0 : -ENOMEM;
+}
+
+/* Uses the cache's record without asking the origin: the validator was
+ * confirmed recently enough for the revalidation policy. Only the first
+ * URL is used, pinned to the stored validator. */
+static int learn_from_record(const struct fs_learn_args *a,
+			     const struct cache_blob_record *rec,
+			     struct fs_learned *out, char *err, size_t errlen)
+{
+	out->sources[0].url = strdup(a->urls[0]);
+	out->sources[0].validator =
+		rec->validator[0] != '\0' ? strdup(rec->validator) : NULL;
+	out->sources[0].if_match = a->object_store;
+	out->nsources = 1;
+	out->size = rec->size;
+	out->mtime = -1;
+	if (out->sources[0].url == NULL) {
+		fs__learned_free(out);
+		return learn_fail(err, errlen, -ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* Writes the blob's record: its size and the first URL's validator; the
+ * time the origin confirmed it (kept when it did not answer); its digest,
+ * and whether the held bytes matched it (kept while the blob is the
+ * same). */
+static int put_record(struct cache *cache, const struct cache_id *id,
+		      const struct fs_learn_args *a, const struct fs_learned *l,
+		      const char *validator, bool confirmed,
+		      const struct cache_blob_record *old, bool same)
+{
+	struct cache_blob_record rec;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.size = l->size;
+	snprintf(rec.validator, sizeof(rec.validator), "%s", validator);
+	rec.last_access = (uint64_t)time(NULL);
+	rec.validated_at = confirmed ? (uint64_t)time(NULL)
+			   : same    ? old->validated_at
+				     : 0;
+	if (a->sha256 != NULL) {
+		rec.has_sha256 = true;
+		memcpy(rec.sha256, a->sha256, sizeof(rec.sha256));
+		rec.verified = same && old->has_sha256 && old->verified &&
+			       memcmp(old->sha256, a->sha256, 32) == 0;
+	} else if (same) {
+		rec.has_sha256 = old->has_sha256;
+		rec.verified = old->verified;
+		memcpy(rec.sha256, old->sha256, sizeof(rec.sha256));
+	}
+	/* The record's copy is for `pacefs cache ls` only (the id is made
+	 * from the whole identity): one too long to store says so. */
+	if (strlen(a->identity) < sizeof(rec.identity))
+		snprintf(rec.identity, sizeof(rec.identity), "%s", a->identity);
+	else
+		snprintf(rec.identity, sizeof(rec.identity),
+			 "%.*s... (%zu bytes)", (int)sizeof(rec.identity) - 64,
+			 a->identity, strlen(a->identity));
+	return cache_blob_put(cache, id, &rec);
+}
+
+int fs__learn(const struct fetch_config *fc, struct cache *cache,
+	      const struct fs_learn_args *a, struct fs_learned *out,
+	      char *err, size_t errlen)
+{
+	struct cache_blob_record rec;
+	struct cache_id id;
+	enum fetch_probe_error kind;
+	char perr[1024], first_err[1024] = "";
+	bool have_rec, unreachable = false, primary_ok = false, same, keep;
+	bool missing = true; /* every source answered 404 or 410 */
+	const char *ref_url = NULL, *validator;
+	const char *const *urls = a->urls;
+	uint32_t nurls = a->nurls;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->sources = calloc(nurls, sizeof(*out->sources));
+	if (out->sources == NULL)
+		return learn_fail(err, errlen, -ENOMEM, "out of memory");
+	cache_id_from_string(a->identity, &id);
+	have_rec = cache_blob_get(cache, &id, &rec) == 0;
+	/* A content identity's record may hold the validator of another URL
+	 * naming the same content, which this one's requests must not carry:
+	 * its sources are always probed. */
+	if (have_rec && !a->content && a->revalidate_s >= 0 &&
+	    rec.validated_at != 0 &&
+	    (uint64_t)time(NULL) <
+		    rec.validated_at + (uint64_t)a->revalidate_s &&
+	    (!a->has_size || rec.size == a->size))
+		return learn_from_record(a, &rec, out, err, errlen);
+	for (uint32_t i = 0; i < nurls; i++) {
+		struct fs_source *s = &out->sources[out->nsources];
+		uint64_t size;
+		int64_t mtime;
+
+		rc = probe_one(fc, urls[i], have_rec, s, &size, &mtime, &kind,
+			       perr, sizeof(perr));
+		s->if_match = a->object_store;
+		missing &= rc == -ENOENT;
+		if (rc != 0) {
+			free(s->url);
+			free(s->validator);
+			memset(s, 0, sizeof(*s));
+			if (first_err[0] == '\0')
+				snprintf(first_err, sizeof(first_err), "%s",
+					 perr);
+			unreachable |= kind == FETCH_PROBE_UNREACHABLE;
+			if (nurls > 1)
+				fs__log(FS_LOG_WARN, "source not used: %s",
+					perr);
+			continue;
+		}
+		if (a->has_size && size != a->size) {
+			snprintf(perr, sizeof(perr),
+				 "%s serves %" PRIu64 " bytes, not the %" PRIu64
+				 " the manifest or listing gives",
+				 urls[i], size, a->size);
+			fs__log(FS_LOG_WARN, "source not used: %s", perr);
+			if (first_err[0] == '\0')
+				snprintf(first_err, sizeof(first_err), "%s",
+					 perr);
+		} else if (ref_url != NULL && size != out->size) {
+			fs__log(FS_LOG_WARN,
+				"mirror %s not used: its size %" PRIu64
+				" differs from %" PRIu64 " at %s",
+				urls[i], size, out->size, ref_url);
+		} else {
+			if (ref_url == NULL) {
+				ref_url = urls[i];
+				out->size = size;
+				out->mtime = mtime;
+			}
+			primary_ok |= i == 0;
+			out->nsources++;
+			continue;
+		}
+		free(s->url);
+		free(s->validator);
+		memset(s, 0, sizeof(*s));
+	}
+	if (ref_url == NULL) {
+		if (!unreachable || !have_rec) {
+			fs__learned_free(out);
+			return learn_fail(err, errlen, missing ? -ENOENT : -EIO,
+					  "%s", first_err);
+		}
+		/* The origin is down: serve what the cache holds. */
+		fs__log(FS_LOG_WARN,
+			"origin unreachable (%s); serving what the cache holds",
+			first_err);
+		rc = learn_from_record(a, &rec, out, err, errlen);
+		if (rc == 0)
+			out->offline = true;
+		return rc;
+	}
+	/* The first URL's validator is the blob's; a mirror's differs by
+	 * nature (each server makes its own ETag) and is pinned per source. */
+	if (primary_ok)
+		validator = out->sources[0].validator != NULL
+				    ? out->sources[0].validator
+				    : "";
+	else
+		validator = have_rec ? rec.validator : "";
+	same = have_rec && rec.size == out->size &&
+	       (!primary_ok || strcmp(rec.validator, validator) == 0);
+	/* Under a content identity every held block matched the digests it
+	 * names: another validator (another URL naming the same content, or
+	 * a new version, whose blocks will fail their digests) only pins the
+	 * sources anew. */
+	keep = have_rec && a->content && rec.size == out->size;
+	if (have_rec && !same && !keep) {
+		fs__log(FS_LOG_INFO,
+			"%s changed on the origin (size %" PRIu64 " -> %" PRIu64
+			", validator '%s' -> '%s'): dropping its cached bytes",
+			urls[0], rec.size, out->size, rec.validator, validator);
+		rc = cache_blob_drop(cache, &id);
+		if (rc != 0) {
+			fs__learned_free(out);
+			return learn_fail(err, errlen, rc,
+					  "cannot drop the stale cached bytes "
+					  "of %s: %s",
+					  urls[0], strerror(-rc));
+		}
+	}
+	rc = put_record(cache, &id, a, out, validator, primary_ok, &rec,
+			same || keep);
+	if (rc != 0) {
+		fs__learned_free(out);
+		return learn_fail(err, errlen, rc,
+				  "cannot write the cache record of %s: %s",
+				  urls[0], strerror(-rc));
+	}
+	return 0;
+}

@@ -1,0 +1,293 @@
+/* engine: the running mount's scheduler, transfers, in-memory blocks and
+ * cache, behind one lock: what the rest of fs/ may ask of it. */
+#ifndef FS_ENGINE_H
+#define FS_ENGINE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cache/cache.h"
+#include "fetch/fetch.h"
+#include "fs/base.h"
+#include "pacing/pace.h"
+
+/*
+ * Contract.
+ *
+ * struct fs_engine is opaque outside the engine's files (engine.c,
+ * blobs.c, parts.c, transfers.c, read.c; engine_int.h). Every function
+ * here is thread-safe and takes the engine's lock itself; none is called
+ * with it held. Blob indices are those fs__engine_blob_add() wrote; a
+ * string the engine returns (a name, a URL) is immutable and lives as long
+ * as the engine. Errors are negative errno values; detail is logged.
+ */
+
+struct fs_engine;
+
+/* One source (URL) of a blob, as probed. */
+struct fs_source {
+	char *url;	 /* final URL after redirects */
+	char *validator; /* strong ETag or Last-Modified, or NULL */
+	uint32_t pace_id;
+	bool if_match; /* an object store's: If-Match pins the validator */
+};
+
+struct fs_engine_config {
+	uint32_t max_blobs;
+	uint32_t max_sources;
+	unsigned lanes;
+	unsigned read_timeout_s;
+	unsigned stall_timeout_s;
+	unsigned retry_after_max_s;
+	unsigned readahead_ms; /* a sequential reader's lead */
+	uint64_t chunk;	       /* requests cover whole chunks; 0: a block */
+	uint64_t inflight_max; /* bytes requested and not yet received; 0:
+				  no cap but the lanes' */
+	uint64_t kernel_ahead; /* bytes the kernel reads ahead of readers */
+	bool creds_change; /* credentials can change (fs__creds_changeable):
+			      a refusal for them holds a source, with a
+			      backoff, instead of excluding it */
+	struct fetch_config fetch;
+	/* Where the engine's log lines go (the driver's fs__log_hook); NULL:
+	 * nowhere. Called from any of its threads, with or without its lock:
+	 * it must not call the engine. */
+	void (*log)(void *ctx, enum fs_log_level level, const char *fmt,
+		    va_list ap);
+	void *log_ctx;
+	/* Has the kernel's pages of bytes [start, end) of blob b dropped, the
+	 * file of inode ino (0: never opened, so the kernel holds no page of
+	 * it); name (for the log) lives as long as the engine. Called under
+	 * the engine's lock: it queues, and never waits for the kernel (which
+	 * waits, in an invalidation, for reads that take that lock). NULL:
+	 * no pages are dropped. */
+	void (*inval)(void *ctx, uint32_t b, const char *name, uint64_t ino,
+		      uint64_t start, uint64_t end);
+	void *inval_ctx;
+};
+
+/* Creates the engine, with room for cfg->max_blobs blobs, over an open
+ * cache (borrowed; must outlive the engine). */
+int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
+		   struct fs_engine **out);
+
+/* Starts the transfer thread. */
+int fs__engine_start(struct fs_engine *e);
+
+/* Stops transfers and the whole-blob checks, flushes the cache, frees the
+ * engine. fs__engine_free(NULL) does nothing. */
+void fs__engine_free(struct fs_engine *e);
+
+/* ---- blobs (blobs.c) ---- */
+
+/* Adds a blob of `size` bytes; writes its index. Its sources come with
+ * fs__engine_blob_ready(). -ENOSPC when max_blobs are in use. */
+int fs__engine_blob_add(struct fs_engine *e, const char *name, uint64_t size,
+			const struct cache_id *id, uint32_t *out);
+
+/* Gives blob i the digests a manifest or -o sha256 names: the whole
+ * blob's (sha256, or NULL) and per-block ones (dblocks[n] over blocks of
+ * dblock bytes, or n == 0), which the cache then checks each block
+ * against before it stores it (cache_blob_digests_set). Before
+ * fs__engine_blob_ready. -EINVAL when the block digests do not cover
+ * every byte. */
+int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
+			    const uint8_t *sha256, uint32_t dblock,
+			    const uint8_t (*dblocks)[32], uint32_t n);
+
+/* Gives blob i its probed sources (their strings move in; the array stays
+ * the caller's) and marks the bytes the cache holds as held (read from the
+ * cache without the engine's lock). Once only: a second call does
+ * nothing. */
+int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
+			  struct fs_source *sources, uint32_t n);
+
+bool fs__engine_blob_is_ready(struct fs_engine *e, uint32_t i);
+
+/* Blob b's name (for log lines). */
+const char *fs__engine_blob_name(struct fs_engine *e, uint32_t b);
+
+/* Bytes of blob b held (in memory or in the cache). */
+uint64_t fs__engine_held(struct fs_engine *e, uint32_t b);
+
+/* The validator of blob b's first source into buf; its length or
+ * -ENODATA. */
+int fs__engine_validator(struct fs_engine *e, uint32_t b, char *buf,
+			 size_t cap);
+
+/* "remote" (not probed), "empty", "partial", "complete" or "changed". */
+const char *fs__engine_state(struct fs_engine *e, uint32_t b);
+
+/* ---- reads (read.c) ---- */
+
+/* Opens a reader stream on blob b, the file of inode ino. *keep_cache
+ * says whether the kernel may keep its cached pages of the file: false
+ * once after bytes were dropped as wrong or stale. */
+int fs__engine_open(struct fs_engine *e, uint32_t b, uint64_t ino,
+		    uint32_t *reader_out, bool *keep_cache);
+
+/* Closes a reader stream. */
+void fs__engine_close(struct fs_engine *e, uint32_t b, uint32_t reader);
+
+/* The most pieces a reply gets: one per block, so a FUSE read (max_pages,
+ * 1 MiB: at most 17 blocks) fits; a longer read is copied and replied as
+ * one piece. */
+#define FS_REPLY_PIECES 64
+
+/* How a read is answered: reply(ctx, p, n) gets its bytes, in order, as
+ * pieces (struct cache_piece: mem and len, or with fds, fd, pos and len:
+ * bytes of the cache's file that stay as they are until reply returns).
+ * It is called once if the read succeeds, never if it fails, and returns
+ * 0. cancelled(arg) says whether the request was interrupted. */
+struct fs_read_reply {
+	int (*reply)(void *ctx, struct cache_piece *p, size_t n);
+	void *ctx;
+	bool fds; /* the reply can send a file's bytes (splice) */
+	bool (*cancelled)(void *arg);
+	void *arg;
+};
+
+/* Reads up to len bytes at off of blob b for reader, waiting for missing
+ * bytes (and, for a blob with block digests, for their digest blocks to
+ * be checked), and hands them to rr->reply; buf (len bytes) is where
+ * pieces are copied that are not referenced where they lie. Returns the
+ * byte count (reply was called), or a negative errno (it was not): -EIO
+ * when no source can serve or past the read deadline (logged), -EINTR
+ * when rr->cancelled turns true while it waits (checked whenever the
+ * waiting reads are woken: see fs__engine_wake_readers). */
+long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
+		     uint64_t off, size_t len, char *buf,
+		     const struct fs_read_reply *rr);
+
+/* Wakes every waiting read (an interrupt arrived). */
+void fs__engine_wake_readers(struct fs_engine *e);
+
+/* Copies held bytes [off, off + len) of blob b into buf, from memory or
+ * the cache, whether their block digests were checked yet or not (the
+ * whole-blob check reads through it); -EAGAIN when a block left the cache
+ * since it was held (it is then no longer held). */
+int fs__engine_copy_held(struct fs_engine *e, uint32_t b, uint64_t off,
+			 size_t len, char *buf);
+
+/* ---- dropping held bytes (engine.c) ---- */
+
+/* Why bytes stop being held. */
+enum fs_drop {
+	FS_DROP_GONE,  /* the cache no longer has them (evicted, lost, or
+			  missing when read): fetched again when read */
+	FS_DROP_WRONG, /* they failed a digest: also evicted from the
+			  cache, and the kernel's pages of them dropped */
+	FS_DROP_STALE, /* the origin serves another version: the blob's
+			  cached bytes are dropped, and the kernel's pages */
+};
+
+/* The one way held bytes [start, end) of blob b stop being held: the
+ * scheduler forgets them (should its range set be full, it forgets from
+ * start to the blob's end instead, which always fits, and logs it), their
+ * in-memory blocks go (WRONG, STALE), their digest blocks are no longer
+ * counted as checked, the cache drops them (WRONG: the blocks, or the
+ * whole blob when [start, end) is all of it; STALE: the whole blob), and
+ * the kernel's pages of them are queued to be dropped (WRONG, STALE).
+ * Waiting reads are woken. Errors are logged and returned (the held state
+ * is right whatever the cache said). Without the engine's lock; WRONG and
+ * STALE wait for a cache commit, so the transfer thread calls it only for
+ * a digest block larger than a cache block. */
+int fs__engine_drop(struct fs_engine *e, uint32_t b, uint64_t start,
+		    uint64_t end, enum fs_drop why);
+
+/* The cache's on_lost callback: ctx points to the engine pointer (which
+ * may still be NULL while the mount starts). The block stays readable
+ * from memory while it is there; after that it is no longer held. */
+void fs__engine_on_lost(void *ctx, const struct cache_id *id, uint64_t index,
+			int err);
+
+/* The cache's on_evicted callback, as on_lost without an error. */
+void fs__engine_on_evicted(void *ctx, const struct cache_id *id,
+			   uint64_t index);
+
+/* ---- the whole-blob check (verify.c runs it) ---- */
+
+/* Where the whole-blob check of a blob stands. */
+enum fs_verify {
+	FS_VERIFY_NONE,	   /* not complete yet, or no digest */
+	FS_VERIFY_RUNNING, /* a thread is hashing it */
+	FS_VERIFY_OK,
+	FS_VERIFY_FAILED, /* failed twice: its reads fail with EIO */
+};
+
+/* Blob b's whole-blob digest (32 bytes) and size, fixed once it is
+ * ready. */
+const uint8_t *fs__engine_blob_sha256(struct fs_engine *e, uint32_t b,
+				      uint64_t *size);
+
+/* True once fs__engine_free began: a check stops. */
+bool fs__engine_stopping(struct fs_engine *e);
+
+/* Records the outcome of blob b's check (0: the digest matched, -EBADMSG:
+ * it did not, another errno: it could not be read, so it runs again when
+ * the blob is next complete) and returns the check's new state. On a
+ * mismatch the caller drops the bytes first (fs__engine_drop). The
+ * thread then ends with fs__engine_verify_exit. */
+enum fs_verify fs__engine_verify_result(struct fs_engine *e, uint32_t b,
+					int outcome);
+
+/* Blob b's whole digest failed: excludes every proxy (-o proxy=) its
+ * bytes came through since the last such call, for the mount's life (a
+ * whole-blob digest cannot tell which one), and forgets the routes.
+ * Returns how many it excluded now (0: the bytes came without a proxy, or
+ * from the cache), with their names, comma-separated, in names. */
+uint32_t fs__engine_blame_routes(struct fs_engine *e, uint32_t b, char *names,
+				 size_t cap);
+
+/* The engine's cache, and blob b's id in it. */
+struct cache *fs__engine_cache(struct fs_engine *e);
+const struct cache_id *fs__engine_blob_id(struct fs_engine *e, uint32_t b);
+
+/* A check's thread ends (fs__engine_free waits for them). */
+void fs__engine_verify_exit(struct fs_engine *e);
+
+/* verify.c. Runs the check of blob b (complete, marked running by the
+ * engine) on a thread of its own. Without the engine's lock. */
+void fs__verify_spawn(struct fs_engine *e, uint32_t b);
+
+/* ---- what status shows (engine.c) ---- */
+
+/* A running transfer. */
+struct fs_lane_view {
+	uint32_t lane;
+	const char *file;
+	const char *source; /* its URL, or NULL */
+	struct pace_lane_info info;
+};
+
+/* An open reader. */
+struct fs_reader_view {
+	uint32_t reader;
+	const char *file;
+	const char *mode; /* "new", "random", "sequential", "paused" */
+	struct pace_reader_info info;
+};
+
+/* A source of a ready blob. */
+struct fs_source_view {
+	const char *url;
+	const char *state; /* "ok", "excluded", "down", "backing off" */
+	uint32_t lanes;
+	uint64_t rate;
+};
+
+/* What status shows, taken under one hold of the lock: the caller gives
+ * the arrays and their capacities; at most that many of each are
+ * written, and their counts set. */
+struct fs_engine_view {
+	struct fs_lane_view *lanes;
+	uint32_t cap_lanes, nlanes;
+	struct fs_reader_view *readers;
+	uint32_t cap_readers, nreaders;
+	struct fs_source_view *sources;
+	uint32_t cap_sources, nsources;
+};
+
+void fs__engine_view(struct fs_engine *e, struct fs_engine_view *v);
+
+#endif

@@ -1,0 +1,422 @@
+/* read: the engine's read path: a reader's read told to the scheduler and
+ * checked against what is held in one call, the wait for missing (or not
+ * yet checked) bytes, and the copy: from memory under the lock, from the
+ * cache without it. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "fs/engine/engine_int.h"
+
+/* The pieces of (part of) a read, in order: bytes of whole blocks memory
+ * holds, by reference to their buffers; bytes of blocks still filling,
+ * copied; and bytes the cache is to find. */
+struct pieces {
+	struct cache_piece p[FS_REPLY_PIECES];
+	struct cache_buf *ref[FS_REPLY_PIECES]; /* the buffer p[i].mem is in,
+						 or NULL */
+	uint32_t n;
+	bool cached; /* some piece is the cache's to find */
+};
+
+int fs__engine_open(struct fs_engine *e, uint32_t b, uint64_t ino,
+		    uint32_t *reader_out, bool *keep_cache)
+{
+	struct fs_blob *blob = &e->blobs[b];
+	int rc;
+
+	pthread_mutex_lock(&e->mu);
+	rc = pace_reader_open(e->pace, b, fs__now_ns(), reader_out);
+	if (rc == 0) {
+		blob->ino = ino;
+		/* The kernel's pages were right when it read them unless
+		 * bytes were dropped since: then this open drops them all,
+		 * should an invalidation not have reached them. */
+		*keep_cache = !blob->pages_stale;
+		blob->pages_stale = false;
+	}
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+void fs__engine_close(struct fs_engine *e, uint32_t b, uint32_t reader)
+{
+	pthread_mutex_lock(&e->mu);
+	pace_reader_close(e->pace, reader, fs__now_ns());
+	pthread_mutex_unlock(&e->mu);
+	cache_pin_set(e->cache, &e->blobs[b].id, reader, 0, 0);
+}
+
+void fs__engine_wake_readers(struct fs_engine *e)
+{
+	pthread_mutex_lock(&e->mu);
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* True when a read of [off, end) of blob b failed less than FS_FAILED_NS
+ * ago. Caller holds e->mu. */
+static bool failed_lately(const struct fs_engine *e, uint32_t b, uint64_t off,
+			  uint64_t end, uint64_t now)
+{
+	for (uint32_t i = 0; i < FS_FAILED_MAX; i++) {
+		const struct fs_failed *f = &e->failed[i];
+
+		if (f->at_ns != 0 && f->blob == b && off < f->end &&
+		    f->start < end && now - f->at_ns < FS_FAILED_NS)
+			return true;
+	}
+	return false;
+}
+
+/* Remembers that a read of [off, end) of blob b failed, and says why.
+ * Returns -EIO for it. Caller holds e->mu. */
+static int failed(struct fs_engine *e, uint32_t b, uint64_t off, uint64_t end,
+		  uint64_t now, int why)
+{
+	struct fs_failed *f = &e->failed[e->failed_next++ % FS_FAILED_MAX];
+
+	if (why == -ETIMEDOUT)
+		fs__engine_log(e, FS_LOG_ERR,
+			       "%s: read of bytes %" PRIu64 "-%" PRIu64
+			       " timed out after %" PRIu64 " s",
+			       e->blobs[b].name, off, end - 1,
+			       e->read_timeout_ns / 1000000000u);
+	else
+		fs__engine_log(e, FS_LOG_ERR,
+			       "%s: read of bytes %" PRIu64 "-%" PRIu64
+			       " failed: no source can serve it",
+			       e->blobs[b].name, off, end - 1);
+	f->blob = b;
+	f->start = off;
+	f->end = end;
+	f->at_ns = now;
+	return -EIO;
+}
+
+/* A read of bytes whose read just failed fails at once: the application
+ * sees one read_timeout, not one for the kernel's readahead and another
+ * for its retry. Caller holds e->mu. */
+static int failed_again(struct fs_engine *e, uint32_t b, uint64_t off,
+			uint64_t end)
+{
+	fs__engine_log(e, FS_LOG_DEBUG,
+		       "%s: read of bytes %" PRIu64 "-%" PRIu64
+		       " fails: a read of them just failed",
+		       e->blobs[b].name, off, end - 1);
+	return -EIO;
+}
+
+/* Begins a wait for [start, end) of blob b by reader when some of it is
+ * not held: *w gets the wait, or PACE_NONE when all is held. Caller holds
+ * e->mu. */
+static int wait_begin(struct fs_engine *e, uint32_t b, uint32_t reader,
+		      uint64_t start, uint64_t end, uint64_t now, uint32_t *w)
+{
+	int rc;
+
+	*w = PACE_NONE;
+	if (pace_is_held(e->pace, b, start, end))
+		return 0;
+	if (failed_lately(e, b, start, end, now))
+		return failed_again(e, b, start, end);
+	rc = pace_wait_begin(e->pace, reader, start, end - start, now, w);
+	if (rc == 0)
+		fetch_wake(e->fetch); /* demand: the most urgent work */
+	return rc;
+}
+
+/* Waits until [off, end) of blob b is held and, with block digests,
+ * checked: w is the wait already begun for it (PACE_NONE: none). Ends
+ * with -EINTR when the caller's cancelled() says the read was
+ * interrupted, -EIO when the blob changed, at the deadline or when no
+ * source can serve it. Caller holds e->mu. */
+static int wait_ready(struct fs_engine *e, uint32_t b, uint32_t reader,
+		      uint64_t off, uint64_t end, uint32_t w, uint64_t now,
+		      bool (*cancelled)(void *), void *arg)
+{
+	struct fs_blob *blob = &e->blobs[b];
+	uint64_t deadline = now + e->read_timeout_ns, us, ue;
+	int rc = 0;
+
+	for (;;) {
+		bool pending = false;
+
+		if (w != PACE_NONE) {
+			rc = pace_wait_state(e->pace, w, now);
+			pending = rc == -EINPROGRESS && !blob->changed &&
+				  !(cancelled != NULL && cancelled(arg));
+		}
+		if (w != PACE_NONE && !pending) {
+			pace_wait_end(e->pace, w);
+			w = PACE_NONE;
+			if (rc == -EINPROGRESS && !blob->changed)
+				return -EINTR;
+			if (blob->changed)
+				return -EIO; /* logged once, where it was seen */
+			if (rc != 0)
+				return failed(e, b, off, end, now, rc);
+		}
+		if (!pending) {
+			/* Held. A unit whose block digests are not checked
+			 * yet is waited for whole: held, then checked as it
+			 * is stored. */
+			if (!fs__blob_unchecked(blob, off, end, &us, &ue))
+				return 0;
+			if (!pace_is_held(e->pace, b, us, ue)) {
+				rc = wait_begin(e, b, reader, us, ue, now, &w);
+				if (rc != 0)
+					return rc;
+				continue;
+			}
+			if (blob->changed)
+				return -EIO;
+			if (cancelled != NULL && cancelled(arg))
+				return -EINTR;
+			if (now >= deadline)
+				return failed(e, b, off, end, now, -ETIMEDOUT);
+		}
+		uint64_t until = now + 1000000000u;
+		struct timespec ts = {
+			.tv_sec = (time_t)(until / 1000000000u),
+			.tv_nsec = (long)(until % 1000000000u),
+		};
+
+		pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+		now = fs__now_ns();
+	}
+}
+
+/* Gathers the pieces of [pos, end) of blob b into *ps, buf + (pos - base)
+ * being where a piece's bytes go when they are copied; returns where it
+ * stopped (end, or where FS_REPLY_PIECES pieces were gathered). A whole
+ * block in memory is referenced, not copied: its bytes do not change
+ * while it is shared. Caller holds e->mu. */
+static uint64_t gather(struct fs_engine *e, uint32_t b, uint64_t base,
+		       uint64_t pos, uint64_t end, char *buf, struct pieces *ps)
+{
+	const struct fs_blob *blob = &e->blobs[b];
+
+	ps->n = 0;
+	ps->cached = false;
+	while (pos < end && ps->n < FS_REPLY_PIECES) {
+		uint64_t index = pos / CACHE_BLOCK_SIZE;
+		uint64_t stop = fs__block_end(blob, index);
+		struct fs_part *p = fs__part_find(&e->parts, b, index);
+		struct cache_piece *c = &ps->p[ps->n];
+
+		if (stop > end)
+			stop = end;
+		*c = (struct cache_piece){
+			.index = index,
+			.off = pos - index * CACHE_BLOCK_SIZE,
+			.len = stop - pos,
+			.buf = buf + (pos - base),
+			.fd = -1,
+		};
+		ps->ref[ps->n] = NULL;
+		if (p != NULL && p->state != FS_PART_FILLING) {
+			c->mem = p->data + c->off;
+			ps->ref[ps->n] = cache_buf_ref(p->buf);
+			fs__part_touch(&e->parts, p);
+		} else if (p != NULL) {
+			memcpy(c->buf, p->data + c->off, c->len);
+			c->mem = c->buf;
+		} else {
+			ps->cached = true;
+		}
+		ps->n++;
+		pos = stop;
+	}
+	return pos;
+}
+
+static void pieces_release(struct pieces *ps)
+{
+	for (uint32_t i = 0; i < ps->n; i++)
+		cache_buf_unref(ps->ref[i]);
+	ps->n = 0;
+}
+
+/* A reply made of copies: every piece's bytes into its buf. */
+static int pieces_copy(void *ctx, struct cache_piece *p, size_t n)
+{
+	(void)ctx;
+	for (size_t i = 0; i < n; i++)
+		if (p[i].mem != p[i].buf)
+			memcpy(p[i].buf, p[i].mem, p[i].len);
+	return 0;
+}
+
+/* Has the cache find the pieces memory did not hold, then calls fn with
+ * all of them (fds: the cache's may stay in its file); returns fn's value
+ * (which must not be negative), or, without calling it, -EAGAIN when a
+ * block has left the cache (it is then no longer held), another negative
+ * errno (logged) when one cannot be read. */
+static int serve(struct fs_engine *e, uint32_t b, struct pieces *ps, bool fds,
+		 int (*fn)(void *ctx, struct cache_piece *p, size_t n),
+		 void *ctx)
+{
+	const struct fs_blob *blob = &e->blobs[b];
+	uint64_t missing = 0;
+	int rc;
+
+	if (!ps->cached)
+		return fn(ctx, ps->p, ps->n);
+	rc = cache_blocks_serve(e->cache, &blob->id, ps->p, ps->n, fds, fn,
+				ctx, &missing);
+	if (rc == -ENOENT) {
+		/* Gone since it was held (a failed commit, an eviction by
+		 * another process, a failed checksum): fetch it again. */
+		fs__engine_drop(e, b, missing * CACHE_BLOCK_SIZE,
+				fs__block_end(blob, missing), FS_DROP_GONE);
+		return -EAGAIN;
+	}
+	if (rc < 0)
+		fs__engine_log(e, FS_LOG_ERR,
+			       "%s: block %" PRIu64
+			       " is held but cannot be read from the cache: %s",
+			       blob->name, missing, strerror(-rc));
+	return rc;
+}
+
+int fs__engine_copy_held(struct fs_engine *e, uint32_t b, uint64_t off,
+			 size_t len, char *buf)
+{
+	uint64_t pos = off, end = off + len, stop;
+	struct pieces ps;
+	int rc = 0;
+
+	while (rc == 0 && pos < end) {
+		pthread_mutex_lock(&e->mu);
+		stop = gather(e, b, off, pos, end, buf, &ps);
+		pthread_mutex_unlock(&e->mu);
+		rc = serve(e, b, &ps, false, pieces_copy, NULL);
+		pieces_release(&ps);
+		pos = stop;
+	}
+	return rc;
+}
+
+/* The first read of a blob that changed on the origin drops its cached
+ * bytes, from a reader's thread (never the transfer thread, which must
+ * not commit). Returns -EIO for the read that asked. */
+static int drop_changed(struct fs_engine *e, uint32_t b)
+{
+	struct fs_blob *blob = &e->blobs[b];
+	bool first;
+
+	pthread_mutex_lock(&e->mu);
+	first = !blob->dropped;
+	blob->dropped = true;
+	pthread_mutex_unlock(&e->mu);
+	if (first)
+		fs__engine_drop(e, b, 0, blob->size, FS_DROP_STALE);
+	return -EIO;
+}
+
+/* One try of a read of [off, end): under one hold of the lock, the
+ * scheduler hears of it (the first try) and says whether it is held, the
+ * read waits if it must, and the pieces memory holds are gathered; then the
+ * cache finds the others and the reply is made. -EAGAIN when a block left
+ * the cache meanwhile (no reply made). */
+static int read_once(struct fs_engine *e, uint32_t b, uint32_t reader,
+		     uint64_t off, uint64_t end, char *buf, bool first,
+		     const struct fs_read_reply *rr)
+{
+	struct fs_blob *blob = &e->blobs[b];
+	struct pace_read_result r = {.wait = PACE_NONE};
+	uint64_t now, stop = off;
+	struct cache_piece whole;
+	struct pieces ps = {.n = 0};
+	int rc;
+
+	pthread_mutex_lock(&e->mu);
+	if (blob->changed) {
+		pthread_mutex_unlock(&e->mu);
+		return drop_changed(e, b);
+	}
+	if (blob->verify == FS_VERIFY_FAILED) {
+		pthread_mutex_unlock(&e->mu);
+		return -EIO; /* logged when the check failed */
+	}
+	now = fs__now_ns();
+	if (first) {
+		rc = pace_read(e->pace, reader, off, end - off,
+			       !failed_lately(e, b, off, end, now), now, &r);
+		if (rc == 0 && !r.held && r.wait == PACE_NONE)
+			rc = failed_again(e, b, off, end);
+		if (rc == 0 && r.wait != PACE_NONE) {
+			fetch_wake(e->fetch); /* demand */
+			/* The reader's window is not evicted while it reads
+			 * there, nor while it waits. */
+			cache_pin_set(e->cache, &blob->id, reader, off,
+				      r.cursor + r.window);
+		}
+	} else {
+		rc = wait_begin(e, b, reader, off, end, now, &r.wait);
+	}
+	if (rc == 0)
+		rc = wait_ready(e, b, reader, off, end, r.wait, now,
+				rr->cancelled, rr->arg);
+	if (rc == 0)
+		stop = gather(e, b, off, off, end, buf, &ps);
+	pthread_mutex_unlock(&e->mu);
+	if (first && r.wait == PACE_NONE) {
+		cache_pin_set(e->cache, &blob->id, reader, off,
+			      r.cursor + r.window);
+		/* Read-ahead may start where the window gained room. */
+		if (r.moved)
+			fetch_wake(e->fetch);
+	}
+	if (rc != 0)
+		return rc;
+	if (stop == end) {
+		rc = serve(e, b, &ps, rr->fds, rr->reply, rr->ctx);
+		pieces_release(&ps);
+		return rc;
+	}
+	/* Too many blocks for one set of pieces: copied, then one reply. */
+	rc = serve(e, b, &ps, false, pieces_copy, NULL);
+	pieces_release(&ps);
+	if (rc == 0)
+		rc = fs__engine_copy_held(e, b, stop, (size_t)(end - stop),
+					  buf + (stop - off));
+	if (rc != 0)
+		return rc;
+	whole = (struct cache_piece){
+		.len = (size_t)(end - off), .buf = buf, .mem = buf, .fd = -1};
+	return rr->reply(rr->ctx, &whole, 1);
+}
+
+long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
+		     uint64_t off, size_t len, char *buf,
+		     const struct fs_read_reply *rr)
+{
+	const struct fs_blob *blob = &e->blobs[b];
+	struct cache_piece none = {.buf = buf, .mem = buf, .fd = -1};
+	uint64_t end, tries, most;
+	int rc = -EAGAIN;
+
+	if (off >= blob->size || len == 0)
+		return rr->reply(rr->ctx, &none, 1);
+	end = blob->size - off < len ? blob->size : off + len;
+	/* A block the cache lost after it was held is no longer held once
+	 * found missing, and fetched again. A try finds one such block, and
+	 * another process sharing the cache may have evicted every block of
+	 * the read: a try per block, and two more. */
+	most = (end - 1) / CACHE_BLOCK_SIZE - off / CACHE_BLOCK_SIZE + 3;
+	for (tries = 0; tries < most && rc == -EAGAIN; tries++)
+		rc = read_once(e, b, reader, off, end, buf, tries == 0, rr);
+	if (rc == -EAGAIN) {
+		fs__engine_log(e, FS_LOG_ERR,
+			       "%s: bytes %" PRIu64 "-%" PRIu64
+			       " left the cache %" PRIu64
+			       " times while read: EIO",
+			       blob->name, off, end - 1, tries);
+		rc = -EIO;
+	}
+	return rc != 0 ? rc : (long)(end - off);
+}

@@ -1,0 +1,383 @@
+/* ns: the mount's namespace: a tree of directories and files, each node
+ * an inode (node i is inode i + 1; the root is node 0), each directory's
+ * children found by name in O(1). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs/tree/tree.h"
+
+#define FS_NS_FIRST_CAP 64
+
+static uint64_t rotl(uint64_t x, int b)
+{
+	return (x << b) | (x >> (64 - b));
+}
+
+static void sipround(uint64_t v[4])
+{
+	v[0] += v[1];
+	v[1] = rotl(v[1], 13) ^ v[0];
+	v[0] = rotl(v[0], 32);
+	v[2] += v[3];
+	v[3] = rotl(v[3], 16) ^ v[2];
+	v[0] += v[3];
+	v[3] = rotl(v[3], 21) ^ v[0];
+	v[2] += v[1];
+	v[1] = rotl(v[1], 17) ^ v[2];
+	v[2] = rotl(v[2], 32);
+}
+
+/* SipHash-2-4 of name under key: names are the server's choice, and a
+ * keyed hash is what keeps them from all landing in one slot. */
+static uint64_t name_hash(const uint64_t key[2], const char *name)
+{
+	const unsigned char *p = (const unsigned char *)name;
+	size_t len = strlen(name);
+	uint64_t v[4] = {
+		key[0] ^ 0x736f6d6570736575ull, key[1] ^ 0x646f72616e646f6dull,
+		key[0] ^ 0x6c7967656e657261ull, key[1] ^ 0x7465646279746573ull};
+	uint64_t last = (uint64_t)len << 56;
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		uint64_t m = 0;
+
+		for (int b = 0; b < 8; b++)
+			m |= (uint64_t)p[i + (size_t)b] << (8 * b);
+		v[3] ^= m;
+		sipround(v);
+		sipround(v);
+		v[0] ^= m;
+	}
+	for (int b = 0; i < len; i++, b++)
+		last |= (uint64_t)p[i] << (8 * b);
+	v[3] ^= last;
+	sipround(v);
+	sipround(v);
+	v[0] ^= last;
+	v[2] ^= 0xff;
+	for (int r = 0; r < 4; r++)
+		sipround(v);
+	return v[0] ^ v[1] ^ v[2] ^ v[3];
+}
+
+/* Puts child id into d's table (which has a free slot). */
+static void index_put(struct fs_ns *ns, struct fs_node *d, uint32_t id)
+{
+	uint32_t mask = d->nindex - 1;
+	uint32_t s = (uint32_t)name_hash(ns->key, ns->nodes[id]->name) & mask;
+
+	while (d->index[s] != FS_NO_NODE)
+		s = (s + 1) & mask;
+	d->index[s] = id;
+}
+
+/* Gives d a table of nslots (a power of two) holding its children. */
+static int index_build(struct fs_ns *ns, struct fs_node *d, uint32_t nslots)
+{
+	uint32_t *table = malloc((size_t)nslots * sizeof(*table));
+
+	if (table == NULL)
+		return -ENOMEM;
+	memset(table, 0xff, (size_t)nslots * sizeof(*table)); /* FS_NO_NODE */
+	free(d->index);
+	d->index = table;
+	d->nindex = nslots;
+	for (uint32_t i = 0; i < d->nchildren; i++)
+		index_put(ns, d, d->children[i]);
+	return 0;
+}
+
+void fs__node_free(struct fs_node *n)
+{
+	if (n == NULL)
+		return;
+	free(n->name);
+	free(n->children);
+	free(n->index);
+	free(n->list_url);
+	free(n->dblocks);
+	free(n->etag);
+	free(n->identity);
+	for (uint32_t i = 0; i < n->nurls; i++)
+		free(n->urls[i]);
+	free(n->urls);
+	free(n);
+}
+
+int fs__ns_new(struct fs_ns **out)
+{
+	struct fs_ns *ns = calloc(1, sizeof(*ns));
+	struct fs_node *root = calloc(1, sizeof(*root));
+	pthread_condattr_t ca;
+
+	if (ns == NULL || root == NULL)
+		goto fail;
+	ns->nodes = calloc(FS_NS_FIRST_CAP, sizeof(*ns->nodes));
+	root->name = strdup("");
+	if (ns->nodes == NULL || root->name == NULL)
+		goto fail;
+	pthread_mutex_init(&ns->mu, NULL);
+	/* Waits for a listing end by a deadline on fs__now_ns's clock. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ns->listed, &ca);
+	pthread_condattr_destroy(&ca);
+	if (getrandom(ns->key, sizeof(ns->key), GRND_NONBLOCK) !=
+	    (ssize_t)sizeof(ns->key)) {
+		/* No entropy yet (early boot): a key no server can know
+		 * beforehand is enough. */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ns->key[0] = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^
+			     (uint64_t)getpid();
+		ns->key[1] = (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)ns;
+	}
+	ns->cap = FS_NS_FIRST_CAP;
+	root->is_dir = true;
+	root->parent = 0;
+	root->mode = 0555;
+	root->mtime = -1;
+	root->blob = FS_NO_BLOB;
+	ns->nodes[0] = root;
+	ns->n = 1;
+	*out = ns;
+	return 0;
+fail:
+	if (ns != NULL)
+		free(ns->nodes);
+	free(ns);
+	fs__node_free(root);
+	return -ENOMEM;
+}
+
+void fs__ns_free(struct fs_ns *ns)
+{
+	if (ns == NULL)
+		return;
+	for (uint32_t i = 0; i < ns->n; i++)
+		fs__node_free(ns->nodes[i]);
+	free(ns->nodes);
+	pthread_cond_destroy(&ns->listed);
+	pthread_mutex_destroy(&ns->mu);
+	free(ns);
+}
+
+struct fs_node *fs__ns_get(struct fs_ns *ns, uint32_t i)
+{
+	return i < ns->n ? ns->nodes[i] : NULL;
+}
+
+uint32_t fs__ns_child(struct fs_ns *ns, uint32_t dir, const char *name)
+{
+	const struct fs_node *d = fs__ns_get(ns, dir);
+
+	if (d == NULL || !d->is_dir)
+		return FS_NO_NODE;
+	if (d->index != NULL) {
+		uint32_t mask = d->nindex - 1;
+		uint32_t s = (uint32_t)name_hash(ns->key, name) & mask;
+
+		for (; d->index[s] != FS_NO_NODE; s = (s + 1) & mask)
+			if (strcmp(ns->nodes[d->index[s]]->name, name) == 0)
+				return d->index[s];
+		return FS_NO_NODE;
+	}
+	for (uint32_t i = 0; i < d->nchildren; i++) {
+		const struct fs_node *c = ns->nodes[d->children[i]];
+
+		if (strcmp(c->name, name) == 0)
+			return d->children[i];
+	}
+	return FS_NO_NODE;
+}
+
+/* Grows an array of uint32_t to hold one more. */
+static int grow_u32(uint32_t **a, uint32_t n, uint32_t *cap)
+{
+	uint32_t *grown;
+	uint32_t ncap;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 8;
+	grown = realloc(*a, ncap * sizeof(**a));
+	if (grown == NULL)
+		return -ENOMEM;
+	*a = grown;
+	*cap = ncap;
+	return 0;
+}
+
+int fs__ns_reserve(struct fs_ns *ns, uint32_t dir, uint32_t total)
+{
+	struct fs_node *d = fs__ns_get(ns, dir);
+	uint64_t slots = 4 * FS_NS_INDEX_MIN;
+	uint64_t nodes;
+
+	if (d == NULL || !d->is_dir)
+		return -ENOTDIR;
+	if (total <= d->nchildren)
+		return 0;
+	nodes = (uint64_t)ns->n + (total - d->nchildren);
+	if (nodes >= FS_NO_NODE)
+		return -ENOSPC;
+	if (total > d->cap_children) {
+		uint32_t *grown =
+			realloc(d->children, (size_t)total * sizeof(*grown));
+
+		if (grown == NULL)
+			return -ENOMEM;
+		d->children = grown;
+		d->cap_children = total;
+	}
+	if (nodes > ns->cap) {
+		struct fs_node **grown =
+			realloc(ns->nodes, (size_t)nodes * sizeof(*grown));
+
+		if (grown == NULL)
+			return -ENOMEM;
+		ns->nodes = grown;
+		ns->cap = (uint32_t)nodes;
+	}
+	if (total < FS_NS_INDEX_MIN)
+		return 0;
+	/* fs__ns_add keeps it at most half full: no rebuild up to total. */
+	while (slots < 2 * ((uint64_t)total + 1))
+		slots *= 2;
+	if (slots > UINT32_MAX)
+		return -ENOSPC;
+	if (d->index != NULL && slots <= d->nindex)
+		return 0;
+	return index_build(ns, d, (uint32_t)slots);
+}
+
+struct fs_node *fs__node_new(const char *name, bool is_dir)
+{
+	struct fs_node *n = calloc(1, sizeof(*n));
+
+	if (n == NULL)
+		return NULL;
+	n->name = strdup(name);
+	if (n->name == NULL) {
+		free(n);
+		return NULL;
+	}
+	n->is_dir = is_dir;
+	n->mode = is_dir ? 0555 : 0444;
+	n->mtime = -1;
+	n->blob = FS_NO_BLOB;
+	return n;
+}
+
+int fs__ns_link(struct fs_ns *ns, uint32_t dir, struct fs_node *n,
+		uint32_t *out)
+{
+	struct fs_node *d = fs__ns_get(ns, dir);
+	uint32_t id = ns->n;
+
+	if (d == NULL || !d->is_dir)
+		return -ENOTDIR;
+	if (fs__ns_child(ns, dir, n->name) != FS_NO_NODE)
+		return -EEXIST;
+	if (ns->n == ns->cap) {
+		struct fs_node **grown =
+			realloc(ns->nodes, ns->cap * 2 * sizeof(*ns->nodes));
+
+		if (grown == NULL)
+			return -ENOMEM;
+		ns->nodes = grown;
+		ns->cap *= 2;
+	}
+	if (grow_u32(&d->children, d->nchildren, &d->cap_children) != 0)
+		return -ENOMEM;
+	/* The table stays at most half full: twice the slots when the next
+	 * child would pass that. */
+	if (d->nchildren + 1 >= FS_NS_INDEX_MIN &&
+	    (d->index == NULL || (d->nchildren + 1) * 2 > d->nindex) &&
+	    index_build(ns, d,
+			d->index == NULL ? 4 * FS_NS_INDEX_MIN
+					 : d->nindex * 2) != 0)
+		return -ENOMEM;
+	n->parent = dir;
+	ns->nodes[id] = n;
+	ns->n++;
+	d->children[d->nchildren++] = id;
+	if (d->index != NULL)
+		index_put(ns, d, id);
+	*out = id;
+	return 0;
+}
+
+int fs__ns_add(struct fs_ns *ns, uint32_t dir, const char *name, bool is_dir,
+	       uint32_t *out)
+{
+	struct fs_node *n = fs__node_new(name, is_dir);
+	int rc;
+
+	if (n == NULL)
+		return -ENOMEM;
+	rc = fs__ns_link(ns, dir, n, out);
+	if (rc != 0)
+		fs__node_free(n);
+	return rc;
+}
+
+int fs__ns_add_path(struct fs_ns *ns, const char *path, uint32_t *out)
+{
+	char part[NAME_MAX + 1];
+	const char *p = path;
+	uint32_t dir = 0;
+	int rc;
+
+	for (;;) {
+		const char *slash = strchr(p, '/');
+		size_t len = slash != NULL ? (size_t)(slash - p) : strlen(p);
+		uint32_t child;
+
+		if (len == 0 || len > NAME_MAX)
+			return -EINVAL;
+		memcpy(part, p, len);
+		part[len] = '\0';
+		child = fs__ns_child(ns, dir, part);
+		if (slash == NULL) {
+			if (child != FS_NO_NODE)
+				return -EEXIST;
+			return fs__ns_add(ns, dir, part, false, out);
+		}
+		if (child == FS_NO_NODE) {
+			rc = fs__ns_add(ns, dir, part, true, &child);
+			if (rc != 0)
+				return rc;
+		} else if (!ns->nodes[child]->is_dir) {
+			return -ENOTDIR;
+		}
+		dir = child;
+		p = slash + 1;
+	}
+}
+
+void fs__ns_path(struct fs_ns *ns, uint32_t i, char *buf, size_t cap)
+{
+	uint32_t chain[256];
+	size_t depth = 0, used = 0;
+
+	buf[0] = '\0';
+	while (i != 0 && i < ns->n && depth < sizeof(chain) / sizeof(*chain)) {
+		chain[depth++] = i;
+		i = ns->nodes[i]->parent;
+	}
+	while (depth > 0 && used < cap) {
+		const char *name = ns->nodes[chain[--depth]]->name;
+
+		used += (size_t)snprintf(buf + used, cap - used, "%s%s",
+					 used ? "/" : "", name);
+	}
+}
