@@ -366,6 +366,8 @@ struct fs_mount {
 			its pages (set once, at FUSE's init) */
 	const struct fs_s3 *s3; /* an S3 tree: how its directories list */
 	const struct fs_creds *creds;
+	struct fuse_session *se; /* a read waiting when it has exited ends:
+				    the daemon's exit never waits on one */
 };
 
 /* The cache identity of a file (docs/manifest.md, "The cache"): a content

@@ -6,6 +6,8 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -655,11 +657,140 @@ static int build_tree(struct fs_mount *m, const struct fs_opts *o,
 	return 0;
 }
 
+/* How long the daemon's shutdown may take once its session ended (an
+ * unmount or a signal): waiting reads end within a second of it, so only
+ * a thread stuck in a blocking call can hold it longer. */
+#define FS_EXIT_GRACE_S 10
+
+/* Bounds the daemon's exit. Once the session has ended it wakes the
+ * waiting reads (they see the end and return), and should the shutdown
+ * (libfuse joining its threads, then the engine's, the cache's) still not
+ * be done FS_EXIT_GRACE_S later, it unmounts and exits the process with
+ * status 1, rather than let a stuck thread keep a daemon alive after its
+ * mount. */
+struct exit_guard {
+	struct fuse_session *se;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct fs_engine *engine; /* guarded by mu; NULL once it is freed */
+	bool ended; /* guarded by mu: the session loop returned (it resets
+		       what fuse_session_exited says) */
+	bool done;  /* guarded by mu: the shutdown finished */
+	bool unmounted;		  /* guarded by mu */
+	bool started;
+	pthread_t thread;
+};
+
+/* Waits on g->cv for at most ms; returns false when the time passed.
+ * Caller holds g->mu. */
+static bool guard_wait(struct exit_guard *g, uint64_t ms)
+{
+	uint64_t until = fs__now_ns() + ms * 1000000u;
+	struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u),
+			      .tv_nsec = (long)(until % 1000000000u)};
+
+	return pthread_cond_timedwait(&g->cv, &g->mu, &ts) != ETIMEDOUT;
+}
+
+static void *exit_guard_main(void *arg)
+{
+	struct exit_guard *g = arg;
+	uint64_t end;
+
+	pthread_mutex_lock(&g->mu);
+	/* libfuse ends the session from its signal handler or the thread
+	 * that saw the unmount, and says so only by fuse_session_exited. */
+	while (!g->done && !g->ended && !fuse_session_exited(g->se))
+		guard_wait(g, 250);
+	if (!g->done && g->engine != NULL)
+		fs__engine_wake_readers(g->engine);
+	end = fs__now_ns() + (uint64_t)FS_EXIT_GRACE_S * 1000000000u;
+	while (!g->done && fs__now_ns() < end)
+		guard_wait(g, (end - fs__now_ns()) / 1000000u + 1);
+	if (!g->done) {
+		fs__log(FS_LOG_ERR,
+			"exit: shutdown not done %d s after the session "
+			"ended (a thread is stuck in a blocking call); "
+			"exiting without waiting for it",
+			FS_EXIT_GRACE_S);
+		if (!g->unmounted)
+			fuse_session_unmount(g->se);
+		_exit(1);
+	}
+	pthread_mutex_unlock(&g->mu);
+	return NULL;
+}
+
+static int exit_guard_start(struct exit_guard *g, struct fuse_session *se,
+			    struct fs_engine *engine)
+{
+	pthread_condattr_t ca;
+	int rc;
+
+	g->se = se;
+	g->engine = engine;
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&g->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	rc = -pthread_create(&g->thread, NULL, exit_guard_main, g);
+	g->started = rc == 0;
+	return rc;
+}
+
+/* The session loop returned: from here on se may be freed. */
+static void exit_guard_ended(struct exit_guard *g)
+{
+	if (!g->started)
+		return;
+	pthread_mutex_lock(&g->mu);
+	g->ended = true;
+	pthread_cond_signal(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* The mount is taken down once, by the main thread or by the guard. */
+static void exit_guard_unmount(struct exit_guard *g, struct fuse_session *se)
+{
+	if (g->started)
+		pthread_mutex_lock(&g->mu);
+	if (!g->unmounted)
+		fuse_session_unmount(se);
+	g->unmounted = true;
+	if (g->started)
+		pthread_mutex_unlock(&g->mu);
+}
+
+/* Before the engine is freed: the guard no longer wakes its readers. */
+static void exit_guard_forget_engine(struct exit_guard *g)
+{
+	if (!g->started)
+		return;
+	pthread_mutex_lock(&g->mu);
+	g->engine = NULL;
+	pthread_mutex_unlock(&g->mu);
+}
+
+static void exit_guard_stop(struct exit_guard *g)
+{
+	if (!g->started)
+		return;
+	pthread_mutex_lock(&g->mu);
+	g->done = true;
+	pthread_cond_signal(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+	pthread_join(g->thread, NULL);
+	pthread_cond_destroy(&g->cv);
+	pthread_mutex_destroy(&g->mu);
+	g->started = false;
+}
+
 /* After the mount is live and the process is a daemon: opens the cache,
  * starts the engine, builds the tree and serves until unmounted or
  * signalled. */
 static int serve(struct fs_opts *o, struct fuse_session *se,
-		 struct fs_mount *m, struct prepared *p)
+		 struct fs_mount *m, struct prepared *p, struct exit_guard *g)
 {
 	struct fs_engine_config ec;
 	struct fuse_loop_config *lc;
@@ -720,7 +851,25 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 		fuse_loop_cfg_destroy(lc);
 		return rc;
 	}
+	rc = exit_guard_start(g, se, m->engine);
+	if (rc != 0) {
+		fs__log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
+		fs__inval_stop(fs__engine_inval(m->engine));
+		fuse_loop_cfg_destroy(lc);
+		return rc;
+	}
 	rc = fuse_session_loop_mt(se, lc);
+	exit_guard_ended(g);
+	/* A signal libfuse handles (TERM, INT, HUP) ends the session as an
+	 * unmount does: a clean end, not a failure. */
+	if (rc > 0) {
+		fs__log(FS_LOG_INFO, "unmounting %s on %s", o->mountpoint,
+			rc == SIGTERM  ? "SIGTERM"
+			: rc == SIGHUP ? "SIGHUP"
+			: rc == SIGINT ? "SIGINT"
+				       : "a signal");
+		rc = 0;
+	}
 	fs__inval_stop(fs__engine_inval(m->engine)); /* the session is
 						       destroyed next */
 	fuse_loop_cfg_destroy(lc);
@@ -734,6 +883,7 @@ int fs_main(int argc, char **argv)
 	struct cache *cache = NULL;
 	struct fs_mount m;
 	struct prepared p;
+	struct exit_guard guard;
 	char err[1024];
 	int status = 1, rc;
 
@@ -752,6 +902,7 @@ int fs_main(int argc, char **argv)
 	fs_opts_scrub_argv(argc, argv);
 	memset(&m, 0, sizeof(m));
 	memset(&p, 0, sizeof(p));
+	memset(&guard, 0, sizeof(guard));
 	if (o.show_help || o.show_version) {
 		if (o.show_help)
 			usage();
@@ -776,6 +927,7 @@ int fs_main(int argc, char **argv)
 	se = fuse_session_new(&o.fuse_args, &fs__ops, sizeof(fs__ops), &m);
 	if (se == NULL)
 		goto out_opts; /* libfuse said which option, on stderr */
+	m.se = se;
 
 	if (fetch_global_init() != 0) {
 		fail("cannot initialise libcurl");
@@ -832,18 +984,20 @@ int fs_main(int argc, char **argv)
 	} else {
 		if (!o.foreground)
 			fs__log_init(false, (enum fs_log_level)o.log_level);
-		status = serve(&o, se, &m, &p) == 0 ? 0 : 1;
+		status = serve(&o, se, &m, &p, &guard) == 0 ? 0 : 1;
 	}
-	fuse_session_unmount(se);
+	exit_guard_unmount(&guard, se);
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
 	fuse_session_destroy(se);
+	exit_guard_forget_engine(&guard);
 	fs__engine_free(m.engine); /* flushes the cache: nothing is queued */
 	m.engine = NULL;	   /* after this, as on_lost reads it */
 	cache_close(m.cache);
 	fs__ns_free(m.ns);
 	fetch_proxies_free(m.fetch.proxies); /* after the engine's requests */
+	exit_guard_stop(&guard);
 out_prepared:
 	prepared_free(&p);
 out_opts:
