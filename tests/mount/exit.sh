@@ -2,7 +2,8 @@
 # exit.sh: how the daemon ends. SIGTERM and SIGHUP unmount and exit 0, as
 # fusermount3 -u does; a read blocked on a stalled origin holds neither a
 # signal's exit nor an unmount's past a few seconds (never until its
-# read_timeout).
+# read_timeout); and an error on a 2 KB URL keeps its reason in the log
+# line, however long the URL.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
@@ -129,4 +130,52 @@ else
 	t_fail "stalled-umount: mount" "$(tail -n 3 "$LOG")"
 fi
 
+# A 2 KB URL that 404s at the mount's probe (a file, then a directory
+# index): the one line on the terminal keeps its start (the URL's host)
+# and its end (the reason), the middle of the URL left out.
+PAD=$(head -c 2000 /dev/zero | tr '\0' 'q')
+for kind in file index; do
+	mkdir -p "$T_TMP/mnt-404"
+	if [ "$kind" = file ]; then
+		url="$O_URL/nope.bin?sig=$PAD"
+	else
+		url="$O_URL/$PAD/"
+	fi
+	if mount_pacefs -o "cache_dir=$T_TMP/cache-404" "$url" "$T_TMP/mnt-404" 2>/dev/null; then
+		t_fail "2 KB URL ($kind), 404 at mount: the mount fails" "it mounted"
+		umount_pacefs "$T_TMP/mnt-404"
+		continue
+	fi
+	line=$(head -n 1 <<<"$T_MOUNT_ERR")
+	if [[ $line == "pacefs: ${O_URL}/"* ]] && [[ $line == *"HTTP 404" ]]; then
+		t_pass "2 KB URL ($kind), 404 at mount: the line (${#line} bytes) names the URL and ends ...${line: -40}"
+	else
+		t_fail "2 KB URL ($kind), 404 at mount: the line names the URL and ends with HTTP 404" \
+			"${#line} bytes: ${line:0:60} ... ${line: -60}"
+	fi
+done
+
+# The same URL whose file goes away after the mount: the read fails and
+# the daemon's log line of it keeps the reason too.
+cp "$WWW/f.bin" "$WWW/nope.bin"
+LONG="$O_URL/nope.bin?sig=$PAD"
+if mount_fg longurl "$LONG"; then
+	rm -f "$WWW/nope.bin"
+	if cat "$MNT/nope.bin" >/dev/null 2>"$T_TMP/cat.err"; then
+		t_fail "2 KB URL: the read of a deleted file fails" "it read"
+	else
+		t_pass "2 KB URL: the read of a deleted file fails"
+	fi
+	line=$(grep -F "sig=qqqq" "$LOG" | grep -E 'error' | head -n 1 || true)
+	if [ -z "$line" ]; then
+		t_fail "2 KB URL: the failure is logged with its URL" "$(tail -n 3 "$LOG" | cut -c 1-300)"
+	elif [[ $line == *"HTTP 404" ]]; then
+		t_pass "2 KB URL: the daemon's line (${#line} bytes) keeps the reason: ...${line: -40}"
+	else
+		t_fail "2 KB URL: the daemon's line keeps the reason (HTTP 404)" "${#line} bytes, ending ...${line: -160}"
+	fi
+	umount_pacefs "$MNT"
+else
+	t_fail "2 KB URL: mount" "$(tail -n 3 "$LOG")"
+fi
 t_done
