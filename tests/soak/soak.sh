@@ -104,7 +104,9 @@ soak_mount() {
 	MNTS+=("$mnt")
 }
 # Each mount kind is one block: its mount and the files it adds.
-if soak_mount url "$ORIGIN/one.bin" ",proxy=$PROXY;DIRECT"; then
+# A failed proxy is tried again 3 s on (not 300), so that it stays in
+# the path.
+if soak_mount url "$ORIGIN/one.bin" ",proxy=$PROXY;DIRECT,proxy_reset=3"; then
 	PAIRS+=("$T_TMP/mnt-url/one.bin=$WWW/one.bin")
 fi
 if soak_mount index "$ORIGIN/idx/"; then
