@@ -144,8 +144,7 @@ void fetch_text_fit(char *buf, size_t cap, const char *whole)
 	tail = room - head;
 	while (head > 0 && ((unsigned char)whole[head] & 0xc0) == 0x80)
 		head--;
-	while (tail > 0 &&
-	       ((unsigned char)whole[len - tail] & 0xc0) == 0x80)
+	while (tail > 0 && ((unsigned char)whole[len - tail] & 0xc0) == 0x80)
 		tail--;
 	snprintf(mark, sizeof(mark), " [... %zu bytes left out ...] ",
 		 len - head - tail);

@@ -673,10 +673,10 @@ struct exit_guard {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct fs_engine *engine; /* guarded by mu; NULL once it is freed */
-	bool ended; /* guarded by mu: the session loop returned (it resets
-		       what fuse_session_exited says) */
-	bool done;  /* guarded by mu: the shutdown finished */
-	bool unmounted;		  /* guarded by mu */
+	bool ended;	/* guarded by mu: the session loop returned (it resets
+			   what fuse_session_exited says) */
+	bool done;	/* guarded by mu: the shutdown finished */
+	bool unmounted; /* guarded by mu */
 	bool started;
 	pthread_t thread;
 };
@@ -789,8 +789,8 @@ static void exit_guard_stop(struct exit_guard *g)
 /* After the mount is live and the process is a daemon: opens the cache,
  * starts the engine, builds the tree and serves until unmounted or
  * signalled. */
-static int serve(struct fs_opts *o, struct fuse_session *se,
-		 struct fs_mount *m, struct prepared *p, struct exit_guard *g)
+static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
+		 struct prepared *p, struct exit_guard *g)
 {
 	struct fs_engine_config ec;
 	struct fuse_loop_config *lc;

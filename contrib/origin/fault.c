@@ -266,8 +266,8 @@ int origin__fault_mix_parse(struct server *srv, const char *spec)
  * file changed, and redirect, bigheader, encoding, total, clen and etag
  * are answers a client refuses: none is drawn. */
 static const enum fault_kind mix_kinds[] = {
-	FAULT_STALL, FAULT_RESET,     FAULT_STATUS, FAULT_BURST,
-	FAULT_SHORT, FAULT_SLOWFIRST, FAULT_RATE,   FAULT_REFUSE,
+	FAULT_STALL,	FAULT_RESET,	 FAULT_STATUS, FAULT_BURST,
+	FAULT_SHORT,	FAULT_SLOWFIRST, FAULT_RATE,   FAULT_REFUSE,
 	FAULT_BADRANGE, FAULT_NORANGE, /* verdicts: last */
 };
 #define MIX_VERDICTS 2

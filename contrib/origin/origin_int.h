@@ -164,7 +164,8 @@ int origin__fault_parse(const char *spec, struct fault *f);
 /* The first rule whose glob matches path, or NULL. */
 struct fault *origin__fault_match(struct server *srv, const char *path);
 const char *origin__fault_name(enum fault_kind kind);
-/* Parses --fault-mix "SEED[:PERCENT[:verdicts]]" into srv; returns 0 or -EINVAL. */
+/* Parses --fault-mix "SEED[:PERCENT[:verdicts]]" into srv; returns 0 or
+ * -EINVAL. */
 int origin__fault_mix_parse(struct server *srv, const char *spec);
 /* --fault-mix: draws, for one request, whether and which fault applies;
  * fills *out and returns it, or returns NULL for none. Thread-safe. */

@@ -99,7 +99,7 @@ static void note_wait(uint64_t waited, const struct file *f, uint64_t off,
 static bool read_one(struct file *f, int fd, uint64_t off, size_t len,
 		     unsigned char *got, unsigned char *want)
 {
-	size_t expect = off >= f->size ? 0
+	size_t expect = off >= f->size	      ? 0
 			: f->size - off < len ? (size_t)(f->size - off)
 					      : len;
 	uint64_t t0, waited;
@@ -258,8 +258,8 @@ int main(int argc, char **argv)
 	end_ns = now_ns() + secs * 1000000000u;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (uint64_t t = 0; t < threads; t++)
-		if (pthread_create(&th[t], NULL, reader, (void *)(uintptr_t)t) !=
-		    0) {
+		if (pthread_create(&th[t], NULL, reader,
+				   (void *)(uintptr_t)t) != 0) {
 			fprintf(stderr, "soakread: cannot start a thread\n");
 			return 2;
 		}
