@@ -391,6 +391,12 @@ bool fetch_url_same_origin(const char *a, const char *b);
  * the last guard before a line reaches a log or a terminal. */
 void fetch_text_redact(char *text);
 
+/* Fits whole, a line longer than cap - 1 bytes, into buf (cap bytes) by
+ * leaving out its middle, marked with how many bytes were: the start
+ * names the step and the source, the end says what went wrong (a long URL
+ * sits in between), and both survive, cut at UTF-8 sequence boundaries. */
+void fetch_text_fit(char *buf, size_t cap, const char *whole);
+
 /* Credentials that change (fetch/auth.c). A fetch_auth holds the current
  * set; each request takes the set current when it starts (by reference:
  * a new set never changes a request under way). A request that the

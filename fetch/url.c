@@ -126,6 +126,32 @@ void fetch_text_redact(char *text)
 	}
 }
 
+void fetch_text_fit(char *buf, size_t cap, const char *whole)
+{
+	char mark[48];
+	size_t len = strlen(whole), head, tail, room;
+	int ml;
+
+	ml = snprintf(mark, sizeof(mark), " [... %zu bytes left out ...] ",
+		      len);
+	if (ml < 0 || cap < (size_t)ml + 64) {
+		snprintf(buf, cap, "%s", whole);
+		return;
+	}
+	room = cap - 1 - (size_t)ml;
+	/* The reason gets the larger share: it is what the reader needs. */
+	head = room * 3 / 8;
+	tail = room - head;
+	while (head > 0 && ((unsigned char)whole[head] & 0xc0) == 0x80)
+		head--;
+	while (tail > 0 && ((unsigned char)whole[len - tail] & 0xc0) == 0x80)
+		tail--;
+	snprintf(mark, sizeof(mark), " [... %zu bytes left out ...] ",
+		 len - head - tail);
+	memcpy(buf, whole, head);
+	snprintf(buf + head, cap - head, "%s%s", mark, whole + len - tail);
+}
+
 int fetch__url_hop(const char *start, const char *target, char **out)
 {
 	char *bare = fetch_url_redacted(target), *joined;

@@ -90,6 +90,9 @@ void fs_opts_free(struct fs_opts *o);
  * separate as libfuse separates them. */
 void fs_opts_scrub_argv(int argc, char **argv);
 
+/* Prints the usage and every option, with its default, on stdout (-h). */
+void fs_opts_usage(void);
+
 /* Derives the file name from a URL: its last path segment, query and
  * fragment removed, percent-decoded. Returns -EINVAL (with the reason in
  * err) when the segment is empty, ".", "..", or decodes to a '/' or NUL. */

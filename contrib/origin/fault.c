@@ -1,5 +1,6 @@
 /* fault: the --fault rules: their kinds, how a rule is parsed from the
- * command line, and which rule a request path matches. */
+ * command line, and which rule a request path matches; and --fault-mix,
+ * a seeded random draw of a fault for each request. */
 #include <errno.h>
 #include <fnmatch.h>
 #include <limits.h>
@@ -220,4 +221,114 @@ struct fault *origin__fault_match(struct server *srv, const char *path)
 const char *origin__fault_name(enum fault_kind kind)
 {
 	return fault_kinds[kind].name;
+}
+
+/* splitmix64: a good 64-bit mix of a counter, so that each draw is a pure
+ * function of the seed and the request's number. */
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+int origin__fault_mix_parse(struct server *srv, const char *spec)
+{
+	const char *colon = strchr(spec, ':'), *kinds = NULL;
+	size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+	uint64_t v = 10;
+
+	if (origin__parse_u64(spec, n, &srv->mix_seed) < 0)
+		return -EINVAL;
+	if (colon) {
+		kinds = strchr(colon + 1, ':');
+		n = kinds ? (size_t)(kinds - colon - 1) : strlen(colon + 1);
+		if (origin__parse_u64(colon + 1, n, &v) < 0 || v == 0 ||
+		    v > 100)
+			return -EINVAL;
+	}
+	if (kinds && strcmp(kinds + 1, "verdicts") != 0)
+		return -EINVAL;
+	srv->mix_percent = (unsigned)v;
+	srv->mix_verdicts = kinds != NULL;
+	srv->mix = true;
+	atomic_init(&srv->mix_draws, 0);
+	atomic_init(&srv->mix_burst, 0);
+	return 0;
+}
+
+/* The kinds a mix draws: every one that leaves the bytes a client takes
+ * true, and that a client may retry: the transient ones first, then (with
+ * ":verdicts") norange and badrange, the answers a client rightly takes as
+ * a verdict on the file or the source (a 200 to a range asked with
+ * If-Range says the file changed; a wrong Content-Range, a broken
+ * source), so that only a proxy, whose bad answer must not be taken for
+ * the origin's, should draw them. etag-change and content-change say the
+ * file changed, and redirect, bigheader, encoding, total, clen and etag
+ * are answers a client refuses: none is drawn. */
+static const enum fault_kind mix_kinds[] = {
+	FAULT_STALL,	FAULT_RESET,	 FAULT_STATUS, FAULT_BURST,
+	FAULT_SHORT,	FAULT_SLOWFIRST, FAULT_RATE,   FAULT_REFUSE,
+	FAULT_BADRANGE, FAULT_NORANGE, /* verdicts: last */
+};
+#define MIX_VERDICTS 2
+
+struct fault *origin__fault_draw(struct server *srv, struct fault *out)
+{
+	uint64_t n = atomic_fetch_add(&srv->mix_draws, 1);
+	uint64_t r = mix64(srv->mix_seed ^ mix64(n));
+	unsigned left = atomic_load(&srv->mix_burst);
+	size_t nk = sizeof(mix_kinds) / sizeof(mix_kinds[0]) -
+		    (srv->mix_verdicts ? 0 : MIX_VERDICTS);
+
+	memset(out, 0, sizeof(*out));
+	out->retry_after = -1;
+	atomic_init(&out->hits, 1); /* applies at once: no SKIP */
+	/* A burst answers the next requests too, whatever they ask. */
+	while (left > 0) {
+		if (atomic_compare_exchange_weak(&srv->mix_burst, &left,
+						 left - 1)) {
+			out->kind = FAULT_BURST;
+			out->code = 500;
+			out->n = 1;
+			return out;
+		}
+	}
+	if (r % 100 >= srv->mix_percent)
+		return NULL;
+	r /= 100;
+	out->kind = mix_kinds[r % nk];
+	r /= nk;
+	switch (out->kind) {
+	case FAULT_STALL:
+		out->n = r % (32 * 1024);
+		break;
+	case FAULT_RESET:
+	case FAULT_SHORT:
+		out->n = r % (64 * 1024);
+		break;
+	case FAULT_STATUS:
+		/* 503 with Retry-After, as a busy origin; 500 without. */
+		out->code = r % 2 ? 503 : 500;
+		out->retry_after = out->code == 503 ? (long)(r / 2 % 2) : -1;
+		break;
+	case FAULT_BURST:
+		out->code = 500;
+		out->n = 1;
+		/* Two or three 500s in a row: a client that counts a
+		 * source down after four faults in a row is not pushed
+		 * there by one burst alone. */
+		atomic_fetch_add(&srv->mix_burst, (unsigned)(1 + r % 2));
+		break;
+	case FAULT_SLOWFIRST:
+		out->n = 100 + r % 1400; /* milliseconds */
+		break;
+	case FAULT_RATE:
+		out->n = (256 * 1024) + r % (2 * 1024 * 1024);
+		break;
+	default:
+		break;
+	}
+	return out;
 }

@@ -127,6 +127,7 @@ static void usage(FILE *fp)
 	fputs("usage: pacefs-origin --root DIR [--listen 127.0.0.1:PORT]\n"
 	      "         [--port-file FILE] [--rate BYTES_PER_SEC[K|M|G]]\n"
 	      "         [--latency MS] [--fault GLOB:KIND[:ARG]]...\n"
+	      "         [--fault-mix SEED[:PERCENT[:verdicts]]]\n"
 	      "         [--log FILE] [--log-header NAME]... [--quiet] "
 	      "[--autoindex]\n"
 	      "         [--max-transfers N [--retry-after SECS]]\n"
@@ -170,6 +171,7 @@ int main(int argc, char **argv)
 		{"rate", required_argument, NULL, 'R'},
 		{"latency", required_argument, NULL, 'L'},
 		{"fault", required_argument, NULL, 'f'},
+		{"fault-mix", required_argument, NULL, 'm'},
 		{"log", required_argument, NULL, 'g'},
 		{"log-header", required_argument, NULL, 'H'},
 		{"max-transfers", required_argument, NULL, 'M'},
@@ -244,6 +246,12 @@ int main(int argc, char **argv)
 			server.nfaults++;
 			break;
 		}
+		case 'm':
+			if (origin__fault_mix_parse(&server, optarg) < 0)
+				die("--fault-mix %s: want SEED[:PERCENT[:verdicts]], "
+				    "PERCENT 1 to 100",
+				    optarg);
+			break;
 		case 'g':
 			log_path = optarg;
 			break;

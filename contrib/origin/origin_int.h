@@ -90,6 +90,12 @@ struct server {
 		char value[1024];
 	} require[ORIGIN_REQUIRE_MAX]; /* the lines a request may carry */
 	size_t nrequire;
+	bool mix;		 /* --fault-mix: a seeded draw per request */
+	uint64_t mix_seed;
+	unsigned mix_percent;	 /* of requests that draw a fault */
+	bool mix_verdicts;	 /* norange and badrange are drawn too */
+	atomic_ullong mix_draws; /* requests that drew so far */
+	atomic_uint mix_burst;	 /* requests a drawn burst still answers */
 };
 
 /* A token bucket over body bytes; it takes the time as an argument so that
@@ -159,6 +165,12 @@ int origin__fault_parse(const char *spec, struct fault *f);
 /* The first rule whose glob matches path, or NULL. */
 struct fault *origin__fault_match(struct server *srv, const char *path);
 const char *origin__fault_name(enum fault_kind kind);
+/* Parses --fault-mix "SEED[:PERCENT[:verdicts]]" into srv; returns 0 or
+ * -EINVAL. */
+int origin__fault_mix_parse(struct server *srv, const char *spec);
+/* --fault-mix: draws, for one request, whether and which fault applies;
+ * fills *out and returns it, or returns NULL for none. Thread-safe. */
+struct fault *origin__fault_draw(struct server *srv, struct fault *out);
 
 /* http.c: pure parsing and formatting, no I/O. */
 

@@ -118,7 +118,7 @@ static int s3_route(struct conn *c, struct request *rq, bool closing,
 int origin__serve(struct conn *c, struct request *rq, enum after *after)
 {
 	struct server *srv = c->srv;
-	struct fault *f;
+	struct fault *f, drawn;
 	struct entity e = {.fd = -1};
 	struct head h;
 	const char *applied = NULL;
@@ -133,6 +133,8 @@ int origin__serve(struct conn *c, struct request *rq, enum after *after)
 	f = origin__fault_match(srv, rq->path);
 	if (f)
 		hits = atomic_fetch_add(&f->hits, 1) + 1;
+	else if (srv->mix && (f = origin__fault_draw(srv, &drawn)) != NULL)
+		hits = 1;
 	if (f && f->kind == FAULT_REFUSE) {
 		origin__log_request(srv, rq, 0, 0, "refuse");
 		*after = AFTER_CLOSE;

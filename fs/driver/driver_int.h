@@ -123,7 +123,10 @@ struct fs_mount {
 	/* -o read_timeout=: how long a FUSE request may wait on the
 	 * network (a listing, a probe), as a read may. */
 	uint64_t read_timeout_ns;
-	struct fuse_session *se; /* once serving: its end stops requests */
+	struct fuse_session *se; /* its end (an unmount, a signal, the
+				    connection gone) stops requests and ends
+				    a read waiting, so the daemon's exit never
+				    waits on one */
 };
 
 /* The fetch configuration for a synchronous request made for one FUSE
@@ -190,6 +193,37 @@ int fs__inval_start(struct fs_inval *v, struct fuse_session *se);
  * left (the mount ends). fs__inval_stop(NULL) and a second call do
  * nothing. */
 void fs__inval_stop(struct fs_inval *v);
+
+/* fs/driver/exitguard.c. Bounds the daemon's exit. Once the session has ended it wakes the
+ * waiting reads (they see the end and return), and should the shutdown
+ * (libfuse joining its threads, then the engine's, the cache's) still not
+ * be done FS_EXIT_GRACE_S later, it unmounts and exits the process with
+ * status 1, rather than let a stuck thread keep a daemon alive after its
+ * mount. */
+struct fs_exit_guard {
+	struct fuse_session *se;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct fs_engine *engine; /* guarded by mu; NULL once it is freed */
+	bool ended;	/* guarded by mu: the session loop returned (it resets
+			   what fuse_session_exited says) */
+	bool done;	/* guarded by mu: the shutdown finished */
+	bool unmounted; /* guarded by mu */
+	bool started;
+	pthread_t thread;
+};
+
+/* Starts the guard of session se, whose readers are engine's. */
+int fs__exit_guard_start(struct fs_exit_guard *g, struct fuse_session *se,
+			 struct fs_engine *engine);
+/* The session loop returned: from here on se may be freed. */
+void fs__exit_guard_ended(struct fs_exit_guard *g);
+/* Takes the mount down once, whether the main thread or the guard does. */
+void fs__exit_guard_unmount(struct fs_exit_guard *g, struct fuse_session *se);
+/* Before the engine is freed: the guard no longer wakes its readers. */
+void fs__exit_guard_forget_engine(struct fs_exit_guard *g);
+/* The shutdown is done: stops and joins the guard. */
+void fs__exit_guard_stop(struct fs_exit_guard *g);
 
 /* The low-level operations of a pacefs mount. */
 extern const struct fuse_lowlevel_ops fs__ops;

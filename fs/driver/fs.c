@@ -329,9 +329,15 @@ static void on_interrupt(fuse_req_t req, void *data)
 	fs__engine_wake_readers(data);
 }
 
+/* Interrupted by the reader, or the session ended (unmounted or
+ * signalled): nobody waits for the answer any more, and libfuse joins this
+ * thread before the daemon can exit. */
 static bool req_interrupted(void *req)
 {
-	return fuse_req_interrupted(req) != 0;
+	struct fs_mount *m = fuse_req_userdata(req);
+
+	return fuse_req_interrupted(req) != 0 ||
+	       (m->se != NULL && fuse_session_exited(m->se));
 }
 
 /* libfuse 3.14 splices a reply only when its last file piece is at least

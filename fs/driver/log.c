@@ -190,7 +190,7 @@ void fs__format_shown(char *buf, size_t cap, const char *fmt, va_list ap)
 	    (whole = malloc((size_t)n + 1)) != NULL) {
 		vsnprintf(whole, (size_t)n + 1, fmt, again);
 		fetch_text_redact(whole);
-		snprintf(buf, cap, "%s", whole);
+		fetch_text_fit(buf, cap, whole);
 		free(whole);
 	} else if (n >= 0 && (size_t)n >= cap) {
 		snprintf(buf, cap, "(a line too long to show)");

@@ -6,6 +6,8 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,99 +39,6 @@ static int fail(const char *fmt, ...)
 	/* The reason may quote what a server sent. */
 	fprintf(stderr, "pacefs: %s\n", fs__escape(line, safe, sizeof(safe)));
 	return 1;
-}
-
-static void usage(void)
-{
-	printf("usage: pacefs [options] URL MOUNTPOINT\n"
-	       "       pacefs [options] MANIFEST.json MOUNTPOINT\n"
-	       "       pacefs [options] URL/ MOUNTPOINT\n"
-	       "       pacefs [options] s3://BUCKET/KEY|s3://BUCKET/PREFIX/ "
-	       "MOUNTPOINT\n"
-	       "       pacefs status [-w] [--json] MOUNTPOINT\n"
-	       "       pacefs cache ls|stat|verify|evict|gc [--cache-dir DIR]\n"
-	       "       pacefs prefetch PATH...\n"
-	       "\n"
-	       "Mounts the HTTP(S) blob at URL read-only as MOUNTPOINT/NAME; "
-	       "or\n"
-	       "the files a manifest lists; or, for a URL ending in '/', the\n"
-	       "tree its HTML directory index (nginx, Apache) shows.\n"
-	       "Unmount with: fusermount3 -u MOUNTPOINT\n"
-	       "\n"
-	       "options:\n"
-	       "    -h, --help             print this help and exit\n"
-	       "    -V, --version          print the version and exit\n"
-	       "    -f                     stay in the foreground\n"
-	       "    -d                     debug log (implies -f)\n"
-	       "    -o cache_dir=DIR       cache directory (default: "
-	       "$XDG_CACHE_HOME/pacefs,\n"
-	       "                           else ~/.cache/pacefs; "
-	       "/var/cache/pacefs for root)\n"
-	       "    -o cache_shared        accept a cache directory that "
-	       "another user owns\n"
-	       "                           or group/others may write "
-	       "(shared on purpose)\n"
-	       "    -o name=NAME           file name (default: the URL's "
-	       "last path segment)\n"
-	       "    -o lanes=N             parallel transfers (default: 8)\n"
-	       "    -o readahead=S         a sequential reader's lead: S "
-	       "seconds of\n"
-	       "                           what it consumes (default: 3)\n"
-	       "    -o inflight_max=SIZE   bytes requested and not yet "
-	       "received, at most\n"
-	       "                           (8M or more; default: no cap but "
-	       "the lanes')\n"
-	       "    -o connect_timeout=S   connect timeout in seconds "
-	       "(default: 10)\n"
-	       "    -o read_timeout=S      a blocked read fails with EIO "
-	       "after S seconds,\n"
-	       "                           and a lookup or readdir waiting "
-	       "on a listing\n"
-	       "                           (default: 60)\n"
-	       "    -o stall_timeout=S     a transfer with no byte for S "
-	       "seconds "
-	       "is retried\n"
-	       "                           (default: 10)\n"
-	       "    -o retry_after_max=S   a 429 or 503 holds its source at most "
-	       "S seconds,\n"
-	       "                           whatever Retry-After asks (default: "
-	       "60)\n"
-	       "    -o mirror=URL          another source of the blob "
-	       "(repeatable)\n"
-	       "    -o header=\"N: v\"     a request header (repeatable)\n"
-	       "    -o header_file=FILE    request headers from a file "
-	       "(mode 0600)\n"
-	       "    -o auth_command=CMD    a command printing headers or an "
-	       "S3 credential JSON\n"
-	       "    -o endpoint=URL, -o region=R, -o s3_addressing=path|virtual"
-	       "   S3\n"
-	       "    -o creds_readable      accept a credentials file others "
-	       "may read\n"
-	       "    -o cafile=FILE, -o insecure   TLS\n"
-	       "    -o proxy=\"A|B;C;DIRECT\"  proxies: groups tried in order, "
-	       "members\n"
-	       "                           sharing the load (-o proxy_reset=S: "
-	       "300)\n"
-	       "    -o chunk=SIZE          requests cover whole chunks "
-	       "(64K-8M; 64K)\n"
-	       "    -o sha256=HEX          the blob's SHA-256, checked once it "
-	       "is all held\n"
-	       "    -o cache_size=SIZE     cache budget, least recently used "
-	       "out (K/M/G/T)\n"
-	       "    -o cache_sync=M        meta (default), full or none\n"
-	       "    -o revalidate=R        always (default), never, or SECONDS "
-	       "since the\n"
-	       "                           origin last confirmed a file\n"
-	       "    -o listing_ttl=S       re-read directory indexes after S "
-	       "seconds (60)\n"
-	       "    -o log_level=L         error, warning, info or debug "
-	       "(default: info)\n"
-	       "    -o attr_timeout=S, -o entry_timeout=S   kernel caching of "
-	       "attributes\n"
-	       "                           and names (default: 60)\n"
-	       "\n"
-	       "libfuse options (-o allow_other, ...) are passed through; "
-	       "see mount.fuse3(8).\n");
 }
 
 static int check_url(const char *url)
@@ -706,8 +615,8 @@ static void queue_inval(void *ctx, uint32_t b, const char *name, uint64_t ino,
 /* After the mount is live and the process is a daemon: opens the cache,
  * starts the engine, builds the tree and serves until unmounted or
  * signalled. */
-static int serve(struct fs_opts *o, struct fuse_session *se,
-		 struct fs_mount *m, struct prepared *p)
+static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
+		 struct prepared *p, struct fs_exit_guard *g)
 {
 	struct fs_engine_config ec;
 	struct fuse_loop_config *lc;
@@ -774,9 +683,25 @@ static int serve(struct fs_opts *o, struct fuse_session *se,
 		fuse_loop_cfg_destroy(lc);
 		return rc;
 	}
-	m->se = se; /* its end (SIGTERM, the connection gone) stops
-		       requests */
+	rc = fs__exit_guard_start(g, se, m->engine);
+	if (rc != 0) {
+		fs__log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
+		fs__inval_stop(m->inval);
+		fuse_loop_cfg_destroy(lc);
+		return rc;
+	}
 	rc = fuse_session_loop_mt(se, lc);
+	fs__exit_guard_ended(g);
+	/* A signal libfuse handles (TERM, INT, HUP) ends the session as an
+	 * unmount does: a clean end, not a failure. */
+	if (rc > 0) {
+		fs__log(FS_LOG_INFO, "unmounting %s on %s", o->mountpoint,
+			rc == SIGTERM  ? "SIGTERM"
+			: rc == SIGHUP ? "SIGHUP"
+			: rc == SIGINT ? "SIGINT"
+				       : "a signal");
+		rc = 0;
+	}
 	fs__inval_stop(m->inval); /* the session is destroyed next */
 	fuse_loop_cfg_destroy(lc);
 	return rc;
@@ -789,6 +714,7 @@ int fs_main(int argc, char **argv)
 	struct cache *cache = NULL;
 	struct fs_mount m;
 	struct prepared p;
+	struct fs_exit_guard guard;
 	char err[1024];
 	int status = 1, rc;
 
@@ -807,9 +733,10 @@ int fs_main(int argc, char **argv)
 	fs_opts_scrub_argv(argc, argv);
 	memset(&m, 0, sizeof(m));
 	memset(&p, 0, sizeof(p));
+	memset(&guard, 0, sizeof(guard));
 	if (o.show_help || o.show_version) {
 		if (o.show_help)
-			usage();
+			fs_opts_usage();
 		else
 			printf("pacefs %s (libfuse %s, %s)\n", PACEFS_VERSION,
 			       fuse_pkgversion(), fetch_version());
@@ -831,6 +758,7 @@ int fs_main(int argc, char **argv)
 	se = fuse_session_new(&o.fuse_args, &fs__ops, sizeof(fs__ops), &m);
 	if (se == NULL)
 		goto out_opts; /* libfuse said which option, on stderr */
+	m.se = se;
 
 	if (fetch_global_init() != 0) {
 		fail("cannot initialise libcurl");
@@ -890,19 +818,21 @@ int fs_main(int argc, char **argv)
 	} else {
 		if (!o.foreground)
 			fs__log_init(false, (enum fs_log_level)o.log_level);
-		status = serve(&o, se, &m, &p) == 0 ? 0 : 1;
+		status = serve(&o, se, &m, &p, &guard) == 0 ? 0 : 1;
 	}
-	fuse_session_unmount(se);
+	fs__exit_guard_unmount(&guard, se);
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
 	fuse_session_destroy(se);
+	fs__exit_guard_forget_engine(&guard);
 	fs__engine_free(m.engine); /* flushes the cache: nothing is queued */
 	m.engine = NULL;	   /* after this, as on_lost reads it */
 	fs__inval_free(m.inval); /* the engine queued into it until freed */
 	cache_close(m.cache);
 	fs__ns_free(m.ns);
 	fetch_proxies_free(m.fetch.proxies); /* after the engine's requests */
+	fs__exit_guard_stop(&guard);
 out_prepared:
 	prepared_free(&p);
 out_opts:

@@ -372,6 +372,67 @@ else
 	t_fail "--latency 100" "first byte after ${C_TTFB} s, ${base} s without"
 fi
 
+# --- --fault-mix: a seeded draw per request, the same for the same seed ----
+
+# mix_run NAME SPEC: 60 requests in a row (each on a connection of its
+# own, -m 3 against stalls) to an origin with --fault-mix SPEC; prints
+# the fault field of each logged request, one line.
+mix_run() {
+	local name=$1 spec=$2 i
+	o_start "$name" --root "$WWW" --fault-mix "$spec" || return 0
+	for i in $(seq 1 60); do
+		curl -s -o /dev/null -m 3 -r 0-99999 "$O_URL/f.bin" 2>/dev/null || true
+	done
+	proc_stop "$O_PID"
+	awk '{ print $6 }' "$T_TMP/$name.log" | tr '\n' ' '
+}
+mix_a=$(mix_run mix-a 7:50)
+mix_b=$(mix_run mix-b 7:50)
+mix_c=$(mix_run mix-c 8:50)
+t_eq "--fault-mix: the same seed draws the same faults" "$mix_a" "$mix_b"
+if [ "$mix_a" != "$mix_c" ]; then
+	t_pass "--fault-mix: another seed draws others"
+else
+	t_fail "--fault-mix: another seed draws others" "seeds 7 and 8 both drew: $mix_a"
+fi
+faulted=$(tr ' ' '\n' <<<"$mix_a" | grep -cv '^-$\|^$' || true)
+if between "$faulted" 15 45; then
+	t_pass "--fault-mix 7:50: $faulted of 60 requests faulted ($(tr ' ' '\n' <<<"$mix_a" | grep -v '^-$\|^$' | sort -u | tr '\n' ' '))"
+else
+	t_fail "--fault-mix 7:50: about half the requests faulted" "$faulted of 60: $mix_a"
+fi
+if tr ' ' '\n' <<<"$mix_a" | grep -qx -e norange -e badrange -e etag-change -e content-change; then
+	t_fail "--fault-mix: no verdict or change kind without :verdicts" "$mix_a"
+else
+	t_pass "--fault-mix: no verdict or change kind without :verdicts"
+fi
+mix_v=$(mix_run mix-v 7:100:verdicts)
+if tr ' ' '\n' <<<"$mix_v" | grep -qx -e norange -e badrange; then
+	t_pass "--fault-mix 7:100:verdicts: norange or badrange drawn"
+else
+	t_fail "--fault-mix 7:100:verdicts: norange or badrange drawn" "$mix_v"
+fi
+# A drawn fault keeps the bytes true: what a complete 206 carries is the file's.
+if o_start mix-bytes --root "$WWW" --fault-mix 3:100; then
+	bad=0 whole=0
+	for i in $(seq 1 20); do
+		fetch mixb -m 3 -r 1000-70999 "$O_URL/f.bin"
+		if [ "$C_CODE" = 206 ] && [ "$C_SIZE" = 70000 ]; then
+			whole=$((whole + 1))
+			cmp -s "$T_TMP/mixb.body" <(slice "$WWW/f.bin" 1000 70000) || bad=$((bad + 1))
+		fi
+	done
+	proc_stop "$O_PID"
+	t_eq "--fault-mix: every complete 206 ($whole of 20) carries the file's bytes" "$bad" 0
+else
+	t_fail "--fault-mix: start" "$(cat "$T_TMP/mix-bytes.err")"
+fi
+for spec in x 7:0 7:101 7:50:all; do
+	rc=0
+	timeout 5 "$ORIGIN_BIN" --root "$WWW" --fault-mix "$spec" >/dev/null 2>"$T_TMP/badmix.err" || rc=$?
+	t_eq "--fault-mix $spec: usage error" "$rc" 2
+done
+
 # --- command line and signals ----------------------------------------------
 
 rc=0

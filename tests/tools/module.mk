@@ -1,7 +1,8 @@
 # tests/tools: small programs the mount tests use to compare bytes, to
-# interrupt reads, to time stats and to drive fetch/ against a live origin.
+# interrupt reads, to time stats, to drive fetch/ against a live origin and
+# to read under the soak.
 TEST_TOOLS := $(BUILD)/tests/readcmp $(BUILD)/tests/intread \
-	$(BUILD)/tests/fetchq $(BUILD)/tests/statlat
+	$(BUILD)/tests/fetchq $(BUILD)/tests/statlat $(BUILD)/tests/soakread
 
 $(BUILD)/tests/readcmp: $(BUILD)/tests/tools/readcmp.o
 	@mkdir -p $(dir $@)
@@ -10,6 +11,11 @@ $(BUILD)/tests/readcmp: $(BUILD)/tests/tools/readcmp.o
 $(BUILD)/tests/statlat: $(BUILD)/tests/tools/statlat.o
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
+
+# The soak's readers (tests/soak/soak.sh).
+$(BUILD)/tests/soakread: $(BUILD)/tests/tools/soakread.o
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread
 
 $(BUILD)/tests/intread: $(BUILD)/tests/tools/intread.o
 	@mkdir -p $(dir $@)

@@ -203,6 +203,35 @@ static void text_redact(void)
 	}
 }
 
+/* A line too long keeps its start and its end (the reason), marked, and
+ * never splits a UTF-8 sequence. */
+static void text_fit(void)
+{
+	char whole[3000], buf[256];
+	size_t n = 0;
+
+	n += (size_t)snprintf(whole, sizeof(whole), "lane 0: http://h/");
+	while (n < 2000) {
+		whole[n++] = '\xc3'; /* U+00E9, two bytes */
+		whole[n++] = '\xa9';
+	}
+	snprintf(whole + n, sizeof(whole) - n, "?x: HTTP 404");
+	fetch_text_fit(buf, sizeof(buf), whole);
+	T_ASSERT(strlen(buf) < sizeof(buf));
+	T_ASSERT(strncmp(buf, "lane 0: http://h/", 17) == 0);
+	T_ASSERT(strstr(buf, " bytes left out ...] ") != NULL);
+	T_ASSERT(strlen(buf) > 12 &&
+		 strcmp(buf + strlen(buf) - 12, "?x: HTTP 404") == 0);
+	/* Cut at sequence boundaries: the bytes before the mark end a
+	 * sequence, those after it start one. */
+	for (const char *p = buf; *p != '\0'; p++) {
+		if ((unsigned char)*p == 0xc3)
+			T_EQ_INT((unsigned char)p[1], 0xa9);
+		if ((unsigned char)*p == 0xa9)
+			T_EQ_INT((unsigned char)p[-1], 0xc3);
+	}
+}
+
 static void url_shown(void)
 {
 	char buf[16];
@@ -434,6 +463,7 @@ static const struct t_case cases[] = {
 	{"proxy_parse_errors", proxy_parse_errors},
 	{"x_cache", x_cache},
 	{"text_redact", text_redact},
+	{"text_fit", text_fit},
 	{"url_shown", url_shown},
 	{"url_hop", url_hop},
 	{"sends_headers", sends_headers},
