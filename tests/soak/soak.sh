@@ -2,10 +2,12 @@
 # soak.sh: every fault at once. pacefs-origin serves the files with a
 # seeded random mix of every fault kind that keeps the bytes true (a
 # second one, with its own mix, as a mirror, and a third as the proxy in
-# front), three mounts (a single URL through the proxy, a directory index,
-# a manifest with mirrors) and 16 readers for SOAK_SECONDS (600): no wrong
-# byte, no read past its deadline (and at most 1% failed), no hang of unmount, and each
-# daemon's RSS flat after the first minute. The seed is printed at the
+# front), mounts of every kind (a single URL through the proxy, a
+# directory index, a manifest with mirrors, an S3 prefix, and two S3
+# prefixes whose listings are hostile, listed over and over) and 16 readers
+# for SOAK_SECONDS (600): no wrong byte, no read past its deadline (and at
+# most 1% failed), every hostile listing EIO by its deadline, no hang of
+# unmount, and each daemon's RSS flat after the first minute. The seed is printed at the
 # start and on failure; SOAK_SEED=N runs the same mix again.
 # Not part of make check (it takes ten minutes); CI runs it.
 # Usage: tests/soak/soak.sh [BUILD_DIR]   (PACEFS=... also works)
@@ -66,11 +68,11 @@ o_start origin --root "$WWW" --autoindex --fault-mix "$SEED:$PERCENT"
 ORIGIN=$O_URL
 o_start mirror --root "$WWW" --fault-mix "$((SEED + 1)):$PERCENT"
 MIRROR=$O_URL
-# The proxy draws the verdict kinds too (norange, badrange) when
-# SOAK_PROXY_VERDICTS=1: a proxy's bad answer must fail only that request
-# through it (issue 22, row 4).
+# The proxy draws the verdict kinds too (norange, badrange; not with
+# SOAK_PROXY_VERDICTS=0): a proxy's bad answer must fail only that
+# request through it, which the next route serves (issue 22, row 4).
 pv=
-[ "${SOAK_PROXY_VERDICTS:-0}" = 1 ] && pv=:verdicts
+[ "${SOAK_PROXY_VERDICTS:-1}" = 1 ] && pv=:verdicts
 o_start proxy --root "$WWW" --fault-mix "$((SEED + 2)):$PERCENT$pv"
 PROXY=$O_URL
 {
@@ -127,6 +129,47 @@ if soak_mount manifest "$T_TMP/soak.json"; then
 		PAIRS+=("$T_TMP/mnt-manifest/m/m$i.bin=$WWW/m$i.bin")
 	done
 fi
+# S3: one origin serves objects with its own fault mix and listings that
+# end, slowly, with a key that holds a NUL and one with a dot segment
+# among the real ones; a second answers every listing with empty pages
+# and a new token for ever, a third with the same token on every page.
+# (A listing that declares an entity is refused at mount, so it cannot
+# be mounted to be listed; tests/mount/s3hostile.sh covers it.)
+# Readers read the first's objects; a lister lists the other two over and
+# over: each ls must fail (EIO) within the deadline, and those daemons'
+# memory stay flat too.
+S3ROOT=$T_TMP/s3
+HOSTILE=()
+if /usr/bin/python3 -c 'import botocore' 2>/dev/null; then
+	mkdir -p "$S3ROOT/bkt/s" "$S3ROOT/bkt/h" "$S3ROOT/bkt/a/..dotdot"
+	for i in 1 2; do
+		gen_file "$S3ROOT/bkt/s/s$i.bin" $((8 * MiB + i * 4093)) $((830 + i))
+	done
+	gen_file "$S3ROOT/bkt/h/h.bin" 4096 840
+	gen_file "$S3ROOT/bkt/a/..dotdot/x" 4096 841
+	S3SECRET=soak$RANDOM$RANDOM
+	printf 'AKIDSOAK %s\n' "$S3SECRET" >"$T_TMP/s3keys"
+	export AWS_ACCESS_KEY_ID=AKIDSOAK AWS_SECRET_ACCESS_KEY=$S3SECRET
+	unset AWS_SESSION_TOKEN AWS_PROFILE AWS_REGION AWS_DEFAULT_REGION AWS_CONFIG_FILE
+	export HOME=$T_TMP/home
+	mkdir -p "$HOME"
+	s3o() {
+		o_start "$1" --root "$S3ROOT" --s3 --s3-region eu-west-1 --s3-keys "$T_TMP/s3keys" \
+			--s3-hostile "$2" ${3:+--fault-mix "$3"}
+	}
+	s3o s3-origin nul-key,dotdot-keys,slow-list:50 "$((SEED + 3)):$PERCENT"
+	if soak_mount s3 s3://bkt/s/ ",endpoint=$O_URL,region=eu-west-1"; then
+		for i in 1 2; do
+			PAIRS+=("$T_TMP/mnt-s3/s$i.bin=$S3ROOT/bkt/s/s$i.bin")
+		done
+	fi
+	s3o s3loop-origin new-token,slow-list:200
+	soak_mount s3loop s3://bkt/h/ ",endpoint=$O_URL,region=eu-west-1" && HOSTILE+=(s3loop)
+	s3o s3same-origin same-token,slow-list:20
+	soak_mount s3same s3://bkt/h/ ",endpoint=$O_URL,region=eu-west-1" && HOSTILE+=(s3same)
+else
+	t_fail "s3: mounts" "python3-botocore is missing (contrib/install-deps.sh installs it)"
+fi
 if [ "${#PAIRS[@]}" -eq 0 ]; then
 	say_seed
 	t_done
@@ -151,6 +194,25 @@ SAMPLES=$T_TMP/samples
 ) >"$SAMPLES" 2>/dev/null &
 SAMPLER=$!
 
+# The lister: ls of each hostile mount, one after the other, until the
+# readers are done; one line each, "name exit_status milliseconds".
+LISTS=$T_TMP/lists
+: >"$LISTS"
+if [ "${#HOSTILE[@]}" -gt 0 ]; then
+	(
+		until_s=$(($(date +%s) + DURATION))
+		while [ "$(date +%s)" -lt "$until_s" ]; do
+			for name in "${HOSTILE[@]}"; do
+				t0=$(date +%s%N) rc=0
+				timeout $((RT + 30)) ls "$T_TMP/mnt-$name" >/dev/null 2>"$T_TMP/ls.err" || rc=$?
+				echo "$name $rc $((($(date +%s%N) - t0) / 1000000)) $(grep -c 'Input/output error' "$T_TMP/ls.err" || true)"
+			done >>"$LISTS"
+			sleep 1
+		done
+	) &
+	LISTER=$!
+fi
+
 start=$(date +%s)
 "$SOAKREAD" "$READERS" "$DURATION" "$DEADLINE_MS" "$SEED" "${PAIRS[@]}" >"$T_TMP/soakread.out" 2>&1 || true
 secs=$(($(date +%s) - start))
@@ -172,6 +234,22 @@ else
 	else
 		t_fail "reads failed: at most 1%" "$errs of $reads ($(field short) of them short)"
 	fi
+fi
+
+if [ "${#HOSTILE[@]}" -gt 0 ]; then
+	wait "$LISTER" 2>/dev/null || true
+	for name in "${HOSTILE[@]}"; do
+		read -r n eio late longest < <(awk -v n="$name" -v d="$DEADLINE_MS" '
+			$1 == n { c++; if ($2 != 0 && $4 > 0) e++; if ($3 > d) l++
+				  if ($3 > m) m = $3 }
+			END { print c + 0, e + 0, l + 0, m + 0 }' "$LISTS")
+		if [ "$n" -gt 0 ] && [ "$eio" -eq "$n" ] && [ "$late" -eq 0 ]; then
+			t_pass "$name: $n listings, each EIO within ${DEADLINE_MS} ms (longest $longest ms)"
+		else
+			t_fail "$name: every listing EIO within ${DEADLINE_MS} ms" \
+				"$n listings, $eio EIO, $late late (longest $longest ms)"
+		fi
+	done
 fi
 
 # Unmount each: fusermount3 -u returns, the daemon exits 0, in the bound.
@@ -216,7 +294,8 @@ for name in "${NAMES[@]}"; do
 done
 
 # What was injected, by kind, from the three request logs.
-for o in origin mirror proxy; do
+for o in origin mirror proxy s3-origin; do
+	[ -f "$T_TMP/$o.log" ] || continue
 	echo "soak: $o: $(wc -l <"$T_TMP/$o.log") requests; faults: $(awk '$6 != "-" { n[$6]++ }
 		END { for (k in n) printf "%s %d, ", k, n[k] }' "$T_TMP/$o.log" | sed 's/, $//')"
 done
