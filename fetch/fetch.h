@@ -6,6 +6,7 @@
 struct fetch;
 struct fetch_auth;
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -396,6 +397,11 @@ void fetch_text_redact(char *text);
  * names the step and the source, the end says what went wrong (a long URL
  * sits in between), and both survive, cut at UTF-8 sequence boundaries. */
 void fetch_text_fit(char *buf, size_t cap, const char *whole);
+
+/* vsnprintf into buf (cap > 0 bytes); a line that does not fit loses its
+ * middle (fetch_text_fit), not its end, so that an error's reason
+ * survives a long URL. */
+void fetch_text_vformat(char *buf, size_t cap, const char *fmt, va_list ap);
 
 /* Credentials that change (fetch/auth.c). A fetch_auth holds the current
  * set; each request takes the set current when it starts (by reference:

@@ -122,21 +122,10 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
-	char *whole;
-	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(err, errlen, fmt, ap);
+	fetch_text_vformat(err, errlen, fmt, ap);
 	va_end(ap);
-	/* A long URL must not push the reason off the end. */
-	if (n > 0 && (size_t)n >= errlen &&
-	    (whole = malloc((size_t)n + 1)) != NULL) {
-		va_start(ap, fmt);
-		vsnprintf(whole, (size_t)n + 1, fmt, ap);
-		va_end(ap);
-		fetch_text_fit(err, errlen, whole);
-		free(whole);
-	}
 	return -EIO;
 }
 

@@ -1,6 +1,7 @@
 /* url: the parts of a URL that decide where secrets may go and what may be
  * shown: its origin (scheme, host, port) and its userinfo. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +151,23 @@ void fetch_text_fit(char *buf, size_t cap, const char *whole)
 		 len - head - tail);
 	memcpy(buf, whole, head);
 	snprintf(buf + head, cap - head, "%s%s", mark, whole + len - tail);
+}
+
+void fetch_text_vformat(char *buf, size_t cap, const char *fmt, va_list ap)
+{
+	va_list again;
+	char *whole;
+	int n;
+
+	va_copy(again, ap);
+	n = vsnprintf(buf, cap, fmt, ap);
+	if (n > 0 && (size_t)n >= cap &&
+	    (whole = malloc((size_t)n + 1)) != NULL) {
+		vsnprintf(whole, (size_t)n + 1, fmt, again);
+		fetch_text_fit(buf, cap, whole);
+		free(whole);
+	}
+	va_end(again);
 }
 
 int fetch__url_hop(const char *start, const char *target, char **out)
