@@ -156,6 +156,10 @@ int fetch_new(const struct fetch_config *cfg, const struct fetch_hooks *hooks,
 	if (f == NULL)
 		return -ENOMEM;
 	f->cfg = *cfg;
+	/* A synchronous request's bounds: lanes have none (a read's wait
+	 * has its own deadline), and the caller's cfg may not outlive this. */
+	f->cfg.deadline_ms = 0;
+	f->cfg.stop = NULL;
 	f->hooks = *hooks;
 	atomic_init(&f->stop, false);
 	f->multi = curl_multi_init();
@@ -185,7 +189,7 @@ int fetch_new(const struct fetch_config *cfg, const struct fetch_hooks *hooks,
 		s->easy = curl_easy_init();
 		if (s->easy == NULL)
 			goto out;
-		if (fetch__easy_setup(s->easy, cfg, s->errbuf) != CURLE_OK) {
+		if (fetch__easy_setup(s->easy, &f->cfg, s->errbuf) != CURLE_OK) {
 			rc = -EINVAL;
 			goto out;
 		}

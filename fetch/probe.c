@@ -179,7 +179,10 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 	snprintf(out->etag, sizeof(out->etag), "%s", h->etag);
 	snprintf(out->last_modified, sizeof(out->last_modified), "%s",
 		 h->last_modified);
-	bound = fetch__bound_check(cfg, &why);
+	/* A probe that was answered stands, however late. */
+	bound = rc == 0 && (cc == CURLE_OK || cc == CURLE_WRITE_ERROR)
+			? 0
+			: fetch__bound_check(cfg, &why);
 	if (bound != 0) {
 		/* Past the caller's deadline, or the mount is ending: no
 		 * answer in time is an origin that cannot be reached. */
@@ -424,7 +427,8 @@ static int get_doc(const struct fetch_config *cfg, const char *url,
 	rc = fetch__perform(cfg, easy, url, headers, false, get_reset, NULL,
 			    &g, get_body_text, &cc, &last, &status, herr,
 			    sizeof(herr));
-	bound = fetch__bound_check(cfg, &why);
+	/* A document that came whole stands, however late. */
+	bound = rc == 0 && cc == CURLE_OK ? 0 : fetch__bound_check(cfg, &why);
 	if (bound != 0) {
 		fail(err, errlen, "%s: %s", shown, why);
 		rc = bound;

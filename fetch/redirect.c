@@ -83,6 +83,7 @@ static CURLcode perform_via(const struct fetch_config *cfg, CURL *easy,
 			    char *err, size_t errlen)
 {
 	uint32_t tried = 0;
+	const char *why;
 	CURLcode cc;
 
 	if (cfg->proxies == NULL)
@@ -102,6 +103,10 @@ static CURLcode perform_via(const struct fetch_config *cfg, CURL *easy,
 				 fetch__proxy_url(cfg->proxies, px));
 		fetch__proxy_request(cfg->proxies, px);
 		cc = curl_easy_perform(easy);
+		/* The caller's deadline or the mount's end cut the request:
+		 * no word on the proxy either way. */
+		if (fetch__bound_check(cfg, &why) != 0)
+			return cc;
 		if (direct) {
 			fetch__proxy_answered(cfg->proxies, px, 0);
 			return cc;
