@@ -4,8 +4,8 @@ FS_ENGINE_SRCS := fs/engine/engine.c fs/engine/blobs.c fs/engine/parts.c \
 	fs/engine/transfers.c fs/engine/read.c fs/engine/verify.c
 FS_TREE_SRCS := fs/tree/ns.c fs/tree/manifest.c fs/tree/dirindex.c \
 	fs/tree/s3.c fs/tree/s3xml.c
-FS_AUTH_SRCS := fs/auth/creds.c fs/auth/awsconf.c fs/auth/headers.c \
-	fs/auth/identity.c
+FS_AUTH_SRCS := fs/auth/creds.c fs/auth/command.c fs/auth/awsconf.c \
+	fs/auth/headers.c fs/auth/identity.c
 FS_DRIVER_SRCS := fs/driver/fs.c fs/driver/inval.c fs/driver/mount.c \
 	fs/driver/opts.c fs/driver/log.c fs/driver/node.c fs/driver/probe.c \
 	fs/driver/status.c fs/driver/cachecmd.c fs/driver/exitguard.c

@@ -61,9 +61,11 @@ void fs__creds_free(struct fs_creds *c);
  * a wait for new ones, not a verdict on the source. */
 bool fs__creds_changeable(const struct fs_creds *c);
 
-/* Where the AWS key came from, for error lines ("profile 'x' in FILE");
- * NULL when none was found. */
-const char *fs__creds_source(const struct fs_creds *c);
+/* Where the AWS key came from, for error lines ("profile 'x' in FILE"),
+ * copied into buf (cap bytes): buf, or NULL when none was found.
+ * Thread-safe (a reload may change it). */
+const char *fs__creds_source(const struct fs_creds *c, char *buf,
+			     size_t cap);
 
 /* The region: opt (-o region=), else AWS_REGION, AWS_DEFAULT_REGION, the
  * profile's region in the config file, else us-east-1. */

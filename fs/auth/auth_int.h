@@ -1,8 +1,9 @@
-/* auth_int: what the credentials' files (creds.c, awsconf.c) share; no
- * file outside fs/auth/ includes it (but the parser's tests). */
+/* auth_int: what the credentials' files (creds.c, awsconf.c, command.c)
+ * share; no file outside fs/auth/ includes it (but the parser's tests). */
 #ifndef FS_AUTH_INT_H
 #define FS_AUTH_INT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -27,5 +28,20 @@ struct fs_aws_profile {
 int fs__aws_profile_parse(const char *text, size_t len, const char *name,
 			  bool config, struct fs_aws_profile *out);
 void fs__aws_profile_free(struct fs_aws_profile *p);
+
+/* fs/auth/command.c. The most a command may print. */
+#define FS_COMMAND_OUT_MAX (256 * 1024)
+
+/* Runs cmd with /bin/sh, its output read whole into *out (NUL-terminated,
+ * *len bytes; free() it, after wiping it), for at most timeout_s seconds
+ * (0: 60) and no longer than *stopping stays false (polled every 100 ms).
+ * Standard input is /dev/null, standard error pacefs's; every other
+ * descriptor is closed in the child, which runs in a process group of its
+ * own, killed when the run ends and when the calling thread dies. Returns
+ * 0, or -EIO with one line in err (it could not start, ran out of time,
+ * printed too much, exited non-zero, or the mount ends). */
+int fs__command_run(const char *cmd, unsigned timeout_s,
+		    const atomic_bool *stopping, char **out, size_t *len,
+		    char *err, size_t errlen);
 
 #endif

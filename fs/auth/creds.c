@@ -7,18 +7,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,7 +24,7 @@
 #include "fs/auth/auth.h"
 #include "fs/auth/auth_int.h"
 
-/* The most a command may print, and a credentials file may hold. */
+/* The most a credentials file may hold. */
 #define CREDS_TEXT_MAX (256 * 1024)
 #define CREDS_FILES_MAX 10
 /* An Expiration closer than this is refused: credentials so short-lived
@@ -57,14 +53,15 @@ struct fs_creds {
 	uint64_t forced;  /* guarded by mu: a refused generation */
 	pthread_t thread;
 	bool running;
-	char source[160];
+	char source[160]; /* guarded by mu, with has_key and expires: a reload
+			     writes them while FUSE threads name the key */
 	bool has_key;
 	int64_t expires, obtained;
 	/* What the files were when last read: inode, size, mtime. */
 	char paths[CREDS_FILES_MAX][4096];
 	struct stat st[CREDS_FILES_MAX];
 	unsigned npaths;
-	/* The watcher's backoff after a failed load. */
+	/* The watcher's backoff after a failed load (mono_ms's clock). */
 	unsigned fails;
 	int64_t retry_at;
 };
@@ -200,168 +197,10 @@ static int64_t iso_time(const char *s)
 	return (int64_t)timegm(&tm);
 }
 
+/* The monotonic clock in ms: the watcher's backoff. */
 static int64_t mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* The child's side of run: standard input /dev/null, standard output the
- * pipe, standard error pacefs's, nothing else (a descriptor pacefs or a
- * library left open, data.mdb or a socket, is none of its business), a
- * process group of its own that pacefs kills, killed too when the thread
- * that started it ends. Only async-signal-safe calls: another thread may
- * have held a lock at the fork. */
-static void child(const char *cmd, int out_fd, pid_t parent)
-{
-	sigset_t none;
-	int nul;
-
-	setpgid(0, 0);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
-		_exit(127);
-	nul = open("/dev/null", O_RDONLY);
-	if (nul < 0 || dup2(nul, 0) < 0 || dup2(out_fd, 1) < 0)
-		_exit(127);
-	if (close_range(3, ~0u, 0) != 0)
-		for (int fd = 3; fd < 65536; fd++)
-			close(fd);
-	signal(SIGPIPE, SIG_DFL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-	_exit(127);
-}
-
-/* Reaps pid, and kills what is left of its process group (a command that
- * left a child behind, or that ran out of time): nothing it started
- * outlives its run. */
-static int reap(pid_t pid, bool kill_first)
-{
-	int status = -1;
-
-	if (kill_first)
-		kill(-pid, SIGKILL);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	kill(-pid, SIGKILL);
-	return status;
-}
-
-/* Runs cmd with /bin/sh, its output read whole, for at most the timeout
- * (-o read_timeout=) and never past the mount's end; its standard error
- * goes where pacefs's does. */
-static int run(struct fs_creds *c, const char *cmd, char **out, size_t *len,
-	       char *err, size_t errlen)
-{
-	unsigned timeout_s = c->cfg.timeout_s != 0 ? c->cfg.timeout_s : 60;
-	int64_t deadline = mono_ms() + (int64_t)timeout_s * 1000;
-	char *buf = malloc(CREDS_TEXT_MAX + 1);
-	size_t got = 0;
-	int pfd[2] = {-1, -1}, status, rc = -EIO;
-	pid_t pid = -1, me = getpid();
-	bool done = false;
-
-	if (buf == NULL || pipe2(pfd, O_CLOEXEC) != 0) {
-		snprintf(err, errlen, "cannot run it: %s", strerror(errno));
-		goto out;
-	}
-	pid = fork();
-	if (pid == 0)
-		child(cmd, pfd[1], me);
-	if (pid < 0) {
-		snprintf(err, errlen, "cannot run it: %s", strerror(errno));
-		goto out;
-	}
-	setpgid(pid, pid); /* no race with the child's own setpgid */
-	close(pfd[1]);
-	pfd[1] = -1;
-	while (!done) {
-		struct pollfd p = {.fd = pfd[0], .events = POLLIN};
-		int64_t left = deadline - mono_ms();
-		ssize_t n;
-
-		if (atomic_load(&c->stopping)) {
-			snprintf(err, errlen, "the mount ends; it was killed");
-			reap(pid, true);
-			pid = -1;
-			goto out;
-		}
-		if (left <= 0) {
-			snprintf(err, errlen,
-				 "it did not finish within %u s (-o "
-				 "read_timeout=); it was killed",
-				 timeout_s);
-			reap(pid, true);
-			pid = -1;
-			goto out;
-		}
-		/* A tenth of a second at most, so that an unmount is seen. */
-		if (poll(&p, 1, left < 100 ? (int)left : 100) <= 0)
-			continue;
-		n = read(pfd[0], buf + got, CREDS_TEXT_MAX - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			snprintf(err, errlen, "cannot read its output: %s",
-				 strerror(errno));
-			reap(pid, true);
-			pid = -1;
-			goto out;
-		}
-		got += (size_t)n;
-		if (n == 0) {
-			done = true;
-		} else if (got == CREDS_TEXT_MAX) {
-			snprintf(err, errlen, "it printed more than %d bytes",
-				 CREDS_TEXT_MAX);
-			reap(pid, true);
-			pid = -1;
-			goto out;
-		}
-	}
-	/* Its output ended: it exits now, or is killed at the deadline. */
-	status = -1;
-	while (waitpid(pid, &status, WNOHANG) == 0) {
-		if (mono_ms() >= deadline || atomic_load(&c->stopping)) {
-			snprintf(err, errlen,
-				 "it closed its output but did not exit "
-				 "within %u s (-o read_timeout=); it was "
-				 "killed",
-				 timeout_s);
-			reap(pid, true);
-			pid = -1;
-			goto out;
-		}
-		poll(NULL, 0, 20);
-	}
-	kill(-pid, SIGKILL);
-	pid = -1;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		snprintf(err, errlen, "it exited with status %d",
-			 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-		goto out;
-	}
-	buf[got] = '\0';
-	*out = buf;
-	*len = got;
-	buf = NULL;
-	rc = 0;
-out:
-	if (pid > 0)
-		reap(pid, true);
-	if (buf != NULL) {
-		explicit_bzero(buf, got);
-		free(buf);
-	}
-	if (pfd[0] >= 0)
-		close(pfd[0]);
-	if (pfd[1] >= 0)
-		close(pfd[1]);
-	return rc;
+	return (int64_t)(fs__now_ns() / 1000000u);
 }
 
 /* One line for a key, secret or token holding a control byte; the value
@@ -451,7 +290,8 @@ static int from_command(struct fs_creds *c, const char *cmd, bool headers_too,
 	char **list = NULL;
 	unsigned n = 0;
 	size_t len = 0, skip;
-	int rc = run(c, cmd, &text, &len, why, sizeof(why));
+	int rc = fs__command_run(cmd, c->cfg.timeout_s, &c->stopping, &text,
+				 &len, why, sizeof(why));
 
 	program_of(cmd, prog, sizeof(prog));
 	if (rc != 0) {
@@ -527,6 +367,14 @@ static int find_key(struct fs_creds *c, struct creds_set *s, char *err,
 			snprintf(err, errlen, "%s: not a regular file; refused",
 				 path[f]);
 			rc = -EINVAL;
+			break;
+		}
+		if (text == NULL && errno == EFBIG) {
+			snprintf(err, errlen,
+				 "%s: larger than any credentials file (%u "
+				 "bytes at most); refused",
+				 path[f], (unsigned)CREDS_TEXT_MAX);
+			rc = -EFBIG;
 			break;
 		}
 		if (text == NULL)
@@ -656,10 +504,12 @@ static int install(struct fs_creds *c, struct creds_set *s)
 	free(all);
 	if (gen == 0)
 		return -ENOMEM;
+	pthread_mutex_lock(&c->mu);
 	c->has_key = s->id != NULL;
 	c->expires = s->expires;
 	c->obtained = (int64_t)time(NULL);
 	snprintf(c->source, sizeof(c->source), "%s", s->source);
+	pthread_mutex_unlock(&c->mu);
 	return 0;
 }
 
@@ -783,7 +633,7 @@ static void *watcher(void *arg)
 		now = (int64_t)time(NULL);
 		/* After a failed load only a changed file is read at once:
 		 * a command that keeps failing runs 2, 4, ... s apart. */
-		due = changed || now >= c->retry_at;
+		due = changed || mono_ms() >= c->retry_at;
 		if (!due && refused)
 			fetch_auth_again(c->auth);
 		if (due && (refused || changed || expiring(c, now))) {
@@ -795,7 +645,7 @@ static void *watcher(void *arg)
 				if (wait > CREDS_BACKOFF_MAX_S)
 					wait = CREDS_BACKOFF_MAX_S;
 				c->fails++;
-				c->retry_at = (int64_t)time(NULL) + wait;
+				c->retry_at = mono_ms() + (int64_t)wait * 1000;
 			} else {
 				c->fails = 0;
 				c->retry_at = 0;
@@ -803,16 +653,22 @@ static void *watcher(void *arg)
 			if (rc == 0) {
 				rc = install(c, &s);
 				set_free(&s);
-				creds_log(c, FS_LOG_INFO,
-					  "credentials read again (%s)",
-					  changed   ? "a file changed"
-					  : refused ? "an origin refused them"
-						    : "they expire");
+				if (rc == 0)
+					creds_log(c, FS_LOG_INFO,
+						  "credentials read again (%s)",
+						  changed   ? "a file changed"
+						  : refused ? "an origin refused "
+							      "them"
+							    : "they expire");
+				else
+					creds_log(c, FS_LOG_ERR,
+						  "cannot use the credentials "
+						  "read again: out of memory");
 			} else {
 				creds_log(c, FS_LOG_ERR,
 					  "cannot read the credentials again: "
 					  "%s; next try in %" PRId64 " s",
-					  err, c->retry_at - (int64_t)time(NULL));
+					  err, (c->retry_at - mono_ms()) / 1000);
 			}
 			if (rc != 0 && refused) {
 				/* The refused request then fails now, not
@@ -863,9 +719,23 @@ bool fs__creds_changeable(const struct fs_creds *c)
 	       (c->npaths > 0 || c->cfg.auth_command != NULL);
 }
 
-const char *fs__creds_source(const struct fs_creds *c)
+const char *fs__creds_source(const struct fs_creds *c, char *buf,
+			     size_t cap)
 {
-	return c != NULL && c->has_key ? c->source : NULL;
+	/* The object does not change but for what a reload writes, which its
+	 * lock guards. */
+	struct fs_creds *m = (struct fs_creds *)c;
+	const char *out = NULL;
+
+	if (c == NULL)
+		return NULL;
+	pthread_mutex_lock(&m->mu);
+	if (c->has_key) {
+		snprintf(buf, cap, "%s", c->source);
+		out = buf;
+	}
+	pthread_mutex_unlock(&m->mu);
+	return out;
 }
 
 void fs__creds_region(const char *opt, char *out, size_t cap)

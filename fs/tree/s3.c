@@ -370,8 +370,8 @@ static void explain(const struct fs_s3 *s, const struct fs_creds *creds,
 		    const char *what, long status, const char *body,
 		    size_t len, char *err, size_t errlen)
 {
-	char code[64] = "", msg[256] = "", region[64] = "";
-	const char *src = fs__creds_source(creds);
+	char code[64] = "", msg[256] = "", region[64] = "", srcbuf[160];
+	const char *src = fs__creds_source(creds, srcbuf, sizeof(srcbuf));
 
 	if (body != NULL &&
 	    fs__s3_error_parse(body, len, code, sizeof(code), msg,
