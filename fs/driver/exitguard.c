@@ -13,10 +13,15 @@
 #include "fs/driver/driver_int.h"
 #include "fs/engine/engine.h"
 
-/* How long the daemon's shutdown may take once its session ended (an
- * unmount or a signal): waiting reads end within a second of it, so only
- * a thread stuck in a blocking call can hold it longer. */
+/* How long libfuse's join of its workers may take once the session ended
+ * (an unmount or a signal): waiting reads end within a second of it, so
+ * only a thread stuck in a blocking call can hold it longer. */
 #define FS_EXIT_GRACE_S 10
+
+/* How long the teardown after the session loop returned may take: the
+ * engine's threads and the cache's last commit, which a slow disk may
+ * draw out, and which must not be cut short for a stuck worker's sake. */
+#define FS_EXIT_TEARDOWN_S 60
 
 /* Waits on g->cv for at most ms; returns false when the time passed.
  * Caller holds g->mu. */
@@ -42,14 +47,24 @@ static void *exit_guard_main(void *arg)
 	if (!g->done && g->engine != NULL)
 		fs__engine_wake_readers(g->engine);
 	end = fs__now_ns() + (uint64_t)FS_EXIT_GRACE_S * 1000000000u;
-	while (!g->done && fs__now_ns() < end)
-		guard_wait(g, (end - fs__now_ns()) / 1000000u + 1);
+	for (bool teardown = false; !g->done;) {
+		uint64_t now = fs__now_ns();
+
+		if (g->ended && !teardown) {
+			teardown = true;
+			end = now + (uint64_t)FS_EXIT_TEARDOWN_S * 1000000000u;
+		}
+		if (now >= end)
+			break;
+		guard_wait(g, (end - now) / 1000000u + 1);
+	}
 	if (!g->done) {
 		fs__log(FS_LOG_ERR,
 			"exit: shutdown not done %d s after the session "
-			"ended (a thread is stuck in a blocking call); "
-			"exiting without waiting for it",
-			FS_EXIT_GRACE_S);
+			"ended (%s); exiting without waiting for it",
+			g->ended ? FS_EXIT_TEARDOWN_S : FS_EXIT_GRACE_S,
+			g->ended ? "the teardown is stuck"
+				 : "a thread is stuck in a blocking call");
 		if (!g->unmounted)
 			fuse_session_unmount(g->se);
 		_exit(1);
