@@ -434,10 +434,13 @@ uint32_t fs__engine_blame_routes(struct fs_engine *e, uint32_t b, char *names,
 	pthread_mutex_unlock(&e->mu);
 	names[0] = '\0';
 	for (int i = 0; i < FETCH_PROXIES_MAX; i++) {
+		/* A proxy excluded already (its bytes came before it was)
+		 * is blamed as well: those bytes were not the origin's. */
 		if ((via & (1u << i)) == 0 ||
-		    fetch_proxies_exclude(e->proxies, i) == 0 ||
-		    fetch_proxies_info(e->proxies, (uint32_t)i, 0, &pi) != 0)
+		    fetch_proxies_info(e->proxies, (uint32_t)i, 0, &pi) != 0 ||
+		    strcmp(pi.name, "DIRECT") == 0)
 			continue;
+		fetch_proxies_exclude(e->proxies, i);
 		n++;
 		if (used < cap)
 			used += (size_t)snprintf(names + used, cap - used,
