@@ -392,7 +392,7 @@ bool fetch_url_same_origin(const char *a, const char *b);
  * the last guard before a line reaches a log or a terminal. */
 void fetch_text_redact(char *text);
 
-/* Fits whole, a line longer than cap - 1 bytes, into buf (cap bytes) by
+/* Fits whole into buf (cap bytes); a line longer than cap - 1 bytes by
  * leaving out its middle, marked with how many bytes were: the start
  * names the step and the source, the end says what went wrong (a long URL
  * sits in between), and both survive, cut at UTF-8 sequence boundaries. */

@@ -261,7 +261,6 @@ void fetch__slot_finish(struct fetch_slot *s, CURLcode cc)
 {
 	struct fetch *f = s->f;
 	struct fetch_result res;
-
 	bool auth_refused = false;
 
 	/* Sent with credentials and refused (with changing ones, again

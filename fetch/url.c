@@ -133,6 +133,11 @@ void fetch_text_fit(char *buf, size_t cap, const char *whole)
 	size_t len = strlen(whole), head, tail, room;
 	int ml;
 
+	if (len < cap) {
+		memcpy(buf, whole, len + 1);
+		return;
+	}
+
 	ml = snprintf(mark, sizeof(mark), " [... %zu bytes left out ...] ",
 		      len);
 	if (ml < 0 || cap < (size_t)ml + 64) {

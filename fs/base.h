@@ -47,7 +47,6 @@ static inline int fs__hexval(char ch)
 	return -1;
 }
 
-
 /* fs/escape.c. Copies s into out (cap > 0 bytes, always NUL-terminated,
  * cut when full) with every byte a terminal or a log reader could take for
  * something else written as \xNN: control bytes (< 0x20, 0x7f), UTF-8 C1

@@ -652,11 +652,9 @@ static uint32_t oldest_wait(const struct pace *p)
 	return best;
 }
 
-/* Demand first, the oldest wait first, then the others in slot order.
- * Starting each poll at the oldest wait means none starves; a turn
- * rotating over slot numbers can skip one slot for ever while the other
- * waits come and go around it, and that read then fails at its
- * deadline. */
+/* Demand first, the oldest wait first, then the others in slot order:
+ * every wait becomes the oldest in its turn, so none starves, however the
+ * others come and go. */
 static bool serve_waits(struct pace *p, struct poll *o)
 {
 	uint32_t first = oldest_wait(p);

@@ -1,5 +1,5 @@
 /* cachecmd_int: the `pacefs cache` and `pacefs prefetch` subcommands; only
- * fs/ includes this. */
+ * fs/driver/ includes this. */
 #ifndef FS_CACHECMD_INT_H
 #define FS_CACHECMD_INT_H
 

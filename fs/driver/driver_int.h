@@ -35,9 +35,8 @@ void fs__log(enum fs_log_level level, const char *fmt, ...)
 void fs__vlog(enum fs_log_level level, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
 
-/* Adapters for the modules' log callbacks. */
+/* The cache's log callback (cache_config.log). */
 void fs__log_cache(void *ctx, enum cache_log_level level, const char *msg);
-void fs__log_fetch(void *ctx, enum fetch_log_level level, const char *msg);
 /* The log hook of the engine (fs_engine_config.log) and of the
  * credentials (fs_creds_config.log): their lines as fs__log's. */
 void fs__log_hook(void *ctx, enum fs_log_level level, const char *fmt,

@@ -10,11 +10,11 @@
 #include <stdio.h>
 #include <syslog.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <fuse_log.h>
-#include <string.h>
 
 #include "fs/driver/driver_int.h"
 #include "fs/driver/log_int.h"
@@ -207,12 +207,6 @@ void fs__log_cache(void *ctx, enum cache_log_level level, const char *msg)
 		: level == CACHE_LOG_WARN ? FS_LOG_WARN
 					  : FS_LOG_INFO,
 		"cache: %s", msg);
-}
-
-void fs__log_fetch(void *ctx, enum fetch_log_level level, const char *msg)
-{
-	(void)ctx;
-	fs__log((enum fs_log_level)level, "fetch: %s", msg);
 }
 
 void fs__log_hook(void *ctx, enum fs_log_level level, const char *fmt,

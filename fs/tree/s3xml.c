@@ -8,6 +8,7 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
+#include "fs/base.h"
 #include "fs/tree/parse_int.h"
 
 /* No entity substituted, no DTD or anything else fetched, no error
@@ -28,9 +29,9 @@ static bool named(const xmlNode *n, const char *name)
 
 /* True when the document declares a DTD. S3 never sends one, and a DTD is
  * where entities are declared: xmlNodeGetContent expands every reference
- * to one whatever the parser's options, so that 100 KB of entity used
- * 3,000 times in a key is 300 MB. Seen in the bytes before parsing (an
- * UTF-8 document: S3's), and in the tree after (any other encoding). */
+ * to one whatever the parser's options, so a small document can grow
+ * without bound. Seen in the bytes before parsing (an UTF-8 document:
+ * S3's), and in the tree after (any other encoding). */
 static bool has_dtd(const char *xml, size_t len, const xmlDoc *doc)
 {
 	static const char mark[] = "<!DOCTYPE";
@@ -86,17 +87,6 @@ static char *text_of(const xmlNode *n)
 	return out;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Undoes S3's encoding-type=url in place ('+' a space, %XX a byte);
  * -EINVAL for a NUL. A '%' not followed by two hex digits stays. */
 static int url_decode(char *s)
@@ -106,8 +96,8 @@ static int url_decode(char *s)
 	for (const char *r = s; *r != '\0'; r++) {
 		if (*r == '+') {
 			*w++ = ' ';
-		} else if (*r == '%' && hexval(r[1]) >= 0 && hexval(r[2]) >= 0) {
-			char c = (char)(hexval(r[1]) * 16 + hexval(r[2]));
+		} else if (*r == '%' && fs__hexval(r[1]) >= 0 && fs__hexval(r[2]) >= 0) {
+			char c = (char)(fs__hexval(r[1]) * 16 + fs__hexval(r[2]));
 
 			if (c == '\0')
 				return -EINVAL;

@@ -695,9 +695,9 @@ static void random_scenario(struct scenario *sc, uint64_t seed)
 	sc->limit = 300;
 }
 
-/* Seeds past the default thousand that once failed, run with them: a
- * read starved by the turn among waits (2575), and scenarios no scheduler
- * can finish (the rest). */
+/* Seeds past the default thousand, run with them as regression cases: a
+ * read among others that come and go on one lane (2575), and scenarios no
+ * scheduler can finish (the rest); docs/pacing.md says what each shows. */
 static const uint64_t regress_seeds[] = {2575, 5521, 5809, 6770, 7425, 9981};
 #define NREGRESS ((int)(sizeof(regress_seeds) / sizeof(regress_seeds[0])))
 
@@ -758,6 +758,15 @@ int main(int argc, char **argv)
 			printf("FAIL random seed %" PRIu64 ": %s\n", sc.seed,
 			       err);
 		}
+	}
+	/* A bound that excused many runs would hide a scheduler that no
+	 * longer finishes: unmeetable scenarios stay rare. */
+	if (runmet * 100 > rpass + rfail) {
+		printf("FAIL randomized: %d of %d scenarios cannot be met "
+		       "(more than 1%%)\n",
+		       runmet, rpass + rfail);
+		rpass -= runmet;
+		rfail += runmet;
 	}
 	printf("%s randomized: %d scenarios, %d failed, %d cannot be met\n",
 	       rfail ? "FAIL" : "PASS", rpass + rfail, rfail, runmet);
