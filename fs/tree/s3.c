@@ -509,164 +509,182 @@ static int token_new(const char *what, const char *token, uint64_t *seen,
 	return 0;
 }
 
+/* One listing under way: what it has gathered and what bounds it. */
+struct listing {
+	const struct fs_s3 *s;
+	const char *prefix;
+	char what[600]; /* "s3://BUCKET/PREFIX", for error lines */
+	struct fs_index_entry *ents;
+	uint32_t count, cap, pages, skipped;
+	char skip_shown[160]; /* the first key left out, escaped */
+	uint64_t *seen;	      /* the tokens sent, hashed (token_new) */
+};
+
+/* Fetches and parses the listing's next page (the one token names; the
+ * first with NULL) into *page. A listing is bounded in pages and in time
+ * (the caller's deadline, read_timeout), whatever the server answers.
+ * Returns 0, or a negative errno with one line in err. */
+static int list_page(struct listing *l, const struct fetch_config *fc,
+		     const struct fs_creds *creds, const char *token,
+		     bool first_only, struct fs_s3_page *page, char *err,
+		     size_t errlen)
+{
+	char *url, *body = NULL, why[1024];
+	size_t len = 0;
+	long status = 0;
+	int rc;
+
+	if (l->pages == FS_S3_PAGES_MAX) {
+		snprintf(err, errlen,
+			 "%s: listing stopped after %u pages (at most %u), %u "
+			 "entries so far: the server does not end it",
+			 l->what, l->pages, FS_S3_PAGES_MAX, l->count);
+		return -EIO;
+	}
+	if (l->pages > 0 && fc->deadline_ms != 0 &&
+	    fs__now_ns() / 1000000u >= fc->deadline_ms)
+		rc = -ETIMEDOUT;
+	else if ((url = list_url(l->s, l->prefix, token,
+				 first_only ? "max-keys=1&" : "")) == NULL)
+		rc = -ENOMEM;
+	else {
+		rc = fetch_get_any(fc, url, FS_S3_PAGE_BYTES, &body, &len,
+				   &status, why, sizeof(why));
+		free(url);
+		l->pages++;
+	}
+	if (rc == -ETIMEDOUT)
+		snprintf(err, errlen,
+			 "%s: listing not done by its deadline (-o "
+			 "read_timeout=) after %u page%s, %u entries so far",
+			 l->what, l->pages, l->pages == 1 ? "" : "s",
+			 l->count);
+	else if (rc == -ECANCELED)
+		snprintf(err, errlen,
+			 "%s: listing stopped after %u page%s: the mount is "
+			 "ending",
+			 l->what, l->pages, l->pages == 1 ? "" : "s");
+	else if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	else if (rc != 0)
+		snprintf(err, errlen, "%s: page %u: %s", l->what, l->pages,
+			 why);
+	if (rc != 0)
+		return rc;
+	if (status != 200) {
+		explain(l->s, creds, l->what, status, body, len, err, errlen);
+		free(body);
+		return -EIO;
+	}
+	rc = fs__s3_page_parse(body, len, page, why, sizeof(why));
+	free(body);
+	if (rc != 0)
+		snprintf(err, errlen, "%s: %s", l->what, why);
+	return rc;
+}
+
+/* Adds page's entries to the listing; a key that makes no file name is
+ * left out and counted. Returns 0, -E2BIG or -ENOMEM (one line in err). */
+static int list_add(struct listing *l, struct fs_s3_page *page, char *err,
+		    size_t errlen)
+{
+	if (l->count + page->n > FS_DIRINDEX_MAX) {
+		snprintf(err, errlen, "%s: more than %u entries", l->what,
+			 FS_DIRINDEX_MAX);
+		return -E2BIG;
+	}
+	if (l->count + page->n > l->cap) {
+		uint32_t ncap = l->cap ? l->cap : 1024;
+		struct fs_index_entry *grown;
+
+		while (ncap < l->count + page->n)
+			ncap *= 2;
+		grown = realloc(l->ents, ncap * sizeof(*grown));
+		if (grown == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		l->ents = grown;
+		l->cap = ncap;
+	}
+	for (uint32_t i = 0; i < page->n; i++) {
+		struct fs_s3_item *it = &page->items[i];
+		struct fs_index_entry *e = &l->ents[l->count];
+		int r = item_entry(l->s, l->prefix, it, e);
+
+		if (r == 1 &&
+		    (it->no_name ||
+		     strncmp(it->key, l->prefix, strlen(l->prefix)) == 0)) {
+			/* Named by the listing, yet no file name: left
+			 * out, said once per listing. */
+			if (l->skipped++ == 0)
+				fs__escape(it->key, l->skip_shown,
+					   sizeof(l->skip_shown));
+		}
+		if (r < 0) {
+			/* What the entry got so far is its own. */
+			free(e->name);
+			free(e->url);
+			free(e->etag);
+			free(e->identity);
+			snprintf(err, errlen, "out of memory");
+			return r;
+		}
+		if (r == 0)
+			l->count++;
+	}
+	return 0;
+}
+
 int fs__s3_list(const struct fs_s3 *s, const struct fetch_config *fc,
 		const struct fs_creds *creds, const char *dir_url,
 		bool first_only, struct fs_index_entry **out, uint32_t *n,
 		char *err, size_t errlen)
 {
-	struct fs_index_entry *ents = NULL;
-	uint32_t count = 0, cap = 0, pages = 0, skipped = 0;
-	const char *prefix = dir_url + 5 + strlen(s->bucket) + 1;
-	char *token = NULL, what[600], skip_shown[160] = "";
-	uint64_t *seen = NULL;
+	struct listing l = {.s = s,
+			    .prefix = dir_url + 5 + strlen(s->bucket) + 1};
+	char *token = NULL;
 	int rc = 0;
 
-	snprintf(what, sizeof(what), "s3://%s/%s", s->bucket, prefix);
-	seen = malloc(FS_S3_PAGES_MAX * sizeof(*seen));
-	if (seen == NULL) {
+	snprintf(l.what, sizeof(l.what), "s3://%s/%s", s->bucket, l.prefix);
+	l.seen = malloc(FS_S3_PAGES_MAX * sizeof(*l.seen));
+	if (l.seen == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	do {
-		char *url, *body = NULL, why[1024];
 		struct fs_s3_page page;
-		size_t len = 0;
-		long status = 0;
 
-		/* A listing is bounded in pages and in time (the caller's
-		 * deadline, read_timeout), whatever the server answers. */
-		if (pages == FS_S3_PAGES_MAX) {
-			snprintf(err, errlen,
-				 "%s: listing stopped after %u pages (at most "
-				 "%u), %u entries so far: the server does not "
-				 "end it",
-				 what, pages, FS_S3_PAGES_MAX, count);
-			rc = -EIO;
-			break;
-		}
-		if (pages > 0 && fc->deadline_ms != 0 &&
-		    fs__now_ns() / 1000000u >= fc->deadline_ms) {
-			snprintf(err, errlen,
-				 "%s: listing not done by its deadline "
-				 "(-o read_timeout=) after %u page%s, %u "
-				 "entries so far",
-				 what, pages, pages == 1 ? "" : "s", count);
-			rc = -ETIMEDOUT;
-			break;
-		}
-		url = list_url(s, prefix, token,
-			       first_only ? "max-keys=1&" : "");
-		if (url == NULL) {
-			rc = -ENOMEM;
-			snprintf(err, errlen, "out of memory");
-			break;
-		}
-		rc = fetch_get_any(fc, url, FS_S3_PAGE_BYTES, &body, &len,
-				   &status, why, sizeof(why));
-		free(url);
-		pages++;
-		if (rc == -ETIMEDOUT)
-			snprintf(err, errlen,
-				 "%s: listing not done by its deadline "
-				 "(-o read_timeout=) after %u page%s, %u "
-				 "entries so far",
-				 what, pages, pages == 1 ? "" : "s", count);
-		else if (rc == -ECANCELED)
-			snprintf(err, errlen,
-				 "%s: listing stopped after %u page%s: the "
-				 "mount is ending",
-				 what, pages, pages == 1 ? "" : "s");
-		else if (rc != 0)
-			snprintf(err, errlen, "%s: page %u: %s", what, pages,
-				 why);
+		rc = list_page(&l, fc, creds, token, first_only, &page, err,
+			       errlen);
 		if (rc != 0)
 			break;
-		if (status != 200) {
-			explain(s, creds, what, status, body, len, err, errlen);
-			free(body);
-			rc = -EIO;
-			break;
-		}
-		rc = fs__s3_page_parse(body, len, &page, why, sizeof(why));
-		free(body);
-		if (rc != 0) {
-			snprintf(err, errlen, "%s: %s", what, why);
-			break;
-		}
-		if (count + page.n > FS_DIRINDEX_MAX) {
-			snprintf(err, errlen, "%s: more than %u entries", what,
-				 FS_DIRINDEX_MAX);
-			fs__s3_page_free(&page);
-			rc = -E2BIG;
-			break;
-		}
-		if (count + page.n > cap) {
-			uint32_t ncap = cap ? cap : 1024;
-			struct fs_index_entry *grown;
-
-			while (ncap < count + page.n)
-				ncap *= 2;
-			grown = realloc(ents, ncap * sizeof(*grown));
-			if (grown == NULL) {
-				fs__s3_page_free(&page);
-				rc = -ENOMEM;
-				break;
-			}
-			ents = grown;
-			cap = ncap;
-		}
-		for (uint32_t i = 0; i < page.n && rc == 0; i++) {
-			int r = item_entry(s, prefix, &page.items[i],
-					   &ents[count]);
-
-			if (r == 1 && (page.items[i].no_name ||
-				       strncmp(page.items[i].key, prefix,
-					       strlen(prefix)) == 0)) {
-				/* Named by the listing, yet no file name:
-				 * left out, said once per listing. */
-				if (skipped++ == 0)
-					fs__escape(page.items[i].key,
-						   skip_shown,
-						   sizeof(skip_shown));
-			}
-			if (r < 0) {
-				/* What the entry got so far is its own. */
-				free(ents[count].name);
-				free(ents[count].url);
-				free(ents[count].etag);
-				free(ents[count].identity);
-				rc = r;
-			} else if (r == 0) {
-				count++;
-			}
-		}
+		rc = list_add(&l, &page, err, errlen);
 		free(token);
 		token = page.truncated ? page.next_token : NULL;
 		page.next_token = NULL;
 		fs__s3_page_free(&page);
-		if (rc == -ENOMEM)
-			snprintf(err, errlen, "out of memory");
 		if (rc == 0 && token != NULL && !first_only)
-			rc = token_new(what, token, seen, pages - 1, err,
+			rc = token_new(l.what, token, l.seen, l.pages - 1, err,
 				       errlen);
 	} while (rc == 0 && token != NULL && !first_only);
 	free(token);
-	free(seen);
-	if (skipped > 0 && rc == 0)
+	free(l.seen);
+	if (l.skipped > 0 && rc == 0)
 		snprintf(err, errlen,
 			 "%s: %u key%s left out that make%s no file name "
 			 "(empty, '.', '..', a NUL byte, a '/' inside "
 			 "or too long), e.g. '%s'",
-			 what, skipped, skipped == 1 ? "" : "s",
-			 skipped == 1 ? "s" : "", skip_shown);
+			 l.what, l.skipped, l.skipped == 1 ? "" : "s",
+			 l.skipped == 1 ? "s" : "", l.skip_shown);
 	if (rc != 0) {
-		fs__dirindex_free(ents, count);
+		fs__dirindex_free(l.ents, l.count);
 		return rc == -ENOMEM	  ? -ENOMEM
 		       : rc == -ETIMEDOUT ? -ETIMEDOUT
 					  : -EIO;
 	}
-	*out = ents;
-	*n = count;
+	*out = l.ents;
+	*n = l.count;
 	return 0;
 }
 
