@@ -133,6 +133,69 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
  * which the callers show as "?"). */
 #define SHOWN(u) ((u) != NULL ? (u) : "?")
 
+/* Judges the head of a probe's answer (status out->status, head h): the
+ * blob's size into out, or -EIO with one line in err and *kind saying
+ * whether to try again (a refusal's Retry-After in *retry_after_ms). */
+static int probe_judge(const struct fetch_config *cfg,
+		       const struct fetch__head *h, const char *shown,
+		       struct fetch_probe *out, enum fetch_probe_error *kind,
+		       uint64_t *retry_after_ms, char *err, size_t errlen)
+{
+	long st = out->status;
+
+	/* A range of encoded bytes is not a range of the blob. */
+	if (h->coding[0] != '\0' && st >= 200 && st < 300)
+		return fail(err, errlen,
+			    "%s: HTTP %ld with '%s' although identity was "
+			    "asked for; pacefs needs the bytes as stored",
+			    shown, st, h->coding);
+	if (st == 200 && h->cl_bad[0] != '\0')
+		return fail(err, errlen,
+			    "%s: HTTP 200 with Content-Length '%s', which is "
+			    "no size (at most %" PRIu64 ")",
+			    shown, h->cl_bad, FETCH_SIZE_MAX);
+	if (st == 200 && h->cl_seen && h->content_length == 0) {
+		/* An empty blob: some servers answer a range of it with an
+		 * empty 200 rather than a 416. */
+		out->size = 0;
+		return 0;
+	}
+	if (st == 200)
+		return fail(err, errlen,
+			    "%s: the server ignores Range requests (HTTP 200 "
+			    "to a range request); pacefs needs Range support",
+			    shown);
+	if (st == 416 && h->cr_seen && h->cr_start == UINT64_MAX &&
+	    h->cr_total == 0) {
+		/* "bytes * /0": an empty blob. */
+		out->size = 0;
+		return 0;
+	}
+	if (st == 206) {
+		if (!h->cr_seen || h->cr_start != 0 || h->cr_end != 0 ||
+		    h->cr_total == UINT64_MAX)
+			return fail(err, errlen,
+				    "%s: HTTP 206 with Content-Range '%s', not "
+				    "'bytes 0-0/SIZE'",
+				    shown, h->cr_raw);
+		if (h->cr_total > FETCH_SIZE_MAX)
+			return fail(err, errlen,
+				    "%s: Content-Range total %" PRIu64
+				    " is over the largest file size (%" PRIu64
+				    ")",
+				    shown, h->cr_total, FETCH_SIZE_MAX);
+		out->size = h->cr_total;
+		return 0;
+	}
+	/* Through a proxy, a gateway error says the origin could not be
+	 * reached: the cache may serve what it holds. */
+	*kind = cfg->proxies != NULL && (st == 502 || st == 504)
+			? FETCH_PROBE_UNREACHABLE
+			: FETCH_PROBE_REFUSED;
+	*retry_after_ms = h->retry_after_ms;
+	return fail(err, errlen, "%s: HTTP %ld", shown, st);
+}
+
 /* One probe request; fetch_probe() retries it. */
 static int probe_once(const struct fetch_config *cfg, const char *url,
 		      bool no_cache, struct fetch_probe *out, enum fetch_probe_error *kind,
@@ -208,63 +271,10 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 				      : curl_easy_strerror(cc));
 		goto out;
 	}
-	if (h->coding[0] != '\0' && out->status >= 200 && out->status < 300) {
-		/* A range of encoded bytes is not a range of the blob. */
-		rc = fail(err, errlen,
-			  "%s: HTTP %ld with '%s' although identity was asked "
-			  "for; pacefs needs the bytes as stored",
-			  shown, out->status, h->coding);
+	rc = probe_judge(cfg, h, shown, out, kind, retry_after_ms, err,
+			 errlen);
+	if (rc != 0)
 		goto out;
-	}
-	if (out->status == 200 && h->cl_bad[0] != '\0') {
-		rc = fail(err, errlen,
-			  "%s: HTTP 200 with Content-Length '%s', which is no "
-			  "size (at most %" PRIu64 ")",
-			  shown, h->cl_bad, FETCH_SIZE_MAX);
-		goto out;
-	} else if (out->status == 200 && h->cl_seen && h->content_length == 0) {
-		/* An empty blob: some servers answer a range of it with an
-		 * empty 200 rather than a 416. */
-		out->size = 0;
-	} else if (out->status == 200) {
-		rc = fail(err, errlen,
-			  "%s: the server ignores Range requests (HTTP 200 "
-			  "to a range request); pacefs needs Range support",
-			  shown);
-		goto out;
-	} else if (out->status == 416 && h->cr_seen &&
-		   h->cr_start == UINT64_MAX && h->cr_total == 0) {
-		/* "bytes * /0": an empty blob. */
-		out->size = 0;
-	} else if (out->status == 206) {
-		if (!h->cr_seen || h->cr_start != 0 || h->cr_end != 0 ||
-		    h->cr_total == UINT64_MAX) {
-			rc = fail(err, errlen,
-				  "%s: HTTP 206 with Content-Range '%s', not "
-				  "'bytes 0-0/SIZE'",
-				  shown, h->cr_raw);
-			goto out;
-		}
-		if (h->cr_total > FETCH_SIZE_MAX) {
-			rc = fail(err, errlen,
-				  "%s: Content-Range total %" PRIu64
-				  " is over the largest file size (%" PRIu64
-				  ")",
-				  shown, h->cr_total, FETCH_SIZE_MAX);
-			goto out;
-		}
-		out->size = h->cr_total;
-	} else {
-		/* Through a proxy, a gateway error says the origin could not
-		 * be reached: the cache may serve what it holds. */
-		*kind = cfg->proxies != NULL &&
-				(out->status == 502 || out->status == 504)
-			? FETCH_PROBE_UNREACHABLE
-			: FETCH_PROBE_REFUSED;
-		*retry_after_ms = h->retry_after_ms;
-		rc = fail(err, errlen, "%s: HTTP %ld", shown, out->status);
-		goto out;
-	}
 	out->ranges = true;
 	out->etag_weak = strncmp(out->etag, "W/", 2) == 0;
 	out->mtime = out->last_modified[0] != '\0'
