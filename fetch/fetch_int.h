@@ -249,7 +249,7 @@ struct fetch_slot {
 	bool auth_retried;
 	bool sent_creds; /* its last hop carried the headers or the key */
 	uint64_t auth_gen;
-	uint64_t auth_until_ns;
+	uint64_t auth_until_ms;
 	char errbody[512]; /* an error's first bytes: S3's code */
 	size_t nerrbody;
 };

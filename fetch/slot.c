@@ -601,14 +601,6 @@ int fetch__slot_follow(struct fetch *f, struct fetch_slot *s)
 	return 0;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 bool fetch__slot_auth_hold(struct fetch *f, struct fetch_slot *s)
 {
 	long status = 0;
@@ -621,8 +613,7 @@ bool fetch__slot_auth_hold(struct fetch *f, struct fetch_slot *s)
 	curl_multi_remove_handle(f->multi, s->easy);
 	s->auth_wait = true;
 	s->auth_gen = s->cref->gen;
-	s->auth_until_ns =
-		mono_ns() + (uint64_t)FETCH_AUTH_WAIT_MS * 1000000u;
+	s->auth_until_ms = fetch__now_ms() + FETCH_AUTH_WAIT_MS;
 	fetch__log(f, FETCH_LOG_INFO,
 		   "lane %u: %s: HTTP %ld refuses the credentials; asking for "
 		   "new ones",
@@ -643,9 +634,9 @@ bool fetch__slot_auth_resume(struct fetch *f)
 			continue;
 		if (gen == 0) {
 			gen = fetch_auth_gen(f->cfg.auth);
-			now = mono_ns();
+			now = fetch__now_ms();
 		}
-		if (gen <= s->auth_gen && now < s->auth_until_ns) {
+		if (gen <= s->auth_gen && now < s->auth_until_ms) {
 			waiting = true;
 			continue;
 		}

@@ -286,13 +286,6 @@ bool fs__blob_unchecked(const struct fs_blob *b, uint64_t start, uint64_t end,
 	return false;
 }
 
-bool fs__blob_checked(const struct fs_blob *b, uint64_t start, uint64_t end)
-{
-	uint64_t s, t;
-
-	return !fs__blob_unchecked(b, start, end, &s, &t);
-}
-
 void fs__blob_set_checked(struct fs_blob *b, uint64_t start, uint64_t end,
 			  bool checked)
 {

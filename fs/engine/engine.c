@@ -227,7 +227,6 @@ void fs__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
 		end = blob->size;
 	if (start >= end)
 		return;
-	e->drops++;
 	rc = pace_blob_forget(e->pace, b, start, end);
 	if (rc == -ENOSPC) {
 		/* The range set is full and this would split a range:

@@ -148,7 +148,6 @@ struct fs_engine {
 	 * writes them, and reads them without the lock. PACE_NONE: idle. */
 	uint32_t *lane_blob;
 	uint32_t *lane_source;
-	uint64_t drops;		/* fs__engine_drop calls; guarded by mu */
 	uint32_t verifiers;	/* whole-blob checks running; guarded by mu */
 	bool stopping;		/* the engine is being freed; guarded by mu */
 	/* Reads that just failed, so that the kernel's retry of the same
@@ -237,10 +236,6 @@ const struct fs_source *fs__source_of(const struct fs_engine *e,
 /* The URL of scheduler source `id` for a log line: "(unknown source)"
  * when there is none. */
 const char *fs__source_url(const struct fs_engine *e, uint32_t id);
-
-/* True when every unit of b overlapping [start, end) passed its block
- * digests (always, without them). Caller holds e->mu. */
-bool fs__blob_checked(const struct fs_blob *b, uint64_t start, uint64_t end);
 
 /* The first unit of b overlapping [start, end) not checked yet, as its
  * byte range; false when there is none. Caller holds e->mu. */
