@@ -323,6 +323,9 @@ tier_proxy_start() {
 # go: its connections are reset mid-transfer.
 nginx_kill() {
 	local pid=$1 child
+	# Stopped first: a master that saw a worker die would start another
+	# before its own KILL, and that one would outlive the test.
+	kill -STOP "$pid" 2>/dev/null || true
 	for child in $(ps -o pid= --ppid "$pid" 2>/dev/null); do
 		kill -KILL "$child" 2>/dev/null || true
 	done
