@@ -129,6 +129,13 @@ else
 	t_fail "full cache filesystem: daemon alive" "$(tail -n 3 "$T_TMP/full.log")"
 fi
 umount_pacefs "$MNT"
+# The daemon lets go of the cache once it has flushed and closed it: only
+# then may its filesystem go.
+for _ in $(seq 1 600); do
+	kill -0 "$FG_PID" 2>/dev/null || break
+	sleep 0.05
+done
+wait "$FG_PID" 2>/dev/null || true
 umount "$SMALL"
 
 t_done
