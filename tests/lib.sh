@@ -318,6 +318,17 @@ tier_proxy_start() {
 	TP_PREFIX=$NGINX_PREFIX
 }
 
+# pid_gone PID SECS: true once process PID has exited, waiting up to SECS
+# seconds (a daemon after its unmount).
+pid_gone() {
+	local pid=$1 i
+	for i in $(seq 1 $(($2 * 20))); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.05
+	done
+	! kill -0 "$pid" 2>/dev/null
+}
+
 # nginx_kill PID: kills one nginx this script started at once, its workers
 # first (a worker outlives a killed master), as a crashed machine would
 # go: its connections are reset mid-transfer.

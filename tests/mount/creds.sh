@@ -239,13 +239,7 @@ if fg_mount "$T_TMP/fifo.log" -o "cache_dir=$T_TMP/cache-fifo,header_file=$HF" "
 	fi
 	umount_pacefs "$MNT"
 	gone=no
-	for _ in $(seq 1 50); do
-		if ! kill -0 "$FG_PID" 2>/dev/null; then
-			gone=yes
-			break
-		fi
-		sleep 0.1
-	done
+	pid_gone "$FG_PID" 5 && gone=yes
 	t_eq "header_file turned FIFO: the daemon exits within 5 s of the unmount" "$gone" yes
 	[ "$gone" = yes ] || kill -KILL "$FG_PID" 2>/dev/null || true
 	wait "$FG_PID" 2>/dev/null || true
@@ -281,13 +275,7 @@ if fg_mount "$T_TMP/hang.log" -o "cache_dir=$T_TMP/cache-hang,header_file=$HF,au
 	t_eq "hanging command: it runs" "$(left "sleep 1784")" 1
 	umount_pacefs "$MNT"
 	gone=no
-	for _ in $(seq 1 50); do
-		if ! kill -0 "$FG_PID" 2>/dev/null; then
-			gone=yes
-			break
-		fi
-		sleep 0.1
-	done
+	pid_gone "$FG_PID" 5 && gone=yes
 	t_eq "hanging command: the daemon exits within 5 s of the unmount" "$gone" yes
 	sleep 0.3
 	t_eq "hanging command: no sleep left" "$(left "sleep 1784")" 0

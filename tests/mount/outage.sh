@@ -131,10 +131,7 @@ fi
 umount_pacefs "$MNT"
 # The daemon lets go of the cache once it has flushed and closed it: only
 # then may its filesystem go.
-for _ in $(seq 1 600); do
-	kill -0 "$FG_PID" 2>/dev/null || break
-	sleep 0.05
-done
+pid_gone "$FG_PID" 30 || true
 wait "$FG_PID" 2>/dev/null || true
 umount "$SMALL"
 
