@@ -397,7 +397,7 @@ long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 {
 	const struct fs_blob *blob = &e->blobs[b];
 	struct cache_piece none = {.buf = buf, .mem = buf, .fd = -1};
-	uint64_t end, tries, most;
+	uint64_t end, tries, most, until = fs__now_ns() + e->read_timeout_ns;
 	int rc = -EAGAIN;
 
 	if (off >= blob->size || len == 0)
@@ -406,9 +406,11 @@ long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 	/* A block the cache lost after it was held is no longer held once
 	 * found missing, and fetched again. A try finds one such block, and
 	 * another process sharing the cache may have evicted every block of
-	 * the read: a try per block, and two more. */
+	 * the read, some of them again while it was fetched: a try per block
+	 * and two more at least, and more until the read's deadline. */
 	most = (end - 1) / CACHE_BLOCK_SIZE - off / CACHE_BLOCK_SIZE + 3;
-	for (tries = 0; tries < most && rc == -EAGAIN; tries++)
+	for (tries = 0; rc == -EAGAIN && (tries < most || fs__now_ns() < until);
+	     tries++)
 		rc = read_once(e, b, reader, off, end, buf, tries == 0, rr);
 	if (rc == -EAGAIN) {
 		fs__engine_log(e, FS_LOG_ERR,
