@@ -169,6 +169,33 @@ static int extents_apply(struct fs_engine *e, uint32_t i,
 	return rc;
 }
 
+/* Puts scheduler source `id` in the group of url's origin (a new one
+ * for an origin not seen yet, none once FS_ORIGINS_MAX are known). Caller
+ * holds e->mu. */
+static int group_by_origin(struct fs_engine *e, uint32_t id, const char *url)
+{
+	char *origin = NULL;
+	uint32_t g;
+	int rc;
+
+	if (fetch_url_origin(url, &origin) != 0)
+		return 0; /* no origin to share: a group of its own */
+	for (g = 0; g < e->norigins; g++)
+		if (strcmp(e->origins[g], origin) == 0)
+			break;
+	if (g == e->norigins) {
+		if (g == FS_ORIGINS_MAX) {
+			free(origin);
+			return 0;
+		}
+		e->origins[e->norigins++] = origin;
+		origin = NULL;
+	}
+	free(origin);
+	rc = pace_source_set_group(e->pace, id, g);
+	return rc;
+}
+
 int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
 			  struct fs_source *sources, uint32_t n)
 {
@@ -201,6 +228,8 @@ int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
 		rc = pace_source_add(e->pace, i, caps, &s->pace_id);
 		if (rc == 0 && s->pace_id >= e->nsource_map)
 			rc = -ENOSPC;
+		if (rc == 0)
+			rc = group_by_origin(e, s->pace_id, sources[j].url);
 		/* Several proxies: a lane that stalls or slows is its
 		 * proxy's fault, and its range goes by another. */
 		if (rc == 0 && fetch_proxies_count(e->proxies) > 1)

@@ -29,7 +29,9 @@ static void config_pacing(const struct fs_engine_config *cfg,
 {
 	pace_config_default(pc);
 	pc->max_lanes = cfg->lanes;
-	pc->lanes_per_source = cfg->lanes;
+	pc->lanes_per_source = cfg->host_lanes != 0 && cfg->host_lanes < cfg->lanes
+				       ? cfg->host_lanes
+				       : cfg->lanes;
 	/* Requests cover whole chunks, aligned: what a cache in front of
 	 * the origin keys on. A random read pulls one chunk, not more. */
 	pc->align = cfg->chunk != 0 ? cfg->chunk : CACHE_BLOCK_SIZE;
@@ -54,6 +56,7 @@ static void config_pacing(const struct fs_engine_config *cfg,
 			(uint64_t)cfg->retry_after_max_s * 1000000000u;
 	pc->max_blobs = cfg->max_blobs;
 	pc->max_sources = cfg->max_sources;
+	pc->max_groups = FS_ORIGINS_MAX;
 }
 
 int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
@@ -170,6 +173,8 @@ void fs__engine_free(struct fs_engine *e)
 	pace_free(e->pace);
 	fs__parts_fini(&e->parts);
 	free(e->source_of_pace);
+	for (uint32_t g = 0; g < e->norigins; g++)
+		free(e->origins[g]);
 	free(e->src_refused);
 	free(e->src_refused_until);
 	free(e->lane_blob);

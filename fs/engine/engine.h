@@ -36,7 +36,8 @@ struct fs_source {
 struct fs_engine_config {
 	uint32_t max_blobs;
 	uint32_t max_sources;
-	unsigned lanes;
+	unsigned lanes;	     /* connections of the whole mount */
+	unsigned host_lanes; /* connections to one origin (0: lanes) */
 	unsigned read_timeout_s;
 	unsigned stall_timeout_s;
 	unsigned retry_after_max_s;

@@ -113,6 +113,9 @@ struct fs_parts {
  * is replaced, not served again. */
 #define FS_RECHECK_MAX 16
 
+/* Origins the scheduler measures as one server each. */
+#define FS_ORIGINS_MAX 64
+
 /* The running mount: scheduler, transfers and cache, under one lock. */
 struct fs_engine {
 	pthread_mutex_t mu;
@@ -133,6 +136,13 @@ struct fs_engine {
 	uint32_t max_blobs;
 	struct fs_parts parts;	  /* guarded by mu */
 	uint32_t *source_of_pace; /* pace source id -> blob index */
+	/* The origins ("scheme://host:port") of the sources, each a group
+	 * of the scheduler (pace_source_set_group): one lane budget and
+	 * one measure of the server for all of its files. A source of an
+	 * origin past FS_ORIGINS_MAX is a group of its own. Guarded by
+	 * mu. */
+	char *origins[FS_ORIGINS_MAX];
+	uint32_t norigins;
 	uint32_t nsource_map;
 	/* Per pace source id: requests refused for their credentials in a
 	 * row (0: its last answer was no such refusal); guarded by mu. */
