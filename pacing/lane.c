@@ -158,11 +158,11 @@ int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
 	return 0;
 }
 
-/* A 429 or 503 on lane l. While other lanes of the source are open, one
- * delivered bytes shortly before l's request went out (a transfer that
- * just ended or was cancelled may still count at the origin), or l's
+/* A 429 or 503 on lane l. While other lanes of the source's group are
+ * open, it delivered bytes shortly before l's request went out (a transfer
+ * that just ended or was cancelled may still count at the origin), or l's
  * request was sent ahead of its predecessor's end, the origin serves some
- * and refuses more: the source's lane cap drops to the lanes still open
+ * and refuses more: the group's lane cap drops to the lanes still open
  * (at least one), so that a burst of refusals converges on the
  * concurrency the origin accepts within one round trip; no lane that is
  * receiving is stopped, and the cap does not grow back before

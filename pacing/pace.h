@@ -289,8 +289,8 @@ struct pace_lane_info {
 int pace_lane_info(const struct pace *p, uint32_t lane,
 		   struct pace_lane_info *out);
 
-/* Lanes the source may use now: lanes_per_source, halved on every
- * 429/503 (at most once per hold) and raised by one per second of
+/* Lanes the source's group may use now: lanes_per_source, halved on
+ * every 429/503 (at most once per hold) and raised by one per second of
  * requests that end whole (additive increase, multiplicative decrease).
  * 0 for an unknown source. */
 uint32_t pace_source_lane_cap(const struct pace *p, uint32_t source);
@@ -326,8 +326,9 @@ struct pace_source_info {
 	bool down;	     /* down_faults transient faults in a row */
 	uint64_t held_until; /* backed off or suspended until then; 0: not */
 	uint32_t lanes;	     /* lanes on it now */
-	uint32_t lane_cap;   /* lanes it may have now (cut on 429/503) */
-	uint64_t rate;	     /* per-connection rate, bytes per second */
+	uint32_t lane_cap;   /* lanes its group may have now (cut on 429/503) */
+	uint64_t rate;	     /* per-connection rate, bytes per second (its
+				group's until it has one) */
 	bool routed;	     /* pace_source_set_routed */
 };
 
