@@ -56,6 +56,10 @@
 #define WHOLE_PCT 75
 #define WHOLE_MAX (16 * MIB)
 
+/* A steal takes at least what the taker receives in this many round
+ * trips: a smaller part costs its round trip more than it saves. */
+#define STEAL_RTTS 4
+
 /* A read at a cold position of at least this many min_requests is split
  * over lanes; a smaller one is not worth the extra requests. */
 #define SPLIT_MIN 4

@@ -427,7 +427,10 @@ static int steal(struct pace *p, struct lane *t, struct pace_action *a,
 	split = pace__align_up(v->frontier + (uint64_t)k, c->align);
 	if (split <= v->frontier)
 		split = pace__align_up(v->frontier + 1, c->align);
-	if (split >= v->end || v->end - split < c->min_request)
+	/* The taker's part must outlast its round trip several times over,
+	 * or the request costs more than it saves. */
+	if (split >= v->end || v->end - split < c->min_request ||
+	    (double)(v->end - split) < rt * lat * STEAL_RTTS)
 		return 0;
 	old_end = v->end;
 	v->end = split;
@@ -649,8 +652,9 @@ static bool wait_sequential(const struct pace *p, const struct wait *w,
 {
 	if (!r || r->w == 0)
 		return false;
-	return !r->jumped || (w->off == 0 &&
-			      w->end - w->off < SPLIT_MIN * p->cfg.min_request);
+	return !r->jumped ||
+	       (r->from_start && r->gen == 0 && w->off < SEQ_BACK &&
+		w->end - w->off < SPLIT_MIN * p->cfg.min_request);
 }
 
 /* How much of waiting read w, from x on, one request on source src takes,

@@ -236,14 +236,17 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 		consume(p, r, len);
 		/* A jump: a new run starts here. A reader whose first read is
 		 * at the file's start is taken as sequential at once (cp,
-		 * players, checksums), and so is one that streamed: its
+		 * players, checksums; "at the start" is within SEQ_BACK of
+		 * it, as the kernel hands a large first read over in pieces
+		 * that FUSE threads may deliver in any order), and so is one
+		 * that streamed: its
 		 * window reopens at once, at seq_min, the run it would
 		 * otherwise have to show first, so that the kernel's
 		 * readahead-sized pieces of a large read at the new position
 		 * are under way together. Any other run must show it. */
-		r->evident = (!r->seen && off == 0) || streamed;
+		r->evident = (!r->seen && off < SEQ_BACK) || streamed;
 		if (!r->seen)
-			r->from_start = off == 0;
+			r->from_start = off < SEQ_BACK;
 		if (r->seen)
 			r->gen++;
 		r->seen = true;
