@@ -55,10 +55,10 @@ int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
 	/* Every byte must have its digest: bytes no digest covers would
 	 * pass unchecked, and be stored under a content identity. */
 	if (n > 0 && (dblock == 0 || (b->size + dblock - 1) / dblock != n)) {
-		fs__engine_log(e, FS_LOG_ERR,
-			       "%s: %" PRIu32 " block digests of %" PRIu32
-			       " bytes do not cover its %" PRIu64 " bytes",
-			       b->name, n, dblock, b->size);
+		engine__log(e, FS_LOG_ERR,
+			    "%s: %" PRIu32 " block digests of %" PRIu32
+			    " bytes do not cover its %" PRIu64 " bytes",
+			    b->name, n, dblock, b->size);
 		return -EINVAL;
 	}
 	if (n > 0) {
@@ -73,10 +73,9 @@ int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
 			rc = cache_blob_digests_set(e->cache, &b->id, b->size,
 						    dblock, dblocks, n);
 		if (rc != 0) {
-			fs__engine_log(
-				e, FS_LOG_ERR,
-				"%s: cannot register its block digests: %s",
-				b->name, strerror(-rc));
+			engine__log(e, FS_LOG_ERR,
+				    "%s: cannot register its block digests: %s",
+				    b->name, strerror(-rc));
 			free(checked);
 			free(src);
 			free(proxy);
@@ -164,7 +163,7 @@ static int extents_apply(struct fs_engine *e, uint32_t i,
 		s = (s + b->unit - 1) / b->unit * b->unit;
 		t = t == b->size ? t : t / b->unit * b->unit;
 		if (s < t)
-			fs__blob_set_checked(b, s, t, true);
+			engine__blob_set_checked(b, s, t, true);
 	}
 	return rc;
 }
@@ -218,12 +217,12 @@ int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
 	rc = extents_apply(e, i, &x);
 	if (rc == 0) {
 		b->ready = true;
-		verify = fs__verify_due(e, i);
+		verify = engine__verify_due(e, i);
 	}
 out:
 	pthread_mutex_unlock(&e->mu);
 	if (verify)
-		fs__verify_spawn(e, i);
+		engine__verify_spawn(e, i);
 out_free:
 	free(x.v);
 	return rc;
@@ -239,13 +238,13 @@ bool fs__engine_blob_is_ready(struct fs_engine *e, uint32_t i)
 	return ready;
 }
 
-const char *fs__engine_blob_name(struct fs_engine *e, uint32_t b)
+const char *engine__blob_name(struct fs_engine *e, uint32_t b)
 {
 	return e->blobs[b].name;
 }
 
-const struct fs_source *fs__source_of(const struct fs_engine *e,
-				      uint32_t id)
+const struct fs_source *engine__source_of(const struct fs_engine *e,
+					  uint32_t id)
 {
 	const struct fs_blob *b;
 
@@ -258,9 +257,9 @@ const struct fs_source *fs__source_of(const struct fs_engine *e,
 	return NULL;
 }
 
-const char *fs__source_url(const struct fs_engine *e, uint32_t id)
+const char *engine__source_url(const struct fs_engine *e, uint32_t id)
 {
-	const struct fs_source *s = fs__source_of(e, id);
+	const struct fs_source *s = engine__source_of(e, id);
 
 	return s != NULL ? s->url : "(unknown source)";
 }
@@ -270,8 +269,8 @@ static bool unit_checked(const struct fs_blob *b, uint64_t u)
 	return (b->checked[u / 64] >> (u % 64)) & 1;
 }
 
-bool fs__blob_unchecked(const struct fs_blob *b, uint64_t start, uint64_t end,
-			uint64_t *ustart, uint64_t *uend)
+bool engine__blob_unchecked(const struct fs_blob *b, uint64_t start,
+			    uint64_t end, uint64_t *ustart, uint64_t *uend)
 {
 	if (b->unit == 0 || start >= end)
 		return false;
@@ -286,8 +285,8 @@ bool fs__blob_unchecked(const struct fs_blob *b, uint64_t start, uint64_t end,
 	return false;
 }
 
-void fs__blob_set_checked(struct fs_blob *b, uint64_t start, uint64_t end,
-			  bool checked)
+void engine__blob_set_checked(struct fs_blob *b, uint64_t start, uint64_t end,
+			      bool checked)
 {
 	if (b->unit == 0 || start >= end)
 		return;

@@ -1,4 +1,4 @@
-/* parts: the engine's blocks in memory: found by (blob, index) in O(1)
+/* blocks: the engine's blocks in memory: found by (blob, index) in O(1)
  * through a hash, made from a free list or by reusing the least recently
  * used whole block. Every function runs under the engine's lock. */
 #include <errno.h>
@@ -6,56 +6,56 @@
 
 #include "fs/engine/engine_int.h"
 
-static uint32_t bucket_of(const struct fs_parts *ps, uint32_t blob,
+static uint32_t bucket_of(const struct fs_blocks *bs, uint32_t blob,
 			  uint64_t index)
 {
 	uint64_t h = (index ^ ((uint64_t)blob << 40)) * 0x9e3779b97f4a7c15ull;
 
-	return (uint32_t)(h >> 32) & (ps->nbuckets - 1);
+	return (uint32_t)(h >> 32) & (bs->nbuckets - 1);
 }
 
-int fs__parts_init(struct fs_parts *ps, uint32_t n)
+int engine__blocks_init(struct fs_blocks *bs, uint32_t n)
 {
-	ps->v = calloc(n, sizeof(*ps->v));
-	ps->n = n;
-	ps->nbuckets = 1;
-	while (ps->nbuckets < 2 * n)
-		ps->nbuckets *= 2;
-	ps->buckets = malloc(ps->nbuckets * sizeof(*ps->buckets));
-	if (ps->v == NULL || ps->buckets == NULL)
+	bs->v = calloc(n, sizeof(*bs->v));
+	bs->n = n;
+	bs->nbuckets = 1;
+	while (bs->nbuckets < 2 * n)
+		bs->nbuckets *= 2;
+	bs->buckets = malloc(bs->nbuckets * sizeof(*bs->buckets));
+	if (bs->v == NULL || bs->buckets == NULL)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < ps->nbuckets; i++)
-		ps->buckets[i] = FS_NO_PART;
+	for (uint32_t i = 0; i < bs->nbuckets; i++)
+		bs->buckets[i] = FS_NO_BLOCK;
 	/* Every slot starts on the free list, in order. */
 	for (uint32_t i = 0; i < n; i++) {
-		ps->v[i].next = i + 1 < n ? i + 1 : FS_NO_PART;
-		ps->v[i].prev = FS_NO_PART;
-		ps->v[i].hnext = FS_NO_PART;
+		bs->v[i].next = i + 1 < n ? i + 1 : FS_NO_BLOCK;
+		bs->v[i].prev = FS_NO_BLOCK;
+		bs->v[i].hnext = FS_NO_BLOCK;
 	}
-	ps->free_head = n > 0 ? 0 : FS_NO_PART;
-	ps->lru_head = ps->lru_tail = FS_NO_PART;
+	bs->free_head = n > 0 ? 0 : FS_NO_BLOCK;
+	bs->lru_head = bs->lru_tail = FS_NO_BLOCK;
 	return 0;
 }
 
-void fs__parts_fini(struct fs_parts *ps)
+void engine__blocks_fini(struct fs_blocks *bs)
 {
-	for (uint32_t i = 0; ps->v != NULL && i < ps->n; i++)
-		cache_buf_unref(ps->v[i].buf);
-	free(ps->v);
-	free(ps->buckets);
+	for (uint32_t i = 0; bs->v != NULL && i < bs->n; i++)
+		cache_buf_unref(bs->v[i].buf);
+	free(bs->v);
+	free(bs->buckets);
 }
 
-static uint32_t slot_of(const struct fs_parts *ps, const struct fs_part *p)
+static uint32_t slot_of(const struct fs_blocks *bs, const struct fs_block *p)
 {
-	return (uint32_t)(p - ps->v);
+	return (uint32_t)(p - bs->v);
 }
 
-struct fs_part *fs__part_find(struct fs_parts *ps, uint32_t blob,
-			      uint64_t index)
+struct fs_block *engine__block_find(struct fs_blocks *bs, uint32_t blob,
+				    uint64_t index)
 {
-	for (uint32_t i = ps->buckets[bucket_of(ps, blob, index)];
-	     i != FS_NO_PART; i = ps->v[i].hnext) {
-		struct fs_part *p = &ps->v[i];
+	for (uint32_t i = bs->buckets[bucket_of(bs, blob, index)];
+	     i != FS_NO_BLOCK; i = bs->v[i].hnext) {
+		struct fs_block *p = &bs->v[i];
 
 		if (p->blob == blob && p->index == index)
 			return p;
@@ -63,66 +63,66 @@ struct fs_part *fs__part_find(struct fs_parts *ps, uint32_t blob,
 	return NULL;
 }
 
-static void hash_remove(struct fs_parts *ps, struct fs_part *p)
+static void hash_remove(struct fs_blocks *bs, struct fs_block *p)
 {
-	uint32_t *at = &ps->buckets[bucket_of(ps, p->blob, p->index)];
-	uint32_t slot = slot_of(ps, p);
+	uint32_t *at = &bs->buckets[bucket_of(bs, p->blob, p->index)];
+	uint32_t slot = slot_of(bs, p);
 
 	while (*at != slot)
-		at = &ps->v[*at].hnext;
+		at = &bs->v[*at].hnext;
 	*at = p->hnext;
-	p->hnext = FS_NO_PART;
+	p->hnext = FS_NO_BLOCK;
 }
 
-static void lru_remove(struct fs_parts *ps, struct fs_part *p)
+static void lru_remove(struct fs_blocks *bs, struct fs_block *p)
 {
-	if (p->prev != FS_NO_PART)
-		ps->v[p->prev].next = p->next;
+	if (p->prev != FS_NO_BLOCK)
+		bs->v[p->prev].next = p->next;
 	else
-		ps->lru_head = p->next;
-	if (p->next != FS_NO_PART)
-		ps->v[p->next].prev = p->prev;
+		bs->lru_head = p->next;
+	if (p->next != FS_NO_BLOCK)
+		bs->v[p->next].prev = p->prev;
 	else
-		ps->lru_tail = p->prev;
-	p->prev = p->next = FS_NO_PART;
+		bs->lru_tail = p->prev;
+	p->prev = p->next = FS_NO_BLOCK;
 }
 
-static void lru_append(struct fs_parts *ps, struct fs_part *p)
+static void lru_append(struct fs_blocks *bs, struct fs_block *p)
 {
-	uint32_t slot = slot_of(ps, p);
+	uint32_t slot = slot_of(bs, p);
 
-	p->prev = ps->lru_tail;
-	p->next = FS_NO_PART;
-	if (ps->lru_tail != FS_NO_PART)
-		ps->v[ps->lru_tail].next = slot;
+	p->prev = bs->lru_tail;
+	p->next = FS_NO_BLOCK;
+	if (bs->lru_tail != FS_NO_BLOCK)
+		bs->v[bs->lru_tail].next = slot;
 	else
-		ps->lru_head = slot;
-	ps->lru_tail = slot;
+		bs->lru_head = slot;
+	bs->lru_tail = slot;
 }
 
 /* Takes p out of the hash and its list: it is about to be refilled or
  * freed. */
-static void unlink_part(struct fs_parts *ps, struct fs_part *p)
+static void unlink_block(struct fs_blocks *bs, struct fs_block *p)
 {
-	if (p->state == FS_PART_DONE)
-		lru_remove(ps, p);
-	hash_remove(ps, p);
+	if (p->state == FS_BLOCK_DONE)
+		lru_remove(bs, p);
+	hash_remove(bs, p);
 }
 
-void fs__part_free(struct fs_parts *ps, struct fs_part *p)
+void engine__block_free(struct fs_blocks *bs, struct fs_block *p)
 {
-	if (p->state == FS_PART_FREE)
+	if (p->state == FS_BLOCK_FREE)
 		return;
-	unlink_part(ps, p);
-	p->state = FS_PART_FREE;
-	p->next = ps->free_head;
-	ps->free_head = slot_of(ps, p);
+	unlink_block(bs, p);
+	p->state = FS_BLOCK_FREE;
+	p->next = bs->free_head;
+	bs->free_head = slot_of(bs, p);
 }
 
 /* Gives p a buffer that nobody else holds, for bytes about to arrive: the
  * one it has unless the cache's queue or a reply still holds it. false:
  * out of memory (p unchanged). */
-static bool own_buffer(struct fs_part *p)
+static bool own_buffer(struct fs_block *p)
 {
 	struct cache_buf *nb;
 
@@ -137,9 +137,9 @@ static bool own_buffer(struct fs_part *p)
 	return true;
 }
 
-static void start_filling(struct fs_part *p)
+static void start_filling(struct fs_block *p)
 {
-	p->state = FS_PART_FILLING;
+	p->state = FS_BLOCK_FILLING;
 	p->lost = false;
 	p->source = PACE_NONE;
 	p->mixed = false;
@@ -147,66 +147,65 @@ static void start_filling(struct fs_part *p)
 	p->proxy_mixed = false;
 }
 
-struct fs_part *fs__part_get(struct fs_engine *e, uint32_t blob,
-			     uint64_t index)
+struct fs_block *engine__block_get(struct fs_engine *e, uint32_t blob,
+				   uint64_t index)
 {
-	struct fs_parts *ps = &e->parts;
-	struct fs_part *p = fs__part_find(ps, blob, index);
+	struct fs_blocks *bs = &e->blocks;
+	struct fs_block *p = engine__block_find(bs, blob, index);
 	uint32_t slot;
 
 	if (p != NULL) {
-		if (p->state == FS_PART_DONE) {
+		if (p->state == FS_BLOCK_DONE) {
 			if (!own_buffer(p))
 				return NULL;
-			lru_remove(ps, p); /* fetched again */
+			lru_remove(bs, p); /* fetched again */
 			start_filling(p);
 		}
 		return p;
 	}
-	if (ps->free_head != FS_NO_PART) {
-		slot = ps->free_head;
-		p = &ps->v[slot];
+	if (bs->free_head != FS_NO_BLOCK) {
+		slot = bs->free_head;
+		p = &bs->v[slot];
 		if (!own_buffer(p))
 			return NULL;
-		ps->free_head = p->next;
-	} else if (ps->lru_head != FS_NO_PART) {
-		slot = ps->lru_head;
-		p = &ps->v[slot];
+		bs->free_head = p->next;
+	} else if (bs->lru_head != FS_NO_BLOCK) {
+		slot = bs->lru_head;
+		p = &bs->v[slot];
 		if (!own_buffer(p))
 			return NULL;
 		/* Memory held the only copy of a block the cache lost. */
 		if (p->lost)
-			fs__drop_locked(e, p->blob,
-					p->index * CACHE_BLOCK_SIZE,
-					fs__block_end(&e->blobs[p->blob],
-						      p->index),
-					FS_DROP_GONE);
-		unlink_part(ps, p);
+			engine__drop_locked(
+				e, p->blob, p->index * CACHE_BLOCK_SIZE,
+				engine__block_end(&e->blobs[p->blob], p->index),
+				FS_DROP_GONE);
+		unlink_block(bs, p);
 	} else {
 		return NULL;
 	}
 	start_filling(p);
 	p->blob = blob;
 	p->index = index;
-	p->prev = p->next = FS_NO_PART;
-	p->hnext = ps->buckets[bucket_of(ps, blob, index)];
-	ps->buckets[bucket_of(ps, blob, index)] = slot;
+	p->prev = p->next = FS_NO_BLOCK;
+	p->hnext = bs->buckets[bucket_of(bs, blob, index)];
+	bs->buckets[bucket_of(bs, blob, index)] = slot;
 	return p;
 }
 
-void fs__part_done(struct fs_parts *ps, struct fs_part *p, bool lost)
+void engine__block_done(struct fs_blocks *bs, struct fs_block *p, bool lost)
 {
-	if (p->state != FS_PART_HANDING)
+	if (p->state != FS_BLOCK_HANDING)
 		return;
-	p->state = FS_PART_DONE;
+	p->state = FS_BLOCK_DONE;
 	p->lost |= lost;
-	lru_append(ps, p);
+	lru_append(bs, p);
 }
 
-void fs__part_touch(struct fs_parts *ps, struct fs_part *p)
+void engine__block_touch(struct fs_blocks *bs, struct fs_block *p)
 {
-	if (p->state != FS_PART_DONE || slot_of(ps, p) == ps->lru_tail)
+	if (p->state != FS_BLOCK_DONE || slot_of(bs, p) == bs->lru_tail)
 		return;
-	lru_remove(ps, p);
-	lru_append(ps, p);
+	lru_remove(bs, p);
+	lru_append(bs, p);
 }

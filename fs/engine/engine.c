@@ -3,7 +3,6 @@
  * status, the whole-blob check's hand-off). */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +13,10 @@
 /* Blocks kept in memory: each lane fills one at a time, one left behind by
  * a cancelled or faulted lane waits for its remainder, and the rest keep
  * the most recently used whole blocks (8 lanes: 256 blocks, 16 MiB). */
-#define FS_PARTS_PER_LANE 16
-#define FS_PARTS_EXTRA 128
+#define FS_BLOCKS_PER_LANE 16
+#define FS_BLOCKS_EXTRA 128
 
-uint64_t fs__block_end(const struct fs_blob *b, uint64_t index)
+uint64_t engine__block_end(const struct fs_blob *b, uint64_t index)
 {
 	uint64_t end = (index + 1) * CACHE_BLOCK_SIZE;
 
@@ -86,14 +85,15 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	e->retry_after_max_ns = pc.retry_after_max_ns;
 	rc = pace_config_check(&pc, &field);
 	if (rc != 0) {
-		fs__engine_log(e, FS_LOG_ERR, "scheduler configuration: bad %s",
-			       field);
+		engine__log(e, FS_LOG_ERR, "scheduler configuration: bad %s",
+			    field);
 		goto fail;
 	}
 	rc = pace_new(&pc, &e->pace);
 	if (rc == 0)
-		rc = fs__parts_init(&e->parts, cfg->lanes * FS_PARTS_PER_LANE +
-						       FS_PARTS_EXTRA);
+		rc = engine__blocks_init(&e->blocks,
+					 cfg->lanes * FS_BLOCKS_PER_LANE +
+						 FS_BLOCKS_EXTRA);
 	if (rc != 0)
 		goto fail;
 	rc = -ENOMEM;
@@ -113,7 +113,7 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 		goto fail;
 	for (uint32_t l = 0; l < cfg->lanes; l++)
 		e->lane_blob[l] = e->lane_source[l] = PACE_NONE;
-	fs__transfers_hooks(e, &hooks);
+	engine__transfers_hooks(e, &hooks);
 	rc = fetch_new(&cfg->fetch, &hooks, &e->fetch);
 	if (rc != 0)
 		goto fail;
@@ -163,12 +163,12 @@ void fs__engine_free(struct fs_engine *e)
 	if (e->cache != NULL) {
 		rc = cache_flush(e->cache);
 		if (rc != 0)
-			fs__engine_log(e, FS_LOG_ERR,
-				       "cache: final flush failed: %s",
-				       strerror(-rc));
+			engine__log(e, FS_LOG_ERR,
+				    "cache: final flush failed: %s",
+				    strerror(-rc));
 	}
 	pace_free(e->pace);
-	fs__parts_fini(&e->parts);
+	engine__blocks_fini(&e->blocks);
 	free(e->source_of_pace);
 	free(e->src_refused);
 	free(e->src_refused_until);
@@ -180,20 +180,8 @@ void fs__engine_free(struct fs_engine *e)
 	free(e);
 }
 
-void fs__engine_log(const struct fs_engine *e, enum fs_log_level level,
-		    const char *fmt, ...)
-{
-	va_list ap;
-
-	if (e->log == NULL)
-		return;
-	va_start(ap, fmt);
-	e->log(e->log_ctx, level, fmt, ap);
-	va_end(ap);
-}
-
-void fs__pages_inval(struct fs_engine *e, uint32_t b, const char *name,
-		     uint64_t ino, uint64_t start, uint64_t end)
+void engine__pages_inval(struct fs_engine *e, uint32_t b, const char *name,
+			 uint64_t ino, uint64_t start, uint64_t end)
 {
 	if (e->inval != NULL)
 		e->inval(e->inval_ctx, b, name, ino, start, end);
@@ -211,14 +199,14 @@ static void drop_failed(const struct fs_engine *e, const struct fs_blob *blob,
 			uint64_t start, uint64_t end, enum fs_drop why,
 			const char *step, int rc)
 {
-	fs__engine_log(e, FS_LOG_ERR,
-		       "%s: cannot %s bytes %" PRIu64 "-%" PRIu64 " (%s): %s",
-		       blob->name, step, start, end - 1, drop_why[why],
-		       strerror(-rc));
+	engine__log(e, FS_LOG_ERR,
+		    "%s: cannot %s bytes %" PRIu64 "-%" PRIu64 " (%s): %s",
+		    blob->name, step, start, end - 1, drop_why[why],
+		    strerror(-rc));
 }
 
-void fs__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
-		     uint64_t end, enum fs_drop why)
+void engine__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
+			 uint64_t end, enum fs_drop why)
 {
 	struct fs_blob *blob = &e->blobs[b];
 	int rc;
@@ -232,18 +220,17 @@ void fs__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
 		/* The range set is full and this would split a range:
 		 * forgetting up to the end only trims one, so it fits. What
 		 * the cache still has past `end` is fetched again. */
-		fs__engine_log(
-			e, FS_LOG_WARN,
-			"%s: too many held ranges to forget bytes %" PRIu64
-			"-%" PRIu64 " alone: bytes %" PRIu64
-			" to its end are fetched again when read",
-			blob->name, start, end - 1, start);
+		engine__log(e, FS_LOG_WARN,
+			    "%s: too many held ranges to forget bytes %" PRIu64
+			    "-%" PRIu64 " alone: bytes %" PRIu64
+			    " to its end are fetched again when read",
+			    blob->name, start, end - 1, start);
 		end = blob->size;
 		rc = pace_blob_forget(e->pace, b, start, end);
 	}
 	if (rc != 0)
 		drop_failed(e, blob, start, end, why, "forget", rc);
-	fs__blob_set_checked(blob, start, end, false);
+	engine__blob_set_checked(blob, start, end, false);
 	pthread_cond_broadcast(&e->cv);
 	if (why == FS_DROP_GONE)
 		return;
@@ -256,29 +243,29 @@ void fs__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
 	}
 	/* Wrong or stale bytes leave memory too; a block being stored is
 	 * the transfer thread's, which frees it if it was wrong. */
-	for (uint32_t i = 0; i < e->parts.n; i++) {
-		struct fs_part *p = &e->parts.v[i];
+	for (uint32_t i = 0; i < e->blocks.n; i++) {
+		struct fs_block *p = &e->blocks.v[i];
 
-		if (p->state == FS_PART_DONE && p->blob == b &&
+		if (p->state == FS_BLOCK_DONE && p->blob == b &&
 		    p->index * CACHE_BLOCK_SIZE < end &&
-		    fs__block_end(blob, p->index) > start)
-			fs__part_free(&e->parts, p);
+		    engine__block_end(blob, p->index) > start)
+			engine__block_free(&e->blocks, p);
 	}
 	/* They may have been served, and the kernel keeps what it was
 	 * served. */
 	blob->pages_stale = true;
-	fs__pages_inval(e, b, blob->name, blob->ino, start, end);
+	engine__pages_inval(e, b, blob->name, blob->ino, start, end);
 }
 
-int fs__engine_drop(struct fs_engine *e, uint32_t b, uint64_t start,
-		    uint64_t end, enum fs_drop why)
+int engine__drop(struct fs_engine *e, uint32_t b, uint64_t start, uint64_t end,
+		 enum fs_drop why)
 {
 	struct fs_blob *blob = &e->blobs[b];
 	uint64_t first, count;
 	int rc = 0;
 
 	pthread_mutex_lock(&e->mu);
-	fs__drop_locked(e, b, start, end, why);
+	engine__drop_locked(e, b, start, end, why);
 	pthread_mutex_unlock(&e->mu);
 	if (end > blob->size)
 		end = blob->size;
@@ -297,8 +284,8 @@ int fs__engine_drop(struct fs_engine *e, uint32_t b, uint64_t start,
 	return rc;
 }
 
-bool fs__recheck(const struct fs_engine *e, uint32_t b, uint64_t start,
-		 uint64_t end)
+bool engine__recheck(const struct fs_engine *e, uint32_t b, uint64_t start,
+		     uint64_t end)
 {
 	for (uint32_t i = 0; i < FS_RECHECK_MAX; i++) {
 		const struct fs_recheck *r = &e->recheck[i];
@@ -315,7 +302,7 @@ bool fs__recheck(const struct fs_engine *e, uint32_t b, uint64_t start,
 static void block_gone(struct fs_engine *e, const struct cache_id *id,
 		       uint64_t index, int err)
 {
-	struct fs_part *p;
+	struct fs_block *p;
 
 	for (uint32_t i = 0; i < e->nblobs; i++) {
 		const struct fs_blob *b = &e->blobs[i];
@@ -323,19 +310,20 @@ static void block_gone(struct fs_engine *e, const struct cache_id *id,
 		if (memcmp(b->id.b, id->b, sizeof(id->b)) != 0)
 			continue;
 		if (err != 0)
-			fs__engine_log(
+			engine__log(
 				e, FS_LOG_ERR,
 				"%s: block %" PRIu64 " could not be stored in "
 				"the cache (%s); it is served from memory "
 				"while it lasts, then fetched again when read",
 				b->name, index, strerror(-err));
 		pthread_mutex_lock(&e->mu);
-		p = fs__part_find(&e->parts, i, index);
-		if (p != NULL && p->state != FS_PART_FILLING)
+		p = engine__block_find(&e->blocks, i, index);
+		if (p != NULL && p->state != FS_BLOCK_FILLING)
 			p->lost = true;
 		else
-			fs__drop_locked(e, i, index * CACHE_BLOCK_SIZE,
-					fs__block_end(b, index), FS_DROP_GONE);
+			engine__drop_locked(e, i, index * CACHE_BLOCK_SIZE,
+					    engine__block_end(b, index),
+					    FS_DROP_GONE);
 		pthread_mutex_unlock(&e->mu);
 	}
 }
@@ -360,7 +348,7 @@ void fs__engine_on_evicted(void *ctx, const struct cache_id *id,
 
 /* ---- the whole-blob check ---- */
 
-bool fs__verify_due(struct fs_engine *e, uint32_t b)
+bool engine__verify_due(struct fs_engine *e, uint32_t b)
 {
 	struct fs_blob *blob = &e->blobs[b];
 
@@ -372,24 +360,24 @@ bool fs__verify_due(struct fs_engine *e, uint32_t b)
 	return true;
 }
 
-const uint8_t *fs__engine_blob_sha256(struct fs_engine *e, uint32_t b,
-				      uint64_t *size)
+const uint8_t *engine__blob_sha256(struct fs_engine *e, uint32_t b,
+				   uint64_t *size)
 {
 	*size = e->blobs[b].size;
 	return e->blobs[b].sha256;
 }
 
-struct cache *fs__engine_cache(struct fs_engine *e)
+struct cache *engine__cache(struct fs_engine *e)
 {
 	return e->cache;
 }
 
-const struct cache_id *fs__engine_blob_id(struct fs_engine *e, uint32_t b)
+const struct cache_id *engine__blob_id(struct fs_engine *e, uint32_t b)
 {
 	return &e->blobs[b].id;
 }
 
-bool fs__engine_stopping(struct fs_engine *e)
+bool engine__stopping(struct fs_engine *e)
 {
 	bool stopping;
 
@@ -399,8 +387,8 @@ bool fs__engine_stopping(struct fs_engine *e)
 	return stopping;
 }
 
-enum fs_verify fs__engine_verify_result(struct fs_engine *e, uint32_t b,
-					int outcome)
+enum fs_verify engine__verify_result(struct fs_engine *e, uint32_t b,
+				     int outcome)
 {
 	struct fs_blob *blob = &e->blobs[b];
 	enum fs_verify v;
@@ -420,8 +408,8 @@ enum fs_verify fs__engine_verify_result(struct fs_engine *e, uint32_t b,
 	return v;
 }
 
-uint32_t fs__engine_blame_routes(struct fs_engine *e, uint32_t b, char *names,
-				 size_t cap)
+uint32_t engine__blame_routes(struct fs_engine *e, uint32_t b, char *names,
+			      size_t cap)
 {
 	struct fetch_proxy_info pi;
 	uint32_t via, n = 0;
@@ -449,7 +437,7 @@ uint32_t fs__engine_blame_routes(struct fs_engine *e, uint32_t b, char *names,
 	return n;
 }
 
-void fs__engine_verify_exit(struct fs_engine *e)
+void engine__verify_exit(struct fs_engine *e)
 {
 	pthread_mutex_lock(&e->mu);
 	e->verifiers--;
@@ -523,7 +511,7 @@ void fs__engine_view(struct fs_engine *e, struct fs_engine_view *v)
 	     l++) {
 		if (!li.busy || li.blob >= e->nblobs)
 			continue;
-		s = fs__source_of(e, li.source);
+		s = engine__source_of(e, li.source);
 		v->lanes[v->nlanes++] = (struct fs_lane_view){
 			l, e->blobs[li.blob].name, s != NULL ? s->url : NULL,
 			li};

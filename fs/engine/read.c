@@ -79,16 +79,16 @@ static int failed(struct fs_engine *e, uint32_t b, uint64_t off, uint64_t end,
 	struct fs_failed *f = &e->failed[e->failed_next++ % FS_FAILED_MAX];
 
 	if (why == -ETIMEDOUT)
-		fs__engine_log(e, FS_LOG_ERR,
-			       "%s: read of bytes %" PRIu64 "-%" PRIu64
-			       " timed out after %" PRIu64 " s",
-			       e->blobs[b].name, off, end - 1,
-			       e->read_timeout_ns / 1000000000u);
+		engine__log(e, FS_LOG_ERR,
+			    "%s: read of bytes %" PRIu64 "-%" PRIu64
+			    " timed out after %" PRIu64 " s",
+			    e->blobs[b].name, off, end - 1,
+			    e->read_timeout_ns / 1000000000u);
 	else
-		fs__engine_log(e, FS_LOG_ERR,
-			       "%s: read of bytes %" PRIu64 "-%" PRIu64
-			       " failed: no source can serve it",
-			       e->blobs[b].name, off, end - 1);
+		engine__log(e, FS_LOG_ERR,
+			    "%s: read of bytes %" PRIu64 "-%" PRIu64
+			    " failed: no source can serve it",
+			    e->blobs[b].name, off, end - 1);
 	f->blob = b;
 	f->start = off;
 	f->end = end;
@@ -102,10 +102,10 @@ static int failed(struct fs_engine *e, uint32_t b, uint64_t off, uint64_t end,
 static int failed_again(struct fs_engine *e, uint32_t b, uint64_t off,
 			uint64_t end)
 {
-	fs__engine_log(e, FS_LOG_DEBUG,
-		       "%s: read of bytes %" PRIu64 "-%" PRIu64
-		       " fails: a read of them just failed",
-		       e->blobs[b].name, off, end - 1);
+	engine__log(e, FS_LOG_DEBUG,
+		    "%s: read of bytes %" PRIu64 "-%" PRIu64
+		    " fails: a read of them just failed",
+		    e->blobs[b].name, off, end - 1);
 	return -EIO;
 }
 
@@ -163,7 +163,7 @@ static int wait_ready(struct fs_engine *e, uint32_t b, uint32_t reader,
 			/* Held. A unit whose block digests are not checked
 			 * yet is waited for whole: held, then checked as it
 			 * is stored. */
-			if (!fs__blob_unchecked(blob, off, end, &us, &ue))
+			if (!engine__blob_unchecked(blob, off, end, &us, &ue))
 				return 0;
 			if (!pace_is_held(e->pace, b, us, ue)) {
 				rc = wait_begin(e, b, reader, us, ue, now, &w);
@@ -203,8 +203,8 @@ static uint64_t gather(struct fs_engine *e, uint32_t b, uint64_t base,
 	ps->cached = false;
 	while (pos < end && ps->n < FS_REPLY_PIECES) {
 		uint64_t index = pos / CACHE_BLOCK_SIZE;
-		uint64_t stop = fs__block_end(blob, index);
-		struct fs_part *p = fs__part_find(&e->parts, b, index);
+		uint64_t stop = engine__block_end(blob, index);
+		struct fs_block *p = engine__block_find(&e->blocks, b, index);
 		struct cache_piece *c = &ps->p[ps->n];
 
 		if (stop > end)
@@ -217,10 +217,10 @@ static uint64_t gather(struct fs_engine *e, uint32_t b, uint64_t base,
 			.fd = -1,
 		};
 		ps->ref[ps->n] = NULL;
-		if (p != NULL && p->state != FS_PART_FILLING) {
+		if (p != NULL && p->state != FS_BLOCK_FILLING) {
 			c->mem = p->data + c->off;
 			ps->ref[ps->n] = cache_buf_ref(p->buf);
-			fs__part_touch(&e->parts, p);
+			engine__block_touch(&e->blocks, p);
 		} else if (p != NULL) {
 			memcpy(c->buf, p->data + c->off, c->len);
 			c->mem = c->buf;
@@ -270,20 +270,20 @@ static int serve(struct fs_engine *e, uint32_t b, struct pieces *ps, bool fds,
 	if (rc == -ENOENT) {
 		/* Gone since it was held (a failed commit, an eviction by
 		 * another process, a failed checksum): fetch it again. */
-		fs__engine_drop(e, b, missing * CACHE_BLOCK_SIZE,
-				fs__block_end(blob, missing), FS_DROP_GONE);
+		engine__drop(e, b, missing * CACHE_BLOCK_SIZE,
+			     engine__block_end(blob, missing), FS_DROP_GONE);
 		return -EAGAIN;
 	}
 	if (rc < 0)
-		fs__engine_log(e, FS_LOG_ERR,
-			       "%s: block %" PRIu64
-			       " is held but cannot be read from the cache: %s",
-			       blob->name, missing, strerror(-rc));
+		engine__log(e, FS_LOG_ERR,
+			    "%s: block %" PRIu64
+			    " is held but cannot be read from the cache: %s",
+			    blob->name, missing, strerror(-rc));
 	return rc;
 }
 
-int fs__engine_copy_held(struct fs_engine *e, uint32_t b, uint64_t off,
-			 size_t len, char *buf)
+int engine__copy_held(struct fs_engine *e, uint32_t b, uint64_t off, size_t len,
+		      char *buf)
 {
 	uint64_t pos = off, end = off + len, stop;
 	struct pieces ps;
@@ -313,7 +313,7 @@ static int drop_changed(struct fs_engine *e, uint32_t b)
 	blob->dropped = true;
 	pthread_mutex_unlock(&e->mu);
 	if (first)
-		fs__engine_drop(e, b, 0, blob->size, FS_DROP_STALE);
+		engine__drop(e, b, 0, blob->size, FS_DROP_STALE);
 	return -EIO;
 }
 
@@ -382,8 +382,8 @@ static int read_once(struct fs_engine *e, uint32_t b, uint32_t reader,
 	rc = serve(e, b, &ps, false, pieces_copy, NULL);
 	pieces_release(&ps);
 	if (rc == 0)
-		rc = fs__engine_copy_held(e, b, stop, (size_t)(end - stop),
-					  buf + (stop - off));
+		rc = engine__copy_held(e, b, stop, (size_t)(end - stop),
+				       buf + (stop - off));
 	if (rc != 0)
 		return rc;
 	whole = (struct cache_piece){
@@ -413,11 +413,10 @@ long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 	     tries++)
 		rc = read_once(e, b, reader, off, end, buf, tries == 0, rr);
 	if (rc == -EAGAIN) {
-		fs__engine_log(e, FS_LOG_ERR,
-			       "%s: bytes %" PRIu64 "-%" PRIu64
-			       " left the cache %" PRIu64
-			       " times while read: EIO",
-			       blob->name, off, end - 1, tries);
+		engine__log(e, FS_LOG_ERR,
+			    "%s: bytes %" PRIu64 "-%" PRIu64
+			    " left the cache %" PRIu64 " times while read: EIO",
+			    blob->name, off, end - 1, tries);
 		rc = -EIO;
 	}
 	return rc != 0 ? rc : (long)(end - off);
