@@ -269,20 +269,27 @@ static bool unit_checked(const struct fs_blob *b, uint64_t u)
 	return (b->checked[u / 64] >> (u % 64)) & 1;
 }
 
-bool engine__blob_unchecked(const struct fs_blob *b, uint64_t start,
-			    uint64_t end, uint64_t *ustart, uint64_t *uend)
+enum engine_ready engine__ready(const struct fs_engine *e, uint32_t b,
+				uint64_t start, uint64_t end, uint64_t *from,
+				uint64_t *to)
 {
-	if (b->unit == 0 || start >= end)
-		return false;
-	for (uint64_t u = start / b->unit; u * b->unit < end; u++) {
-		if (unit_checked(b, u))
+	const struct fs_blob *blob = &e->blobs[b];
+
+	*from = start;
+	*to = end;
+	if (blob->unit == 0)
+		return pace_is_held(e->pace, b, start, end) ? ENGINE_READY
+							    : ENGINE_MISSING;
+	for (uint64_t u = start / blob->unit; u * blob->unit < end; u++) {
+		if (unit_checked(blob, u))
 			continue;
-		*ustart = u * b->unit;
-		*uend = *ustart + b->unit < b->size ? *ustart + b->unit
-						    : b->size;
-		return true;
+		*from = u * blob->unit;
+		*to = *from + blob->unit < blob->size ? *from + blob->unit
+						      : blob->size;
+		return pace_is_held(e->pace, b, *from, *to) ? ENGINE_CHECKING
+							    : ENGINE_MISSING;
 	}
-	return false;
+	return ENGINE_READY;
 }
 
 void engine__blob_set_checked(struct fs_blob *b, uint64_t start, uint64_t end,

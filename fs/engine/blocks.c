@@ -1,8 +1,10 @@
 /* blocks: the engine's blocks in memory: found by (blob, index) in O(1)
  * through a hash, made from a free list or by reusing the least recently
- * used whole block. Every function runs under the engine's lock. */
+ * used whole block, filled and counted until whole. Every function runs
+ * under the engine's lock. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fs/engine/engine_int.h"
 
@@ -141,6 +143,7 @@ static void start_filling(struct fs_block *p)
 {
 	p->state = FS_BLOCK_FILLING;
 	p->lost = false;
+	p->filled = 0;
 	p->source = PACE_NONE;
 	p->mixed = false;
 	p->proxy = -1;
@@ -191,6 +194,59 @@ struct fs_block *engine__block_get(struct fs_engine *e, uint32_t blob,
 	p->hnext = bs->buckets[bucket_of(bs, blob, index)];
 	bs->buckets[bucket_of(bs, blob, index)] = slot;
 	return p;
+}
+
+void engine__block_write(struct fs_block *p, uint64_t off, const uint8_t *src,
+			 size_t len, uint32_t source, int proxy)
+{
+	memcpy(p->data + (off - p->index * CACHE_BLOCK_SIZE), src, len);
+	p->mixed |= p->source != source && p->source != PACE_NONE;
+	p->proxy_mixed |= p->proxy != proxy && p->source != PACE_NONE;
+	p->source = source;
+	p->proxy = proxy;
+}
+
+bool engine__block_credit(const struct fs_blob *b, struct fs_block *p,
+			  uint64_t n)
+{
+	if (p->state != FS_BLOCK_FILLING)
+		return false;
+	p->filled += (uint32_t)n;
+	return p->filled ==
+	       engine__block_end(b, p->index) - p->index * CACHE_BLOCK_SIZE;
+}
+
+void engine__blocks_widen(struct fs_blocks *bs, const struct fs_blob *blob,
+			  uint32_t b, uint64_t *start, uint64_t *end)
+{
+	const struct fs_block *p;
+
+	p = engine__block_find(bs, b, *start / CACHE_BLOCK_SIZE);
+	if (p != NULL && p->state == FS_BLOCK_FILLING)
+		*start = p->index * CACHE_BLOCK_SIZE;
+	if (*end == 0 || *end >= blob->size)
+		return;
+	p = engine__block_find(bs, b, (*end - 1) / CACHE_BLOCK_SIZE);
+	if (p != NULL && p->state == FS_BLOCK_FILLING)
+		*end = engine__block_end(blob, p->index);
+}
+
+void engine__blocks_forget(struct fs_blocks *bs, const struct fs_blob *blob,
+			   uint32_t b, uint64_t start, uint64_t end,
+			   enum fs_drop why)
+{
+	for (uint32_t i = 0; i < bs->n; i++) {
+		struct fs_block *p = &bs->v[i];
+
+		if (p->state == FS_BLOCK_FREE || p->blob != b ||
+		    p->index * CACHE_BLOCK_SIZE >= end ||
+		    engine__block_end(blob, p->index) <= start)
+			continue;
+		if (p->state == FS_BLOCK_FILLING)
+			p->filled = 0;
+		else if (p->state == FS_BLOCK_DONE && why != FS_DROP_GONE)
+			engine__block_free(bs, p);
+	}
 }
 
 void engine__block_done(struct fs_blocks *bs, struct fs_block *p, bool lost)

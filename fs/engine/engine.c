@@ -215,6 +215,7 @@ void engine__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
 		end = blob->size;
 	if (start >= end)
 		return;
+	engine__blocks_widen(&e->blocks, blob, b, &start, &end);
 	rc = pace_blob_forget(e->pace, b, start, end);
 	if (rc == -ENOSPC) {
 		/* The range set is full and this would split a range:
@@ -231,6 +232,7 @@ void engine__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
 	if (rc != 0)
 		drop_failed(e, blob, start, end, why, "forget", rc);
 	engine__blob_set_checked(blob, start, end, false);
+	engine__blocks_forget(&e->blocks, blob, b, start, end, why);
 	pthread_cond_broadcast(&e->cv);
 	if (why == FS_DROP_GONE)
 		return;
@@ -240,16 +242,6 @@ void engine__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
 			&e->recheck[e->recheck_next++ % FS_RECHECK_MAX];
 
 		*r = (struct fs_recheck){.blob = b, .start = start, .end = end};
-	}
-	/* Wrong or stale bytes leave memory too; a block being stored is
-	 * the transfer thread's, which frees it if it was wrong. */
-	for (uint32_t i = 0; i < e->blocks.n; i++) {
-		struct fs_block *p = &e->blocks.v[i];
-
-		if (p->state == FS_BLOCK_DONE && p->blob == b &&
-		    p->index * CACHE_BLOCK_SIZE < end &&
-		    engine__block_end(blob, p->index) > start)
-			engine__block_free(&e->blocks, p);
 	}
 	/* They may have been served, and the kernel keeps what it was
 	 * served. */

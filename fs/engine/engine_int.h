@@ -93,6 +93,8 @@ struct fs_block {
 	bool proxy_mixed; /* through more than one (or some through none) */
 	bool lost; /* the cache failed to store it: memory holds the only copy,
 		      so its bytes stop being held when it leaves */
+	uint32_t filled; /* bytes of it credited since it began filling: it
+			    is whole when they are all its bytes */
 	uint32_t blob;
 	uint64_t index;
 	uint32_t hnext;	     /* next in its hash chain */
@@ -204,6 +206,35 @@ struct fs_block *engine__block_find(struct fs_blocks *bs, uint32_t blob,
  * out. */
 struct fs_block *engine__block_get(struct fs_engine *e, uint32_t blob,
 				   uint64_t index);
+
+/* Copies len bytes of blob offset off into block p (FILLING), which came
+ * from the scheduler's source `source` through proxy entry `proxy` (-1:
+ * none): a block written by several is mixed. */
+void engine__block_write(struct fs_block *p, uint64_t off, const uint8_t *src,
+			 size_t len, uint32_t source, int proxy);
+
+/* n bytes written into block p of blob b were credited to the scheduler
+ * (pace_on_data took them): true when p is filling and now whole. A block
+ * counts the bytes it holds, it does not map them: each byte is credited
+ * once (a request covers bytes not held, and a retry skips what was
+ * delivered), and a drop into it starts its count again
+ * (engine__blocks_forget). */
+bool engine__block_credit(const struct fs_blob *b, struct fs_block *p,
+			  uint64_t n);
+
+/* Widens [*start, *end) of blob b to the bounds of the blocks filling at
+ * either end, before a drop: a block's count cannot lose only some of
+ * its bytes. */
+void engine__blocks_widen(struct fs_blocks *bs, const struct fs_blob *blob,
+			  uint32_t b, uint64_t *start, uint64_t *end);
+
+/* Bytes [start, end) of blob b stop being held (engine__drop_locked): a
+ * block filling there counts from none again, and for wrong or stale
+ * bytes (why) the whole blocks there leave memory; a block being stored
+ * is the transfer thread's, which frees it if it was wrong. */
+void engine__blocks_forget(struct fs_blocks *bs, const struct fs_blob *blob,
+			   uint32_t b, uint64_t start, uint64_t end,
+			   enum fs_drop why);
 
 /* A whole block was stored (lost: the cache failed to): it joins the
  * least recently used list. */
@@ -321,10 +352,25 @@ const struct fs_source *engine__source_of(const struct fs_engine *e,
  * when there is none. */
 const char *engine__source_url(const struct fs_engine *e, uint32_t id);
 
-/* The first unit of b overlapping [start, end) not checked yet, as its
- * byte range; false when there is none. Caller holds e->mu. */
-bool engine__blob_unchecked(const struct fs_blob *b, uint64_t start,
-			    uint64_t end, uint64_t *ustart, uint64_t *uend);
+/* Where bytes of a blob stand for a read (engine__ready). */
+enum engine_ready {
+	ENGINE_READY,	 /* held and, with block digests, checked: served */
+	ENGINE_MISSING,	 /* not all held: the scheduler is waited for */
+	ENGINE_CHECKING, /* held, but a unit's digests are not checked yet:
+			    its blocks are on their way to the cache, whose
+			    put checks them */
+};
+
+/* Whether [start, end) of blob b can be served now: the one answer a
+ * read asks. Held is the scheduler's (pace_is_held), checked the blob's
+ * units' (a bit each, set once the cache's put passed them, cleared by
+ * every drop, so a checked unit is held). MISSING and CHECKING write the
+ * range to wait for in [*from, *to): without block digests the read's,
+ * else the first unit not checked, whole (only a whole unit is checked).
+ * Caller holds e->mu. */
+enum engine_ready engine__ready(const struct fs_engine *e, uint32_t b,
+				uint64_t start, uint64_t end, uint64_t *from,
+				uint64_t *to);
 
 /* Marks the units inside [start, end) checked or not. Caller holds
  * e->mu. */

@@ -128,64 +128,73 @@ static int wait_begin(struct fs_engine *e, uint32_t b, uint32_t reader,
 	return rc;
 }
 
-/* Waits until [off, end) of blob b is held and, with block digests,
- * checked: w is the wait already begun for it (PACE_NONE: none). Ends
- * with -EINTR when the caller's cancelled() says the read was
- * interrupted, -EIO when the blob changed, at the deadline or when no
- * source can serve it. Caller holds e->mu. */
+/* Sleeps on the engine's condition for a second at most: until bytes
+ * arrive or are checked, a wait changes state or a read is interrupted.
+ * Caller holds e->mu. */
+static uint64_t sleep_a_while(struct fs_engine *e, uint64_t now)
+{
+	uint64_t until = now + 1000000000u;
+	struct timespec ts = {
+		.tv_sec = (time_t)(until / 1000000000u),
+		.tv_nsec = (long)(until % 1000000000u),
+	};
+
+	pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+	return fs__now_ns();
+}
+
+/* Waits until [off, end) of blob b is ready (engine__ready): w is the
+ * wait already begun for it (PACE_NONE: none). The scheduler's wait says
+ * only how a wait fails (no source, the deadline); whether the bytes can
+ * be served is engine__ready's answer alone. Ends with -EINTR when the
+ * caller's cancelled() says the read was interrupted, -EIO when the blob
+ * changed, at the deadline or when no source can serve it. Caller holds
+ * e->mu. */
 static int wait_ready(struct fs_engine *e, uint32_t b, uint32_t reader,
 		      uint64_t off, uint64_t end, uint32_t w, uint64_t now,
 		      bool (*cancelled)(void *), void *arg)
 {
-	struct fs_blob *blob = &e->blobs[b];
-	uint64_t deadline = now + e->read_timeout_ns, us, ue;
-	int rc = 0;
+	const struct fs_blob *blob = &e->blobs[b];
+	uint64_t deadline = now + e->read_timeout_ns, from, to;
+	int rc;
 
 	for (;;) {
-		bool pending = false;
-
 		if (w != PACE_NONE) {
 			rc = pace_wait_state(e->pace, w, now);
-			pending = rc == -EINPROGRESS && !blob->changed &&
-				  !(cancelled != NULL && cancelled(arg));
-		}
-		if (w != PACE_NONE && !pending) {
+			if (rc == -EINPROGRESS && !blob->changed &&
+			    !(cancelled != NULL && cancelled(arg))) {
+				now = sleep_a_while(e, now);
+				continue;
+			}
 			pace_wait_end(e->pace, w);
 			w = PACE_NONE;
-			if (rc == -EINPROGRESS && !blob->changed)
-				return -EINTR;
 			if (blob->changed)
 				return -EIO; /* logged once, where it was seen */
+			if (rc == -EINPROGRESS)
+				return -EINTR;
 			if (rc != 0)
 				return failed(e, b, off, end, now, rc);
 		}
-		if (!pending) {
-			/* Held. A unit whose block digests are not checked
-			 * yet is waited for whole: held, then checked as it
-			 * is stored. */
-			if (!engine__blob_unchecked(blob, off, end, &us, &ue))
-				return 0;
-			if (!pace_is_held(e->pace, b, us, ue)) {
-				rc = wait_begin(e, b, reader, us, ue, now, &w);
-				if (rc != 0)
-					return rc;
-				continue;
-			}
-			if (blob->changed)
-				return -EIO;
-			if (cancelled != NULL && cancelled(arg))
-				return -EINTR;
-			if (now >= deadline)
-				return failed(e, b, off, end, now, -ETIMEDOUT);
+		switch (engine__ready(e, b, off, end, &from, &to)) {
+		case ENGINE_READY:
+			return 0;
+		case ENGINE_MISSING:
+			/* A unit not checked yet is waited for whole: held,
+			 * then checked as it is stored. */
+			rc = wait_begin(e, b, reader, from, to, now, &w);
+			if (rc != 0)
+				return rc;
+			continue;
+		case ENGINE_CHECKING:
+			break;
 		}
-		uint64_t until = now + 1000000000u;
-		struct timespec ts = {
-			.tv_sec = (time_t)(until / 1000000000u),
-			.tv_nsec = (long)(until % 1000000000u),
-		};
-
-		pthread_cond_timedwait(&e->cv, &e->mu, &ts);
-		now = fs__now_ns();
+		if (blob->changed)
+			return -EIO;
+		if (cancelled != NULL && cancelled(arg))
+			return -EINTR;
+		if (now >= deadline)
+			return failed(e, b, off, end, now, -ETIMEDOUT);
+		now = sleep_a_while(e, now);
 	}
 }
 

@@ -52,7 +52,6 @@ static uint32_t take_bytes(struct fs_engine *e, uint32_t lane, uint32_t blob,
 	 * buffer, so that the scheduler sees those bytes as missing. */
 	while (credited_end < end) {
 		uint64_t index = credited_end / CACHE_BLOCK_SIZE;
-		uint64_t bstart = index * CACHE_BLOCK_SIZE;
 		uint64_t stop = engine__block_end(b, index);
 		struct fs_block *p;
 
@@ -67,28 +66,30 @@ static uint32_t take_bytes(struct fs_engine *e, uint32_t lane, uint32_t blob,
 				b->name, index);
 			break;
 		}
-		memcpy(p->data + (credited_end - bstart),
-		       src + (credited_end - off), stop - credited_end);
-		p->mixed |= p->source != source && p->source != PACE_NONE;
-		p->proxy_mixed |= p->proxy != proxy && p->source != PACE_NONE;
-		p->source = source;
-		p->proxy = proxy;
+		engine__block_write(p, credited_end, src + (credited_end - off),
+				    stop - credited_end, source, proxy);
 		credited_end = stop;
 	}
-	if (credited_end > off) {
-		uint64_t now = fs__now_ns();
-
-		pace_on_data(e->pace, lane, off, credited_end - off, now);
-	}
-	/* Whole blocks go to the cache. They stay here after, so a reader
-	 * never misses held bytes. */
+	/* Not credited (the scheduler's range set is full): not held, so
+	 * fetched again, and not counted by their blocks. */
+	if (credited_end == off ||
+	    pace_on_data(e->pace, lane, off, credited_end - off,
+			 fs__now_ns()) != 0)
+		return 0;
+	/* Each block counts what it was credited; a whole one goes to the
+	 * cache. It stays here after, so a reader never misses held
+	 * bytes. */
 	for (uint64_t i = off / CACHE_BLOCK_SIZE;
-	     i * CACHE_BLOCK_SIZE < credited_end && ndone < FS_DONE_MAX; i++) {
+	     i * CACHE_BLOCK_SIZE < credited_end; i++) {
 		struct fs_block *p = engine__block_find(&e->blocks, blob, i);
+		uint64_t from =
+			i * CACHE_BLOCK_SIZE > off ? i * CACHE_BLOCK_SIZE : off;
+		uint64_t to = engine__block_end(b, i) < credited_end
+				      ? engine__block_end(b, i)
+				      : credited_end;
 
-		if (p == NULL || p->state != FS_BLOCK_FILLING ||
-		    !pace_is_held(e->pace, blob, i * CACHE_BLOCK_SIZE,
-				  engine__block_end(b, i)))
+		if (p == NULL || !engine__block_credit(b, p, to - from) ||
+		    ndone == FS_DONE_MAX)
 			continue;
 		p->state = FS_BLOCK_HANDING;
 		done[ndone++] = p;

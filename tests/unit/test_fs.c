@@ -692,6 +692,32 @@ static void engine_blocks_lru(void)
 	engine_fixture_free(dir, c, e);
 }
 
+/* A block filling counts what it is credited: whole at its size (the
+ * blob's last block at what is left), and from none again after a drop
+ * into it, which takes all of it from the scheduler too. */
+static void engine_block_count(void)
+{
+	char dir[] = "/tmp/pacefs-test-count.XXXXXX";
+	struct fs_engine *e = NULL;
+	struct cache *c = NULL;
+	struct fs_block *p, *last;
+
+	T_EQ_INT(engine_fixture(dir, &c, &e, 2 * CACHE_BLOCK_SIZE + 100), 0);
+	p = engine__block_get(e, 0, 0);
+	T_ASSERT(p != NULL);
+	T_EQ_INT(pace_blob_held(e->pace, 0, 0, 1000), 0);
+	T_ASSERT(!engine__block_credit(&e->blobs[0], p, 1000));
+	T_EQ_INT(engine__drop(e, 0, 10, 20, FS_DROP_GONE), 0);
+	T_EQ_U64(p->filled, 0);
+	T_ASSERT(!pace_is_held(e->pace, 0, 0, 10));
+	T_EQ_INT(pace_blob_held(e->pace, 0, 0, CACHE_BLOCK_SIZE), 0);
+	T_ASSERT(engine__block_credit(&e->blobs[0], p, CACHE_BLOCK_SIZE));
+	last = engine__block_get(e, 0, 2);
+	T_ASSERT(last != NULL);
+	T_ASSERT(engine__block_credit(&e->blobs[0], last, 100));
+	engine_fixture_free(dir, c, e);
+}
+
 /* Region, endpoint and bucket go into URLs: only what botocore allows. */
 static void s3_names(void)
 {
@@ -764,6 +790,7 @@ static const struct t_case cases[] = {
 	{"log_rate_limit", log_rate_limit},
 	{"ns_many_children", ns_many_children},
 	{"engine_drop_full_ranges", engine_drop_full_ranges},
+	{"engine_block_count", engine_block_count},
 	{"engine_blocks_lru", engine_blocks_lru},
 };
 
