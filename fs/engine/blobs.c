@@ -1,6 +1,7 @@
 /* blobs: the engine's registry of files: each blob's sources, digests and
  * which of its units passed their block digests, and the bytes the cache
  * holds of it when it becomes ready. */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -184,7 +185,7 @@ int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
 	if (rc != 0)
 		goto out_free;
 	pthread_mutex_lock(&e->mu);
-	if (b->ready)
+	if (b->state != FS_BLOB_ADDED)
 		goto out;
 	b->sources = calloc(n ? n : 1, sizeof(*b->sources));
 	if (b->sources == NULL) {
@@ -216,7 +217,7 @@ int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
 	}
 	rc = extents_apply(e, i, &x);
 	if (rc == 0) {
-		b->ready = true;
+		engine__blob_set(e, i, FS_BLOB_READY);
 		verify = engine__verify_due(e, i);
 	}
 out:
@@ -233,9 +234,26 @@ bool fs__engine_blob_is_ready(struct fs_engine *e, uint32_t i)
 	bool ready;
 
 	pthread_mutex_lock(&e->mu);
-	ready = e->blobs[i].ready;
+	ready = e->blobs[i].state != FS_BLOB_ADDED;
 	pthread_mutex_unlock(&e->mu);
 	return ready;
+}
+
+static const char *const blob_state_names[FS_BLOB_NSTATES] = {
+	[FS_BLOB_ADDED] = "added",
+	[FS_BLOB_READY] = "ready",
+	[FS_BLOB_CHANGED] = "changed",
+	[FS_BLOB_DROPPED] = "dropped",
+};
+
+void engine__blob_set(struct fs_engine *e, uint32_t b, enum fs_blob_state to)
+{
+	struct fs_blob *blob = &e->blobs[b];
+
+	assert(to < FS_BLOB_NSTATES);
+	engine__log(e, FS_LOG_DEBUG, "%s: %s -> %s", blob->name,
+		    blob_state_names[blob->state], blob_state_names[to]);
+	blob->state = to;
 }
 
 const char *engine__blob_name(struct fs_engine *e, uint32_t b)

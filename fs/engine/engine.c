@@ -1,6 +1,7 @@
 /* engine: the running mount's life cycle and configuration, the one way
  * held bytes stop being held, and what the engine shows of itself (state,
  * status, the whole-blob check's hand-off). */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -340,6 +341,24 @@ void fs__engine_on_evicted(void *ctx, const struct cache_id *id,
 
 /* ---- the whole-blob check ---- */
 
+static const char *const verify_names[FS_VERIFY_NSTATES] = {
+	[FS_VERIFY_NONE] = "not checked",
+	[FS_VERIFY_RUNNING] = "being checked",
+	[FS_VERIFY_OK] = "checked",
+	[FS_VERIFY_FAILED] = "failed",
+};
+
+/* Moves blob's whole-blob check to `to` (the diagram in engine_int.h),
+ * with a debug line. Caller holds e->mu. */
+static void verify_set(struct fs_engine *e, struct fs_blob *blob,
+		       enum fs_verify to)
+{
+	assert(to < FS_VERIFY_NSTATES);
+	engine__log(e, FS_LOG_DEBUG, "%s: whole-blob check: %s -> %s",
+		    blob->name, verify_names[blob->verify], verify_names[to]);
+	blob->verify = to;
+}
+
 bool engine__verify_due(struct fs_engine *e, uint32_t b)
 {
 	struct fs_blob *blob = &e->blobs[b];
@@ -347,7 +366,7 @@ bool engine__verify_due(struct fs_engine *e, uint32_t b)
 	if (!blob->has_sha256 || blob->verify != FS_VERIFY_NONE ||
 	    e->stopping || pace_held_bytes(e->pace, b) != blob->size)
 		return false;
-	blob->verify = FS_VERIFY_RUNNING;
+	verify_set(e, blob, FS_VERIFY_RUNNING);
 	e->verifiers++;
 	return true;
 }
@@ -387,13 +406,15 @@ enum fs_verify engine__verify_result(struct fs_engine *e, uint32_t b,
 
 	pthread_mutex_lock(&e->mu);
 	if (outcome == 0) {
-		blob->verify = FS_VERIFY_OK;
+		verify_set(e, blob, FS_VERIFY_OK);
 	} else if (outcome == -EBADMSG) {
 		blob->verify_failures++;
-		blob->verify = blob->verify_failures >= 2 ? FS_VERIFY_FAILED
-							  : FS_VERIFY_NONE;
+		verify_set(e, blob,
+			   blob->verify_failures >= 2 ? FS_VERIFY_FAILED
+						      : FS_VERIFY_NONE);
 	} else {
-		blob->verify = FS_VERIFY_NONE; /* tried again when complete */
+		/* tried again when complete */
+		verify_set(e, blob, FS_VERIFY_NONE);
 	}
 	v = blob->verify;
 	pthread_mutex_unlock(&e->mu);
@@ -469,14 +490,14 @@ const char *fs__engine_state(struct fs_engine *e, uint32_t b)
 	pthread_mutex_lock(&e->mu);
 	if (b >= e->nblobs)
 		state = "remote";
-	else if (e->blobs[b].changed)
+	else if (engine__blob_changed(&e->blobs[b]))
 		state = "changed";
 	else if (pace_held_bytes(e->pace, b) == e->blobs[b].size)
 		state = "complete";
 	else if (pace_held_bytes(e->pace, b) > 0)
 		state = "partial";
 	else
-		state = e->blobs[b].ready ? "empty" : "remote";
+		state = e->blobs[b].state != FS_BLOB_ADDED ? "empty" : "remote";
 	pthread_mutex_unlock(&e->mu);
 	return state;
 }

@@ -19,12 +19,45 @@ enum fs_drop {
 			  cached bytes are dropped, and the kernel's pages */
 };
 
-/* Where the whole-blob check of a blob stands. */
+/*
+ * A blob's life. Every change goes through engine__blob_set, which logs
+ * it at debug level:
+ *
+ *   ADDED    -> READY     probed: its sources are known and the bytes the
+ *                         cache holds are held (fs__engine_blob_ready)
+ *   READY    -> CHANGED   its first source serves another version: its
+ *                         reads fail with EIO until a remount
+ *   CHANGED  -> DROPPED   the first read since dropped its cached bytes
+ *                         (a reader's thread: the transfer thread never
+ *                         commits)
+ */
+enum fs_blob_state {
+	FS_BLOB_ADDED,
+	FS_BLOB_READY,
+	FS_BLOB_CHANGED,
+	FS_BLOB_DROPPED,
+	FS_BLOB_NSTATES
+};
+
+/*
+ * Where the whole-blob check of a blob stands: beside its life, not in
+ * it, since the check runs (and fails, and runs again) while the blob is
+ * READY, and a thread may still be hashing when it changes. Every change
+ * goes through verify_set (engine.c), logged at debug level:
+ *
+ *   NONE     -> RUNNING   complete and not checked (engine__verify_due)
+ *   RUNNING  -> OK        the digest matched
+ *   RUNNING  -> NONE      it could not be read, or did not match once, or
+ *                         the bytes came through proxies now excluded:
+ *                         checked again once complete again
+ *   RUNNING  -> FAILED    it did not match twice: its reads fail with EIO
+ */
 enum fs_verify {
 	FS_VERIFY_NONE,	   /* not complete yet, or no digest */
 	FS_VERIFY_RUNNING, /* a thread is hashing it */
 	FS_VERIFY_OK,
 	FS_VERIFY_FAILED, /* failed twice: its reads fail with EIO */
+	FS_VERIFY_NSTATES
 };
 
 /* One file of the mount. Fields without a lock named are set before the
@@ -37,8 +70,7 @@ struct fs_blob {
 	struct cache_id id;
 	struct fs_source *sources;
 	uint32_t nsources;
-	bool ready; /* probed, sources added, held bytes loaded; guarded by
-		       mu */
+	enum fs_blob_state state; /* guarded by mu; engine__blob_set */
 	bool has_sha256;
 	uint8_t sha256[32]; /* of the whole blob */
 	/* Block digests, checked by the cache as each block is stored. A
@@ -57,14 +89,13 @@ struct fs_blob {
 	uint32_t via; /* the routes its bytes came through since its last
 			 whole-digest failure: bit i proxy entry i,
 			 FS_VIA_DIRECT no proxy; guarded by mu */
-	enum fs_verify verify;	  /* guarded by mu */
+	enum fs_verify verify;	  /* guarded by mu; verify_set */
 	uint32_t verify_failures; /* guarded by mu */
-	bool changed; /* the origin now serves another version; guarded by
-			 mu */
-	bool dropped; /* its cached bytes are gone; guarded by mu */
-	bool pages_stale; /* bytes dropped as wrong or stale since the last
-			     open: its next open must not keep the kernel's
-			     pages; guarded by mu */
+	/* Bytes dropped as wrong or stale since the last open: its next open
+	 * must not keep the kernel's pages. A fact about the kernel's copy,
+	 * set by each such drop and cleared by each open, not a step of the
+	 * blob's life; guarded by mu. */
+	bool pages_stale;
 };
 
 #define FS_VIA_DIRECT (1u << 31)
@@ -340,6 +371,16 @@ int engine__copy_held(struct fs_engine *e, uint32_t b, uint64_t off, size_t len,
 void engine__verify_spawn(struct fs_engine *e, uint32_t b);
 
 /* ---- blobs.c ---- */
+
+/* Moves blob b to state `to` (the diagram above), with a debug line.
+ * Caller holds e->mu. */
+void engine__blob_set(struct fs_engine *e, uint32_t b, enum fs_blob_state to);
+
+/* The blob's version is no longer served: CHANGED or DROPPED. */
+static inline bool engine__blob_changed(const struct fs_blob *b)
+{
+	return b->state >= FS_BLOB_CHANGED;
+}
 
 /* Blob b's name (for log lines). */
 const char *engine__blob_name(struct fs_engine *e, uint32_t b);

@@ -161,14 +161,14 @@ static int wait_ready(struct fs_engine *e, uint32_t b, uint32_t reader,
 	for (;;) {
 		if (w != PACE_NONE) {
 			rc = pace_wait_state(e->pace, w, now);
-			if (rc == -EINPROGRESS && !blob->changed &&
+			if (rc == -EINPROGRESS && !engine__blob_changed(blob) &&
 			    !(cancelled != NULL && cancelled(arg))) {
 				now = sleep_a_while(e, now);
 				continue;
 			}
 			pace_wait_end(e->pace, w);
 			w = PACE_NONE;
-			if (blob->changed)
+			if (engine__blob_changed(blob))
 				return -EIO; /* logged once, where it was seen */
 			if (rc == -EINPROGRESS)
 				return -EINTR;
@@ -188,7 +188,7 @@ static int wait_ready(struct fs_engine *e, uint32_t b, uint32_t reader,
 		case ENGINE_CHECKING:
 			break;
 		}
-		if (blob->changed)
+		if (engine__blob_changed(blob))
 			return -EIO;
 		if (cancelled != NULL && cancelled(arg))
 			return -EINTR;
@@ -318,8 +318,9 @@ static int drop_changed(struct fs_engine *e, uint32_t b)
 	bool first;
 
 	pthread_mutex_lock(&e->mu);
-	first = !blob->dropped;
-	blob->dropped = true;
+	first = blob->state == FS_BLOB_CHANGED;
+	if (first)
+		engine__blob_set(e, b, FS_BLOB_DROPPED);
 	pthread_mutex_unlock(&e->mu);
 	if (first)
 		engine__drop(e, b, 0, blob->size, FS_DROP_STALE);
@@ -343,7 +344,7 @@ static int read_once(struct fs_engine *e, uint32_t b, uint32_t reader,
 	int rc;
 
 	pthread_mutex_lock(&e->mu);
-	if (blob->changed) {
+	if (engine__blob_changed(blob)) {
 		pthread_mutex_unlock(&e->mu);
 		return drop_changed(e, b);
 	}

@@ -278,7 +278,7 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 	b = &e->blobs[blob];
 	pthread_mutex_lock(&e->mu);
 	/* Bytes of a version being dropped are never cached. */
-	if (!b->changed) {
+	if (!engine__blob_changed(b)) {
 		e->blobs[blob].via |= proxy >= 0 ? 1u << proxy : FS_VIA_DIRECT;
 		ndone = take_bytes(e, lane, blob, e->lane_source[lane], proxy,
 				   off, buf, len, done);
@@ -309,9 +309,10 @@ static void blob_changed(struct fs_engine *e, uint32_t blob, uint32_t source,
 {
 	struct fs_blob *b = &e->blobs[blob];
 
-	if (b->changed || b->nsources == 0 || b->sources[0].pace_id != source)
+	if (engine__blob_changed(b) || b->nsources == 0 ||
+	    b->sources[0].pace_id != source)
 		return; /* a mirror: the scheduler excludes it */
-	b->changed = true;
+	engine__blob_set(e, blob, FS_BLOB_CHANGED);
 	/* Its reads fail from now on, also those the kernel would serve
 	 * from its cache. */
 	b->pages_stale = true;
