@@ -79,16 +79,16 @@ static int failed(struct fs_engine *e, uint32_t b, uint64_t off, uint64_t end,
 	struct fs_failed *f = &e->failed[e->failed_next++ % FS_FAILED_MAX];
 
 	if (why == -ETIMEDOUT)
-		fs__engine_log(e, FS_LOG_ERR,
-			       "%s: read of bytes %" PRIu64 "-%" PRIu64
-			       " timed out after %" PRIu64 " s",
-			       e->blobs[b].name, off, end - 1,
-			       e->read_timeout_ns / 1000000000u);
+		engine__log(e, FS_LOG_ERR,
+			    "%s: read of bytes %" PRIu64 "-%" PRIu64
+			    " timed out after %" PRIu64 " s",
+			    e->blobs[b].name, off, end - 1,
+			    e->read_timeout_ns / 1000000000u);
 	else
-		fs__engine_log(e, FS_LOG_ERR,
-			       "%s: read of bytes %" PRIu64 "-%" PRIu64
-			       " failed: no source can serve it",
-			       e->blobs[b].name, off, end - 1);
+		engine__log(e, FS_LOG_ERR,
+			    "%s: read of bytes %" PRIu64 "-%" PRIu64
+			    " failed: no source can serve it",
+			    e->blobs[b].name, off, end - 1);
 	f->blob = b;
 	f->start = off;
 	f->end = end;
@@ -102,10 +102,10 @@ static int failed(struct fs_engine *e, uint32_t b, uint64_t off, uint64_t end,
 static int failed_again(struct fs_engine *e, uint32_t b, uint64_t off,
 			uint64_t end)
 {
-	fs__engine_log(e, FS_LOG_DEBUG,
-		       "%s: read of bytes %" PRIu64 "-%" PRIu64
-		       " fails: a read of them just failed",
-		       e->blobs[b].name, off, end - 1);
+	engine__log(e, FS_LOG_DEBUG,
+		    "%s: read of bytes %" PRIu64 "-%" PRIu64
+		    " fails: a read of them just failed",
+		    e->blobs[b].name, off, end - 1);
 	return -EIO;
 }
 
@@ -128,64 +128,73 @@ static int wait_begin(struct fs_engine *e, uint32_t b, uint32_t reader,
 	return rc;
 }
 
-/* Waits until [off, end) of blob b is held and, with block digests,
- * checked: w is the wait already begun for it (PACE_NONE: none). Ends
- * with -EINTR when the caller's cancelled() says the read was
- * interrupted, -EIO when the blob changed, at the deadline or when no
- * source can serve it. Caller holds e->mu. */
+/* Sleeps on the engine's condition for a second at most: until bytes
+ * arrive or are checked, a wait changes state or a read is interrupted.
+ * Caller holds e->mu. */
+static uint64_t sleep_a_while(struct fs_engine *e, uint64_t now)
+{
+	uint64_t until = now + 1000000000u;
+	struct timespec ts = {
+		.tv_sec = (time_t)(until / 1000000000u),
+		.tv_nsec = (long)(until % 1000000000u),
+	};
+
+	pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+	return fs__now_ns();
+}
+
+/* Waits until [off, end) of blob b is ready (engine__ready): w is the
+ * wait already begun for it (PACE_NONE: none). The scheduler's wait says
+ * only how a wait fails (no source, the deadline); whether the bytes can
+ * be served is engine__ready's answer alone. Ends with -EINTR when the
+ * caller's cancelled() says the read was interrupted, -EIO when the blob
+ * changed, at the deadline or when no source can serve it. Caller holds
+ * e->mu. */
 static int wait_ready(struct fs_engine *e, uint32_t b, uint32_t reader,
 		      uint64_t off, uint64_t end, uint32_t w, uint64_t now,
 		      bool (*cancelled)(void *), void *arg)
 {
-	struct fs_blob *blob = &e->blobs[b];
-	uint64_t deadline = now + e->read_timeout_ns, us, ue;
-	int rc = 0;
+	const struct fs_blob *blob = &e->blobs[b];
+	uint64_t deadline = now + e->read_timeout_ns, from, to;
+	int rc;
 
 	for (;;) {
-		bool pending = false;
-
 		if (w != PACE_NONE) {
 			rc = pace_wait_state(e->pace, w, now);
-			pending = rc == -EINPROGRESS && !blob->changed &&
-				  !(cancelled != NULL && cancelled(arg));
-		}
-		if (w != PACE_NONE && !pending) {
+			if (rc == -EINPROGRESS && !engine__blob_changed(blob) &&
+			    !(cancelled != NULL && cancelled(arg))) {
+				now = sleep_a_while(e, now);
+				continue;
+			}
 			pace_wait_end(e->pace, w);
 			w = PACE_NONE;
-			if (rc == -EINPROGRESS && !blob->changed)
-				return -EINTR;
-			if (blob->changed)
+			if (engine__blob_changed(blob))
 				return -EIO; /* logged once, where it was seen */
+			if (rc == -EINPROGRESS)
+				return -EINTR;
 			if (rc != 0)
 				return failed(e, b, off, end, now, rc);
 		}
-		if (!pending) {
-			/* Held. A unit whose block digests are not checked
-			 * yet is waited for whole: held, then checked as it
-			 * is stored. */
-			if (!fs__blob_unchecked(blob, off, end, &us, &ue))
-				return 0;
-			if (!pace_is_held(e->pace, b, us, ue)) {
-				rc = wait_begin(e, b, reader, us, ue, now, &w);
-				if (rc != 0)
-					return rc;
-				continue;
-			}
-			if (blob->changed)
-				return -EIO;
-			if (cancelled != NULL && cancelled(arg))
-				return -EINTR;
-			if (now >= deadline)
-				return failed(e, b, off, end, now, -ETIMEDOUT);
+		switch (engine__ready(e, b, off, end, &from, &to)) {
+		case ENGINE_READY:
+			return 0;
+		case ENGINE_MISSING:
+			/* A unit not checked yet is waited for whole: held,
+			 * then checked as it is stored. */
+			rc = wait_begin(e, b, reader, from, to, now, &w);
+			if (rc != 0)
+				return rc;
+			continue;
+		case ENGINE_CHECKING:
+			break;
 		}
-		uint64_t until = now + 1000000000u;
-		struct timespec ts = {
-			.tv_sec = (time_t)(until / 1000000000u),
-			.tv_nsec = (long)(until % 1000000000u),
-		};
-
-		pthread_cond_timedwait(&e->cv, &e->mu, &ts);
-		now = fs__now_ns();
+		if (engine__blob_changed(blob))
+			return -EIO;
+		if (cancelled != NULL && cancelled(arg))
+			return -EINTR;
+		if (now >= deadline)
+			return failed(e, b, off, end, now, -ETIMEDOUT);
+		now = sleep_a_while(e, now);
 	}
 }
 
@@ -203,8 +212,8 @@ static uint64_t gather(struct fs_engine *e, uint32_t b, uint64_t base,
 	ps->cached = false;
 	while (pos < end && ps->n < FS_REPLY_PIECES) {
 		uint64_t index = pos / CACHE_BLOCK_SIZE;
-		uint64_t stop = fs__block_end(blob, index);
-		struct fs_part *p = fs__part_find(&e->parts, b, index);
+		uint64_t stop = engine__block_end(blob, index);
+		struct fs_block *p = engine__block_find(&e->blocks, b, index);
 		struct cache_piece *c = &ps->p[ps->n];
 
 		if (stop > end)
@@ -217,10 +226,10 @@ static uint64_t gather(struct fs_engine *e, uint32_t b, uint64_t base,
 			.fd = -1,
 		};
 		ps->ref[ps->n] = NULL;
-		if (p != NULL && p->state != FS_PART_FILLING) {
+		if (p != NULL && p->state != FS_BLOCK_FILLING) {
 			c->mem = p->data + c->off;
 			ps->ref[ps->n] = cache_buf_ref(p->buf);
-			fs__part_touch(&e->parts, p);
+			engine__block_touch(&e->blocks, p);
 		} else if (p != NULL) {
 			memcpy(c->buf, p->data + c->off, c->len);
 			c->mem = c->buf;
@@ -270,20 +279,20 @@ static int serve(struct fs_engine *e, uint32_t b, struct pieces *ps, bool fds,
 	if (rc == -ENOENT) {
 		/* Gone since it was held (a failed commit, an eviction by
 		 * another process, a failed checksum): fetch it again. */
-		fs__engine_drop(e, b, missing * CACHE_BLOCK_SIZE,
-				fs__block_end(blob, missing), FS_DROP_GONE);
+		engine__drop(e, b, missing * CACHE_BLOCK_SIZE,
+			     engine__block_end(blob, missing), FS_DROP_GONE);
 		return -EAGAIN;
 	}
 	if (rc < 0)
-		fs__engine_log(e, FS_LOG_ERR,
-			       "%s: block %" PRIu64
-			       " is held but cannot be read from the cache: %s",
-			       blob->name, missing, strerror(-rc));
+		engine__log(e, FS_LOG_ERR,
+			    "%s: block %" PRIu64
+			    " is held but cannot be read from the cache: %s",
+			    blob->name, missing, strerror(-rc));
 	return rc;
 }
 
-int fs__engine_copy_held(struct fs_engine *e, uint32_t b, uint64_t off,
-			 size_t len, char *buf)
+int engine__copy_held(struct fs_engine *e, uint32_t b, uint64_t off, size_t len,
+		      char *buf)
 {
 	uint64_t pos = off, end = off + len, stop;
 	struct pieces ps;
@@ -309,11 +318,12 @@ static int drop_changed(struct fs_engine *e, uint32_t b)
 	bool first;
 
 	pthread_mutex_lock(&e->mu);
-	first = !blob->dropped;
-	blob->dropped = true;
+	first = blob->state == FS_BLOB_CHANGED;
+	if (first)
+		engine__blob_set(e, b, FS_BLOB_DROPPED);
 	pthread_mutex_unlock(&e->mu);
 	if (first)
-		fs__engine_drop(e, b, 0, blob->size, FS_DROP_STALE);
+		engine__drop(e, b, 0, blob->size, FS_DROP_STALE);
 	return -EIO;
 }
 
@@ -334,7 +344,7 @@ static int read_once(struct fs_engine *e, uint32_t b, uint32_t reader,
 	int rc;
 
 	pthread_mutex_lock(&e->mu);
-	if (blob->changed) {
+	if (engine__blob_changed(blob)) {
 		pthread_mutex_unlock(&e->mu);
 		return drop_changed(e, b);
 	}
@@ -382,8 +392,8 @@ static int read_once(struct fs_engine *e, uint32_t b, uint32_t reader,
 	rc = serve(e, b, &ps, false, pieces_copy, NULL);
 	pieces_release(&ps);
 	if (rc == 0)
-		rc = fs__engine_copy_held(e, b, stop, (size_t)(end - stop),
-					  buf + (stop - off));
+		rc = engine__copy_held(e, b, stop, (size_t)(end - stop),
+				       buf + (stop - off));
 	if (rc != 0)
 		return rc;
 	whole = (struct cache_piece){
@@ -413,11 +423,10 @@ long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 	     tries++)
 		rc = read_once(e, b, reader, off, end, buf, tries == 0, rr);
 	if (rc == -EAGAIN) {
-		fs__engine_log(e, FS_LOG_ERR,
-			       "%s: bytes %" PRIu64 "-%" PRIu64
-			       " left the cache %" PRIu64
-			       " times while read: EIO",
-			       blob->name, off, end - 1, tries);
+		engine__log(e, FS_LOG_ERR,
+			    "%s: bytes %" PRIu64 "-%" PRIu64
+			    " left the cache %" PRIu64 " times while read: EIO",
+			    blob->name, off, end - 1, tries);
 		rc = -EIO;
 	}
 	return rc != 0 ? rc : (long)(end - off);
