@@ -35,7 +35,8 @@ static void opts_defaults(void)
 	T_EQ_INT(parse(&o, err, sizeof(err), 3, argv), 0);
 	T_EQ_STR(o.url, "http://h/x.img");
 	T_EQ_STR(o.mountpoint, "/mnt");
-	T_EQ_INT(o.lanes, 8);
+	T_EQ_INT(o.lanes, 32);
+	T_EQ_INT(o.host_lanes, 16);
 	T_EQ_INT(o.read_timeout_s, 60);
 	T_EQ_INT(o.connect_timeout_s, 10);
 	T_EQ_INT(o.retry_after_max_s, 60);
