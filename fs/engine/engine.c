@@ -163,6 +163,9 @@ void fs__engine_free(struct fs_engine *e)
 	e->stopping = true;
 	while (e->verifiers > 0)
 		pthread_cond_wait(&e->cv, &e->mu);
+	engine__log(e, FS_LOG_DEBUG,
+		    "%" PRIu64 " reads waited, woken %" PRIu64 " times",
+		    e->waits, e->wakeups);
 	pthread_mutex_unlock(&e->mu);
 	if (e->cache != NULL) {
 		rc = cache_flush(e->cache);
@@ -239,7 +242,7 @@ void engine__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
 		drop_failed(e, blob, start, end, why, "forget", rc);
 	engine__blob_set_checked(blob, start, end, false);
 	engine__blocks_forget(&e->blocks, blob, b, start, end, why);
-	pthread_cond_broadcast(&e->cv);
+	engine__wake_blob(e, b);
 	if (why == FS_DROP_GONE)
 		return;
 	if (why == FS_DROP_WRONG) {

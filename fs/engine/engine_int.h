@@ -168,10 +168,22 @@ struct fs_blocks {
 #define FS_ORIGINS_MAX 64
 
 /* The running mount: scheduler, transfers and cache, under one lock. */
+/* A read that waits, on a condition of its own: what arrives for its
+ * bytes wakes it alone (engine__wake_range), not every read of the
+ * mount. Lives on the waiting thread's stack, linked while it waits. */
+struct engine_waiter {
+	pthread_cond_t cv;
+	uint32_t blob;
+	uint64_t start, end; /* the bytes it waits for */
+	struct engine_waiter *prev, *next;
+};
+
 struct fs_engine {
 	pthread_mutex_t mu;
-	pthread_cond_t cv; /* bytes arrived or were checked, or a wait
-			      changed state */
+	pthread_cond_t cv; /* a whole-blob check ended (verifiers) */
+	struct engine_waiter *waiters; /* guarded by mu */
+	uint64_t waits, wakeups; /* reads that waited, and the times one
+				    woke; guarded by mu */
 	struct pace *pace; /* guarded by mu */
 	struct fetch *fetch;
 	struct cache *cache;
@@ -427,6 +439,21 @@ enum engine_ready engine__ready(const struct fs_engine *e, uint32_t b,
  * e->mu. */
 void engine__blob_set_checked(struct fs_blob *b, uint64_t start, uint64_t end,
 			      bool checked);
+
+/* ---- waiting reads (read.c); callers hold e->mu ---- */
+
+/* Wakes the reads waiting on bytes of blob b that [start, end) overlaps
+ * and whose bytes the scheduler now holds all of. */
+void engine__wake_range(struct fs_engine *e, uint32_t b, uint64_t start,
+			uint64_t end);
+
+/* Wakes every read waiting on blob b: its state changed (a transfer
+ * ended, bytes were dropped or checked, the blob changed). */
+void engine__wake_blob(struct fs_engine *e, uint32_t b);
+
+/* Wakes every waiting read of the mount (an interrupt, the session's
+ * end). */
+void engine__wake_all(struct fs_engine *e);
 
 /* ---- transfers.c ---- */
 

@@ -52,8 +52,30 @@ void fs__engine_close(struct fs_engine *e, uint32_t b, uint32_t reader)
 void fs__engine_wake_readers(struct fs_engine *e)
 {
 	pthread_mutex_lock(&e->mu);
-	pthread_cond_broadcast(&e->cv);
+	engine__wake_all(e);
 	pthread_mutex_unlock(&e->mu);
+}
+
+void engine__wake_range(struct fs_engine *e, uint32_t b, uint64_t start,
+			uint64_t end)
+{
+	for (struct engine_waiter *w = e->waiters; w != NULL; w = w->next)
+		if (w->blob == b && start < w->end && w->start < end &&
+		    pace_is_held(e->pace, b, w->start, w->end))
+			pthread_cond_signal(&w->cv);
+}
+
+void engine__wake_blob(struct fs_engine *e, uint32_t b)
+{
+	for (struct engine_waiter *w = e->waiters; w != NULL; w = w->next)
+		if (w->blob == b)
+			pthread_cond_signal(&w->cv);
+}
+
+void engine__wake_all(struct fs_engine *e)
+{
+	for (struct engine_waiter *w = e->waiters; w != NULL; w = w->next)
+		pthread_cond_signal(&w->cv);
 }
 
 /* True when a read of [off, end) of blob b failed less than FS_FAILED_NS
@@ -128,10 +150,11 @@ static int wait_begin(struct fs_engine *e, uint32_t b, uint32_t reader,
 	return rc;
 }
 
-/* Sleeps on the engine's condition for a second at most: until bytes
- * arrive or are checked, a wait changes state or a read is interrupted.
- * Caller holds e->mu. */
-static uint64_t sleep_a_while(struct fs_engine *e, uint64_t now)
+/* Sleeps on the waiter's condition for a second at most: until its
+ * bytes arrive, its blob's state changes or the read is interrupted (the
+ * second bounds a deadline's lateness). Caller holds e->mu. */
+static uint64_t sleep_a_while(struct fs_engine *e, struct engine_waiter *wt,
+			      uint64_t now)
 {
 	uint64_t until = now + 1000000000u;
 	struct timespec ts = {
@@ -139,8 +162,42 @@ static uint64_t sleep_a_while(struct fs_engine *e, uint64_t now)
 		.tv_nsec = (long)(until % 1000000000u),
 	};
 
-	pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+	pthread_cond_timedwait(&wt->cv, &e->mu, &ts);
+	e->wakeups++;
 	return fs__now_ns();
+}
+
+/* Links waiter wt for [start, end) of blob b, on a condition of its own
+ * (CLOCK_MONOTONIC, as the deadlines). Caller holds e->mu. */
+static void waiter_link(struct fs_engine *e, struct engine_waiter *wt,
+			uint32_t b, uint64_t start, uint64_t end)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&wt->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	wt->blob = b;
+	wt->start = start;
+	wt->end = end;
+	wt->prev = NULL;
+	wt->next = e->waiters;
+	if (e->waiters != NULL)
+		e->waiters->prev = wt;
+	e->waiters = wt;
+	e->waits++;
+}
+
+static void waiter_unlink(struct fs_engine *e, struct engine_waiter *wt)
+{
+	if (wt->prev != NULL)
+		wt->prev->next = wt->next;
+	else
+		e->waiters = wt->next;
+	if (wt->next != NULL)
+		wt->next->prev = wt->prev;
+	pthread_cond_destroy(&wt->cv);
 }
 
 /* Waits until [off, end) of blob b is ready (engine__ready): w is the
@@ -150,9 +207,10 @@ static uint64_t sleep_a_while(struct fs_engine *e, uint64_t now)
  * caller's cancelled() says the read was interrupted, -EIO when the blob
  * changed, at the deadline or when no source can serve it. Caller holds
  * e->mu. */
-static int wait_ready(struct fs_engine *e, uint32_t b, uint32_t reader,
-		      uint64_t off, uint64_t end, uint32_t w, uint64_t now,
-		      bool (*cancelled)(void *), void *arg)
+static int wait_loop(struct fs_engine *e, struct engine_waiter *wt,
+		     uint32_t b, uint32_t reader, uint64_t off, uint64_t end,
+		     uint32_t w, uint64_t now, bool (*cancelled)(void *),
+		     void *arg)
 {
 	const struct fs_blob *blob = &e->blobs[b];
 	uint64_t deadline = now + e->read_timeout_ns, from, to;
@@ -163,7 +221,7 @@ static int wait_ready(struct fs_engine *e, uint32_t b, uint32_t reader,
 			rc = pace_wait_state(e->pace, w, now);
 			if (rc == -EINPROGRESS && !engine__blob_changed(blob) &&
 			    !(cancelled != NULL && cancelled(arg))) {
-				now = sleep_a_while(e, now);
+				now = sleep_a_while(e, wt, now);
 				continue;
 			}
 			pace_wait_end(e->pace, w);
@@ -184,6 +242,8 @@ static int wait_ready(struct fs_engine *e, uint32_t b, uint32_t reader,
 			rc = wait_begin(e, b, reader, from, to, now, &w);
 			if (rc != 0)
 				return rc;
+			wt->start = from;
+			wt->end = to;
 			continue;
 		case ENGINE_CHECKING:
 			break;
@@ -194,8 +254,27 @@ static int wait_ready(struct fs_engine *e, uint32_t b, uint32_t reader,
 			return -EINTR;
 		if (now >= deadline)
 			return failed(e, b, off, end, now, -ETIMEDOUT);
-		now = sleep_a_while(e, now);
+		now = sleep_a_while(e, wt, now);
 	}
+}
+
+/* wait_loop with a waiter of its own linked while it runs. */
+static int wait_ready(struct fs_engine *e, uint32_t b, uint32_t reader,
+		      uint64_t off, uint64_t end, uint32_t w, uint64_t now,
+		      bool (*cancelled)(void *), void *arg)
+{
+	struct engine_waiter wt;
+	uint64_t from, to;
+	int rc;
+
+	/* Held already (most reads): no waiter to set up. */
+	if (w == PACE_NONE &&
+	    engine__ready(e, b, off, end, &from, &to) == ENGINE_READY)
+		return 0;
+	waiter_link(e, &wt, b, off, end);
+	rc = wait_loop(e, &wt, b, reader, off, end, w, now, cancelled, arg);
+	waiter_unlink(e, &wt);
+	return rc;
 }
 
 /* Gathers the pieces of [pos, end) of blob b into *ps, buf + (pos - base)

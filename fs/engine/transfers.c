@@ -211,7 +211,7 @@ static void unit_probe(struct fs_engine *e, uint32_t blob, uint64_t index)
 	if (whole && b->unit_src[u] != PACE_NONE) {
 		engine__blob_set_checked(b, first * CACHE_BLOCK_SIZE,
 					 engine__block_end(b, last - 1), true);
-		pthread_cond_broadcast(&e->cv);
+		engine__wake_blob(e, blob);
 	} else if (gone != UINT64_MAX) {
 		engine__drop_locked(e, blob, gone * CACHE_BLOCK_SIZE,
 				    engine__block_end(b, gone), FS_DROP_GONE);
@@ -254,7 +254,7 @@ static void stored(struct fs_engine *e, struct fs_block *p, int rc)
 		probe = b->unit > CACHE_BLOCK_SIZE;
 		if (!probe) {
 			engine__blob_set_checked(b, start, end, true);
-			pthread_cond_broadcast(&e->cv);
+			engine__wake_blob(e, blob);
 		}
 	}
 	pthread_mutex_unlock(&e->mu);
@@ -283,7 +283,7 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 		ndone = take_bytes(e, lane, blob, e->lane_source[lane], proxy,
 				   off, buf, len, done);
 		verify = engine__verify_due(e, blob);
-		pthread_cond_broadcast(&e->cv);
+		engine__wake_range(e, blob, off, off + len);
 	}
 	pthread_mutex_unlock(&e->mu);
 	if (verify)
@@ -431,7 +431,9 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 			hold_ms = (si.held_until - now) / 1000000u;
 		lane_cap = si.lane_cap;
 	}
-	pthread_cond_broadcast(&e->cv);
+	/* A wait may end with the transfer: its source failed for good. */
+	if (blob != PACE_NONE)
+		engine__wake_blob(e, blob);
 	pthread_mutex_unlock(&e->mu);
 	e->lane_blob[lane] = e->lane_source[lane] = PACE_NONE;
 	if (res->outcome == FETCH_THROTTLED)
