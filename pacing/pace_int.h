@@ -56,6 +56,10 @@
 #define WHOLE_PCT 75
 #define WHOLE_MAX (16 * MIB)
 
+/* A lane handed over to a waiting read ends its request; one with more
+ * than this left at its rate is cut to what arrives in this time. */
+#define HANDOVER_NS (500ull * 1000000ull)
+
 /* A steal takes at least what the taker receives in this many round
  * trips: a smaller part costs its round trip more than it saves. */
 #define STEAL_RTTS 4

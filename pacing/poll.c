@@ -227,12 +227,16 @@ static void count_lanes(struct pace *p)
 	p->nwork = nwork;
 }
 
-/* Lanes each reader with work may have: the budget shared among them. */
+/* Lanes each reader with work may have: the budget (of the mount, and of
+ * an origin) shared among them. */
 static uint32_t lane_share(const struct pace *p)
 {
 	uint32_t n = p->nwork ? p->nwork : 1;
+	uint32_t lanes = p->cfg.max_lanes < p->cfg.lanes_per_source
+				 ? p->cfg.max_lanes
+				 : p->cfg.lanes_per_source;
 
-	return (p->cfg.max_lanes + n - 1) / n;
+	return (lanes + n - 1) / n;
 }
 
 /* The lane to give a waiting read w when none is idle, among read-ahead
@@ -300,26 +304,30 @@ static struct lane *yield_victim(struct pace *p, const struct wait *w,
 	return best;
 }
 
+/* The lane's measured rate, or its group's until it has one. */
+static uint64_t lane_rate(const struct pace *p, const struct lane *l)
+{
+	return l->nsamples ? l->rate : pace__expected_rate(p, l->source);
+}
+
 /* Gives lane l, a read-ahead lane of another reader, to a read that
- * waits, without pulling its bytes twice: its end comes down to what is
- * on the wire already (a round trip of its rate past its frontier), so
- * that it ends within about a round trip with every byte the origin sent
- * kept, its queued range is not promoted (pace_on_done), and the read
- * takes the lane then. Writes a SET_END when the end moves (returns 1),
- * else nothing (0: it ends soon anyway). */
+ * waits, without pulling its bytes twice: the lane ends its request (its
+ * queued range is not promoted: pace_on_done) and the read takes it then.
+ * A closed connection loses what the origin sent past the new end, so
+ * the end is lowered only for a request that has more than HANDOVER_NS
+ * left at its rate, to what arrives in that time. Writes a SET_END when
+ * the end moves (returns 1), else nothing (0). */
 static int hand_over(struct pace *p, struct lane *l, struct pace_action *a)
 {
-	const struct group *g = pace__group(p, &p->sources[l->source]);
-	uint64_t rate =
-		l->nsamples ? l->rate : pace__expected_rate(p, l->source);
-	uint64_t wire =
-		(uint64_t)((double)rate * (double)g->lat_est / (double)SEC);
+	uint64_t rate = lane_rate(p, l);
 	uint64_t cut = pace__align_up(
-		pace__sat_add(pace__max64(l->frontier, l->start), wire),
+		pace__sat_add(pace__max64(l->frontier, l->start),
+			      (uint64_t)((double)rate * (double)HANDOVER_NS /
+					 (double)SEC)),
 		p->cfg.align);
 
 	l->handover = true;
-	if (cut >= l->end || l->end - cut < p->cfg.min_request)
+	if (rate == 0 || cut >= l->end || l->end - cut < p->cfg.min_request)
 		return 0;
 	pace__infl_sub(p, l->end - cut);
 	l->end = cut;
@@ -337,12 +345,6 @@ static bool reader_short(const struct pace *p, const struct lane *l)
 		return true;
 	return r && r->last_wait_ns &&
 	       p->now - r->last_wait_ns < p->cfg.lead_ns;
-}
-
-/* The lane's measured rate, or its group's until it has one. */
-static uint64_t lane_rate(const struct pace *p, const struct lane *l)
-{
-	return l->nsamples ? l->rate : pace__expected_rate(p, l->source);
 }
 
 /* Steal to equalise: idle lane t takes the tail of the busy range that
