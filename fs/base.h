@@ -1,7 +1,8 @@
 /* base: what every room of fs/ shares, from the C library alone: the
  * log's levels (each room logs through the driver's log, the engine and
- * the credentials through a hook), the monotonic clock, hex digits, and
- * the escaping of text a server chose (fs/escape.c). */
+ * the credentials through a hook), the monotonic clock, hex digits, the
+ * escaping of text a server chose (fs/escape.c) and the error line a
+ * function hands its caller (fs/errline.c). */
 #ifndef FS_BASE_H
 #define FS_BASE_H
 
@@ -58,5 +59,12 @@ char *fs__escape(const char *s, char *out, size_t cap);
  * (its code point in *cp), or 0: ASCII, a stray or overlong byte, a
  * surrogate, a cut sequence. Reads up to s's NUL. */
 size_t fs__utf8_seq(const char *s, uint32_t *cp);
+
+/* fs/errline.c. Formats one error line into err (errlen > 0 bytes) and
+ * returns rc (a negative errno), so that a failing function says what
+ * went wrong and returns in one statement. A line longer than the buffer
+ * loses its middle (fetch_text_vformat), never the reason at its end. */
+int fs__errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 #endif

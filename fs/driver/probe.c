@@ -3,7 +3,6 @@
  * cache holds. */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,19 +10,6 @@
 
 #include "fs/driver/driver_int.h"
 #include "fs/engine/engine.h"
-
-static int learn_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int learn_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fetch_text_vformat(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
 
 void fs__learned_free(struct fs_learned *l)
 {
@@ -83,7 +69,7 @@ static int learn_from_record(const struct fs_learn_args *a,
 	out->mtime = -1;
 	if (out->sources[0].url == NULL) {
 		fs__learned_free(out);
-		return learn_fail(err, errlen, -ENOMEM, "out of memory");
+		return fs__errf(err, errlen, -ENOMEM, "out of memory");
 	}
 	return 0;
 }
@@ -145,7 +131,7 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 	memset(out, 0, sizeof(*out));
 	out->sources = calloc(nurls, sizeof(*out->sources));
 	if (out->sources == NULL)
-		return learn_fail(err, errlen, -ENOMEM, "out of memory");
+		return fs__errf(err, errlen, -ENOMEM, "out of memory");
 	cache_id_from_string(a->identity, &id);
 	have_rec = cache_blob_get(cache, &id, &rec) == 0;
 	/* A content identity's record may hold the validator of another URL
@@ -210,8 +196,8 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 	if (ref_url == NULL) {
 		if (!unreachable || !have_rec) {
 			fs__learned_free(out);
-			return learn_fail(err, errlen, missing ? -ENOENT : -EIO,
-					  "%s", first_err);
+			return fs__errf(err, errlen, missing ? -ENOENT : -EIO,
+					"%s", first_err);
 		}
 		/* The origin is down: serve what the cache holds. */
 		fs__log(FS_LOG_WARN,
@@ -245,19 +231,19 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 		rc = cache_blob_drop(cache, &id);
 		if (rc != 0) {
 			fs__learned_free(out);
-			return learn_fail(err, errlen, rc,
-					  "cannot drop the stale cached bytes "
-					  "of %s: %s",
-					  urls[0], strerror(-rc));
+			return fs__errf(err, errlen, rc,
+					"cannot drop the stale cached bytes "
+					"of %s: %s",
+					urls[0], strerror(-rc));
 		}
 	}
 	rc = put_record(cache, &id, a, out, validator, primary_ok, &rec,
 			same || keep);
 	if (rc != 0) {
 		fs__learned_free(out);
-		return learn_fail(err, errlen, rc,
-				  "cannot write the cache record of %s: %s",
-				  urls[0], strerror(-rc));
+		return fs__errf(err, errlen, rc,
+				"cannot write the cache record of %s: %s",
+				urls[0], strerror(-rc));
 	}
 	return 0;
 }

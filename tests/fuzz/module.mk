@@ -58,9 +58,10 @@ $(BUILD)/fuzz/fuzz_lmdb: $(FUZZ_OBJ)/tests/fuzz/fuzz_lmdb.o \
 		$(shell $(PKG_CONFIG) --libs lmdb 2>/dev/null)
 
 $(BUILD)/fuzz/fuzz_s3xml: $(FUZZ_OBJ)/tests/fuzz/fuzz_s3xml.o \
-		$(FUZZ_OBJ)/fs/tree/s3xml.o
+		$(FUZZ_OBJ)/fs/tree/s3xml.o $(FUZZ_OBJ)/fs/errline.o \
+		$(FUZZ_OBJ)/fetch/url.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
-		$(shell $(PKG_CONFIG) --libs libxml-2.0 2>/dev/null)
+		$(shell $(PKG_CONFIG) --libs libxml-2.0 libcurl 2>/dev/null)
 
 $(BUILD)/fuzz/fuzz_awsconf: $(FUZZ_OBJ)/tests/fuzz/fuzz_awsconf.o \
 		$(FUZZ_OBJ)/fs/auth/awsconf.o $(FUZZ_OBJ)/fs/auth/headers.o
