@@ -626,7 +626,8 @@ int fs_name_from_url(const char *url, char *out, size_t cap, char *err,
 {
 	const char *p = strstr(url, "://");
 	const char *path, *stop, *seg;
-	size_t n = 0;
+	size_t n;
+	int rc;
 
 	p = p != NULL ? p + 3 : url;
 	path = strchr(p, '/');
@@ -636,32 +637,17 @@ int fs_name_from_url(const char *url, char *out, size_t cap, char *err,
 	seg = stop;
 	while (seg > path && seg[-1] != '/')
 		seg--;
-	for (const char *c = seg; c < stop; c++) {
-		char ch = *c;
-
-		if (ch == '%' && c + 2 < stop && fs__hexval(c[1]) >= 0 &&
-		    fs__hexval(c[2]) >= 0) {
-			ch = (char)(fs__hexval(c[1]) * 16 + fs__hexval(c[2]));
-			c += 2;
-			if (ch == '\0') {
-				snprintf(err, errlen,
-					 "URL %s: its last path segment "
-					 "decodes to a NUL byte; use "
-					 "-o name=NAME",
-					 url);
-				return -EINVAL;
-			}
-		}
-		if (n + 1 >= cap) {
-			snprintf(err, errlen,
-				 "URL %s: its last path segment is too long "
-				 "for a file name; use -o name=NAME",
-				 url);
-			return -EINVAL;
-		}
-		out[n++] = ch;
-	}
-	out[n] = '\0';
+	rc = fs__pct_decode(seg, (size_t)(stop - seg), 0, out, cap, &n);
+	if (rc == -EINVAL)
+		return fs__errf(err, errlen, -EINVAL,
+				"URL %s: its last path segment decodes to a "
+				"NUL byte; use -o name=NAME",
+				url);
+	if (rc != 0)
+		return fs__errf(err, errlen, -EINVAL,
+				"URL %s: its last path segment is too long for "
+				"a file name; use -o name=NAME",
+				url);
 	if (fs_name_check(out, err, errlen) != 0) {
 		snprintf(err, errlen,
 			 "URL %s: cannot derive a file name from its last "

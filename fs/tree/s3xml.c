@@ -91,24 +91,9 @@ static char *text_of(const xmlNode *n)
  * -EINVAL for a NUL. A '%' not followed by two hex digits stays. */
 static int url_decode(char *s)
 {
-	char *w = s;
+	size_t len = strlen(s), n;
 
-	for (const char *r = s; *r != '\0'; r++) {
-		if (*r == '+') {
-			*w++ = ' ';
-		} else if (*r == '%' && fs__hexval(r[1]) >= 0 && fs__hexval(r[2]) >= 0) {
-			char c = (char)(fs__hexval(r[1]) * 16 + fs__hexval(r[2]));
-
-			if (c == '\0')
-				return -EINVAL;
-			*w++ = c;
-			r += 2;
-		} else {
-			*w++ = *r;
-		}
-	}
-	*w = '\0';
-	return 0;
+	return fs__pct_decode(s, len, FS_PCT_PLUS, s, len + 1, &n);
 }
 
 /* "2026-11-30T13:17:25.000Z" into seconds since the epoch. */

@@ -228,11 +228,73 @@ static void name_from_url(void)
 				  name, sizeof(name), err, sizeof(err)),
 		 0);
 	T_EQ_STR(name, "a b%c.bin");
+	/* A path's '+' is itself. */
+	T_EQ_INT(fs_name_from_url("http://h/a+b%2B.img", name, sizeof(name),
+				  err, sizeof(err)),
+		 0);
+	T_EQ_STR(name, "a+b+.img");
 	/* A bad escape is kept as it is. */
 	T_EQ_INT(fs_name_from_url("http://h/100%zz", name, sizeof(name), err,
 				  sizeof(err)),
 		 0);
 	T_EQ_STR(name, "100%zz");
+}
+
+/* One percent-decoder for a URL's last segment, an index's href and S3's
+ * encoding-type=url: each rule, with and without FS_PCT_PLUS. */
+static void pct_decode_rules(void)
+{
+	static const struct {
+		const char *in;
+		size_t len; /* 0: strlen(in) */
+		unsigned flags;
+		size_t cap;
+		int rc;
+		const char *out;
+	} cases[] = {
+		{"a%20b%2Fc", 0, 0, 64, 0, "a b/c"},
+		{"%4a%4A", 0, 0, 64, 0, "JJ"},
+		/* '+' is itself in a URL path, a space in S3's encoding;
+		 * "%2B" is '+' in both. */
+		{"a+b%2B", 0, 0, 64, 0, "a+b+"},
+		{"a+b%2B", 0, FS_PCT_PLUS, 64, 0, "a b+"},
+		/* A '%' without two hex digits inside the range stays. */
+		{"100%zz%4g%", 0, 0, 64, 0, "100%zz%4g%"},
+		{"%4", 0, 0, 64, 0, "%4"},
+		{"ab%41", 4, 0, 64, 0, "ab%4"},
+		/* No NUL, escaped or not. */
+		{"a%00b", 0, 0, 64, -EINVAL, NULL},
+		{"a\0b", 3, FS_PCT_PLUS, 64, -EINVAL, NULL},
+		/* cap counts the NUL; the first fault met is the one said. */
+		{"abc", 0, 0, 4, 0, "abc"},
+		{"abcd", 0, 0, 4, -ENAMETOOLONG, NULL},
+		{"%41%42%43", 0, 0, 4, 0, "ABC"},
+		{"ab%00cd", 0, 0, 3, -EINVAL, NULL},
+		{"abc%00", 0, 0, 3, -ENAMETOOLONG, NULL},
+		{"", 0, 0, 1, 0, ""},
+	};
+	char out[64], inplace[] = "k%2Fa+b%zz";
+	size_t n;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t len = cases[i].len ? cases[i].len : strlen(cases[i].in);
+		int rc = fs__pct_decode(cases[i].in, len, cases[i].flags, out,
+					cases[i].cap, &n);
+
+		if (rc != cases[i].rc)
+			T_FAIL("\"%s\": %d, not %d", cases[i].in, rc,
+			       cases[i].rc);
+		else if (rc == 0 && (strcmp(out, cases[i].out) != 0 ||
+				     n != strlen(cases[i].out)))
+			T_FAIL("\"%s\": \"%s\" (%zu), not \"%s\"", cases[i].in,
+			       out, n, cases[i].out);
+	}
+	/* In place, as S3 keys are decoded. */
+	T_EQ_INT(fs__pct_decode(inplace, strlen(inplace), FS_PCT_PLUS, inplace,
+				sizeof(inplace), &n),
+		 0);
+	T_EQ_STR(inplace, "k/a b%zz");
+	T_EQ_INT(n, 8);
 }
 
 static void name_from_url_refused(void)
@@ -760,6 +822,7 @@ static const struct t_case cases[] = {
 	{"opts_chunk_and_proxy", opts_chunk_and_proxy},
 	{"name_from_url", name_from_url},
 	{"name_from_url_refused", name_from_url_refused},
+	{"pct_decode_rules", pct_decode_rules},
 	{"log_escape", log_escape},
 	{"log_rate_limit", log_rate_limit},
 	{"ns_many_children", ns_many_children},
