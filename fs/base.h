@@ -2,8 +2,8 @@
  * log's levels (each room logs through the driver's log, the engine and
  * the credentials through a hook), the monotonic clock, hex digits, the
  * escaping of text a server chose (fs/escape.c), the decoding of
- * percent-escapes (fs/decode.c) and the error line a function hands its
- * caller (fs/errline.c). */
+ * percent-escapes and hex digests (fs/decode.c) and the error line a function
+ * hands its caller (fs/errline.c). */
 #ifndef FS_BASE_H
 #define FS_BASE_H
 
@@ -76,6 +76,12 @@ size_t fs__utf8_seq(const char *s, uint32_t *cp);
  * whichever comes first; out then holds no string. */
 int fs__pct_decode(const char *s, size_t len, unsigned flags, char *out,
 		   size_t cap, size_t *outlen);
+
+/* fs/decode.c. Decodes the 2n hex digits (either case) of [s, s + len)
+ * into out (n bytes), written only on success. Returns 0; -EINVAL when
+ * len is not 2n; -EILSEQ when a byte is no hex digit, the first one's
+ * index in *at. */
+int fs__unhex(const char *s, size_t len, uint8_t *out, size_t n, size_t *at);
 
 /* fs/errline.c. Formats one error line into err (errlen > 0 bytes) and
  * returns rc (a negative errno), so that a failing function says what

@@ -301,23 +301,19 @@ static int opt_proc(void *data, const char *arg, int key,
 	}
 	case KEY_SHA256: {
 		const char *v = strchr(arg, '=') + 1;
+		size_t at;
+		int rc = fs__unhex(v, strlen(v), o->sha256, 32, &at);
 
-		if (strlen(v) != 64)
+		if (rc == -EINVAL)
 			return parse_error(s,
 					   "option sha256: expected 64 hex "
 					   "digits, got %zu characters",
 					   strlen(v));
-		for (int i = 0; i < 32; i++) {
-			int hi = fs__hexval(v[2 * i]), lo = fs__hexval(v[2 * i + 1]);
-
-			if (hi < 0 || lo < 0)
-				return parse_error(s,
-						   "option sha256: '%c' is "
-						   "not a hex digit",
-						   hi < 0 ? v[2 * i]
-							  : v[2 * i + 1]);
-			o->sha256[i] = (uint8_t)(hi * 16 + lo);
-		}
+		if (rc != 0)
+			return parse_error(s,
+					   "option sha256: '%c' is not a hex "
+					   "digit",
+					   v[at]);
 		o->has_sha256 = true;
 		return 0;
 	}

@@ -216,6 +216,43 @@ static void opts_chunk_and_proxy(void)
 	}
 }
 
+/* -o sha256=: 64 hex digits of either case, refused naming the count or
+ * the first byte that is no digit. */
+static void opts_sha256(void)
+{
+	char good[] = "sha256=00112233445566778899AABBCCDDEEFF"
+		      "00112233445566778899aabbccddeeff";
+	char short_[] = "sha256=0011", bad[sizeof(good)];
+	struct fs_opts o;
+	char err[256];
+
+	{
+		char *argv[] = {"pacefs", "-o", good, "http://h/x", "/m"};
+
+		T_EQ_INT(parse(&o, err, sizeof(err), 5, argv), 0);
+		T_ASSERT(o.has_sha256);
+		T_EQ_INT(o.sha256[0], 0x00);
+		T_EQ_INT(o.sha256[10], 0xaa);
+		T_EQ_INT(o.sha256[31], 0xff);
+		fs_opts_free(&o);
+	}
+	{
+		char *argv[] = {"pacefs", "-o", short_, "http://h/x", "/m"};
+
+		T_EQ_INT(parse(&o, err, sizeof(err), 5, argv), -EINVAL);
+		T_EQ_STR(err, "option sha256: expected 64 hex digits, got 4 "
+			      "characters");
+	}
+	memcpy(bad, good, sizeof(good));
+	bad[7 + 41] = 'g';
+	{
+		char *argv[] = {"pacefs", "-o", bad, "http://h/x", "/m"};
+
+		T_EQ_INT(parse(&o, err, sizeof(err), 5, argv), -EINVAL);
+		T_EQ_STR(err, "option sha256: 'g' is not a hex digit");
+	}
+}
+
 static void name_from_url(void)
 {
 	char name[256], err[256];
@@ -295,6 +332,25 @@ static void pct_decode_rules(void)
 		 0);
 	T_EQ_STR(inplace, "k/a b%zz");
 	T_EQ_INT(n, 8);
+}
+
+/* One decoder of hex digests: the manifest's sha256 and -o sha256=. */
+static void unhex_rules(void)
+{
+	uint8_t out[4] = {9, 9, 9, 9}, want[4] = {0x01, 0xab, 0xcd, 0xef};
+	size_t at = 99;
+
+	T_EQ_INT(fs__unhex("01abCDef", 8, out, 4, &at), 0);
+	T_EQ_MEM(out, want, 4);
+	memset(out, 9, sizeof(out));
+	T_EQ_INT(fs__unhex("01abCDe", 7, out, 4, &at), -EINVAL);
+	T_EQ_INT(fs__unhex("01abCDef0", 9, out, 4, &at), -EINVAL);
+	T_EQ_INT(fs__unhex("01xbCDeg", 8, out, 4, &at), -EILSEQ);
+	T_EQ_INT(at, 2);
+	T_EQ_INT(fs__unhex("01ab CDe", 8, out, 4, &at), -EILSEQ);
+	T_EQ_INT(at, 4);
+	/* out is written only on success. */
+	T_EQ_INT(out[0], 9);
 }
 
 static void name_from_url_refused(void)
@@ -820,9 +876,11 @@ static const struct t_case cases[] = {
 	{"opts_ours_and_fuse", opts_ours_and_fuse},
 	{"opts_errors_name_the_option", opts_errors_name_the_option},
 	{"opts_chunk_and_proxy", opts_chunk_and_proxy},
+	{"opts_sha256", opts_sha256},
 	{"name_from_url", name_from_url},
 	{"name_from_url_refused", name_from_url_refused},
 	{"pct_decode_rules", pct_decode_rules},
+	{"unhex_rules", unhex_rules},
 	{"log_escape", log_escape},
 	{"log_rate_limit", log_rate_limit},
 	{"ns_many_children", ns_many_children},
