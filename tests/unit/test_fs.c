@@ -20,6 +20,12 @@
 #include "fs/fs.h"
 #include "tests/t.h"
 
+/* The man page and the README are read from the source tree, from any
+ * working directory. */
+#ifndef PACEFS_SRCDIR
+#define PACEFS_SRCDIR "."
+#endif
+
 static int parse(struct fs_opts *o, char *err, size_t errlen, int argc,
 		 char **argv)
 {
@@ -251,6 +257,178 @@ static void opts_sha256(void)
 		T_EQ_INT(parse(&o, err, sizeof(err), 5, argv), -EINVAL);
 		T_EQ_STR(err, "option sha256: 'g' is not a hex digit");
 	}
+}
+
+/* The -o options a document lists: "name=ARG", or a flag's name. */
+struct doc_forms {
+	char form[64][64];
+	size_t n;
+};
+
+/* Renders a man(7) font macro line (".B", ".BI", ".BR", ...) as a reader
+ * sees it: its arguments, quoted or not, joined (with a space by .B and
+ * .I, without by the alternating macros), escapes undone. */
+static void troff_render(const char *l, char *out, size_t cap)
+{
+	bool alternating = l[2] != ' ' && l[2] != '\0';
+	size_t o = 0;
+	int args = 0;
+
+	l += strcspn(l, " ");
+	while (*l != '\0' && o + 1 < cap) {
+		bool quoted;
+
+		l += strspn(l, " ");
+		if (*l == '\0')
+			break;
+		if (args++ > 0 && !alternating)
+			out[o++] = ' ';
+		quoted = *l == '"';
+		l += quoted;
+		while (*l != '\0' && (quoted ? *l != '"' : *l != ' ') &&
+		       o + 1 < cap) {
+			if (l[0] == '\\' && l[1] == '-') {
+				out[o++] = '-';
+				l += 2;
+			} else if (strncmp(l, "\\(dq", 4) == 0) {
+				out[o++] = '"';
+				l += 4;
+			} else if (l[0] == '\\' && l[1] == 'f' &&
+				   l[2] != '\0') {
+				l += 3;
+			} else if (l[0] == '\\' && l[1] == '&') {
+				l += 2;
+			} else if (l[0] == '\\' && l[1] != '\0') {
+				out[o++] = l[1] == 'e' ? '\\' : l[1];
+				l += 2;
+			} else {
+				out[o++] = *l++;
+			}
+		}
+		l += quoted && *l == '"';
+	}
+	out[o] = '\0';
+}
+
+static void doc_forms_add(struct doc_forms *f, const char *form, size_t len)
+{
+	if (f->n < sizeof(f->form) / sizeof(f->form[0]))
+		snprintf(f->form[f->n++], sizeof(f->form[0]), "%.*s", (int)len,
+			 form);
+}
+
+/* The tags of docs/pacefs.1's OPTIONS section (the line after each .TP),
+ * split at ", ": every "-o ..." but libfuse's placeholder. */
+static int man_forms(struct doc_forms *f)
+{
+	FILE *man = fopen(PACEFS_SRCDIR "/docs/pacefs.1", "r");
+	char line[512], shown[512];
+	bool in = false, tag = false;
+
+	if (man == NULL)
+		return -errno;
+	f->n = 0;
+	while (fgets(line, sizeof(line), man) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strncmp(line, ".SH ", 4) == 0)
+			in = strcmp(line, ".SH OPTIONS") == 0;
+		if (!in)
+			continue;
+		if (tag && line[0] == '.' && line[1] != 'T') {
+			troff_render(line, shown, sizeof(shown));
+			for (char *p = shown; p != NULL;) {
+				char *next = strstr(p, ", ");
+				size_t len = next != NULL ? (size_t)(next - p)
+							  : strlen(p);
+
+				if (strncmp(p, "-o ", 3) == 0 &&
+				    strncmp(p, "-o fuse_option", len) != 0)
+					doc_forms_add(f, p + 3, len - 3);
+				p = next != NULL ? next + 2 : NULL;
+			}
+		}
+		tag = strcmp(line, ".TP") == 0;
+	}
+	fclose(man);
+	return 0;
+}
+
+static bool has_form(const struct doc_forms *f, const char *form)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (strcmp(f->form[i], form) == 0)
+			return true;
+	return false;
+}
+
+/* docs/pacefs.1 lists each -o option of the parser's table, with the
+ * table's form and value name, and no other: --help prints the table, so
+ * the two cannot drift apart unnoticed. */
+static void man_lists_the_options(void)
+{
+	struct doc_forms man, table = {.n = 0};
+	char form[64];
+
+	T_EQ_INT(man_forms(&man), 0);
+	for (size_t i = 0; fs_opts_form(i, form, sizeof(form)) != NULL; i++)
+		doc_forms_add(&table, form, strlen(form));
+	T_ASSERT(table.n > 30);
+	for (size_t i = 0; i < table.n; i++)
+		if (!has_form(&man, table.form[i]))
+			T_FAIL("-o %s is the parser's; docs/pacefs.1's OPTIONS "
+			       "has no .TP tag for it",
+			       table.form[i]);
+	for (size_t i = 0; i < man.n; i++)
+		if (!has_form(&table, man.form[i]))
+			T_FAIL("docs/pacefs.1 lists -o %s; the parser's table "
+			       "has no such option (or writes it otherwise)",
+			       man.form[i]);
+}
+
+/* README.md's option table names each -o option of the parser's, as a
+ * flag or with a value alike, and no other (its value names are its
+ * own: S for SECS). */
+static void readme_lists_the_options(void)
+{
+	FILE *readme = fopen(PACEFS_SRCDIR "/README.md", "r");
+	struct doc_forms doc = {.n = 0}, table = {.n = 0};
+	char line[2048], form[64];
+	bool in = false;
+
+	T_ASSERT(readme != NULL);
+	while (fgets(line, sizeof(line), readme) != NULL) {
+		char *cell_end;
+
+		if (strncmp(line, "#", 1) == 0)
+			in = strcmp(line, "### Options\n") == 0;
+		if (!in || strncmp(line, "| `-o ", 6) != 0)
+			continue;
+		cell_end = strstr(line + 1, " |");
+		for (char *p = line;
+		     cell_end != NULL && (p = strstr(p, "`-o ")) != NULL &&
+		     p < cell_end;
+		     p += 4) {
+			size_t len = strcspn(p + 4, "=`");
+
+			doc_forms_add(&doc, p + 4,
+				      len + (p[4 + len] == '=' ? 1 : 0));
+		}
+	}
+	fclose(readme);
+	for (size_t i = 0; fs_opts_form(i, form, sizeof(form)) != NULL; i++)
+		doc_forms_add(&table, form,
+			      strcspn(form, "=") + (strchr(form, '=') ? 1 : 0));
+	for (size_t i = 0; i < table.n; i++)
+		if (!has_form(&doc, table.form[i]))
+			T_FAIL("-o %s is the parser's; README.md's Options "
+			       "table has no row for it",
+			       table.form[i]);
+	for (size_t i = 0; i < doc.n; i++)
+		if (!has_form(&table, doc.form[i]))
+			T_FAIL("README.md's Options lists -o %s; the parser's "
+			       "table has no such option (or takes it "
+			       "otherwise)",
+			       doc.form[i]);
 }
 
 static void name_from_url(void)
@@ -877,6 +1055,8 @@ static const struct t_case cases[] = {
 	{"opts_errors_name_the_option", opts_errors_name_the_option},
 	{"opts_chunk_and_proxy", opts_chunk_and_proxy},
 	{"opts_sha256", opts_sha256},
+	{"man_lists_the_options", man_lists_the_options},
+	{"readme_lists_the_options", readme_lists_the_options},
 	{"name_from_url", name_from_url},
 	{"name_from_url_refused", name_from_url_refused},
 	{"pct_decode_rules", pct_decode_rules},
