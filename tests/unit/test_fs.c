@@ -361,6 +361,23 @@ static bool has_form(const struct doc_forms *f, const char *form)
 	return false;
 }
 
+/* Fails for each form of the table that doc lacks, and for each of
+ * doc's that the table lacks: an option documented otherwise than the
+ * parser takes it fails both ways. */
+static void forms_agree(const struct doc_forms *table,
+			const struct doc_forms *doc, const char *where)
+{
+	for (size_t i = 0; i < table->n; i++)
+		if (!has_form(doc, table->form[i]))
+			T_FAIL("-o %s is the parser's; %s has no entry for it",
+			       table->form[i], where);
+	for (size_t i = 0; i < doc->n; i++)
+		if (!has_form(table, doc->form[i]))
+			T_FAIL("%s lists -o %s; the parser's table has no such "
+			       "option, or writes it otherwise",
+			       where, doc->form[i]);
+}
+
 /* docs/pacefs.1 lists each -o option of the parser's table, with the
  * table's form and value name, and no other: --help prints the table, so
  * the two cannot drift apart unnoticed. */
@@ -373,16 +390,7 @@ static void man_lists_the_options(void)
 	for (size_t i = 0; fs_opts_form(i, form, sizeof(form)) != NULL; i++)
 		doc_forms_add(&table, form, strlen(form));
 	T_ASSERT(table.n > 30);
-	for (size_t i = 0; i < table.n; i++)
-		if (!has_form(&man, table.form[i]))
-			T_FAIL("-o %s is the parser's; docs/pacefs.1's OPTIONS "
-			       "has no .TP tag for it",
-			       table.form[i]);
-	for (size_t i = 0; i < man.n; i++)
-		if (!has_form(&table, man.form[i]))
-			T_FAIL("docs/pacefs.1 lists -o %s; the parser's table "
-			       "has no such option (or writes it otherwise)",
-			       man.form[i]);
+	forms_agree(&table, &man, "docs/pacefs.1's OPTIONS");
 }
 
 /* README.md's option table names each -o option of the parser's, as a
@@ -418,17 +426,7 @@ static void readme_lists_the_options(void)
 	for (size_t i = 0; fs_opts_form(i, form, sizeof(form)) != NULL; i++)
 		doc_forms_add(&table, form,
 			      strcspn(form, "=") + (strchr(form, '=') ? 1 : 0));
-	for (size_t i = 0; i < table.n; i++)
-		if (!has_form(&doc, table.form[i]))
-			T_FAIL("-o %s is the parser's; README.md's Options "
-			       "table has no row for it",
-			       table.form[i]);
-	for (size_t i = 0; i < doc.n; i++)
-		if (!has_form(&table, doc.form[i]))
-			T_FAIL("README.md's Options lists -o %s; the parser's "
-			       "table has no such option (or takes it "
-			       "otherwise)",
-			       doc.form[i]);
+	forms_agree(&table, &doc, "README.md's Options table");
 }
 
 static void name_from_url(void)
