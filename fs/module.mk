@@ -8,9 +8,10 @@ FS_AUTH_SRCS := fs/auth/creds.c fs/auth/command.c fs/auth/awsconf.c \
 	fs/auth/headers.c fs/auth/identity.c
 FS_DRIVER_SRCS := fs/driver/fs.c fs/driver/inval.c fs/driver/mount.c \
 	fs/driver/opts.c fs/driver/log.c fs/driver/node.c fs/driver/probe.c \
-	fs/driver/status.c fs/driver/cachecmd.c fs/driver/exitguard.c
-FS_SRCS := fs/escape.c $(FS_DRIVER_SRCS) $(FS_ENGINE_SRCS) $(FS_TREE_SRCS) \
-	$(FS_AUTH_SRCS)
+	fs/driver/status.c fs/driver/cachecmd.c fs/driver/exitguard.c \
+	fs/driver/scrub.c
+FS_SRCS := fs/escape.c fs/decode.c fs/errline.c $(FS_DRIVER_SRCS) \
+	$(FS_ENGINE_SRCS) $(FS_TREE_SRCS) $(FS_AUTH_SRCS)
 $(BUILD)/libfs.a: $(FS_SRCS:%.c=$(BUILD)/%.o)
 
 $(BUILD)/pacefs: $(BUILD)/fs/driver/main.o $(BUILD)/libfs.a $(BUILD)/libfetch.a \
