@@ -610,18 +610,7 @@ static bool expiring(const struct fs_creds *c, int64_t now)
 }
 
 /* A line of the thread's, through the configuration's log hook. */
-__attribute__((format(printf, 3, 4))) static void
-creds_log(const struct fs_creds *c, enum fs_log_level level, const char *fmt,
-	  ...)
-{
-	va_list ap;
-
-	if (c->cfg.log == NULL)
-		return;
-	va_start(ap, fmt);
-	c->cfg.log(c->cfg.log_ctx, level, fmt, ap);
-	va_end(ap);
-}
+#define creds_log(c, ...) fs__log_via((c)->cfg.log, (c)->cfg.log_ctx, __VA_ARGS__)
 
 static void *watcher(void *arg)
 {
