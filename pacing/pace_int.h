@@ -60,6 +60,11 @@
  * than this left at its rate is cut to what arrives in this time. */
 #define HANDOVER_NS (500ull * 1000000ull)
 
+/* A connection may hold this much of its rate past its frontier at least
+ * (socket buffers on a near origin fill in about this long): its end is
+ * never lowered below that. */
+#define CUT_MIN_NS (20ull * 1000000ull)
+
 /* A steal takes at least what the taker receives in this many round
  * trips: a smaller part costs its round trip more than it saves. */
 #define STEAL_RTTS 4
@@ -261,21 +266,21 @@ struct blob {
 struct reader {
 	bool used;
 	uint32_t blob;
-	uint32_t gen;	   /* bumped on every jump (a seek) */
-	bool seen;	   /* has read at least once */
-		bool from_start;  /* its first read was at offset 0 */
+	uint32_t gen;	    /* bumped on every jump (a seek) */
+	bool seen;	    /* has read at least once */
+	bool from_start;    /* its first read was at offset 0 */
 	uint64_t run_start; /* where its run began */
 	uint64_t last_run;  /* bytes its run before this one read; 0: none */
 	uint64_t last_len;  /* its last read's length */
 	uint64_t spec_end;  /* a large read's pieces are fetched to here
 			       (speculate); 0: none this run */
-	bool evident;	   /* this run is sequential enough to read ahead */
-	uint64_t cursor;   /* end of the run's furthest read */
-	uint64_t run;	   /* bytes read sequentially after the run's first
-			      read (a single large read is no evidence) */
-	uint64_t w;	   /* window length past the cursor; 0: none */
-	bool had_window;   /* read-ahead ran when its last read came */
-	bool jumped;	   /* its last read started a new run */
+	bool evident;	    /* this run is sequential enough to read ahead */
+	uint64_t cursor;    /* end of the run's furthest read */
+	uint64_t run;	    /* bytes read sequentially after the run's first
+			       read (a single large read is no evidence) */
+	uint64_t w;	    /* window length past the cursor; 0: none */
+	bool had_window;    /* read-ahead ran when its last read came */
+	bool jumped;	    /* its last read started a new run */
 	uint64_t grow_run; /* sequential bytes since W last grew */
 	/* Consumption: bytes over wall time, pauses included. */
 	uint64_t crate;	     /* bytes per second, smoothed; 0: unknown */

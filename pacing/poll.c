@@ -347,6 +347,19 @@ static bool reader_short(const struct pace *p, const struct lane *l)
 	       p->now - r->last_wait_ns < p->cfg.lead_ns;
 }
 
+/* The bytes past lane l's frontier that its origin may have sent already
+ * (in flight, in socket buffers): two round trips of its rate, CUT_MIN_NS
+ * at least. Lowering its end below them pulls them twice. */
+static uint64_t lane_wire(const struct pace *p, const struct lane *l)
+{
+	const struct group *g = pace__group(p, &p->sources[l->source]);
+	uint64_t rate =
+		l->nsamples ? l->rate : pace__expected_rate(p, l->source);
+	uint64_t t = pace__max64(2 * g->lat_est, CUT_MIN_NS);
+
+	return (uint64_t)((double)rate * (double)t / (double)SEC);
+}
+
 /* Steal to equalise: idle lane t takes the tail of the busy range that
  * will finish last (a collapsed lane first), split by the two rates so
  * both end together, past the victim's frontier, never emptying it and
@@ -427,8 +440,11 @@ static int steal(struct pace *p, struct lane *t, struct pace_action *a,
 	if (k >= rem)
 		return 0;
 	split = pace__align_up(v->frontier + (uint64_t)k, c->align);
-	if (split <= v->frontier)
-		split = pace__align_up(v->frontier + 1, c->align);
+	/* Not below what the origin has sent already. */
+	split = pace__max64(
+		split,
+		pace__align_up(pace__sat_add(v->frontier, lane_wire(p, v)),
+			       c->align));
 	/* The taker's part must outlast its round trip several times over,
 	 * or the request costs more than it saves. */
 	if (split >= v->end || v->end - split < c->min_request ||
@@ -646,13 +662,30 @@ static uint32_t lanes_free(const struct pace *p, uint32_t blob)
 	return idle < room ? idle : room;
 }
 
+/* The least piece a read at a cold position is split into: what one
+ * connection of the source brings in a round trip (a smaller piece costs
+ * its round trip for less than it saves), a chunk at least. */
+static uint64_t split_least(const struct pace *p, uint32_t src)
+{
+	const struct group *g;
+
+	if (src == PACE_NONE)
+		return p->cfg.min_request;
+	g = pace__group(p, &p->sources[src]);
+	return pace__max64(
+		pace__align_up((uint64_t)((double)pace__expected_rate(p, src) *
+					  (double)g->lat_est / (double)SEC),
+			       p->cfg.align),
+		p->cfg.min_request);
+}
+
 /* A read of w's reader continues its run, or starts one at the file's
  * start that is too small to be worth splitting over lanes: its window
  * comes with it. */
 static bool wait_sequential(const struct pace *p, const struct wait *w,
 			    const struct reader *r)
 {
-		if (!r || r->w == 0 || !r->evident)
+	if (!r || r->w == 0 || !r->evident)
 		return false; /* no window, or a large read's (speculate) */
 	return !r->jumped ||
 	       (r->from_start && r->gen == 0 && w->off < SEQ_BACK &&
@@ -703,7 +736,7 @@ static uint64_t demand_share(const struct pace *p, const struct wait *w,
 				   r->w / share);
 		return pace__max64(left, want);
 	}
-				left = wait_reach(p, w) - x;
+	left = wait_reach(p, w) - x;
 	/* A large read's pieces (whole chunks still: a cache in front keys
 	 * on them) bound the requests; a read alone is one chunk at least. */
 	if (wait_reach(p, w) > w->end)
@@ -711,34 +744,23 @@ static uint64_t demand_share(const struct pace *p, const struct wait *w,
 	n = lanes_free(p, w->blob);
 	if (n <= 1)
 		return left;
-	return pace__align_up((left + n - 1) / n, p->cfg.align);
+	return pace__max64(pace__align_up((left + n - 1) / n, p->cfg.align),
+			   split_least(p, src));
 }
 
 /* Lanes a waiting read w should take from read-ahead when none is idle:
  * one, or, for a read at a cold position, one for each min_request of
  * what is left from x, so that its split runs on all of them at once. */
-static uint32_t yields_wanted(const struct pace *p, const struct wait *w,
-			      uint64_t x)
+static uint32_t yields_wanted(struct pace *p, const struct wait *w, uint64_t x)
 {
 	const struct reader *r = pace__reader_get(p, w->reader);
-	uint64_t n;
+	uint64_t n, least;
 
-		if (wait_sequential(p, w, r))
+	if (wait_sequential(p, w, r))
 		return 1;
-	n = (wait_reach(p, w) - x + p->cfg.min_request - 1) /
-	    p->cfg.min_request;
+	least = split_least(p, pace__pick_source(p, w->blob, true));
+	n = (wait_reach(p, w) - x + least - 1) / least;
 	return (uint32_t)pace__min64(pace__max64(n, 1), p->cfg.max_lanes);
-}
-
-/* The bytes lane l receives in two round trips of its source. */
-static uint64_t lane_reach(const struct pace *p, const struct lane *l)
-{
-	const struct group *g = pace__group(p, &p->sources[l->source]);
-	uint64_t rate =
-		l->nsamples ? l->rate : pace__expected_rate(p, l->source);
-
-	return (uint64_t)((double)rate * 2.0 * (double)g->lat_est /
-			  (double)SEC);
 }
 
 /* One waiting read: its missing bytes go to idle lanes, or read-ahead
@@ -788,7 +810,7 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi)
 		if (own && !pace__caps_stream(p->sources[own->source].caps) &&
 		    x >= own->frontier + 2 * c->min_request &&
 		    (!wait_sequential(p, w, pace__reader_get(p, w->reader)) ||
-		     x - own->frontier > lane_reach(p, own)) &&
+		     x - own->frontier > lane_wire(p, own)) &&
 		    pace__align_down(x, c->align) > own->frontier &&
 		    pace__idle_lane(p) &&
 		    pace__pick_source(p, w->blob, true) != PACE_NONE) {
@@ -800,7 +822,7 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi)
 			pace__emit(&o->acts[o->n++], PACE_ACT_SET_END, p, own);
 			p->stats.steals++;
 		}
-				x = pace__first_free(p, w->blob, a0, wait_reach(p, w), &ge);
+		x = pace__first_free(p, w->blob, a0, wait_reach(p, w), &ge);
 		if (x >= wait_reach(p, w))
 			break;
 		src = pace__pick_source(p, w->blob, true);

@@ -229,7 +229,7 @@ static void speculate(struct pace *p, struct reader *r, uint64_t off,
 		if (!p->cfg.kernel_piece)
 			return;
 		if (seq ? r->last_len != p->cfg.kernel_piece ||
-				  off != prev_cursor
+				    off != prev_cursor
 			: len != p->cfg.kernel_piece)
 			return;
 		want = r->last_run ? r->last_run : SPEC_DEFAULT;
@@ -245,7 +245,7 @@ static void speculate(struct pace *p, struct reader *r, uint64_t off,
 int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 		     uint64_t len, uint64_t now_ns)
 {
-		struct reader *r = p ? pace__reader_get(p, reader) : NULL;
+	struct reader *r = p ? pace__reader_get(p, reader) : NULL;
 	uint64_t end, fwd, prev_cursor;
 	bool seq;
 
@@ -254,7 +254,7 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 	if (len > UINT64_MAX - off)
 		return -EINVAL;
 	pace__tick(p, now_ns);
-		end = off + len;
+	end = off + len;
 	prev_cursor = r->cursor;
 	r->had_window = r->w > 0;
 	fwd = r->w ? pace__min64(SEQ_FWD, r->w) : 0;
@@ -267,14 +267,14 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 
 		consume(p, r, len);
 		/* A jump: a new run starts here. A reader whose first read is
-		 		 * at the file's start is taken as sequential at once (cp,
+		 * at the file's start is taken as sequential at once (cp,
 		 * players, checksums; also when its first read was near the
 		 * start and its next one at it, below), and so is one that
-		 * streamed: its window reopens at once, at seq_min, the run it would
-		 * otherwise have to show first, so that the kernel's
+		 * streamed: its window reopens at once, at seq_min, the run it
+		 * would otherwise have to show first, so that the kernel's
 		 * readahead-sized pieces of a large read at the new position
 		 * are under way together. Any other run must show it. */
-				r->evident = (!r->seen && off == 0) || streamed;
+		r->evident = (!r->seen && off == 0) || streamed;
 		if (!r->seen)
 			r->from_start = off == 0;
 		r->last_run = r->seen ? r->cursor - r->run_start : 0;
@@ -292,7 +292,7 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 	} else {
 		uint64_t adv = end > r->cursor ? end - r->cursor : 0;
 
-				consume(p, r, adv);
+		consume(p, r, adv);
 		/* A first read near the start, then the start itself: the
 		 * kernel's pieces of a read from the start, which FUSE
 		 * threads delivered out of order. */
@@ -309,10 +309,10 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 	 * application: up to kernel_ahead of the run may be its doing. */
 	if (!r->evident &&
 	    r->run >= pace__sat_add(p->cfg.seq_min, p->cfg.kernel_ahead))
-				r->evident = true;
+		r->evident = true;
 	if (r->evident)
 		window_update(p, r);
-		else if (r->w == 0 || r->spec_end != 0)
+	else if (r->w == 0 || r->spec_end != 0)
 		speculate(p, r, off, len, prev_cursor, seq);
 	r->last_len = len;
 	if (r->from_start && r->gen == 0 && r->run == 0 && r->w > 0)

@@ -29,9 +29,10 @@ static void config_pacing(const struct fs_engine_config *cfg,
 {
 	pace_config_default(pc);
 	pc->max_lanes = cfg->lanes;
-	pc->lanes_per_source = cfg->host_lanes != 0 && cfg->host_lanes < cfg->lanes
-				       ? cfg->host_lanes
-				       : cfg->lanes;
+	pc->lanes_per_source =
+		cfg->host_lanes != 0 && cfg->host_lanes < cfg->lanes
+			? cfg->host_lanes
+			: cfg->lanes;
 	/* Requests cover whole chunks, aligned: what a cache in front of
 	 * the origin keys on. A random read pulls one chunk, not more. */
 	pc->align = cfg->chunk != 0 ? cfg->chunk : CACHE_BLOCK_SIZE;
@@ -42,7 +43,7 @@ static void config_pacing(const struct fs_engine_config *cfg,
 	/* A sequential reader has up to two of the kernel's readahead
 	 * windows ahead of it: the one it reads in and the next, which the
 	 * kernel asks for as soon as the reader enters the first. */
-		pc->kernel_ahead = 2 * cfg->kernel_ahead;
+	pc->kernel_ahead = 2 * cfg->kernel_ahead;
 	/* A large read at a cold position comes in pieces of it. */
 	pc->kernel_piece = cfg->kernel_ahead;
 	/* A memory cap: read-ahead shrinks to fit, and a waiting read takes

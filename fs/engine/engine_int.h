@@ -182,8 +182,8 @@ struct fs_engine {
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* a whole-blob check ended (verifiers) */
 	struct engine_waiter *waiters; /* guarded by mu */
-	uint64_t waits, wakeups; /* reads that waited, and the times one
-				    woke; guarded by mu */
+	uint64_t waits, wakeups;       /* reads that waited, and the times one
+					  woke; guarded by mu */
 	struct pace *pace; /* guarded by mu */
 	struct fetch *fetch;
 	struct cache *cache;

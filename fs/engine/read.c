@@ -207,10 +207,9 @@ static void waiter_unlink(struct fs_engine *e, struct engine_waiter *wt)
  * caller's cancelled() says the read was interrupted, -EIO when the blob
  * changed, at the deadline or when no source can serve it. Caller holds
  * e->mu. */
-static int wait_loop(struct fs_engine *e, struct engine_waiter *wt,
-		     uint32_t b, uint32_t reader, uint64_t off, uint64_t end,
-		     uint32_t w, uint64_t now, bool (*cancelled)(void *),
-		     void *arg)
+static int wait_loop(struct fs_engine *e, struct engine_waiter *wt, uint32_t b,
+		     uint32_t reader, uint64_t off, uint64_t end, uint32_t w,
+		     uint64_t now, bool (*cancelled)(void *), void *arg)
 {
 	const struct fs_blob *blob = &e->blobs[b];
 	uint64_t deadline = now + e->read_timeout_ns, from, to;

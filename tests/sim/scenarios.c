@@ -402,7 +402,7 @@ static void far_origin(struct scenario *sc, const char *name, uint64_t size)
 	base(sc, name);
 	sc->cfg.align = 64 * KIB;
 	sc->cfg.min_request = 64 * KIB;
-		sc->cfg.window_min = 256 * KIB;
+	sc->cfg.window_min = 256 * KIB;
 	sc->cfg.kernel_piece = 128 * KIB;
 	sc->nblob = 1;
 	sc->size[0] = size;
@@ -568,8 +568,9 @@ static struct rd_step cold_steps[3 * COLD_PIECES];
 static bool judge_cold_1m(const struct scenario *sc, const struct figures *f,
 			  char *note, size_t n)
 {
-	double lim = 2 * (sc->src[0].latency +
-			  (double)MIB / (sc->cfg.max_lanes * sc->src[0].conn_rate));
+	double lim =
+		2 * (sc->src[0].latency +
+		     (double)MIB / (sc->cfg.max_lanes * sc->src[0].conn_rate));
 	double worst = 0, t0 = 0;
 
 	for (int g = 0; g < 3; g++) {
@@ -594,8 +595,8 @@ static void sc_cold_1m(void)
 	far_origin(&sc, "cold_1m", 128 * MIB);
 	for (int g = 0; g < 3; g++)
 		for (int k = 0; k < COLD_PIECES; k++) {
-			uint64_t off = (uint64_t)(at[g] * 128 * MIB) &
-				       ~(MIB - 1);
+			uint64_t off =
+				(uint64_t)(at[g] * 128 * MIB) & ~(MIB - 1);
 
 			cold_steps[g * COLD_PIECES + k] = (struct rd_step){
 				off + (uint64_t)k * 128 * KIB, 128 * KIB};
@@ -823,7 +824,7 @@ static void random_scenario(struct scenario *sc, uint64_t seed)
 			}
 		}
 	}
-		/* The kernel's pieces (a reader reading 128 KiB at a time, which
+	/* The kernel's pieces (a reader reading 128 KiB at a time, which
 	 * a kernel_piece of 128 KiB takes for pieces of a larger read), in
 	 * one scenario of four, from a stream of their own. */
 	{

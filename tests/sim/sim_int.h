@@ -108,7 +108,7 @@ struct sim_lane {
 
 struct sim_rd {
 	uint32_t id;
-	int blob;		/* the blob it reads now */
+	int blob; /* the blob it reads now */
 	bool open, waiting, done, failed, seeked;
 	uint64_t cursor, off, len;
 	uint32_t wait;

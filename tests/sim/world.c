@@ -635,7 +635,7 @@ bool sim__unmeetable(const struct scenario *sc, char *why, size_t n)
 	for (int b = 0; b < sc->nblob; b++) {
 		double most = 0, need = 0;
 
-				/* A sequential reader reads to the blob's end from its first
+		/* A sequential reader reads to the blob's end from its first
 		 * offset, or from where it seeks: a seek forward skips bytes
 		 * it would read anyway, and a seek back is made unless the
 		 * reader was done before it, which the blob's sources at
