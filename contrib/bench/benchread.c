@@ -243,27 +243,34 @@ static uint64_t rng_next(void)
 	return splitmix64(rng_state * 0x2545f4914f6cdd1dull);
 }
 
-/* gen FILE SIZE: writes the file's generated content. */
-static int cmd_gen(char **argv)
+/* Writes SIZE bytes of PATH's generated content. */
+static void gen_file(const char *path, uint64_t size)
 {
-	uint64_t size = parse_u64(argv[1], "size"), off;
-	uint64_t seed = name_seed(argv[0]);
+	uint64_t seed = name_seed(path), off;
 	size_t chunk = 4 * MIB;
 	unsigned char *buf = malloc(chunk);
-	FILE *fp = fopen(argv[0], "wb");
+	FILE *fp = fopen(path, "wb");
 
 	if (!buf || !fp)
-		fail("gen %s: %s", argv[0], strerror(errno));
+		fail("gen %s: %s", path, strerror(errno));
 	for (off = 0; off < size; off += chunk) {
 		size_t n = size - off < chunk ? (size_t)(size - off) : chunk;
 
 		expect_fill(buf, seed, off, n);
 		if (fwrite(buf, 1, n, fp) != n)
-			fail("write %s: %s", argv[0], strerror(errno));
+			fail("write %s: %s", path, strerror(errno));
 	}
 	if (fclose(fp) != 0)
-		fail("close %s: %s", argv[0], strerror(errno));
+		fail("close %s: %s", path, strerror(errno));
 	free(buf);
+}
+
+/* gen FILE SIZE: writes the file's generated content. */
+static int cmd_gen(char **argv)
+{
+	uint64_t size = parse_u64(argv[1], "size");
+
+	gen_file(argv[0], size);
 	printf("ok bytes=%" PRIu64 "\n", size);
 	return 0;
 }
@@ -603,6 +610,20 @@ static int cmd_loader(char **argv, int argc)
 	return 0;
 }
 
+/* genlist LIST SIZE: gen for every file LIST names (a path a line), in one
+ * process: the loader's sets are thousands of files. */
+static int cmd_genlist(char **argv)
+{
+	uint64_t size = parse_u64(argv[1], "size");
+	size_t n;
+	char **paths = read_list(argv[0], &n);
+
+	for (size_t i = 0; i < n; i++)
+		gen_file(paths[i], size);
+	printf("ok files=%zu bytes=%" PRIu64 "\n", n, n * size);
+	return 0;
+}
+
 /* order LIST SEED: LIST's lines in the order `loader LIST N SEED` takes
  * them, so that the benchmark's curl limit reads the files in that order. */
 static int cmd_order(char **argv)
@@ -619,6 +640,7 @@ static int cmd_order(char **argv)
 static void usage(void)
 {
 	fputs("usage: benchread gen FILE SIZE\n"
+	      "       benchread genlist LIST SIZE\n"
 	      "       benchread seq FILE [BS]\n"
 	      "       benchread first FILE\n"
 	      "       benchread random FILE N SEED\n"
@@ -645,6 +667,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (strcmp(cmd, "gen") == 0 && argc == 2)
 		return cmd_gen(argv);
+	if (strcmp(cmd, "genlist") == 0 && argc == 2)
+		return cmd_genlist(argv);
 	if (strcmp(cmd, "seq") == 0 && argc <= 2)
 		return cmd_seq(argv, argc);
 	if (strcmp(cmd, "first") == 0 && argc == 1)
