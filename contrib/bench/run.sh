@@ -131,7 +131,8 @@ BENCH_MACHINE="$(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /pr
 BENCH_VERSIONS="$("$PACEFS" -V 2>&1 | awk 'NR == 1'); $(rclone version 2>/dev/null | awk 'NR == 1'); $(httpdirfs --version 2>&1 | awk 'NR == 1'); $(/usr/sbin/nginx -v 2>&1 | awk 'NR == 1'); $(curl -V | awk 'NR == 1')"
 BENCH_COMMIT=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
 # Others edit the tree: say when the binary may hold more than the commit.
-dirty=$(git -C "$REPO" status --porcelain -- fs fetch cache pacing 2>/dev/null | awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $2 }')
+# (outside a git checkout, a source tarball, there is nothing to say)
+dirty=$(git -C "$REPO" status --porcelain -- fs fetch cache pacing 2>/dev/null | awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $2 }') || dirty=
 if [ -n "$dirty" ]; then
 	BENCH_COMMIT="$BENCH_COMMIT plus uncommitted changes in $dirty"
 fi
