@@ -996,38 +996,44 @@ origin_of() {
 
 # conn_watch PORT: samples, every 0.1 s until conn_unwatch, the established
 # TCP connections to 127.0.0.1:PORT into $W/conns, a line per sample: how
-# many, how many of them received data in the last 0.25 s (ss's lastrcv:
-# a loaded machine's scheduling can hold a busy one longer than a sample),
-# and their local addresses. One mount or one curl limit reads an origin
-# at a time, so they are its connections; counted with ss rather than from
-# a system's own figures so that every system is counted the same way, and
-# "active" apart because an HTTP client keeps idle connections open.
+# many, how many of them were busy, and their local addresses. Busy: a
+# request sent after the last byte received (waiting for its answer), or a
+# byte received in the last 0.1 s (ss's lastsnd and lastrcv); an HTTP
+# client keeps idle connections open, which carry nothing. One mount or one
+# curl limit reads an origin at a time, so they are its connections;
+# counted with ss rather than from a system's own figures so that every
+# system is counted the same way.
 conn_watch() {
 	: >"$W/conns"
 	while :; do
 		ss -Htni state established "( dport = :$1 )" | awk '
 			/^[ \t]/ {
-				if (match($0, /lastrcv:[0-9]+/) && substr($0, RSTART + 8, RLENGTH - 8) + 0 < 250) act++
+				r = match($0, /lastrcv:[0-9]+/) ? substr($0, RSTART + 8, RLENGTH - 8) + 0 : 1e9
+				s = match($0, /lastsnd:[0-9]+/) ? substr($0, RSTART + 8, RLENGTH - 8) + 0 : 1e9
+				if (s < r || r < 100) busy++
 				next
 			}
 			{ n++; addrs = addrs " " $3 }
-			END { print n + 0, act + 0 addrs }'
+			END { print n + 0, busy + 0 addrs }'
 		sleep 0.1
 	done >>"$W/conns" 2>/dev/null &
 	CONN_PID=$!
 }
 
-# conn_unwatch: stops the sampler and sets CONNS to "conns=PEAK
-# conns_active=ACTIVE conns_seen=SEEN": the most connections open in one
-# sample, the most that received data in one, and the connections seen in
-# any sample (one that lived less than a sample's 0.1 s may be missed by
-# all three).
+# conn_unwatch: stops the sampler and sets CONNS to "conns=OPEN
+# conns_active=BUSY conns_seen=SEEN": the most connections open in one
+# sample; the busy ones of the samples with any, their 90th percentile
+# (a connection that just ended and the one that replaced it are both busy
+# in a sample: the peak would count churn); and the connections seen in
+# any sample (one that lived less than a sample's 0.1 s may be missed).
 conn_unwatch() {
 	kill -TERM "$CONN_PID" 2>/dev/null || true
 	wait "$CONN_PID" 2>/dev/null || true
 	CONN_PID=
-	CONNS=$(awk '{ if ($1 > p) p = $1; if ($2 > a) a = $2; for (i = 3; i <= NF; i++) seen[$i] = 1 }
-		END { n = 0; for (k in seen) n++; printf "conns=%d conns_active=%d conns_seen=%d", p, a, n }' "$W/conns")
+	CONNS="$(awk '{ if ($1 > p) p = $1; for (i = 3; i <= NF; i++) seen[$i] = 1 }
+		END { n = 0; for (k in seen) n++; printf "conns=%d conns_seen=%d", p, n }' "$W/conns")"
+	CONNS="$CONNS $(awk '$2 > 0 { print $2 }' "$W/conns" | sort -n |
+		awk '{ b[NR] = $1 } END { printf "conns_active=%d", (NR ? b[int(0.9 * NR + 0.999999)] : 0) }')"
 }
 
 # tree_step WL SYS RUN ORIGIN DIR COLD CMD...: one cold run of CMD through a
@@ -1165,9 +1171,8 @@ wl_loader() {
 					done
 					curl_loader "$wl" curl "$r" "$o" "$set" "$size" "$n"
 					# pacefs's connections grow past N (its lanes are a
-					# mount-wide budget): curl with as many as it had
-					# receiving data at once (the sampler's peak of
-					# active ones; idle ones carry nothing)
+					# mount-wide budget): curl with as many as it kept
+					# busy at once (conn_unwatch's active ones)
 					c=$(awk -F'\t' -v wl="$wl" -v r="$r" '$1 == wl && $2 == "pacefs" && $3 == r && $4 == "ok" {
 						n = split($5, kv, " "); for (i = 1; i <= n; i++) if (kv[i] ~ /^conns_active=/) print substr(kv[i], 14) }' "$RAW")
 					if [ -n "$c" ] && [ "$c" -gt 0 ]; then
@@ -1215,8 +1220,9 @@ FIO_VERIFY=256k
 fio_gen() {
 	local job k
 	mkdir -p "$W/sets" "$WWW/fio"
+	# (--verify_state_save=0: no state file in the current directory)
 	fio --name=gen --filename="$W/fio.gen" --rw=write --bs="$FIO_VERIFY" --size="$FIO_SIZE" \
-		--ioengine=sync --verify=crc32c --do_verify=0 --output=/dev/null
+		--ioengine=sync --verify=crc32c --do_verify=0 --verify_state_save=0 --output=/dev/null
 	: >"$W/sets/fio.names"
 	for job in $FIO_JOBS; do
 		fio_job "$job" || {
