@@ -17,8 +17,8 @@ PKGS=(
 
 # Only make bench needs these: the competitors, the plotting and the real
 # clients it runs through each mount (ffmpeg/ffprobe, Python's zipfile and
-# sqlite3).
-BENCH_PKGS=(rclone httpdirfs gnuplot-nox procps ffmpeg python3)
+# sqlite3), and fio for mountpoint-s3's read jobs.
+BENCH_PKGS=(rclone httpdirfs gnuplot-nox procps ffmpeg python3 fio)
 
 case "${1:-}" in
 "") ;;

@@ -243,27 +243,34 @@ static uint64_t rng_next(void)
 	return splitmix64(rng_state * 0x2545f4914f6cdd1dull);
 }
 
-/* gen FILE SIZE: writes the file's generated content. */
-static int cmd_gen(char **argv)
+/* Writes SIZE bytes of PATH's generated content. */
+static void gen_file(const char *path, uint64_t size)
 {
-	uint64_t size = parse_u64(argv[1], "size"), off;
-	uint64_t seed = name_seed(argv[0]);
+	uint64_t seed = name_seed(path), off;
 	size_t chunk = 4 * MIB;
 	unsigned char *buf = malloc(chunk);
-	FILE *fp = fopen(argv[0], "wb");
+	FILE *fp = fopen(path, "wb");
 
 	if (!buf || !fp)
-		fail("gen %s: %s", argv[0], strerror(errno));
+		fail("gen %s: %s", path, strerror(errno));
 	for (off = 0; off < size; off += chunk) {
 		size_t n = size - off < chunk ? (size_t)(size - off) : chunk;
 
 		expect_fill(buf, seed, off, n);
 		if (fwrite(buf, 1, n, fp) != n)
-			fail("write %s: %s", argv[0], strerror(errno));
+			fail("write %s: %s", path, strerror(errno));
 	}
 	if (fclose(fp) != 0)
-		fail("close %s: %s", argv[0], strerror(errno));
+		fail("close %s: %s", path, strerror(errno));
 	free(buf);
+}
+
+/* gen FILE SIZE: writes the file's generated content. */
+static int cmd_gen(char **argv)
+{
+	uint64_t size = parse_u64(argv[1], "size");
+
+	gen_file(argv[0], size);
 	printf("ok bytes=%" PRIu64 "\n", size);
 	return 0;
 }
@@ -469,6 +476,57 @@ static void reader_close(struct reader *r)
 	free(r->want);
 }
 
+/* The non-empty lines of the file LIST (a path a line), *n of them, at
+ * least one. */
+static char **read_list(const char *list, size_t *n)
+{
+	FILE *fp = fopen(list, "r");
+	char **paths = NULL, line[4096];
+	size_t cap = 0;
+
+	if (!fp)
+		fail("open %s: %s", list, strerror(errno));
+	*n = 0;
+	while (fgets(line, sizeof(line), fp)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!line[0])
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 256;
+			paths = realloc(paths, cap * sizeof(*paths));
+			if (!paths)
+				fail("out of memory");
+		}
+		paths[*n] = strdup(line);
+		if (!paths[(*n)++])
+			fail("out of memory");
+	}
+	fclose(fp);
+	if (*n == 0)
+		fail("%s: no files", list);
+	return paths;
+}
+
+/* 0..n-1 in the order a Fisher-Yates shuffle seeded by SEED gives: the
+ * loader's order, which `order` prints so that curl takes the same. */
+static size_t *shuffled(size_t n, uint64_t seed)
+{
+	size_t *order = malloc(n * sizeof(*order));
+
+	if (!order)
+		fail("out of memory");
+	rng_state = seed;
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	for (size_t i = n - 1; i > 0; i--) {
+		size_t j = (size_t)(rng_next() % (i + 1)), t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	return order;
+}
+
 /* What the workers of a loader share: the next file to take, and each
  * file's seconds from open to its last byte. */
 struct loader_shared {
@@ -508,45 +566,17 @@ static int cmd_loader(char **argv, int argc)
 {
 	uint64_t workers = parse_u64(argv[1], "workers");
 	size_t bs = argc > 3 ? (size_t)parse_u64(argv[3], "block size") : MIB;
-	FILE *fp = fopen(argv[0], "r");
-	char **paths = NULL, line[4096];
-	size_t n = 0, cap = 0, *order;
+	char **paths;
+	size_t n, *order;
 	struct loader_shared *sh;
 	size_t shlen;
 	double t0, dt;
 	int bad = 0;
 
-	if (!fp)
-		fail("open %s: %s", argv[0], strerror(errno));
-	while (fgets(line, sizeof(line), fp)) {
-		line[strcspn(line, "\n")] = '\0';
-		if (!line[0])
-			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 256;
-			paths = realloc(paths, cap * sizeof(*paths));
-			if (!paths)
-				fail("out of memory");
-		}
-		paths[n] = strdup(line);
-		if (!paths[n++])
-			fail("out of memory");
-	}
-	fclose(fp);
-	if (n == 0 || workers == 0 || workers > 1024)
-		fail("loader: no files, or workers not in 1-1024");
-	order = malloc(n * sizeof(*order));
-	if (!order)
-		fail("out of memory");
-	rng_state = parse_u64(argv[2], "seed");
-	for (size_t i = 0; i < n; i++)
-		order[i] = i;
-	for (size_t i = n - 1; i > 0; i--) {
-		size_t j = (size_t)(rng_next() % (i + 1)), t = order[i];
-
-		order[i] = order[j];
-		order[j] = t;
-	}
+	paths = read_list(argv[0], &n);
+	if (workers == 0 || workers > 1024)
+		fail("loader: workers not in 1-1024");
+	order = shuffled(n, parse_u64(argv[2], "seed"));
 	shlen = sizeof(*sh) + n * sizeof(double);
 	sh = mmap(NULL, shlen, PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -580,9 +610,37 @@ static int cmd_loader(char **argv, int argc)
 	return 0;
 }
 
+/* genlist LIST SIZE: gen for every file LIST names (a path a line), in one
+ * process: the loader's sets are thousands of files. */
+static int cmd_genlist(char **argv)
+{
+	uint64_t size = parse_u64(argv[1], "size");
+	size_t n;
+	char **paths = read_list(argv[0], &n);
+
+	for (size_t i = 0; i < n; i++)
+		gen_file(paths[i], size);
+	printf("ok files=%zu bytes=%" PRIu64 "\n", n, n * size);
+	return 0;
+}
+
+/* order LIST SEED: LIST's lines in the order `loader LIST N SEED` takes
+ * them, so that the benchmark's curl limit reads the files in that order. */
+static int cmd_order(char **argv)
+{
+	size_t n, *order;
+	char **paths = read_list(argv[0], &n);
+
+	order = shuffled(n, parse_u64(argv[1], "seed"));
+	for (size_t i = 0; i < n; i++)
+		printf("%s\n", paths[order[i]]);
+	return 0;
+}
+
 static void usage(void)
 {
 	fputs("usage: benchread gen FILE SIZE\n"
+	      "       benchread genlist LIST SIZE\n"
 	      "       benchread seq FILE [BS]\n"
 	      "       benchread first FILE\n"
 	      "       benchread random FILE N SEED\n"
@@ -591,6 +649,7 @@ static void usage(void)
 	      "       benchread seek FILE RATE NSEEK PLAY_BYTES BS SEED "
 	      "[JUMP_BS]\n"
 	      "       benchread loader LIST WORKERS SEED [BS]\n"
+	      "       benchread order LIST SEED\n"
 	      "sizes take K or M (powers of 1024)\n",
 	      stderr);
 	exit(2);
@@ -608,6 +667,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (strcmp(cmd, "gen") == 0 && argc == 2)
 		return cmd_gen(argv);
+	if (strcmp(cmd, "genlist") == 0 && argc == 2)
+		return cmd_genlist(argv);
 	if (strcmp(cmd, "seq") == 0 && argc <= 2)
 		return cmd_seq(argv, argc);
 	if (strcmp(cmd, "first") == 0 && argc == 1)
@@ -620,6 +681,8 @@ int main(int argc, char **argv)
 		return cmd_player(argv);
 	if (strcmp(cmd, "loader") == 0 && (argc == 3 || argc == 4))
 		return cmd_loader(argv, argc);
+	if (strcmp(cmd, "order") == 0 && argc == 2)
+		return cmd_order(argv);
 	if (strcmp(cmd, "seek") == 0 && (argc == 6 || argc == 7))
 		return cmd_seek(argv, argc);
 	usage();

@@ -11,6 +11,7 @@ ffmpeg's own input statistics.
 """
 import errno
 import hashlib
+import json
 import os
 import random
 import re
@@ -368,6 +369,44 @@ def cmd_sqlite(path, local, n, seed, rows, log):
        max=f6(lat[-1]), **extra)
 
 
+# --- fio ----------------------------------------------------------------------
+
+def cmd_fio(*args):
+    """Runs fio ARGS... with JSON output: a read job with --verify, so fio
+    checks every block it reads and exits non-zero on a mismatch. Prints
+    the group's read figures (group_reporting sums its threads): MiB/s
+    (fio's, 2^20 bytes), bytes, seconds, IOPS and the completion latency's
+    p50 and p99."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "fio.json")
+        t0 = time.monotonic()
+        r = subprocess.run(["fio", *args, "--output-format=json",
+                            f"--output={out}"], capture_output=True, text=True)
+        dt = time.monotonic() - t0
+        if r.returncode != 0:
+            lines = (r.stderr + r.stdout).strip().splitlines()
+            # fio's verify error names the file and offset on its first line
+            raise Failed(f"fio exit {r.returncode} after {dt:.1f}s: "
+                         f"{lines[0] if lines else 'no message'}")
+        with open(out) as f:
+            text = f.read()
+    try:
+        # warnings may precede the JSON document
+        job = json.loads(text[text.index("{"):])["jobs"][0]
+        rd = job["read"]
+    except (ValueError, KeyError, IndexError) as e:
+        raise Failed(f"fio's JSON output: {e!r}")
+    if job.get("error"):
+        raise Failed(f"fio job error {job['error']}")
+    if rd["io_bytes"] <= 0 or rd["runtime"] <= 0:
+        raise Failed("fio read nothing")
+    pct = rd["clat_ns"].get("percentile", {})
+    ok(mibps=f"{rd['bw_bytes'] / 1048576:.2f}", bytes=rd["io_bytes"],
+       secs=f6(rd["runtime"] / 1000), iops=f"{rd['iops']:.2f}",
+       p50=f6(pct.get("50.000000", 0) / 1e9),
+       p99=f6(pct.get("99.000000", 0) / 1e9))
+
+
 # --- a read that must fail ----------------------------------------------------
 
 def cmd_eio(path, limit):
@@ -407,7 +446,8 @@ def usage():
         "       clients.py play FILE SECS REFDIR AT:POS...\n"
         "       clients.py zip FILE LOCAL MEMBER\n"
         "       clients.py sqlite FILE LOCAL N SEED ROWS LOG|-\n"
-        "       clients.py eio FILE LIMIT\n")
+        "       clients.py eio FILE LIMIT\n"
+        "       clients.py fio FIO_ARGUMENT...\n")
     sys.exit(2)
 
 
@@ -422,6 +462,7 @@ COMMANDS = {
     "zip": (cmd_zip, (str, str, str)),
     "sqlite": (cmd_sqlite, (str, str, int, int, int, str)),
     "eio": (cmd_eio, (str, int)),
+    "fio": (cmd_fio, ("*",)),  # fio's arguments
 }
 
 

@@ -67,6 +67,45 @@ med_ratio() { med_ratio_of "$1" "$3" "$2" "$3" "$4"; }
 # of WL (med_ratio_of).
 med_ratio_sys() { med_ratio_of "$1" "$2" "$1" "$3" "$4"; }
 
+# med_q WL SYS NUM DEN: the median over SYS's ok runs of WL of NUM / DEN,
+# two keys of one run's line (requests per file: reqs / files), or "-".
+med_q() {
+	awk -F'\t' -v wl="$1" -v sys="$2" -v a="$3" -v b="$4" '
+		$1 == wl && $2 == sys && $4 == "ok" {
+			split("", x)
+			n = split($5, kv, " ")
+			for (i = 1; i <= n; i++) { split(kv[i], p, "="); x[p[1]] = p[2] + 0 }
+			if ((a in x) && (b in x) && x[b] > 0) v[++m] = x[a] / x[b]
+		}
+		END {
+			if (m == 0) { print "-"; exit }
+			for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+			if (m % 2) print v[(m + 1) / 2]; else print (v[m / 2] + v[m / 2 + 1]) / 2
+		}' "$RAW"
+}
+
+# med_ratio_best WL KEY: the median over the runs of pacefs's KEY over the
+# best of rclone's and httpdirfs's in the same run (a peer that failed in
+# a run did not beat pacefs there), or "-".
+med_ratio_best() {
+	awk -F'\t' -v wl="$1" -v key="$2" '
+		$1 == wl && $4 == "ok" && ($2 == "pacefs" || $2 == "rclone" || $2 == "httpdirfs") {
+			n = split($5, kv, " ")
+			for (i = 1; i <= n; i++) {
+				split(kv[i], p, "=")
+				if (p[1] != key) continue
+				if ($2 == "pacefs") a[$3] = p[2] + 0
+				else if (!($3 in b) || p[2] + 0 > b[$3]) b[$3] = p[2] + 0
+			}
+		}
+		END {
+			for (r in a) if ((r in b) && b[r] > 0) v[++m] = a[r] / b[r]
+			if (m == 0) { print "-"; exit }
+			for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+			if (m % 2) print v[(m + 1) / 2]; else print (v[m / 2] + v[m / 2 + 1]) / 2
+		}' "$RAW"
+}
+
 # lowest WL SYS KEY: the smallest KEY over the ok runs, or "-": a floor's
 # estimate, which the machine's noise can only raise.
 lowest() {
@@ -154,6 +193,36 @@ yesno() {
 	fi
 }
 
+# gf VALUE SCALE FMT: as g, but a failure is "failed", for a reference
+# inside a sentence.
+gf() { if [[ $1 == failed* ]]; then printf failed; else g "$@"; fi; }
+
+# conns_cell WL SYS: the connections of SYS in WL (run.sh's conn_watch):
+# "open, active (seen)", medians over the runs.
+conns_cell() {
+	printf '%s, %s (%s)' "$(g "$(med "$1" "$2" conns)" 1 %.0f)" "$(g "$(med "$1" "$2" conns_active)" 1 %.0f)" "$(g "$(med "$1" "$2" conns_seen)" 1 %.0f)"
+}
+
+# qx Q: a ratio Q as "1.23x", or "n/a" when it is not a number.
+qx() { if isnum "$1"; then f "$1" 1 %.2f && printf x; else printf 'n/a'; fi; }
+
+# verdict_q CMP Q BOUND WL KEY: the verdict of CMP on a same-run ratio Q
+# of pacefs's KEY in WL (med_ratio_of, med_ratio_best) and BOUND. pacefs's
+# own median comes first, as yesno's does: a run of pacefs that failed is
+# NOT met, a workload without rows not run; then a missing ratio is the
+# reference's failure.
+verdict_q() {
+	local p
+	p=$(med "$4" pacefs "$5")
+	if ! isnum "$p"; then
+		yesno "$1" "$p" "$3"
+	elif isnum "$2"; then
+		yesno "$1" "$2" "$3"
+	else
+		printf 'n/a (the reference failed)'
+	fi
+}
+
 label() {
 	case $1 in
 	pacefs) echo "pacefs" ;;
@@ -218,6 +287,34 @@ RM_dd=$(med remount dd mbps)
 # Many readers on loopback, one mount: MLN readers (MULTI_LO_N; runs
 # without it in their settings had no such workload).
 MLN=${MULTI_LO_N:-}
+# The dataset loader and fio workloads (issue 21): the origins, sets and
+# worker counts of the run (runs without them in their settings had none).
+LDO=${LOADER_ORIGINS:-}
+LDS=${LOADER_SETS:-}
+LDN=${LOADER_N:-}
+LDSN=${LOADER_SMALL_N:-$LDN}
+FJ=${FIO_JOBS:-}
+FJO=${FIO_ORIGINS:-}
+LSYS=(pacefs rclone httpdirfs curl curlpeak)
+# the loader's figure: MB/s for shards, files/s for small files
+lkey() { if [ "$1" = small ]; then echo files_per_s; else echo mbps; fi; }
+lunit() { if [ "$1" = small ]; then echo files/s; else echo MB/s; fi; }
+oname() { if [ "$1" = wan ]; then echo "WAN origin"; else echo "loopback nginx"; fi; }
+# lns SET: the loader's worker counts for SET
+lns() { if [ "$1" = small ]; then echo "$LDSN"; else echo "$LDN"; fi; }
+# ld8 SET: the worker count the headline and targets use: 8 when run
+ld8() {
+	local n w=
+	for n in $(lns "$1"); do
+		[ -n "$w" ] || w=$n
+		[ "$n" != 8 ] || w=8
+	done
+	echo "$w"
+}
+LD8=$(ld8 shards)
+LD8S=$(ld8 small)
+# fio_threads JOB: the job's numjobs (run.sh's fio_job)
+fio_threads() { case $1 in *_4t) echo 4 ;; *) echo 1 ;; esac; }
 v() { local n=$1; printf '%s' "${!n}"; }
 # sub A B: A - B; A itself when A is not a number (a failure text), "n/a"
 # when B is not.
@@ -257,7 +354,7 @@ set style histogram clustered gap 1
 set style fill solid 0.8 border -1
 set logscale y
 set grid ytics'
-rm -f "$OUT/cold_seq.png" "$OUT/latency.png" "$OUT/pulled.png" "$OUT/clients.png"
+rm -f "$OUT/cold_seq.png" "$OUT/latency.png" "$OUT/pulled.png" "$OUT/clients.png" "$OUT/loader.png" "$OUT/fio.png"
 if command -v gnuplot >/dev/null 2>&1; then
 	dat=$(mktemp)
 	for s in pacefs rclone httpdirfs curl1 curl8; do
@@ -360,6 +457,76 @@ if command -v gnuplot >/dev/null 2>&1; then
 		plot "$dat" using 7:xtic(6) title "read by the client (sqlite: 2 pages a lookup)", '' using 8 title "pacefs", '' using 9 title "rclone", '' using 10 title "httpdirfs"
 		unset multiplot
 	EOF
+	# The loader: the figure against the workers, a panel per origin and
+	# set, a line per system.
+	if grep -q '^loader_' "$RAW"; then
+		cmds=""
+		for o in $LDO; do
+			for set in $LDS; do
+				: >"$dat.$o.$set"
+				for n in $(lns "$set"); do
+					row=$n
+					for s in "${LSYS[@]}"; do
+						x=$(med "loader_${o}_${set}_$n" "$s" "$(lkey "$set")")
+						if isnum "$x"; then row="$row $x"; else row="$row NaN"; fi
+					done
+					echo "$row" >>"$dat.$o.$set"
+				done
+				ns=$(lns "$set")
+				cmds="$cmds
+set xtics (${ns// /, })
+set title \"$(oname "$o"), $set, $(lunit "$set")\"
+plot \"$dat.$o.$set\" using 1:2 title \"pacefs\", '' using 1:3 title \"rclone\", '' using 1:4 title \"httpdirfs\", '' using 1:5 title \"curl, N connections\", '' using 1:6 title \"curl, pacefs's active connections\""
+			done
+		done
+		read -ra los <<<"$LDO"
+		read -ra lss <<<"$LDS"
+		plot loader 1000,$((330 * ${#los[@]})) <<-EOF
+			set multiplot layout ${#los[@]},${#lss[@]} title "Dataset loader: N workers over shuffled files (median of $RUNS runs; missing point = failed)"
+			set style data linespoints
+			set grid
+			set key below horizontal font ",8"
+			set yrange [0:*]
+			set xlabel "workers"
+			$cmds
+			unset multiplot
+		EOF
+		rm -f "$dat".*.*
+	fi
+
+	# fio: MiB/s per job, a cluster per job, a panel per origin.
+	if grep -q '^fio_' "$RAW"; then
+		cmds=""
+		for o in $FJO; do
+			: >"$dat.$o"
+			for job in $FJ; do
+				row="\"$job\""
+				for s in "${SYS[@]}"; do
+					x=$(med "fio_${o}_$job" "$s" mibps)
+					# 0, not NaN: gnuplot's histograms fail on a column without a number
+					if isnum "$x"; then row="$row $x"; else row="$row 0"; fi
+				done
+				echo "$row" >>"$dat.$o"
+			done
+			cmds="$cmds
+set title \"$(oname "$o")\"
+plot \"$dat.$o\" using 2:xtic(1) title \"pacefs\", '' using 3 title \"rclone\", '' using 4 title \"httpdirfs\""
+		done
+		read -ra fos <<<"$FJO"
+		plot fio 1100,420 <<-EOF
+			set multiplot layout 1,${#fos[@]} title "mountpoint-s3's fio read jobs, MiB/s, ${FIO_SECS:-10} s on $((${FIO_SIZE:-0} / MiB)) MiB files (median of $RUNS runs; 0 = failed)"
+			set style data histograms
+			set style histogram clustered gap 1
+			set style fill solid 0.8 border -1
+			set grid ytics
+			set yrange [0:*]
+			set key top right
+			set xtics rotate by 20 right
+			$cmds
+			unset multiplot
+		EOF
+		rm -f "$dat".*
+	fi
 	rm -f "$dat"
 fi
 
@@ -434,6 +601,41 @@ trap 'rm -f "$TGT" "$PLOT_ERR"' EXIT
 		mp=$(med "multi_lo_$n" pacefs mbps) mc=$(med "multi_lo_$n" curlfile mbps)
 		echo "| $n readers on $n files of one mount, loopback: aggregate >= 0.6x $n curl processes into files (issue 16) | pacefs $(f "$mp" 1 %.0f) MB/s vs curl $(f "$mc" 1 %.0f) MB/s: $(ratio "$mp" "$mc" 3) (rclone $(f "$(med "multi_lo_$n" rclone mbps)" 1 %.0f), httpdirfs $(f "$(med "multi_lo_$n" httpdirfs mbps)" 1 %.0f)) | $(yesno ge "$mp" "$(mul "$mc" 0.6)") |"
 	done
+	# The dataset loader and fio (issue 21), when they were run.
+	if grep -q '^loader_' "$RAW"; then
+		wl=loader_wan_shards_$LD8
+		mp=$(med "$wl" pacefs mbps)
+		q=$(med_ratio_sys "$wl" pacefs curlpeak mbps)
+		echo "| loader, $LD8 workers, ${SHARD_N:-0} shards of $((${SHARD_SIZE:-0} / MiB)) MiB, WAN: >= 0.9x curl with as many connections as pacefs opened (as it kept busy at once: ss, see the loader's section) | pacefs $(f "$mp" 1 %.1f) MB/s with $(g "$(med "$wl" pacefs conns_active)" 1 %.0f) active connections ($(g "$(med "$wl" pacefs conns)" 1 %.0f) open) vs curl $(gf "$(med "$wl" curlpeak mbps)" 1 %.1f) MB/s: $(qx "$q") (curl with $LD8: $(gf "$(med "$wl" curl mbps)" 1 %.1f) MB/s) | $(verdict_q ge "$q" 0.9 "$wl" mbps) |"
+		q=$(med_ratio_sys "$wl" pacefs rclone mbps)
+		echo "| loader, $LD8 workers, shards, WAN: >= 1.5x rclone | vs rclone $(gf "$(med "$wl" rclone mbps)" 1 %.1f) MB/s: $(qx "$q") | $(verdict_q ge "$q" 1.5 "$wl" mbps) |"
+		q=$(med_q "$wl" pacefs reqs files)
+		# a failed run of pacefs, as yesno judges it
+		isnum "$mp" || q=$mp
+		echo "| loader, $LD8 workers, shards, WAN: <= 4 requests per shard on average (the origin's log, mount to unmount, listing and probes included) | $(f "$q" 1 %.2f) requests per shard (rclone $(g "$(med_q "$wl" rclone reqs files)" 1 %.2f), httpdirfs $(g "$(med_q "$wl" httpdirfs reqs files)" 1 %.2f), curl 1) | $(yesno le "$q" 4) |"
+		q=$(med_q "$wl" pacefs pulled bytes)
+		isnum "$mp" || q=$mp
+		echo "| loader, $LD8 workers, shards, WAN: pulled <= 1.02x read | $(f "$q" 1 %.3f)x | $(yesno le "$q" 1.02) |"
+		wl=loader_wan_small_$LD8S
+		q=$(med_ratio_sys "$wl" pacefs curl files_per_s)
+		echo "| loader, $LD8S workers, ${SMALL_N:-0} files of $((${SMALL_SIZE:-0} / 1024)) KiB, WAN: files/s >= 0.9x curl with $LD8S connections | pacefs $(f "$(med "$wl" pacefs files_per_s)" 1 %.1f) files/s vs curl $(gf "$(med "$wl" curl files_per_s)" 1 %.1f): $(qx "$q") | $(verdict_q ge "$q" 0.9 "$wl" files_per_s) |"
+		wl=loader_lo_shards_$LD8
+		q=$(med_ratio_sys "$wl" pacefs rclone mbps)
+		echo "| loader, $LD8 workers, shards, loopback: >= 1.5x rclone | pacefs $(f "$(med "$wl" pacefs mbps)" 1 %.0f) MB/s vs rclone $(gf "$(med "$wl" rclone mbps)" 1 %.0f) MB/s: $(qx "$q") | $(verdict_q ge "$q" 1.5 "$wl" mbps) |"
+	fi
+	if grep -q '^fio_' "$RAW"; then
+		for o in $FJO; do
+			for job in $FJ; do
+				wl=fio_${o}_$job
+				q=$(med_ratio_best "$wl" mibps)
+				echo "| fio $job (mountpoint-s3), $(oname "$o"): pacefs >= the best peer (median of the runs' ratios) | pacefs $(gf "$(med "$wl" pacefs mibps)" 1 %.1f) MiB/s (rclone $(gf "$(med "$wl" rclone mibps)" 1 %.1f), httpdirfs $(gf "$(med "$wl" httpdirfs mibps)" 1 %.1f)): $(qx "$q") | $(verdict_q ge "$q" 1 "$wl" mibps) |"
+			done
+		done
+		wl=fio_wan_seq_read_4t
+		lim=$(awk -v l="${HOST_LANES:-16}" -v r="$WAN_RATE" -v m=$MiB 'BEGIN { print l * r / m }')
+		mp=$(med "$wl" pacefs mibps)
+		echo "| fio seq_read_4t, WAN: >= 0.9x what the lanes can carry (${HOST_LANES:-16} lanes, pacefs's -o host_lanes= default, x $WAN_RATE B/s = $(f "$lim" 1 %.1f) MiB/s) | pacefs $(f "$mp" 1 %.1f) MiB/s with $(g "$(med "$wl" pacefs conns_active)" 1 %.0f) active connections ($(g "$(med "$wl" pacefs conns)" 1 %.0f) open): $(ratio "$mp" "$lim") | $(yesno ge "$mp" "$(mul "$lim" 0.9)") |"
+	fi
 	if [ "$(med tier_first pacefs mbps)" != - ]; then
 		tc=${TIER_CHUNK:-1048576}
 		lim=$(awk -v s="$SEQ_LO_SIZE" 'BEGIN { print 1.05 * s }')
@@ -498,7 +700,7 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 		- **Cold:** every run starts with a new empty cache directory and a new mount; then \`sync; echo 3 > /proc/sys/vm/drop_caches\`$( [ "${BENCH_DROP_OK:-1}" = 1 ] || printf ' (**failed on this machine: page cache NOT dropped**)'), then the origin's source file is read once so that the origin serves from memory.
 		- **Verification:** the files are generated by \`benchread gen\` (word i of a file is x ^ (x >> 29) with x = (FNV-1a(name) + i) times an odd constant: no two words of a file are equal); the reader \`benchread\` checks every byte it reads against that formula (about 5 GB/s on this machine, so it does not cap warm reads), so a wrong byte at any offset fails the run ("failed: content mismatch ... at offset N"). curl rows check status codes and byte counts.
 		- **Bytes pulled** are the body bytes the origin logged (nginx \`\$body_bytes_sent\`, pacefs-origin's per-request log), from before the mount to after the unmount unless said otherwise.
-		- Files: $((SEQ_LO_SIZE / MiB)) MiB for loopback sequential/warm/remount, $((SEQ_WAN_SIZE / MiB)) MiB for WAN sequential, first byte and mirrors, $((LONG_SIZE / MiB)) MiB for random reads and seeks (the player reads the $((SEQ_LO_SIZE / MiB)) MiB file), $MULTI_FILES x $((MULTI_SIZE / MiB)) MiB for many readers on WAN$( [ -z "$MLN" ] || printf ', %s x %s MiB for many readers on loopback (%s readers)' "${MULTI_LO_FILES:-0}" "$((MULTI_SIZE / MiB))" "${MLN// / and }").
+		- Files: $((SEQ_LO_SIZE / MiB)) MiB for loopback sequential/warm/remount, $((SEQ_WAN_SIZE / MiB)) MiB for WAN sequential, first byte and mirrors, $((LONG_SIZE / MiB)) MiB for random reads and seeks (the player reads the $((SEQ_LO_SIZE / MiB)) MiB file), $MULTI_FILES x $((MULTI_SIZE / MiB)) MiB for many readers on WAN$( [ -z "$MLN" ] || printf ', %s x %s MiB for many readers on loopback (%s readers)' "${MULTI_LO_FILES:-0}" "$((MULTI_SIZE / MiB))" "${MLN// / and }")$(grep -q '^loader_' "$RAW" && printf ', %s x %s MiB shards and %s x %s KiB files for the loader' "${SHARD_N:-0}" "$((${SHARD_SIZE:-0} / MiB))" "${SMALL_N:-0}" "$((${SMALL_SIZE:-0} / 1024))")$(grep -q '^fio_' "$RAW" && printf ', one %s MiB file written by fio for its jobs, linked under each name they read' "$((${FIO_SIZE:-0} / MiB))").
 
 	EOF
 
@@ -515,11 +717,34 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 			"$(f "$mp" 1 %.0f)" "$(ratio "$mp" "$(med "multi_lo_$n" curlfile mbps)")" "$n" \
 			"$(ratio "$mp" "$(med "multi_lo_$n" rclone mbps)")" "$(ratio "$mp" "$(med "multi_lo_$n" httpdirfs mbps)")"
 	done
+	# the loader and fio: ratios of the same run, their median
+	if grep -q '^loader_' "$RAW"; then
+		for o in $LDO; do
+			line="- Dataset loader, $(oname "$o"):"
+			for set in $LDS; do
+				n=$(ld8 "$set")
+				wl=loader_${o}_${set}_$n k=$(lkey "$set")
+				line="$line $set, $n workers, pacefs $(f "$(med "$wl" pacefs "$k")" 1 %.1f) $(lunit "$set") = $(qx "$(med_ratio_sys "$wl" pacefs rclone "$k")") rclone, $(qx "$(med_ratio_sys "$wl" pacefs httpdirfs "$k")") httpdirfs, $(qx "$(med_ratio_sys "$wl" pacefs curl "$k")") curl with $n connections, $(qx "$(med_ratio_sys "$wl" pacefs curlpeak "$k")") curl with pacefs's $(g "$(med "$wl" pacefs conns_active)" 1 %.0f) active connections;"
+			done
+			echo "${line%;}."
+		done
+	fi
+	if grep -q '^fio_' "$RAW"; then
+		line="- mountpoint-s3's fio read jobs, pacefs / the best of rclone and httpdirfs (same run):"
+		for o in $FJO; do
+			line="$line $(oname "$o")"
+			for job in $FJ; do
+				line="$line $job $(qx "$(med_ratio_best "fio_${o}_$job" mibps)"),"
+			done
+			line="${line%,};"
+		done
+		echo "${line%;}."
+	fi
 	echo "- Real clients on the WAN origin, seconds (pacefs / rclone / httpdirfs / local copy): ffprobe $(f "$CP_pacefs" 1 %.2f) / $(f "$CP_rclone" 1 %.2f) / $(f "$CP_httpdirfs" 1 %.2f) / $(f "$CP_local" 1 %.2f); ffmpeg -ss $(f "$CS_pacefs" 1 %.2f) / $(f "$CS_rclone" 1 %.2f) / $(f "$CS_httpdirfs" 1 %.2f) / $(f "$CS_local" 1 %.2f); zip member $(f "$CZ_pacefs" 1 %.2f) / $(f "$CZ_rclone" 1 %.2f) / $(f "$CZ_httpdirfs" 1 %.2f) / $(f "$CZ_local" 1 %.3f); sqlite lookup $(f "$CQ_pacefs" 0.001 %.1f) / $(f "$CQ_rclone" 0.001 %.1f) / $(f "$CQ_httpdirfs" 0.001 %.1f) / $(f "$CQ_local" 0.001 %.2f) ms."
 	echo
 	for p in "${PLOTS[@]}"; do echo "![$p]($p)"; done
 	echo
-	echo "## Targets (issues 4, 5, 8, 12, 13, 14 and 16)"
+	echo "## Targets (issues 4, 5, 8, 12, 13, 14, 16 and 21)"
 	echo
 
 	cat "$TGT"
@@ -714,6 +939,67 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 		done
 		echo
 	fi
+	if grep -q '^loader_' "$RAW"; then
+		echo "## Dataset loader: N workers over shuffled files (issue 21)"
+		echo
+		echo "As a training job's data loader: \`benchread loader\` forks N worker processes that take the files of one set in one shuffled order (seeded by the run's number), each the next file not yet taken, and read it whole in 1 MiB reads, every byte checked; files/s and MB/s over the wall time from the first worker's start to the last one's exit. The sets: ${SHARD_N:-0} shards of $((${SHARD_SIZE:-0} / MiB)) MiB, and ${SMALL_N:-0} small files of $((${SMALL_SIZE:-0} / 1024)) KiB, each in a folder of its own, which every system mounts fresh with an empty cache for each run: pacefs the folder's directory index (\`pacefs URL/ MNT\`), rclone and httpdirfs its listing. On loopback the folder is nginx's URL/SET/; the WAN-like origin of a folder is a pacefs-origin with the same caps rooted at it (httpdirfs asks for URL/SET without the trailing slash, which pacefs-origin does not redirect as nginx does)."
+		echo
+		echo "The limits: **curl, N connections**: N curl processes at once, process k taking the files k, k+N, k+2N, ... of the loader's order of the same run (\`benchread order\`) over one keep-alive connection (the files are all of one size, so fixed shares end together as the loader's taken ones do); from the WAN origin into /dev/null, from loopback into files on the work directory's filesystem (where the caches are), not synced and removed at once; every response must be a 200 of the file's size; the wall time from the first process's start to the last one's exit. **curl, as many connections as pacefs had active**: the same with as many processes as pacefs kept connections busy at once in that run (its active connections below; no more processes than files)."
+		echo
+		echo "**Connections** are counted with \`ss\` every 0.1 s while the loader or curl runs, the established TCP connections to the origin's port (one system reads an origin at a time): **open**, the most in one sample; **active**, the busy ones (a request sent after the last byte received, or a byte received in the last 0.1 s: ss's lastsnd and lastrcv; an HTTP client keeps idle connections open), the 90th percentile over the samples with any (a connection that just ended and its replacement are both busy in a sample, so the peak would count churn); in parentheses, how many different ones were seen in any sample (one that lived less than 0.1 s can be missed). On loopback an answer takes microseconds, so few connections are ever seen busy there and the limit with pacefs's active connections says little. **Requests per file** and **pulled / read**: the origin's log from mount to unmount (listing and probes included) over the files and bytes read. **Peak RSS**: the mount daemon's VmHWM before the unmount. **pacefs is**: the median over the runs of pacefs's figure over that row's in the same run."
+		echo
+		for o in $LDO; do
+			for set in $LDS; do
+				k=$(lkey "$set")
+				if [ "$set" = small ]; then
+					echo "### $(oname "$o"): ${SMALL_N:-0} files of $((${SMALL_SIZE:-0} / 1024)) KiB"
+				else
+					echo "### $(oname "$o"): ${SHARD_N:-0} shards of $((${SHARD_SIZE:-0} / MiB)) MiB"
+				fi
+				echo
+				echo "| workers | system | $(lunit "$set") | runs | $([ "$set" = small ] && echo "MB/s" || echo "files/s") | median file ms | requests per file | pulled / read | peak RSS MiB | connections: open, active (seen) | pacefs is |"
+				echo "| ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |"
+				k2=files_per_s
+				[ "$set" != small ] || k2=mbps
+				for n in $(lns "$set"); do
+					wl=loader_${o}_${set}_$n
+					for s in "${LSYS[@]}"; do
+						case $s in
+						curl) lb="curl, $n connections (limit)" ;;
+						curlpeak) lb="curl, as many connections as pacefs had active (limit)" ;;
+						*) lb=$(label "$s") ;;
+						esac
+						q=-
+						[ "$s" = pacefs ] || q=$(qx "$(med_ratio_sys "$wl" pacefs "$s" "$k")")
+						echo "| $n | $lb | $(f "$(med "$wl" "$s" "$k")" 1 %.1f) | $(vals "$wl" "$s" "$k" 1 %.1f) | $(g "$(med "$wl" "$s" "$k2")" 1 %.2f) | $(g "$(med "$wl" "$s" p50)" 0.001 %.0f) | $(g "$(med_q "$wl" "$s" reqs files)" 1 %.2f) | $(g "$(med_q "$wl" "$s" pulled bytes)" 1 %.3f) | $(g "$(med "$wl" "$s" hwm_kib)" 1024 %.0f) | $(conns_cell "$wl" "$s") | $q |"
+					done
+				done
+				echo
+			done
+		done
+	fi
+	if grep -q '^fio_' "$RAW"; then
+		echo "## mountpoint-s3's fio read jobs (issue 21)"
+		echo
+		echo "The read jobs of mountpoint-s3's benchmark (awslabs/mountpoint-s3, mountpoint-s3/scripts/fio/read/), their parameters on run.sh's fio command lines: seq_read (bs=256k, rw=read, one thread), seq_read_4t (the same, numjobs=4, a file each), rand_read (bs=256k, rw=randread), rand_read_4t (numjobs=4), seq_read_skip_17m (bs=256m, rw=read:17m: 256 MiB reads, each 17 MiB past the last); all ioengine=sync, time_based, group_reporting, run with \`fio --thread --directory=MNT\` as their fs_bench.sh does. Cut here to $((${FIO_SIZE:-0} / MiB)) MiB files (theirs: 100G) and ${FIO_SECS:-10} s (theirs: 30 s). Added: \`--readonly\` and \`--verify=crc32c --verify_interval=256k\`: the files are written by fio with a verify header every 256 KiB (the block's checksum and offset), so every byte fio reads is checked and a block at the wrong offset fails. Each job on a fresh mount of each system with an empty cache, pacefs mounting the folder's directory index, on each origin as the loader's folders are. A sequential job that reaches the end of its file starts over (time_based), so on loopback a file may be read more than once (read / file size > 1); and fio ends a job at the first read that completes after the ${FIO_SECS:-10} s, so where one of seq_read_skip_17m's 256 MiB reads takes longer (from the WAN origin: 32 s at one connection's $WAN_RATE B/s) its figure is one or two reads over a longer time."
+		echo
+		echo "MiB/s is fio's (2^20 bytes/s over its runtime, threads summed); p50 and p99: fio's completion latency of one read. Requests, pulled, peak RSS and connections as in the loader's tables; pulled / read counts mount to unmount, so read-ahead past the last read shows."
+		echo
+		echo "| job | origin | system | MiB/s | runs | p50 ms | p99 ms | read / file size | pulled / read | requests | peak RSS MiB | connections: open, active (seen) | pacefs is |"
+		echo "| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |"
+		for job in $FJ; do
+			fsz=$(( $(fio_threads "$job") * ${FIO_SIZE:-1} ))
+			for o in $FJO; do
+				wl=fio_${o}_$job
+				for s in "${SYS[@]}"; do
+					q=-
+					[ "$s" = pacefs ] || q=$(qx "$(med_ratio_sys "$wl" pacefs "$s" mibps)")
+					echo "| $job | $(oname "$o") | $(label "$s") | $(f "$(med "$wl" "$s" mibps)" 1 %.1f) | $(vals "$wl" "$s" mibps 1 %.1f) | $(g "$(med "$wl" "$s" p50)" 0.001 %.1f) | $(g "$(med "$wl" "$s" p99)" 0.001 %.1f) | $(g "$(med "$wl" "$s" bytes)" "$fsz" %.2f) | $(g "$(med_q "$wl" "$s" pulled bytes)" 1 %.2f) | $(g "$(med "$wl" "$s" reqs)" 1 %.0f) | $(g "$(med "$wl" "$s" hwm_kib)" 1024 %.0f) | $(conns_cell "$wl" "$s") | $q |"
+				done
+			done
+		done
+		echo
+	fi
 	if [ "$(med tier_first pacefs mbps)" != - ]; then
 		tc=${TIER_CHUNK:-1048576}
 		echo "## A shared cache tier (WAN origin behind nginx proxy_cache + slice)"
@@ -782,6 +1068,9 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 			key["sqlite"] = "per"; key["transfer1"] = "secs"; key["stall"] = "secs"
 		}
 		$1 ~ /^multi_lo_/ { key[$1] = "mbps" }
+		$1 ~ /^loader_.*_small_/ { key[$1] = "files_per_s" }
+		$1 ~ /^loader_.*_shards_/ { key[$1] = "mbps" }
+		$1 ~ /^fio_/ { key[$1] = "mibps" }
 		$4 == "ok" && ($1 in key) {
 			n = split($5, kv, " ")
 			for (i = 1; i <= n; i++) {
@@ -813,6 +1102,12 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 		echo "- httpdirfs's sqlite runs failed on wrong bytes, not on time: when this workload was written, httpdirfs 1.2.5 served zeros for the last 4 KiB page of one of its 8 MiB download segments of the database (offset 226488320, found by comparing the pages sqlite read with the local copy), which sqlite reports as a malformed database."
 	fi
 	echo "- The WAN origin caps each connection, not the origin as a whole, so the two-mirror workload cannot show aggregation: either mirror alone fills 8 lanes."
+	# the loader's and fio's daemons that were gone before their unmount
+	gone=$(awk -F'\t' '$5 ~ /(^| )daemon_gone=1( |$)/ { n[$2]++; w[$2] = w[$2] (w[$2] == "" ? "" : ", ") $1 " run " $3 }
+		END { for (s in n) printf "%s%s %d time(s) (%s)", (k++ ? "; " : ""), s, n[s], w[s] }' "$RAW")
+	if [ -n "$gone" ]; then
+		echo "- A mount daemon had exited before its unmount, after the workload's reads had succeeded (so no peak RSS for that run): $gone."
+	fi
 	echo
 	echo "## Logs"
 	echo

@@ -10,7 +10,11 @@
 # file (4 GiB), BENCH_LEAD the player target's lead in seconds (3),
 # BENCH_DATA a directory that keeps the real clients' generated files (the
 # MP4, zip and database) from one run to the next (default: made anew in
-# the work directory).
+# the work directory); the loader and fio workloads' sizes and subsets:
+# BENCH_LOADER_N, BENCH_LOADER_SMALL_N, BENCH_LOADER_ORIGINS,
+# BENCH_LOADER_SETS, BENCH_SHARDS,
+# BENCH_SHARD_SIZE, BENCH_SMALL_FILES, BENCH_SMALL_SIZE, BENCH_FIO_JOBS,
+# BENCH_FIO_ORIGINS, BENCH_FIO_SIZE, BENCH_FIO_SECS (see below).
 # shellcheck disable=SC2317 # cleanup functions are called from traps
 set -euo pipefail
 
@@ -81,15 +85,43 @@ TIER_CHUNK=$MiB # -o chunk= and the tier's slice in the tier workload
 TIER_STALL=10   # s, -o stall_timeout= of the mount that loses a proxy
 S3SIG_N=2000    # random 4 KiB reads of the s3sig workload
 S3SIG_BUCKET=s3sig # its bucket: a directory of WWW with the same files
+# The dataset loader (issue 21): LOADER_N worker processes (benchread
+# loader) take the files of one set in one shuffled order and read each
+# whole, through a directory-index mount of the set's folder on each
+# origin of LOADER_ORIGINS ("wan": the WAN-like origin, "lo": loopback
+# nginx); the sets are SHARD_N shards of SHARD_SIZE and SMALL_N small files
+# of SMALL_SIZE, the latter with LOADER_SMALL_N workers only: httpdirfs
+# reads about one small file a second per worker from the WAN origin, so
+# that each worker count takes it minutes (2,000 files: 4 min with 8
+# workers, 8 with 4).
+LOADER_N=${BENCH_LOADER_N:-4 8 16}
+LOADER_SMALL_N=${BENCH_LOADER_SMALL_N:-8}
+LOADER_ORIGINS=${BENCH_LOADER_ORIGINS:-wan lo}
+LOADER_SETS=${BENCH_LOADER_SETS:-shards small}
+SHARD_N=${BENCH_SHARDS:-48}
+SHARD_SIZE=${BENCH_SHARD_SIZE:-$((8 * MiB))}
+SMALL_N=${BENCH_SMALL_FILES:-2000}
+SMALL_SIZE=${BENCH_SMALL_SIZE:-$((32 * 1024))}
+# mountpoint-s3's fio read jobs (awslabs/mountpoint-s3,
+# mountpoint-s3/scripts/fio/read/), each on FIO_SIZE files (theirs are
+# 100G) for FIO_SECS (their runtime is 30s), on the origins of FIO_ORIGINS;
+# the jobs' parameters are in fio_job below.
+FIO_JOBS=${BENCH_FIO_JOBS:-seq_read seq_read_4t rand_read rand_read_4t seq_read_skip_17m}
+FIO_ORIGINS=${BENCH_FIO_ORIGINS:-wan lo}
+FIO_SIZE=${BENCH_FIO_SIZE:-$((1024 * MiB))}
+FIO_SECS=${BENCH_FIO_SECS:-10}
+# shellcheck disable=SC2034 # for report.sh
+HOST_LANES=16 # pacefs's default -o host_lanes=, for the fio target's bound
 WORKLOADS=(seq_lo seq_wan ttfb random player player2 seek1m mirrors multi multi_lo
-	ffprobe ffss ffplay zip sqlite transfer1 stall memory tier s3sig)
+	loader fio ffprobe ffss ffplay zip sqlite transfer1 stall memory tier s3sig)
 
 # Per-step timeouts, seconds.
 TO_MOUNT=30
 TO_STEP=240
 TO_SHORT=30 # steps that take seconds when all is well: the 503 origin, the stalled read
+TO_LOADER=600 # a loader run: httpdirfs takes minutes over the small files
 
-for need in /usr/sbin/nginx rclone httpdirfs gnuplot curl fusermount3 timeout ffmpeg ffprobe /usr/bin/python3; do
+for need in /usr/sbin/nginx rclone httpdirfs gnuplot curl fusermount3 timeout ffmpeg ffprobe /usr/bin/python3 fio ss; do
 	if ! command -v "$need" >/dev/null 2>&1; then
 		echo "bench: $need is missing; run contrib/install-deps.sh --bench" >&2
 		exit 1
@@ -131,7 +163,8 @@ BENCH_MACHINE="$(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /pr
 BENCH_VERSIONS="$("$PACEFS" -V 2>&1 | awk 'NR == 1'); $(rclone version 2>/dev/null | awk 'NR == 1'); $(httpdirfs --version 2>&1 | awk 'NR == 1'); $(/usr/sbin/nginx -v 2>&1 | awk 'NR == 1'); $(curl -V | awk 'NR == 1')"
 BENCH_COMMIT=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
 # Others edit the tree: say when the binary may hold more than the commit.
-dirty=$(git -C "$REPO" status --porcelain -- fs fetch cache pacing 2>/dev/null | awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $2 }')
+# (outside a git checkout, a source tarball, there is nothing to say)
+dirty=$(git -C "$REPO" status --porcelain -- fs fetch cache pacing 2>/dev/null | awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $2 }') || dirty=
 if [ -n "$dirty" ]; then
 	BENCH_COMMIT="$BENCH_COMMIT plus uncommitted changes in $dirty"
 fi
@@ -140,6 +173,7 @@ fi
 
 MOUNT_PIDS=() # pids of mount daemons (foreground processes we started)
 PAR_PIDS=()   # pids of the readers par_run has running at once
+CONN_PID=     # conn_watch's sampler
 
 cleanup() {
 	local rc=$? m p
@@ -150,6 +184,9 @@ cleanup() {
 	for p in "${PAR_PIDS[@]}"; do
 		kill -TERM "$p" 2>/dev/null || true
 	done
+	if [ -n "$CONN_PID" ]; then
+		kill -TERM "$CONN_PID" 2>/dev/null || true
+	fi
 	for m in "${T_MOUNTS[@]}"; do
 		umount_pacefs "$m" 2>/dev/null || true
 	done
@@ -276,10 +313,10 @@ tier_stop() {
 	wait "$1" 2>/dev/null || true
 }
 
-# wan_start NAME: pacefs-origin over $WWW with the WAN caps and a listing;
-# sets WAN_URL and WAN_LOG.
+# wan_start NAME [ROOT]: pacefs-origin over ROOT ($WWW) with the WAN caps
+# and a listing; sets WAN_URL and WAN_LOG.
 wan_start() {
-	o_start "$1" --root "$WWW" --quiet --rate "$WAN_RATE" --latency "$WAN_LATENCY" --autoindex || return 1
+	o_start "$1" --root "${2:-$WWW}" --quiet --rate "$WAN_RATE" --latency "$WAN_LATENCY" --autoindex || return 1
 	WAN_URL=$O_URL
 	WAN_LOG=$O_LOG
 }
@@ -304,10 +341,22 @@ cold_caches() {
 	if ! echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
 		DROP_OK=0
 	fi
-	for f in "$@"; do
-		cat "$WWW/$f" >/dev/null
-	done
+	# one cat for all: the loader's sets are thousands of files
+	if [ $# -gt 0 ]; then
+		(cd "$WWW" && cat -- "$@") >/dev/null
+	fi
+	cat "${CURL_FILES[@]}" >/dev/null
 }
+
+# curl's program and libraries, which cold_caches reads back in: the
+# limits that start curl processes (par_run) are timed from their start,
+# which after a dropped page cache would include loading curl and its 30
+# libraries from disk, as no mount daemon's figure does.
+mapfile -t CURL_FILES < <(
+	p=$(command -v curl)
+	echo "$p"
+	ldd "$p" | awk '$3 ~ /^\// { print $3 }'
+)
 
 # --- mounts -----------------------------------------------------------------
 
@@ -910,6 +959,317 @@ wl_memory() {
 	done
 }
 
+# --- the dataset loader and mountpoint-s3's fio jobs (issue 21) -------------
+
+# origin_of wan|lo DIR: sets OURL to the URL whose listing is the folder
+# DIR of WWW, OLOG to its origin's request log and OPORT to its port. On
+# loopback it is nginx's URL/DIR/. The WAN-like origin of a folder is a
+# pacefs-origin of its own with the same caps, rooted at the folder
+# (started at the first call): httpdirfs asks for a folder's listing
+# without the trailing slash (URL/DIR), which nginx redirects and
+# pacefs-origin answers with a 404. Returns 1 when that origin does not
+# start.
+declare -A DIR_WAN=() # folder -> "URL LOG" of its WAN-like origin
+origin_of() {
+	local url=$WAN_URL log=$WAN_LOG
+	case $1 in
+	wan)
+		if [ -z "${DIR_WAN[$2]:-}" ]; then
+			wan_start "wan_$2" "$WWW/$2" || return 1
+			DIR_WAN[$2]="$WAN_URL $WAN_LOG"
+			# WAN_URL and WAN_LOG stay the main WAN origin's
+			WAN_URL=$url WAN_LOG=$log
+		fi
+		read -r OURL OLOG <<<"${DIR_WAN[$2]}"
+		OPORT=${OURL##*:}
+		;;
+	lo)
+		OURL=$NGINX_URL/$2 OLOG=$NGINX_LOG
+		OPORT=${NGINX_URL##*:}
+		;;
+	*)
+		echo "bench: unknown origin $1 (wan or lo)" >&2
+		return 1
+		;;
+	esac
+}
+
+# conn_watch PORT: samples, every 0.1 s until conn_unwatch, the established
+# TCP connections to 127.0.0.1:PORT into $W/conns, a line per sample: how
+# many, how many of them were busy, and their local addresses. Busy: a
+# request sent after the last byte received (waiting for its answer), or a
+# byte received in the last 0.1 s (ss's lastsnd and lastrcv); an HTTP
+# client keeps idle connections open, which carry nothing. One mount or one
+# curl limit reads an origin at a time, so they are its connections;
+# counted with ss rather than from a system's own figures so that every
+# system is counted the same way.
+conn_watch() {
+	: >"$W/conns"
+	while :; do
+		ss -Htni state established "( dport = :$1 )" | awk '
+			/^[ \t]/ {
+				r = match($0, /lastrcv:[0-9]+/) ? substr($0, RSTART + 8, RLENGTH - 8) + 0 : 1e9
+				s = match($0, /lastsnd:[0-9]+/) ? substr($0, RSTART + 8, RLENGTH - 8) + 0 : 1e9
+				if (s < r || r < 100) busy++
+				next
+			}
+			{ n++; addrs = addrs " " $3 }
+			END { print n + 0, busy + 0 addrs }'
+		sleep 0.1
+	done >>"$W/conns" 2>/dev/null &
+	CONN_PID=$!
+}
+
+# conn_unwatch: stops the sampler and sets CONNS to "conns=OPEN
+# conns_active=BUSY conns_seen=SEEN": the most connections open in one
+# sample; the busy ones of the samples with any, their 90th percentile
+# (a connection that just ended and the one that replaced it are both busy
+# in a sample: the peak would count churn); and the connections seen in
+# any sample (one that lived less than a sample's 0.1 s may be missed).
+conn_unwatch() {
+	kill -TERM "$CONN_PID" 2>/dev/null || true
+	wait "$CONN_PID" 2>/dev/null || true
+	CONN_PID=
+	CONNS="$(awk '{ if ($1 > p) p = $1; for (i = 3; i <= NF; i++) seen[$i] = 1 }
+		END { n = 0; for (k in seen) n++; printf "conns=%d conns_seen=%d", p, n }' "$W/conns")"
+	CONNS="$CONNS $(awk '$2 > 0 { print $2 }' "$W/conns" | sort -n |
+		awk '{ b[NR] = $1 } END { printf "conns_active=%d", (NR ? b[int(0.9 * NR + 0.999999)] : 0) }')"
+}
+
+# tree_step WL SYS RUN ORIGIN DIR COLD CMD...: one cold run of CMD through a
+# fresh mount of SYS on the directory index of the folder DIR of ORIGIN
+# (origin_of), every system mounting the same listing. COLD names the file
+# listing DIR's files that cold_caches reads (the first must show in the
+# mount); $W/tree.list is made to hold DIR's files ($W/sets/DIR.names) as
+# paths in the mount, and @MNT@ in CMD's arguments becomes the mountpoint.
+# Records CMD's line with the requests and bytes the origin logged from
+# mount to unmount, the daemon's peak RSS (VmHWM, read before the unmount)
+# and the connections during CMD (conn_watch). The cache is removed after
+# the unmount: these workloads leave up to gigabytes in each.
+tree_step() {
+	local wl=$1 sys=$2 r=$3 o=$4 dir=$5 cold=() a args=() mark hwm
+	mapfile -t cold <"$6"
+	shift 6
+	if ! origin_of "$o" "$dir"; then
+		record "$wl" "$sys" "$r" "failed: the origin of $dir did not start"
+		return 0
+	fi
+	fresh "$r" "$sys"
+	mark=$(log_mark "$OLOG")
+	if ! FS_TREE=1 fs_mount "$sys" "$OURL" "${cold[0]}" "$MNT" "$CACHE"; then
+		record "$wl" "$sys" "$r" "failed: mount: $MOUNT_ERR"
+		rm -rf "$CACHE"
+		return 0
+	fi
+	cold_caches "${cold[@]/#/$dir/}"
+	sed "s|^|$MNT/|" "$W/sets/$dir.names" >"$W/tree.list"
+	for a in "$@"; do args+=("${a//@MNT@/$MNT}"); done
+	conn_watch "$OPORT"
+	run_step "${args[@]}"
+	conn_unwatch
+	# "-" when the daemon is gone (httpdirfs has crashed): no figure
+	hwm=$(proc_kib "$MPID" VmHWM)
+	fs_umount "$MNT" "$MPID"
+	rm -rf "$CACHE"
+	if [ "$hwm" = - ]; then hwm=daemon_gone=1; else hwm=hwm_kib=$hwm; fi
+	record "$wl" "$sys" "$r" "$STEP" "$(log_pulled "$OLOG" "$mark") $hwm $CONNS"
+	say "  $wl $sys run $r: $(tail -n 1 "$RAW" | cut -f4-)"
+}
+
+# loader_gen: the loader's sets of LOADER_SETS, each file generated by
+# benchread in WWW/SET, their names in $W/sets/SET.names.
+loader_gen() {
+	local set n size k name
+	mkdir -p "$W/sets"
+	for set in $LOADER_SETS; do
+		case $set in
+		shards) n=$SHARD_N size=$SHARD_SIZE name=shard ;;
+		small) n=$SMALL_N size=$SMALL_SIZE name=sample ;;
+		*)
+			echo "bench: unknown loader set $set (shards or small)" >&2
+			return 1
+			;;
+		esac
+		mkdir -p "$WWW/$set"
+		for ((k = 0; k < n; k++)); do printf '%s-%05d.bin\n' "$name" "$k"; done >"$W/sets/$set.names"
+		sed "s|^|$WWW/$set/|" "$W/sets/$set.names" >"$W/sets/$set.gen"
+		"$BR" genlist "$W/sets/$set.gen" "$size" >/dev/null
+	done
+}
+
+# curl_loader WL SYS RUN ORIGIN SET SIZE N: the loader's limit, N curl
+# processes at once over SET's files in the loader's order of this run
+# (benchread order), process k taking files k, k+N, k+2N, ... over one
+# connection of its own, as a loader's worker would keep one (the files
+# are all of one size, so fixed shares end together as the loader's
+# dynamic ones do). From the WAN origin into /dev/null; from loopback into
+# files on the work directory's filesystem (where the caches are), not
+# synced and removed at once, as multi_lo's limit. Every response must be
+# a 200 of SIZE bytes. Records files/s and MB/s over the wall time from the
+# first start to the last exit, with the origin's requests and bytes and
+# the connections (conn_watch).
+curl_loader() {
+	local wl=$1 sys=$2 r=$3 o=$4 set=$5 size=$6 n=$7 k nf mark secs cold=()
+	if ! origin_of "$o" "$set"; then
+		record "$wl" "$sys" "$r" "failed: the origin of $set did not start"
+		return 0
+	fi
+	"$BR" order "$W/sets/$set.names" "$r" >"$W/curl-loader.order"
+	nf=$(wc -l <"$W/curl-loader.order")
+	[ "$n" -le "$nf" ] || n=$nf
+	rm -rf "$W/curl-loader"
+	mkdir -p "$W/curl-loader"
+	for ((k = 0; k < n; k++)); do
+		awk -v n="$n" -v k="$k" -v base="$OURL" -v o="$o" -v dir="$W/curl-loader" '
+			(NR - 1) % n == k {
+				if (c++) print "next"
+				printf "url = \"%s/%s\"\n", base, $0
+				printf "output = \"%s\"\n", (o == "wan" ? "/dev/null" : dir "/" $0)
+				print "write-out = \"%{http_code} %{size_download}\\n\""
+			}' "$W/curl-loader.order" >"$W/curl-loader.$k.cfg"
+	done
+	mapfile -t cold <"$W/sets/$set.names"
+	cold_caches "${cold[@]/#/$set/}"
+	mark=$(log_mark "$OLOG")
+	conn_watch "$OPORT"
+	par_run "$n" 0 "200 $size" curl -s --max-time "$TO_STEP" -K "$W/curl-loader.@K@.cfg"
+	conn_unwatch
+	# dropped unwritten rather than written back under the next step
+	rm -rf "$W/curl-loader"
+	if [[ $STEP == ok* ]]; then
+		secs=$(sed -n 's/.* secs=\([0-9.]*\).*/\1/p' <<<"$STEP")
+		# every response, not only each process's last
+		STEP=$(for ((k = 0; k < n; k++)); do cat "$W/par.$k"; done | awk -v want="$nf" -v size="$size" -v t="$secs" -v w="$n" '
+			$1 == 200 && $2 == size { good++; next }
+			{ if (bad == "") bad = $0; nbad++ }
+			END {
+				if (nbad || good != want) { printf "failed: %d of %d files whole, first bad: %s\n", good, want, bad; exit }
+				printf "ok files=%d bytes=%d secs=%.6f files_per_s=%.2f mbps=%.2f workers=%d\n", good, good * size, t, good / t, good * size / t / 1e6, w
+			}')
+	fi
+	record "$wl" "$sys" "$r" "$STEP" "$(log_pulled "$OLOG" "$mark") $CONNS"
+	say "  $wl $sys run $r: $(tail -n 1 "$RAW" | cut -f4-)"
+}
+
+# The dataset loader: for each origin of LOADER_ORIGINS, set of LOADER_SETS
+# and N of LOADER_N (LOADER_SMALL_N for the small files), benchread loader with N worker processes through one
+# fresh mount of each system on the set's folder (pacefs mounts its
+# directory index, rclone and httpdirfs its listing), then the curl limit
+# with N connections and with as many as pacefs had active in the same run.
+wl_loader() {
+	local r o set n ns size wl sys c
+	for r in $(seq 1 "$RUNS"); do
+		for o in $LOADER_ORIGINS; do
+			for set in $LOADER_SETS; do
+				size=$SHARD_SIZE ns=$LOADER_N
+				[ "$set" = shards ] || size=$SMALL_SIZE ns=$LOADER_SMALL_N
+				for n in $ns; do
+					wl=loader_${o}_${set}_$n
+					for sys in "${SYSTEMS[@]}"; do
+						STEP_TO=$TO_LOADER tree_step "$wl" "$sys" "$r" "$o" "$set" "$W/sets/$set.names" \
+							"$BR" loader "$W/tree.list" "$n" "$r"
+					done
+					curl_loader "$wl" curl "$r" "$o" "$set" "$size" "$n"
+					# pacefs's connections grow past N (its lanes are a
+					# mount-wide budget): curl with as many as it kept
+					# busy at once (conn_unwatch's active ones)
+					c=$(awk -F'\t' -v wl="$wl" -v r="$r" '$1 == wl && $2 == "pacefs" && $3 == r && $4 == "ok" {
+						n = split($5, kv, " "); for (i = 1; i <= n; i++) if (kv[i] ~ /^conns_active=/) print substr(kv[i], 14) }' "$RAW")
+					if [ -n "$c" ] && [ "$c" -gt 0 ]; then
+						curl_loader "$wl" curlpeak "$r" "$o" "$set" "$size" "$c"
+					else
+						record "$wl" curlpeak "$r" "skipped: no pacefs connection count in this run (its run failed)"
+					fi
+				done
+			done
+		done
+	done
+}
+
+# fio_job JOB: the parameters of mountpoint-s3's fio job JOB (their
+# mountpoint-s3/scripts/fio/read/JOB.fio, in awslabs/mountpoint-s3; read
+# there, not copied): FIO_NAME, its job section's name, by which fio names
+# the files it reads NAME.K.0 (K = 0..numjobs-1) in --directory; FIO_BS,
+# FIO_RW and FIO_THREADS (numjobs). Every one of theirs also has
+# ioengine=sync, fallocate=none, time_based and group_reporting, size=100G
+# (here FIO_SIZE) and runtime=30s (here FIO_SECS); fs_bench.sh runs them
+# with fio --thread. Returns 1 for a job it does not know.
+fio_job() {
+	case $1 in
+	seq_read) FIO_NAME=sequential_read FIO_BS=256k FIO_RW=read FIO_THREADS=1 ;;
+	seq_read_4t) FIO_NAME=sequential_read_four_threads FIO_BS=256k FIO_RW=read FIO_THREADS=4 ;;
+	rand_read) FIO_NAME=random_read FIO_BS=256k FIO_RW=randread FIO_THREADS=1 ;;
+	rand_read_4t) FIO_NAME=random_read_four_threads FIO_BS=256k FIO_RW=randread FIO_THREADS=4 ;;
+	# 256 MiB reads, each 17 MiB past the end of the last
+	seq_read_skip_17m) FIO_NAME=seq_read_skip_17m FIO_BS=256m FIO_RW=read:17m FIO_THREADS=1 ;;
+	*) return 1 ;;
+	esac
+}
+
+# FIO_VERIFY bytes carry one of fio's verify headers (crc32c of the block,
+# its offset): the file is written by fio with them, and every job reads
+# with --verify at that interval, so that every byte a job reads is checked
+# and a block served at the wrong offset fails. It divides every job's bs
+# and every offset they read at (skip_17m's are multiples of 1 MiB).
+FIO_VERIFY=256k
+
+# fio_gen: one FIO_SIZE file written by fio with verify headers, linked
+# into WWW/fio under every name the jobs of FIO_JOBS read; $W/sets/fio.names
+# lists them, $W/sets/fio.cold one of them (all are the same inode, so
+# reading one warms the origin's side for all).
+fio_gen() {
+	local job k
+	mkdir -p "$W/sets" "$WWW/fio"
+	# (--verify_state_save=0: no state file in the current directory)
+	fio --name=gen --filename="$W/fio.gen" --rw=write --bs="$FIO_VERIFY" --size="$FIO_SIZE" \
+		--ioengine=sync --verify=crc32c --do_verify=0 --verify_state_save=0 --output=/dev/null
+	: >"$W/sets/fio.names"
+	for job in $FIO_JOBS; do
+		fio_job "$job" || {
+			echo "bench: unknown fio job $job" >&2
+			return 1
+		}
+		for ((k = 0; k < FIO_THREADS; k++)); do
+			ln -f "$W/fio.gen" "$WWW/fio/$FIO_NAME.$k.0"
+			echo "$FIO_NAME.$k.0" >>"$W/sets/fio.names"
+		done
+	done
+	head -n 1 "$W/sets/fio.names" >"$W/sets/fio.cold"
+}
+
+# mountpoint-s3's fio read jobs (FIO_JOBS), each for FIO_SECS on FIO_SIZE
+# files through one fresh mount of each system on the directory index of
+# WWW/fio on each origin of FIO_ORIGINS, as their fs_bench.sh runs them:
+# fio --thread --directory=MNT, the job's parameters (fio_job); plus
+# --readonly, and --verify (FIO_VERIFY) for the harness's rule that every
+# byte read is checked. A time-based sequential job that reaches the end of
+# its file starts over: on loopback it may read its file more than once.
+wl_fio() {
+	local r o job sys wl
+	for r in $(seq 1 "$RUNS"); do
+		for o in $FIO_ORIGINS; do
+			for job in $FIO_JOBS; do
+				fio_job "$job"
+				wl=fio_${o}_$job
+				if [ "$job" = seq_read_skip_17m ] && [ "$FIO_SIZE" -lt $((256 * MiB)) ]; then
+					for sys in "${SYSTEMS[@]}"; do
+						record "$wl" "$sys" "$r" "skipped: its 256 MiB reads need a file of 256 MiB or more (BENCH_FIO_SIZE is $FIO_SIZE)"
+					done
+					continue
+				fi
+				for sys in "${SYSTEMS[@]}"; do
+					tree_step "$wl" "$sys" "$r" "$o" fio "$W/sets/fio.cold" \
+						"${CL[@]}" fio --thread --eta=never --readonly --directory=@MNT@ \
+						--name="$FIO_NAME" --bs="$FIO_BS" --rw="$FIO_RW" --numjobs="$FIO_THREADS" \
+						--ioengine=sync --fallocate=none --size="$FIO_SIZE" \
+						--runtime="${FIO_SECS}s" --time_based --group_reporting \
+						--verify=crc32c --verify_interval="$FIO_VERIFY" --verify_fatal=1
+				done
+			done
+		done
+	done
+}
+
 # --- real clients -----------------------------------------------------------
 
 # warm_clients: puts the clients' programs and libraries back in the page
@@ -1295,6 +1655,8 @@ n=$MULTI_FILES
 if wanted multi_lo && [ "$MULTI_LO_FILES" -gt "$n" ]; then n=$MULTI_LO_FILES; fi
 for ((k = 0; k < n; k++)); do "$BR" gen "$WWW/multi$k.bin" "$MULTI_SIZE" >/dev/null; done
 if wanted memory; then "$BR" gen "$WWW/mem.bin" "$MEM_SIZE" >/dev/null; fi
+if wanted loader; then loader_gen; fi
+if wanted fio; then fio_gen; fi
 DATA=${BENCH_DATA:-$W/data}
 if wanted ffprobe || wanted ffss || wanted ffplay || wanted zip || wanted sqlite; then
 	gen_client_data
@@ -1327,7 +1689,8 @@ SETTINGS=(SEQ_LO_SIZE SEQ_WAN_SIZE LONG_SIZE MULTI_SIZE MULTI_FILES MULTI_READER
 	PLAYER_BS SEEK_N SEEK_PLAY MEM_SIZE SEEK_JUMP PLAYER2_RATE PLAYER2_BYTES
 	PLAYER_LEAD LANES MEDIA_SECS MEDIA_KBPS PLAY_SECS PLAY_JUMPS SS_POS ZIP_MEMBERS
 	ZIP_MEMBER_BYTES DB_ROWS DB_PAYLOAD SQL_N T1_RETRY_AFTER READ_TIMEOUT
-	TIER_CHUNK TIER_STALL S3SIG_N S3SIG_BUCKET)
+	TIER_CHUNK TIER_STALL S3SIG_N S3SIG_BUCKET LOADER_N LOADER_SMALL_N LOADER_ORIGINS LOADER_SETS SHARD_N SHARD_SIZE
+	SMALL_N SMALL_SIZE FIO_JOBS FIO_ORIGINS FIO_SIZE FIO_SECS HOST_LANES)
 export "${SETTINGS[@]}"
 mkdir -p "$OUT/logs"
 cp "$RAW" "$OUT/raw.tsv"
