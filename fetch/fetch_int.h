@@ -204,6 +204,8 @@ struct fetch_slot {
 	bool busy;
 	bool ahead; /* sent ahead, not promoted yet: its body waits */
 	bool held;  /* paused in on_body while ahead */
+	bool attached; /* its easy handle is in the multi: a request is
+			  under way (fetch__slot_attach) */
 	bool refused; /* no proxy left to send it through: ends with
 			 res at the end of the turn */
 	const char *url; /* where the request started (the target's) */
@@ -265,6 +267,20 @@ struct fetch {
 	bool started;
 	atomic_bool stop;
 };
+
+/* fetch/count.c. Tells cfg->on_request (if any) that easy's request of
+ * url through proxy entry `proxy` (-1: none) ended; lane: a lane's. */
+void fetch__request_ended(const struct fetch_config *cfg, CURL *easy,
+			  const char *url, int proxy, bool lane);
+
+/* Hands slot s's easy handle to curl: a request is sent. Returns what
+ * curl_multi_add_handle does. */
+CURLMcode fetch__slot_attach(struct fetch_slot *s);
+
+/* Takes it back from curl, once per attach: the request ended (done, cut
+ * or dropped), and on_request hears of it. Does nothing when it is not
+ * attached. */
+void fetch__slot_detach(struct fetch_slot *s);
 
 /* Logs through the hooks' log, if any. */
 void fetch__log(struct fetch *f, enum fetch_log_level level, const char *fmt,
