@@ -11,6 +11,21 @@
 
 enum fs_log_level { FS_LOG_ERR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };
 
+/* What a log line is about, for a log a collector parses (-o
+ * log_format=json): each member NULL or 0 where the line has none. The
+ * text log says the same in its sentence. Strings are borrowed for the
+ * call. */
+struct fs_log_fields {
+	const char *blob;    /* the file's name */
+	const char *source;  /* a URL (shown without its userinfo) */
+	uint64_t start, end; /* the bytes [start, end); end 0: none */
+	long status;	     /* an HTTP status; 0: none */
+	const char *error;   /* the error's class: "transient", "throttled",
+				"gone", "fatal", "local", "stalled",
+				"timeout", "unavailable", "changed",
+				"digest", "credentials" */
+};
+
 /* The monotonic clock, in nanoseconds: what the scheduler, the log's rate
  * limit and the listings' ages count in. */
 static inline uint64_t fs__now_ns(void)

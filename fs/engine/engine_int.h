@@ -5,6 +5,7 @@
 #define FS_ENGINE_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "fs/engine/engine.h"
 #include "pacing/pace.h"
@@ -113,6 +114,22 @@ struct fs_parts {
  * is replaced, not served again. */
 #define FS_RECHECK_MAX 16
 
+/* What fs__engine_counters reads: atomics that any thread adds to
+ * (fs__count), with or without the lock, so that a scrape never waits for
+ * a read and a read never waits for a scrape. */
+struct fs_engine_stats {
+	_Atomic uint64_t read_bytes[FS_FROM_N];
+	_Atomic uint64_t hits, misses;
+	_Atomic uint64_t faults[FS_FAULT_N];
+	_Atomic uint64_t retries, refused, digest_units, digest_blobs;
+	_Atomic uint64_t readers; /* opens less closes */
+};
+
+static inline void fs__count(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
 /* The running mount: scheduler, transfers and cache, under one lock. */
 struct fs_engine {
 	pthread_mutex_t mu;
@@ -124,6 +141,9 @@ struct fs_engine {
 	/* The hooks of its configuration (fs_engine_config). */
 	void (*log)(void *ctx, enum fs_log_level level, const char *fmt,
 		    va_list ap);
+	void (*log_fields)(void *ctx, enum fs_log_level level,
+			   const struct fs_log_fields *f, const char *fmt,
+			   va_list ap);
 	void *log_ctx;
 	void (*inval)(void *ctx, uint32_t b, const char *name, uint64_t ino,
 		      uint64_t start, uint64_t end);
@@ -165,6 +185,7 @@ struct fs_engine {
 		uint64_t start, end; /* end 0: unused */
 	} recheck[FS_RECHECK_MAX];
 	uint32_t recheck_next;
+	struct fs_engine_stats stats;
 };
 
 /* The end of cache block `index` of b (its size for the last). */
@@ -203,6 +224,12 @@ void fs__part_free(struct fs_parts *ps, struct fs_part *p);
  * the engine never calls the driver's log. */
 void fs__engine_log(const struct fs_engine *e, enum fs_log_level level,
 		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The same, for a line about what f names: through the log_fields hook
+ * when there is one, else as fs__engine_log. */
+void fs__engine_log_about(const struct fs_engine *e, enum fs_log_level level,
+			  const struct fs_log_fields *f, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* Has the kernel's pages of bytes [start, end) of blob b dropped, through
  * the inval hook (nothing without one). Caller holds e->mu. */
