@@ -69,6 +69,14 @@ static inline int fs__hexval(char ch)
  * Returns out. */
 char *fs__escape(const char *s, char *out, size_t cap);
 
+/* fs/escape.c. Writes s as the inside of a JSON string (no quotes) into
+ * out (cap bytes, NUL-terminated when cap > 0, cut at a whole escape or
+ * sequence when full): '"' and '\\' escaped, control characters (C0,
+ * DEL, C1) as \u escapes, a byte that is not well-formed UTF-8 as
+ * \ufffd, so that the document always parses and holds no raw control
+ * byte. Returns the length the whole of it needs, as snprintf does. */
+size_t fs__json_escape(const char *s, char *out, size_t cap);
+
 /* The length of the well-formed UTF-8 sequence of two to four bytes at s
  * (its code point in *cp), or 0: ASCII, a stray or overlong byte, a
  * surrogate, a cut sequence. Reads up to s's NUL. */

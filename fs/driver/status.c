@@ -46,29 +46,20 @@ static void put(struct out *o, const char *fmt, ...)
 }
 
 /* Writes s as a JSON string. Names and URLs come from servers and
- * manifests: control characters (C0, DEL, C1) are \u escapes, and a byte
- * that is not well-formed UTF-8 is U+FFFD, so the document always parses
- * and holds no raw control byte. */
+ * manifests: fs__json_escape makes sure the document always parses and
+ * holds no raw control byte. */
 static void put_str(struct out *o, const char *s)
 {
-	put(o, "\"");
-	while (*s) {
-		unsigned char c = (unsigned char)*s;
-		uint32_t cp = c;
-		size_t n = c < 0x80 ? 1 : fs__utf8_seq(s, &cp);
+	size_t n;
 
-		if (c == '"' || c == '\\') {
-			put(o, "\\%c", c);
-		} else if (n == 0) {
-			put(o, "\\ufffd");
-			n = 1;
-		} else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
-			put(o, "\\u%04x", (unsigned)cp);
-		} else {
-			put(o, "%.*s", (int)n, s);
-		}
-		s += n;
-	}
+	put(o, "\"");
+	if (o->full)
+		return;
+	n = fs__json_escape(s, o->buf + o->used, o->cap - o->used);
+	if (n >= o->cap - o->used)
+		o->full = true;
+	else
+		o->used += n;
 	put(o, "\"");
 }
 
