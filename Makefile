@@ -13,7 +13,7 @@ endif
 
 CC ?= cc
 PKG_CONFIG ?= pkg-config
-PKGS := fuse3 libcurl libcrypto lmdb jansson libxxhash libxml-2.0
+PKGS := fuse3 libcurl libcrypto lmdb jansson libxxhash libxml-2.0 libmicrohttpd
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 

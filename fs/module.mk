@@ -9,7 +9,8 @@ FS_AUTH_SRCS := fs/auth/creds.c fs/auth/command.c fs/auth/awsconf.c \
 	fs/auth/headers.c fs/auth/identity.c
 FS_DRIVER_SRCS := fs/driver/fs.c fs/driver/inval.c fs/driver/mount.c \
 	fs/driver/opts.c fs/driver/log.c fs/driver/node.c fs/driver/probe.c \
-	fs/driver/status.c fs/driver/cachecmd.c fs/driver/exitguard.c
+	fs/driver/status.c fs/driver/cachecmd.c fs/driver/exitguard.c \
+	fs/driver/metrics.c fs/driver/metricsd.c fs/driver/logjson.c
 FS_SRCS := fs/escape.c $(FS_DRIVER_SRCS) $(FS_ENGINE_SRCS) $(FS_TREE_SRCS) \
 	$(FS_AUTH_SRCS)
 $(BUILD)/libfs.a: $(FS_SRCS:%.c=$(BUILD)/%.o)

@@ -24,6 +24,9 @@ $(BUILD)/tests/test_fetch: $(BUILD)/tests/unit/test_fetch.o $(BUILD)/libfetch.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null)
 
+# The man page, which it checks documents every metric.
+$(BUILD)/tests/unit/test_fs.o: ALL_CFLAGS += -DPACEFS_SRCDIR='"$(CURDIR)"'
+
 $(BUILD)/tests/test_fs: $(BUILD)/tests/unit/test_fs.o $(BUILD)/libfs.a \
 		$(BUILD)/libfetch.a $(BUILD)/libcache.a $(BUILD)/libpacing.a
 	@mkdir -p $(dir $@)

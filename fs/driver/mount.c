@@ -21,6 +21,7 @@
 #include "fs/driver/cachecmd_int.h"
 #include "fs/driver/driver_int.h"
 #include "fs/driver/log_int.h"
+#include "fs/driver/metrics_int.h"
 #include "fs/engine/engine.h"
 #include "fs/tree/tree.h"
 #include "fs/auth/auth.h"
@@ -616,10 +617,11 @@ static void queue_inval(void *ctx, uint32_t b, const char *name, uint64_t ino,
  * starts the engine, builds the tree and serves until unmounted or
  * signalled. */
 static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
-		 struct prepared *p, struct fs_exit_guard *g)
+		 struct prepared *p, struct fs_exit_guard *g, int *metrics_fd)
 {
 	struct fs_engine_config ec;
 	struct fuse_loop_config *lc;
+	struct fs_metricsd *metricsd = NULL;
 	int rc;
 
 	/* Blocks (64 KiB) and reads (1 MiB) are allocated and freed at a
@@ -651,6 +653,7 @@ static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
 	if (ec.max_blobs == 0)
 		ec.max_blobs = 1;
 	ec.log = fs__log_hook;
+	ec.log_fields = fs__log_fields_hook;
 	ec.inval = queue_inval;
 	rc = fs__inval_new(ec.max_blobs, &m->inval);
 	ec.inval_ctx = m->inval;
@@ -684,6 +687,14 @@ static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
 		return rc;
 	}
 	rc = fs__exit_guard_start(g, se, m->engine);
+	if (rc == 0 && *metrics_fd >= 0) {
+		/* The socket was bound before the fork; it is the server's. */
+		rc = fs__metricsd_start(*metrics_fd, m->metrics, m, &metricsd);
+		*metrics_fd = -1;
+		if (rc == 0)
+			fs__log(FS_LOG_INFO, "metrics at http://%s/metrics",
+				o->metrics);
+	}
 	if (rc != 0) {
 		fs__log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
 		fs__inval_stop(m->inval);
@@ -691,6 +702,8 @@ static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
 		return rc;
 	}
 	rc = fuse_session_loop_mt(se, lc);
+	/* Before the engine goes: a scrape reads it. */
+	fs__metricsd_stop(metricsd);
 	fs__exit_guard_ended(g);
 	/* A signal libfuse handles (TERM, INT, HUP) ends the session as an
 	 * unmount does: a clean end, not a failure. */
@@ -716,7 +729,7 @@ int fs_main(int argc, char **argv)
 	struct prepared p;
 	struct fs_exit_guard guard;
 	char err[1024];
-	int status = 1, rc;
+	int status = 1, rc, metrics_fd = -1;
 
 	if (argc > 1 && strcmp(argv[1], "status") == 0)
 		return fs_status_command(argc, argv);
@@ -743,10 +756,17 @@ int fs_main(int argc, char **argv)
 		status = 0;
 		goto out_opts;
 	}
+	fs__log_format_json(o.log_format == 1);
 	fs__log_init(true, (enum fs_log_level)o.log_level);
 	p.kind = kind_of(o.url);
 	if (check_inputs(&o, p.kind, &p.s3, p.name, sizeof(p.name)) != 0)
 		goto out_prepared;
+	/* Before the first request: the probe is counted too. */
+	if (fs__metrics_new(o.mountpoint, o.metrics_labels, o.nmetrics_labels,
+			    &m.metrics) != 0) {
+		fail("out of memory");
+		goto out_prepared;
+	}
 
 	/* libfuse refuses unknown options here, before anything is done. */
 	if (add_fuse_opt(&o.fuse_args, "ro,subtype=pacefs,fsname=pacefs") !=
@@ -768,6 +788,8 @@ int fs_main(int argc, char **argv)
 		fs__log(FS_LOG_WARN, "insecure: TLS certificates and host "
 				     "names are not verified");
 	fetch_config_from(&o, &m.fetch);
+	m.fetch.on_request = fs__metrics_on_request;
+	m.fetch.request_ctx = m.metrics;
 	if (make_creds(&o, &p, &m.fetch) != 0)
 		goto out_session;
 	m.s3 = p.s3.bucket != NULL ? &p.s3 : NULL;
@@ -804,6 +826,11 @@ int fs_main(int argc, char **argv)
 	m.listing_ttl_ns = (uint64_t)o.listing_ttl_s * 1000000000u;
 	m.revalidate_s = o.revalidate_s;
 
+	if (o.metrics != NULL &&
+	    fs__metrics_listen(o.metrics, &metrics_fd, err, sizeof(err)) != 0) {
+		fail("%s", err);
+		goto out_session;
+	}
 	if (fuse_set_signal_handlers(se) != 0) {
 		fail("cannot install signal handlers");
 		goto out_session;
@@ -818,7 +845,8 @@ int fs_main(int argc, char **argv)
 	} else {
 		if (!o.foreground)
 			fs__log_init(false, (enum fs_log_level)o.log_level);
-		status = serve(&o, se, &m, &p, &guard) == 0 ? 0 : 1;
+		status =
+			serve(&o, se, &m, &p, &guard, &metrics_fd) == 0 ? 0 : 1;
 	}
 	fs__exit_guard_unmount(&guard, se);
 out_signals:
@@ -833,9 +861,12 @@ out_session:
 	fs__ns_free(m.ns);
 	fetch_proxies_free(m.fetch.proxies); /* after the engine's requests */
 	fs__exit_guard_stop(&guard);
+	if (metrics_fd >= 0)
+		close(metrics_fd);
 out_prepared:
 	prepared_free(&p);
 out_opts:
+	fs__metrics_free(m.metrics); /* the fetch hook's, until here */
 	fs_opts_free(&o);
 	return status;
 }

@@ -17,6 +17,7 @@
 #include "fetch/fetch.h"
 #include "fs/auth/auth.h"
 #include "fs/base.h"
+#include "fs/driver/metrics_int.h"
 #include "fs/fs.h"
 
 _Static_assert(FS_CHUNK_MIN == CACHE_BLOCK_SIZE,
@@ -58,6 +59,9 @@ enum {
 	KEY_CHUNK,
 	KEY_INFLIGHT_MAX,
 	KEY_PROXY_RESET,
+	KEY_METRICS,
+	KEY_METRICS_LABEL,
+	KEY_LOG_FORMAT,
 };
 
 static const struct fuse_opt opt_spec[] = {
@@ -99,6 +103,9 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("s3_addressing=", KEY_S3_ADDRESSING),
 	FUSE_OPT_KEY("auth_command=", KEY_AUTH_COMMAND),
 	FUSE_OPT_KEY("creds_readable", KEY_CREDS_READABLE),
+	FUSE_OPT_KEY("metrics=", KEY_METRICS),
+	FUSE_OPT_KEY("metrics_label=", KEY_METRICS_LABEL),
+	FUSE_OPT_KEY("log_format=", KEY_LOG_FORMAT),
 	FUSE_OPT_END,
 };
 
@@ -238,6 +245,32 @@ static int check_header(struct parse_state *s, const char *h)
 		return parse_error(s, "option header: pacefs sets %s itself",
 				   fs__header_owned(h, strlen(h)));
 	return 0;
+}
+
+/* -o metrics=, -o metrics_label=, -o log_format=: what operators run
+ * the mount with (fs/driver/metrics.c and metricsd.c check them). */
+static int set_operating(struct parse_state *s, int key, const char *arg)
+{
+	static const char *const formats[] = {"text", "json", NULL};
+	struct fs_opts *o = s->o;
+	const char *v = strchr(arg, '=') + 1;
+	char why[512];
+
+	switch (key) {
+	case KEY_METRICS:
+		if (fs__metrics_addr_check(v, why, sizeof(why)) != 0)
+			return parse_error(s, "%s", why);
+		return set_string(s, arg, &o->metrics);
+	case KEY_METRICS_LABEL:
+		if (fs__metrics_label_check(v, o->metrics_labels,
+					    o->nmetrics_labels, why,
+					    sizeof(why)) != 0)
+			return parse_error(s, "%s", why);
+		return add_string(s, arg, &o->metrics_labels,
+				  &o->nmetrics_labels);
+	default:
+		return parse_choice(s, arg, formats, &o->log_format);
+	}
 }
 
 /* Checks the file that "header_file=PATH" names and keeps its path: the
@@ -431,6 +464,10 @@ static int opt_proc(void *data, const char *arg, int key,
 	case KEY_INSECURE:
 		o->insecure = true;
 		return 0;
+	case KEY_METRICS:
+	case KEY_METRICS_LABEL:
+	case KEY_LOG_FORMAT:
+		return set_operating(s, key, arg);
 	case KEY_CACHE_SHARED:
 		o->cache_shared = true;
 		return 0;
@@ -599,6 +636,10 @@ void fs_opts_free(struct fs_opts *o)
 	free(o->s3_addressing);
 	free(o->cafile);
 	free(o->proxy);
+	free(o->metrics);
+	for (unsigned i = 0; i < o->nmetrics_labels; i++)
+		free(o->metrics_labels[i]);
+	free(o->metrics_labels);
 	memset(o, 0, sizeof(*o));
 }
 
@@ -766,7 +807,8 @@ void fs_opts_usage(void)
 	       "seconds "
 	       "is retried\n"
 	       "                           (default: 10)\n"
-	       "    -o retry_after_max=S   a 429 or 503 holds its source at most "
+	       "    -o retry_after_max=S   a 429 or 503 holds its source at "
+	       "most "
 	       "S seconds,\n"
 	       "                           whatever Retry-After asks (default: "
 	       "60)\n"
@@ -800,6 +842,12 @@ void fs_opts_usage(void)
 	       "seconds (60)\n"
 	       "    -o log_level=L         error, warning, info or debug "
 	       "(default: info)\n"
+	       "    -o log_format=F        text (default) or json, one object "
+	       "a line\n"
+	       "    -o metrics=ADDR:PORT   serve Prometheus metrics at "
+	       "http://ADDR:PORT/metrics\n"
+	       "    -o metrics_label=K=V   a label on every series "
+	       "(repeatable)\n"
 	       "    -o attr_timeout=S, -o entry_timeout=S   kernel caching of "
 	       "attributes\n"
 	       "                           and names (default: 60)\n"
