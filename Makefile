@@ -29,7 +29,7 @@ ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
 	$(WARN) $(CFLAGS) $(SANFLAGS) -I. -MMD -MP
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS) -pthread
 
-.PHONY: all check check-run demo install format clean deps bench
+.PHONY: all check check-run demo install format clean deps bench deb
 all: $(BUILD)/pacefs $(BUILD)/pacefs-origin
 
 include pacing/module.mk
@@ -44,7 +44,7 @@ include contrib/bench/module.mk
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
 # Made anew: ar keeps the members of an existing archive, so an object of
 # a source since removed would still be linked.
@@ -72,6 +72,10 @@ bench:
 	contrib/install-deps.sh --bench
 	+$(MAKE) --no-print-directory all
 	contrib/bench/run.sh $(BUILD)/pacefs
+
+# pacefs_VERSION_ARCH.deb into $(BUILD)/, lintian-checked (contrib/deb.sh).
+deb: deps
+	contrib/deb.sh $(BUILD)
 
 install: $(BUILD)/pacefs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
