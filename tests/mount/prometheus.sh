@@ -2,9 +2,10 @@
 # prometheus.sh: the metrics endpoint with the real client. Debian's
 # Prometheus scrapes a mount every second while a file is read through it;
 # its HTTP API then says the bytes read (within 1 %) and the requests sent
-# (exactly the origin's log lines), promtool accepts the exposition,
-# pacefs status shows the same samples, and a bad or busy address or label
-# is one line naming the option with nothing mounted.
+# (exactly the origin's log lines), promtool accepts the exposition and
+# contrib/prometheus's configuration and alert rules (and their rule
+# tests), pacefs status shows the same samples, and a bad or busy address
+# or label is one line naming the option with nothing mounted.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
@@ -46,11 +47,20 @@ if ! mount_pacefs -o "cache_dir=$T_TMP/cache,metrics=127.0.0.1:$MPORT,metrics_la
 fi
 METRICS=http://127.0.0.1:$MPORT/metrics
 
+# The project's rules, as a site would load them; their own tests.
+cp "$T_ROOT/contrib/prometheus/pacefs.rules.yml" "$T_TMP/prom/"
+t_check "promtool check config: contrib/prometheus/prometheus.yml" \
+	promtool check config "$T_ROOT/contrib/prometheus/prometheus.yml"
+t_check "promtool test rules: the alert on a mount whose sources all fail" \
+	promtool test rules "$T_ROOT/contrib/prometheus/pacefs.rules.test.yml"
 PPORT=$(free_port)
 cat >"$T_TMP/prom/prometheus.yml" <<EOF
 global:
   scrape_interval: 1s
   scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files:
+  - pacefs.rules.yml
 scrape_configs:
   - job_name: pacefs
     static_configs:
@@ -113,6 +123,15 @@ fi
 t_eq "Prometheus's request count is the origin's log" "$prom_requests" "$origin_lines"
 label=$(metric "$PROM" 'count(pacefs_read_bytes_total{site="check",mount="'"$MNT"'",from="network"})')
 t_eq "every series has mount= and the metrics_label" "$label" 1
+for _ in $(seq 1 50); do
+	rules=$(curl -s "$PROM/api/v1/rules" | python3 -c 'import json, sys
+g = json.load(sys.stdin)["data"]["groups"]
+print(" ".join(r["name"] + ":" + r["health"] for x in g for r in x["rules"]))')
+	[[ $rules == *unknown* ]] || break
+	sleep 0.1
+done
+t_eq "Prometheus evaluates the rules" "$rules" \
+	"PacefsSourcesFailing:ok PacefsReadErrors:ok PacefsDown:ok"
 
 # pacefs status reads the same samples (nothing moves now).
 "$PACEFS" status --json "$MNT" >"$T_TMP/status.json"
