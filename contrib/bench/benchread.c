@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -458,6 +460,124 @@ static int cmd_seek(char **argv, int argc)
 	return 0;
 }
 
+static void reader_close(struct reader *r)
+{
+	close(r->fd);
+	free(r->buf);
+	free(r->want);
+}
+
+/* What the workers of a loader share: the next file to take, and each
+ * file's seconds from open to its last byte. */
+struct loader_shared {
+	uint64_t next;
+	uint64_t bytes;
+	double secs[];
+};
+
+/* One worker: takes the next file of the shuffled order until none is
+ * left, and reads it whole. */
+static void loader_work(struct loader_shared *sh, char **paths,
+			const size_t *order, size_t n, size_t bs)
+{
+	for (;;) {
+		uint64_t k = __atomic_fetch_add(&sh->next, 1, __ATOMIC_RELAXED);
+		struct reader r;
+		double t0;
+
+		if (k >= n)
+			break;
+		t0 = now_s();
+		reader_open(&r, paths[order[k]], bs);
+		for (uint64_t off = 0; off < r.size; off += bs)
+			reader_pread(&r, off, bs);
+		sh->secs[k] = now_s() - t0;
+		__atomic_fetch_add(&sh->bytes, r.size, __ATOMIC_RELAXED);
+		reader_close(&r);
+	}
+}
+
+/* loader LIST WORKERS SEED [BS]: as a dataset loader's workers, WORKERS
+ * processes take the files LIST names (a path a line) in one shuffled
+ * order, each the next one not yet taken, and read each whole in BS reads
+ * (1 MiB); prints files, bytes, seconds, files and MB per second and the
+ * median and slowest file (open to last byte). */
+static int cmd_loader(char **argv, int argc)
+{
+	uint64_t workers = parse_u64(argv[1], "workers");
+	size_t bs = argc > 3 ? (size_t)parse_u64(argv[3], "block size") : MIB;
+	FILE *fp = fopen(argv[0], "r");
+	char **paths = NULL, line[4096];
+	size_t n = 0, cap = 0, *order;
+	struct loader_shared *sh;
+	size_t shlen;
+	double t0, dt;
+	int bad = 0;
+
+	if (!fp)
+		fail("open %s: %s", argv[0], strerror(errno));
+	while (fgets(line, sizeof(line), fp)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!line[0])
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			paths = realloc(paths, cap * sizeof(*paths));
+			if (!paths)
+				fail("out of memory");
+		}
+		paths[n] = strdup(line);
+		if (!paths[n++])
+			fail("out of memory");
+	}
+	fclose(fp);
+	if (n == 0 || workers == 0 || workers > 1024)
+		fail("loader: no files, or workers not in 1-1024");
+	order = malloc(n * sizeof(*order));
+	if (!order)
+		fail("out of memory");
+	rng_state = parse_u64(argv[2], "seed");
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	for (size_t i = n - 1; i > 0; i--) {
+		size_t j = (size_t)(rng_next() % (i + 1)), t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	shlen = sizeof(*sh) + n * sizeof(double);
+	sh = mmap(NULL, shlen, PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		fail("mmap: %s", strerror(errno));
+	t0 = now_s();
+	for (uint64_t w = 0; w < workers; w++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			fail("fork: %s", strerror(errno));
+		if (pid == 0) {
+			loader_work(sh, paths, order, n, bs);
+			_exit(0);
+		}
+	}
+	for (uint64_t w = 0; w < workers; w++) {
+		int st;
+
+		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			bad = 1;
+	}
+	dt = now_s() - t0;
+	if (bad)
+		fail("a loader worker failed");
+	qsort(sh->secs, n, sizeof(double), cmp_double);
+	printf("ok files=%zu bytes=%" PRIu64 " secs=%.6f files_per_s=%.2f "
+	       "mbps=%.2f p50=%.6f max=%.6f\n",
+	       n, sh->bytes, dt, (double)n / dt, (double)sh->bytes / dt / 1e6,
+	       pct(sh->secs, n, 50), sh->secs[n - 1]);
+	return 0;
+}
+
 static void usage(void)
 {
 	fputs("usage: benchread gen FILE SIZE\n"
@@ -468,6 +588,7 @@ static void usage(void)
 	      "       benchread player FILE RATE BYTES BS\n"
 	      "       benchread seek FILE RATE NSEEK PLAY_BYTES BS SEED "
 	      "[JUMP_BS]\n"
+	      "       benchread loader LIST WORKERS SEED [BS]\n"
 	      "sizes take K or M (powers of 1024)\n",
 	      stderr);
 	exit(2);
@@ -495,6 +616,8 @@ int main(int argc, char **argv)
 		return cmd_random2(argv);
 	if (strcmp(cmd, "player") == 0 && argc == 4)
 		return cmd_player(argv);
+	if (strcmp(cmd, "loader") == 0 && (argc == 3 || argc == 4))
+		return cmd_loader(argv, argc);
 	if (strcmp(cmd, "seek") == 0 && (argc == 6 || argc == 7))
 		return cmd_seek(argv, argc);
 	usage();
