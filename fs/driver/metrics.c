@@ -489,6 +489,24 @@ struct text {
 	const char *labels;
 };
 
+/* Makes room for need more bytes and a NUL; false once it cannot. */
+static bool room(struct text *t, size_t need)
+{
+	size_t cap = t->cap * 2 + need;
+	char *grown;
+
+	if (t->failed || need < t->cap - t->len)
+		return !t->failed;
+	grown = cap <= t->limit ? realloc(t->p, cap) : NULL;
+	if (grown == NULL) {
+		t->failed = true;
+		return false;
+	}
+	t->p = grown;
+	t->cap = cap;
+	return true;
+}
+
 static void add(struct text *t, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -497,51 +515,25 @@ static void add(struct text *t, const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	for (;;) {
+	do {
 		if (t->failed)
 			return;
 		va_start(ap, fmt);
 		n = vsnprintf(t->p + t->len, t->cap - t->len, fmt, ap);
 		va_end(ap);
-		if (n >= 0 && (size_t)n < t->cap - t->len) {
-			t->len += (size_t)n;
-			return;
-		}
-		char *grown = NULL;
-		size_t cap = t->cap * 2 + (size_t)(n > 0 ? n : 0);
-
-		if (n >= 0 && cap <= t->limit)
-			grown = realloc(t->p, cap);
-		if (grown == NULL) {
+		if (n < 0)
 			t->failed = true;
-			return;
-		}
-		t->p = grown;
-		t->cap = cap;
-	}
+	} while (n >= 0 && (size_t)n >= t->cap - t->len && room(t, (size_t)n));
+	if (!t->failed)
+		t->len += (size_t)n;
 }
 
 /* Appends s escaped by esc (fs__prom_escape, fs__json_escape). */
 static void add_escaped(struct text *t, const char *s,
 			size_t (*esc)(const char *, char *, size_t))
 {
-	size_t need = esc(s, NULL, 0);
-	char *grown;
-
-	if (t->failed)
-		return;
-	if (need + 1 > t->cap - t->len) {
-		size_t cap = t->cap * 2 + need + 1;
-
-		grown = cap <= t->limit ? realloc(t->p, cap) : NULL;
-		if (grown == NULL) {
-			t->failed = true;
-			return;
-		}
-		t->p = grown;
-		t->cap = cap;
-	}
-	t->len += esc(s, t->p + t->len, t->cap - t->len);
+	if (room(t, esc(s, NULL, 0)))
+		t->len += esc(s, t->p + t->len, t->cap - t->len);
 }
 
 static void add_value(struct text *t, const struct fs_sample *s)
