@@ -89,7 +89,7 @@ if [ "$rc" -eq 0 ] && is_pacefs_mounted "$MNT"; then
 	t_check "mount -t: bytes" cmp "$MNT/disk.img" "$WWW/disk.img"
 	exe=
 	for pid in $(pgrep -x pacefs); do
-		if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- " $MNT"; then
+		if tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- " $MNT"; then
 			exe=$(readlink "/proc/$pid/exe")
 		fi
 	done
