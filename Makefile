@@ -61,7 +61,7 @@ deps:
 check: deps
 	+$(MAKE) --no-print-directory check-run
 
-check-run: all $(TEST_BINS) $(TEST_TOOLS)
+check-run: all $(TEST_BINS) $(TEST_TOOLS) $(BENCH_TOOLS)
 	tests/run.sh $(BUILD)
 
 demo: deps

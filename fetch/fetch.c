@@ -226,23 +226,24 @@ int fetch_lane_start(struct fetch *f, uint32_t lane,
 	if (lane >= f->cfg.max_lanes || start >= end || end > t->size)
 		return -EINVAL;
 	s = f->cur[lane];
-	if (s->busy)
+	if (s->state != SLOT_IDLE)
 		return -EBUSY;
 	a = lane_spare(f, lane);
 	/* Not a request sent ahead through a proxy that failed since: it
 	 * would wait for the stall timeout again (a hung proxy). */
-	if (a->busy && a->ahead && a->start == start && a->asked_end == end &&
+	if (fetch__slot_ahead(a) && a->start == start && a->asked_end == end &&
 	    a->url == t->url &&
-	    (a->proxy < 0 || !fetch__proxy_down(f->cfg.proxies, a->proxy,
-						fetch__now_ms()))) {
+	    (a->proxy < 0 ||
+	     !fetch__proxy_down(f->cfg.proxies, a->proxy, fetch__now_ms()))) {
 		/* The request queued behind the last one is under way:
 		 * promote it; its held bytes come now. */
+		bool held = a->state == SLOT_HELD;
+
 		f->cur[lane] = a;
-		a->ahead = false;
-		if (a->held) {
-			a->held = false;
+		/* Before the unpause, which may pass the held bytes at once. */
+		fetch__slot_set(a, SLOT_SENT);
+		if (held)
 			curl_easy_pause(a->easy, CURLPAUSE_CONT);
-		}
 		return 0;
 	}
 	fetch__slot_abandon(a);
@@ -256,7 +257,7 @@ int fetch_lane_queue(struct fetch *f, uint32_t lane,
 
 	if (lane >= f->cfg.max_lanes || start >= end || end > t->size)
 		return -EINVAL;
-	if (!f->cur[lane]->busy)
+	if (f->cur[lane]->state == SLOT_IDLE)
 		return -EINVAL;
 	a = lane_spare(f, lane);
 	fetch__slot_abandon(a);
@@ -267,7 +268,7 @@ int fetch_lane_proxy(struct fetch *f, uint32_t lane)
 {
 	struct fetch_slot *s;
 
-	if (lane >= f->cfg.max_lanes || !f->cur[lane]->busy)
+	if (lane >= f->cfg.max_lanes || f->cur[lane]->state == SLOT_IDLE)
 		return -1;
 	s = f->cur[lane];
 	if (s->proxy < 0 || fetch__proxy_is_direct(f->cfg.proxies, s->proxy))
@@ -282,7 +283,7 @@ void fetch_lane_set_end(struct fetch *f, uint32_t lane, uint64_t end)
 	if (lane >= f->cfg.max_lanes)
 		return;
 	s = f->cur[lane];
-	if (!s->busy || end >= s->end)
+	if (s->state == SLOT_IDLE || end >= s->end)
 		return;
 	s->end = end > s->pos ? end : s->pos;
 	/* Already there: end the transfer now rather than at the next
@@ -304,7 +305,7 @@ void fetch_lane_cancel(struct fetch *f, uint32_t lane)
 	/* A cancel drops the queued range too. */
 	fetch__slot_abandon(lane_spare(f, lane));
 	s = f->cur[lane];
-	if (!s->busy)
+	if (s->state == SLOT_IDLE)
 		return;
 	s->forced = true;
 	s->res.outcome = FETCH_CANCELLED;
@@ -325,17 +326,17 @@ static void drain_done(struct fetch *f)
 			continue;
 		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE,
 				  (char **)&s);
-		if (s == NULL || !s->busy)
+		if (s == NULL || s->state == SLOT_IDLE)
 			continue;
 		if (msg->data.result == CURLE_OK && !s->forced &&
 		    fetch__slot_follow(f, s) == 0)
 			continue;
-		if (msg->data.result == CURLE_OK && !s->forced && !s->checked &&
-		    !s->ahead && fetch__slot_auth_hold(f, s))
+		if (msg->data.result == CURLE_OK && !s->forced &&
+		    s->state == SLOT_SENT && fetch__slot_auth_hold(f, s))
 			continue;
 		if (fetch__slot_retry(f, s, msg->data.result) == 0)
 			continue;
-		if (s->ahead)
+		if (fetch__slot_ahead(s))
 			/* Ended before its START (a refused connection, an
 			 * error with no body): forget it; the START, if it
 			 * comes, asks again and hears the reason itself. */
@@ -368,12 +369,12 @@ static void *fetch_loop(void *arg)
 		/* A request sent ahead of one that has ended and that this
 		 * turn did not promote is no longer wanted (pace.h). */
 		for (uint32_t i = 0; i < f->cfg.max_lanes; i++)
-			if (!f->cur[i]->busy)
+			if (f->cur[i]->state == SLOT_IDLE)
 				fetch__slot_abandon(lane_spare(f, i));
 		/* Requests with no proxy to go through end now, and the
 		 * scheduler hears it next turn. */
 		for (uint32_t i = 0; i < f->cfg.max_lanes; i++)
-			if (f->cur[i]->busy && f->cur[i]->refused) {
+			if (f->cur[i]->state == SLOT_REFUSED) {
 				fetch__slot_finish(f->cur[i], CURLE_OK);
 				timeout_ms = 0;
 			}
@@ -414,7 +415,7 @@ void fetch_free(struct fetch *f)
 	     i++) {
 		struct fetch_slot *s = &f->slots[i];
 
-		if (s->busy)
+		if (s->state != SLOT_IDLE)
 			fetch__slot_detach(s);
 		fetch__auth_put(s->cref);
 		if (s->easy != NULL)

@@ -192,22 +192,73 @@ uint64_t fetch__now_ms(void);
 
 /* The event thread's state: a slot is one transfer (fetch/slot.c), two per
  * lane; struct fetch is the thread that runs them (fetch/fetch.c). */
+
+/*
+ * A transfer's life on a slot. Every change goes through fetch__slot_set,
+ * which logs it at debug level:
+ *
+ *   IDLE       -> SENT       fetch_lane_start: the lane's open request
+ *   IDLE       -> REFUSED    the same with every proxy excluded: it ends,
+ *                            with its reason, at the end of the turn
+ *   IDLE       -> AHEAD      fetch_lane_queue: sent ahead of the open one
+ *   AHEAD      -> HELD       its first body byte: the transfer is paused
+ *   AHEAD,     -> SENT       the lane's START of exactly its range promotes
+ *   HELD                     it (a held one is unpaused: its bytes come now)
+ *   HELD       -> AHEAD      sent again through the next proxy, still ahead
+ *   SENT       -> RECEIVING  the response's head passed its checks: body
+ *                            bytes go to on_data
+ *   RECEIVING  -> SENT       sent again: through the next proxy, or through
+ *                            the same one with no-cache
+ *   SENT       -> AUTH_WAIT  refused for its credentials: out of curl until
+ *                            newer ones come
+ *   AUTH_WAIT  -> SENT       they came (or the wait is over): sent once more
+ *   not IDLE   -> IDLE       fetch__slot_finish (on_done), or, sent ahead,
+ *                            fetch__slot_abandon (no on_done)
+ *
+ * A redirect followed (fetch__slot_follow) stays where it is: SENT, or
+ * AHEAD (a redirect's body is dropped before the pause). curl runs the
+ * transfers of SENT, RECEIVING, AHEAD and HELD (paused); AUTH_WAIT and
+ * REFUSED are out of it. A slot AHEAD or HELD is its lane's spare
+ * (lane_spare in fetch.c); one SENT, RECEIVING, AUTH_WAIT or REFUSED is
+ * its open one (f->cur).
+ */
+enum slot_state {
+	SLOT_IDLE,	/* no transfer */
+	SLOT_AHEAD,	/* sent ahead, not promoted: its body waits */
+	SLOT_HELD,	/* sent ahead and paused at its first body byte */
+	SLOT_SENT,	/* the lane's open request; no head checked yet */
+	SLOT_RECEIVING, /* its head passed the checks: bytes go on */
+	SLOT_AUTH_WAIT, /* refused for its credentials: waits for new ones */
+	SLOT_REFUSED,	/* no proxy to send it through: ends with res at the
+			   end of the turn */
+	SLOT_NSTATES
+};
+
 /* One transfer slot. Each lane owns two: the one carrying its open request
  * and one for the request queued behind it (PACE_ACT_QUEUE), sent ahead on
  * its own connection so that the round trip overlaps the open request's
  * end; its body is held (the transfer paused at its first body byte) until
- * the lane's START for that range promotes it. */
+ * the lane's START for that range promotes it.
+ *
+ * Where the transfer is in its life is `state` alone. The flags beside it
+ * are no states of that life, and stay flags: if_match and no_cache are
+ * options of the request (no_cache is turned on, for the rest of it, when
+ * another version came through a proxy); forced says that res holds the
+ * outcome already (an abort from a callback, a cancel, a lowered end
+ * reached, a refused hop), which curl's own code then does not override,
+ * in whatever state the transfer ends; auth_retried is history (the one
+ * resend for newer credentials is spent), sent_creds what the last hop
+ * carried; attached is curl's side, whether the easy handle is in the
+ * multi (a slot SENT again after a retry whose handle could not be added
+ * is not), so that each request on the wire is counted once when it
+ * ends. Another version through a proxy is res.blob_changed. */
 struct fetch_slot {
 	struct fetch *f;
 	uint32_t id; /* the lane it belongs to, for the hooks */
 	CURL *easy;
-	bool busy;
-	bool ahead; /* sent ahead, not promoted yet: its body waits */
-	bool held;  /* paused in on_body while ahead */
-	bool attached; /* its easy handle is in the multi: a request is
-			  under way (fetch__slot_attach) */
-	bool refused; /* no proxy left to send it through: ends with
-			 res at the end of the turn */
+	enum slot_state state; /* changed by fetch__slot_set only */
+	bool attached;	 /* its easy handle is in the multi (a request is on
+			    the wire): fetch__slot_attach and _detach only */
 	const char *url; /* where the request started (the target's) */
 	char *hop;	 /* after a redirect: where it is now (owned) */
 	unsigned hops;
@@ -228,12 +279,9 @@ struct fetch_slot {
 			     bad answers; the last route agreeing, a
 			     change */
 	char suspect_why[160]; /* the last one's reason, for the log */
-	bool no_cache;	/* Cache-Control: no-cache on this request */
-	bool stale;	/* another version came through a proxy: ask it
-			   again with no-cache before believing it */
-	bool checked; /* the response head passed its checks */
+	bool no_cache;	       /* Cache-Control: no-cache on this request */
 	struct fetch__head head; /* of the response under way */
-	bool forced; /* the write callback aborted with `res` */
+	bool forced; /* res holds the outcome, whatever curl's code says */
 	struct fetch_result res;
 	char range[48];
 	char shown[160]; /* url without userinfo, cut, for reasons */
@@ -244,10 +292,9 @@ struct fetch_slot {
 	char errbuf[CURL_ERROR_SIZE];
 	bool if_match; /* the validator goes in If-Match, not If-Range */
 	/* Credentials that change (cfg.auth): the set this request uses;
-	 * a refusal for it holds the slot (auth_wait) until a newer set
+	 * a refusal for it holds the slot (AUTH_WAIT) until a newer set
 	 * comes, then the request is sent once more (auth_retried). */
 	struct fetch__cref *cref;
-	bool auth_wait;
 	bool auth_retried;
 	bool sent_creds; /* its last hop carried the headers or the key */
 	uint64_t auth_gen;
@@ -255,6 +302,12 @@ struct fetch_slot {
 	char errbody[512]; /* an error's first bytes: S3's code */
 	size_t nerrbody;
 };
+
+/* Sent ahead of its lane's open request, not promoted yet. */
+static inline bool fetch__slot_ahead(const struct fetch_slot *s)
+{
+	return s->state == SLOT_AHEAD || s->state == SLOT_HELD;
+}
 
 struct fetch {
 	struct fetch_config cfg;
@@ -287,7 +340,11 @@ void fetch__log(struct fetch *f, enum fetch_log_level level, const char *fmt,
 		...) __attribute__((format(printf, 3, 4)));
 
 /* One transfer on a slot (fetch/slot.c). Everything runs on the event
- * thread. on_header and on_body are the slot's curl callbacks. */
+ * thread. on_header and on_body are the slot's curl callbacks;
+ * fetch__slot_set moves slot s to state `to` (the diagram above), with a
+ * debug line. */
+void fetch__slot_set(struct fetch_slot *s, enum slot_state to);
+
 size_t fetch__slot_on_header(char *line, size_t size, size_t n, void *arg);
 size_t fetch__slot_on_body(char *buf, size_t size, size_t n, void *arg);
 

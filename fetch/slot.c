@@ -2,6 +2,7 @@
  * headers for its origin, proxy), the checks of the response's head and
  * body, redirects, retries through the next proxy, and requests held
  * while credentials are renewed. Runs on the event thread (fetch.c). */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -14,6 +15,26 @@
 
 #include "fetch/fetch.h"
 #include "fetch/fetch_int.h"
+
+static const char *const slot_state_names[SLOT_NSTATES] = {
+	[SLOT_IDLE] = "idle",
+	[SLOT_AHEAD] = "ahead",
+	[SLOT_HELD] = "held",
+	[SLOT_SENT] = "sent",
+	[SLOT_RECEIVING] = "receiving",
+	[SLOT_AUTH_WAIT] = "waiting for credentials",
+	[SLOT_REFUSED] = "refused",
+};
+
+void fetch__slot_set(struct fetch_slot *s, enum slot_state to)
+{
+	assert(to < SLOT_NSTATES);
+	if (s->state == to)
+		return;
+	fetch__log(s->f, FETCH_LOG_DEBUG, "lane %u: transfer %s -> %s", s->id,
+		   slot_state_names[s->state], slot_state_names[to]);
+	s->state = to;
+}
 
 /* The slot's first URL as reasons show it: without userinfo, cut. */
 static const char *slot_shown(struct fetch_slot *s)
@@ -107,7 +128,6 @@ static size_t slot_check_head(struct fetch_slot *s)
 	if (status == 412 && s->if_match) {
 		/* If-Match sent: the object is another version now. */
 		s->res.blob_changed = true;
-		s->stale = true;
 		return slot_abort(s, FETCH_FATAL,
 				  "%s: HTTP 412: %s (its ETag is no longer %s)",
 				  slot_shown(s), slot_changed(s), s->validator);
@@ -119,7 +139,6 @@ static size_t slot_check_head(struct fetch_slot *s)
 			/* With If-Range sent, a 200 says the blob changed. */
 			s->res.blob_changed =
 				s->validator != NULL && s->validator[0] != '\0';
-			s->stale = s->res.blob_changed;
 			return slot_abort(s, o,
 					  "%s: HTTP 200 to a range request "
 					  "(%s)",
@@ -145,7 +164,6 @@ static size_t slot_check_head(struct fetch_slot *s)
 				  slot_shown(s));
 	if (s->head.cr_total != s->size) {
 		s->res.blob_changed = true;
-		s->stale = true;
 		return slot_abort(s, FETCH_FATAL,
 				  "%s: %s: its size is now %" PRIu64
 				  ", not %" PRIu64,
@@ -165,7 +183,6 @@ static size_t slot_check_head(struct fetch_slot *s)
 	    strcmp(validator, s->head.etag) != 0 &&
 	    strcmp(validator, s->head.last_modified) != 0) {
 		s->res.blob_changed = true;
-		s->stale = true;
 		return slot_abort(s, FETCH_FATAL,
 				  "%s: %s: ETag '%s', Last-Modified '%s', "
 				  "expected '%s'",
@@ -174,7 +191,7 @@ static size_t slot_check_head(struct fetch_slot *s)
 	}
 	slot_answered(s);
 	slot_blame(s);
-	s->checked = true;
+	fetch__slot_set(s, SLOT_RECEIVING);
 	return 1;
 }
 
@@ -195,9 +212,9 @@ size_t fetch__slot_on_body(char *buf, size_t size, size_t n, void *arg)
 	size_t len = size * n;
 	size_t take;
 
-	if (!s->checked && fetch__is_redirect(s->easy))
+	if (s->state != SLOT_RECEIVING && fetch__is_redirect(s->easy))
 		return len; /* drain_done follows it once it ends */
-	if (!s->checked && s->cref != NULL && !s->auth_retried &&
+	if (s->state != SLOT_RECEIVING && s->cref != NULL && !s->auth_retried &&
 	    slot_auth_status(s)) {
 		/* Maybe refused for its credentials: keep the start of the
 		 * error for drain_done to judge. */
@@ -210,13 +227,13 @@ size_t fetch__slot_on_body(char *buf, size_t size, size_t n, void *arg)
 		s->errbody[s->nerrbody] = '\0';
 		return len;
 	}
-	if (s->ahead) {
+	if (fetch__slot_ahead(s)) {
 		/* curl keeps these bytes and passes them again once the
 		 * promotion unpauses the transfer. */
-		s->held = true;
+		fetch__slot_set(s, SLOT_HELD);
 		return CURL_WRITEFUNC_PAUSE;
 	}
-	if (!s->checked && slot_check_head(s) == 0)
+	if (s->state != SLOT_RECEIVING && slot_check_head(s) == 0)
 		return 0;
 	if (s->proxy >= 0)
 		fetch__proxy_bytes(f->cfg.proxies, s->proxy, len);
@@ -266,18 +283,17 @@ void fetch__slot_finish(struct fetch_slot *s, CURLcode cc)
 	/* Sent with credentials and refused (with changing ones, again
 	 * after new ones were asked for): the caller may wait for newer ones
 	 * rather than give the source up, and says why it is refused. */
-	if (s->sent_creds && !s->refused) {
+	if (s->sent_creds && s->state != SLOT_REFUSED) {
 		long status = 0;
 
 		curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
 		auth_refused = status == 401 || status == 403 ||
 			       (s->auth_retried && slot_auth_status(s));
 	}
-	if (!s->refused)
+	if (s->state != SLOT_REFUSED)
 		fetch__slot_detach(s);
 	fetch__auth_put(s->cref);
 	s->cref = NULL;
-	s->auth_wait = false;
 	res = s->res;
 	if (s->forced) {
 		/* outcome and reason were set where the transfer aborted */
@@ -304,7 +320,7 @@ void fetch__slot_finish(struct fetch_slot *s, CURLcode cc)
 			 cc == CURLE_OUT_OF_MEMORY
 				 ? " (or a response header over curl's limit)"
 				 : "");
-	} else if (!s->checked) {
+	} else if (s->state != SLOT_RECEIVING) {
 		/* No body byte arrived: judge the status alone. */
 		long status = 0;
 
@@ -325,23 +341,18 @@ void fetch__slot_finish(struct fetch_slot *s, CURLcode cc)
 	}
 	res.retry_after_ms = s->head.retry_after_ms;
 	res.auth_refused = auth_refused && res.outcome == FETCH_GONE;
-	s->busy = false;
-	s->refused = false;
+	fetch__slot_set(s, SLOT_IDLE);
 	f->hooks.on_done(f->hooks.ctx, s->id, &res);
 }
 
 void fetch__slot_abandon(struct fetch_slot *s)
 {
-	if (!s->busy)
+	if (s->state == SLOT_IDLE)
 		return;
 	fetch__slot_detach(s);
 	fetch__auth_put(s->cref);
 	s->cref = NULL;
-	s->auth_wait = false;
-	s->busy = false;
-	s->ahead = false;
-	s->held = false;
-	s->refused = false;
+	fetch__slot_set(s, SLOT_IDLE);
 }
 
 /* The chunk index that picks a request's proxy. */
@@ -400,15 +411,18 @@ static int slot_aim(struct fetch *f, struct fetch_slot *s, const char *url)
 	return 0;
 }
 
-/* Forgets what the last response of slot s said; what it delivered
- * stays delivered. */
+/* Forgets what the last response of slot s said, before it is sent
+ * again; what it delivered stays delivered. A transfer receiving is
+ * SENT again, one held while ahead AHEAD again. */
 static void slot_reset_response(struct fetch_slot *s)
 {
 	uint64_t received = s->res.received;
 
+	if (s->state == SLOT_RECEIVING)
+		fetch__slot_set(s, SLOT_SENT);
+	else if (s->state == SLOT_HELD)
+		fetch__slot_set(s, SLOT_AHEAD);
 	s->rx = s->from;
-	s->checked = false;
-	s->stale = false;
 	memset(&s->head, 0, sizeof(s->head));
 	s->forced = false;
 	s->errbuf[0] = '\0';
@@ -438,11 +452,7 @@ int fetch__slot_start(struct fetch *f, struct fetch_slot *s,
 	s->no_cache = t->no_cache;
 	memset(&s->res, 0, sizeof(s->res));
 	slot_reset_response(s);
-	s->ahead = ahead;
-	s->held = false;
-	s->refused = false;
 	s->if_match = t->if_match;
-	s->auth_wait = false;
 	s->auth_retried = false;
 	fetch__auth_put(s->cref);
 	s->cref = fetch__auth_get(f->cfg.auth);
@@ -460,13 +470,12 @@ int fetch__slot_start(struct fetch *f, struct fetch_slot *s,
 			 "%s: every proxy of -o proxy= is excluded (they "
 			 "served bytes that failed their digest)",
 			 slot_shown(s));
-		s->refused = true;
-		s->busy = true;
+		fetch__slot_set(s, SLOT_REFUSED);
 		return 0;
 	}
 	if (fetch__slot_attach(s) != CURLM_OK)
 		return -ENOMEM;
-	s->busy = true;
+	fetch__slot_set(s, ahead ? SLOT_AHEAD : SLOT_SENT);
 	return 0;
 }
 
@@ -480,7 +489,7 @@ static bool slot_refused(struct fetch_slot *s, CURLcode cc)
 
 	if (s->forced)
 		return s->res.outcome == FETCH_FATAL;
-	if (cc != CURLE_OK || s->checked)
+	if (cc != CURLE_OK || s->state == SLOT_RECEIVING)
 		return false;
 	curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
 	return status != 206 && !fetch__is_redirect(s->easy) &&
@@ -500,7 +509,7 @@ int fetch__slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc)
 	    s->pos >= s->end)
 		return 1;
 	refused = slot_refused(s, cc);
-	if (s->stale && !s->no_cache) {
+	if (s->res.blob_changed && !s->no_cache) {
 		/* A cache's old copy, or a new version: the origin says. */
 		fetch__log(
 			f, FETCH_LOG_INFO,
@@ -508,7 +517,7 @@ int fetch__slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc)
 			"asking again with Cache-Control: no-cache",
 			s->id, slot_shown(s), fetch__proxy_shown(list, was));
 		s->no_cache = true;
-	} else if (refused && s->stale) {
+	} else if (refused && s->res.blob_changed) {
 		/* Another version still, past the proxy's cache: a change,
 		 * or the proxy's lie. The next route says which; the proxy
 		 * is not failed unless it serves the pinned version
@@ -553,7 +562,6 @@ int fetch__slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc)
 	from = s->pos / chunk * chunk;
 	s->from = from > s->start ? from : s->start;
 	slot_reset_response(s);
-	s->held = false;
 	if (slot_aim(f, s, url) != 0 || fetch__slot_attach(s) != CURLM_OK) {
 		s->forced = true;
 		s->res.outcome = FETCH_TRANSIENT;
@@ -609,7 +617,7 @@ bool fetch__slot_auth_hold(struct fetch *f, struct fetch_slot *s)
 	if (!fetch__auth_refused(status, s->errbody))
 		return false;
 	fetch__slot_detach(s);
-	s->auth_wait = true;
+	fetch__slot_set(s, SLOT_AUTH_WAIT);
 	s->auth_gen = s->cref->gen;
 	s->auth_until_ms = fetch__now_ms() + FETCH_AUTH_WAIT_MS;
 	fetch__log(f, FETCH_LOG_INFO,
@@ -628,7 +636,7 @@ bool fetch__slot_auth_resume(struct fetch *f)
 	for (uint32_t i = 0; i < 2 * f->cfg.max_lanes; i++) {
 		struct fetch_slot *s = &f->slots[i];
 
-		if (!s->busy || !s->auth_wait)
+		if (s->state != SLOT_AUTH_WAIT)
 			continue;
 		if (gen == 0) {
 			gen = fetch_auth_gen(f->cfg.auth);
@@ -638,7 +646,7 @@ bool fetch__slot_auth_resume(struct fetch *f)
 			waiting = true;
 			continue;
 		}
-		s->auth_wait = false;
+		fetch__slot_set(s, SLOT_SENT);
 		s->auth_retried = true;
 		fetch__auth_put(s->cref);
 		s->cref = fetch__auth_get(f->cfg.auth);

@@ -5,6 +5,7 @@
 #ifndef FS_BASE_H
 #define FS_BASE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -25,6 +26,23 @@ struct fs_log_fields {
 				"timeout", "unavailable", "changed",
 				"digest", "credentials" */
 };
+
+/* A log line through a room's log hook (a configuration's `log` and
+ * `log_ctx`, the driver's fs__log_hook); nothing when log is NULL. One
+ * wrapper for every room that logs beneath the driver. */
+__attribute__((format(printf, 4, 5))) static inline void
+fs__log_via(void (*log)(void *ctx, enum fs_log_level level, const char *fmt,
+			va_list ap),
+	    void *ctx, enum fs_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (log == NULL)
+		return;
+	va_start(ap, fmt);
+	log(ctx, level, fmt, ap);
+	va_end(ap);
+}
 
 /* The monotonic clock, in nanoseconds: what the scheduler, the log's rate
  * limit and the listings' ages count in. */

@@ -18,6 +18,12 @@ int fs_status_command(int argc, char **argv);
 
 /* What the command line asked for. Strings are owned by the struct and
  * freed by fs_opts_free(). */
+/* Connections of the whole mount (-o lanes=), and to one origin
+ * (-o host_lanes=): an origin's lanes grow to the second while each adds
+ * rate; the first bounds many origins together. */
+#define FS_LANES 32
+#define FS_HOST_LANES 16
+
 /* A sequential reader's lead (-o readahead=): what players buffer. */
 #define FS_READAHEAD_MS 3000
 
@@ -40,27 +46,28 @@ struct fs_opts {
 	unsigned nheaders;
 	char **header_files; /* -o header_file=FILE, read again on change */
 	unsigned nheader_files;
-	char *auth_command; /* -o auth_command=CMD */
-	char *endpoint;	    /* -o endpoint=URL (S3) */
-	char *region;	    /* -o region= (S3) */
+	char *auth_command;  /* -o auth_command=CMD */
+	char *endpoint;	     /* -o endpoint=URL (S3) */
+	char *region;	     /* -o region= (S3) */
 	char *s3_addressing; /* -o s3_addressing=path|virtual */
 	bool creds_readable; /* -o creds_readable: no mode check */
 	char *cafile;
-	char *proxy;		 /* -o proxy="A|B;C;DIRECT" */
+	char *proxy;		/* -o proxy="A|B;C;DIRECT" */
 	unsigned proxy_reset_s; /* a failed proxy is asked again after */
-	bool has_sha256; /* -o sha256=HEX */
+	bool has_sha256;	/* -o sha256=HEX */
 	uint8_t sha256[32];
 	bool insecure;
-	bool cache_shared; /* -o cache_shared: no ownership check */
-	unsigned lanes;
+	bool cache_shared;   /* -o cache_shared: no ownership check */
+	unsigned lanes;	     /* connections of the whole mount */
+	unsigned host_lanes; /* connections to one origin */
 	unsigned connect_timeout_s;
 	unsigned read_timeout_s;
 	unsigned stall_timeout_s;
 	unsigned retry_after_max_s; /* the longest a 429/503 holds a source */
 	unsigned readahead_ms; /* a sequential reader's lead, in time of its
 				  consumption */
-	uint64_t chunk;	      /* every request covers whole chunks of this
-				 many bytes, aligned (a power of two) */
+	uint64_t chunk;	       /* every request covers whole chunks of this
+				  many bytes, aligned (a power of two) */
 	uint64_t inflight_max; /* bytes requested and not yet received, over
 				  the mount; 0: no cap but the lanes' */
 	unsigned listing_ttl_s;

@@ -29,10 +29,15 @@ void pace__lane_set(struct pace *p, struct lane *l, enum lane_state to)
 		lane_state_names[l->state], lane_state_names[to]);
 #endif
 	(void)lane_state_names;
-	if (l->state == LANE_IDLE && to != LANE_IDLE)
-		p->sources[l->source].lanes++;
-	else if (l->state != LANE_IDLE && to == LANE_IDLE)
-		p->sources[l->source].lanes--;
+	struct source *s = &p->sources[l->source];
+
+	if (l->state == LANE_IDLE && to != LANE_IDLE) {
+		s->lanes++;
+		pace__group(p, s)->lanes++;
+	} else if (l->state != LANE_IDLE && to == LANE_IDLE) {
+		s->lanes--;
+		pace__group(p, s)->lanes--;
+	}
 	l->state = to;
 }
 
@@ -84,6 +89,7 @@ void pace__lane_start(struct pace *p, struct lane *l, uint32_t blob,
 	l->level = 0;
 	l->nsamples = 0;
 	l->was_queued = false;
+	l->handover = false;
 	l->q = false;
 	pace__lane_set(p, l, LANE_REQUESTED);
 	pace__infl_add(p, e - x);
@@ -95,9 +101,9 @@ void pace__lane_cancel(struct pace *p, struct lane *l, bool reclaim,
 		       struct pace_action *a)
 {
 	pace__emit(a, PACE_ACT_CANCEL, p, l);
-	a->faulted = reclaim && (l->state == LANE_COLLAPSED ||
-				 p->now - l->last_progress_ns >=
-					 p->cfg.stall_ns);
+	a->faulted =
+		reclaim && (l->state == LANE_COLLAPSED ||
+			    p->now - l->last_progress_ns >= p->cfg.stall_ns);
 	if (pace__lane_open(l))
 		pace__infl_sub(p, l->end - l->frontier +
 					  (l->q ? l->qend - l->qstart : 0));
@@ -137,15 +143,14 @@ int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
 	p->sources[l->source].faults = 0;
 	p->sources[l->source].served_ns = p->now;
 	if (l->state == LANE_REQUESTED) {
-		struct source *src = &p->sources[l->source];
+		struct group *g = pace__group(p, &p->sources[l->source]);
 		uint64_t lat = p->now - l->started_ns;
 
 		pace__lane_set(p, l, LANE_RECEIVING);
 		l->rate_t0 = p->now;
 		if (!l->was_queued) /* a queued request hides its latency */
-			src->lat_est = src->lat_est
-					       ? (src->lat_est * 3 + lat) / 4
-					       : lat;
+			g->lat_est =
+				g->lat_est ? (g->lat_est * 3 + lat) / 4 : lat;
 	} else {
 		l->rate_bytes += e - s;
 	}
@@ -153,11 +158,11 @@ int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
 	return 0;
 }
 
-/* A 429 or 503 on lane l. While other lanes of the source are open, one
- * delivered bytes shortly before l's request went out (a transfer that
- * just ended or was cancelled may still count at the origin), or l's
+/* A 429 or 503 on lane l. While other lanes of the source's group are
+ * open, it delivered bytes shortly before l's request went out (a transfer
+ * that just ended or was cancelled may still count at the origin), or l's
  * request was sent ahead of its predecessor's end, the origin serves some
- * and refuses more: the source's lane cap drops to the lanes still open
+ * and refuses more: the group's lane cap drops to the lanes still open
  * (at least one), so that a burst of refusals converges on the
  * concurrency the origin accepts within one round trip; no lane that is
  * receiving is stopped, and the cap does not grow back before
@@ -167,6 +172,7 @@ int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
 static void throttled(struct pace *p, struct lane *l, struct source *s,
 		      uint64_t retry_after_ns)
 {
+	struct group *g = pace__group(p, s);
 	uint32_t others = 0, cap;
 
 	/* The server's Retry-After is an input like any other: a hold of
@@ -175,14 +181,15 @@ static void throttled(struct pace *p, struct lane *l, struct source *s,
 	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
 		const struct lane *o = &p->lanes[i];
 
-		if (o != l && pace__lane_open(o) && o->source == l->source)
+		if (o != l && pace__lane_open(o) &&
+		    p->sources[o->source].group == s->group)
 			others++;
 	}
 	/* A request that was queued went out before its predecessor
 	 * ended: the origin refused the overlap, not the source's lane. It
 	 * takes no more ranges sent ahead until its cap grows again. */
 	if (l->was_queued)
-		s->no_queue = true;
+		g->no_queue = true;
 	if (others > 0 || l->was_queued ||
 	    (s->served_ns != 0 &&
 	     pace__sat_add(s->served_ns, SERVED_GRACE_NS) >= l->started_ns)) {
@@ -197,16 +204,16 @@ static void throttled(struct pace *p, struct lane *l, struct source *s,
 			pace__min64(s->hold_until,
 				    pace__sat_add(p->now,
 						  p->cfg.retry_after_max_ns)));
-		cap = s->lane_cap / 2;
+		cap = g->lane_cap / 2;
 	}
 	if (cap == 0)
 		cap = 1;
-	if (cap < s->lane_cap) {
-		s->lane_cap = cap;
+	if (cap < g->lane_cap) {
+		g->lane_cap = cap;
 		p->stats.throttle_cuts++;
 	}
-	s->inc_at = pace__max64(
-		s->inc_at,
+	g->inc_at = pace__max64(
+		g->inc_at,
 		pace__max64(pace__sat_add(s->hold_until, AIMD_INC_NS),
 			    pace__sat_add(p->now, pace__max64(retry_after_ns,
 							      AIMD_INC_NS))));
@@ -220,13 +227,15 @@ static void judge_source(struct pace *p, struct lane *l, struct source *s,
 	case PACE_OUT_OK:
 		if (pace__ranges_covers(&p->blobs[l->blob].held, l->start,
 					l->end)) {
+			struct group *g = pace__group(p, s);
+
 			s->backoff = p->cfg.backoff_ns;
 			/* Additive increase after a throttle cut. */
-			if (s->lane_cap < p->cfg.lanes_per_source &&
-			    p->now >= s->inc_at) {
-				s->lane_cap++;
-				s->no_queue = false;
-				s->inc_at = pace__sat_add(p->now, AIMD_INC_NS);
+			if (g->lane_cap < p->cfg.lanes_per_source &&
+			    p->now >= g->inc_at) {
+				g->lane_cap++;
+				g->no_queue = false;
+				g->inc_at = pace__sat_add(p->now, AIMD_INC_NS);
 			}
 		} else if (pace__lane_open(l)) {
 			pace__source_backoff(p, s, 0); /* a short body */
@@ -240,8 +249,9 @@ static void judge_source(struct pace *p, struct lane *l, struct source *s,
 			 * pause briefly without growing the backoff. */
 			s->hold_until = pace__max64(
 				s->hold_until,
-				pace__sat_add(p->now,
-					      pace__jitter(p, p->cfg.backoff_ns)));
+				pace__sat_add(
+					p->now,
+					pace__jitter(p, p->cfg.backoff_ns)));
 		} else {
 			if (l->state != LANE_RECLAIMING)
 				pace__source_backoff(p, s, 0);
@@ -263,7 +273,8 @@ static void judge_source(struct pace *p, struct lane *l, struct source *s,
 		 * loop. */
 		s->hold_until = pace__max64(
 			s->hold_until,
-			pace__sat_add(p->now, pace__jitter(p, p->cfg.backoff_ns)));
+			pace__sat_add(p->now,
+				      pace__jitter(p, p->cfg.backoff_ns)));
 		break;
 	}
 }
@@ -285,7 +296,8 @@ int pace_on_done(struct pace *p, uint32_t lane, enum pace_outcome outcome,
 	/* A request that ended whole hands over to its queued range: the lane
 	 * stays open, and the next poll emits the START (checked again
 	 * there). Any other end drops the queued range with it. */
-	if (l->q && outcome == PACE_OUT_OK && pace__lane_open(l) &&
+	if (l->q && !l->handover && outcome == PACE_OUT_OK &&
+	    pace__lane_open(l) &&
 	    pace__ranges_covers(&p->blobs[l->blob].held, l->start, l->end)) {
 		l->q = false;
 		l->was_queued = true;
@@ -303,6 +315,7 @@ int pace_on_done(struct pace *p, uint32_t lane, enum pace_outcome outcome,
 		return 0;
 	}
 	l->q = false;
+	l->handover = false;
 	/* Bytes not received are simply no longer owned: they are missing
 	 * and unowned, so the next poll requests them again. */
 	pace__lane_set(p, l, LANE_IDLE);

@@ -32,6 +32,7 @@ void pace_config_default(struct pace_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->max_blobs = 4096;
 	cfg->max_sources = 8192;
+	cfg->max_groups = 64;
 	cfg->max_readers = 1024;
 	cfg->max_waits = 1024;
 	cfg->max_lanes = 8;
@@ -64,8 +65,10 @@ int pace_config_check(const struct pace_config *cfg, const char **field)
 		bad = "cfg";
 	else if (cfg->max_blobs == 0 || cfg->max_blobs >= PACE_NONE)
 		bad = "max_blobs";
-	else if (cfg->max_sources == 0 || cfg->max_sources >= PACE_NONE)
+	else if (cfg->max_sources == 0 || cfg->max_sources >= PACE_NONE / 2)
 		bad = "max_sources";
+	else if (cfg->max_groups >= PACE_NONE / 2)
+		bad = "max_groups";
 	else if (cfg->max_readers == 0 || cfg->max_readers >= PACE_NONE)
 		bad = "max_readers";
 	else if (cfg->max_waits == 0 || cfg->max_waits >= PACE_NONE)
@@ -120,6 +123,7 @@ void pace_free(struct pace *p)
 			pace__ranges_fini(&p->blobs[i].held);
 	free(p->lanes);
 	free(p->sources);
+	free(p->groups);
 	free(p->blobs);
 	free(p->readers);
 	free(p->waits);
@@ -139,15 +143,20 @@ int pace_new(const struct pace_config *cfg, struct pace **out)
 	p->cfg = *cfg;
 	p->lanes = calloc(cfg->max_lanes, sizeof(*p->lanes));
 	p->sources = calloc(cfg->max_sources, sizeof(*p->sources));
+	p->groups = calloc((size_t)cfg->max_sources + cfg->max_groups,
+			   sizeof(*p->groups));
 	p->blobs = calloc(cfg->max_blobs, sizeof(*p->blobs));
 	p->readers = calloc(cfg->max_readers, sizeof(*p->readers));
 	p->waits = calloc(cfg->max_waits, sizeof(*p->waits));
-	if (!p->lanes || !p->sources || !p->blobs || !p->readers ||
-	    !p->waits) {
+	if (!p->lanes || !p->sources || !p->groups || !p->blobs ||
+	    !p->readers || !p->waits) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	p->rng = cfg->seed ? cfg->seed : 1;
+	for (uint32_t i = 0; i < cfg->max_groups; i++)
+		p->groups[cfg->max_sources + i].lane_cap =
+			cfg->lanes_per_source;
 	for (uint32_t i = 0; i < cfg->max_lanes; i++) {
 		p->lanes[i].state = LANE_IDLE;
 		p->lanes[i].reader = PACE_NONE;
@@ -270,7 +279,10 @@ int pace_source_add(struct pace *p, uint32_t blob, enum pace_caps caps,
 	s->blob = blob;
 	s->caps = caps;
 	s->backoff = p->cfg.backoff_ns;
-	s->lane_cap = p->cfg.lanes_per_source;
+	/* Its own group until it is put in one. */
+	s->group = id;
+	memset(&p->groups[id], 0, sizeof(p->groups[id]));
+	p->groups[id].lane_cap = p->cfg.lanes_per_source;
 	/* Append, so that sources are tried in the order they were given. */
 	s->next = PACE_NONE;
 	if (b->first_src == PACE_NONE) {
@@ -322,6 +334,7 @@ void pace_reader_close(struct pace *p, uint32_t reader, uint64_t now_ns)
 	if (!r)
 		return;
 	pace__tick(p, now_ns);
+	pace__reader_judge(p, r);
 	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
 		if (p->lanes[i].reader == reader)
 			p->lanes[i].reader = PACE_NONE;
@@ -334,8 +347,8 @@ void pace_reader_close(struct pace *p, uint32_t reader, uint64_t now_ns)
 	r->used = false;
 }
 
-int pace_wait_begin(struct pace *p, uint32_t reader, uint64_t off,
-		    uint64_t len, uint64_t now_ns, uint32_t *wait_out)
+int pace_wait_begin(struct pace *p, uint32_t reader, uint64_t off, uint64_t len,
+		    uint64_t now_ns, uint32_t *wait_out)
 {
 	struct reader *r = p ? pace__reader_get(p, reader) : NULL;
 	struct wait *w;
@@ -438,12 +451,12 @@ uint64_t pace_next_wake(const struct pace *p, uint64_t now_ns)
 
 		if (pace__lane_open(l))
 			t = pace__min64(t, pace__sat_add(l->last_progress_ns,
-					     p->cfg.stall_ns));
+							 p->cfg.stall_ns));
 		/* The end of a read-ahead hold (first_hold). */
 		if (l->state == LANE_REQUESTED && pace__lane_demand(l) &&
 		    now_ns < pace__sat_add(l->started_ns, p->cfg.first_hold_ns))
 			t = pace__min64(t, pace__sat_add(l->started_ns,
-					     p->cfg.first_hold_ns));
+							 p->cfg.first_hold_ns));
 	}
 	for (uint32_t i = 0; i < p->n_sources; i++) {
 		const struct source *s = &p->sources[i];
@@ -455,7 +468,8 @@ uint64_t pace_next_wake(const struct pace *p, uint64_t now_ns)
 		const struct wait *w = &p->waits[i];
 
 		if (w->used)
-			t = pace__min64(t, pace__sat_add(w->begin_ns, p->cfg.deadline_ns));
+			t = pace__min64(t, pace__sat_add(w->begin_ns,
+							 p->cfg.deadline_ns));
 	}
 	return t == UINT64_MAX ? t : pace__max64(t, now_ns);
 }
@@ -465,6 +479,21 @@ int pace_source_set_routed(struct pace *p, uint32_t source)
 	if (!p || source >= p->n_sources || !p->sources[source].used)
 		return -ENOENT;
 	p->sources[source].routed = true;
+	return 0;
+}
+
+int pace_source_set_group(struct pace *p, uint32_t source, uint32_t group)
+{
+	struct source *s;
+
+	if (!p || source >= p->n_sources || !p->sources[source].used)
+		return -ENOENT;
+	if (group >= p->cfg.max_groups)
+		return -EINVAL;
+	s = &p->sources[source];
+	if (s->lanes != 0)
+		return -EBUSY;
+	s->group = p->cfg.max_sources + group;
 	return 0;
 }
 
@@ -491,8 +520,8 @@ int pace_source_info(const struct pace *p, uint32_t source, uint64_t now_ns,
 	out->held_until = s->hold_until > now_ns ? s->hold_until : 0;
 	out->down = s->faults >= p->cfg.down_faults;
 	out->lanes = s->lanes;
-	out->lane_cap = s->lane_cap;
-	out->rate = s->rate;
+	out->lane_cap = pace__group(p, s)->lane_cap;
+	out->rate = s->rate ? s->rate : pace__group(p, s)->rate;
 	out->routed = s->routed;
 	return 0;
 }
@@ -501,7 +530,7 @@ uint32_t pace_source_lane_cap(const struct pace *p, uint32_t source)
 {
 	if (!p || source >= p->n_sources || !p->sources[source].used)
 		return 0;
-	return p->sources[source].lane_cap;
+	return pace__group(p, &p->sources[source])->lane_cap;
 }
 
 uint64_t pace_inflight(const struct pace *p)

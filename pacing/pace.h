@@ -40,7 +40,8 @@ enum pace_caps {
 enum pace_outcome {
 	PACE_OUT_OK,	    /* the requested range arrived whole */
 	PACE_OUT_CANCELLED, /* ended after a PACE_ACT_CANCEL */
-	PACE_OUT_TRANSIENT, /* 5xx, reset, short body, timeout: retry, back off */
+	PACE_OUT_TRANSIENT, /* 5xx, reset, short body, timeout: retry, back off
+			     */
 	PACE_OUT_THROTTLED, /* 429/503: suspend the source until retry_after */
 	PACE_OUT_GONE,	    /* 403/404/410: exclude the source */
 	PACE_OUT_FATAL,	    /* validator, size or content mismatch: exclude */
@@ -86,34 +87,37 @@ struct pace_action {
 };
 
 struct pace_config {
-	uint32_t max_blobs;   /* capacity: blobs */
-	uint32_t max_sources; /* capacity: sources over all blobs */
-	uint32_t max_readers; /* capacity: open readers */
-	uint32_t max_waits;   /* capacity: reads waiting at once */
-	uint32_t max_lanes;   /* global lane budget (-o lanes=N) */
-	uint32_t lanes_per_source; /* cap on one source's lanes */
-	uint64_t align;	      /* requests start and end on multiples of
-				 this (the cache block), blob end aside */
-	uint64_t min_request; /* smallest read-ahead request, bytes */
-	uint64_t max_request; /* largest single request, bytes */
-	uint64_t window_min;  /* the window a reader's read-ahead opens with */
-	uint64_t window_max;  /* cap on any reader's window */
-	uint64_t lead_ns;     /* a sequential reader's lead (bytes held or
-				 in flight past its cursor, the kernel's
-				 readahead included) aims at this many
-				 seconds of its consumption */
-	uint64_t seq_min;     /* bytes a reader reads sequentially after a
-				 jump before its read-ahead opens, beyond
-				 what the kernel may have read ahead (a run
-				 from the file's start opens it at once) */
+	uint32_t max_blobs;	   /* capacity: blobs */
+	uint32_t max_sources;	   /* capacity: sources over all blobs */
+	uint32_t max_groups;	   /* capacity: named groups of sources
+				      (pace_source_set_group) */
+	uint32_t max_readers;	   /* capacity: open readers */
+	uint32_t max_waits;	   /* capacity: reads waiting at once */
+	uint32_t max_lanes;	   /* global lane budget (-o lanes=N) */
+	uint32_t lanes_per_source; /* cap on the lanes of one source, or of
+				      one group of sources together */
+	uint64_t align;		   /* requests start and end on multiples of
+				      this (the cache block), blob end aside */
+	uint64_t min_request;	   /* smallest read-ahead request, bytes */
+	uint64_t max_request;	   /* largest single request, bytes */
+	uint64_t window_min;   /* the window a reader's read-ahead opens with */
+	uint64_t window_max;   /* cap on any reader's window */
+	uint64_t lead_ns;      /* a sequential reader's lead (bytes held or
+				  in flight past its cursor, the kernel's
+				  readahead included) aims at this many
+				  seconds of its consumption */
+	uint64_t seq_min;      /* bytes a reader reads sequentially after a
+				  jump before its read-ahead opens, beyond
+				  what the kernel may have read ahead (a run
+				  from the file's start opens it at once) */
 	uint64_t kernel_ahead; /* bytes the kernel reads ahead of the
 				  application: part of every lead */
-	uint64_t stall_ns;    /* no progress this long: reclaim the lane */
-	uint64_t deadline_ns; /* a waiting read fails after this long */
-	uint64_t backoff_ns;  /* first backoff after a transient fault */
+	uint64_t stall_ns;     /* no progress this long: reclaim the lane */
+	uint64_t deadline_ns;  /* a waiting read fails after this long */
+	uint64_t backoff_ns;   /* first backoff after a transient fault */
 	uint64_t backoff_max_ns;
-	uint32_t down_faults; /* this many faults in a row without a byte on
-				 every source fail waiting reads at once */
+	uint32_t down_faults;  /* this many faults in a row without a byte on
+				  every source fail waiting reads at once */
 	uint64_t budget_bytes; /* global cap on bytes requested and not yet
 				  received (open requests and queued ranges);
 				  read-ahead shrinks to fit, demand yields
@@ -122,12 +126,12 @@ struct pace_config {
 					whatever its Retry-After asks: a
 					server cannot suspend a source for
 					longer */
-	uint32_t jitter_pct;  /* backoffs and Retry-After holds last up to
-				 this many percent longer, at random */
+	uint32_t jitter_pct;	/* backoffs and Retry-After holds last up to
+				   this many percent longer, at random */
 	uint64_t first_hold_ns; /* read-ahead of a blob waits up to this long
 				   while a waiting read's request has not
 				   had its first byte; 0: no wait */
-	uint64_t seed;	      /* seeds that randomness (deterministic) */
+	uint64_t seed;		/* seeds that randomness (deterministic) */
 };
 
 /* Defaults suitable for a mount; the caller may override fields. */
@@ -149,8 +153,7 @@ int pace_blob_add(struct pace *p, uint64_t size, uint32_t *blob_out);
 
 /* Marks [start, end) of blob as held (resume from the cache): such bytes are
  * never requested. */
-int pace_blob_held(struct pace *p, uint32_t blob, uint64_t start,
-		   uint64_t end);
+int pace_blob_held(struct pace *p, uint32_t blob, uint64_t start, uint64_t end);
 
 /* Marks [start, end) as no longer held (evicted or dropped); bytes may be
  * requested again. Ranges in flight are not affected. */
@@ -202,8 +205,8 @@ int pace_read(struct pace *p, uint32_t reader, uint64_t off, uint64_t len,
 /* Writes the reader's cursor and current read-ahead window length W (its
  * window is [cursor, cursor + W); W is 0 while the reader is random). For
  * tests and status. */
-int pace_reader_window(const struct pace *p, uint32_t reader,
-		       uint64_t *cursor, uint64_t *window);
+int pace_reader_window(const struct pace *p, uint32_t reader, uint64_t *cursor,
+		       uint64_t *window);
 
 /* A reader as seen from outside (status output). */
 enum pace_reader_mode {
@@ -217,9 +220,9 @@ struct pace_reader_info {
 	uint32_t blob;
 	enum pace_reader_mode mode;
 	uint64_t cursor;
-	uint64_t rate;	 /* consumption, bytes per second; 0: not known */
-	uint64_t window; /* W: its read-ahead reaches cursor + W */
-	uint64_t lead;	 /* bytes held or in flight from the cursor on */
+	uint64_t rate;	  /* consumption, bytes per second; 0: not known */
+	uint64_t window;  /* W: its read-ahead reaches cursor + W */
+	uint64_t lead;	  /* bytes held or in flight from the cursor on */
 	uint64_t lead_ms; /* lead at its consumption rate; 0: not known */
 };
 
@@ -231,8 +234,8 @@ uint32_t pace_reader_bound(const struct pace *p);
 
 /* Registers a read of [off, off + len) by reader that waits for missing
  * bytes: demand, the most urgent work. Writes a wait id for pace_wait_*. */
-int pace_wait_begin(struct pace *p, uint32_t reader, uint64_t off,
-		    uint64_t len, uint64_t now_ns, uint32_t *wait_out);
+int pace_wait_begin(struct pace *p, uint32_t reader, uint64_t off, uint64_t len,
+		    uint64_t now_ns, uint32_t *wait_out);
 
 /* State of a waiting read: 0 when all its bytes are held, -EINPROGRESS
  * while pending, -ETIMEDOUT past the deadline, -EIO when no source can
@@ -277,8 +280,8 @@ struct pace_lane_info {
 	bool queued;	   /* a queued range [qstart, qend) follows */
 	uint64_t qstart;
 	uint64_t qend;
-	uint32_t reader;   /* the reader it serves; PACE_NONE: none */
-	bool demand;	   /* it serves a read that waits */
+	uint32_t reader;      /* the reader it serves; PACE_NONE: none */
+	bool demand;	      /* it serves a read that waits */
 	uint64_t progress_ns; /* its last byte, or its start: what a stall
 				 (stall_ns without progress) counts from */
 };
@@ -286,8 +289,8 @@ struct pace_lane_info {
 int pace_lane_info(const struct pace *p, uint32_t lane,
 		   struct pace_lane_info *out);
 
-/* Lanes the source may use now: lanes_per_source, halved on every
- * 429/503 (at most once per hold) and raised by one per second of
+/* Lanes the source's group may use now: lanes_per_source, halved on
+ * every 429/503 (at most once per hold) and raised by one per second of
  * requests that end whole (additive increase, multiplicative decrease).
  * 0 for an unknown source. */
 uint32_t pace_source_lane_cap(const struct pace *p, uint32_t source);
@@ -303,6 +306,16 @@ uint64_t pace_inflight(const struct pace *p);
  * hold, and keeps the rate it measured, so that its other lanes run on. */
 int pace_source_set_routed(struct pace *p, uint32_t source);
 
+/* Puts the source in group `group` (below max_groups): the sources of
+ * one server (the files of one origin). A group shares what is measured
+ * of its server (per-connection rate, shaping cap, round trip, the lanes
+ * that add rate) and one lane budget (lanes_per_source, cut on 429/503),
+ * so that a new file of a known origin is paced at once by what the
+ * others learnt, and many files read at once do not multiply the
+ * connections to one origin. Call it before the source's first lane
+ * (-EBUSY after); a source in no group is a group of its own. */
+int pace_source_set_group(struct pace *p, uint32_t source, uint32_t group);
+
 /* Excludes a source for good (it served bytes that failed their digest):
  * no new request goes to it; its open requests run to their end. */
 int pace_source_exclude(struct pace *p, uint32_t source);
@@ -313,8 +326,9 @@ struct pace_source_info {
 	bool down;	     /* down_faults transient faults in a row */
 	uint64_t held_until; /* backed off or suspended until then; 0: not */
 	uint32_t lanes;	     /* lanes on it now */
-	uint32_t lane_cap;   /* lanes it may have now (cut on 429/503) */
-	uint64_t rate;	     /* per-connection rate, bytes per second */
+	uint32_t lane_cap;   /* lanes its group may have now (cut on 429/503) */
+	uint64_t rate;	     /* per-connection rate, bytes per second (its
+				group's until it has one) */
 	bool routed;	     /* pace_source_set_routed */
 };
 
@@ -323,10 +337,10 @@ int pace_source_info(const struct pace *p, uint32_t source, uint64_t now_ns,
 
 /* Totals for tests and status. */
 struct pace_stats {
-	uint64_t requests;  /* range requests started */
-	uint64_t bytes_in;  /* bytes credited */
-	uint64_t steals;    /* ranges split off a busy lane */
-	uint64_t reclaims;  /* ranges taken back from stalled lanes */
+	uint64_t requests;	/* range requests started */
+	uint64_t bytes_in;	/* bytes credited */
+	uint64_t steals;	/* ranges split off a busy lane */
+	uint64_t reclaims;	/* ranges taken back from stalled lanes */
 	uint64_t throttle_cuts; /* a source's lane count halved on 429/503 */
 	uint64_t inflight_max;	/* most bytes requested and not received */
 };

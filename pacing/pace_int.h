@@ -47,6 +47,27 @@
  * can then follow the open one's last without a round trip between. */
 #define QUEUE_LEAD_NS (100ull * 1000000ull)
 
+/* Whole files: once this many readers of a group's files read from the
+ * start, and at least WHOLE_PCT percent of them to the end, a reader
+ * starting at a file's start opens its window on the whole file, up to
+ * WHOLE_MAX: a loader's file costs a request per lane, not one for each
+ * step of a window's growth. */
+#define WHOLE_MIN 4
+#define WHOLE_PCT 75
+#define WHOLE_MAX (16 * MIB)
+
+/* A lane handed over to a waiting read ends its request; one with more
+ * than this left at its rate is cut to what arrives in this time. */
+#define HANDOVER_NS (500ull * 1000000ull)
+
+/* A steal takes at least what the taker receives in this many round
+ * trips: a smaller part costs its round trip more than it saves. */
+#define STEAL_RTTS 4
+
+/* A read at a cold position of at least this many min_requests is split
+ * over lanes; a smaller one is not worth the extra requests. */
+#define SPLIT_MIN 4
+
 /* Throttling: a source's lane cap grows back by one lane this often while
  * its requests end whole. */
 #define AIMD_INC_NS (1 * SEC)
@@ -93,16 +114,13 @@ int pace__ranges_remove(struct pace__ranges *r, uint64_t s, uint64_t e,
 			uint64_t *removed);
 
 /* True when every byte of [s, e) is in the set (true for s >= e). */
-bool pace__ranges_covers(const struct pace__ranges *r, uint64_t s,
-			 uint64_t e);
+bool pace__ranges_covers(const struct pace__ranges *r, uint64_t s, uint64_t e);
 
 /* The first byte >= off that is not in the set. */
-uint64_t pace__ranges_next_missing(const struct pace__ranges *r,
-				   uint64_t off);
+uint64_t pace__ranges_next_missing(const struct pace__ranges *r, uint64_t off);
 
 /* The first byte >= off that is in the set, or UINT64_MAX. */
-uint64_t pace__ranges_next_present(const struct pace__ranges *r,
-				   uint64_t off);
+uint64_t pace__ranges_next_present(const struct pace__ranges *r, uint64_t off);
 
 /* Bytes of [s, e) in the set. */
 uint64_t pace__ranges_count(const struct pace__ranges *r, uint64_t s,
@@ -150,11 +168,14 @@ struct lane {
 	enum lane_state state;
 	uint32_t blob;
 	uint32_t source;
-	uint32_t reader;   /* whose window it serves; PACE_NONE: none */
-	uint32_t rgen;	   /* the reader's seek generation at start */
-	uint32_t wait;	   /* the read it serves, while it waits; PACE_NONE */
-	bool ahead;	   /* started as read-ahead (yields on a seek) */
-	bool was_queued;   /* the request was queued behind another */
+	uint32_t reader; /* whose window it serves; PACE_NONE: none */
+	uint32_t rgen;	 /* the reader's seek generation at start */
+	uint32_t wait;	 /* the read it serves, while it waits; PACE_NONE */
+	bool ahead;	 /* started as read-ahead (yields on a seek) */
+	bool was_queued; /* the request was queued behind another */
+	bool handover;	 /* its end was lowered so that a read of another
+			    reader that waits takes the lane when it ends:
+			    it is given nothing more */
 	uint64_t start;
 	uint64_t frontier; /* one past the highest byte credited */
 	uint64_t end;
@@ -173,33 +194,52 @@ struct lane {
 	uint64_t qstart, qend;
 };
 
+/* What is known of the server behind a group of sources (the files of
+ * one origin, as the caller groups them): the rate of its connections,
+ * its shaping cap, its round trip and its lanes. Shared, so that a new
+ * file starts from what the others measured and the origin's lanes are
+ * one budget. A source put in no group is a group of its own (ids below
+ * max_sources; named groups above). */
+struct group {
+	uint32_t lanes;	  /* lanes not idle on its sources */
+	uint64_t rate;	  /* per-connection rate, smoothed */
+	uint64_t peak;	  /* per-connection rate it can give, 0: unknown */
+	uint64_t cap_est; /* aggregate rate when saturated */
+	bool saturated;	  /* more lanes did not add rate */
+	uint32_t n_ok;	  /* most lanes seen running at full rate */
+	uint64_t lat_est; /* time to first byte, smoothed */
+	bool no_queue;	  /* refused a request sent ahead: queue nothing
+			     until its lane cap grows again */
+	uint64_t agg_tmp; /* scratch for pace__measure */
+	uint32_t n_tmp;
+	uint32_t lane_cap; /* AIMD: lanes allowed now */
+	uint64_t inc_at;   /* next additive increase */
+	/* Readers of its files that read from the start: how many read to
+	 * the end before they closed, how many stopped short (halved
+	 * together now and then, so that they follow what readers do now). */
+	uint32_t whole, part;
+};
+
 struct source {
 	bool used;
 	bool excluded;
-	bool routed;   /* several routes: a lane's stall or collapse is its
-			  route's, not the source's (pace_source_set_routed) */
+	bool routed; /* several routes: a lane's stall or collapse is its
+			route's, not the source's (pace_source_set_routed) */
 	uint32_t blob;
-	uint32_t next; /* next source of the same blob */
+	uint32_t next;	/* next source of the same blob */
+	uint32_t group; /* its server's (pace__group) */
 	enum pace_caps caps;
 	uint32_t lanes;	     /* lanes not idle on it */
+	uint64_t rate;	     /* its own per-connection rate, smoothed, and */
+	uint64_t peak;	     /* its best (0: not measured): its group's tell
+				what a server gives, these which of a blob's
+				sources is the faster */
 	uint64_t hold_until; /* backoff or Retry-After suspension */
 	uint64_t backoff;    /* next backoff length */
-	uint64_t rate;	     /* per-connection rate, smoothed */
-	uint64_t peak;	     /* per-connection rate it can give, 0: unknown */
-	uint64_t cap_est;    /* aggregate rate when saturated */
-	bool saturated;	     /* more lanes did not add rate */
-	uint32_t n_ok;	     /* most lanes seen running at full rate */
-	uint64_t lat_est;    /* time to first byte, smoothed */
 	uint64_t collapsed_until;
-	uint32_t faults;     /* transient faults since its last byte */
-	uint64_t fault_ns;   /* when the last of them happened */
-	uint64_t served_ns;  /* when it last delivered a byte */
-	bool no_queue;	     /* refused a request sent ahead: queue nothing
-				until its lane cap grows again */
-	uint64_t agg_tmp;    /* scratch for pace__measure */
-	uint32_t n_tmp;
-	uint32_t lane_cap;   /* AIMD: lanes allowed now */
-	uint64_t inc_at;     /* next additive increase */
+	uint32_t faults;    /* transient faults since its last byte */
+	uint64_t fault_ns;  /* when the last of them happened */
+	uint64_t served_ns; /* when it last delivered a byte */
 };
 
 struct blob {
@@ -215,24 +255,25 @@ struct blob {
 struct reader {
 	bool used;
 	uint32_t blob;
-	uint32_t gen;	  /* bumped on every jump (a seek) */
-	bool seen;	  /* has read at least once */
-	bool evident;	  /* this run is sequential enough to read ahead */
-	uint64_t cursor;  /* end of the run's furthest read */
-	uint64_t run;	  /* bytes read sequentially after the run's first
-			     read (a single large read is no evidence) */
-	uint64_t w;	  /* window length past the cursor; 0: none */
-	bool had_window;  /* read-ahead ran when its last read came */
-	bool jumped;	  /* its last read started a new run */
+	uint32_t gen;	   /* bumped on every jump (a seek) */
+	bool seen;	   /* has read at least once */
+	bool from_start;   /* its first read was at offset 0 */
+	bool evident;	   /* this run is sequential enough to read ahead */
+	uint64_t cursor;   /* end of the run's furthest read */
+	uint64_t run;	   /* bytes read sequentially after the run's first
+			      read (a single large read is no evidence) */
+	uint64_t w;	   /* window length past the cursor; 0: none */
+	bool had_window;   /* read-ahead ran when its last read came */
+	bool jumped;	   /* its last read started a new run */
 	uint64_t grow_run; /* sequential bytes since W last grew */
 	/* Consumption: bytes over wall time, pauses included. */
-	uint64_t crate;	      /* bytes per second, smoothed; 0: unknown */
-	uint64_t rate_t0;     /* start of the current sample */
-	uint64_t rate_bytes;  /* consumed in it */
+	uint64_t crate;	     /* bytes per second, smoothed; 0: unknown */
+	uint64_t rate_t0;    /* start of the current sample */
+	uint64_t rate_bytes; /* consumed in it */
 	uint64_t last_read_ns;
 	uint64_t last_wait_ns; /* it last waited at its cursor; 0: never */
-	uint64_t deficit; /* deficit round robin credit, bytes */
-	uint32_t nl_tmp;  /* scratch for queueing: lanes serving it */
+	uint64_t deficit;      /* deficit round robin credit, bytes */
+	uint32_t nl_tmp;       /* lanes serving it, as counted by the poll */
 };
 
 struct wait {
@@ -249,15 +290,18 @@ struct pace {
 	uint64_t now;
 	struct lane *lanes;
 	struct source *sources;
+	struct group *groups; /* max_sources + max_groups */
 	struct blob *blobs;
 	struct reader *readers;
 	struct wait *waits;
 	uint32_t n_sources, n_blobs; /* high-water marks */
 	uint32_t n_readers, n_waits;
-	uint32_t rr;  /* round-robin start among readers */
-	uint64_t rng; /* xorshift64 state for jitter */
-	uint64_t infl; /* pace_poll: bytes in flight, kept as it emits */
+	uint32_t rr;	  /* round-robin start among readers */
+	uint64_t rng;	  /* xorshift64 state for jitter */
+	uint64_t infl;	  /* pace_poll: bytes in flight, kept as it emits */
 	uint32_t nactive; /* readers reading ahead, as of the last poll */
+	uint32_t nwork;	  /* readers with a lane or a waiting read, as of
+			     the last poll */
 	struct pace_stats stats;
 };
 
@@ -283,9 +327,15 @@ static inline uint64_t pace__align_down(uint64_t x, uint64_t a)
 
 uint64_t pace__align_up(uint64_t x, uint64_t a);
 
+/* The group of source s: what is known of its server. */
+static inline struct group *pace__group(const struct pace *p,
+					const struct source *s)
+{
+	return &p->groups[s->group];
+}
+
 /* Reader id, or NULL when it is not open. */
-static inline struct reader *pace__reader_get(const struct pace *p,
-					      uint32_t id)
+static inline struct reader *pace__reader_get(const struct pace *p, uint32_t id)
 {
 	if (id >= p->n_readers || !p->readers[id].used)
 		return NULL;
@@ -346,8 +396,7 @@ struct lane *pace__idle_lane(struct pace *p);
 uint64_t pace__jitter(struct pace *p, uint64_t d);
 
 /* A fault blamed on the source: back it off exponentially. */
-void pace__source_backoff(struct pace *p, struct source *s,
-			  uint64_t at_least);
+void pace__source_backoff(struct pace *p, struct source *s, uint64_t at_least);
 
 void pace__source_exclude(struct pace *p, struct source *s);
 
@@ -390,13 +439,16 @@ uint64_t pace__window_gap(struct pace *p, const struct reader *r,
  * what is left is shorter than min_request and more of it becomes
  * wanted once the cursor moves, so it waits rather than costing a round
  * trip for a sliver. */
-uint64_t pace__window_end(struct pace *p, const struct reader *r,
-			  uint32_t src, uint64_t x, uint64_t gap_end,
-			  uint64_t wend);
+uint64_t pace__window_end(struct pace *p, const struct reader *r, uint32_t src,
+			  uint64_t x, uint64_t gap_end, uint64_t wend);
 
 /* The reader exists, reads sequentially and is still in seek generation
  * gen. */
 bool pace__reader_live(const struct pace *p, uint32_t ri, uint32_t gen);
+
+/* A reader closes: its group learns whether it read from the start to
+ * the end of its file (whole files), or stopped short. */
+void pace__reader_judge(struct pace *p, const struct reader *r);
 
 /* The reader waited at its cursor for bytes of its window: the window
  * doubles, up to what its blob's sources can fill, and does not shrink
@@ -412,8 +464,7 @@ uint64_t pace__first_free(struct pace *p, uint32_t blob, uint64_t a,
 
 /* The first byte at or after off of blob that is neither held nor owned
  * by a lane (its open request or queued range), or the blob's size. */
-uint64_t pace__covered_from(const struct pace *p, uint32_t blob,
-			    uint64_t off);
+uint64_t pace__covered_from(const struct pace *p, uint32_t blob, uint64_t off);
 
 /* End of a request starting at x inside an unowned gap ending at
  * gap_end, wanting about `want` bytes, never past `lim`. */

@@ -70,8 +70,7 @@ uint64_t pace__first_free(struct pace *p, uint32_t blob, uint64_t a,
 	return x;
 }
 
-uint64_t pace__covered_from(const struct pace *p, uint32_t blob,
-			    uint64_t off)
+uint64_t pace__covered_from(const struct pace *p, uint32_t blob, uint64_t off)
 {
 	const struct blob *b = &p->blobs[blob];
 	uint64_t x = off;
@@ -184,28 +183,91 @@ static bool first_hold(const struct pace *p)
 		const struct lane *l = &p->lanes[i];
 
 		if (l->state == LANE_REQUESTED && pace__lane_demand(l) &&
-		    p->now < pace__sat_add(l->started_ns,
-					   p->cfg.first_hold_ns))
+		    p->now < pace__sat_add(l->started_ns, p->cfg.first_hold_ns))
 			return true;
 	}
 	return false;
 }
 
-/* The busy read-ahead lane whose range lies furthest ahead of its reader's
- * cursor: the one to yield to the waiting read w. Lanes already serving
- * bytes of w are kept. */
-static struct lane *yield_victim(struct pace *p, const struct wait *w,
-				 bool same_blob)
+/* Counts the lanes serving each reader (nl_tmp; lanes being handed over
+ * serve it no more), the readers reading
+ * ahead (nactive) and those with work: a lane or a waiting read (nwork). */
+static void count_lanes(struct pace *p)
 {
+	uint32_t nactive = 0, nwork = 0;
+
+	for (uint32_t i = 0; i < p->n_readers; i++)
+		p->readers[i].nl_tmp = 0;
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
+		const struct lane *l = &p->lanes[i];
+
+		if (pace__lane_open(l) && !l->handover &&
+		    l->reader != PACE_NONE && l->reader < p->n_readers)
+			p->readers[l->reader].nl_tmp++;
+	}
+	for (uint32_t i = 0; i < p->n_waits; i++) {
+		const struct wait *w = &p->waits[i];
+
+		/* A waiting read counts its reader as one with work. */
+		if (w->used && w->reader != PACE_NONE &&
+		    p->readers[w->reader].nl_tmp == 0)
+			p->readers[w->reader].nl_tmp = UINT32_MAX;
+	}
+	for (uint32_t i = 0; i < p->n_readers; i++) {
+		struct reader *r = &p->readers[i];
+
+		if (r->used && r->seen && r->w > 0)
+			nactive++;
+		if (r->nl_tmp != 0)
+			nwork++;
+		if (r->nl_tmp == UINT32_MAX)
+			r->nl_tmp = 0;
+	}
+	p->nactive = nactive;
+	p->nwork = nwork;
+}
+
+/* Lanes each reader with work may have: the budget (of the mount, and of
+ * an origin) shared among them. */
+static uint32_t lane_share(const struct pace *p)
+{
+	uint32_t n = p->nwork ? p->nwork : 1;
+	uint32_t lanes = p->cfg.max_lanes < p->cfg.lanes_per_source
+				 ? p->cfg.max_lanes
+				 : p->cfg.lanes_per_source;
+
+	return (lanes + n - 1) / n;
+}
+
+/* The lane to give a waiting read w when none is idle, among read-ahead
+ * lanes not serving bytes of w and not being handed over already. For a
+ * read at a cold position (`urgent`), which must overtake read-ahead, the
+ * lane whose range lies furthest ahead of its reader's cursor, to be
+ * cancelled. A sequential reader's read loses less by waiting a round
+ * trip than other readers lose by bytes pulled twice: while its reader
+ * has a lane, whose bytes keep coming, it takes none and waits for the
+ * next lane to end; a reader with none takes one of a reader holding
+ * more than its share of the lanes (or of no reader), else the lane of
+ * another reader that ends soonest, handed over (hand_over), not
+ * cancelled. */
+static struct lane *yield_victim(struct pace *p, const struct wait *w,
+				 bool same_blob, bool urgent)
+{
+	const struct reader *wr = pace__reader_get(p, w->reader);
+	bool has_lane = wr && wr->nl_tmp > 0;
 	struct lane *best = NULL;
-	uint64_t best_ahead = 0;
+	double best_key = 0;
+	uint32_t share = lane_share(p);
+	int best_rank = 0;
 
 	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
 		struct lane *l = &p->lanes[i];
-		uint64_t ahead;
+		bool own = l->reader != PACE_NONE && l->reader == w->reader;
+		double key;
+		int rank;
 
 		if (!pace__lane_open(l) || pace__lane_demand(l) ||
-		    (same_blob && l->blob != w->blob))
+		    l->handover || (same_blob && l->blob != w->blob))
 			continue;
 		if (l->blob == w->blob && l->frontier < w->end &&
 		    l->end > w->off)
@@ -213,17 +275,76 @@ static struct lane *yield_victim(struct pace *p, const struct wait *w,
 		if (pace__caps_stream(p->sources[l->source].caps))
 			continue; /* a whole-object stream cannot restart */
 		if (l->reader == PACE_NONE)
-			ahead = UINT64_MAX;
+			key = 1e30;
 		else if (l->frontier > p->readers[l->reader].cursor)
-			ahead = l->frontier - p->readers[l->reader].cursor;
+			key = (double)(l->frontier -
+				       p->readers[l->reader].cursor);
 		else
-			ahead = 0;
-		if (!best || ahead > best_ahead) {
+			key = 0;
+		if (urgent) {
+			rank = 0;
+		} else if (own || has_lane) {
+			continue;
+		} else if (l->reader == PACE_NONE ||
+			   p->readers[l->reader].nl_tmp > share) {
+			rank = 2;
+		} else {
+			/* Soonest to end first. */
+			rank = 1;
+			key = -(double)(l->end - l->frontier) /
+			      (double)pace__max64(l->rate, 1);
+		}
+		if (!best || rank > best_rank ||
+		    (rank == best_rank && key > best_key)) {
 			best = l;
-			best_ahead = ahead;
+			best_key = key;
+			best_rank = rank;
 		}
 	}
 	return best;
+}
+
+/* The lane's measured rate, or its group's until it has one. */
+static uint64_t lane_rate(const struct pace *p, const struct lane *l)
+{
+	return l->nsamples ? l->rate : pace__expected_rate(p, l->source);
+}
+
+/* Gives lane l, a read-ahead lane of another reader, to a read that
+ * waits, without pulling its bytes twice: the lane ends its request (its
+ * queued range is not promoted: pace_on_done) and the read takes it then.
+ * A closed connection loses what the origin sent past the new end, so
+ * the end is lowered only for a request that has more than HANDOVER_NS
+ * left at its rate, to what arrives in that time. Writes a SET_END when
+ * the end moves (returns 1), else nothing (0). */
+static int hand_over(struct pace *p, struct lane *l, struct pace_action *a)
+{
+	uint64_t rate = lane_rate(p, l);
+	uint64_t cut = pace__align_up(
+		pace__sat_add(pace__max64(l->frontier, l->start),
+			      (uint64_t)((double)rate * (double)HANDOVER_NS /
+					 (double)SEC)),
+		p->cfg.align);
+
+	l->handover = true;
+	if (rate == 0 || cut >= l->end || l->end - cut < p->cfg.min_request)
+		return 0;
+	pace__infl_sub(p, l->end - cut);
+	l->end = cut;
+	pace__emit(a, PACE_ACT_SET_END, p, l);
+	return 1;
+}
+
+/* Lane l serves a read that waits, or a reader that waited at its
+ * cursor within its lead. */
+static bool reader_short(const struct pace *p, const struct lane *l)
+{
+	const struct reader *r = pace__reader_get(p, l->reader);
+
+	if (pace__lane_demand(l))
+		return true;
+	return r && r->last_wait_ns &&
+	       p->now - r->last_wait_ns < p->cfg.lead_ns;
 }
 
 /* Steal to equalise: idle lane t takes the tail of the busy range that
@@ -252,21 +373,27 @@ static int steal(struct pace *p, struct lane *t, struct pace_action *a,
 			continue;
 		if (l->end - l->frontier < c->min_request + c->align)
 			continue;
-		if (!collapsed && (l->nsamples == 0 || collapsed_only))
+		/* A lane not measured yet is taken at its group's rate when
+		 * its reader is short of bytes (it waits, or waited lately):
+		 * its request would hold it back. */
+		if (!collapsed &&
+		    (collapsed_only ||
+		     (l->nsamples == 0 && !(pace__expected_rate(p, l->source) &&
+					    reader_short(p, l)))))
 			continue;
 		/* The tail must still be wanted: inside its reader's window
 		 * now, or part of a read that waits. */
 		if (!pace__lane_demand(l)) {
-			const struct reader *r = l->reader != PACE_NONE
-							 ? &p->readers[l->reader]
-							 : NULL;
+			const struct reader *r =
+				l->reader != PACE_NONE ? &p->readers[l->reader]
+						       : NULL;
 
 			if (!r || !r->used ||
 			    l->end > pace__sat_add(r->cursor, r->w))
 				continue;
 		}
 		eta = (double)(l->end - l->frontier) /
-		      (double)pace__max64(l->rate, 1);
+		      (double)pace__max64(lane_rate(p, l), 1);
 		if (collapsed)
 			eta += 1e12; /* always first */
 		if (!v || eta > v_eta) {
@@ -279,7 +406,7 @@ static int steal(struct pace *p, struct lane *t, struct pace_action *a,
 	src = pace__pick_source(p, v->blob, v->state == LANE_COLLAPSED);
 	if (src == PACE_NONE)
 		return 0;
-	rv = (double)pace__max64(v->rate, 1);
+	rv = (double)pace__max64(lane_rate(p, v), 1);
 	rt = (double)pace__expected_rate(p, src);
 	if (rt <= 0) {
 		/* An untried source: assume it as good as the best known. */
@@ -287,11 +414,14 @@ static int steal(struct pace *p, struct lane *t, struct pace_action *a,
 
 		rt = rv;
 		for (uint32_t i = b->first_src; i != PACE_NONE;
-		     i = p->sources[i].next)
-			if ((double)p->sources[i].peak > rt)
-				rt = (double)p->sources[i].peak;
+		     i = p->sources[i].next) {
+			const struct group *g = pace__group(p, &p->sources[i]);
+
+			if ((double)g->peak > rt)
+				rt = (double)g->peak;
+		}
 	}
-	lat = (double)p->sources[src].lat_est / (double)SEC;
+	lat = (double)pace__group(p, &p->sources[src])->lat_est / (double)SEC;
 	rem = (double)(v->end - v->frontier);
 	k = rv * (lat * rt + rem) / (rv + rt);
 	if (k >= rem)
@@ -299,13 +429,16 @@ static int steal(struct pace *p, struct lane *t, struct pace_action *a,
 	split = pace__align_up(v->frontier + (uint64_t)k, c->align);
 	if (split <= v->frontier)
 		split = pace__align_up(v->frontier + 1, c->align);
-	if (split >= v->end || v->end - split < c->min_request)
+	/* The taker's part must outlast its round trip several times over,
+	 * or the request costs more than it saves. */
+	if (split >= v->end || v->end - split < c->min_request ||
+	    (double)(v->end - split) < rt * lat * STEAL_RTTS)
 		return 0;
 	old_end = v->end;
 	v->end = split;
 	pace__emit(&a[0], PACE_ACT_SET_END, p, v);
-	pace__lane_start(p, t, v->blob, src, split, old_end, v->reader,
-			 v->wait, &a[1]);
+	pace__lane_start(p, t, v->blob, src, split, old_end, v->reader, v->wait,
+			 &a[1]);
 	p->stats.steals++;
 	return 2;
 }
@@ -370,7 +503,8 @@ static bool start_promoted(struct pace *p, struct poll *o)
 		pace__emit(&o->acts[o->n++], PACE_ACT_START, p, l);
 	}
 	for (uint32_t i = 0; i < p->cfg.max_lanes; i++)
-		if (p->lanes[i].state == LANE_YIELDING)
+		if (p->lanes[i].state == LANE_YIELDING ||
+		    (pace__lane_open(&p->lanes[i]) && p->lanes[i].handover))
 			o->yields++;
 	return true;
 }
@@ -416,8 +550,8 @@ static bool yield_old_windows(struct pace *p, struct poll *o)
 			continue; /* still useful for the new window */
 		if (pace__caps_stream(p->sources[l->source].caps))
 			continue;
-		chunk_end = pace__align_up(pace__max64(l->frontier, l->start + 1),
-					   p->cfg.align);
+		chunk_end = pace__align_up(
+			pace__max64(l->frontier, l->start + 1), p->cfg.align);
 		if (chunk_end >= l->end)
 			continue; /* it ends inside this chunk */
 		if (o->n == o->cap)
@@ -439,23 +573,40 @@ static bool yield_old_windows(struct pace *p, struct poll *o)
  * its own source is in a collapse hold (a lane started there after the
  * collapse never collapses against its own level), the other source's
  * connections are more than SLOW_FACTOR times faster, or l at its rate
- * would miss w's deadline (an untried source is then worth the risk). */
-static bool lane_outpaced(struct pace *p, const struct lane *l,
-			  const struct wait *w)
+ * would miss w's deadline (an untried source is then worth the risk).
+ * The other source is the one the read would get were l taken back
+ * (l's lane is free for another source of its group then); where that is
+ * l's own, the best of the others that has not failed lately, and l's
+ * source is then to be passed over as a collapsed one (*hold), so that
+ * the range goes to it. */
+static bool lane_outpaced(struct pace *p, struct lane *l, const struct wait *w,
+			  bool *hold)
 {
-	const struct source *own = &p->sources[l->source];
+	struct source *own = &p->sources[l->source];
+	struct group *g = pace__group(p, own);
 	uint64_t left, deadline;
 	uint32_t alt;
 
+	*hold = false;
 	if (l->state != LANE_RECEIVING || l->nsamples < COLLAPSE_MIN_SAMPLES)
 		return false;
+	own->lanes--;
+	g->lanes--;
 	alt = pace__pick_source(p, w->blob, true);
-	if (alt == PACE_NONE || alt == l->source ||
-	    p->sources[alt].collapsed_until > p->now)
+	if (alt == l->source) {
+		own->excluded = true;
+		alt = pace__pick_source(p, w->blob, true);
+		own->excluded = false;
+		*hold = true;
+		if (alt != PACE_NONE && p->sources[alt].faults != 0)
+			alt = PACE_NONE;
+	}
+	own->lanes++;
+	g->lanes++;
+	if (alt == PACE_NONE || p->sources[alt].collapsed_until > p->now)
 		return false;
 	if (own->collapsed_until > p->now ||
-	    (double)pace__expected_rate(p, alt) >
-		    (double)l->rate * SLOW_FACTOR)
+	    (double)pace__expected_rate(p, alt) > (double)l->rate * SLOW_FACTOR)
 		return true;
 	deadline = pace__sat_add(w->begin_ns, p->cfg.deadline_ns);
 	left = deadline > p->now ? deadline - p->now : 0;
@@ -465,61 +616,80 @@ static bool lane_outpaced(struct pace *p, const struct lane *l,
 }
 
 /* Lanes that could start on blob now: idle lanes, within what its
- * sources' lane caps still allow. */
+ * sources' lane caps still allow (their groups' lanes counted once). */
 static uint32_t lanes_free(const struct pace *p, uint32_t blob)
 {
 	const struct blob *b = &p->blobs[blob];
-	uint32_t idle = 0, room = 0;
+	uint32_t idle = 0, room = 0, seen[8], nseen = 0;
 
 	for (uint32_t i = 0; i < p->cfg.max_lanes; i++)
 		idle += p->lanes[i].state == LANE_IDLE;
 	for (uint32_t i = b->first_src; i != PACE_NONE;
 	     i = p->sources[i].next) {
 		const struct source *s = &p->sources[i];
-		uint32_t cap = s->lane_cap < p->cfg.lanes_per_source
-				       ? s->lane_cap
+		const struct group *g = pace__group(p, s);
+		uint32_t cap = g->lane_cap < p->cfg.lanes_per_source
+				       ? g->lane_cap
 				       : p->cfg.lanes_per_source;
+		bool counted = false;
 
-		if (s->excluded || p->now < s->hold_until || s->lanes >= cap)
+		if (s->excluded || p->now < s->hold_until || g->lanes >= cap)
 			continue;
-		room += cap - s->lanes;
+		for (uint32_t k = 0; k < nseen; k++)
+			counted |= seen[k] == s->group;
+		if (counted)
+			continue;
+		if (nseen < 8)
+			seen[nseen++] = s->group;
+		room += cap - g->lanes;
 	}
 	return idle < room ? idle : room;
 }
 
-/* Some read other than w waits. */
-static bool waits_other_than(const struct pace *p, const struct wait *w)
+/* A read of w's reader continues its run, or starts one at the file's
+ * start that is too small to be worth splitting over lanes: its window
+ * comes with it. */
+static bool wait_sequential(const struct pace *p, const struct wait *w,
+			    const struct reader *r)
 {
-	for (uint32_t i = 0; i < p->n_waits; i++)
-		if (p->waits[i].used && &p->waits[i] != w)
-			return true;
-	return false;
+	if (!r || r->w == 0)
+		return false;
+	return !r->jumped ||
+	       (r->from_start && r->gen == 0 && w->off < SEQ_BACK &&
+		w->end - w->off < SPLIT_MIN * p->cfg.min_request);
 }
 
 /* How much of waiting read w, from x on, one request on source src takes,
- * ending by *lim. A read at a cold position (its reader just jumped, or
- * reads at random) is split over the lanes that can start now, at least
- * min_request each, so that it costs one round trip plus its size over
- * their combined rate rather than over one connection's. A sequential
- * reader's read, when no other read waits, takes a read-ahead request's
- * worth, up to its window's end: its window would fetch those bytes next,
- * and a reader that outruns its lanes (a source that allows one) then pays
- * no round trip a read. */
+ * ending by *lim. A sequential reader's read (wait_sequential) takes the read
+ * and its window in one request, up to its window's end: its window would fetch
+ * those bytes next, and a read that waits then costs one round trip for the
+ * window rather than one for each read, however many others wait. The request
+ * is its share of the lanes: the window over the lanes each reader reading
+ * ahead may have (the rest goes to read-ahead on another lane), a read-ahead
+ * request's worth at most. Any other read (its reader just jumped, or reads at
+ * random) is at a cold position: it is split over the lanes that can start now,
+ * at least min_request each, so that it costs one round trip plus its
+ * size over their combined rate rather than over one connection's. */
 static uint64_t demand_share(const struct pace *p, const struct wait *w,
 			     uint64_t x, uint32_t src, uint64_t *lim)
 {
 	const struct reader *r = pace__reader_get(p, w->reader);
-	uint64_t left = w->end - x, wend;
-	uint32_t n;
+	uint64_t left = w->end - x, wend, want, lanes;
+	uint32_t n, share;
 
 	*lim = UINT64_MAX;
-	if (r && r->w > 0 && !r->jumped) {
-		if (src == PACE_NONE || waits_other_than(p, w))
+	if (wait_sequential(p, w, r)) {
+		if (src == PACE_NONE)
 			return left;
 		wend = pace__align_down(pace__sat_add(r->cursor, r->w),
 					p->cfg.align);
 		*lim = pace__max64(wend, w->end);
-		return pace__max64(left, pace__request_want(p, src, r->w));
+		lanes = pace__min64(p->cfg.max_lanes, p->cfg.lanes_per_source);
+		n = (uint32_t)pace__max64(p->nactive, 1);
+		share = (uint32_t)pace__max64((lanes + n - 1) / n, 1);
+		want = pace__min64(pace__request_want(p, src, r->w),
+				   r->w / share);
+		return pace__max64(left, want);
 	}
 	n = lanes_free(p, w->blob);
 	if (n <= 1)
@@ -536,10 +706,21 @@ static uint32_t yields_wanted(const struct pace *p, const struct wait *w,
 	const struct reader *r = pace__reader_get(p, w->reader);
 	uint64_t n;
 
-	if (r && r->w > 0 && !r->jumped)
+	if (wait_sequential(p, w, r))
 		return 1;
 	n = (w->end - x + p->cfg.min_request - 1) / p->cfg.min_request;
 	return (uint32_t)pace__min64(pace__max64(n, 1), p->cfg.max_lanes);
+}
+
+/* The bytes lane l receives in two round trips of its source. */
+static uint64_t lane_reach(const struct pace *p, const struct lane *l)
+{
+	const struct group *g = pace__group(p, &p->sources[l->source]);
+	uint64_t rate =
+		l->nsamples ? l->rate : pace__expected_rate(p, l->source);
+
+	return (uint64_t)((double)rate * 2.0 * (double)g->lat_est /
+			  (double)SEC);
 }
 
 /* One waiting read: its missing bytes go to idle lanes, or read-ahead
@@ -551,10 +732,11 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi)
 	struct blob *b = &p->blobs[w->blob];
 
 	for (;;) {
-		uint64_t ge, x, e, want, lim, oend = 0,
-				   a0 = pace__align_down(w->off, c->align);
+		uint64_t ge, x, e, want, lim,
+			oend = 0, a0 = pace__align_down(w->off, c->align);
 		uint32_t src;
 		struct lane *l, *own;
+		bool hold = false;
 
 		x = pace__ranges_next_missing(&b->held, a0);
 		own = x < w->end ? owner_of(p, w->blob, x, &oend) : NULL;
@@ -565,26 +747,37 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi)
 		/* A read waits on a collapsed lane, or on one far slower
 		 * than another source would be: take its range back now
 		 * (received bytes are kept). */
-		if (own && (own->state == LANE_COLLAPSED ||
-			    lane_outpaced(p, own, w)) &&
-		    !pace__caps_stream(p->sources[own->source].caps)) {
+		if (own && !pace__caps_stream(p->sources[own->source].caps) &&
+		    (own->state == LANE_COLLAPSED ||
+		     lane_outpaced(p, own, w, &hold))) {
+			struct source *os = &p->sources[own->source];
+
 			if (o->n == o->cap)
 				return false;
+			if (hold && own->state != LANE_COLLAPSED)
+				os->collapsed_until = pace__max64(
+					os->collapsed_until,
+					pace__sat_add(p->now,
+						      COLLAPSE_HOLD_NS));
 			pace__lane_cancel(p, own, true, &o->acts[o->n++]);
 			p->stats.reclaims++;
 			continue;
 		}
 		/* The bytes wanted lie far down a lane's range: split them
-		 * off rather than wait for the lane to get there. */
+		 * off rather than wait for the lane to get there. A
+		 * sequential reader's lane brings them in order: only when
+		 * it is more than two round trips away from them. */
 		if (own && !pace__caps_stream(p->sources[own->source].caps) &&
 		    x >= own->frontier + 2 * c->min_request &&
+		    (!wait_sequential(p, w, pace__reader_get(p, w->reader)) ||
+		     x - own->frontier > lane_reach(p, own)) &&
 		    pace__align_down(x, c->align) > own->frontier &&
 		    pace__idle_lane(p) &&
 		    pace__pick_source(p, w->blob, true) != PACE_NONE) {
 			if (o->n == o->cap)
 				return false;
-			pace__infl_sub(p, own->end -
-						  pace__align_down(x, c->align));
+			pace__infl_sub(
+				p, own->end - pace__align_down(x, c->align));
 			own->end = pace__align_down(x, c->align);
 			pace__emit(&o->acts[o->n++], PACE_ACT_SET_END, p, own);
 			p->stats.steals++;
@@ -623,15 +816,24 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi)
 		}
 		/* With the blob's sources at their lane caps, only a lane on
 		 * the blob frees one for the read. A read at a cold position
-		 * takes as many as its split needs. */
+		 * takes as many as its split needs, at once; a sequential
+		 * reader's read has one handed over. */
 		for (uint32_t k = 0, need = yields_wanted(p, w, x); k < need;
 		     k++) {
-			l = yield_victim(p, w, src == PACE_NONE);
+			const struct reader *wr =
+				pace__reader_get(p, w->reader);
+			bool urgent = !wait_sequential(p, w, wr);
+
+			l = yield_victim(p, w, src == PACE_NONE, urgent);
 			if (!l)
 				break;
 			if (o->n == o->cap)
 				return false;
-			pace__lane_cancel(p, l, false, &o->acts[o->n++]);
+			if (urgent)
+				pace__lane_cancel(p, l, false,
+						  &o->acts[o->n++]);
+			else
+				o->n += (size_t)hand_over(p, l, &o->acts[o->n]);
 		}
 		break;
 	}
@@ -678,8 +880,7 @@ static bool steal_idle(struct pace *p, struct poll *o, bool collapsed_only)
 
 		if (!l)
 			break;
-		k = steal(p, l, o->acts + o->n, o->cap - o->n,
-			  collapsed_only);
+		k = steal(p, l, o->acts + o->n, o->cap - o->n, collapsed_only);
 		if (k == 0)
 			break;
 		o->n += (size_t)k;
@@ -714,9 +915,9 @@ static bool read_ahead(struct pace *p, struct poll *o)
 				continue;
 			x = pace__window_gap(p, r, &ge, &wend);
 			l = pace__idle_lane(p);
-			src = x < wend && l ? pace__pick_source(p, r->blob,
-								false)
-					    : PACE_NONE;
+			src = x < wend && l
+				      ? pace__pick_source(p, r->blob, false)
+				      : PACE_NONE;
 			if (src == PACE_NONE) {
 				r->deficit = 0;
 				continue;
@@ -728,8 +929,8 @@ static bool read_ahead(struct pace *p, struct poll *o)
 			}
 			work = true;
 			cost = e - x + c->min_request;
-			r->deficit = pace__min64(r->deficit + quantum,
-						 2 * quantum);
+			r->deficit =
+				pace__min64(r->deficit + quantum, 2 * quantum);
 			if (r->deficit < cost)
 				continue;
 			if (o->n == o->cap)
@@ -757,33 +958,20 @@ static bool read_ahead(struct pace *p, struct poll *o)
 static bool queue_next(struct pace *p, struct poll *o)
 {
 	const struct pace_config *c = &p->cfg;
-	uint32_t nactive = 0, share;
+	uint32_t share;
 
-	for (uint32_t i = 0; i < p->n_readers; i++) {
-		struct reader *r = &p->readers[i];
-
-		r->nl_tmp = 0;
-		if (r->used && r->seen && r->w > 0)
-			nactive++;
-	}
-	p->nactive = nactive;
-	if (nactive == 0)
+	count_lanes(p);
+	if (p->nactive == 0)
 		return true;
-	for (uint32_t i = 0; i < c->max_lanes; i++) {
-		const struct lane *l = &p->lanes[i];
-
-		if (pace__lane_open(l) && l->reader != PACE_NONE &&
-		    l->reader < p->n_readers)
-			p->readers[l->reader].nl_tmp++;
-	}
-	share = (c->max_lanes + nactive - 1) / nactive;
+	share = (c->max_lanes + p->nactive - 1) / p->nactive;
 	for (uint32_t i = 0; i < c->max_lanes; i++) {
 		struct lane *l = &p->lanes[i];
 		struct source *s = &p->sources[l->source];
+		struct group *g = pace__group(p, s);
 		struct reader *r;
 		uint64_t rate, lead, wend, x, ge, e;
 
-		if (l->state != LANE_RECEIVING || l->q ||
+		if (l->state != LANE_RECEIVING || l->q || l->handover ||
 		    pace__caps_stream(s->caps))
 			continue;
 		if (!pace__reader_live(p, l->reader, l->rgen))
@@ -791,11 +979,11 @@ static bool queue_next(struct pace *p, struct poll *o)
 		r = &p->readers[l->reader];
 		if (r->nl_tmp > share)
 			continue;
-		rate = l->nsamples ? l->rate : s->rate;
-		if (!rate || s->excluded || s->no_queue ||
+		rate = l->nsamples ? l->rate : g->rate;
+		if (!rate || s->excluded || g->no_queue ||
 		    p->now < s->hold_until || s->collapsed_until > p->now)
 			continue;
-		lead = 2 * s->lat_est + QUEUE_LEAD_NS;
+		lead = 2 * g->lat_est + QUEUE_LEAD_NS;
 		if ((double)(l->end - l->frontier) * (double)SEC >
 		    (double)rate * (double)lead)
 			continue;
@@ -831,6 +1019,7 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 	pace__tick(p, now_ns);
 	pace__measure(p);
 	p->infl = pace__inflight_sum(p);
+	count_lanes(p);
 	if (start_promoted(p, &o) && reclaim_stalled(p, &o) &&
 	    yield_old_windows(p, &o) && serve_waits(p, &o) &&
 	    steal_idle(p, &o, true) && read_ahead(p, &o) &&

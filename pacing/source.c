@@ -29,8 +29,7 @@ uint64_t pace__jitter(struct pace *p, uint64_t d)
 	return pace__sat_add(d, rng_next(p) % (span + 1));
 }
 
-void pace__source_backoff(struct pace *p, struct source *s,
-			  uint64_t at_least)
+void pace__source_backoff(struct pace *p, struct source *s, uint64_t at_least)
 {
 	uint64_t d = pace__jitter(p, pace__max64(s->backoff, at_least));
 
@@ -48,13 +47,16 @@ void pace__source_exclude(struct pace *p, struct source *s)
 
 bool pace__source_usable(const struct pace *p, const struct source *s)
 {
+	const struct group *g = pace__group(p, s);
+
 	return s->used && !s->excluded && p->now >= s->hold_until &&
-	       s->lanes < p->cfg.lanes_per_source && s->lanes < s->lane_cap;
+	       g->lanes < p->cfg.lanes_per_source && g->lanes < g->lane_cap;
 }
 
 void pace__rate_update(struct pace *p, struct lane *l)
 {
 	struct source *s = &p->sources[l->source];
+	struct group *g = pace__group(p, s);
 	uint64_t dt, sample;
 
 	if (!pace__lane_receiving(l))
@@ -67,6 +69,7 @@ void pace__rate_update(struct pace *p, struct lane *l)
 	l->rate_bytes = 0;
 	l->nsamples++;
 	l->rate = l->nsamples == 1 ? sample : (l->rate + sample) / 2;
+	g->rate = g->rate ? (g->rate * 3 + sample) / 4 : sample;
 	s->rate = s->rate ? (s->rate * 3 + sample) / 4 : sample;
 	if (l->state == LANE_COLLAPSED)
 		return;
@@ -82,84 +85,98 @@ void pace__rate_update(struct pace *p, struct lane *l)
 			return;
 		s->collapsed_until = pace__sat_add(p->now, COLLAPSE_HOLD_NS);
 		s->peak = l->rate;
-		s->saturated = false;
+		g->peak = l->rate;
+		g->saturated = false;
 		return;
 	}
 	l->level = l->level ? (l->level * 7 + sample) / 8 : sample;
+	if (l->nsamples >= 2 && l->level > g->peak)
+		g->peak = l->level;
 	if (l->nsamples >= 2 && l->level > s->peak)
 		s->peak = l->level;
 }
 
 /* Lanes that together give much less than lanes x per-connection rate
- * mean the source's shaping cap is reached. */
+ * mean the group's shaping cap is reached. */
 void pace__measure(struct pace *p)
 {
 	const struct pace_config *c = &p->cfg;
 
 	for (uint32_t i = 0; i < c->max_lanes; i++) {
 		struct lane *l = &p->lanes[i];
+		struct group *g;
 
 		if (!pace__lane_open(l))
 			continue;
 		pace__rate_update(p, l);
-		p->sources[l->source].agg_tmp = 0;
-		p->sources[l->source].n_tmp = 0;
+		g = pace__group(p, &p->sources[l->source]);
+		g->agg_tmp = 0;
+		g->n_tmp = 0;
 	}
 	for (uint32_t i = 0; i < c->max_lanes; i++) {
 		struct lane *l = &p->lanes[i];
+		struct group *g;
 
 		if (!pace__lane_open(l) || l->nsamples < 2 ||
 		    l->state == LANE_COLLAPSED)
 			continue;
-		p->sources[l->source].agg_tmp += l->rate;
-		p->sources[l->source].n_tmp++;
+		g = pace__group(p, &p->sources[l->source]);
+		g->agg_tmp += l->rate;
+		g->n_tmp++;
 	}
 	for (uint32_t i = 0; i < c->max_lanes; i++) {
 		struct lane *l = &p->lanes[i];
-		struct source *s = &p->sources[l->source];
+		struct group *g;
 		double full;
 
-		if (!pace__lane_open(l) || s->n_tmp == 0)
+		if (!pace__lane_open(l))
 			continue;
-		full = (double)s->n_tmp * (double)s->peak;
-		if (s->n_tmp >= 2 && (double)s->agg_tmp * 100 < full * SAT_PCT) {
-			s->cap_est = s->saturated
-					     ? (s->cap_est * 3 + s->agg_tmp) / 4
-					     : s->agg_tmp;
-			s->saturated = true;
-		} else if (s->saturated &&
-			   (double)s->agg_tmp > (double)s->cap_est * 1.1) {
-			s->saturated = false; /* the cap rose */
+		g = pace__group(p, &p->sources[l->source]);
+		if (g->n_tmp == 0)
+			continue;
+		full = (double)g->n_tmp * (double)g->peak;
+		if (g->n_tmp >= 2 &&
+		    (double)g->agg_tmp * 100 < full * SAT_PCT) {
+			g->cap_est = g->saturated
+					     ? (g->cap_est * 3 + g->agg_tmp) / 4
+					     : g->agg_tmp;
+			g->saturated = true;
+		} else if (g->saturated &&
+			   (double)g->agg_tmp > (double)g->cap_est * 1.1) {
+			g->saturated = false; /* the cap rose */
 		}
-		if ((double)s->agg_tmp * 100 >= full * 95)
-			s->n_ok = s->n_ok > s->n_tmp ? s->n_ok : s->n_tmp;
-		s->n_tmp = 0; /* once per source */
+		/* Its lanes run at full rate: every lane it has now adds
+		 * rate, the young ones too, so that its lanes grow one at a
+		 * time as fast as the measured ones keep their rate. */
+		if ((double)g->agg_tmp * 100 >= full * SAT_PCT)
+			g->n_ok = g->n_ok > g->lanes ? g->n_ok : g->lanes;
+		g->n_tmp = 0; /* once per group */
 	}
 }
 
-/* Rate another lane on s would add: per-connection rate against the
- * source's shaping cap once it is known to be saturated. An unknown source
- * is assumed as good as the best known one, so it gets tried. */
-static double marginal_gain(const struct source *s, uint64_t best_peak)
+/* Rate another lane on group g would add: per-connection rate against
+ * the group's shaping cap once it is known to be saturated. An unknown
+ * group is assumed as good as the best known one, so it gets tried. */
+static double marginal_gain(const struct group *g, uint64_t best_peak)
 {
-	double g = (double)(s->peak ? s->peak
-				    : pace__max64(best_peak, 1) * 2);
-	double n = s->lanes, cap = s->saturated ? (double)s->cap_est : 1e30;
+	double gain =
+		(double)(g->peak ? g->peak : pace__max64(best_peak, 1) * 2);
+	double n = g->lanes, cap = g->saturated ? (double)g->cap_est : 1e30;
 	double now, next;
 
 	/* Past the lane count seen at full rate the cap is unknown: probe
 	 * one lane at a time, valued at half. */
-	if (s->peak && !s->saturated && s->lanes >= s->n_ok) {
-		if (s->lanes > s->n_ok)
+	if (g->peak && !g->saturated && g->lanes >= g->n_ok) {
+		if (g->lanes > g->n_ok)
 			return 0;
-		g *= 0.5;
+		gain *= 0.5;
 	}
-	now = n * g < cap ? n * g : cap;
-	next = (n + 1) * g < cap ? (n + 1) * g : cap;
-	/* A saturated source keeps one lane beyond its cap's share, up to
+	now = n * gain < cap ? n * gain : cap;
+	next = (n + 1) * gain < cap ? (n + 1) * gain : cap;
+	/* A saturated group keeps one lane beyond its cap's share, up to
 	 * the count seen at full rate: it covers the round trip between
 	 * one request and the next. */
-	if (next - now <= 0 && s->saturated && s->lanes <= s->n_ok)
+	if (next - now <= 0 && g->saturated && g->lanes <= g->n_ok)
 		return 1.0;
 	return next - now;
 }
@@ -177,9 +194,10 @@ uint32_t pace__pick_source(struct pace *p, uint32_t blob, bool urgent)
 	double best_gain = 0;
 	bool any_stream = false;
 
-	for (uint32_t i = b->first_src; i != PACE_NONE; i = p->sources[i].next) {
+	for (uint32_t i = b->first_src; i != PACE_NONE;
+	     i = p->sources[i].next) {
 		lanes_on_blob += p->sources[i].lanes;
-		best_peak = pace__max64(best_peak, p->sources[i].peak);
+		best_peak = pace__max64(best_peak, pace__expected_rate(p, i));
 		if (pace__caps_stream(p->sources[i].caps) &&
 		    p->sources[i].lanes)
 			any_stream = true;
@@ -203,13 +221,15 @@ uint32_t pace__pick_source(struct pace *p, uint32_t blob, bool urgent)
 				continue;
 			/* Pass 0 avoids collapsed sources; pass 1 takes
 			 * them when nothing else can serve the blob. */
+			const struct group *gr = pace__group(p, s);
+			uint64_t se = pace__expected_rate(p, i);
+
 			if (pass == 0 && (s->collapsed_until > p->now ||
-					  (s->peak && s->peak * SLOW_FACTOR <
-							      best_peak)))
+					  (se && se * SLOW_FACTOR < best_peak)))
 				continue;
 			if (pass == 1 && lanes_on_blob > 0)
 				continue;
-			g = marginal_gain(s, best_peak);
+			g = marginal_gain(gr, best_peak);
 			if (s->caps != PACE_CAPS_FULL)
 				g *= 0.5; /* full sources first */
 			if (g <= 0 && lanes_on_blob > 0 && !urgent)
@@ -231,6 +251,9 @@ uint32_t pace__pick_source(struct pace *p, uint32_t blob, bool urgent)
 uint64_t pace__expected_rate(const struct pace *p, uint32_t src)
 {
 	const struct source *s = &p->sources[src];
+	const struct group *g = pace__group(p, s);
 
-	return s->peak ? s->peak : s->rate;
+	if (s->peak || s->rate)
+		return s->peak ? s->peak : s->rate;
+	return g->peak ? g->peak : g->rate;
 }

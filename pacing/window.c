@@ -27,15 +27,17 @@ static uint64_t window_cap(const struct pace *p, uint32_t blob)
 	uint64_t peak = 0, lat = 0;
 	double w;
 
-	for (uint32_t i = b->first_src; i != PACE_NONE; i = p->sources[i].next) {
+	for (uint32_t i = b->first_src; i != PACE_NONE;
+	     i = p->sources[i].next) {
 		const struct source *s = &p->sources[i];
+		const struct group *g = pace__group(p, s);
 
 		if (s->excluded)
 			continue;
-		if (!s->peak)
+		if (!g->peak)
 			return budget_window(p, p->cfg.window_max);
-		peak = pace__max64(peak, s->peak);
-		lat = pace__max64(lat, s->lat_est);
+		peak = pace__max64(peak, g->peak);
+		lat = pace__max64(lat, g->lat_est);
 	}
 	if (!peak)
 		return budget_window(p, p->cfg.window_max);
@@ -54,13 +56,15 @@ static uint64_t window_floor(const struct pace *p, uint32_t blob)
 	const struct blob *b = &p->blobs[blob];
 	uint64_t f = p->cfg.min_request;
 
-	for (uint32_t i = b->first_src; i != PACE_NONE; i = p->sources[i].next) {
+	for (uint32_t i = b->first_src; i != PACE_NONE;
+	     i = p->sources[i].next) {
 		const struct source *s = &p->sources[i];
+		const struct group *g = pace__group(p, s);
 		double rtt_bytes;
 
-		if (s->excluded || !s->peak)
+		if (s->excluded || !g->peak)
 			continue;
-		rtt_bytes = (double)s->peak * (double)s->lat_est / (double)SEC;
+		rtt_bytes = (double)g->peak * (double)g->lat_est / (double)SEC;
 		if (rtt_bytes > (double)f)
 			f = (uint64_t)rtt_bytes;
 	}
@@ -90,9 +94,50 @@ static uint64_t window_target(const struct pace *p, const struct reader *r)
  * that a copy's window still grows faster than it reads. */
 static uint64_t grow_limit(const struct pace *p, const struct reader *r)
 {
-	uint64_t four = r->run > UINT64_MAX / 4 ? UINT64_MAX : 4 * r->run;
+	uint64_t four = r->run > UINT64_MAX / 8 ? UINT64_MAX : 8 * r->run;
 
 	return pace__max64(p->cfg.window_min, four);
+}
+
+/* The group of the blob's first source: whose readers' habits a new
+ * reader of the blob is taken to share. */
+static struct group *blob_group(const struct pace *p, uint32_t blob)
+{
+	const struct blob *b = &p->blobs[blob];
+
+	if (b->first_src == PACE_NONE)
+		return NULL;
+	return pace__group(p, &p->sources[b->first_src]);
+}
+
+void pace__reader_judge(struct pace *p, const struct reader *r)
+{
+	struct group *g = blob_group(p, r->blob);
+
+	if (!g || !r->seen || !r->from_start || r->gen != 0)
+		return;
+	if (r->cursor >= p->blobs[r->blob].size)
+		g->whole++;
+	else
+		g->part++;
+	if (g->whole + g->part > 64) {
+		g->whole /= 2;
+		g->part /= 2;
+	}
+}
+
+/* The window of a reader whose first read is at its file's start, in a
+ * group whose readers read files whole: the whole file, up to WHOLE_MAX
+ * and the window's cap; 0 otherwise. */
+static uint64_t whole_window(const struct pace *p, const struct reader *r)
+{
+	const struct group *g = blob_group(p, r->blob);
+	uint32_t n = g ? g->whole + g->part : 0;
+
+	if (n < WHOLE_MIN || (uint64_t)g->whole * 100 < (uint64_t)n * WHOLE_PCT)
+		return 0;
+	return pace__min64(pace__min64(p->blobs[r->blob].size, WHOLE_MAX),
+			   window_cap(p, r->blob));
 }
 
 void pace__window_waited(struct pace *p, struct reader *r)
@@ -100,7 +145,7 @@ void pace__window_waited(struct pace *p, struct reader *r)
 	uint64_t cap = pace__min64(window_cap(p, r->blob), grow_limit(p, r));
 
 	if (r->w < cap)
-		r->w = pace__min64(r->w * 2, cap);
+		r->w = pace__min64(r->w * 4, cap);
 	r->grow_run = 0;
 	r->last_wait_ns = p->now ? p->now : 1;
 }
@@ -154,15 +199,14 @@ static void window_update(struct pace *p, struct reader *r)
 		return;
 	}
 	if (r->w > target &&
-	    (!r->last_wait_ns ||
-	     p->now - r->last_wait_ns >= c->lead_ns)) {
+	    (!r->last_wait_ns || p->now - r->last_wait_ns >= c->lead_ns)) {
 		r->w = target;
 		r->grow_run = 0;
 	} else if (r->w < target && r->grow_run >= r->w / 2) {
-		r->w = pace__min64(r->w * 2,
-				   pace__max64(pace__min64(target,
-							   grow_limit(p, r)),
-					       r->w));
+		r->w = pace__min64(
+			r->w * 2,
+			pace__max64(pace__min64(target, grow_limit(p, r)),
+				    r->w));
 		r->grow_run = 0;
 	}
 }
@@ -186,18 +230,23 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 	if (!seq) {
 		/* A reader that streamed up to its jump (a player's seek)
 		 * streams on at the new position. */
-		bool streamed = r->evident && r->w > 0 &&
-				r->run >= p->cfg.seq_min;
+		bool streamed =
+			r->evident && r->w > 0 && r->run >= p->cfg.seq_min;
 
 		consume(p, r, len);
 		/* A jump: a new run starts here. A reader whose first read is
 		 * at the file's start is taken as sequential at once (cp,
-		 * players, checksums), and so is one that streamed: its
+		 * players, checksums; "at the start" is within SEQ_BACK of
+		 * it, as the kernel hands a large first read over in pieces
+		 * that FUSE threads may deliver in any order), and so is one
+		 * that streamed: its
 		 * window reopens at once, at seq_min, the run it would
 		 * otherwise have to show first, so that the kernel's
 		 * readahead-sized pieces of a large read at the new position
 		 * are under way together. Any other run must show it. */
-		r->evident = (!r->seen && off == 0) || streamed;
+		r->evident = (!r->seen && off < SEQ_BACK) || streamed;
+		if (!r->seen)
+			r->from_start = off < SEQ_BACK;
 		if (r->seen)
 			r->gen++;
 		r->seen = true;
@@ -223,6 +272,8 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 		r->evident = true;
 	if (r->evident)
 		window_update(p, r);
+	if (r->from_start && r->gen == 0 && r->run == 0 && r->w > 0)
+		r->w = pace__max64(r->w, whole_window(p, r));
 	return 0;
 }
 
@@ -253,8 +304,8 @@ int pace_read(struct pace *p, uint32_t reader, uint64_t off, uint64_t len,
 	return rc;
 }
 
-int pace_reader_window(const struct pace *p, uint32_t reader,
-		       uint64_t *cursor, uint64_t *window)
+int pace_reader_window(const struct pace *p, uint32_t reader, uint64_t *cursor,
+		       uint64_t *window)
 {
 	const struct reader *r = p ? pace__reader_get(p, reader) : NULL;
 
@@ -333,9 +384,8 @@ uint64_t pace__request_want(const struct pace *p, uint32_t src, uint64_t w)
 	return (uint64_t)((double)r * (double)REQUEST_TIME_NS / (double)SEC);
 }
 
-uint64_t pace__window_end(struct pace *p, const struct reader *r,
-			  uint32_t src, uint64_t x, uint64_t gap_end,
-			  uint64_t wend)
+uint64_t pace__window_end(struct pace *p, const struct reader *r, uint32_t src,
+			  uint64_t x, uint64_t gap_end, uint64_t wend)
 {
 	const struct pace_config *c = &p->cfg;
 	const struct blob *b = &p->blobs[r->blob];
@@ -352,8 +402,8 @@ uint64_t pace__window_end(struct pace *p, const struct reader *r,
 	e = wend == b->size ? wend : pace__align_down(wend, c->align);
 	e = pace__request_end(p, b, x, want, gap_end, e);
 	e = pace__budget_fit(p, x, e);
-	if (e <= x || (e - x < quantum && e < gap_end && e < b->size &&
-		       r->w >= quantum))
+	if (e <= x ||
+	    (e - x < quantum && e < gap_end && e < b->size && r->w >= quantum))
 		return x;
 	return e;
 }

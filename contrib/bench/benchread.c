@@ -94,7 +94,8 @@ static void sleep_until(double t)
 		;
 }
 
-static void fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void fail(const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 1, 2)));
 
 static void fail(const char *fmt, ...)
 {
@@ -191,8 +192,9 @@ static double reader_pread(struct reader *r, uint64_t off, size_t len)
 		/* The common case, word by word without a second buffer;
 		 * differences are OR-ed over the whole read rather than tested
 		 * per word, so that the loop has no early exit and runs at
-		 * several GB/s (the checker must not be what a warm read through
-		 * the page cache measures). A mismatch is located below. */
+		 * several GB/s (the checker must not be what a warm read
+		 * through the page cache measures). A mismatch is located
+		 * below. */
 		uint64_t w, diff = 0;
 
 		for (uint64_t i = 0; i < len / 8; i++) {

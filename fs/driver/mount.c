@@ -634,6 +634,7 @@ static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
 		return rc;
 	memset(&ec, 0, sizeof(ec));
 	ec.lanes = o->lanes;
+	ec.host_lanes = o->host_lanes;
 	ec.read_timeout_s = o->read_timeout_s;
 	ec.stall_timeout_s = o->stall_timeout_s;
 	ec.retry_after_max_s = o->retry_after_max_s;

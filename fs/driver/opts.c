@@ -31,6 +31,7 @@ enum {
 	KEY_CACHE_DIR,
 	KEY_NAME,
 	KEY_LANES,
+	KEY_HOST_LANES,
 	KEY_CONNECT_TIMEOUT,
 	KEY_READ_TIMEOUT,
 	KEY_STALL_TIMEOUT,
@@ -75,6 +76,7 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("cache_dir=", KEY_CACHE_DIR),
 	FUSE_OPT_KEY("name=", KEY_NAME),
 	FUSE_OPT_KEY("lanes=", KEY_LANES),
+	FUSE_OPT_KEY("host_lanes=", KEY_HOST_LANES),
 	FUSE_OPT_KEY("connect_timeout=", KEY_CONNECT_TIMEOUT),
 	FUSE_OPT_KEY("read_timeout=", KEY_READ_TIMEOUT),
 	FUSE_OPT_KEY("stall_timeout=", KEY_STALL_TIMEOUT),
@@ -315,7 +317,9 @@ static int opt_proc(void *data, const char *arg, int key,
 	case KEY_NAME:
 		return set_string(s, arg, &o->name);
 	case KEY_LANES:
-		return parse_uint(s, arg, 1, 64, &o->lanes);
+		return parse_uint(s, arg, 1, 256, &o->lanes);
+	case KEY_HOST_LANES:
+		return parse_uint(s, arg, 1, 256, &o->host_lanes);
 	case KEY_CONNECT_TIMEOUT:
 		return parse_uint(s, arg, 1, 3600, &o->connect_timeout_s);
 	case KEY_READ_TIMEOUT:
@@ -497,7 +501,8 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	struct parse_state s = {.o = out, .err = err, .errlen = errlen};
 
 	memset(out, 0, sizeof(*out));
-	out->lanes = 8;
+	out->lanes = FS_LANES;
+	out->host_lanes = FS_HOST_LANES;
 	out->connect_timeout_s = 10;
 	out->read_timeout_s = 60;
 	out->stall_timeout_s = 10;
@@ -788,7 +793,10 @@ void fs_opts_usage(void)
 	       "(shared on purpose)\n"
 	       "    -o name=NAME           file name (default: the URL's "
 	       "last path segment)\n"
-	       "    -o lanes=N             parallel transfers (default: 8)\n"
+	       "    -o lanes=N             connections of the whole mount "
+	       "(default: 32)\n"
+	       "    -o host_lanes=N        connections to one origin "
+	       "(default: 16)\n"
 	       "    -o readahead=S         a sequential reader's lead: S "
 	       "seconds of\n"
 	       "                           what it consumes (default: 3)\n"

@@ -1,6 +1,7 @@
 /* blobs: the engine's registry of files: each blob's sources, digests and
  * which of its units passed their block digests, and the bytes the cache
  * holds of it when it becomes ready. */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -55,10 +56,10 @@ int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
 	/* Every byte must have its digest: bytes no digest covers would
 	 * pass unchecked, and be stored under a content identity. */
 	if (n > 0 && (dblock == 0 || (b->size + dblock - 1) / dblock != n)) {
-		fs__engine_log(e, FS_LOG_ERR,
-			       "%s: %" PRIu32 " block digests of %" PRIu32
-			       " bytes do not cover its %" PRIu64 " bytes",
-			       b->name, n, dblock, b->size);
+		engine__log(e, FS_LOG_ERR,
+			    "%s: %" PRIu32 " block digests of %" PRIu32
+			    " bytes do not cover its %" PRIu64 " bytes",
+			    b->name, n, dblock, b->size);
 		return -EINVAL;
 	}
 	if (n > 0) {
@@ -73,10 +74,9 @@ int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
 			rc = cache_blob_digests_set(e->cache, &b->id, b->size,
 						    dblock, dblocks, n);
 		if (rc != 0) {
-			fs__engine_log(
-				e, FS_LOG_ERR,
-				"%s: cannot register its block digests: %s",
-				b->name, strerror(-rc));
+			engine__log(e, FS_LOG_ERR,
+				    "%s: cannot register its block digests: %s",
+				    b->name, strerror(-rc));
 			free(checked);
 			free(src);
 			free(proxy);
@@ -164,8 +164,35 @@ static int extents_apply(struct fs_engine *e, uint32_t i,
 		s = (s + b->unit - 1) / b->unit * b->unit;
 		t = t == b->size ? t : t / b->unit * b->unit;
 		if (s < t)
-			fs__blob_set_checked(b, s, t, true);
+			engine__blob_set_checked(b, s, t, true);
 	}
+	return rc;
+}
+
+/* Puts scheduler source `id` in the group of url's origin (a new one
+ * for an origin not seen yet, none once FS_ORIGINS_MAX are known). Caller
+ * holds e->mu. */
+static int group_by_origin(struct fs_engine *e, uint32_t id, const char *url)
+{
+	char *origin = NULL;
+	uint32_t g;
+	int rc;
+
+	if (fetch_url_origin(url, &origin) != 0)
+		return 0; /* no origin to share: a group of its own */
+	for (g = 0; g < e->norigins; g++)
+		if (strcmp(e->origins[g], origin) == 0)
+			break;
+	if (g == e->norigins) {
+		if (g == FS_ORIGINS_MAX) {
+			free(origin);
+			return 0;
+		}
+		e->origins[e->norigins++] = origin;
+		origin = NULL;
+	}
+	free(origin);
+	rc = pace_source_set_group(e->pace, id, g);
 	return rc;
 }
 
@@ -185,7 +212,7 @@ int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
 	if (rc != 0)
 		goto out_free;
 	pthread_mutex_lock(&e->mu);
-	if (b->ready)
+	if (b->state != FS_BLOB_ADDED)
 		goto out;
 	b->sources = calloc(n ? n : 1, sizeof(*b->sources));
 	if (b->sources == NULL) {
@@ -201,6 +228,8 @@ int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
 		rc = pace_source_add(e->pace, i, caps, &s->pace_id);
 		if (rc == 0 && s->pace_id >= e->nsource_map)
 			rc = -ENOSPC;
+		if (rc == 0)
+			rc = group_by_origin(e, s->pace_id, sources[j].url);
 		/* Several proxies: a lane that stalls or slows is its
 		 * proxy's fault, and its range goes by another. */
 		if (rc == 0 && fetch_proxies_count(e->proxies) > 1)
@@ -217,13 +246,13 @@ int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
 	}
 	rc = extents_apply(e, i, &x);
 	if (rc == 0) {
-		b->ready = true;
-		verify = fs__verify_due(e, i);
+		engine__blob_set(e, i, FS_BLOB_READY);
+		verify = engine__verify_due(e, i);
 	}
 out:
 	pthread_mutex_unlock(&e->mu);
 	if (verify)
-		fs__verify_spawn(e, i);
+		engine__verify_spawn(e, i);
 out_free:
 	free(x.v);
 	return rc;
@@ -234,18 +263,35 @@ bool fs__engine_blob_is_ready(struct fs_engine *e, uint32_t i)
 	bool ready;
 
 	pthread_mutex_lock(&e->mu);
-	ready = e->blobs[i].ready;
+	ready = e->blobs[i].state != FS_BLOB_ADDED;
 	pthread_mutex_unlock(&e->mu);
 	return ready;
 }
 
-const char *fs__engine_blob_name(struct fs_engine *e, uint32_t b)
+static const char *const blob_state_names[FS_BLOB_NSTATES] = {
+	[FS_BLOB_ADDED] = "added",
+	[FS_BLOB_READY] = "ready",
+	[FS_BLOB_CHANGED] = "changed",
+	[FS_BLOB_DROPPED] = "dropped",
+};
+
+void engine__blob_set(struct fs_engine *e, uint32_t b, enum fs_blob_state to)
+{
+	struct fs_blob *blob = &e->blobs[b];
+
+	assert(to < FS_BLOB_NSTATES);
+	engine__log(e, FS_LOG_DEBUG, "%s: %s -> %s", blob->name,
+		    blob_state_names[blob->state], blob_state_names[to]);
+	blob->state = to;
+}
+
+const char *engine__blob_name(struct fs_engine *e, uint32_t b)
 {
 	return e->blobs[b].name;
 }
 
-const struct fs_source *fs__source_of(const struct fs_engine *e,
-				      uint32_t id)
+const struct fs_source *engine__source_of(const struct fs_engine *e,
+					  uint32_t id)
 {
 	const struct fs_blob *b;
 
@@ -258,9 +304,9 @@ const struct fs_source *fs__source_of(const struct fs_engine *e,
 	return NULL;
 }
 
-const char *fs__source_url(const struct fs_engine *e, uint32_t id)
+const char *engine__source_url(const struct fs_engine *e, uint32_t id)
 {
-	const struct fs_source *s = fs__source_of(e, id);
+	const struct fs_source *s = engine__source_of(e, id);
 
 	return s != NULL ? s->url : "(unknown source)";
 }
@@ -270,24 +316,31 @@ static bool unit_checked(const struct fs_blob *b, uint64_t u)
 	return (b->checked[u / 64] >> (u % 64)) & 1;
 }
 
-bool fs__blob_unchecked(const struct fs_blob *b, uint64_t start, uint64_t end,
-			uint64_t *ustart, uint64_t *uend)
+enum engine_ready engine__ready(const struct fs_engine *e, uint32_t b,
+				uint64_t start, uint64_t end, uint64_t *from,
+				uint64_t *to)
 {
-	if (b->unit == 0 || start >= end)
-		return false;
-	for (uint64_t u = start / b->unit; u * b->unit < end; u++) {
-		if (unit_checked(b, u))
+	const struct fs_blob *blob = &e->blobs[b];
+
+	*from = start;
+	*to = end;
+	if (blob->unit == 0)
+		return pace_is_held(e->pace, b, start, end) ? ENGINE_READY
+							    : ENGINE_MISSING;
+	for (uint64_t u = start / blob->unit; u * blob->unit < end; u++) {
+		if (unit_checked(blob, u))
 			continue;
-		*ustart = u * b->unit;
-		*uend = *ustart + b->unit < b->size ? *ustart + b->unit
-						    : b->size;
-		return true;
+		*from = u * blob->unit;
+		*to = *from + blob->unit < blob->size ? *from + blob->unit
+						      : blob->size;
+		return pace_is_held(e->pace, b, *from, *to) ? ENGINE_CHECKING
+							    : ENGINE_MISSING;
 	}
-	return false;
+	return ENGINE_READY;
 }
 
-void fs__blob_set_checked(struct fs_blob *b, uint64_t start, uint64_t end,
-			  bool checked)
+void engine__blob_set_checked(struct fs_blob *b, uint64_t start, uint64_t end,
+			      bool checked)
 {
 	if (b->unit == 0 || start >= end)
 		return;

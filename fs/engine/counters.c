@@ -21,7 +21,7 @@ static uint64_t get(_Atomic uint64_t *c)
 
 void fs__engine_counters(struct fs_engine *e, struct fs_engine_counters *out)
 {
-	struct fs_engine_stats *s = &e->stats;
+	struct engine_stats *s = &e->stats;
 	struct pace_lane_info li;
 
 	for (int i = 0; i < FS_FROM_N; i++)

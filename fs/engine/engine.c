@@ -1,9 +1,9 @@
 /* engine: the running mount's life cycle and configuration, the one way
  * held bytes stop being held, and what the engine shows of itself (state,
  * status, the whole-blob check's hand-off). */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +14,10 @@
 /* Blocks kept in memory: each lane fills one at a time, one left behind by
  * a cancelled or faulted lane waits for its remainder, and the rest keep
  * the most recently used whole blocks (8 lanes: 256 blocks, 16 MiB). */
-#define FS_PARTS_PER_LANE 16
-#define FS_PARTS_EXTRA 128
+#define FS_BLOCKS_PER_LANE 16
+#define FS_BLOCKS_EXTRA 128
 
-uint64_t fs__block_end(const struct fs_blob *b, uint64_t index)
+uint64_t engine__block_end(const struct fs_blob *b, uint64_t index)
 {
 	uint64_t end = (index + 1) * CACHE_BLOCK_SIZE;
 
@@ -29,7 +29,9 @@ static void config_pacing(const struct fs_engine_config *cfg,
 {
 	pace_config_default(pc);
 	pc->max_lanes = cfg->lanes;
-	pc->lanes_per_source = cfg->lanes;
+	pc->lanes_per_source = cfg->host_lanes != 0 && cfg->host_lanes < cfg->lanes
+				       ? cfg->host_lanes
+				       : cfg->lanes;
 	/* Requests cover whole chunks, aligned: what a cache in front of
 	 * the origin keys on. A random read pulls one chunk, not more. */
 	pc->align = cfg->chunk != 0 ? cfg->chunk : CACHE_BLOCK_SIZE;
@@ -54,6 +56,7 @@ static void config_pacing(const struct fs_engine_config *cfg,
 			(uint64_t)cfg->retry_after_max_s * 1000000000u;
 	pc->max_blobs = cfg->max_blobs;
 	pc->max_sources = cfg->max_sources;
+	pc->max_groups = FS_ORIGINS_MAX;
 }
 
 int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
@@ -87,14 +90,15 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	e->retry_after_max_ns = pc.retry_after_max_ns;
 	rc = pace_config_check(&pc, &field);
 	if (rc != 0) {
-		fs__engine_log(e, FS_LOG_ERR, "scheduler configuration: bad %s",
-			       field);
+		engine__log(e, FS_LOG_ERR, "scheduler configuration: bad %s",
+			    field);
 		goto fail;
 	}
 	rc = pace_new(&pc, &e->pace);
 	if (rc == 0)
-		rc = fs__parts_init(&e->parts, cfg->lanes * FS_PARTS_PER_LANE +
-						       FS_PARTS_EXTRA);
+		rc = engine__blocks_init(&e->blocks,
+					 cfg->lanes * FS_BLOCKS_PER_LANE +
+						 FS_BLOCKS_EXTRA);
 	if (rc != 0)
 		goto fail;
 	rc = -ENOMEM;
@@ -114,7 +118,7 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 		goto fail;
 	for (uint32_t l = 0; l < cfg->lanes; l++)
 		e->lane_blob[l] = e->lane_source[l] = PACE_NONE;
-	fs__transfers_hooks(e, &hooks);
+	engine__transfers_hooks(e, &hooks);
 	rc = fetch_new(&cfg->fetch, &hooks, &e->fetch);
 	if (rc != 0)
 		goto fail;
@@ -160,17 +164,22 @@ void fs__engine_free(struct fs_engine *e)
 	e->stopping = true;
 	while (e->verifiers > 0)
 		pthread_cond_wait(&e->cv, &e->mu);
+	engine__log(e, FS_LOG_DEBUG,
+		    "%" PRIu64 " reads waited, woken %" PRIu64 " times",
+		    e->waits, e->wakeups);
 	pthread_mutex_unlock(&e->mu);
 	if (e->cache != NULL) {
 		rc = cache_flush(e->cache);
 		if (rc != 0)
-			fs__engine_log(e, FS_LOG_ERR,
-				       "cache: final flush failed: %s",
-				       strerror(-rc));
+			engine__log(e, FS_LOG_ERR,
+				    "cache: final flush failed: %s",
+				    strerror(-rc));
 	}
 	pace_free(e->pace);
-	fs__parts_fini(&e->parts);
+	engine__blocks_fini(&e->blocks);
 	free(e->source_of_pace);
+	for (uint32_t g = 0; g < e->norigins; g++)
+		free(e->origins[g]);
 	free(e->src_refused);
 	free(e->src_refused_until);
 	free(e->lane_blob);
@@ -181,20 +190,8 @@ void fs__engine_free(struct fs_engine *e)
 	free(e);
 }
 
-void fs__engine_log(const struct fs_engine *e, enum fs_log_level level,
-		    const char *fmt, ...)
-{
-	va_list ap;
-
-	if (e->log == NULL)
-		return;
-	va_start(ap, fmt);
-	e->log(e->log_ctx, level, fmt, ap);
-	va_end(ap);
-}
-
-void fs__engine_log_about(const struct fs_engine *e, enum fs_log_level level,
-			  const struct fs_log_fields *f, const char *fmt, ...)
+void engine__log_about(const struct fs_engine *e, enum fs_log_level level,
+		       const struct fs_log_fields *f, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -206,8 +203,8 @@ void fs__engine_log_about(const struct fs_engine *e, enum fs_log_level level,
 	va_end(ap);
 }
 
-void fs__pages_inval(struct fs_engine *e, uint32_t b, const char *name,
-		     uint64_t ino, uint64_t start, uint64_t end)
+void engine__pages_inval(struct fs_engine *e, uint32_t b, const char *name,
+			 uint64_t ino, uint64_t start, uint64_t end)
 {
 	if (e->inval != NULL)
 		e->inval(e->inval_ctx, b, name, ino, start, end);
@@ -225,14 +222,14 @@ static void drop_failed(const struct fs_engine *e, const struct fs_blob *blob,
 			uint64_t start, uint64_t end, enum fs_drop why,
 			const char *step, int rc)
 {
-	fs__engine_log(e, FS_LOG_ERR,
-		       "%s: cannot %s bytes %" PRIu64 "-%" PRIu64 " (%s): %s",
-		       blob->name, step, start, end - 1, drop_why[why],
-		       strerror(-rc));
+	engine__log(e, FS_LOG_ERR,
+		    "%s: cannot %s bytes %" PRIu64 "-%" PRIu64 " (%s): %s",
+		    blob->name, step, start, end - 1, drop_why[why],
+		    strerror(-rc));
 }
 
-void fs__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
-		     uint64_t end, enum fs_drop why)
+void engine__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
+			 uint64_t end, enum fs_drop why)
 {
 	struct fs_blob *blob = &e->blobs[b];
 	int rc;
@@ -241,24 +238,25 @@ void fs__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
 		end = blob->size;
 	if (start >= end)
 		return;
+	engine__blocks_widen(&e->blocks, blob, b, &start, &end);
 	rc = pace_blob_forget(e->pace, b, start, end);
 	if (rc == -ENOSPC) {
 		/* The range set is full and this would split a range:
 		 * forgetting up to the end only trims one, so it fits. What
 		 * the cache still has past `end` is fetched again. */
-		fs__engine_log(
-			e, FS_LOG_WARN,
-			"%s: too many held ranges to forget bytes %" PRIu64
-			"-%" PRIu64 " alone: bytes %" PRIu64
-			" to its end are fetched again when read",
-			blob->name, start, end - 1, start);
+		engine__log(e, FS_LOG_WARN,
+			    "%s: too many held ranges to forget bytes %" PRIu64
+			    "-%" PRIu64 " alone: bytes %" PRIu64
+			    " to its end are fetched again when read",
+			    blob->name, start, end - 1, start);
 		end = blob->size;
 		rc = pace_blob_forget(e->pace, b, start, end);
 	}
 	if (rc != 0)
 		drop_failed(e, blob, start, end, why, "forget", rc);
-	fs__blob_set_checked(blob, start, end, false);
-	pthread_cond_broadcast(&e->cv);
+	engine__blob_set_checked(blob, start, end, false);
+	engine__blocks_forget(&e->blocks, blob, b, start, end, why);
+	engine__wake_blob(e, b);
 	if (why == FS_DROP_GONE)
 		return;
 	if (why == FS_DROP_WRONG) {
@@ -268,31 +266,21 @@ void fs__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
 
 		*r = (struct fs_recheck){.blob = b, .start = start, .end = end};
 	}
-	/* Wrong or stale bytes leave memory too; a block being stored is
-	 * the transfer thread's, which frees it if it was wrong. */
-	for (uint32_t i = 0; i < e->parts.n; i++) {
-		struct fs_part *p = &e->parts.v[i];
-
-		if (p->state == FS_PART_DONE && p->blob == b &&
-		    p->index * CACHE_BLOCK_SIZE < end &&
-		    fs__block_end(blob, p->index) > start)
-			fs__part_free(&e->parts, p);
-	}
 	/* They may have been served, and the kernel keeps what it was
 	 * served. */
 	blob->pages_stale = true;
-	fs__pages_inval(e, b, blob->name, blob->ino, start, end);
+	engine__pages_inval(e, b, blob->name, blob->ino, start, end);
 }
 
-int fs__engine_drop(struct fs_engine *e, uint32_t b, uint64_t start,
-		    uint64_t end, enum fs_drop why)
+int engine__drop(struct fs_engine *e, uint32_t b, uint64_t start, uint64_t end,
+		 enum fs_drop why)
 {
 	struct fs_blob *blob = &e->blobs[b];
 	uint64_t first, count;
 	int rc = 0;
 
 	pthread_mutex_lock(&e->mu);
-	fs__drop_locked(e, b, start, end, why);
+	engine__drop_locked(e, b, start, end, why);
 	pthread_mutex_unlock(&e->mu);
 	if (end > blob->size)
 		end = blob->size;
@@ -311,8 +299,8 @@ int fs__engine_drop(struct fs_engine *e, uint32_t b, uint64_t start,
 	return rc;
 }
 
-bool fs__recheck(const struct fs_engine *e, uint32_t b, uint64_t start,
-		 uint64_t end)
+bool engine__recheck(const struct fs_engine *e, uint32_t b, uint64_t start,
+		     uint64_t end)
 {
 	for (uint32_t i = 0; i < FS_RECHECK_MAX; i++) {
 		const struct fs_recheck *r = &e->recheck[i];
@@ -329,7 +317,7 @@ bool fs__recheck(const struct fs_engine *e, uint32_t b, uint64_t start,
 static void block_gone(struct fs_engine *e, const struct cache_id *id,
 		       uint64_t index, int err)
 {
-	struct fs_part *p;
+	struct fs_block *p;
 
 	for (uint32_t i = 0; i < e->nblobs; i++) {
 		const struct fs_blob *b = &e->blobs[i];
@@ -337,19 +325,20 @@ static void block_gone(struct fs_engine *e, const struct cache_id *id,
 		if (memcmp(b->id.b, id->b, sizeof(id->b)) != 0)
 			continue;
 		if (err != 0)
-			fs__engine_log(
+			engine__log(
 				e, FS_LOG_ERR,
 				"%s: block %" PRIu64 " could not be stored in "
 				"the cache (%s); it is served from memory "
 				"while it lasts, then fetched again when read",
 				b->name, index, strerror(-err));
 		pthread_mutex_lock(&e->mu);
-		p = fs__part_find(&e->parts, i, index);
-		if (p != NULL && p->state != FS_PART_FILLING)
+		p = engine__block_find(&e->blocks, i, index);
+		if (p != NULL && p->state != FS_BLOCK_FILLING)
 			p->lost = true;
 		else
-			fs__drop_locked(e, i, index * CACHE_BLOCK_SIZE,
-					fs__block_end(b, index), FS_DROP_GONE);
+			engine__drop_locked(e, i, index * CACHE_BLOCK_SIZE,
+					    engine__block_end(b, index),
+					    FS_DROP_GONE);
 		pthread_mutex_unlock(&e->mu);
 	}
 }
@@ -374,36 +363,54 @@ void fs__engine_on_evicted(void *ctx, const struct cache_id *id,
 
 /* ---- the whole-blob check ---- */
 
-bool fs__verify_due(struct fs_engine *e, uint32_t b)
+static const char *const verify_names[FS_VERIFY_NSTATES] = {
+	[FS_VERIFY_NONE] = "not checked",
+	[FS_VERIFY_RUNNING] = "being checked",
+	[FS_VERIFY_OK] = "checked",
+	[FS_VERIFY_FAILED] = "failed",
+};
+
+/* Moves blob's whole-blob check to `to` (the diagram in engine_int.h),
+ * with a debug line. Caller holds e->mu. */
+static void verify_set(struct fs_engine *e, struct fs_blob *blob,
+		       enum fs_verify to)
+{
+	assert(to < FS_VERIFY_NSTATES);
+	engine__log(e, FS_LOG_DEBUG, "%s: whole-blob check: %s -> %s",
+		    blob->name, verify_names[blob->verify], verify_names[to]);
+	blob->verify = to;
+}
+
+bool engine__verify_due(struct fs_engine *e, uint32_t b)
 {
 	struct fs_blob *blob = &e->blobs[b];
 
 	if (!blob->has_sha256 || blob->verify != FS_VERIFY_NONE ||
 	    e->stopping || pace_held_bytes(e->pace, b) != blob->size)
 		return false;
-	blob->verify = FS_VERIFY_RUNNING;
+	verify_set(e, blob, FS_VERIFY_RUNNING);
 	e->verifiers++;
 	return true;
 }
 
-const uint8_t *fs__engine_blob_sha256(struct fs_engine *e, uint32_t b,
-				      uint64_t *size)
+const uint8_t *engine__blob_sha256(struct fs_engine *e, uint32_t b,
+				   uint64_t *size)
 {
 	*size = e->blobs[b].size;
 	return e->blobs[b].sha256;
 }
 
-struct cache *fs__engine_cache(struct fs_engine *e)
+struct cache *engine__cache(struct fs_engine *e)
 {
 	return e->cache;
 }
 
-const struct cache_id *fs__engine_blob_id(struct fs_engine *e, uint32_t b)
+const struct cache_id *engine__blob_id(struct fs_engine *e, uint32_t b)
 {
 	return &e->blobs[b].id;
 }
 
-bool fs__engine_stopping(struct fs_engine *e)
+bool engine__stopping(struct fs_engine *e)
 {
 	bool stopping;
 
@@ -413,36 +420,38 @@ bool fs__engine_stopping(struct fs_engine *e)
 	return stopping;
 }
 
-enum fs_verify fs__engine_verify_result(struct fs_engine *e, uint32_t b,
-					int outcome)
+enum fs_verify engine__verify_result(struct fs_engine *e, uint32_t b,
+				     int outcome)
 {
 	struct fs_blob *blob = &e->blobs[b];
 	enum fs_verify v;
 
 	pthread_mutex_lock(&e->mu);
 	if (outcome == 0) {
-		blob->verify = FS_VERIFY_OK;
+		verify_set(e, blob, FS_VERIFY_OK);
 	} else if (outcome == -EBADMSG) {
 		blob->verify_failures++;
-		blob->verify = blob->verify_failures >= 2 ? FS_VERIFY_FAILED
-							  : FS_VERIFY_NONE;
+		verify_set(e, blob,
+			   blob->verify_failures >= 2 ? FS_VERIFY_FAILED
+						      : FS_VERIFY_NONE);
 	} else {
-		blob->verify = FS_VERIFY_NONE; /* tried again when complete */
+		/* tried again when complete */
+		verify_set(e, blob, FS_VERIFY_NONE);
 	}
 	v = blob->verify;
 	pthread_mutex_unlock(&e->mu);
 	return v;
 }
 
-uint32_t fs__engine_blame_routes(struct fs_engine *e, uint32_t b, char *names,
-				 size_t cap)
+uint32_t engine__blame_routes(struct fs_engine *e, uint32_t b, char *names,
+			      size_t cap)
 {
 	struct fetch_proxy_info pi;
 	uint32_t via, n = 0;
 	size_t used = 0;
 
 	/* verify.c calls this once per whole-blob mismatch: counted here. */
-	fs__count(&e->stats.digest_blobs, 1);
+	engine__count(&e->stats.digest_blobs, 1);
 	pthread_mutex_lock(&e->mu);
 	via = e->blobs[b].via;
 	e->blobs[b].via = 0;
@@ -465,7 +474,7 @@ uint32_t fs__engine_blame_routes(struct fs_engine *e, uint32_t b, char *names,
 	return n;
 }
 
-void fs__engine_verify_exit(struct fs_engine *e)
+void engine__verify_exit(struct fs_engine *e)
 {
 	pthread_mutex_lock(&e->mu);
 	e->verifiers--;
@@ -505,14 +514,14 @@ const char *fs__engine_state(struct fs_engine *e, uint32_t b)
 	pthread_mutex_lock(&e->mu);
 	if (b >= e->nblobs)
 		state = "remote";
-	else if (e->blobs[b].changed)
+	else if (engine__blob_changed(&e->blobs[b]))
 		state = "changed";
 	else if (pace_held_bytes(e->pace, b) == e->blobs[b].size)
 		state = "complete";
 	else if (pace_held_bytes(e->pace, b) > 0)
 		state = "partial";
 	else
-		state = e->blobs[b].ready ? "empty" : "remote";
+		state = e->blobs[b].state != FS_BLOB_ADDED ? "empty" : "remote";
 	pthread_mutex_unlock(&e->mu);
 	return state;
 }
@@ -539,7 +548,7 @@ void fs__engine_view(struct fs_engine *e, struct fs_engine_view *v)
 	     l++) {
 		if (!li.busy || li.blob >= e->nblobs)
 			continue;
-		s = fs__source_of(e, li.source);
+		s = engine__source_of(e, li.source);
 		v->lanes[v->nlanes++] = (struct fs_lane_view){
 			l, e->blobs[li.blob].name, s != NULL ? s->url : NULL,
 			li};

@@ -16,9 +16,9 @@
  * Contract.
  *
  * struct fs_engine is opaque outside the engine's files (engine.c,
- * blobs.c, parts.c, transfers.c, read.c; engine_int.h). Every function
- * here is thread-safe and takes the engine's lock itself; none is called
- * with it held. Blob indices are those fs__engine_blob_add() wrote; a
+ * blobs.c, blocks.c, transfers.c, read.c, verify.c; engine_int.h). Every
+ * function here is thread-safe and takes the engine's lock itself; none is
+ * called with it held. Blob indices are those fs__engine_blob_add() wrote; a
  * string the engine returns (a name, a URL) is immutable and lives as long
  * as the engine. Errors are negative errno values; detail is logged.
  */
@@ -36,7 +36,8 @@ struct fs_source {
 struct fs_engine_config {
 	uint32_t max_blobs;
 	uint32_t max_sources;
-	unsigned lanes;
+	unsigned lanes;	     /* connections of the whole mount */
+	unsigned host_lanes; /* connections to one origin (0: lanes) */
 	unsigned read_timeout_s;
 	unsigned stall_timeout_s;
 	unsigned retry_after_max_s;
@@ -110,9 +111,6 @@ int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
 
 bool fs__engine_blob_is_ready(struct fs_engine *e, uint32_t i);
 
-/* Blob b's name (for log lines). */
-const char *fs__engine_blob_name(struct fs_engine *e, uint32_t b);
-
 /* Bytes of blob b held (in memory or in the cache). */
 uint64_t fs__engine_held(struct fs_engine *e, uint32_t b);
 
@@ -168,38 +166,7 @@ long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 /* Wakes every waiting read (an interrupt arrived). */
 void fs__engine_wake_readers(struct fs_engine *e);
 
-/* Copies held bytes [off, off + len) of blob b into buf, from memory or
- * the cache, whether their block digests were checked yet or not (the
- * whole-blob check reads through it); -EAGAIN when a block left the cache
- * since it was held (it is then no longer held). */
-int fs__engine_copy_held(struct fs_engine *e, uint32_t b, uint64_t off,
-			 size_t len, char *buf);
-
-/* ---- dropping held bytes (engine.c) ---- */
-
-/* Why bytes stop being held. */
-enum fs_drop {
-	FS_DROP_GONE,  /* the cache no longer has them (evicted, lost, or
-			  missing when read): fetched again when read */
-	FS_DROP_WRONG, /* they failed a digest: also evicted from the
-			  cache, and the kernel's pages of them dropped */
-	FS_DROP_STALE, /* the origin serves another version: the blob's
-			  cached bytes are dropped, and the kernel's pages */
-};
-
-/* The one way held bytes [start, end) of blob b stop being held: the
- * scheduler forgets them (should its range set be full, it forgets from
- * start to the blob's end instead, which always fits, and logs it), their
- * in-memory blocks go (WRONG, STALE), their digest blocks are no longer
- * counted as checked, the cache drops them (WRONG: the blocks, or the
- * whole blob when [start, end) is all of it; STALE: the whole blob), and
- * the kernel's pages of them are queued to be dropped (WRONG, STALE).
- * Waiting reads are woken. Errors are logged and returned (the held state
- * is right whatever the cache said). Without the engine's lock; WRONG and
- * STALE wait for a cache commit, so the transfer thread calls it only for
- * a digest block larger than a cache block. */
-int fs__engine_drop(struct fs_engine *e, uint32_t b, uint64_t start,
-		    uint64_t end, enum fs_drop why);
+/* ---- the cache's callbacks (engine.c) ---- */
 
 /* The cache's on_lost callback: ctx points to the engine pointer (which
  * may still be NULL while the mount starts). The block stays readable
@@ -210,51 +177,6 @@ void fs__engine_on_lost(void *ctx, const struct cache_id *id, uint64_t index,
 /* The cache's on_evicted callback, as on_lost without an error. */
 void fs__engine_on_evicted(void *ctx, const struct cache_id *id,
 			   uint64_t index);
-
-/* ---- the whole-blob check (verify.c runs it) ---- */
-
-/* Where the whole-blob check of a blob stands. */
-enum fs_verify {
-	FS_VERIFY_NONE,	   /* not complete yet, or no digest */
-	FS_VERIFY_RUNNING, /* a thread is hashing it */
-	FS_VERIFY_OK,
-	FS_VERIFY_FAILED, /* failed twice: its reads fail with EIO */
-};
-
-/* Blob b's whole-blob digest (32 bytes) and size, fixed once it is
- * ready. */
-const uint8_t *fs__engine_blob_sha256(struct fs_engine *e, uint32_t b,
-				      uint64_t *size);
-
-/* True once fs__engine_free began: a check stops. */
-bool fs__engine_stopping(struct fs_engine *e);
-
-/* Records the outcome of blob b's check (0: the digest matched, -EBADMSG:
- * it did not, another errno: it could not be read, so it runs again when
- * the blob is next complete) and returns the check's new state. On a
- * mismatch the caller drops the bytes first (fs__engine_drop). The
- * thread then ends with fs__engine_verify_exit. */
-enum fs_verify fs__engine_verify_result(struct fs_engine *e, uint32_t b,
-					int outcome);
-
-/* Blob b's whole digest failed: excludes every proxy (-o proxy=) its
- * bytes came through since the last such call, for the mount's life (a
- * whole-blob digest cannot tell which one), and forgets the routes.
- * Returns how many it excluded now (0: the bytes came without a proxy, or
- * from the cache), with their names, comma-separated, in names. */
-uint32_t fs__engine_blame_routes(struct fs_engine *e, uint32_t b, char *names,
-				 size_t cap);
-
-/* The engine's cache, and blob b's id in it. */
-struct cache *fs__engine_cache(struct fs_engine *e);
-const struct cache_id *fs__engine_blob_id(struct fs_engine *e, uint32_t b);
-
-/* A check's thread ends (fs__engine_free waits for them). */
-void fs__engine_verify_exit(struct fs_engine *e);
-
-/* verify.c. Runs the check of blob b (complete, marked running by the
- * engine) on a thread of its own. Without the engine's lock. */
-void fs__verify_spawn(struct fs_engine *e, uint32_t b);
 
 /* ---- what status shows (engine.c) ---- */
 

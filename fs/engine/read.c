@@ -37,7 +37,7 @@ int fs__engine_open(struct fs_engine *e, uint32_t b, uint64_t ino,
 		 * should an invalidation not have reached them. */
 		*keep_cache = !blob->pages_stale;
 		blob->pages_stale = false;
-		fs__count(&e->stats.readers, 1);
+		engine__count(&e->stats.readers, 1);
 	}
 	pthread_mutex_unlock(&e->mu);
 	return rc;
@@ -55,8 +55,30 @@ void fs__engine_close(struct fs_engine *e, uint32_t b, uint32_t reader)
 void fs__engine_wake_readers(struct fs_engine *e)
 {
 	pthread_mutex_lock(&e->mu);
-	pthread_cond_broadcast(&e->cv);
+	engine__wake_all(e);
 	pthread_mutex_unlock(&e->mu);
+}
+
+void engine__wake_range(struct fs_engine *e, uint32_t b, uint64_t start,
+			uint64_t end)
+{
+	for (struct engine_waiter *w = e->waiters; w != NULL; w = w->next)
+		if (w->blob == b && start < w->end && w->start < end &&
+		    pace_is_held(e->pace, b, w->start, w->end))
+			pthread_cond_signal(&w->cv);
+}
+
+void engine__wake_blob(struct fs_engine *e, uint32_t b)
+{
+	for (struct engine_waiter *w = e->waiters; w != NULL; w = w->next)
+		if (w->blob == b)
+			pthread_cond_signal(&w->cv);
+}
+
+void engine__wake_all(struct fs_engine *e)
+{
+	for (struct engine_waiter *w = e->waiters; w != NULL; w = w->next)
+		pthread_cond_signal(&w->cv);
 }
 
 /* True when a read of [off, end) of blob b failed less than FS_FAILED_NS
@@ -87,16 +109,16 @@ static int failed(struct fs_engine *e, uint32_t b, uint64_t off, uint64_t end,
 							      : "unavailable"};
 
 	if (why == -ETIMEDOUT)
-		fs__engine_log_about(e, FS_LOG_ERR, &lf,
-				     "%s: read of bytes %" PRIu64 "-%" PRIu64
-				     " timed out after %" PRIu64 " s",
-				     e->blobs[b].name, off, end - 1,
-				     e->read_timeout_ns / 1000000000u);
+		engine__log_about(e, FS_LOG_ERR, &lf,
+				  "%s: read of bytes %" PRIu64 "-%" PRIu64
+				  " timed out after %" PRIu64 " s",
+				  e->blobs[b].name, off, end - 1,
+				  e->read_timeout_ns / 1000000000u);
 	else
-		fs__engine_log_about(e, FS_LOG_ERR, &lf,
-				     "%s: read of bytes %" PRIu64 "-%" PRIu64
-				     " failed: no source can serve it",
-				     e->blobs[b].name, off, end - 1);
+		engine__log_about(e, FS_LOG_ERR, &lf,
+				  "%s: read of bytes %" PRIu64 "-%" PRIu64
+				  " failed: no source can serve it",
+				  e->blobs[b].name, off, end - 1);
 	f->blob = b;
 	f->start = off;
 	f->end = end;
@@ -110,10 +132,10 @@ static int failed(struct fs_engine *e, uint32_t b, uint64_t off, uint64_t end,
 static int failed_again(struct fs_engine *e, uint32_t b, uint64_t off,
 			uint64_t end)
 {
-	fs__engine_log(e, FS_LOG_DEBUG,
-		       "%s: read of bytes %" PRIu64 "-%" PRIu64
-		       " fails: a read of them just failed",
-		       e->blobs[b].name, off, end - 1);
+	engine__log(e, FS_LOG_DEBUG,
+		    "%s: read of bytes %" PRIu64 "-%" PRIu64
+		    " fails: a read of them just failed",
+		    e->blobs[b].name, off, end - 1);
 	return -EIO;
 }
 
@@ -136,65 +158,131 @@ static int wait_begin(struct fs_engine *e, uint32_t b, uint32_t reader,
 	return rc;
 }
 
-/* Waits until [off, end) of blob b is held and, with block digests,
- * checked: w is the wait already begun for it (PACE_NONE: none). Ends
- * with -EINTR when the caller's cancelled() says the read was
- * interrupted, -EIO when the blob changed, at the deadline or when no
- * source can serve it. Caller holds e->mu. */
+/* Sleeps on the waiter's condition for a second at most: until its
+ * bytes arrive, its blob's state changes or the read is interrupted (the
+ * second bounds a deadline's lateness). Caller holds e->mu. */
+static uint64_t sleep_a_while(struct fs_engine *e, struct engine_waiter *wt,
+			      uint64_t now)
+{
+	uint64_t until = now + 1000000000u;
+	struct timespec ts = {
+		.tv_sec = (time_t)(until / 1000000000u),
+		.tv_nsec = (long)(until % 1000000000u),
+	};
+
+	pthread_cond_timedwait(&wt->cv, &e->mu, &ts);
+	e->wakeups++;
+	return fs__now_ns();
+}
+
+/* Links waiter wt for [start, end) of blob b, on a condition of its own
+ * (CLOCK_MONOTONIC, as the deadlines). Caller holds e->mu. */
+static void waiter_link(struct fs_engine *e, struct engine_waiter *wt,
+			uint32_t b, uint64_t start, uint64_t end)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&wt->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	wt->blob = b;
+	wt->start = start;
+	wt->end = end;
+	wt->prev = NULL;
+	wt->next = e->waiters;
+	if (e->waiters != NULL)
+		e->waiters->prev = wt;
+	e->waiters = wt;
+	e->waits++;
+}
+
+static void waiter_unlink(struct fs_engine *e, struct engine_waiter *wt)
+{
+	if (wt->prev != NULL)
+		wt->prev->next = wt->next;
+	else
+		e->waiters = wt->next;
+	if (wt->next != NULL)
+		wt->next->prev = wt->prev;
+	pthread_cond_destroy(&wt->cv);
+}
+
+/* Waits until [off, end) of blob b is ready (engine__ready): w is the
+ * wait already begun for it (PACE_NONE: none). The scheduler's wait says
+ * only how a wait fails (no source, the deadline); whether the bytes can
+ * be served is engine__ready's answer alone. Ends with -EINTR when the
+ * caller's cancelled() says the read was interrupted, -EIO when the blob
+ * changed, at the deadline or when no source can serve it. Caller holds
+ * e->mu. */
+static int wait_loop(struct fs_engine *e, struct engine_waiter *wt,
+		     uint32_t b, uint32_t reader, uint64_t off, uint64_t end,
+		     uint32_t w, uint64_t now, bool (*cancelled)(void *),
+		     void *arg)
+{
+	const struct fs_blob *blob = &e->blobs[b];
+	uint64_t deadline = now + e->read_timeout_ns, from, to;
+	int rc;
+
+	for (;;) {
+		if (w != PACE_NONE) {
+			rc = pace_wait_state(e->pace, w, now);
+			if (rc == -EINPROGRESS && !engine__blob_changed(blob) &&
+			    !(cancelled != NULL && cancelled(arg))) {
+				now = sleep_a_while(e, wt, now);
+				continue;
+			}
+			pace_wait_end(e->pace, w);
+			w = PACE_NONE;
+			if (engine__blob_changed(blob))
+				return -EIO; /* logged once, where it was seen */
+			if (rc == -EINPROGRESS)
+				return -EINTR;
+			if (rc != 0)
+				return failed(e, b, off, end, now, rc);
+		}
+		switch (engine__ready(e, b, off, end, &from, &to)) {
+		case ENGINE_READY:
+			return 0;
+		case ENGINE_MISSING:
+			/* A unit not checked yet is waited for whole: held,
+			 * then checked as it is stored. */
+			rc = wait_begin(e, b, reader, from, to, now, &w);
+			if (rc != 0)
+				return rc;
+			wt->start = from;
+			wt->end = to;
+			continue;
+		case ENGINE_CHECKING:
+			break;
+		}
+		if (engine__blob_changed(blob))
+			return -EIO;
+		if (cancelled != NULL && cancelled(arg))
+			return -EINTR;
+		if (now >= deadline)
+			return failed(e, b, off, end, now, -ETIMEDOUT);
+		now = sleep_a_while(e, wt, now);
+	}
+}
+
+/* wait_loop with a waiter of its own linked while it runs. */
 static int wait_ready(struct fs_engine *e, uint32_t b, uint32_t reader,
 		      uint64_t off, uint64_t end, uint32_t w, uint64_t now,
 		      bool (*cancelled)(void *), void *arg)
 {
-	struct fs_blob *blob = &e->blobs[b];
-	uint64_t deadline = now + e->read_timeout_ns, us, ue;
-	int rc = 0;
+	struct engine_waiter wt;
+	uint64_t from, to;
+	int rc;
 
-	for (;;) {
-		bool pending = false;
-
-		if (w != PACE_NONE) {
-			rc = pace_wait_state(e->pace, w, now);
-			pending = rc == -EINPROGRESS && !blob->changed &&
-				  !(cancelled != NULL && cancelled(arg));
-		}
-		if (w != PACE_NONE && !pending) {
-			pace_wait_end(e->pace, w);
-			w = PACE_NONE;
-			if (rc == -EINPROGRESS && !blob->changed)
-				return -EINTR;
-			if (blob->changed)
-				return -EIO; /* logged once, where it was seen */
-			if (rc != 0)
-				return failed(e, b, off, end, now, rc);
-		}
-		if (!pending) {
-			/* Held. A unit whose block digests are not checked
-			 * yet is waited for whole: held, then checked as it
-			 * is stored. */
-			if (!fs__blob_unchecked(blob, off, end, &us, &ue))
-				return 0;
-			if (!pace_is_held(e->pace, b, us, ue)) {
-				rc = wait_begin(e, b, reader, us, ue, now, &w);
-				if (rc != 0)
-					return rc;
-				continue;
-			}
-			if (blob->changed)
-				return -EIO;
-			if (cancelled != NULL && cancelled(arg))
-				return -EINTR;
-			if (now >= deadline)
-				return failed(e, b, off, end, now, -ETIMEDOUT);
-		}
-		uint64_t until = now + 1000000000u;
-		struct timespec ts = {
-			.tv_sec = (time_t)(until / 1000000000u),
-			.tv_nsec = (long)(until % 1000000000u),
-		};
-
-		pthread_cond_timedwait(&e->cv, &e->mu, &ts);
-		now = fs__now_ns();
-	}
+	/* Held already (most reads): no waiter to set up. */
+	if (w == PACE_NONE &&
+	    engine__ready(e, b, off, end, &from, &to) == ENGINE_READY)
+		return 0;
+	waiter_link(e, &wt, b, off, end);
+	rc = wait_loop(e, &wt, b, reader, off, end, w, now, cancelled, arg);
+	waiter_unlink(e, &wt);
+	return rc;
 }
 
 /* Gathers the pieces of [pos, end) of blob b into *ps, buf + (pos - base)
@@ -212,8 +300,8 @@ static uint64_t gather(struct fs_engine *e, uint32_t b, uint64_t base,
 	ps->in_memory = 0;
 	while (pos < end && ps->n < FS_REPLY_PIECES) {
 		uint64_t index = pos / CACHE_BLOCK_SIZE;
-		uint64_t stop = fs__block_end(blob, index);
-		struct fs_part *p = fs__part_find(&e->parts, b, index);
+		uint64_t stop = engine__block_end(blob, index);
+		struct fs_block *p = engine__block_find(&e->blocks, b, index);
 		struct cache_piece *c = &ps->p[ps->n];
 
 		if (stop > end)
@@ -226,10 +314,10 @@ static uint64_t gather(struct fs_engine *e, uint32_t b, uint64_t base,
 			.fd = -1,
 		};
 		ps->ref[ps->n] = NULL;
-		if (p != NULL && p->state != FS_PART_FILLING) {
+		if (p != NULL && p->state != FS_BLOCK_FILLING) {
 			c->mem = p->data + c->off;
 			ps->ref[ps->n] = cache_buf_ref(p->buf);
-			fs__part_touch(&e->parts, p);
+			engine__block_touch(&e->blocks, p);
 			ps->in_memory += c->len;
 		} else if (p != NULL) {
 			memcpy(c->buf, p->data + c->off, c->len);
@@ -281,20 +369,20 @@ static int serve(struct fs_engine *e, uint32_t b, struct pieces *ps, bool fds,
 	if (rc == -ENOENT) {
 		/* Gone since it was held (a failed commit, an eviction by
 		 * another process, a failed checksum): fetch it again. */
-		fs__engine_drop(e, b, missing * CACHE_BLOCK_SIZE,
-				fs__block_end(blob, missing), FS_DROP_GONE);
+		engine__drop(e, b, missing * CACHE_BLOCK_SIZE,
+			     engine__block_end(blob, missing), FS_DROP_GONE);
 		return -EAGAIN;
 	}
 	if (rc < 0)
-		fs__engine_log(e, FS_LOG_ERR,
-			       "%s: block %" PRIu64
-			       " is held but cannot be read from the cache: %s",
-			       blob->name, missing, strerror(-rc));
+		engine__log(e, FS_LOG_ERR,
+			    "%s: block %" PRIu64
+			    " is held but cannot be read from the cache: %s",
+			    blob->name, missing, strerror(-rc));
 	return rc;
 }
 
-int fs__engine_copy_held(struct fs_engine *e, uint32_t b, uint64_t off,
-			 size_t len, char *buf)
+int engine__copy_held(struct fs_engine *e, uint32_t b, uint64_t off, size_t len,
+		      char *buf)
 {
 	uint64_t pos = off, end = off + len, stop;
 	struct pieces ps;
@@ -320,11 +408,12 @@ static int drop_changed(struct fs_engine *e, uint32_t b)
 	bool first;
 
 	pthread_mutex_lock(&e->mu);
-	first = !blob->dropped;
-	blob->dropped = true;
+	first = blob->state == FS_BLOB_CHANGED;
+	if (first)
+		engine__blob_set(e, b, FS_BLOB_DROPPED);
 	pthread_mutex_unlock(&e->mu);
 	if (first)
-		fs__engine_drop(e, b, 0, blob->size, FS_DROP_STALE);
+		engine__drop(e, b, 0, blob->size, FS_DROP_STALE);
 	return -EIO;
 }
 
@@ -334,18 +423,18 @@ static int drop_changed(struct fs_engine *e, uint32_t b)
 static int counted(struct fs_engine *e, int rc, bool waited, uint64_t in_memory,
 		   uint64_t len)
 {
-	struct fs_engine_stats *s = &e->stats;
+	struct engine_stats *s = &e->stats;
 
 	if (rc != 0)
 		return rc;
 	if (waited) {
-		fs__count(&s->misses, 1);
-		fs__count(&s->read_bytes[FS_FROM_NETWORK], len);
+		engine__count(&s->misses, 1);
+		engine__count(&s->read_bytes[FS_FROM_NETWORK], len);
 		return 0;
 	}
-	fs__count(&s->hits, 1);
-	fs__count(&s->read_bytes[FS_FROM_MEMORY], in_memory);
-	fs__count(&s->read_bytes[FS_FROM_CACHE], len - in_memory);
+	engine__count(&s->hits, 1);
+	engine__count(&s->read_bytes[FS_FROM_MEMORY], in_memory);
+	engine__count(&s->read_bytes[FS_FROM_CACHE], len - in_memory);
 	return 0;
 }
 
@@ -367,7 +456,7 @@ static int read_once(struct fs_engine *e, uint32_t b, uint32_t reader,
 	int rc;
 
 	pthread_mutex_lock(&e->mu);
-	if (blob->changed) {
+	if (engine__blob_changed(blob)) {
 		pthread_mutex_unlock(&e->mu);
 		return drop_changed(e, b);
 	}
@@ -416,8 +505,8 @@ static int read_once(struct fs_engine *e, uint32_t b, uint32_t reader,
 	rc = serve(e, b, &ps, false, pieces_copy, NULL);
 	pieces_release(&ps);
 	if (rc == 0)
-		rc = fs__engine_copy_held(e, b, stop, (size_t)(end - stop),
-					  buf + (stop - off));
+		rc = engine__copy_held(e, b, stop, (size_t)(end - stop),
+				       buf + (stop - off));
 	if (rc != 0)
 		return rc;
 	whole = (struct cache_piece){
@@ -448,11 +537,10 @@ long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 	     tries++)
 		rc = read_once(e, b, reader, off, end, buf, tries == 0, rr);
 	if (rc == -EAGAIN) {
-		fs__engine_log(e, FS_LOG_ERR,
-			       "%s: bytes %" PRIu64 "-%" PRIu64
-			       " left the cache %" PRIu64
-			       " times while read: EIO",
-			       blob->name, off, end - 1, tries);
+		engine__log(e, FS_LOG_ERR,
+			    "%s: bytes %" PRIu64 "-%" PRIu64
+			    " left the cache %" PRIu64 " times while read: EIO",
+			    blob->name, off, end - 1, tries);
 		rc = -EIO;
 	}
 	return rc != 0 ? rc : (long)(end - off);

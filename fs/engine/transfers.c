@@ -41,7 +41,8 @@ static enum pace_outcome pace_outcome_of(enum fetch_outcome o)
  * they completed into done[]. Caller holds e->mu. */
 static uint32_t take_bytes(struct fs_engine *e, uint32_t lane, uint32_t blob,
 			   uint32_t source, int proxy, uint64_t off,
-			   const uint8_t *src, size_t len, struct fs_part **done)
+			   const uint8_t *src, size_t len,
+			   struct fs_block **done)
 {
 	const struct fs_blob *b = &e->blobs[blob];
 	uint64_t end = off + len, credited_end = off;
@@ -51,45 +52,46 @@ static uint32_t take_bytes(struct fs_engine *e, uint32_t lane, uint32_t blob,
 	 * buffer, so that the scheduler sees those bytes as missing. */
 	while (credited_end < end) {
 		uint64_t index = credited_end / CACHE_BLOCK_SIZE;
-		uint64_t bstart = index * CACHE_BLOCK_SIZE;
-		uint64_t stop = fs__block_end(b, index);
-		struct fs_part *p;
+		uint64_t stop = engine__block_end(b, index);
+		struct fs_block *p;
 
 		if (stop > end)
 			stop = end;
-		p = fs__part_get(e, blob, index);
+		p = engine__block_get(e, blob, index);
 		if (p == NULL) {
-			fs__engine_log(
+			engine__log(
 				e, FS_LOG_WARN,
 				"%s: no assembly buffer free for block %" PRIu64
 				"; its bytes will be fetched again",
 				b->name, index);
 			break;
 		}
-		memcpy(p->data + (credited_end - bstart),
-		       src + (credited_end - off), stop - credited_end);
-		p->mixed |= p->source != source && p->source != PACE_NONE;
-		p->proxy_mixed |= p->proxy != proxy && p->source != PACE_NONE;
-		p->source = source;
-		p->proxy = proxy;
+		engine__block_write(p, credited_end, src + (credited_end - off),
+				    stop - credited_end, source, proxy);
 		credited_end = stop;
 	}
-	if (credited_end > off) {
-		uint64_t now = fs__now_ns();
-
-		pace_on_data(e->pace, lane, off, credited_end - off, now);
-	}
-	/* Whole blocks go to the cache. They stay here after, so a reader
-	 * never misses held bytes. */
+	/* Not credited (the scheduler's range set is full): not held, so
+	 * fetched again, and not counted by their blocks. */
+	if (credited_end == off ||
+	    pace_on_data(e->pace, lane, off, credited_end - off,
+			 fs__now_ns()) != 0)
+		return 0;
+	/* Each block counts what it was credited; a whole one goes to the
+	 * cache. It stays here after, so a reader never misses held
+	 * bytes. */
 	for (uint64_t i = off / CACHE_BLOCK_SIZE;
-	     i * CACHE_BLOCK_SIZE < credited_end && ndone < FS_DONE_MAX; i++) {
-		struct fs_part *p = fs__part_find(&e->parts, blob, i);
+	     i * CACHE_BLOCK_SIZE < credited_end; i++) {
+		struct fs_block *p = engine__block_find(&e->blocks, blob, i);
+		uint64_t from =
+			i * CACHE_BLOCK_SIZE > off ? i * CACHE_BLOCK_SIZE : off;
+		uint64_t to = engine__block_end(b, i) < credited_end
+				      ? engine__block_end(b, i)
+				      : credited_end;
 
-		if (p == NULL || p->state != FS_PART_FILLING ||
-		    !pace_is_held(e->pace, blob, i * CACHE_BLOCK_SIZE,
-				  fs__block_end(b, i)))
+		if (p == NULL || !engine__block_credit(b, p, to - from) ||
+		    ndone == FS_DONE_MAX)
 			continue;
-		p->state = FS_PART_HANDING;
+		p->state = FS_BLOCK_HANDING;
 		done[ndone++] = p;
 	}
 	return ndone;
@@ -97,7 +99,7 @@ static uint32_t take_bytes(struct fs_engine *e, uint32_t lane, uint32_t blob,
 
 /* Folds the source and proxy of block p into its unit's; the unit's
  * source after, and its proxy in *proxy. Caller holds e->mu. */
-static uint32_t unit_source(struct fs_blob *b, const struct fs_part *p,
+static uint32_t unit_source(struct fs_blob *b, const struct fs_block *p,
 			    int *proxy)
 {
 	uint64_t k = p->index * CACHE_BLOCK_SIZE / b->unit;
@@ -131,7 +133,7 @@ static const char *proxy_name(const struct fs_engine *e, int i)
  * they all came through is not used again, else the one source that sent
  * them all: a cache's copy may be what is wrong, so the source is not
  * blamed for what a proxy served. */
-static void unit_wrong(struct fs_engine *e, struct fs_part *p)
+static void unit_wrong(struct fs_engine *e, struct fs_block *p)
 {
 	struct fs_blob *b = &e->blobs[p->blob];
 	uint64_t u = p->index * CACHE_BLOCK_SIZE / b->unit;
@@ -147,36 +149,37 @@ static void unit_wrong(struct fs_engine *e, struct fs_part *p)
 		fetch_proxies_exclude(e->proxies, proxy);
 	else if (src != FS_SRC_MIXED)
 		pace_source_exclude(e->pace, src);
-	fs__part_free(&e->parts, p);
-	fs__count(&e->stats.digest_units, 1);
+	engine__block_free(&e->blocks, p);
+	engine__count(&e->stats.digest_units, 1);
 	/* A unit of one cache block left nothing in the cache; a larger one
 	 * did (its other blocks), which only a commit removes. */
 	if (b->unit == CACHE_BLOCK_SIZE)
-		fs__drop_locked(e, blob, start, end, FS_DROP_WRONG);
+		engine__drop_locked(e, blob, start, end, FS_DROP_WRONG);
 	pthread_mutex_unlock(&e->mu);
 	lf = (struct fs_log_fields){
 		.blob = b->name,
-		.source = src == FS_SRC_MIXED ? NULL : fs__source_url(e, src),
+		.source =
+			src == FS_SRC_MIXED ? NULL : engine__source_url(e, src),
 		.start = start,
 		.end = end,
 		.error = "digest",
 	};
-	fs__engine_log_about(
-		e, FS_LOG_ERR, &lf,
-		"%s: block %" PRIu64 " (bytes %" PRIu64 "-%" PRIu64
-		") from %s%s%s has SHA-256 other than its digest: %s",
-		b->name, u, start, end - 1,
-		src == FS_SRC_MIXED ? "several sources"
-				    : fs__source_url(e, src),
-		proxy >= 0 ? " through proxy " : "",
-		proxy >= 0 ? proxy_name(e, proxy) : "",
-		proxy >= 0	      ? "the proxy is excluded and the bytes "
-					"fetched again past any cache"
-		: src == FS_SRC_MIXED ? "its bytes are fetched again"
-				      : "the source is excluded and the bytes "
-					"fetched again");
+	engine__log_about(e, FS_LOG_ERR, &lf,
+			  "%s: block %" PRIu64 " (bytes %" PRIu64 "-%" PRIu64
+			  ") from %s%s%s has SHA-256 other than its digest: %s",
+			  b->name, u, start, end - 1,
+			  src == FS_SRC_MIXED ? "several sources"
+					      : engine__source_url(e, src),
+			  proxy >= 0 ? " through proxy " : "",
+			  proxy >= 0 ? proxy_name(e, proxy) : "",
+			  proxy >= 0 ? "the proxy is excluded and the bytes "
+				       "fetched again past any cache"
+			  : src == FS_SRC_MIXED
+				  ? "its bytes are fetched again"
+				  : "the source is excluded and the bytes "
+				    "fetched again");
 	if (b->unit > CACHE_BLOCK_SIZE)
-		fs__engine_drop(e, blob, start, end, FS_DROP_WRONG);
+		engine__drop(e, blob, start, end, FS_DROP_WRONG);
 }
 
 /* After a put of block p of a unit larger than a cache block returned 0:
@@ -198,11 +201,12 @@ static void unit_probe(struct fs_engine *e, uint32_t blob, uint64_t index)
 
 	pthread_mutex_lock(&e->mu);
 	for (uint64_t j = first; j < last && whole; j++) {
-		const struct fs_part *q = fs__part_find(&e->parts, blob, j);
+		const struct fs_block *q =
+			engine__block_find(&e->blocks, blob, j);
 
 		whole = pace_is_held(e->pace, blob, j * CACHE_BLOCK_SIZE,
-				     fs__block_end(b, j)) &&
-			(q == NULL || q->state == FS_PART_DONE);
+				     engine__block_end(b, j)) &&
+			(q == NULL || q->state == FS_BLOCK_DONE);
 	}
 	pthread_mutex_unlock(&e->mu);
 	for (uint64_t j = first; j < last && whole; j++) {
@@ -215,23 +219,23 @@ static void unit_probe(struct fs_engine *e, uint32_t blob, uint64_t index)
 	pthread_mutex_lock(&e->mu);
 	/* Unless a drop reset the unit meanwhile. */
 	if (whole && b->unit_src[u] != PACE_NONE) {
-		fs__blob_set_checked(b, first * CACHE_BLOCK_SIZE,
-				     fs__block_end(b, last - 1), true);
-		pthread_cond_broadcast(&e->cv);
+		engine__blob_set_checked(b, first * CACHE_BLOCK_SIZE,
+					 engine__block_end(b, last - 1), true);
+		engine__wake_blob(e, blob);
 	} else if (gone != UINT64_MAX) {
-		fs__drop_locked(e, blob, gone * CACHE_BLOCK_SIZE,
-				fs__block_end(b, gone), FS_DROP_GONE);
+		engine__drop_locked(e, blob, gone * CACHE_BLOCK_SIZE,
+				    engine__block_end(b, gone), FS_DROP_GONE);
 	}
 	pthread_mutex_unlock(&e->mu);
 }
 
 /* Block p (HANDING) went to the cache with result rc. */
-static void stored(struct fs_engine *e, struct fs_part *p, int rc)
+static void stored(struct fs_engine *e, struct fs_block *p, int rc)
 {
 	struct fs_blob *b = &e->blobs[p->blob];
 	uint32_t blob = p->blob;
 	uint64_t index = p->index, start = index * CACHE_BLOCK_SIZE;
-	uint64_t end = fs__block_end(b, index);
+	uint64_t end = engine__block_end(b, index);
 	bool probe = false;
 
 	if (rc == -EBADMSG && b->unit != 0) {
@@ -239,19 +243,19 @@ static void stored(struct fs_engine *e, struct fs_part *p, int rc)
 		return;
 	}
 	if (rc != 0)
-		fs__engine_log(e, FS_LOG_ERR,
-			       "%s: cannot queue block %" PRIu64
-			       " for the cache: %s",
-			       b->name, index, strerror(-rc));
+		engine__log(e, FS_LOG_ERR,
+			    "%s: cannot queue block %" PRIu64
+			    " for the cache: %s",
+			    b->name, index, strerror(-rc));
 	pthread_mutex_lock(&e->mu);
 	if (rc != 0 && b->unit != 0) {
 		/* Not known to be checked, so never served: fetched again. */
-		fs__part_free(&e->parts, p);
-		fs__drop_locked(e, blob, start, end, FS_DROP_GONE);
+		engine__block_free(&e->blocks, p);
+		engine__drop_locked(e, blob, start, end, FS_DROP_GONE);
 		pthread_mutex_unlock(&e->mu);
 		return;
 	}
-	fs__part_done(&e->parts, p, rc != 0);
+	engine__block_done(&e->blocks, p, rc != 0);
 	/* Unless a drop (a failed whole-blob check) forgot it meanwhile. */
 	if (b->unit != 0 && pace_is_held(e->pace, blob, start, end)) {
 		int proxy;
@@ -259,8 +263,8 @@ static void stored(struct fs_engine *e, struct fs_part *p, int rc)
 		unit_source(b, p, &proxy);
 		probe = b->unit > CACHE_BLOCK_SIZE;
 		if (!probe) {
-			fs__blob_set_checked(b, start, end, true);
-			pthread_cond_broadcast(&e->cv);
+			engine__blob_set_checked(b, start, end, true);
+			engine__wake_blob(e, blob);
 		}
 	}
 	pthread_mutex_unlock(&e->mu);
@@ -272,7 +276,7 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 		    size_t len)
 {
 	struct fs_engine *e = ctx;
-	struct fs_part *done[FS_DONE_MAX];
+	struct fs_block *done[FS_DONE_MAX];
 	uint32_t blob = e->lane_blob[lane], ndone = 0;
 	const struct fs_blob *b;
 	bool verify = false;
@@ -284,23 +288,23 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 	b = &e->blobs[blob];
 	pthread_mutex_lock(&e->mu);
 	/* Bytes of a version being dropped are never cached. */
-	if (!b->changed) {
+	if (!engine__blob_changed(b)) {
 		e->blobs[blob].via |= proxy >= 0 ? 1u << proxy : FS_VIA_DIRECT;
 		ndone = take_bytes(e, lane, blob, e->lane_source[lane], proxy,
 				   off, buf, len, done);
-		verify = fs__verify_due(e, blob);
-		pthread_cond_broadcast(&e->cv);
+		verify = engine__verify_due(e, blob);
+		engine__wake_range(e, blob, off, off + len);
 	}
 	pthread_mutex_unlock(&e->mu);
 	if (verify)
-		fs__verify_spawn(e, blob);
+		engine__verify_spawn(e, blob);
 	for (uint32_t i = 0; i < ndone; i++) {
-		struct fs_part *p = done[i];
+		struct fs_block *p = done[i];
 		uint64_t bstart = p->index * CACHE_BLOCK_SIZE;
 
 		stored(e, p,
 		       cache_block_put_buf(e->cache, &b->id, p->index, p->buf,
-					   fs__block_end(b, p->index) -
+					   engine__block_end(b, p->index) -
 						   bstart));
 	}
 }
@@ -316,14 +320,15 @@ static void blob_changed(struct fs_engine *e, uint32_t blob, uint32_t source,
 {
 	struct fs_blob *b = &e->blobs[blob];
 
-	if (b->changed || b->nsources == 0 || b->sources[0].pace_id != source)
+	if (engine__blob_changed(b) || b->nsources == 0 ||
+	    b->sources[0].pace_id != source)
 		return; /* a mirror: the scheduler excludes it */
-	b->changed = true;
+	engine__blob_set(e, blob, FS_BLOB_CHANGED);
 	/* Its reads fail from now on, also those the kernel would serve
 	 * from its cache. */
 	b->pages_stale = true;
-	fs__pages_inval(e, blob, b->name, b->ino, 0, b->size);
-	fs__engine_log_about(
+	engine__pages_inval(e, blob, b->name, b->ino, 0, b->size);
+	engine__log_about(
 		e, FS_LOG_ERR, lf,
 		"%s: %s; its reads fail with EIO until it is remounted",
 		b->name, res->reason);
@@ -357,13 +362,13 @@ static void log_throttled(struct fs_engine *e, uint32_t lane,
 			 "the source keeps at most %" PRIu32 " lane%s",
 			 lane_cap, lane_cap == 1 ? "" : "s");
 	if (res->retry_after_ms > 0)
-		fs__engine_log_about(
-			e, FS_LOG_WARN, lf,
-			"lane %u: %s: Retry-After %" PRIu64 " s; %s", lane,
-			res->reason, res->retry_after_ms / 1000, done);
+		engine__log_about(e, FS_LOG_WARN, lf,
+				  "lane %u: %s: Retry-After %" PRIu64 " s; %s",
+				  lane, res->reason, res->retry_after_ms / 1000,
+				  done);
 	else
-		fs__engine_log_about(e, FS_LOG_WARN, lf, "lane %u: %s; %s",
-				     lane, res->reason, done);
+		engine__log_about(e, FS_LOG_WARN, lf, "lane %u: %s; %s", lane,
+				  res->reason, done);
 }
 
 /* How long a source whose credentials were refused n times in a row is
@@ -441,11 +446,11 @@ static void count_done(struct fs_engine *e, const struct fetch_result *res)
 	enum fs_fault f = fault_of(res->outcome);
 
 	if (f != FS_FAULT_N)
-		fs__count(&e->stats.faults[f], 1);
+		engine__count(&e->stats.faults[f], 1);
 	if (f == FS_FAULT_TRANSIENT || f == FS_FAULT_THROTTLED)
-		fs__count(&e->stats.retries, 1);
+		engine__count(&e->stats.retries, 1);
 	if (res->auth_refused)
-		fs__count(&e->stats.refused, 1);
+		engine__count(&e->stats.refused, 1);
 }
 
 /* What lane's transfer that ended with res is about, for the log: its
@@ -455,7 +460,7 @@ static void done_fields(struct fs_engine *e, uint32_t lane, uint32_t blob,
 			uint32_t source, const struct fetch_result *res,
 			struct fs_log_fields *lf)
 {
-	const struct fs_source *s = fs__source_of(e, source);
+	const struct fs_source *s = engine__source_of(e, source);
 	enum fs_fault f = fault_of(res->outcome);
 	struct pace_lane_info li;
 
@@ -487,14 +492,14 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 	count_done(e, res);
 	pthread_mutex_lock(&e->mu);
 	now = fs__now_ns();
+	/* Under the lock: the lane's range is still the scheduler's. */
 	done_fields(e, lane, blob, source, res, &lf);
 	if (res->outcome != FETCH_OK && res->outcome != FETCH_CANCELLED &&
 	    res->outcome != FETCH_THROTTLED && !res->auth_refused)
-		fs__engine_log_about(e,
-				     res->outcome == FETCH_TRANSIENT
-					     ? FS_LOG_WARN
-					     : FS_LOG_ERR,
-				     &lf, "lane %u: %s", lane, res->reason);
+		engine__log_about(e,
+				  res->outcome == FETCH_TRANSIENT ? FS_LOG_WARN
+								  : FS_LOG_ERR,
+				  &lf, "lane %u: %s", lane, res->reason);
 	if (res->blob_changed && blob != PACE_NONE)
 		blob_changed(e, blob, source, res, &lf);
 	po = judge_refusal(e, source, res, now, &retry_ns);
@@ -505,13 +510,15 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 			hold_ms = (si.held_until - now) / 1000000u;
 		lane_cap = si.lane_cap;
 	}
-	pthread_cond_broadcast(&e->cv);
+	/* A wait may end with the transfer: its source failed for good. */
+	if (blob != PACE_NONE)
+		engine__wake_blob(e, blob);
 	pthread_mutex_unlock(&e->mu);
 	e->lane_blob[lane] = e->lane_source[lane] = PACE_NONE;
 	if (res->outcome == FETCH_THROTTLED)
 		log_throttled(e, lane, res, hold_ms, lane_cap, &lf);
 	else if (res->auth_refused && po == PACE_OUT_THROTTLED)
-		fs__engine_log_about(
+		engine__log_about(
 			e, FS_LOG_ERR, &lf,
 			"lane %u: %s: the credentials are refused; the "
 			"source is tried again in %" PRIu64 ".%" PRIu64
@@ -519,7 +526,7 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 			lane, res->reason, retry_ns / 1000000000u,
 			retry_ns / 100000000u % 10);
 	else if (res->auth_refused)
-		fs__engine_log_about(
+		engine__log_about(
 			e, FS_LOG_ERR, &lf,
 			"lane %u: %s: the credentials are refused; the "
 			"source is excluded (-o header= cannot change: "
@@ -550,31 +557,31 @@ static void lane_faulted(struct fs_engine *e, const struct pace_action *a)
 	if (known)
 		idle = now - li.progress_ns;
 	pthread_mutex_unlock(&e->mu);
-	if (!known || fs__source_of(e, a->source) == NULL)
+	if (!known || engine__source_of(e, a->source) == NULL)
 		return;
 	lf = (struct fs_log_fields){
 		.blob = li.blob < e->nblobs ? e->blobs[li.blob].name : NULL,
-		.source = fs__source_url(e, a->source),
+		.source = engine__source_url(e, a->source),
 		.start = li.frontier,
 		.end = li.end,
 		.error = "stalled",
 	};
 	if (idle >= e->stall_ns)
-		fs__engine_log_about(
-			e, FS_LOG_WARN, &lf,
-			"lane %u: %s: no byte for %" PRIu64
-			" s at offset %" PRIu64
-			": stalled; its range is retried%s",
-			a->lane, lf.source, idle / 1000000000u, li.frontier,
-			proxy >= 0 ? " through another proxy" : "");
+		engine__log_about(e, FS_LOG_WARN, &lf,
+				  "lane %u: %s: no byte for %" PRIu64
+				  " s at offset %" PRIu64
+				  ": stalled; its range is retried%s",
+				  a->lane, lf.source, idle / 1000000000u,
+				  li.frontier,
+				  proxy >= 0 ? " through another proxy" : "");
 	else if (proxy >= 0 && si.routed)
-		fs__engine_log_about(e, FS_LOG_WARN, &lf,
-				     "lane %u: %s: slowed to %" PRIu64
-				     " B/s at offset %" PRIu64
-				     " through proxy %s: its range is "
-				     "retried through another proxy",
-				     a->lane, lf.source, li.rate, li.frontier,
-				     proxy_name(e, proxy));
+		engine__log_about(e, FS_LOG_WARN, &lf,
+				  "lane %u: %s: slowed to %" PRIu64
+				  " B/s at offset %" PRIu64 " through proxy %s"
+				  ": its range is retried through another "
+				  "proxy",
+				  a->lane, lf.source, li.rate, li.frontier,
+				  proxy_name(e, proxy));
 	else
 		return; /* a collapse with one route: the scheduler's alone */
 	if (proxy >= 0)
@@ -586,7 +593,7 @@ static const struct fs_source *action_target(const struct fs_engine *e,
 					     const struct pace_action *a,
 					     struct fetch_target *t)
 {
-	const struct fs_source *s = fs__source_of(e, a->source);
+	const struct fs_source *s = engine__source_of(e, a->source);
 
 	if (s == NULL)
 		return NULL;
@@ -595,10 +602,10 @@ static const struct fs_source *action_target(const struct fs_engine *e,
 	t->if_match = s->if_match;
 	t->size = e->blobs[e->source_of_pace[a->source]].size;
 	t->no_cache = false;
-	fs__engine_log(e, FS_LOG_DEBUG,
-		       "lane %u: GET %s bytes %" PRIu64 "-%" PRIu64 "%s",
-		       a->lane, s->url, a->start, a->end - 1,
-		       a->kind == PACE_ACT_QUEUE ? " sent ahead" : "");
+	engine__log(e, FS_LOG_DEBUG,
+		    "lane %u: GET %s bytes %" PRIu64 "-%" PRIu64 "%s", a->lane,
+		    s->url, a->start, a->end - 1,
+		    a->kind == PACE_ACT_QUEUE ? " sent ahead" : "");
 	return s;
 }
 
@@ -617,14 +624,14 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 		e->lane_blob[a->lane] = e->source_of_pace[a->source];
 		e->lane_source[a->lane] = a->source;
 		pthread_mutex_lock(&e->mu);
-		t.no_cache = fs__recheck(e, e->lane_blob[a->lane], a->start,
-					 a->end);
+		t.no_cache = engine__recheck(e, e->lane_blob[a->lane], a->start,
+					     a->end);
 		pthread_mutex_unlock(&e->mu);
 		rc = fetch_lane_start(e->fetch, a->lane, &t, a->start, a->end);
 		if (rc != 0) {
-			fs__engine_log(e, FS_LOG_ERR,
-				       "lane %u: cannot start %s: %s", a->lane,
-				       s->url, strerror(-rc));
+			engine__log(e, FS_LOG_ERR,
+				    "lane %u: cannot start %s: %s", a->lane,
+				    s->url, strerror(-rc));
 			pthread_mutex_lock(&e->mu);
 			pace_on_done(e->pace, a->lane, PACE_OUT_LOCAL, 0,
 				     fs__now_ns());
@@ -634,17 +641,16 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 		}
 		break;
 	case PACE_ACT_SET_END:
-		fs__engine_log(e, FS_LOG_DEBUG,
-			       "lane %u: end lowered to %" PRIu64, a->lane,
-			       a->end);
+		engine__log(e, FS_LOG_DEBUG, "lane %u: end lowered to %" PRIu64,
+			    a->lane, a->end);
 		fetch_lane_set_end(e->fetch, a->lane, a->end);
 		break;
 	case PACE_ACT_CANCEL:
-		fs__engine_log(e, FS_LOG_DEBUG, "lane %u: cancelled", a->lane);
+		engine__log(e, FS_LOG_DEBUG, "lane %u: cancelled", a->lane);
 		if (a->faulted) {
 			/* Taken back to be asked again. */
-			fs__count(&e->stats.faults[FS_FAULT_STALLED], 1);
-			fs__count(&e->stats.retries, 1);
+			engine__count(&e->stats.faults[FS_FAULT_STALLED], 1);
+			engine__count(&e->stats.retries, 1);
 			lane_faulted(e, a);
 		}
 		fetch_lane_cancel(e->fetch, a->lane);
@@ -657,14 +663,14 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 		if (s == NULL)
 			return;
 		pthread_mutex_lock(&e->mu);
-		t.no_cache = fs__recheck(e, e->source_of_pace[a->source],
-					 a->start, a->end);
+		t.no_cache = engine__recheck(e, e->source_of_pace[a->source],
+					     a->start, a->end);
 		pthread_mutex_unlock(&e->mu);
 		rc = fetch_lane_queue(e->fetch, a->lane, &t, a->start, a->end);
 		if (rc != 0)
-			fs__engine_log(e, FS_LOG_DEBUG,
-				       "lane %u: cannot send ahead: %s",
-				       a->lane, strerror(-rc));
+			engine__log(e, FS_LOG_DEBUG,
+				    "lane %u: cannot send ahead: %s", a->lane,
+				    strerror(-rc));
 		break;
 	}
 }
@@ -706,10 +712,10 @@ static void log_fetch(void *ctx, enum fetch_log_level level, const char *msg)
 {
 	struct fs_engine *e = ctx;
 
-	fs__engine_log(e, (enum fs_log_level)level, "fetch: %s", msg);
+	engine__log(e, (enum fs_log_level)level, "fetch: %s", msg);
 }
 
-void fs__transfers_hooks(struct fs_engine *e, struct fetch_hooks *h)
+void engine__transfers_hooks(struct fs_engine *e, struct fetch_hooks *h)
 {
 	*h = (struct fetch_hooks){
 		.on_data = on_data,

@@ -36,11 +36,11 @@ static int hash_blob(struct fs_engine *e, uint32_t b, uint64_t size,
 				     ? (size_t)(size - off)
 				     : FS_VERIFY_CHUNK;
 
-		if (fs__engine_stopping(e)) {
+		if (engine__stopping(e)) {
 			rc = -ECANCELED;
 			goto out;
 		}
-		rc = fs__engine_copy_held(e, b, off, len, buf);
+		rc = engine__copy_held(e, b, off, len, buf);
 		if (rc != 0)
 			goto out;
 		EVP_DigestUpdate(ctx, buf, len);
@@ -55,11 +55,11 @@ out:
 
 static void check_blob(struct fs_engine *e, uint32_t b)
 {
-	const char *name = fs__engine_blob_name(e, b);
+	const char *name = engine__blob_name(e, b);
 	uint64_t size;
-	const uint8_t *want = fs__engine_blob_sha256(e, b, &size);
-	struct cache *cache = fs__engine_cache(e);
-	const struct cache_id *id = fs__engine_blob_id(e, b);
+	const uint8_t *want = engine__blob_sha256(e, b, &size);
+	struct cache *cache = engine__cache(e);
+	const struct cache_id *id = engine__blob_id(e, b);
 	char got_hex[65], want_hex[65], proxies[512];
 	enum fs_verify v;
 	uint32_t blamed = 0;
@@ -76,26 +76,25 @@ static void check_blob(struct fs_engine *e, uint32_t b)
 	 * the routes left, and only wrong bytes that came without a proxy
 	 * (or from the cache) count towards EIO. */
 	if (rc == -EBADMSG)
-		blamed =
-			fs__engine_blame_routes(e, b, proxies, sizeof(proxies));
+		blamed = engine__blame_routes(e, b, proxies, sizeof(proxies));
 	/* In memory, in the cache and in the kernel's page cache (they were
 	 * served before the check); before the check's state changes, so
 	 * that no second check starts on bytes still held. */
 	if (rc == -EBADMSG)
-		fs__engine_drop(e, b, 0, size, FS_DROP_WRONG);
-	v = fs__engine_verify_result(e, b, blamed > 0 ? -EAGAIN : rc);
+		engine__drop(e, b, 0, size, FS_DROP_WRONG);
+	v = engine__verify_result(e, b, blamed > 0 ? -EAGAIN : rc);
 	if (rc == 0)
-		fs__engine_log(e, FS_LOG_INFO, "%s: SHA-256 verified", name);
+		engine__log(e, FS_LOG_INFO, "%s: SHA-256 verified", name);
 	else if (rc == -EBADMSG && blamed > 0)
-		fs__engine_log(e, FS_LOG_ERR,
-			       "%s: SHA-256 of the whole blob is %s, not %s, "
-			       "with bytes through proxy %s: excluded; its bytes "
-			       "are dropped and fetched again through the other "
-			       "routes",
-			       name, fs__hex(got, 32, got_hex),
-			       fs__hex(want, 32, want_hex), proxies);
+		engine__log(e, FS_LOG_ERR,
+			    "%s: SHA-256 of the whole blob is %s, not %s, "
+			    "with bytes through proxy %s: excluded; its bytes "
+			    "are dropped and fetched again through the other "
+			    "routes",
+			    name, fs__hex(got, 32, got_hex),
+			    fs__hex(want, 32, want_hex), proxies);
 	else if (rc == -EBADMSG)
-		fs__engine_log(
+		engine__log(
 			e, FS_LOG_ERR,
 			"%s: SHA-256 of the whole blob is %s, not %s: %s", name,
 			fs__hex(got, 32, got_hex), fs__hex(want, 32, want_hex),
@@ -112,11 +111,11 @@ static void *verify_main(void *arg)
 
 	free(j);
 	check_blob(e, b);
-	fs__engine_verify_exit(e);
+	engine__verify_exit(e);
 	return NULL;
 }
 
-void fs__verify_spawn(struct fs_engine *e, uint32_t b)
+void engine__verify_spawn(struct fs_engine *e, uint32_t b)
 {
 	struct verify_job *j = malloc(sizeof(*j));
 	pthread_attr_t attr;
@@ -133,7 +132,7 @@ void fs__verify_spawn(struct fs_engine *e, uint32_t b)
 	}
 	if (rc != 0) {
 		free(j);
-		fs__engine_verify_result(e, b, rc);
-		fs__engine_verify_exit(e);
+		engine__verify_result(e, b, rc);
+		engine__verify_exit(e);
 	}
 }

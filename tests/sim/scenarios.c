@@ -135,8 +135,9 @@ static bool judge_collapse(const struct scenario *sc, const struct figures *f,
 {
 	bool det = f->detect >= 0 && f->detect < sc->cfg.stall_ns / 1e9;
 
-	snprintf(note, n, "detected after %.2f s (stall %.0f s); target <= "
-			  "1.15 x ideal",
+	snprintf(note, n,
+		 "detected after %.2f s (stall %.0f s); target <= "
+		 "1.15 x ideal",
 		 f->detect, sc->cfg.stall_ns / 1e9);
 	return det && f->done <= sc->ideal * 1.15;
 }
@@ -176,8 +177,9 @@ static bool judge_slow_reader(const struct scenario *sc,
 	bool waits = f->max_wait_after_first <= rtt;
 	bool bound = f->overfetch <= sc->cfg.window_max;
 
-	snprintf(note, n, "max wait after first %.1f ms (rtt %.1f ms); "
-			  "over-fetch <= W",
+	snprintf(note, n,
+		 "max wait after first %.1f ms (rtt %.1f ms); "
+		 "over-fetch <= W",
 		 f->max_wait_after_first * 1e3, rtt * 1e3);
 	return waits && bound;
 }
@@ -204,8 +206,8 @@ static bool judge_random(const struct scenario *sc, const struct figures *f,
 
 	for (int i = 0; i < sc->nrd; i++)
 		reads += sc->rd[i].nreads;
-	snprintf(note, n, "%d reads, largest request %" PRIu64 " KiB",
-		 reads, (uint64_t)(f->max_req / KIB));
+	snprintf(note, n, "%d reads, largest request %" PRIu64 " KiB", reads,
+		 (uint64_t)(f->max_req / KIB));
 	return f->requests <= (uint64_t)reads &&
 	       f->max_req <= sc->cfg.min_request;
 }
@@ -235,8 +237,9 @@ static bool judge_seek(const struct scenario *sc, const struct figures *f,
 		       char *note, size_t n)
 {
 	(void)sc;
-	snprintf(note, n, "new position requested after %.1f ms, %d lanes "
-			  "yielded",
+	snprintf(note, n,
+		 "new position requested after %.1f ms, %d lanes "
+		 "yielded",
 		 f->seek_start_delay * 1e3, f->yields_on_seek);
 	return f->seek_start_delay == 0 && f->yields_on_seek > 0;
 }
@@ -267,8 +270,9 @@ static bool judge_fair(const struct scenario *sc, const struct figures *f,
 		     (double)sc->cfg.min_request / sc->src[2].conn_rate;
 	bool overtakes = f->rand_max_wait <= rtt + 0.01;
 
-	snprintf(note, n, "bw %.1f / %.1f MB/s; random read max wait %.1f ms "
-			  "(rtt %.1f ms)",
+	snprintf(note, n,
+		 "bw %.1f / %.1f MB/s; random read max wait %.1f ms "
+		 "(rtt %.1f ms)",
 		 a / MB, b / MB, f->rand_max_wait * 1e3, rtt * 1e3);
 	return lo > 0 && hi <= lo * 1.10 && overtakes;
 }
@@ -417,8 +421,9 @@ static bool judge_player(const struct scenario *sc, const struct figures *f,
 	double turn = sc->src[0].latency +
 		      (double)sc->rd[0].rsize / sc->src[0].conn_rate + 0.002;
 
-	snprintf(note, n, "pulled - consumed %.1f MiB (<= %.1f); max wait "
-			  "after first %.1f ms (<= %.1f)",
+	snprintf(note, n,
+		 "pulled - consumed %.1f MiB (<= %.1f); max wait "
+		 "after first %.1f ms (<= %.1f)",
 		 over / MIB, allowed / MIB, f->max_wait_after_first * 1e3,
 		 turn * 1e3);
 	return over <= allowed && f->max_wait_after_first <= turn;
@@ -477,8 +482,8 @@ static bool judge_lookup(const struct scenario *sc, const struct figures *f,
 	double per = f->lookups ? (double)f->requests / f->lookups : 1e9;
 
 	(void)sc;
-	snprintf(note, n, "%d lookups, %.2f requests each (<= 3)",
-		 f->lookups, per);
+	snprintf(note, n, "%d lookups, %.2f requests each (<= 3)", f->lookups,
+		 per);
 	return per <= 3.0;
 }
 
@@ -497,11 +502,12 @@ static void sc_lookup(void)
 
 /* A 1 MiB read at a new position during playback: within twice a round
  * trip plus 1 MiB over every lane's rate. */
-static bool judge_seek_play(const struct scenario *sc,
-			    const struct figures *f, char *note, size_t n)
+static bool judge_seek_play(const struct scenario *sc, const struct figures *f,
+			    char *note, size_t n)
 {
-	double lim = 2 * (sc->src[0].latency +
-			  (double)MIB / (sc->cfg.max_lanes * sc->src[0].conn_rate));
+	double lim =
+		2 * (sc->src[0].latency +
+		     (double)MIB / (sc->cfg.max_lanes * sc->src[0].conn_rate));
 
 	snprintf(note, n, "1 MiB at a new position in %.1f ms (<= %.1f)",
 		 f->seek_read_wait * 1e3, lim * 1e3);
@@ -550,6 +556,72 @@ static void sc_one_transfer(void)
 	sc.nrd = 1;
 	sc.rd[0] = seq(0, 0, 1 * MIB);
 	named(&sc, judge_one_transfer);
+}
+
+/* ---- many readers: a dataset loader's workers, each reading files
+ * whole one after another, over one far origin whose files are each a
+ * source of their own. ---- */
+
+static void loader(struct scenario *sc, const char *name, int nfiles,
+		   uint64_t size, int workers)
+{
+	far_origin(sc, name, size);
+	sc->cfg.max_blobs = MAX_BLOB;
+	sc->cfg.max_sources = MAX_SRC;
+	sc->nblob = nfiles;
+	sc->nsrc = nfiles;
+	for (int b = 0; b < nfiles; b++) {
+		sc->size[b] = size;
+		sc->src[b] = src(b, 8 * MB, 0, 0.02);
+		sc->src[b].group = 1; /* one origin */
+	}
+	sc->nrd = workers;
+	for (int i = 0; i < workers; i++) {
+		memset(&sc->rd[i], 0, sizeof(sc->rd[i]));
+		sc->rd[i].kind = RD_LOADER;
+		sc->rd[i].rsize = 128 * KIB;
+	}
+	/* What the lanes can carry at their per-connection rate, one round
+	 * trip to start. */
+	sc->ideal =
+		(double)nfiles * (double)size / (sc->cfg.max_lanes * 8 * MB) +
+		0.02;
+}
+
+/* Shards: at most 4 requests a shard, the lanes' rate within 10%. */
+static bool judge_loader(const struct scenario *sc, const struct figures *f,
+			 char *note, size_t n)
+{
+	double per = (double)f->requests / sc->nblob;
+
+	snprintf(note, n,
+		 "%d files, %.2f requests each (<= 4), %.1f MB/s, pulled "
+		 "%.3f x read",
+		 f->files, per, (double)f->consumed / f->done / MB,
+		 (double)f->pulled / (double)pace__max64(f->consumed, 1));
+	return per <= 4 && f->done <= sc->ideal * 1.1 &&
+	       f->pulled <= f->consumed + f->consumed / 50;
+}
+
+static void sc_loader_shards(void)
+{
+	struct scenario sc;
+
+	loader(&sc, "loader_shards", 48, 8 * MIB, 8);
+	named(&sc, judge_loader);
+}
+
+/* The same with a budget of 32 lanes, 16 to the origin: its lanes grow
+ * while each adds rate. */
+static void sc_loader_grow(void)
+{
+	struct scenario sc;
+
+	loader(&sc, "loader_shards/16", 48, 8 * MIB, 8);
+	sc.cfg.max_lanes = 32;
+	sc.cfg.lanes_per_source = 16;
+	sc.ideal = 48.0 * 8 * MIB / (16 * 8 * MB) + 0.02;
+	named(&sc, judge_loader);
 }
 
 /* Resume: held bytes are never requested (checked on every START), and
@@ -665,6 +737,15 @@ static void random_scenario(struct scenario *sc, uint64_t seed)
 	for (int b = 0; b < sc->nblob; b++)
 		if (!any_healthy[b])
 			sc->errors_ok = true;
+	/* Groups of sources (one origin's files), in one scenario of four,
+	 * from a stream of their own, as the budget. */
+	{
+		uint64_t gst = seed ^ 0x27d4eb2fu;
+
+		if (sim__rnd64(&gst) % 4 == 0)
+			for (int i = 0; i < sc->nsrc; i++)
+				sc->src[i].group = (int)(sim__rnd64(&gst) % 3);
+	}
 	sc->nrd = 1 + (int)(sim__rnd64(&st) % 4);
 	for (int i = 0; i < sc->nrd; i++) {
 		struct rd_spec *r = &sc->rd[i];
@@ -734,6 +815,8 @@ int main(int argc, char **argv)
 		sc_lookup();
 		sc_seek_play();
 		sc_one_transfer();
+		sc_loader_shards();
+		sc_loader_grow();
 	}
 	for (int i = 0; i < nrandom + NREGRESS; i++) {
 		struct scenario sc;

@@ -124,7 +124,10 @@ int sim__run(const struct scenario *sc, struct figures *fig, char *err,
 		goto out;
 	}
 	for (int b = 0; b < sc->nblob; b++) {
-		pace_blob_add(s->p, sc->size[b], &s->blob_id[b]);
+		if (pace_blob_add(s->p, sc->size[b], &s->blob_id[b])) {
+			sim__fail(s, "blob_add %d", b);
+			goto out;
+		}
 		pace__ranges_init(&s->held[b], 1u << 16);
 		if (sc->held_hi[b] > sc->held_lo[b]) {
 			pace_blob_held(s->p, s->blob_id[b], sc->held_lo[b],
@@ -134,21 +137,52 @@ int sim__run(const struct scenario *sc, struct figures *fig, char *err,
 		}
 	}
 	for (int i = 0; i < sc->nsrc; i++)
-		pace_source_add(s->p, s->blob_id[sc->src[i].blob],
-				sc->src[i].caps, &s->src_id[i]);
+		if (pace_source_add(s->p, s->blob_id[sc->src[i].blob],
+				    sc->src[i].caps, &s->src_id[i]) ||
+		    (sc->src[i].group &&
+		     pace_source_set_group(s->p, s->src_id[i],
+					   (uint32_t)sc->src[i].group - 1))) {
+			sim__fail(s, "source_add %d", i);
+			goto out;
+		}
 	s->collapse_detect = -1;
 	if (getenv("SIM_TRACE")) {
-		fprintf(stderr, "lanes %u/src %u align %" PRIu64 "K req %" PRIu64 "K..%" PRIu64 "K win %" PRIu64 "K..%" PRIu64 "K stall %.0f dl %.0f\n",
-			sc->cfg.max_lanes, sc->cfg.lanes_per_source, (uint64_t)(sc->cfg.align / KIB), (uint64_t)(sc->cfg.min_request / KIB), (uint64_t)(sc->cfg.max_request / KIB), (uint64_t)(sc->cfg.window_min / KIB), (uint64_t)(sc->cfg.window_max / KIB), sc->cfg.stall_ns / 1e9, sc->cfg.deadline_ns / 1e9);
+		fprintf(stderr,
+			"lanes %u/src %u align %" PRIu64 "K req %" PRIu64
+			"K..%" PRIu64 "K win %" PRIu64 "K..%" PRIu64
+			"K stall %.0f dl %.0f\n",
+			sc->cfg.max_lanes, sc->cfg.lanes_per_source,
+			(uint64_t)(sc->cfg.align / KIB),
+			(uint64_t)(sc->cfg.min_request / KIB),
+			(uint64_t)(sc->cfg.max_request / KIB),
+			(uint64_t)(sc->cfg.window_min / KIB),
+			(uint64_t)(sc->cfg.window_max / KIB),
+			sc->cfg.stall_ns / 1e9, sc->cfg.deadline_ns / 1e9);
 		for (int b = 0; b < sc->nblob; b++)
-			fprintf(stderr, "blob %d size %" PRIu64 " held %" PRIu64 "..%" PRIu64 "\n", b, sc->size[b], sc->held_lo[b], sc->held_hi[b]);
+			fprintf(stderr,
+				"blob %d size %" PRIu64 " held %" PRIu64
+				"..%" PRIu64 "\n",
+				b, sc->size[b], sc->held_lo[b], sc->held_hi[b]);
 		for (int i = 0; i < sc->nsrc; i++) {
 			const struct src_spec *ss = &sc->src[i];
-			fprintf(stderr, "src %d blob %d rate %.1f cap %.1f lat %.3f collapse %.2f stall %.2f+%.2f die %.2f/%d 429 %.2f-%.2f ra %.2f\n", i, ss->blob, ss->conn_rate / 1e6, ss->cap / 1e6, ss->latency, ss->collapse_at, ss->stall_at, ss->stall_len, ss->die_at, ss->die, ss->t429_from, ss->t429_to, ss->retry_after);
+			fprintf(stderr,
+				"src %d blob %d rate %.1f cap %.1f lat %.3f "
+				"collapse %.2f stall %.2f+%.2f die %.2f/%d 429 "
+				"%.2f-%.2f ra %.2f\n",
+				i, ss->blob, ss->conn_rate / 1e6, ss->cap / 1e6,
+				ss->latency, ss->collapse_at, ss->stall_at,
+				ss->stall_len, ss->die_at, ss->die,
+				ss->t429_from, ss->t429_to, ss->retry_after);
 		}
 		for (int i = 0; i < sc->nrd; i++) {
 			const struct rd_spec *r = &sc->rd[i];
-			fprintf(stderr, "rd %d blob %d kind %d rate %.1f rsize %" PRIu64 " start %" PRIu64 " n %d seek %.2f->%" PRIu64 " open %.2f\n", i, r->blob, r->kind, r->rate / 1e6, r->rsize, r->start, r->nreads, r->seek_at, r->seek_to, r->open_at);
+			fprintf(stderr,
+				"rd %d blob %d kind %d rate %.1f rsize %" PRIu64
+				" start %" PRIu64 " n %d seek %.2f->%" PRIu64
+				" open %.2f\n",
+				i, r->blob, r->kind, r->rate / 1e6, r->rsize,
+				r->start, r->nreads, r->seek_at, r->seek_to,
+				r->open_at);
 		}
 	}
 	for (long step = 0;; step++) {
@@ -203,16 +237,27 @@ int sim__run(const struct scenario *sc, struct figures *fig, char *err,
 			for (uint32_t l = 0; l < sc->cfg.max_lanes; l++)
 				busy += s->lanes[l].active &&
 					s->t >= s->lanes[l].ready_at;
-			pace_reader_window(s->p, s->rd[getenv("SIM_RD") ? (int)strtol(getenv("SIM_RD"), NULL, 10) : 0].id, &cur, &w);
-			fprintf(stderr, "t=%.2f busy=%d cur=%.1fM W=%.1fM held=%.1fM waiting=%d",
+			pace_reader_window(
+				s->p,
+				s->rd[getenv("SIM_RD")
+					      ? (int)strtol(getenv("SIM_RD"),
+							    NULL, 10)
+					      : 0]
+					.id,
+				&cur, &w);
+			fprintf(stderr,
+				"t=%.2f busy=%d cur=%.1fM W=%.1fM held=%.1fM "
+				"waiting=%d",
 				s->t, busy, cur / 1048576.0, w / 1048576.0,
 				s->held[0].total / 1048576.0, s->rd[0].waiting);
 			for (uint32_t l = 0; l < sc->cfg.max_lanes; l++) {
 				struct pace_lane_info li;
 
 				pace_lane_info(s->p, l, &li);
-				fprintf(stderr, " %c%u:%.1f%s", li.busy ? 's' : '-', li.busy ? li.source : 0,
-					li.rate / 1e6, li.collapsed ? "C" : "");
+				fprintf(stderr, " %c%u:%.1f%s",
+					li.busy ? 's' : '-',
+					li.busy ? li.source : 0, li.rate / 1e6,
+					li.collapsed ? "C" : "");
 			}
 			fprintf(stderr, "\n");
 		}
@@ -221,9 +266,11 @@ int sim__run(const struct scenario *sc, struct figures *fig, char *err,
 			for (int i = 0; i < sc->nsrc; i++) {
 				const struct src_spec *ss = &sc->src[i];
 
-				if (ss->collapse_at <= 0 || s->t < ss->collapse_at)
+				if (ss->collapse_at <= 0 ||
+				    s->t < ss->collapse_at)
 					continue;
-				for (uint32_t l = 0; l < sc->cfg.max_lanes; l++) {
+				for (uint32_t l = 0; l < sc->cfg.max_lanes;
+				     l++) {
 					struct pace_lane_info li;
 
 					pace_lane_info(s->p, l, &li);

@@ -16,10 +16,10 @@
 #define SEC (1000000000ull)
 #define MB 1e6 /* rates are in decimal MB/s */
 
-#define MAX_SRC 8
-#define MAX_BLOB 4
-#define MAX_RD 8
-#define MAX_LANES 16
+#define MAX_SRC 72
+#define MAX_BLOB 64
+#define MAX_RD 16
+#define MAX_LANES 64
 #define MAX_SAMPLES 200000
 
 enum death { DIE_NONE, DIE_GONE, DIE_RESET };
@@ -36,6 +36,8 @@ struct src_spec {
 	enum death die;
 	double t429_from, t429_to, retry_after;
 	int max_conn;	/* serves this many at once, 503 beyond; 0: any */
+	int group;	/* 0: a group of its own; k: the scheduler's group
+			   k - 1 (pace_source_set_group) */
 };
 
 enum rd_kind {
@@ -43,6 +45,9 @@ enum rd_kind {
 	RD_RANDOM, /* 4 KiB reads at random offsets */
 	RD_SCRIPT, /* the reads of `script`, back to back */
 	RD_LOOKUP, /* B-tree lookups: a root, an inner and a leaf page */
+	RD_LOADER, /* a dataset loader's worker: reads blobs whole, one after
+		      another, each time the next one no worker took yet
+		      (from `blob` on), at `rate`, `rsize` per read */
 };
 
 struct rd_step {
@@ -102,6 +107,7 @@ struct sim_lane {
 
 struct sim_rd {
 	uint32_t id;
+	int blob;		/* the blob it reads now */
 	bool open, waiting, done, failed, seeked;
 	uint64_t cursor, off, len;
 	uint32_t wait;
@@ -137,6 +143,7 @@ struct figures {
 	uint64_t consumed;
 	double seek_read_wait;	/* the first read after the seek */
 	int lookups;		/* RD_LOOKUP lookups done */
+	int files;		/* RD_LOADER: blobs read whole */
 };
 
 struct sim {
@@ -158,6 +165,7 @@ struct sim {
 	struct figures fig;
 	double collapse_detect;
 	double progress_t; /* when the held bytes last grew */
+	int next_blob;	   /* RD_LOADER: the next blob no worker took */
 };
 
 /* world.c */

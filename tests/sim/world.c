@@ -74,7 +74,7 @@ static bool allowed(struct sim *s, int bi, uint64_t a, uint64_t e)
 		struct sim_rd *r = &s->rd[i];
 		uint64_t cur, w;
 
-		if (s->sc->rd[i].blob != bi || !r->open)
+		if (r->blob != bi || !r->open)
 			continue;
 		if (r->waiting && a < r->off + r->len &&
 		    a + s->sc->cfg.align > r->off)
@@ -153,16 +153,23 @@ static int do_actions(struct sim *s, const struct pace_action *a, size_t n)
 					}
 			for (int i = 0; i < s->sc->nrd; i++)
 				if (s->sc->rd[i].kind == RD_RANDOM &&
-				    s->sc->rd[i].blob == bi &&
+				    s->rd[i].blob == bi &&
 				    a[k].end - a[k].start > s->fig.max_req) {
-					s->fig.max_req =
-						a[k].end - a[k].start;
+					s->fig.max_req = a[k].end - a[k].start;
 					if (getenv("SIM_DEBUG"))
-						fprintf(stderr, "big req %" PRIu64 " %" PRIu64 " t=%.3f\n", a[k].start, a[k].end, s->t);
+						fprintf(stderr,
+							"big req %" PRIu64
+							" %" PRIu64 " t=%.3f\n",
+							a[k].start, a[k].end,
+							s->t);
 				}
 			s->requests++;
 			if (getenv("SIM_STARTS"))
-				fprintf(stderr, "t=%.3f START lane %u [%" PRIu64 " +%" PRIu64 "K)\n", s->t, a[k].lane, a[k].start, (a[k].end - a[k].start) / 1024);
+				fprintf(stderr,
+					"t=%.3f START lane %u [%" PRIu64
+					" +%" PRIu64 "K)\n",
+					s->t, a[k].lane, a[k].start,
+					(a[k].end - a[k].start) / 1024);
 			{
 				bool pre = !s->sc->no_pipeline && l->q &&
 					   l->src == (uint32_t)si &&
@@ -180,9 +187,11 @@ static int do_actions(struct sim *s, const struct pace_action *a, size_t n)
 			l->pos = a[k].start;
 			l->end = a[k].end;
 			if (src_dead(ss, s->t))
-				l->fail = ss->die == DIE_GONE ? PACE_OUT_GONE
-							      : PACE_OUT_TRANSIENT;
-			else if ((s->t >= ss->t429_from && s->t < ss->t429_to) ||
+				l->fail = ss->die == DIE_GONE
+						  ? PACE_OUT_GONE
+						  : PACE_OUT_TRANSIENT;
+			else if ((s->t >= ss->t429_from &&
+				  s->t < ss->t429_to) ||
 				 over_max_conn(s, si, a[k].lane)) {
 				l->fail = PACE_OUT_THROTTLED;
 				s->fig.n429++;
@@ -341,6 +350,7 @@ static bool rd_finished(const struct rd_spec *rs, const struct sim_rd *r,
 {
 	switch (rs->kind) {
 	case RD_SEQ:
+	case RD_LOADER:
 		return r->cursor >= size ||
 		       (rs->stop_after && r->consumed >= rs->stop_after);
 	case RD_SCRIPT:
@@ -382,27 +392,36 @@ int sim__readers_step(struct sim *s, uint64_t *rng, bool *event)
 	for (int i = 0; i < sc->nrd; i++) {
 		const struct rd_spec *rs = &sc->rd[i];
 		struct sim_rd *r = &s->rd[i];
-		uint64_t size = sc->size[rs->blob];
+		uint64_t size;
 		int guard = 0;
 
 		if (r->done || s->t < rs->open_at)
 			continue;
 		if (!r->open) {
-			if (pace_reader_open(s->p, s->blob_id[rs->blob], s->now,
+			if (rs->kind != RD_LOADER) {
+				r->blob = rs->blob;
+			} else if (s->next_blob < sc->nblob) {
+				r->blob = s->next_blob++;
+			} else {
+				r->done = true;
+				continue;
+			}
+			if (pace_reader_open(s->p, s->blob_id[r->blob], s->now,
 					     &r->id))
 				return sim__fail(s, "reader_open");
 			r->open = true;
-			r->cursor = rs->start;
+			r->cursor = rs->kind == RD_LOADER ? 0 : rs->start;
 			r->next_at = s->t;
 		}
+		size = sc->size[r->blob];
 		while (!r->done && guard++ < 64) {
 			if (r->waiting) {
 				int st = pace_wait_state(s->p, r->wait, s->now);
 				double w = s->t - r->wait_t0;
 
 				if (st == -EINPROGRESS) {
-					if (w > sc->cfg.deadline_ns / 1e9 +
-							0.002)
+					if (w >
+					    sc->cfg.deadline_ns / 1e9 + 0.002)
 						return sim__fail(
 							s, "wait outlived its "
 							   "deadline");
@@ -412,10 +431,14 @@ int sim__readers_step(struct sim *s, uint64_t *rng, bool *event)
 				r->waiting = false;
 				*event = true;
 				add_wait(s, w);
-				if (rs->kind == RD_RANDOM && w > s->fig.rand_max_wait)
+				if (rs->kind == RD_RANDOM &&
+				    w > s->fig.rand_max_wait)
 					s->fig.rand_max_wait = w;
 				if (getenv("SIM_WAITS") && w > 0.2)
-					fprintf(stderr, "rd %d waited %.3f at t=%.3f off %" PRIu64 "\n", i, w, s->t, r->off);
+					fprintf(stderr,
+						"rd %d waited %.3f at t=%.3f "
+						"off %" PRIu64 "\n",
+						i, w, s->t, r->off);
 				if (r->reads > 1 && w > r->max_wait_after_first)
 					r->max_wait_after_first = w;
 				if (st != 0) {
@@ -434,12 +457,12 @@ int sim__readers_step(struct sim *s, uint64_t *rng, bool *event)
 					r->seek_read = false;
 				}
 				r->consumed += r->len;
-				s->consumed_by_blob[rs->blob] += r->len;
+				s->consumed_by_blob[r->blob] += r->len;
 				r->next_at =
 					s->t + (rs->rate > 0 ? (double)r->len /
 								       rs->rate
 							     : 0);
-				if (rs->kind == RD_SEQ)
+				if (rs->kind == RD_SEQ || rs->kind == RD_LOADER)
 					r->cursor = r->off + r->len;
 				if (rd_finished(rs, r, size))
 					r->done = true;
@@ -460,6 +483,11 @@ int sim__readers_step(struct sim *s, uint64_t *rng, bool *event)
 				r->step++;
 			} else if (rs->kind == RD_LOOKUP) {
 				lookup_page(s, rs, r, rng, size);
+			} else if (rs->kind == RD_LOADER) {
+				r->len = rs->rsize;
+				r->off = r->cursor;
+				if (r->off + r->len > size)
+					r->len = size - r->off;
 			} else {
 				r->len = rs->rsize;
 				if (rs->seek_at > 0 && !r->seeked &&
@@ -479,9 +507,9 @@ int sim__readers_step(struct sim *s, uint64_t *rng, bool *event)
 			r->reads++;
 			*event = true;
 			pace_reader_read(s->p, r->id, r->off, r->len, s->now);
-			if (rs->kind != RD_SEQ)
+			if (rs->kind != RD_SEQ && rs->kind != RD_LOADER)
 				r->next_at = s->t + rs->think;
-			if (pace_is_held(s->p, s->blob_id[rs->blob], r->off,
+			if (pace_is_held(s->p, s->blob_id[r->blob], r->off,
 					 r->off + r->len)) {
 				add_wait(s, 0);
 				if (r->seek_read) {
@@ -489,18 +517,20 @@ int sim__readers_step(struct sim *s, uint64_t *rng, bool *event)
 					r->seek_read = false;
 				}
 				r->consumed += r->len;
-				s->consumed_by_blob[rs->blob] += r->len;
-				if (rs->kind == RD_SEQ) {
+				s->consumed_by_blob[r->blob] += r->len;
+				if (rs->kind == RD_SEQ ||
+				    rs->kind == RD_LOADER) {
 					r->cursor = r->off + r->len;
 					r->next_at =
-						s->t + (rs->rate > 0
-								? (double)r->len /
-									  rs->rate
-								: 0);
+						s->t +
+						(rs->rate > 0 ? (double)r->len /
+									rs->rate
+							      : 0);
 				}
 				if (rd_finished(rs, r, size))
 					r->done = true;
-				if (rs->rate == 0 && rs->kind == RD_SEQ)
+				if (rs->rate == 0 && (rs->kind == RD_SEQ ||
+						      rs->kind == RD_LOADER))
 					continue;
 				if (rs->kind == RD_SCRIPT ||
 				    (rs->kind == RD_LOOKUP && rs->think == 0))
@@ -521,6 +551,14 @@ int sim__readers_step(struct sim *s, uint64_t *rng, bool *event)
 					r->max_wait_after_first;
 			pace_reader_close(s->p, r->id, s->now);
 			r->open = false;
+			/* A worker whose read failed stops; one that read
+			 * its blob whole takes the next. */
+			if (rs->kind == RD_LOADER && !r->failed) {
+				s->fig.files++;
+				r->done = false;
+				r->reads = 0;
+				r->max_wait_after_first = 0;
+			}
 		}
 	}
 	return 0;
@@ -614,11 +652,12 @@ bool sim__unmeetable(const struct scenario *sc, char *why, size_t n)
 			}
 		}
 		if (need > most) {
-			snprintf(why, n,
-				 "cannot be met: blob %d's readers need %.1f MB "
-				 "that its sources can send at most %.1f MB of "
-				 "in %.0f s",
-				 b, need / MB, most / MB, sc->limit);
+			snprintf(
+				why, n,
+				"cannot be met: blob %d's readers need %.1f MB "
+				"that its sources can send at most %.1f MB of "
+				"in %.0f s",
+				b, need / MB, most / MB, sc->limit);
 			return true;
 		}
 	}

@@ -38,7 +38,8 @@ static void opts_defaults(void)
 	T_EQ_INT(parse(&o, err, sizeof(err), 3, argv), 0);
 	T_EQ_STR(o.url, "http://h/x.img");
 	T_EQ_STR(o.mountpoint, "/mnt");
-	T_EQ_INT(o.lanes, 8);
+	T_EQ_INT(o.lanes, 32);
+	T_EQ_INT(o.host_lanes, 16);
 	T_EQ_INT(o.read_timeout_s, 60);
 	T_EQ_INT(o.connect_timeout_s, 10);
 	T_EQ_INT(o.retry_after_max_s, 60);
@@ -900,13 +901,13 @@ static void engine_drop_full_ranges(void)
 	T_ASSERT(k > 10);
 	T_EQ_U64(fs__engine_held(e, 0), 3 * k);
 	/* A drop inside one range splits it: it does not fit. */
-	T_EQ_INT(fs__engine_drop(e, 0, 41, 42, FS_DROP_GONE), 0);
+	T_EQ_INT(engine__drop(e, 0, 41, 42, FS_DROP_GONE), 0);
 	T_EQ_U64(fs__engine_held(e, 0), 31); /* 10 whole ranges, and 40 */
 	T_ASSERT(pace_is_held(e->pace, 0, 36, 39));
 	T_ASSERT(pace_is_held(e->pace, 0, 40, 41));
 	T_ASSERT(!pace_is_held(e->pace, 0, 44, 45));
 	/* Wrong bytes leave the cache too (none stored here: no error). */
-	T_EQ_INT(fs__engine_drop(e, 0, 0, CACHE_BLOCK_SIZE, FS_DROP_WRONG), 0);
+	T_EQ_INT(engine__drop(e, 0, 0, CACHE_BLOCK_SIZE, FS_DROP_WRONG), 0);
 	T_EQ_U64(fs__engine_held(e, 0), 0);
 	engine_fixture_free(dir, c, e);
 }
@@ -914,44 +915,70 @@ static void engine_drop_full_ranges(void)
 /* Blocks in memory: found by (blob, index), whole ones reused least
  * recently used first, and a reused block the cache lost stops being
  * held. */
-static void engine_parts_lru(void)
+static void engine_blocks_lru(void)
 {
-	char dir[] = "/tmp/pacefs-test-parts.XXXXXX";
+	char dir[] = "/tmp/pacefs-test-blocks.XXXXXX";
 	struct fs_engine *e = NULL;
 	struct cache *c = NULL;
-	struct fs_part *p;
+	struct fs_block *p;
 	uint32_t n;
 
 	T_EQ_INT(engine_fixture(dir, &c, &e, 1024 * CACHE_BLOCK_SIZE), 0);
-	n = e->parts.n;
+	n = e->blocks.n;
 	T_ASSERT(n < 1000);
 	for (uint32_t i = 0; i < n; i++) {
-		p = fs__part_get(e, 0, i);
+		p = engine__block_get(e, 0, i);
 		T_ASSERT(p != NULL);
-		T_EQ_INT(p->state, FS_PART_FILLING);
-		p->state = FS_PART_HANDING;
-		fs__part_done(&e->parts, p, i == 2);
+		T_EQ_INT(p->state, FS_BLOCK_FILLING);
+		p->state = FS_BLOCK_HANDING;
+		engine__block_done(&e->blocks, p, i == 2);
 	}
-	T_ASSERT(fs__part_find(&e->parts, 0, n) == NULL);
-	T_ASSERT(fs__part_find(&e->parts, 0, 5)->index == 5);
-	fs__part_touch(&e->parts, fs__part_find(&e->parts, 0, 0));
+	T_ASSERT(engine__block_find(&e->blocks, 0, n) == NULL);
+	T_ASSERT(engine__block_find(&e->blocks, 0, 5)->index == 5);
+	engine__block_touch(&e->blocks, engine__block_find(&e->blocks, 0, 0));
 	/* Full: the least recently used whole block (1) is reused. */
-	p = fs__part_get(e, 0, 1000);
+	p = engine__block_get(e, 0, 1000);
 	T_ASSERT(p != NULL && p->index == 1000);
-	T_ASSERT(fs__part_find(&e->parts, 0, 1) == NULL);
-	T_ASSERT(fs__part_find(&e->parts, 0, 0) != NULL);
+	T_ASSERT(engine__block_find(&e->blocks, 0, 1) == NULL);
+	T_ASSERT(engine__block_find(&e->blocks, 0, 0) != NULL);
 	/* Then 2, which the cache lost: its bytes are no longer held. */
 	T_EQ_INT(pace_blob_held(e->pace, 0, 2 * CACHE_BLOCK_SIZE,
 				3 * CACHE_BLOCK_SIZE),
 		 0);
-	p = fs__part_get(e, 0, 1001);
-	T_ASSERT(p != NULL && fs__part_find(&e->parts, 0, 2) == NULL);
+	p = engine__block_get(e, 0, 1001);
+	T_ASSERT(p != NULL && engine__block_find(&e->blocks, 0, 2) == NULL);
 	T_EQ_U64(fs__engine_held(e, 0), 0);
 	/* A block being filled is found again, not remade. */
-	T_ASSERT(fs__part_get(e, 0, 1001) == p);
-	fs__part_free(&e->parts, p);
-	T_ASSERT(fs__part_find(&e->parts, 0, 1001) == NULL);
-	T_ASSERT(fs__part_get(e, 0, 1002) == p); /* from the free list */
+	T_ASSERT(engine__block_get(e, 0, 1001) == p);
+	engine__block_free(&e->blocks, p);
+	T_ASSERT(engine__block_find(&e->blocks, 0, 1001) == NULL);
+	T_ASSERT(engine__block_get(e, 0, 1002) == p); /* from the free list */
+	engine_fixture_free(dir, c, e);
+}
+
+/* A block filling counts what it is credited: whole at its size (the
+ * blob's last block at what is left), and from none again after a drop
+ * into it, which takes all of it from the scheduler too. */
+static void engine_block_count(void)
+{
+	char dir[] = "/tmp/pacefs-test-count.XXXXXX";
+	struct fs_engine *e = NULL;
+	struct cache *c = NULL;
+	struct fs_block *p, *last;
+
+	T_EQ_INT(engine_fixture(dir, &c, &e, 2 * CACHE_BLOCK_SIZE + 100), 0);
+	p = engine__block_get(e, 0, 0);
+	T_ASSERT(p != NULL);
+	T_EQ_INT(pace_blob_held(e->pace, 0, 0, 1000), 0);
+	T_ASSERT(!engine__block_credit(&e->blobs[0], p, 1000));
+	T_EQ_INT(engine__drop(e, 0, 10, 20, FS_DROP_GONE), 0);
+	T_EQ_U64(p->filled, 0);
+	T_ASSERT(!pace_is_held(e->pace, 0, 0, 10));
+	T_EQ_INT(pace_blob_held(e->pace, 0, 0, CACHE_BLOCK_SIZE), 0);
+	T_ASSERT(engine__block_credit(&e->blobs[0], p, CACHE_BLOCK_SIZE));
+	last = engine__block_get(e, 0, 2);
+	T_ASSERT(last != NULL);
+	T_ASSERT(engine__block_credit(&e->blobs[0], last, 100));
 	engine_fixture_free(dir, c, e);
 }
 
@@ -1033,7 +1060,8 @@ static const struct t_case cases[] = {
 	{"metrics_documented", metrics_documented},
 	{"ns_many_children", ns_many_children},
 	{"engine_drop_full_ranges", engine_drop_full_ranges},
-	{"engine_parts_lru", engine_parts_lru},
+	{"engine_block_count", engine_block_count},
+	{"engine_blocks_lru", engine_blocks_lru},
 };
 
 int main(int argc, char **argv)

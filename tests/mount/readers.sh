@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# readers.sh: many files read at once through one directory-index mount of
+# a far origin (20 ms before every response, 8 MB/s per connection), as a
+# dataset loader's workers read them: eight worker processes take shards
+# from one shuffled list and read each whole (benchread loader, every byte
+# compared). A waiting read must take its reader's window in one request,
+# so a shard costs a few requests, not one per read; lanes are handed
+# over rather than cut, so no byte is pulled twice; an arriving block
+# wakes the reads waiting on it, not every waiting read of the mount.
+set -euo pipefail
+# shellcheck source=tests/lib.sh
+source "$(dirname "$0")/../lib.sh"
+t_require_mount
+t_require_origin
+
+BR=${BENCHREAD:-$(dirname "$PACEFS")/bench/benchread}
+if [ ! -x "$BR" ]; then
+	t_skip "readers" "$BR is not built (make build/bench/benchread)"
+	t_done
+fi
+
+MiB=1048576
+SHARDS=16
+SHARD=$((4 * MiB))
+WWW=$T_TMP/www
+mkdir -p "$WWW/shards" "$T_TMP/mnt"
+for ((i = 0; i < SHARDS; i++)); do
+	"$BR" gen "$WWW/shards/shard-$i.bin" "$SHARD" >/dev/null
+done
+o_start far --root "$WWW" --latency 20 --rate 8M --autoindex
+FAR=$O_URL
+FAR_LOG=$O_LOG
+
+# The debug log's last line counts the reads that waited and the times
+# one woke.
+if fg_mount "$T_TMP/mount.log" -o "cache_dir=$T_TMP/cache,log_level=debug" \
+	"$FAR/shards/" "$T_TMP/mnt"; then
+	ls "$T_TMP/mnt" | sed "s|^|$T_TMP/mnt/|" >"$T_TMP/list"
+	mark=$(stat -c %s "$FAR_LOG")
+	out=$(timeout 120 "$BR" loader "$T_TMP/list" 8 7 2>&1) || true
+	if [[ $out == ok* ]]; then
+		t_pass "8 workers, $SHARDS shards of 4 MiB: every byte correct ($out)"
+	else
+		t_fail "8 workers read the shards" "$out"
+	fi
+	umount_pacefs "$T_TMP/mnt"
+	pid_gone "$FG_PID" 10 || true
+	# Range requests of the shards, the probes (bytes=0-0) apart.
+	read -r reqs pulled < <(tail -c +"$((mark + 1))" "$FAR_LOG" |
+		awk '$2 ~ /^\/shards\// && $3 != "bytes=0-0" { n++; s += $5 }
+		     END { print n + 0, s + 0 }')
+	read_bytes=$((SHARDS * SHARD))
+	# A read a round trip would be 32 requests a shard (the kernel's
+	# 128 KiB pieces); the first files of a cold mount take a few more
+	# than the later ones, which take two or three.
+	if [ "$reqs" -le $((SHARDS * 10)) ]; then
+		t_pass "requests: $reqs for $SHARDS shards (at most 10 a shard)"
+	else
+		t_fail "requests per shard" "$reqs for $SHARDS shards: more than 10 a shard, as if each read paid its own round trip"
+	fi
+	if [ "$pulled" -le $((read_bytes + read_bytes / 10)) ]; then
+		t_pass "pulled $pulled bytes for $read_bytes read (at most 1.1 x)"
+	else
+		t_fail "bytes pulled" "$pulled for $read_bytes read: more than 1.1 x, bytes were pulled twice"
+	fi
+	line=$(grep -E 'reads waited, woken [0-9]+ times' "$T_TMP/mount.log" | tail -n 1)
+	if [[ $line =~ ([0-9]+)\ reads\ waited,\ woken\ ([0-9]+)\ times ]]; then
+		waits=${BASH_REMATCH[1]} wakes=${BASH_REMATCH[2]}
+		# A read wakes about once for its bytes, and once a second
+		# at most while it waits; every read woken by every arrival
+		# would be hundreds a MiB.
+		if [ "$wakes" -le $((3 * waits + 64)) ]; then
+			t_pass "wake-ups: $wakes for $waits reads that waited"
+		else
+			t_fail "wake-ups" "$wakes for $waits reads that waited: reads are woken by bytes not theirs"
+		fi
+	else
+		t_fail "wake-ups" "no count in the log: $(tail -n 2 "$T_TMP/mount.log")"
+	fi
+else
+	t_fail "mount" "$(tail -n 3 "$T_TMP/mount.log")"
+fi
+
+t_done
