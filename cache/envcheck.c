@@ -364,14 +364,16 @@ static int ec_value(struct ec *ec, const unsigned char *key, size_t klen,
 	return rc;
 }
 
-/* Walks the subtree at pgno, at `depth` (the root is 1) of a tree of
- * `maxdepth` levels: leaves at the bottom level, branches above. */
-static int ec_tree(struct ec *ec, uint64_t pgno, unsigned depth,
-		   unsigned maxdepth)
+/* Reads page pgno into pg and checks its header: the number it says it
+ * has, its kind (a leaf at `depth` == `maxdepth`, a branch above) and
+ * its bounds. Its key count goes to *nkeys, where its nodes may start
+ * to *upper. */
+static int ec_page(struct ec *ec, uint64_t pgno, unsigned depth,
+		   unsigned maxdepth, unsigned char *pg, uint64_t *nkeys,
+		   uint64_t *upper)
 {
-	unsigned char *pg = ec->bufs + (size_t)(depth - 1) * ec->psize;
 	bool leaf = depth == maxdepth;
-	uint64_t lower, upper, flags, nkeys;
+	uint64_t lower, flags;
 	int rc;
 
 	rc = ec_mark(ec, pgno, 1, leaf ? "leaf" : "branch");
@@ -381,7 +383,7 @@ static int ec_tree(struct ec *ec, uint64_t pgno, unsigned depth,
 		return rc;
 	flags = ec_u16(pg + EC_P + 2) & ~(uint64_t)(EC_P_DIRTY | EC_P_KEEP);
 	lower = ec_u16(pg + EC_P + 4);
-	upper = ec_u16(pg + EC_P + 6);
+	*upper = ec_u16(pg + EC_P + 6);
 	if (ec_pgno(pg) != pgno)
 		return ec_fail(ec,
 			       "%s: page %" PRIu64 " says it is page %" PRIu64,
@@ -391,23 +393,26 @@ static int ec_tree(struct ec *ec, uint64_t pgno, unsigned depth,
 			       "%s: page %" PRIu64 " has flags 0x%" PRIx64
 			       " at depth %u of %u",
 			       ec->db, pgno, flags, depth, maxdepth);
-	if (lower < EC_PAGEHDR || lower > upper || upper > ec->psize ||
+	if (lower < EC_PAGEHDR || lower > *upper || *upper > ec->psize ||
 	    (lower - EC_PAGEHDR) % 2)
 		return ec_fail(ec,
 			       "%s: page %" PRIu64 " has bounds %" PRIu64
 			       "-%" PRIu64,
-			       ec->db, pgno, lower, upper);
-	nkeys = (lower - EC_PAGEHDR) / 2;
-	if (!leaf && nkeys == 0)
+			       ec->db, pgno, lower, *upper);
+	*nkeys = (lower - EC_PAGEHDR) / 2;
+	if (!leaf && *nkeys == 0)
 		return ec_fail(ec, "%s: branch page %" PRIu64 " is empty",
 			       ec->db, pgno);
-	if (leaf)
-		ec->leaf++;
-	else
-		ec->branch++;
-	/* A cold file: ask for a branch's children all at once, so that the
-	 * disk reads them in parallel rather than one by one below. */
-	for (uint64_t i = 0; !leaf && i < nkeys; i++) {
+	return 0;
+}
+
+/* A cold file: asks for a branch's children all at once, so that the
+ * disk reads them in parallel rather than one by one below. Nodes that
+ * are out of bounds are left to ec_tree to refuse. */
+static void ec_prefetch(const struct ec *ec, const unsigned char *pg,
+			uint64_t nkeys, uint64_t upper)
+{
+	for (uint64_t i = 0; i < nkeys; i++) {
 		uint64_t at = ec_u16(pg + EC_PAGEHDR + 2 * i);
 
 		if (at >= upper && at % 2 == 0 &&
@@ -423,19 +428,94 @@ static int ec_tree(struct ec *ec, uint64_t pgno, unsigned depth,
 					(off_t)ec->psize, POSIX_FADV_WILLNEED);
 		}
 	}
+}
+
+/* Checks leaf node i of page pgno: its key of ksize bytes, its flags and
+ * its value, inline in the `room` bytes past the key or on overflow
+ * pages, which it marks. */
+static int ec_leaf_node(struct ec *ec, uint64_t pgno, uint64_t i,
+			const unsigned char *node, uint64_t ksize,
+			uint64_t room)
+{
+	uint64_t dsize = ec_u16(node) | ec_u16(node + 2) << 16;
+	uint64_t nflags = ec_u16(node + 4);
+	const unsigned char *data = node + EC_NODEHDR + ksize;
+	uint64_t opg = 0;
+	int rc;
+
+	rc = ec_key(ec, node + EC_NODEHDR, (size_t)ksize);
+	if (rc)
+		return rc;
+	ec->entries++;
+	if (nflags & ~(uint64_t)(EC_F_BIGDATA | EC_F_SUBDATA) ||
+	    ((nflags & EC_F_SUBDATA) && !ec->main))
+		return ec_fail(ec,
+			       "%s: page %" PRIu64 " node %" PRIu64
+			       " has flags 0x%" PRIx64,
+			       ec->db, pgno, i, nflags);
+	if (nflags & EC_F_BIGDATA) {
+		unsigned char hdr[EC_PAGEHDR];
+		uint64_t pages = (EC_PAGEHDR - 1 + dsize) / ec->psize + 1;
+
+		if (room < EC_P)
+			return ec_fail(ec,
+				       "%s: page %" PRIu64 " node %" PRIu64
+				       " overruns it",
+				       ec->db, pgno, i);
+		opg = ec_pgno(data);
+		rc = ec_mark(ec, opg, pages, "overflow");
+		/* One read per value, scattered over the file: only the deep
+		 * check pays it; reads do not use the header, and frees
+		 * check it first (cache__ov_ok). */
+		if (rc == 0 && ec->deep)
+			rc = ec_read(ec, opg * ec->psize, hdr, sizeof(hdr));
+		if (rc)
+			return rc;
+		if (ec->deep && !ec_ov_hdr_ok(hdr, opg, pages))
+			return ec_fail(ec,
+				       "%s: overflow page %" PRIu64
+				       " of a %" PRIu64 "-byte value "
+				       "has a bad header",
+				       ec->db, opg, dsize);
+		ec->overflow += pages;
+	} else if (dsize > room) {
+		return ec_fail(
+			ec, "%s: page %" PRIu64 " node %" PRIu64 " overruns it",
+			ec->db, pgno, i);
+	}
+	return ec_value(ec, node + EC_NODEHDR, (size_t)ksize, (unsigned)nflags,
+			data, dsize, opg);
+}
+
+/* Walks the subtree at pgno, at `depth` (the root is 1) of a tree of
+ * `maxdepth` levels: leaves at the bottom level, branches above. */
+static int ec_tree(struct ec *ec, uint64_t pgno, unsigned depth,
+		   unsigned maxdepth)
+{
+	unsigned char *pg = ec->bufs + (size_t)(depth - 1) * ec->psize;
+	bool leaf = depth == maxdepth;
+	uint64_t upper = 0, nkeys = 0;
+	int rc;
+
+	rc = ec_page(ec, pgno, depth, maxdepth, pg, &nkeys, &upper);
+	if (rc)
+		return rc;
+	if (leaf)
+		ec->leaf++;
+	else
+		ec->branch++;
+	if (!leaf)
+		ec_prefetch(ec, pg, nkeys, upper);
 	for (uint64_t i = 0; i < nkeys; i++) {
 		uint64_t at = ec_u16(pg + EC_PAGEHDR + 2 * i);
 		const unsigned char *node = pg + at;
-		uint64_t lo, hi, nflags, ksize, dsize, room;
+		uint64_t ksize, room, child;
 
 		if (at < upper || at % 2 || at + EC_NODEHDR > ec->psize)
 			return ec_fail(ec,
 				       "%s: page %" PRIu64 " node %" PRIu64
 				       " at offset %" PRIu64,
 				       ec->db, pgno, i, at);
-		lo = ec_u16(node);
-		hi = ec_u16(node + 2);
-		nflags = ec_u16(node + 4);
 		ksize = ec_u16(node + 6);
 		room = ec->psize - at - EC_NODEHDR;
 		if (ksize > EC_KEY_MAX || ksize > room)
@@ -443,66 +523,15 @@ static int ec_tree(struct ec *ec, uint64_t pgno, unsigned depth,
 				       "%s: page %" PRIu64 " node %" PRIu64
 				       " has a key of %" PRIu64 " bytes",
 				       ec->db, pgno, i, ksize);
-		room -= ksize;
-		if (!leaf) {
-			uint64_t child = lo | hi << 16;
-
+		if (leaf) {
+			rc = ec_leaf_node(ec, pgno, i, node, ksize,
+					  room - ksize);
+		} else {
+			child = ec_u16(node) | ec_u16(node + 2) << 16;
 			if (EC_P == 8)
-				child |= nflags << 32;
+				child |= ec_u16(node + 4) << 32;
 			rc = ec_tree(ec, child, depth + 1, maxdepth);
-			if (rc)
-				return rc;
-			continue;
 		}
-		dsize = lo | hi << 16;
-		rc = ec_key(ec, node + EC_NODEHDR, (size_t)ksize);
-		if (rc)
-			return rc;
-		ec->entries++;
-		if (nflags & ~(uint64_t)(EC_F_BIGDATA | EC_F_SUBDATA) ||
-		    ((nflags & EC_F_SUBDATA) && !ec->main))
-			return ec_fail(ec,
-				       "%s: page %" PRIu64 " node %" PRIu64
-				       " has flags 0x%" PRIx64,
-				       ec->db, pgno, i, nflags);
-		const unsigned char *data = node + EC_NODEHDR + ksize;
-		uint64_t opg = 0;
-
-		if (nflags & EC_F_BIGDATA) {
-			unsigned char hdr[EC_PAGEHDR];
-			uint64_t pages =
-				(EC_PAGEHDR - 1 + dsize) / ec->psize + 1;
-
-			if (room < EC_P)
-				return ec_fail(ec,
-					       "%s: page %" PRIu64
-					       " node %" PRIu64 " overruns it",
-					       ec->db, pgno, i);
-			opg = ec_pgno(data);
-			rc = ec_mark(ec, opg, pages, "overflow");
-			/* One read per value, scattered over the file: only
-			 * the deep check pays it; reads do not use the
-			 * header, and frees check it first (cache__ov_ok). */
-			if (rc == 0 && ec->deep)
-				rc = ec_read(ec, opg * ec->psize, hdr,
-					     sizeof(hdr));
-			if (rc)
-				return rc;
-			if (ec->deep && !ec_ov_hdr_ok(hdr, opg, pages))
-				return ec_fail(ec,
-					       "%s: overflow page %" PRIu64
-					       " of a %" PRIu64 "-byte value "
-					       "has a bad header",
-					       ec->db, opg, dsize);
-			ec->overflow += pages;
-		} else if (dsize > room) {
-			return ec_fail(ec,
-				       "%s: page %" PRIu64 " node %" PRIu64
-				       " overruns it",
-				       ec->db, pgno, i);
-		}
-		rc = ec_value(ec, node + EC_NODEHDR, (size_t)ksize,
-			      (unsigned)nflags, data, dsize, opg);
 		if (rc)
 			return rc;
 	}

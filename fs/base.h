@@ -1,7 +1,9 @@
 /* base: what every room of fs/ shares, from the C library alone: the
  * log's levels (each room logs through the driver's log, the engine and
- * the credentials through a hook), the monotonic clock, hex digits, and
- * the escaping of text a server chose (fs/escape.c). */
+ * the credentials through a hook), the monotonic clock, hex digits, the
+ * escaping of text a server chose (fs/escape.c), the decoding of
+ * percent-escapes and hex digests (fs/decode.c) and the error line a function
+ * hands its caller (fs/errline.c). */
 #ifndef FS_BASE_H
 #define FS_BASE_H
 
@@ -99,5 +101,34 @@ size_t fs__json_escape(const char *s, char *out, size_t cap);
  * (its code point in *cp), or 0: ASCII, a stray or overlong byte, a
  * surrogate, a cut sequence. Reads up to s's NUL. */
 size_t fs__utf8_seq(const char *s, uint32_t *cp);
+
+/* fs__pct_decode's flags: where the rules of a URL's path, an HTML
+ * index's href and S3's encoding-type=url differ. FS_PCT_PLUS: '+' is a
+ * space, as S3's encoding-type=url and forms write one; without it '+'
+ * is itself (RFC 3986). */
+#define FS_PCT_PLUS 1u
+
+/* fs/decode.c. Decodes the percent-escapes of [s, s + len) into out: %XX
+ * with two hex digits inside the range is the byte XX; a '%' without them
+ * stays as it is. Writes at most cap - 1 bytes and a NUL, its length in
+ * *outlen; out may be s, for the result is never longer. Returns 0;
+ * -EINVAL when the result would hold a NUL byte, escaped or not (no file
+ * name or S3 key can); -ENAMETOOLONG when it does not fit in cap,
+ * whichever comes first; out then holds no string. */
+int fs__pct_decode(const char *s, size_t len, unsigned flags, char *out,
+		   size_t cap, size_t *outlen);
+
+/* fs/decode.c. Decodes the 2n hex digits (either case) of [s, s + len)
+ * into out (n bytes), written only on success. Returns 0; -EINVAL when
+ * len is not 2n; -EILSEQ when a byte is no hex digit, the first one's
+ * index in *at. */
+int fs__unhex(const char *s, size_t len, uint8_t *out, size_t n, size_t *at);
+
+/* fs/errline.c. Formats one error line into err (errlen > 0 bytes) and
+ * returns rc (a negative errno), so that a failing function says what
+ * went wrong and returns in one statement. A line longer than the buffer
+ * loses its middle (fetch_text_vformat), never the reason at its end. */
+int fs__errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 #endif

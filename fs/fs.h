@@ -104,6 +104,12 @@ void fs_opts_scrub_argv(int argc, char **argv);
 /* Prints the usage and every option, with its default, on stdout (-h). */
 void fs_opts_usage(void);
 
+/* The i-th -o option of the parser's table as --help and the man page
+ * write it ("lanes=N"; a flag's name alone: "insecure") in buf (cap
+ * bytes); NULL past the last. What tests hold docs/pacefs.1 and
+ * README.md to. */
+const char *fs_opts_form(size_t i, char *buf, size_t cap);
+
 /* Derives the file name from a URL: its last path segment, query and
  * fragment removed, percent-decoded. Returns -EINVAL (with the reason in
  * err) when the segment is empty, ".", "..", or decodes to a '/' or NUL. */

@@ -112,6 +112,10 @@ struct pace_config {
 				  from the file's start opens it at once) */
 	uint64_t kernel_ahead; /* bytes the kernel reads ahead of the
 				  application: part of every lead */
+	uint64_t kernel_piece; /* the kernel hands a large read over in
+				  pieces of this size (its readahead),
+				  each asked once the one before it is
+				  there; 0: unknown */
 	uint64_t stall_ns;     /* no progress this long: reclaim the lane */
 	uint64_t deadline_ns;  /* a waiting read fails after this long */
 	uint64_t backoff_ns;   /* first backoff after a transient fault */

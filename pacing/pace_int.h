@@ -64,6 +64,12 @@
  * trips: a smaller part costs its round trip more than it saves. */
 #define STEAL_RTTS 4
 
+/* A large read at a cold position: once its second kernel piece comes,
+ * the bytes up to its run's start plus the reader's last run (this much
+ * for a reader with none, seq_min at most) are fetched at once, split
+ * over the lanes, rather than a piece a round trip. */
+#define SPEC_DEFAULT (1 * MIB)
+
 /* A read at a cold position of at least this many min_requests is split
  * over lanes; a smaller one is not worth the extra requests. */
 #define SPLIT_MIN 4
@@ -257,7 +263,12 @@ struct reader {
 	uint32_t blob;
 	uint32_t gen;	   /* bumped on every jump (a seek) */
 	bool seen;	   /* has read at least once */
-	bool from_start;   /* its first read was at offset 0 */
+		bool from_start;  /* its first read was at offset 0 */
+	uint64_t run_start; /* where its run began */
+	uint64_t last_run;  /* bytes its run before this one read; 0: none */
+	uint64_t last_len;  /* its last read's length */
+	uint64_t spec_end;  /* a large read's pieces are fetched to here
+			       (speculate); 0: none this run */
 	bool evident;	   /* this run is sequential enough to read ahead */
 	uint64_t cursor;   /* end of the run's furthest read */
 	uint64_t run;	   /* bytes read sequentially after the run's first

@@ -652,11 +652,23 @@ static uint32_t lanes_free(const struct pace *p, uint32_t blob)
 static bool wait_sequential(const struct pace *p, const struct wait *w,
 			    const struct reader *r)
 {
-	if (!r || r->w == 0)
-		return false;
+		if (!r || r->w == 0 || !r->evident)
+		return false; /* no window, or a large read's (speculate) */
 	return !r->jumped ||
 	       (r->from_start && r->gen == 0 && w->off < SEQ_BACK &&
 		w->end - w->off < SPLIT_MIN * p->cfg.min_request);
+}
+
+/* The end of what waiting read w asks: its own end, or, for a reader
+ * whose large read is under way (speculate), the end of that read's
+ * pieces. */
+static uint64_t wait_reach(const struct pace *p, const struct wait *w)
+{
+	const struct reader *r = pace__reader_get(p, w->reader);
+
+	if (r && !r->evident && r->spec_end > w->end)
+		return r->spec_end;
+	return w->end;
 }
 
 /* How much of waiting read w, from x on, one request on source src takes,
@@ -691,6 +703,11 @@ static uint64_t demand_share(const struct pace *p, const struct wait *w,
 				   r->w / share);
 		return pace__max64(left, want);
 	}
+				left = wait_reach(p, w) - x;
+	/* A large read's pieces (whole chunks still: a cache in front keys
+	 * on them) bound the requests; a read alone is one chunk at least. */
+	if (wait_reach(p, w) > w->end)
+		*lim = pace__align_up(wait_reach(p, w), p->cfg.align);
 	n = lanes_free(p, w->blob);
 	if (n <= 1)
 		return left;
@@ -706,9 +723,10 @@ static uint32_t yields_wanted(const struct pace *p, const struct wait *w,
 	const struct reader *r = pace__reader_get(p, w->reader);
 	uint64_t n;
 
-	if (wait_sequential(p, w, r))
+		if (wait_sequential(p, w, r))
 		return 1;
-	n = (w->end - x + p->cfg.min_request - 1) / p->cfg.min_request;
+	n = (wait_reach(p, w) - x + p->cfg.min_request - 1) /
+	    p->cfg.min_request;
 	return (uint32_t)pace__min64(pace__max64(n, 1), p->cfg.max_lanes);
 }
 
@@ -782,8 +800,8 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi)
 			pace__emit(&o->acts[o->n++], PACE_ACT_SET_END, p, own);
 			p->stats.steals++;
 		}
-		x = pace__first_free(p, w->blob, a0, w->end, &ge);
-		if (x >= w->end)
+				x = pace__first_free(p, w->blob, a0, wait_reach(p, w), &ge);
+		if (x >= wait_reach(p, w))
 			break;
 		src = pace__pick_source(p, w->blob, true);
 		l = pace__idle_lane(p);

@@ -211,11 +211,42 @@ static void window_update(struct pace *p, struct reader *r)
 	}
 }
 
+/* A reader with no window reads a piece of the kernel's (kernel_piece)
+ * at a jump, or reads on where such a piece ended: the kernel is handing
+ * a large read over one piece a round trip. The bytes up to its run's
+ * start plus its last run's length (what it read at a time before;
+ * SPEC_DEFAULT for a reader with none) become its window for this run,
+ * so that the pieces to come are fetched at once over the lanes
+ * (demand_share splits them). A reader whose reads are a piece or less
+ * gets nothing more: its last run says so. */
+static void speculate(struct pace *p, struct reader *r, uint64_t off,
+		      uint64_t len, uint64_t prev_cursor, bool seq)
+{
+	const struct blob *b = &p->blobs[r->blob];
+	uint64_t want;
+
+	if (r->spec_end == 0) {
+		if (!p->cfg.kernel_piece)
+			return;
+		if (seq ? r->last_len != p->cfg.kernel_piece ||
+				  off != prev_cursor
+			: len != p->cfg.kernel_piece)
+			return;
+		want = r->last_run ? r->last_run : SPEC_DEFAULT;
+		want = pace__min64(want, p->cfg.seq_min);
+		r->spec_end = pace__min64(
+			pace__align_up(pace__sat_add(r->run_start, want),
+				       p->cfg.align),
+			b->size);
+	}
+	r->w = r->spec_end > r->cursor ? r->spec_end - r->cursor : 0;
+}
+
 int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 		     uint64_t len, uint64_t now_ns)
 {
-	struct reader *r = p ? pace__reader_get(p, reader) : NULL;
-	uint64_t end, fwd;
+		struct reader *r = p ? pace__reader_get(p, reader) : NULL;
+	uint64_t end, fwd, prev_cursor;
 	bool seq;
 
 	if (!r)
@@ -223,7 +254,8 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 	if (len > UINT64_MAX - off)
 		return -EINVAL;
 	pace__tick(p, now_ns);
-	end = off + len;
+		end = off + len;
+	prev_cursor = r->cursor;
 	r->had_window = r->w > 0;
 	fwd = r->w ? pace__min64(SEQ_FWD, r->w) : 0;
 	seq = r->seen && off + SEQ_BACK >= r->cursor && off <= r->cursor + fwd;
@@ -235,18 +267,19 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 
 		consume(p, r, len);
 		/* A jump: a new run starts here. A reader whose first read is
-		 * at the file's start is taken as sequential at once (cp,
-		 * players, checksums; "at the start" is within SEQ_BACK of
-		 * it, as the kernel hands a large first read over in pieces
-		 * that FUSE threads may deliver in any order), and so is one
-		 * that streamed: its
-		 * window reopens at once, at seq_min, the run it would
+		 		 * at the file's start is taken as sequential at once (cp,
+		 * players, checksums; also when its first read was near the
+		 * start and its next one at it, below), and so is one that
+		 * streamed: its window reopens at once, at seq_min, the run it would
 		 * otherwise have to show first, so that the kernel's
 		 * readahead-sized pieces of a large read at the new position
 		 * are under way together. Any other run must show it. */
-		r->evident = (!r->seen && off < SEQ_BACK) || streamed;
+				r->evident = (!r->seen && off == 0) || streamed;
 		if (!r->seen)
-			r->from_start = off < SEQ_BACK;
+			r->from_start = off == 0;
+		r->last_run = r->seen ? r->cursor - r->run_start : 0;
+		r->run_start = off;
+		r->spec_end = 0;
 		if (r->seen)
 			r->gen++;
 		r->seen = true;
@@ -259,7 +292,14 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 	} else {
 		uint64_t adv = end > r->cursor ? end - r->cursor : 0;
 
-		consume(p, r, adv);
+				consume(p, r, adv);
+		/* A first read near the start, then the start itself: the
+		 * kernel's pieces of a read from the start, which FUSE
+		 * threads delivered out of order. */
+		if (off == 0 && r->gen == 0 && !r->evident) {
+			r->evident = true;
+			r->from_start = true;
+		}
 		r->jumped = false;
 		r->cursor += adv;
 		r->run += adv;
@@ -269,9 +309,12 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 	 * application: up to kernel_ahead of the run may be its doing. */
 	if (!r->evident &&
 	    r->run >= pace__sat_add(p->cfg.seq_min, p->cfg.kernel_ahead))
-		r->evident = true;
+				r->evident = true;
 	if (r->evident)
 		window_update(p, r);
+		else if (r->w == 0 || r->spec_end != 0)
+		speculate(p, r, off, len, prev_cursor, seq);
+	r->last_len = len;
 	if (r->from_start && r->gen == 0 && r->run == 0 && r->w > 0)
 		r->w = pace__max64(r->w, whole_window(p, r));
 	return 0;

@@ -316,6 +316,108 @@ static int from_command(struct fs_creds *c, const char *cmd, bool headers_too,
 	return rc;
 }
 
+/* The key of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (with
+ * AWS_SESSION_TOKEN), into s when both are set (*found). */
+static int key_from_env(struct creds_set *s, bool *found, char *err,
+			size_t errlen)
+{
+	const char *id = getenv("AWS_ACCESS_KEY_ID");
+	const char *secret = getenv("AWS_SECRET_ACCESS_KEY");
+	const char *token = getenv("AWS_SESSION_TOKEN");
+	int rc;
+
+	*found = id != NULL && id[0] != '\0' && secret != NULL &&
+		 secret[0] != '\0';
+	if (!*found)
+		return 0;
+	rc = bad_value("AWS_ACCESS_KEY_ID", id, err, errlen);
+	if (rc == 0)
+		rc = bad_value("AWS_SECRET_ACCESS_KEY", secret, err, errlen);
+	if (rc == 0)
+		rc = bad_value("AWS_SESSION_TOKEN", token, err, errlen);
+	if (rc != 0)
+		return rc;
+	s->id = strdup(id);
+	s->secret = strdup(secret);
+	s->token = token != NULL && token[0] != '\0' ? strdup(token) : NULL;
+	snprintf(s->source, sizeof(s->source),
+		 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
+	return s->id == NULL || s->secret == NULL ? -ENOMEM : 0;
+}
+
+/* Adds what the AWS file at path (f: 0 the credentials file, 1 the
+ * config file) says of profile `name` to prof. A file that gives a
+ * secret or a command must pass fs__file_check, and every key it gives
+ * the token check; the file that gives the key id is s's source, the one
+ * that gives the credential_process *cp_file. A missing file is no
+ * error. */
+static int read_aws_file(struct fs_creds *c, struct creds_set *s,
+			 const char *path, int f, const char *name,
+			 struct fs_aws_profile *prof, int *cp_file, char *err,
+			 size_t errlen)
+{
+	bool had_secret = prof->secret_access_key != NULL;
+	bool had_token = prof->session_token != NULL;
+	bool had_command = prof->credential_process != NULL;
+	char what[4200];
+	struct stat st;
+	size_t len = 0;
+	char *text;
+	int found, rc = 0;
+
+	watch(c, path);
+	text = slurp(path, &st, &len);
+	if (text == NULL && errno == EINVAL) {
+		snprintf(err, errlen, "%s: not a regular file; refused", path);
+		return -EINVAL;
+	}
+	if (text == NULL && errno == EFBIG) {
+		snprintf(err, errlen,
+			 "%s: larger than any credentials file (%u "
+			 "bytes at most); refused",
+			 path, (unsigned)CREDS_TEXT_MAX);
+		return -EFBIG;
+	}
+	if (text == NULL)
+		return 0;
+	found = fs__aws_profile_parse(text, len, name, f == 1, prof);
+	explicit_bzero(text, len);
+	free(text);
+	if (found <= 0)
+		return found;
+	if ((!had_secret && prof->secret_access_key != NULL) ||
+	    (!had_token && prof->session_token != NULL))
+		rc = fs__file_check(path, &st, c->cfg.uid, FS_FILE_SECRETS,
+				    c->cfg.readable_ok, err, errlen);
+	if (!had_command && prof->credential_process != NULL)
+		*cp_file = f;
+	if (rc == 0 && !had_command && prof->credential_process != NULL)
+		rc = fs__file_check(path, &st, c->cfg.uid, FS_FILE_COMMAND,
+				    c->cfg.readable_ok, err, errlen);
+	if (rc == 0) {
+		snprintf(what, sizeof(what),
+			 "aws_access_key_id of profile '%.64s' in %.4000s",
+			 name, path);
+		rc = bad_value(what, prof->access_key_id, err, errlen);
+	}
+	if (rc == 0) {
+		snprintf(what, sizeof(what),
+			 "aws_secret_access_key of profile '%.64s' in %.4000s",
+			 name, path);
+		rc = bad_value(what, prof->secret_access_key, err, errlen);
+	}
+	if (rc == 0) {
+		snprintf(what, sizeof(what),
+			 "aws_session_token of profile '%.64s' in %.4000s",
+			 name, path);
+		rc = bad_value(what, prof->session_token, err, errlen);
+	}
+	if (rc == 0 && s->source[0] == '\0' && prof->access_key_id != NULL)
+		snprintf(s->source, sizeof(s->source),
+			 "profile '%.40s' in %.100s", name, path);
+	return rc;
+}
+
 /* The AWS key, in the AWS tools' order: the environment, then the
  * profile in the credentials file, then in the config file (keys or a
  * credential_process). None is no error: a public bucket needs none. A
@@ -324,106 +426,21 @@ static int from_command(struct fs_creds *c, const char *cmd, bool headers_too,
 static int find_key(struct fs_creds *c, struct creds_set *s, char *err,
 		    size_t errlen)
 {
-	const char *id = getenv("AWS_ACCESS_KEY_ID");
-	const char *secret = getenv("AWS_SECRET_ACCESS_KEY");
-	const char *token = getenv("AWS_SESSION_TOKEN");
 	const char *name = profile_name();
 	struct fs_aws_profile prof = {0};
-	char path[2][4096], why[256], what[4200];
-	int rc = 0, cp_file = 1;
+	char path[2][4096], why[256];
+	int rc, cp_file = 1;
+	bool from_env;
 
-	if (id != NULL && id[0] != '\0' && secret != NULL && secret[0] != '\0') {
-		rc = bad_value("AWS_ACCESS_KEY_ID", id, err, errlen);
-		if (rc == 0)
-			rc = bad_value("AWS_SECRET_ACCESS_KEY", secret, err,
-				       errlen);
-		if (rc == 0)
-			rc = bad_value("AWS_SESSION_TOKEN", token, err, errlen);
-		if (rc != 0)
-			return rc;
-		s->id = strdup(id);
-		s->secret = strdup(secret);
-		s->token = token != NULL && token[0] != '\0' ? strdup(token)
-							     : NULL;
-		snprintf(s->source, sizeof(s->source),
-			 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
-		return s->id == NULL || s->secret == NULL ? -ENOMEM : 0;
-	}
+	rc = key_from_env(s, &from_env, err, errlen);
+	if (from_env)
+		return rc;
 	aws_path("AWS_SHARED_CREDENTIALS_FILE", "credentials", path[0],
 		 sizeof(path[0]));
 	aws_path("AWS_CONFIG_FILE", "config", path[1], sizeof(path[1]));
-	for (int f = 0; f < 2 && rc == 0; f++) {
-		struct stat st;
-		size_t len = 0;
-		char *text;
-		bool had_secret = prof.secret_access_key != NULL;
-		bool had_token = prof.session_token != NULL;
-		bool had_command = prof.credential_process != NULL;
-		int found;
-
-		watch(c, path[f]);
-		text = slurp(path[f], &st, &len);
-		if (text == NULL && errno == EINVAL) {
-			snprintf(err, errlen, "%s: not a regular file; refused",
-				 path[f]);
-			rc = -EINVAL;
-			break;
-		}
-		if (text == NULL && errno == EFBIG) {
-			snprintf(err, errlen,
-				 "%s: larger than any credentials file (%u "
-				 "bytes at most); refused",
-				 path[f], (unsigned)CREDS_TEXT_MAX);
-			rc = -EFBIG;
-			break;
-		}
-		if (text == NULL)
-			continue;
-		found = fs__aws_profile_parse(text, len, name, f == 1, &prof);
-		explicit_bzero(text, len);
-		free(text);
-		if (found < 0) {
-			rc = found;
-			break;
-		}
-		if (found > 0 &&
-		    ((!had_secret && prof.secret_access_key != NULL) ||
-		     (!had_token && prof.session_token != NULL)))
-			rc = fs__file_check(path[f], &st, c->cfg.uid,
-					    FS_FILE_SECRETS, c->cfg.readable_ok,
-					    err, errlen);
-		if (found > 0 && !had_command &&
-		    prof.credential_process != NULL)
-			cp_file = f;
-		if (rc == 0 && found > 0 && !had_command &&
-		    prof.credential_process != NULL)
-			rc = fs__file_check(path[f], &st, c->cfg.uid,
-					    FS_FILE_COMMAND, c->cfg.readable_ok,
-					    err, errlen);
-		if (rc == 0 && found > 0) {
-			snprintf(what, sizeof(what),
-				 "aws_access_key_id of profile '%.64s' in %.4000s",
-				 name, path[f]);
-			rc = bad_value(what, prof.access_key_id, err, errlen);
-		}
-		if (rc == 0 && found > 0) {
-			snprintf(what, sizeof(what),
-				 "aws_secret_access_key of profile '%.64s' in %.4000s",
-				 name, path[f]);
-			rc = bad_value(what, prof.secret_access_key, err,
-				       errlen);
-		}
-		if (rc == 0 && found > 0) {
-			snprintf(what, sizeof(what),
-				 "aws_session_token of profile '%.64s' in %.4000s",
-				 name, path[f]);
-			rc = bad_value(what, prof.session_token, err, errlen);
-		}
-		if (rc == 0 && found > 0 && s->source[0] == '\0' &&
-		    prof.access_key_id != NULL)
-			snprintf(s->source, sizeof(s->source),
-				 "profile '%.40s' in %.100s", name, path[f]);
-	}
+	for (int f = 0; f < 2 && rc == 0; f++)
+		rc = read_aws_file(c, s, path[f], f, name, &prof, &cp_file, err,
+				   errlen);
 	if (rc == 0 && prof.access_key_id != NULL &&
 	    prof.secret_access_key != NULL) {
 		s->id = prof.access_key_id;
@@ -593,18 +610,7 @@ static bool expiring(const struct fs_creds *c, int64_t now)
 }
 
 /* A line of the thread's, through the configuration's log hook. */
-__attribute__((format(printf, 3, 4))) static void
-creds_log(const struct fs_creds *c, enum fs_log_level level, const char *fmt,
-	  ...)
-{
-	va_list ap;
-
-	if (c->cfg.log == NULL)
-		return;
-	va_start(ap, fmt);
-	c->cfg.log(c->cfg.log_ctx, level, fmt, ap);
-	va_end(ap);
-}
+#define creds_log(c, ...) fs__log_via((c)->cfg.log, (c)->cfg.log_ctx, __VA_ARGS__)
 
 static void *watcher(void *arg)
 {

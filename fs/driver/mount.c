@@ -721,23 +721,88 @@ static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
 	return rc;
 }
 
-int fs_main(int argc, char **argv)
+/* Everything the mount needs before libfuse mounts it, checked here in
+ * the parent so that an error is one line on the terminal: libcurl, the
+ * fetch configuration and credentials, the proxies, the cache, the
+ * source's probe or listing (prepare) and the namespace. Returns 0, or 1
+ * with the line written; what it made is m's and p's to free. */
+static int prepare_mount(struct fs_opts *o, struct fs_mount *m,
+			 struct prepared *p)
 {
-	struct fs_opts o;
-	struct fuse_session *se = NULL;
 	struct cache *cache = NULL;
-	struct fs_mount m;
-	struct prepared p;
-	struct fs_exit_guard guard;
 	char err[1024];
-	int status = 1, rc, metrics_fd = -1;
+	int rc;
 
+	if (fetch_global_init() != 0)
+		return fail("cannot initialise libcurl");
+	if (o->insecure)
+		fs__log(FS_LOG_WARN, "insecure: TLS certificates and host "
+				     "names are not verified");
+	/* Before the first request: the probe is counted too. */
+	if (fs__metrics_new(o->mountpoint, o->metrics_labels,
+			    o->nmetrics_labels, &m->metrics) != 0)
+		return fail("out of memory");
+	fetch_config_from(o, &m->fetch);
+	m->fetch.on_request = fs__metrics_on_request;
+	m->fetch.request_ctx = m->metrics;
+	if (make_creds(o, p, &m->fetch) != 0)
+		return 1;
+	m->s3 = p->s3.bucket != NULL ? &p->s3 : NULL;
+	m->creds = p->creds;
+	/* A key is a name: "a/../x" is that object, not "x". */
+	m->fetch.path_as_is = m->s3 != NULL;
+	m->read_timeout_ns = (uint64_t)o->read_timeout_s * 1000000000u;
+	if (o->proxy != NULL &&
+	    fetch_proxies_new(o->proxy, (uint64_t)o->proxy_reset_s * 1000u,
+			      &m->fetch.proxies, err, sizeof(err)) != 0)
+		return fail("%s", err);
+	/* Open the cache once here to report problems on the terminal; the
+	 * daemon reopens it, as an LMDB environment must not cross fork. */
+	if (open_cache(o, true, &m->engine, &cache) != 0 ||
+	    absolute_cache_dir(&o->cache_dir) != 0)
+		return 1;
+	rc = prepare(o, &m->fetch, cache, p);
+	cache_close(cache);
+	if (rc != 0)
+		return 1;
+	if (fs__ns_new(&m->ns) != 0)
+		return fail("out of memory");
+	pthread_mutex_init(&m->learn_mu, NULL);
+	m->uid = getuid();
+	m->gid = getgid();
+	clock_gettime(CLOCK_REALTIME, &m->mtime);
+	m->attr_timeout = o->attr_timeout_s;
+	m->entry_timeout = o->entry_timeout_s;
+	m->listing_ttl_ns = (uint64_t)o->listing_ttl_s * 1000000000u;
+	m->revalidate_s = o->revalidate_s;
+	return 0;
+}
+
+/* pacefs status, cache and prefetch; -1 when argv names none of them. */
+static int subcommand(int argc, char **argv)
+{
 	if (argc > 1 && strcmp(argv[1], "status") == 0)
 		return fs_status_command(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "cache") == 0)
 		return fs_cache_command(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "prefetch") == 0)
 		return fs_prefetch_command(argc, argv);
+	return -1;
+}
+
+int fs_main(int argc, char **argv)
+{
+	struct fs_opts o;
+	struct fuse_session *se = NULL;
+	struct fs_mount m;
+	struct prepared p;
+	struct fs_exit_guard guard;
+	char err[1024];
+	int status = subcommand(argc, argv), metrics_fd = -1;
+
+	if (status >= 0)
+		return status;
+	status = 1;
 	if (fs_opts_parse(argc, argv, &o, err, sizeof(err)) != 0) {
 		fs_opts_scrub_argv(argc, argv);
 		return fail("%s", err);
@@ -762,12 +827,6 @@ int fs_main(int argc, char **argv)
 	p.kind = kind_of(o.url);
 	if (check_inputs(&o, p.kind, &p.s3, p.name, sizeof(p.name)) != 0)
 		goto out_prepared;
-	/* Before the first request: the probe is counted too. */
-	if (fs__metrics_new(o.mountpoint, o.metrics_labels, o.nmetrics_labels,
-			    &m.metrics) != 0) {
-		fail("out of memory");
-		goto out_prepared;
-	}
 
 	/* libfuse refuses unknown options here, before anything is done. */
 	if (add_fuse_opt(&o.fuse_args, "ro,subtype=pacefs,fsname=pacefs") !=
@@ -780,58 +839,16 @@ int fs_main(int argc, char **argv)
 	if (se == NULL)
 		goto out_opts; /* libfuse said which option, on stderr */
 	m.se = se;
-
-	if (fetch_global_init() != 0) {
-		fail("cannot initialise libcurl");
+	if (prepare_mount(&o, &m, &p) != 0)
 		goto out_session;
-	}
-	if (o.insecure)
-		fs__log(FS_LOG_WARN, "insecure: TLS certificates and host "
-				     "names are not verified");
-	fetch_config_from(&o, &m.fetch);
-	m.fetch.on_request = fs__metrics_on_request;
-	m.fetch.request_ctx = m.metrics;
-	if (make_creds(&o, &p, &m.fetch) != 0)
-		goto out_session;
-	m.s3 = p.s3.bucket != NULL ? &p.s3 : NULL;
-	m.creds = p.creds;
-	/* A key is a name: "a/../x" is that object, not "x". */
-	m.fetch.path_as_is = m.s3 != NULL;
-	m.read_timeout_ns = (uint64_t)o.read_timeout_s * 1000000000u;
-	if (o.proxy != NULL &&
-	    fetch_proxies_new(o.proxy, (uint64_t)o.proxy_reset_s * 1000u,
-			      &m.fetch.proxies, err, sizeof(err)) != 0) {
-		fail("%s", err);
-		goto out_session;
-	}
-	/* Open the cache once here to report problems on the terminal; the
-	 * daemon reopens it, as an LMDB environment must not cross fork. */
-	if (open_cache(&o, true, &m.engine, &cache) != 0 ||
-	    absolute_cache_dir(&o.cache_dir) != 0)
-		goto out_session;
-	rc = prepare(&o, &m.fetch, cache, &p);
-	cache_close(cache);
-	cache = NULL;
-	if (rc != 0)
-		goto out_session;
-	if (fs__ns_new(&m.ns) != 0) {
-		fail("out of memory");
-		goto out_session;
-	}
-	pthread_mutex_init(&m.learn_mu, NULL);
-	m.uid = getuid();
-	m.gid = getgid();
-	clock_gettime(CLOCK_REALTIME, &m.mtime);
-	m.attr_timeout = o.attr_timeout_s;
-	m.entry_timeout = o.entry_timeout_s;
-	m.listing_ttl_ns = (uint64_t)o.listing_ttl_s * 1000000000u;
-	m.revalidate_s = o.revalidate_s;
-
+	/* Bound here, so that a bad or busy address is a line on the
+	 * terminal and nothing is mounted; the daemon serves it. */
 	if (o.metrics != NULL &&
 	    fs__metrics_listen(o.metrics, &metrics_fd, err, sizeof(err)) != 0) {
 		fail("%s", err);
 		goto out_session;
 	}
+
 	if (fuse_set_signal_handlers(se) != 0) {
 		fail("cannot install signal handlers");
 		goto out_session;
@@ -846,8 +863,8 @@ int fs_main(int argc, char **argv)
 	} else {
 		if (!o.foreground)
 			fs__log_init(false, (enum fs_log_level)o.log_level);
-		status =
-			serve(&o, se, &m, &p, &guard, &metrics_fd) == 0 ? 0 : 1;
+		status = serve(&o, se, &m, &p, &guard, &metrics_fd) == 0 ? 0
+									: 1;
 	}
 	fs__exit_guard_unmount(&guard, se);
 out_signals:

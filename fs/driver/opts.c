@@ -1,8 +1,9 @@
-/* opts: the pacefs command line: our -o options, the positional URL and
- * mountpoint, and what is passed through to libfuse. */
+/* opts: the pacefs command line: the table of our -o options, the
+ * positional URL and mountpoint, what is passed through to libfuse, and
+ * the values options share (file names, sizes). */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,46 +24,14 @@
 _Static_assert(FS_CHUNK_MIN == CACHE_BLOCK_SIZE,
 	       "the smallest chunk is a cache block");
 
+/* What libfuse's parser tells apart before the table has a say: the
+ * command's own flags, and libfuse's "-o debug", which pacefs takes as
+ * -d. Every other -o option reaches opt_proc as FUSE_OPT_KEY_OPT. */
 enum {
 	KEY_HELP,
 	KEY_VERSION,
 	KEY_FOREGROUND,
 	KEY_DEBUG,
-	KEY_CACHE_DIR,
-	KEY_NAME,
-	KEY_LANES,
-	KEY_HOST_LANES,
-	KEY_CONNECT_TIMEOUT,
-	KEY_READ_TIMEOUT,
-	KEY_STALL_TIMEOUT,
-	KEY_LISTING_TTL,
-	KEY_LOG_LEVEL,
-	KEY_SHA256,
-	KEY_REVALIDATE,
-	KEY_CACHE_SIZE,
-	KEY_CACHE_SYNC,
-	KEY_ATTR_TIMEOUT,
-	KEY_ENTRY_TIMEOUT,
-	KEY_MIRROR,
-	KEY_HEADER,
-	KEY_HEADER_FILE,
-	KEY_CAFILE,
-	KEY_PROXY,
-	KEY_INSECURE,
-	KEY_CACHE_SHARED,
-	KEY_RETRY_AFTER_MAX,
-	KEY_READAHEAD,
-	KEY_ENDPOINT,
-	KEY_REGION,
-	KEY_S3_ADDRESSING,
-	KEY_AUTH_COMMAND,
-	KEY_CREDS_READABLE,
-	KEY_CHUNK,
-	KEY_INFLIGHT_MAX,
-	KEY_PROXY_RESET,
-	KEY_METRICS,
-	KEY_METRICS_LABEL,
-	KEY_LOG_FORMAT,
 };
 
 static const struct fuse_opt opt_spec[] = {
@@ -73,41 +42,6 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("-f", KEY_FOREGROUND),
 	FUSE_OPT_KEY("-d", KEY_DEBUG),
 	FUSE_OPT_KEY("debug", KEY_DEBUG),
-	FUSE_OPT_KEY("cache_dir=", KEY_CACHE_DIR),
-	FUSE_OPT_KEY("name=", KEY_NAME),
-	FUSE_OPT_KEY("lanes=", KEY_LANES),
-	FUSE_OPT_KEY("host_lanes=", KEY_HOST_LANES),
-	FUSE_OPT_KEY("connect_timeout=", KEY_CONNECT_TIMEOUT),
-	FUSE_OPT_KEY("read_timeout=", KEY_READ_TIMEOUT),
-	FUSE_OPT_KEY("stall_timeout=", KEY_STALL_TIMEOUT),
-	FUSE_OPT_KEY("retry_after_max=", KEY_RETRY_AFTER_MAX),
-	FUSE_OPT_KEY("readahead=", KEY_READAHEAD),
-	FUSE_OPT_KEY("chunk=", KEY_CHUNK),
-	FUSE_OPT_KEY("inflight_max=", KEY_INFLIGHT_MAX),
-	FUSE_OPT_KEY("proxy_reset=", KEY_PROXY_RESET),
-	FUSE_OPT_KEY("listing_ttl=", KEY_LISTING_TTL),
-	FUSE_OPT_KEY("log_level=", KEY_LOG_LEVEL),
-	FUSE_OPT_KEY("sha256=", KEY_SHA256),
-	FUSE_OPT_KEY("revalidate=", KEY_REVALIDATE),
-	FUSE_OPT_KEY("cache_size=", KEY_CACHE_SIZE),
-	FUSE_OPT_KEY("cache_sync=", KEY_CACHE_SYNC),
-	FUSE_OPT_KEY("attr_timeout=", KEY_ATTR_TIMEOUT),
-	FUSE_OPT_KEY("entry_timeout=", KEY_ENTRY_TIMEOUT),
-	FUSE_OPT_KEY("mirror=", KEY_MIRROR),
-	FUSE_OPT_KEY("header=", KEY_HEADER),
-	FUSE_OPT_KEY("header_file=", KEY_HEADER_FILE),
-	FUSE_OPT_KEY("cafile=", KEY_CAFILE),
-	FUSE_OPT_KEY("proxy=", KEY_PROXY),
-	FUSE_OPT_KEY("insecure", KEY_INSECURE),
-	FUSE_OPT_KEY("cache_shared", KEY_CACHE_SHARED),
-	FUSE_OPT_KEY("endpoint=", KEY_ENDPOINT),
-	FUSE_OPT_KEY("region=", KEY_REGION),
-	FUSE_OPT_KEY("s3_addressing=", KEY_S3_ADDRESSING),
-	FUSE_OPT_KEY("auth_command=", KEY_AUTH_COMMAND),
-	FUSE_OPT_KEY("creds_readable", KEY_CREDS_READABLE),
-	FUSE_OPT_KEY("metrics=", KEY_METRICS),
-	FUSE_OPT_KEY("metrics_label=", KEY_METRICS_LABEL),
-	FUSE_OPT_KEY("log_format=", KEY_LOG_FORMAT),
 	FUSE_OPT_END,
 };
 
@@ -115,382 +49,563 @@ struct parse_state {
 	struct fs_opts *o;
 	char *err;
 	size_t errlen;
-	int rc;
 };
 
-static int parse_error(struct parse_state *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+/* How an option's value is read, and the type of the field it sets. */
+enum opt_kind {
+	KIND_FLAG,   /* "name" alone: a bool, set */
+	KIND_STRING, /* "name=V": a char *, the last V given, not empty */
+	KIND_LIST,   /* "name=V", repeatable: appended to a char ** and its
+			unsigned count, V not empty */
+	KIND_UINT,   /* "name=N": an unsigned, lo <= N <= hi */
+	KIND_MS,     /* "name=S": seconds, three decimals at most, into an
+			unsigned count of ms, lo <= ms <= hi */
+	KIND_SIZE,   /* "name=SIZE": a uint64_t (fs_parse_size), lo to hi,
+			a power of two when pow2 */
+	KIND_CHOICE, /* "name=W": an int, W's index in choices */
+	KIND_OTHER,  /* "name=V": its check reads it and sets its fields */
+};
 
-static int parse_error(struct parse_state *s, const char *fmt, ...)
-{
-	va_list ap;
+/* One -o option: the parser reads it by its kind, --help prints its
+ * form and help, and a test holds the man page's and the README's lists
+ * to the table's (fs_opts_form). */
+struct opt_def {
+	const char *name;
+	enum opt_kind kind;
+	size_t field; /* offset of the field of struct fs_opts it sets */
+	size_t count; /* KIND_LIST: offset of the list's count */
+	uint64_t lo, hi;
+	bool pow2;
+	const char *const *choices; /* KIND_CHOICE: NULL-ended */
+	const char *why;	    /* KIND_SIZE: said after its least size */
+	/* Checks V after the kind's own checks and before it is stored
+	 * (KIND_OTHER: reads it); returns 0 or a negative errno with the
+	 * line in s->err. */
+	int (*check)(struct parse_state *s, const char *v);
+	const char *arg;  /* the value's name in --help and the man page */
+	const char *help; /* --help's text; '\n' starts an indented line */
+};
 
-	if (s->rc == 0) {
-		va_start(ap, fmt);
-		vsnprintf(s->err, s->errlen, fmt, ap);
-		va_end(ap);
-		s->rc = -EINVAL;
+/* The offset of struct fs_opts's field f, which must be of type t: a
+ * row whose kind does not match its field's type matches no association
+ * of the _Generic, and does not compile. */
+#define FIELD(f, t)                                                            \
+	(offsetof(struct fs_opts, f) +                                         \
+	 0 * _Generic(((struct fs_opts *)0)->f, t : 1))
+
+#define OPT_FLAG(n, f, h)                                                      \
+	{                                                                      \
+		.name = n, .kind = KIND_FLAG, .field = FIELD(f, bool),         \
+		.help = h                                                      \
 	}
-	return -1;
+#define OPT_STRING(n, f, chk, a, h)                                            \
+	{                                                                      \
+		.name = n, .kind = KIND_STRING, .field = FIELD(f, char *),     \
+		.check = chk, .arg = a, .help = h                              \
+	}
+#define OPT_LIST(n, f, cnt, chk, a, h)                                         \
+	{                                                                      \
+		.name = n, .kind = KIND_LIST, .field = FIELD(f, char **),      \
+		.count = FIELD(cnt, unsigned), .check = chk, .arg = a,         \
+		.help = h                                                      \
+	}
+#define OPT_UINT(n, f, l, u, a, h)                                             \
+	{                                                                      \
+		.name = n, .kind = KIND_UINT, .field = FIELD(f, unsigned),     \
+		.lo = l, .hi = u, .arg = a, .help = h                          \
+	}
+#define OPT_MS(n, f, l, u, a, h)                                               \
+	{                                                                      \
+		.name = n, .kind = KIND_MS, .field = FIELD(f, unsigned),       \
+		.lo = l, .hi = u, .arg = a, .help = h                          \
+	}
+#define OPT_SIZE(n, f, l, u, p2, y, a, h)                                      \
+	{                                                                      \
+		.name = n, .kind = KIND_SIZE, .field = FIELD(f, uint64_t),     \
+		.lo = l, .hi = u, .pow2 = p2, .why = y, .arg = a, .help = h    \
+	}
+#define OPT_CHOICE(n, f, c, a, h)                                              \
+	{                                                                      \
+		.name = n, .kind = KIND_CHOICE, .field = FIELD(f, int),        \
+		.choices = c, .arg = a, .help = h                              \
+	}
+#define OPT_OTHER(n, rd, a, h)                                                 \
+	{                                                                      \
+		.name = n, .kind = KIND_OTHER, .check = rd, .arg = a,          \
+		.help = h                                                      \
+	}
+
+/* Kept for a year at most: a longer TTL or cache time is a typo. */
+#define YEAR_S (86400u * 365u)
+
+static const char *const log_levels[] = {"error", "warning", "info", "debug",
+					 NULL};
+static const char *const log_formats[] = {"text", "json", NULL};
+/* In enum cache_sync's order. */
+static const char *const sync_modes[] = {"full", "meta", "none", NULL};
+_Static_assert(CACHE_SYNC_FULL == 0 && CACHE_SYNC_META == 1 &&
+		       CACHE_SYNC_NONE == 2,
+	       "-o cache_sync= stores its word's index");
+
+static int check_header(struct parse_state *s, const char *h);
+static int check_header_file(struct parse_state *s, const char *path);
+static int check_proxy(struct parse_state *s, const char *v);
+static int read_sha256(struct parse_state *s, const char *v);
+static int read_revalidate(struct parse_state *s, const char *v);
+static int check_metrics(struct parse_state *s, const char *v);
+static int check_metrics_label(struct parse_state *s, const char *v);
+
+/* In --help's order, which is the man page's. */
+static const struct opt_def opt_table[] = {
+	OPT_STRING("cache_dir", cache_dir, NULL, "DIR",
+		   "cache directory (default: $XDG_CACHE_HOME/pacefs,\n"
+		   "else ~/.cache/pacefs; /var/cache/pacefs for root)"),
+	OPT_FLAG("cache_shared", cache_shared,
+		 "accept a cache directory that another user owns\n"
+		 "or group/others may write (shared on purpose)"),
+	OPT_STRING("name", name, NULL, "NAME",
+		   "file name (default: the URL's last path segment)"),
+		OPT_UINT("lanes", lanes, 1, 256, "N",
+		 "connections of the whole mount (default: 32)"),
+	OPT_UINT("host_lanes", host_lanes, 1, 256, "N",
+		 "connections to one origin (default: 16)"),
+	OPT_UINT("connect_timeout", connect_timeout_s, 1, 3600, "SECS",
+		 "connect timeout in seconds (default: 10)"),
+	OPT_UINT("read_timeout", read_timeout_s, 1, 86400, "SECS",
+		 "a blocked read fails with EIO after SECS seconds,\n"
+		 "and a lookup or readdir waiting on a listing\n"
+		 "(default: 60)"),
+	OPT_UINT("stall_timeout", stall_timeout_s, 1, 3600, "SECS",
+		 "a transfer with no byte for SECS seconds is\n"
+		 "retried (default: 10)"),
+	OPT_MS("readahead", readahead_ms, 100, 600000, "SECS",
+	       "a sequential reader's lead: SECS seconds of\n"
+	       "what it consumes (default: 3)"),
+	/* A request is never cut to fit: the cap holds the largest. */
+	OPT_SIZE("inflight_max", inflight_max, FS_INFLIGHT_MIN, UINT64_MAX,
+		 false, "the largest request", "SIZE",
+		 "bytes requested and not yet received, at most\n"
+		 "(8M or more; default: no cap but the lanes')"),
+	OPT_UINT("retry_after_max", retry_after_max_s, 1, 86400, "SECS",
+		 "a 429 or 503 holds its source at most SECS\n"
+		 "seconds, whatever Retry-After asks (default: 60)"),
+	OPT_LIST("mirror", mirrors, nmirrors, NULL, "URL",
+		 "another source of the blob (repeatable)"),
+	OPT_LIST("header", headers, nheaders, check_header, "\"Name: value\"",
+		 "a request header (repeatable)"),
+	OPT_LIST("header_file", header_files, nheader_files, check_header_file,
+		 "FILE", "request headers from a file (mode 0600)"),
+	OPT_STRING("auth_command", auth_command, NULL, "CMD",
+		   "a command printing headers or S3 credential JSON"),
+	OPT_STRING("endpoint", endpoint, NULL, "URL",
+		   "S3: the server (http(s)://host[:port])"),
+	OPT_STRING("region", region, NULL, "R", "S3: the bucket's region"),
+	OPT_STRING("s3_addressing", s3_addressing, NULL, "path|virtual",
+		   "S3: BUCKET in the path or in the host name"),
+	OPT_FLAG("creds_readable", creds_readable,
+		 "accept a credentials file others may read"),
+	OPT_STRING("cafile", cafile, NULL, "FILE",
+		   "trust these CAs for HTTPS instead of the system's"),
+	/* Whole cache blocks, and a power of two so that a cache in front
+	 * of the origin (nginx's slice) can key on them. */
+	OPT_SIZE("chunk", chunk, FS_CHUNK_MIN, FS_CHUNK_MAX, true, NULL, "SIZE",
+		 "requests cover whole chunks (64K-8M; 64K)"),
+	OPT_STRING("proxy", proxy, check_proxy, "LIST",
+		   "proxies, \"A|B;C;DIRECT\": groups tried in order,\n"
+		   "members sharing the load"),
+	OPT_UINT("proxy_reset", proxy_reset_s, 1, 86400, "SECS",
+		 "a failed proxy is asked again after SECS (300)"),
+	OPT_FLAG("insecure", insecure, "do not verify TLS certificates"),
+	OPT_SIZE("cache_size", cache_size, 0, UINT64_MAX, false, NULL, "SIZE",
+		 "cache budget, least recently used out (K/M/G/T)"),
+	OPT_CHOICE("cache_sync", cache_sync, sync_modes, "MODE",
+		   "meta (default), full or none"),
+	OPT_OTHER("revalidate", read_revalidate, "POLICY",
+		  "always (default), never, or SECONDS since the\n"
+		  "origin last confirmed a file"),
+	OPT_OTHER("sha256", read_sha256, "HEX",
+		  "the blob's SHA-256, checked once it is all held"),
+	OPT_UINT("listing_ttl", listing_ttl_s, 0, YEAR_S, "SECS",
+		 "re-read directory indexes after SECS seconds (60)"),
+	OPT_UINT("attr_timeout", attr_timeout_s, 0, YEAR_S, "SECS",
+		 "kernel caching of attributes (default: 60)"),
+	OPT_UINT("entry_timeout", entry_timeout_s, 0, YEAR_S, "SECS",
+		 "kernel caching of names (default: 60)"),
+	OPT_CHOICE("log_level", log_level, log_levels, "LEVEL",
+		   "error, warning, info or debug (default: info)"),
+	OPT_CHOICE("log_format", log_format, log_formats, "FORMAT",
+		   "text (default) or json, one object a line"),
+	OPT_STRING("metrics", metrics, check_metrics, "ADDR:PORT",
+		   "serve Prometheus metrics at\nhttp://ADDR:PORT/metrics"),
+	OPT_LIST("metrics_label", metrics_labels, nmetrics_labels,
+		 check_metrics_label, "NAME=VALUE",
+		 "a label on every series (repeatable)"),
+};
+
+#define NOPTS (sizeof(opt_table) / sizeof(opt_table[0]))
+
+/* A size as the options write it: 64K, 8M. */
+static const char *size_name(uint64_t v, char *buf, size_t cap)
+{
+	static const char units[] = "TGMK";
+
+	for (int i = 0; i < 4; i++) {
+		uint64_t unit = 1ull << (10 * (4 - i));
+
+		if (v >= unit && v % unit == 0) {
+			snprintf(buf, cap, "%" PRIu64 "%c", v / unit, units[i]);
+			return buf;
+		}
+	}
+	snprintf(buf, cap, "%" PRIu64, v);
+	return buf;
 }
 
-/* Parses "key=S", seconds with at most three decimals, lo_ms <= S * 1000 <=
- * hi_ms, into *out_ms. */
-static int parse_ms(struct parse_state *s, const char *arg, unsigned lo_ms,
-		    unsigned hi_ms, unsigned *out_ms)
+/* Seconds with at most three decimals ("2.5") into ms, lo <= ms <= hi. */
+static bool read_ms(const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-	const char *eq = strchr(arg, '='), *p = eq + 1;
+	const char *p = v;
 	uint64_t ms = 0;
 	int whole = 0, frac = 0;
 
-	for (; *p >= '0' && *p <= '9' && ms <= hi_ms; p++, whole++)
+	for (; *p >= '0' && *p <= '9' && ms <= hi; p++, whole++)
 		ms = ms * 10 + (uint64_t)(*p - '0');
 	ms *= 1000;
 	if (*p == '.')
 		for (p++; *p >= '0' && *p <= '9' && frac < 3; p++, frac++)
 			ms += (uint64_t)(*p - '0') *
 			      (frac == 0 ? 100 : frac == 1 ? 10 : 1);
-	if (whole == 0 || *p != '\0' || ms < lo_ms || ms > hi_ms)
-		return parse_error(s,
-				   "option %.*s: '%s' is not a number of "
-				   "seconds from %u.%03u to %u (e.g. 2.5)",
-				   (int)(eq - arg), arg, eq + 1, lo_ms / 1000,
-				   lo_ms % 1000, hi_ms / 1000);
-	*out_ms = (unsigned)ms;
-	return 0;
+	if (whole == 0 || *p != '\0' || ms < lo || ms > hi)
+		return false;
+	*out = ms;
+	return true;
 }
 
-/* Parses "key=N" with lo <= N <= hi into *out. */
-static int parse_uint(struct parse_state *s, const char *arg, unsigned lo,
-		      unsigned hi, unsigned *out)
+/* A whole number, lo <= N <= hi. */
+static bool read_uint(const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-	const char *eq = strchr(arg, '=');
 	char *end;
-	unsigned long v;
+	unsigned long long n;
 
 	errno = 0;
-	v = strtoul(eq + 1, &end, 10);
-	if (eq[1] == '\0' || *end != '\0' || errno != 0 || v < lo || v > hi)
-		return parse_error(s,
-				   "option %.*s: '%s' is not a whole number "
-				   "from %u to %u",
-				   (int)(eq - arg), arg, eq + 1, lo, hi);
-	*out = (unsigned)v;
-	return 0;
+	n = strtoull(v, &end, 10);
+	if (v[0] == '\0' || *end != '\0' || errno != 0 || n < lo || n > hi)
+		return false;
+	*out = n;
+	return true;
 }
 
-/* Sets *out to the index of NAME=VALUE's value in names (NULL-ended), or
- * refuses it naming them all. */
-static int parse_choice(struct parse_state *s, const char *arg,
-			const char *const *names, int *out)
+/* The index of v in names (NULL-ended), or -1 with them all in all. */
+static int read_choice(const char *v, const char *const *names, char *all,
+		       size_t cap)
 {
-	const char *eq = strchr(arg, '=');
-	char all[128] = "";
 	size_t used = 0;
 
+	all[0] = '\0';
 	for (int i = 0; names[i] != NULL; i++) {
-		if (strcmp(eq + 1, names[i]) == 0) {
-			*out = i;
-			return 0;
-		}
-		used += (size_t)snprintf(all + used, sizeof(all) - used, "%s%s",
+		if (strcmp(v, names[i]) == 0)
+			return i;
+		used += (size_t)snprintf(all + used, cap - used, "%s%s",
 					 i ? ", " : "", names[i]);
 	}
-	return parse_error(s, "option %.*s: '%s' is not one of %s",
-			   (int)(eq - arg), arg, eq + 1, all);
+	return -1;
 }
 
-static int set_string(struct parse_state *s, const char *arg, char **field)
+/* The refusal of a number or a size, naming what it should be. */
+static int refuse_value(struct parse_state *s, const struct opt_def *d,
+			const char *v)
 {
-	const char *eq = strchr(arg, '=');
+	char lo[32], hi[32];
 
-	if (eq[1] == '\0')
-		return parse_error(s, "option %.*s: empty value",
-				   (int)(eq - arg), arg);
-	free(*field);
-	*field = strdup(eq + 1);
-	if (*field == NULL)
-		return parse_error(s, "out of memory");
-	return 0;
-}
-
-/* Appends the value of "key=value" to a list of strings. */
-static int add_string(struct parse_state *s, const char *arg, char ***list,
-		      unsigned *n)
-{
-	char **grown;
-	char *v = NULL;
-
-	if (set_string(s, arg, &v) != 0)
-		return -1;
-	grown = realloc(*list, (*n + 1) * sizeof(**list));
-	if (grown == NULL) {
-		free(v);
-		return parse_error(s, "out of memory");
+	switch (d->kind) {
+	case KIND_UINT:
+		return fs__errf(s->err, s->errlen, -EINVAL,
+				"option %s: '%s' is not a whole number from "
+				"%" PRIu64 " to %" PRIu64,
+				d->name, v, d->lo, d->hi);
+	case KIND_MS:
+		return fs__errf(s->err, s->errlen, -EINVAL,
+				"option %s: '%s' is not a number of seconds "
+				"from %" PRIu64 ".%03" PRIu64 " to %" PRIu64
+				" (e.g. 2.5)",
+				d->name, v, d->lo / 1000, d->lo % 1000,
+				d->hi / 1000);
+	default:
+		break;
 	}
-	grown[(*n)++] = v;
+	if (d->pow2)
+		return fs__errf(s->err, s->errlen, -EINVAL,
+				"option %s: '%s' is not a power of two from "
+				"%s to %s",
+				d->name, v, size_name(d->lo, lo, sizeof(lo)),
+				size_name(d->hi, hi, sizeof(hi)));
+	if (d->lo > 0)
+		return fs__errf(s->err, s->errlen, -EINVAL,
+				"option %s: '%s' is not a size of at least "
+				"%s%s%s%s",
+				d->name, v, size_name(d->lo, lo, sizeof(lo)),
+				d->why ? " (" : "", d->why ? d->why : "",
+				d->why ? ")" : "");
+	return fs__errf(s->err, s->errlen, -EINVAL,
+			"option %s: '%s' is not a size (a number with an "
+			"optional K, M, G or T)",
+			d->name, v);
+}
+
+/* Appends a copy of v to the list at field, its count at count. */
+static int append(char ***list, unsigned *n, const char *v)
+{
+	char **grown = realloc(*list, (*n + 1) * sizeof(**list));
+
+	if (grown == NULL)
+		return -ENOMEM;
 	*list = grown;
+	grown[*n] = strdup(v);
+	if (grown[*n] == NULL)
+		return -ENOMEM;
+	(*n)++;
 	return 0;
 }
 
-/* A header must be "Name: value" on one line, with a token for a name. */
+/* A string or a list's value, once checked. */
+static int store_string(struct parse_state *s, const struct opt_def *d,
+			const char *v)
+{
+	char *field = (char *)s->o + d->field;
+	int rc = 0;
+
+	if (v[0] == '\0')
+		return fs__errf(s->err, s->errlen, -EINVAL,
+				"option %s: empty value", d->name);
+	if (d->check != NULL) {
+		rc = d->check(s, v);
+		if (rc != 0)
+			return rc;
+	}
+	if (d->kind == KIND_LIST) {
+		rc = append((char ***)(void *)field,
+			    (unsigned *)(void *)((char *)s->o + d->count), v);
+	} else {
+		char *copy = strdup(v);
+
+		free(*(char **)(void *)field);
+		*(char **)(void *)field = copy;
+		rc = copy != NULL ? 0 : -ENOMEM;
+	}
+	if (rc != 0)
+		return fs__errf(s->err, s->errlen, rc, "out of memory");
+	return 0;
+}
+
+/* Reads "name=V" (or a flag's "name") into the field its row names. */
+static int read_option(struct parse_state *s, const struct opt_def *d,
+		       const char *v)
+{
+	void *field = (char *)s->o + d->field;
+	char all[128];
+	uint64_t n;
+	int i;
+
+	switch (d->kind) {
+	case KIND_FLAG:
+		*(bool *)field = true;
+		return 0;
+	case KIND_STRING:
+	case KIND_LIST:
+		return store_string(s, d, v);
+	case KIND_UINT:
+		if (!read_uint(v, d->lo, d->hi, &n))
+			return refuse_value(s, d, v);
+		*(unsigned *)field = (unsigned)n;
+		return 0;
+	case KIND_MS:
+		if (!read_ms(v, d->lo, d->hi, &n))
+			return refuse_value(s, d, v);
+		*(unsigned *)field = (unsigned)n;
+		return 0;
+	case KIND_SIZE:
+		if (fs_parse_size(v, &n) != 0 || n < d->lo || n > d->hi ||
+		    (d->pow2 && (n & (n - 1)) != 0))
+			return refuse_value(s, d, v);
+		*(uint64_t *)field = n;
+		return 0;
+	case KIND_CHOICE:
+		i = read_choice(v, d->choices, all, sizeof(all));
+		if (i < 0)
+			return fs__errf(s->err, s->errlen, -EINVAL,
+					"option %s: '%s' is not one of %s",
+					d->name, v, all);
+		*(int *)field = i;
+		return 0;
+	case KIND_OTHER:
+		return d->check(s, v);
+	}
+	return -EINVAL;
+}
+
+/* A header must be "Name: value" on one line, with a token for a name,
+ * and none of those pacefs sets. */
 static int check_header(struct parse_state *s, const char *h)
 {
 	const char *colon = strchr(h, ':');
 
 	if (fs__header_check(h, strlen(h)) != 0)
-		return parse_error(s,
-				   "option header: '%.*s...' is not 'Name: "
-				   "value' on one line",
-				   (int)(colon != NULL ? colon - h : 20), h);
+		return fs__errf(s->err, s->errlen, -EINVAL,
+				"option header: '%.*s...' is not 'Name: "
+				"value' on one line",
+				(int)(colon != NULL ? colon - h : 20), h);
 	if (fs__header_owned(h, strlen(h)) != NULL)
-		return parse_error(s, "option header: pacefs sets %s itself",
-				   fs__header_owned(h, strlen(h)));
+		return fs__errf(s->err, s->errlen, -EINVAL,
+				"option header: pacefs sets %s itself",
+				fs__header_owned(h, strlen(h)));
 	return 0;
 }
 
-/* -o metrics=, -o metrics_label=, -o log_format=: what operators run
- * the mount with (fs/driver/metrics.c and metricsd.c check them). */
-static int set_operating(struct parse_state *s, int key, const char *arg)
+/* Checks the file that "header_file=PATH" names; the mount reads it
+ * (fs/auth/creds.c), and again whenever it changes. */
+static int check_header_file(struct parse_state *s, const char *path)
 {
-	static const char *const formats[] = {"text", "json", NULL};
-	struct fs_opts *o = s->o;
-	const char *v = strchr(arg, '=') + 1;
-	char why[512];
-
-	switch (key) {
-	case KEY_METRICS:
-		if (fs__metrics_addr_check(v, why, sizeof(why)) != 0)
-			return parse_error(s, "%s", why);
-		return set_string(s, arg, &o->metrics);
-	case KEY_METRICS_LABEL:
-		if (fs__metrics_label_check(v, o->metrics_labels,
-					    o->nmetrics_labels, why,
-					    sizeof(why)) != 0)
-			return parse_error(s, "%s", why);
-		return add_string(s, arg, &o->metrics_labels,
-				  &o->nmetrics_labels);
-	default:
-		return parse_choice(s, arg, formats, &o->log_format);
-	}
-}
-
-/* Checks the file that "header_file=PATH" names and keeps its path: the
- * mount reads it (fs/auth/creds.c), and again whenever it changes. */
-static int add_header_file(struct parse_state *s, const char *arg)
-{
-	struct fs_opts *o = s->o;
-	const char *path = strchr(arg, '=') + 1;
 	char **list = NULL, why[512];
 	unsigned n = 0;
 
 	if (fs__headers_load(path, geteuid(), &list, &n, why, sizeof(why)) != 0)
-		return parse_error(s, "option header_file: %s", why);
+		return fs__errf(s->err, s->errlen, -EINVAL,
+				"option header_file: %s", why);
 	fs__headers_free(list, n);
-	return add_string(s, arg, &o->header_files, &o->nheader_files);
+	return 0;
 }
 
+/* Refused here, with the part that is wrong; mount.c builds the list the
+ * requests use. */
+static int check_proxy(struct parse_state *s, const char *v)
+{
+	struct fetch_proxies *list = NULL;
+	char why[256];
+
+	if (fetch_proxies_new(v, 0, &list, why, sizeof(why)) != 0)
+		return fs__errf(s->err, s->errlen, -EINVAL, "%s", why);
+	fetch_proxies_free(list);
+	return 0;
+}
+
+static int read_sha256(struct parse_state *s, const char *v)
+{
+	size_t at;
+	int rc = fs__unhex(v, strlen(v), s->o->sha256, 32, &at);
+
+	if (rc == -EINVAL)
+		return fs__errf(s->err, s->errlen, -EINVAL,
+				"option sha256: expected 64 hex digits, got "
+				"%zu characters",
+				strlen(v));
+	if (rc != 0)
+		return fs__errf(s->err, s->errlen, -EINVAL,
+				"option sha256: '%c' is not a hex digit",
+				v[at]);
+	s->o->has_sha256 = true;
+	return 0;
+}
+
+/* always, never, or the seconds a confirmed record is trusted. */
+static int read_revalidate(struct parse_state *s, const char *v)
+{
+	uint64_t secs;
+
+	if (strcmp(v, "always") == 0)
+		s->o->revalidate_s = -1;
+	else if (strcmp(v, "never") == 0)
+		s->o->revalidate_s = INT64_MAX;
+	else if (read_uint(v, 0, UINT32_MAX, &secs))
+		s->o->revalidate_s = (int64_t)secs;
+	else
+		return fs__errf(s->err, s->errlen, -EINVAL,
+				"option revalidate: '%s' is not always, never "
+				"or a number of seconds",
+				v);
+	return 0;
+}
+
+/* fs/driver/metricsd.c and metrics.c say what is wrong, naming the
+ * option. */
+static int check_metrics(struct parse_state *s, const char *v)
+{
+	return fs__metrics_addr_check(v, s->err, s->errlen);
+}
+
+static int check_metrics_label(struct parse_state *s, const char *v)
+{
+	return fs__metrics_label_check(v, s->o->metrics_labels,
+				       s->o->nmetrics_labels, s->err,
+				       s->errlen);
+}
+
+/* The row of the -o option arg ("name=V" or a flag's "name"), or NULL
+ * when it is none of ours: "name=V" for a flag, or "name" alone for a
+ * value, is libfuse's to take or refuse, as an unknown name is. */
+static const struct opt_def *find_option(const char *arg, const char **v)
+{
+	const char *eq = strchr(arg, '=');
+	size_t len = eq != NULL ? (size_t)(eq - arg) : strlen(arg);
+
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct opt_def *d = &opt_table[i];
+
+		if (strlen(d->name) != len || strncmp(d->name, arg, len) != 0)
+			continue;
+		if ((d->kind == KIND_FLAG) != (eq == NULL))
+			return NULL;
+		*v = eq != NULL ? eq + 1 : "";
+		return d;
+	}
+	return NULL;
+}
+
+/* A positional argument: the URL, then the mountpoint. */
+static int positional(struct parse_state *s, const char *arg)
+{
+	char **slot = s->o->url == NULL ? &s->o->url : &s->o->mountpoint;
+
+	if (*slot != NULL)
+		return fs__errf(s->err, s->errlen, -EINVAL,
+				"unexpected argument '%s' (usage: pacefs "
+				"[options] URL MOUNTPOINT)",
+				arg);
+	*slot = strdup(arg);
+	return *slot != NULL ? 0 : -ENOMEM;
+}
+
+/* libfuse's callback: 0 consumed, 1 left for libfuse, -1 refused (the
+ * line in s->err, but for an allocation that failed). */
 static int opt_proc(void *data, const char *arg, int key,
 		    struct fuse_args *outargs)
 {
 	struct parse_state *s = data;
-	struct fs_opts *o = s->o;
+	const struct opt_def *d;
+	const char *v = NULL;
 
 	(void)outargs;
 	switch (key) {
 	case KEY_HELP:
-		o->show_help = true;
+		s->o->show_help = true;
 		return 0;
 	case KEY_VERSION:
-		o->show_version = true;
+		s->o->show_version = true;
 		return 0;
 	case KEY_FOREGROUND:
-		o->foreground = true;
+		s->o->foreground = true;
 		return 0;
 	case KEY_DEBUG:
-		o->debug = true;
-		o->foreground = true;
-		o->log_level = 3;
-		return 0;
-	case KEY_CACHE_DIR:
-		return set_string(s, arg, &o->cache_dir);
-	case KEY_NAME:
-		return set_string(s, arg, &o->name);
-	case KEY_LANES:
-		return parse_uint(s, arg, 1, 256, &o->lanes);
-	case KEY_HOST_LANES:
-		return parse_uint(s, arg, 1, 256, &o->host_lanes);
-	case KEY_CONNECT_TIMEOUT:
-		return parse_uint(s, arg, 1, 3600, &o->connect_timeout_s);
-	case KEY_READ_TIMEOUT:
-		return parse_uint(s, arg, 1, 86400, &o->read_timeout_s);
-	case KEY_STALL_TIMEOUT:
-		return parse_uint(s, arg, 1, 3600, &o->stall_timeout_s);
-	case KEY_RETRY_AFTER_MAX:
-		return parse_uint(s, arg, 1, 86400, &o->retry_after_max_s);
-	case KEY_READAHEAD:
-		return parse_ms(s, arg, 100, 600000, &o->readahead_ms);
-	case KEY_LOG_LEVEL: {
-		static const char *const levels[] = {"error", "warning", "info",
-						     "debug", NULL};
-
-		return parse_choice(s, arg, levels, &o->log_level);
-	}
-	case KEY_SHA256: {
-		const char *v = strchr(arg, '=') + 1;
-
-		if (strlen(v) != 64)
-			return parse_error(s,
-					   "option sha256: expected 64 hex "
-					   "digits, got %zu characters",
-					   strlen(v));
-		for (int i = 0; i < 32; i++) {
-			int hi = fs__hexval(v[2 * i]), lo = fs__hexval(v[2 * i + 1]);
-
-			if (hi < 0 || lo < 0)
-				return parse_error(s,
-						   "option sha256: '%c' is "
-						   "not a hex digit",
-						   hi < 0 ? v[2 * i]
-							  : v[2 * i + 1]);
-			o->sha256[i] = (uint8_t)(hi * 16 + lo);
-		}
-		o->has_sha256 = true;
-		return 0;
-	}
-	case KEY_REVALIDATE: {
-		const char *v = strchr(arg, '=') + 1;
-		unsigned secs;
-
-		if (strcmp(v, "always") == 0) {
-			o->revalidate_s = -1;
-			return 0;
-		}
-		if (strcmp(v, "never") == 0) {
-			o->revalidate_s = INT64_MAX;
-			return 0;
-		}
-		if (parse_uint(s, arg, 0, UINT32_MAX, &secs) != 0) {
-			s->rc = 0; /* say it with the choices */
-			return parse_error(s,
-					   "option revalidate: '%s' is not "
-					   "always, never or a number of "
-					   "seconds",
-					   v);
-		}
-		o->revalidate_s = secs;
-		return 0;
-	}
-	case KEY_CHUNK: {
-		const char *v = strchr(arg, '=') + 1;
-
-		/* Whole cache blocks, and a power of two so that a cache in
-		 * front of the origin (nginx's slice) can key on them. */
-		if (fs_parse_size(v, &o->chunk) != 0 ||
-		    o->chunk < FS_CHUNK_MIN || o->chunk > FS_CHUNK_MAX ||
-		    (o->chunk & (o->chunk - 1)) != 0)
-			return parse_error(s,
-					   "option chunk: '%s' is not a power "
-					   "of two from 64K to 8M",
-					   v);
-		return 0;
-	}
-	case KEY_INFLIGHT_MAX: {
-		const char *v = strchr(arg, '=') + 1;
-
-		/* A request is never cut to fit: the cap holds one. */
-		if (fs_parse_size(v, &o->inflight_max) != 0 ||
-		    o->inflight_max < FS_INFLIGHT_MIN)
-			return parse_error(s,
-					   "option inflight_max: '%s' is not a "
-					   "size of at least 8M (the largest "
-					   "request)",
-					   v);
-		return 0;
-	}
-	case KEY_CACHE_SIZE:
-		if (fs_parse_size(strchr(arg, '=') + 1, &o->cache_size) != 0)
-			return parse_error(s,
-					   "option cache_size: '%s' is not a "
-					   "size (a number with an optional "
-					   "K, M, G or T)",
-					   strchr(arg, '=') + 1);
-		return 0;
-	case KEY_CACHE_SYNC: {
-		static const char *const modes[] = {"full", "meta", "none",
-						    NULL};
-
-		return parse_choice(s, arg, modes, &o->cache_sync);
-	}
-	case KEY_LISTING_TTL:
-		return parse_uint(s, arg, 0, 86400 * 365, &o->listing_ttl_s);
-	case KEY_ATTR_TIMEOUT:
-		return parse_uint(s, arg, 0, 86400 * 365, &o->attr_timeout_s);
-	case KEY_ENTRY_TIMEOUT:
-		return parse_uint(s, arg, 0, 86400 * 365, &o->entry_timeout_s);
-	case KEY_MIRROR:
-		return add_string(s, arg, &o->mirrors, &o->nmirrors);
-	case KEY_HEADER:
-		if (add_string(s, arg, &o->headers, &o->nheaders) != 0)
-			return -1;
-		return check_header(s, o->headers[o->nheaders - 1]);
-	case KEY_HEADER_FILE:
-		return add_header_file(s, arg);
-	case KEY_ENDPOINT:
-		return set_string(s, arg, &o->endpoint);
-	case KEY_REGION:
-		return set_string(s, arg, &o->region);
-	case KEY_S3_ADDRESSING:
-		return set_string(s, arg, &o->s3_addressing);
-	case KEY_AUTH_COMMAND:
-		return set_string(s, arg, &o->auth_command);
-	case KEY_CREDS_READABLE:
-		o->creds_readable = true;
-		return 0;
-	case KEY_CAFILE:
-		return set_string(s, arg, &o->cafile);
-	case KEY_PROXY: {
-		struct fetch_proxies *list = NULL;
-		char why[256];
-
-		if (set_string(s, arg, &o->proxy) != 0)
-			return -1;
-		/* Refused here, with the part that is wrong; mount.c builds
-		 * the list the requests use. */
-		if (fetch_proxies_new(o->proxy, 0, &list, why, sizeof(why)) !=
-		    0)
-			return parse_error(s, "%s", why);
-		fetch_proxies_free(list);
-		return 0;
-	}
-	case KEY_PROXY_RESET:
-		return parse_uint(s, arg, 1, 86400, &o->proxy_reset_s);
-	case KEY_INSECURE:
-		o->insecure = true;
-		return 0;
-	case KEY_METRICS:
-	case KEY_METRICS_LABEL:
-	case KEY_LOG_FORMAT:
-		return set_operating(s, key, arg);
-	case KEY_CACHE_SHARED:
-		o->cache_shared = true;
+		s->o->debug = true;
+		s->o->foreground = true;
+		s->o->log_level = 3;
 		return 0;
 	case FUSE_OPT_KEY_NONOPT:
-		if (o->url == NULL) {
-			o->url = strdup(arg);
-			return o->url != NULL ? 0 : -1;
-		}
-		if (o->mountpoint == NULL) {
-			o->mountpoint = strdup(arg);
-			return o->mountpoint != NULL ? 0 : -1;
-		}
-		return parse_error(s,
-				   "unexpected argument '%s' (usage: "
-				   "pacefs [options] URL MOUNTPOINT)",
-				   arg);
+		return positional(s, arg) == 0 ? 0 : -1;
 	default:
-		/* Anything else is libfuse's to accept or refuse. */
-		return 1;
+		d = find_option(arg, &v);
+		if (d == NULL)
+			return 1;
+		return read_option(s, d, v) == 0 ? 0 : -1;
 	}
 }
 
@@ -501,7 +616,7 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	struct parse_state s = {.o = out, .err = err, .errlen = errlen};
 
 	memset(out, 0, sizeof(*out));
-	out->lanes = FS_LANES;
+		out->lanes = FS_LANES;
 	out->host_lanes = FS_HOST_LANES;
 	out->connect_timeout_s = 10;
 	out->read_timeout_s = 60;
@@ -520,7 +635,7 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	out->cache_sync = CACHE_SYNC_META;
 	err[0] = '\0';
 	if (fuse_opt_parse(&args, &s, opt_spec, opt_proc) != 0) {
-		if (s.rc == 0)
+		if (err[0] == '\0')
 			snprintf(err, errlen, "cannot parse the options");
 		goto fail;
 	}
@@ -540,85 +655,16 @@ fail:
 	return -EINVAL;
 }
 
-/* Masks the userinfo of the URL at u with '*', its '@' kept. */
-static void mask_userinfo(char *u)
+const char *fs_opts_form(size_t i, char *buf, size_t cap)
 {
-	size_t start, end;
-
-	if (fetch_url_userinfo(u, &start, &end))
-		memset(u + start, '*', end - start - 1);
-}
-
-/* Masks the credentials ("user:password@") of each proxy in the proxy
- * list [list, end): "A|B;C", entries with or without a scheme. */
-static void mask_proxies(char *list, const char *end)
-{
-	char *entry = list;
-
-	while (entry < end) {
-		char *stop = entry, *at = NULL, *from = entry;
-
-		while (stop < end && *stop != '|' && *stop != ';') {
-			if (*stop == '@')
-				at = stop;
-			stop++;
-		}
-		for (char *q = entry; at != NULL && q + 2 < at; q++)
-			if (q[0] == ':' && q[1] == '/' && q[2] == '/') {
-				from = q + 3;
-				break;
-			}
-		if (at != NULL)
-			memset(from, '*', (size_t)(at - from));
-		entry = stop + 1;
-	}
-}
-
-/* Masks the secrets of one -o list: header values, mirrors' userinfo,
- * proxies' credentials.
- * Items end at a ',' that no backslash escapes, as libfuse reads them. */
-static void scrub_optlist(char *list)
-{
-	char *item = list;
-
-	while (*item != '\0') {
-		char *end = item;
-
-		while (*end != '\0' && *end != ',') {
-			if (*end == '\\' && end[1] != '\0')
-				end++;
-			end++;
-		}
-		if (strncmp(item, "header=", 7) == 0) {
-			char *v =
-				memchr(item + 7, ':', (size_t)(end - item - 7));
-
-			v = v != NULL ? v + 1 : item + 7;
-			memset(v, '*', (size_t)(end - v));
-		} else if (strncmp(item, "proxy=", 6) == 0) {
-			mask_proxies(item + 6, end);
-		} else if (strncmp(item, "mirror=", 7) == 0) {
-			char saved = *end;
-
-			*end = '\0';
-			mask_userinfo(item + 7);
-			*end = saved;
-		}
-		item = *end == ',' ? end + 1 : end;
-	}
-}
-
-void fs_opts_scrub_argv(int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
-			scrub_optlist(argv[++i]);
-		else if (strncmp(argv[i], "-o", 2) == 0)
-			scrub_optlist(argv[i] + 2);
-		else if (strncmp(argv[i], "http://", 7) == 0 ||
-			 strncmp(argv[i], "https://", 8) == 0)
-			mask_userinfo(argv[i]);
-	}
+	if (i >= NOPTS)
+		return NULL;
+	if (opt_table[i].kind == KIND_FLAG)
+		snprintf(buf, cap, "%s", opt_table[i].name);
+	else
+		snprintf(buf, cap, "%s=%s", opt_table[i].name,
+			 opt_table[i].arg);
+	return buf;
 }
 
 void fs_opts_free(struct fs_opts *o)
@@ -672,7 +718,8 @@ int fs_name_from_url(const char *url, char *out, size_t cap, char *err,
 {
 	const char *p = strstr(url, "://");
 	const char *path, *stop, *seg;
-	size_t n = 0;
+	size_t n;
+	int rc;
 
 	p = p != NULL ? p + 3 : url;
 	path = strchr(p, '/');
@@ -682,32 +729,17 @@ int fs_name_from_url(const char *url, char *out, size_t cap, char *err,
 	seg = stop;
 	while (seg > path && seg[-1] != '/')
 		seg--;
-	for (const char *c = seg; c < stop; c++) {
-		char ch = *c;
-
-		if (ch == '%' && c + 2 < stop && fs__hexval(c[1]) >= 0 &&
-		    fs__hexval(c[2]) >= 0) {
-			ch = (char)(fs__hexval(c[1]) * 16 + fs__hexval(c[2]));
-			c += 2;
-			if (ch == '\0') {
-				snprintf(err, errlen,
-					 "URL %s: its last path segment "
-					 "decodes to a NUL byte; use "
-					 "-o name=NAME",
-					 url);
-				return -EINVAL;
-			}
-		}
-		if (n + 1 >= cap) {
-			snprintf(err, errlen,
-				 "URL %s: its last path segment is too long "
-				 "for a file name; use -o name=NAME",
-				 url);
-			return -EINVAL;
-		}
-		out[n++] = ch;
-	}
-	out[n] = '\0';
+	rc = fs__pct_decode(seg, (size_t)(stop - seg), 0, out, cap, &n);
+	if (rc == -EINVAL)
+		return fs__errf(err, errlen, -EINVAL,
+				"URL %s: its last path segment decodes to a "
+				"NUL byte; use -o name=NAME",
+				url);
+	if (rc != 0)
+		return fs__errf(err, errlen, -EINVAL,
+				"URL %s: its last path segment is too long for "
+				"a file name; use -o name=NAME",
+				url);
 	if (fs_name_check(out, err, errlen) != 0) {
 		snprintf(err, errlen,
 			 "URL %s: cannot derive a file name from its last "
@@ -761,6 +793,34 @@ int fs_parse_size(const char *v, uint64_t *out)
 	return 0;
 }
 
+/* Where --help's text starts, past "-o name=ARG". */
+#define HELP_COL 30
+
+/* One row of --help: "-o name=ARG", then its help from HELP_COL, each
+ * further line of it under the first; a long form gets a line alone. */
+static void usage_row(const struct opt_def *d)
+{
+	char form[64];
+	const char *h = d->help;
+	int used;
+
+	fs_opts_form((size_t)(d - opt_table), form, sizeof(form));
+	used = printf("    -o %s", form);
+	for (;;) {
+		size_t n = strcspn(h, "\n");
+
+		if (used >= HELP_COL) {
+			printf("\n");
+			used = 0;
+		}
+		printf("%*s%.*s\n", HELP_COL - used, "", (int)n, h);
+		used = 0;
+		if (h[n] == '\0')
+			break;
+		h += n + 1;
+	}
+}
+
 void fs_opts_usage(void)
 {
 	printf("usage: pacefs [options] URL MOUNTPOINT\n"
@@ -779,87 +839,13 @@ void fs_opts_usage(void)
 	       "Unmount with: fusermount3 -u MOUNTPOINT\n"
 	       "\n"
 	       "options:\n"
-	       "    -h, --help             print this help and exit\n"
-	       "    -V, --version          print the version and exit\n"
-	       "    -f                     stay in the foreground\n"
-	       "    -d                     debug log (implies -f)\n"
-	       "    -o cache_dir=DIR       cache directory (default: "
-	       "$XDG_CACHE_HOME/pacefs,\n"
-	       "                           else ~/.cache/pacefs; "
-	       "/var/cache/pacefs for root)\n"
-	       "    -o cache_shared        accept a cache directory that "
-	       "another user owns\n"
-	       "                           or group/others may write "
-	       "(shared on purpose)\n"
-	       "    -o name=NAME           file name (default: the URL's "
-	       "last path segment)\n"
-	       "    -o lanes=N             connections of the whole mount "
-	       "(default: 32)\n"
-	       "    -o host_lanes=N        connections to one origin "
-	       "(default: 16)\n"
-	       "    -o readahead=S         a sequential reader's lead: S "
-	       "seconds of\n"
-	       "                           what it consumes (default: 3)\n"
-	       "    -o inflight_max=SIZE   bytes requested and not yet "
-	       "received, at most\n"
-	       "                           (8M or more; default: no cap but "
-	       "the lanes')\n"
-	       "    -o connect_timeout=S   connect timeout in seconds "
-	       "(default: 10)\n"
-	       "    -o read_timeout=S      a blocked read fails with EIO "
-	       "after S seconds,\n"
-	       "                           and a lookup or readdir waiting "
-	       "on a listing\n"
-	       "                           (default: 60)\n"
-	       "    -o stall_timeout=S     a transfer with no byte for S "
-	       "seconds "
-	       "is retried\n"
-	       "                           (default: 10)\n"
-	       "    -o retry_after_max=S   a 429 or 503 holds its source at "
-	       "most "
-	       "S seconds,\n"
-	       "                           whatever Retry-After asks (default: "
-	       "60)\n"
-	       "    -o mirror=URL          another source of the blob "
-	       "(repeatable)\n"
-	       "    -o header=\"N: v\"     a request header (repeatable)\n"
-	       "    -o header_file=FILE    request headers from a file "
-	       "(mode 0600)\n"
-	       "    -o auth_command=CMD    a command printing headers or an "
-	       "S3 credential JSON\n"
-	       "    -o endpoint=URL, -o region=R, -o s3_addressing=path|virtual"
-	       "   S3\n"
-	       "    -o creds_readable      accept a credentials file others "
-	       "may read\n"
-	       "    -o cafile=FILE, -o insecure   TLS\n"
-	       "    -o proxy=\"A|B;C;DIRECT\"  proxies: groups tried in order, "
-	       "members\n"
-	       "                           sharing the load (-o proxy_reset=S: "
-	       "300)\n"
-	       "    -o chunk=SIZE          requests cover whole chunks "
-	       "(64K-8M; 64K)\n"
-	       "    -o sha256=HEX          the blob's SHA-256, checked once it "
-	       "is all held\n"
-	       "    -o cache_size=SIZE     cache budget, least recently used "
-	       "out (K/M/G/T)\n"
-	       "    -o cache_sync=M        meta (default), full or none\n"
-	       "    -o revalidate=R        always (default), never, or SECONDS "
-	       "since the\n"
-	       "                           origin last confirmed a file\n"
-	       "    -o listing_ttl=S       re-read directory indexes after S "
-	       "seconds (60)\n"
-	       "    -o log_level=L         error, warning, info or debug "
-	       "(default: info)\n"
-	       "    -o log_format=F        text (default) or json, one object "
-	       "a line\n"
-	       "    -o metrics=ADDR:PORT   serve Prometheus metrics at "
-	       "http://ADDR:PORT/metrics\n"
-	       "    -o metrics_label=K=V   a label on every series "
-	       "(repeatable)\n"
-	       "    -o attr_timeout=S, -o entry_timeout=S   kernel caching of "
-	       "attributes\n"
-	       "                           and names (default: 60)\n"
-	       "\n"
+	       "    -h, --help                print this help and exit\n"
+	       "    -V, --version             print the version and exit\n"
+	       "    -f                        stay in the foreground\n"
+	       "    -d                        debug log (implies -f)\n");
+	for (size_t i = 0; i < NOPTS; i++)
+		usage_row(&opt_table[i]);
+	printf("\n"
 	       "libfuse options (-o allow_other, ...) are passed through; "
 	       "see mount.fuse3(8).\n");
 }

@@ -3,7 +3,6 @@
  * cache holds. */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,19 +10,6 @@
 
 #include "fs/driver/driver_int.h"
 #include "fs/engine/engine.h"
-
-static int learn_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int learn_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fetch_text_vformat(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
 
 void fs__learned_free(struct fs_learned *l)
 {
@@ -83,7 +69,7 @@ static int learn_from_record(const struct fs_learn_args *a,
 	out->mtime = -1;
 	if (out->sources[0].url == NULL) {
 		fs__learned_free(out);
-		return learn_fail(err, errlen, -ENOMEM, "out of memory");
+		return fs__errf(err, errlen, -ENOMEM, "out of memory");
 	}
 	return 0;
 }
@@ -127,25 +113,143 @@ static int put_record(struct cache *cache, const struct cache_id *id,
 	return cache_blob_put(cache, id, &rec);
 }
 
+/* What probing a file's URLs found. */
+struct probed {
+	const char *ref_url; /* the first source kept; NULL: none */
+	bool primary_ok;     /* the first URL is among the sources kept */
+	bool unreachable;    /* a source could not be reached */
+	bool missing;	     /* every source answered 404 or 410 */
+	char first_err[1024];
+};
+
+/* Probes each URL of a into out->sources, keeping those that answer with
+ * the size the manifest or listing gives, or else the first's; a mirror
+ * that disagrees is logged and left out. */
+static void probe_sources(const struct fetch_config *fc,
+			  const struct fs_learn_args *a, bool revalidation,
+			  struct fs_learned *out, struct probed *p)
+{
+	const char *const *urls = a->urls;
+	enum fetch_probe_error kind;
+	char perr[1024];
+
+	for (uint32_t i = 0; i < a->nurls; i++) {
+		struct fs_source *s = &out->sources[out->nsources];
+		uint64_t size;
+		int64_t mtime;
+		int rc;
+
+		rc = probe_one(fc, urls[i], revalidation, s, &size, &mtime,
+			       &kind, perr, sizeof(perr));
+		s->if_match = a->object_store;
+		p->missing &= rc == -ENOENT;
+		if (rc != 0) {
+			free(s->url);
+			free(s->validator);
+			memset(s, 0, sizeof(*s));
+			if (p->first_err[0] == '\0')
+				snprintf(p->first_err, sizeof(p->first_err),
+					 "%s", perr);
+			p->unreachable |= kind == FETCH_PROBE_UNREACHABLE;
+			if (a->nurls > 1)
+				fs__log(FS_LOG_WARN, "source not used: %s",
+					perr);
+			continue;
+		}
+		if (a->has_size && size != a->size) {
+			snprintf(perr, sizeof(perr),
+				 "%s serves %" PRIu64 " bytes, not the %" PRIu64
+				 " the manifest or listing gives",
+				 urls[i], size, a->size);
+			fs__log(FS_LOG_WARN, "source not used: %s", perr);
+			if (p->first_err[0] == '\0')
+				snprintf(p->first_err, sizeof(p->first_err),
+					 "%s", perr);
+		} else if (p->ref_url != NULL && size != out->size) {
+			fs__log(FS_LOG_WARN,
+				"mirror %s not used: its size %" PRIu64
+				" differs from %" PRIu64 " at %s",
+				urls[i], size, out->size, p->ref_url);
+		} else {
+			if (p->ref_url == NULL) {
+				p->ref_url = urls[i];
+				out->size = size;
+				out->mtime = mtime;
+			}
+			p->primary_ok |= i == 0;
+			out->nsources++;
+			continue;
+		}
+		free(s->url);
+		free(s->validator);
+		memset(s, 0, sizeof(*s));
+	}
+}
+
+/* Pins the blob's validator and writes its record, first dropping the
+ * cached bytes of a version the sources no longer serve. rec is the
+ * cache's record, when have_rec. */
+static int reconcile(struct cache *cache, const struct cache_id *id,
+		     const struct fs_learn_args *a, bool have_rec,
+		     const struct cache_blob_record *rec,
+		     struct fs_learned *out, bool primary_ok, char *err,
+		     size_t errlen)
+{
+	const char *validator;
+	bool same, keep;
+	int rc;
+
+	/* The first URL's validator is the blob's; a mirror's differs by
+	 * nature (each server makes its own ETag) and is pinned per source. */
+	if (primary_ok)
+		validator = out->sources[0].validator != NULL
+				    ? out->sources[0].validator
+				    : "";
+	else
+		validator = have_rec ? rec->validator : "";
+	same = have_rec && rec->size == out->size &&
+	       (!primary_ok || strcmp(rec->validator, validator) == 0);
+	/* Under a content identity every held block matched the digests it
+	 * names: another validator (another URL naming the same content, or
+	 * a new version, whose blocks will fail their digests) only pins the
+	 * sources anew. */
+	keep = have_rec && a->content && rec->size == out->size;
+	if (have_rec && !same && !keep) {
+		fs__log(FS_LOG_INFO,
+			"%s changed on the origin (size %" PRIu64 " -> %" PRIu64
+			", validator '%s' -> '%s'): dropping its cached bytes",
+			a->urls[0], rec->size, out->size, rec->validator,
+			validator);
+		rc = cache_blob_drop(cache, id);
+		if (rc != 0)
+			return fs__errf(err, errlen, rc,
+					"cannot drop the stale cached bytes "
+					"of %s: %s",
+					a->urls[0], strerror(-rc));
+	}
+	rc = put_record(cache, id, a, out, validator, primary_ok, rec,
+			same || keep);
+	if (rc != 0)
+		return fs__errf(err, errlen, rc,
+				"cannot write the cache record of %s: %s",
+				a->urls[0], strerror(-rc));
+	return 0;
+}
+
 int fs__learn(const struct fetch_config *fc, struct cache *cache,
-	      const struct fs_learn_args *a, struct fs_learned *out,
-	      char *err, size_t errlen)
+	      const struct fs_learn_args *a, struct fs_learned *out, char *err,
+	      size_t errlen)
 {
 	struct cache_blob_record rec;
 	struct cache_id id;
-	enum fetch_probe_error kind;
-	char perr[1024], first_err[1024] = "";
-	bool have_rec, unreachable = false, primary_ok = false, same, keep;
-	bool missing = true; /* every source answered 404 or 410 */
-	const char *ref_url = NULL, *validator;
-	const char *const *urls = a->urls;
-	uint32_t nurls = a->nurls;
+	struct probed p = {.missing = true};
+	bool have_rec;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	out->sources = calloc(nurls, sizeof(*out->sources));
+	out->sources = calloc(a->nurls, sizeof(*out->sources));
 	if (out->sources == NULL)
-		return learn_fail(err, errlen, -ENOMEM, "out of memory");
+		return fs__errf(err, errlen, -ENOMEM, "out of memory");
 	cache_id_from_string(a->identity, &id);
 	have_rec = cache_blob_get(cache, &id, &rec) == 0;
 	/* A content identity's record may hold the validator of another URL
@@ -157,107 +261,25 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 		    rec.validated_at + (uint64_t)a->revalidate_s &&
 	    (!a->has_size || rec.size == a->size))
 		return learn_from_record(a, &rec, out, err, errlen);
-	for (uint32_t i = 0; i < nurls; i++) {
-		struct fs_source *s = &out->sources[out->nsources];
-		uint64_t size;
-		int64_t mtime;
-
-		rc = probe_one(fc, urls[i], have_rec, s, &size, &mtime, &kind,
-			       perr, sizeof(perr));
-		s->if_match = a->object_store;
-		missing &= rc == -ENOENT;
-		if (rc != 0) {
-			free(s->url);
-			free(s->validator);
-			memset(s, 0, sizeof(*s));
-			if (first_err[0] == '\0')
-				snprintf(first_err, sizeof(first_err), "%s",
-					 perr);
-			unreachable |= kind == FETCH_PROBE_UNREACHABLE;
-			if (nurls > 1)
-				fs__log(FS_LOG_WARN, "source not used: %s",
-					perr);
-			continue;
-		}
-		if (a->has_size && size != a->size) {
-			snprintf(perr, sizeof(perr),
-				 "%s serves %" PRIu64 " bytes, not the %" PRIu64
-				 " the manifest or listing gives",
-				 urls[i], size, a->size);
-			fs__log(FS_LOG_WARN, "source not used: %s", perr);
-			if (first_err[0] == '\0')
-				snprintf(first_err, sizeof(first_err), "%s",
-					 perr);
-		} else if (ref_url != NULL && size != out->size) {
-			fs__log(FS_LOG_WARN,
-				"mirror %s not used: its size %" PRIu64
-				" differs from %" PRIu64 " at %s",
-				urls[i], size, out->size, ref_url);
-		} else {
-			if (ref_url == NULL) {
-				ref_url = urls[i];
-				out->size = size;
-				out->mtime = mtime;
-			}
-			primary_ok |= i == 0;
-			out->nsources++;
-			continue;
-		}
-		free(s->url);
-		free(s->validator);
-		memset(s, 0, sizeof(*s));
-	}
-	if (ref_url == NULL) {
-		if (!unreachable || !have_rec) {
+	probe_sources(fc, a, have_rec, out, &p);
+	if (p.ref_url == NULL) {
+		if (!p.unreachable || !have_rec) {
 			fs__learned_free(out);
-			return learn_fail(err, errlen, missing ? -ENOENT : -EIO,
-					  "%s", first_err);
+			return fs__errf(err, errlen, p.missing ? -ENOENT : -EIO,
+					"%s", p.first_err);
 		}
 		/* The origin is down: serve what the cache holds. */
 		fs__log(FS_LOG_WARN,
 			"origin unreachable (%s); serving what the cache holds",
-			first_err);
+			p.first_err);
 		rc = learn_from_record(a, &rec, out, err, errlen);
 		if (rc == 0)
 			out->offline = true;
 		return rc;
 	}
-	/* The first URL's validator is the blob's; a mirror's differs by
-	 * nature (each server makes its own ETag) and is pinned per source. */
-	if (primary_ok)
-		validator = out->sources[0].validator != NULL
-				    ? out->sources[0].validator
-				    : "";
-	else
-		validator = have_rec ? rec.validator : "";
-	same = have_rec && rec.size == out->size &&
-	       (!primary_ok || strcmp(rec.validator, validator) == 0);
-	/* Under a content identity every held block matched the digests it
-	 * names: another validator (another URL naming the same content, or
-	 * a new version, whose blocks will fail their digests) only pins the
-	 * sources anew. */
-	keep = have_rec && a->content && rec.size == out->size;
-	if (have_rec && !same && !keep) {
-		fs__log(FS_LOG_INFO,
-			"%s changed on the origin (size %" PRIu64 " -> %" PRIu64
-			", validator '%s' -> '%s'): dropping its cached bytes",
-			urls[0], rec.size, out->size, rec.validator, validator);
-		rc = cache_blob_drop(cache, &id);
-		if (rc != 0) {
-			fs__learned_free(out);
-			return learn_fail(err, errlen, rc,
-					  "cannot drop the stale cached bytes "
-					  "of %s: %s",
-					  urls[0], strerror(-rc));
-		}
-	}
-	rc = put_record(cache, &id, a, out, validator, primary_ok, &rec,
-			same || keep);
-	if (rc != 0) {
+	rc = reconcile(cache, &id, a, have_rec, &rec, out, p.primary_ok, err,
+		       errlen);
+	if (rc != 0)
 		fs__learned_free(out);
-		return learn_fail(err, errlen, rc,
-				  "cannot write the cache record of %s: %s",
-				  urls[0], strerror(-rc));
-	}
-	return 0;
+	return rc;
 }

@@ -269,6 +269,131 @@ static const char *human(json_t *v, const char *key, char *buf, size_t cap)
 			      buf, cap);
 }
 
+/* A file in use: its fill bar, bytes held and state. */
+static void render_file(json_t *v)
+{
+	uint64_t size =
+		(uint64_t)json_integer_value(json_object_get(v, "size"));
+	uint64_t held =
+		(uint64_t)json_integer_value(json_object_get(v, "held"));
+	double pct = size ? 100.0 * (double)held / (double)size : 100;
+	char bar[31], hs[32], hh[32], path[PATH_MAX * 4], state[64];
+	int fill = (int)(pct * 30 / 100);
+
+	for (int k = 0; k < 30; k++)
+		bar[k] = k < fill ? '#' : '.';
+	bar[30] = '\0';
+	fs__human_size(size, hs, sizeof(hs));
+	fs__human_size(held, hh, sizeof(hh));
+	printf("%-40s [%s] %5.1f%%  %s of %s  %s\n",
+	       shown(v, "path", path, sizeof(path)), bar, pct, hh, hs,
+	       shown(v, "state", state, sizeof(state)));
+}
+
+/* A reader: its file, its mode, where it reads, how fast, its window and
+ * lead. */
+static void render_reader(json_t *v)
+{
+	char file[PATH_MAX * 4], mode[32], cur[32], rate[32], win[32], lead[32];
+	uint64_t lead_ms =
+		(uint64_t)json_integer_value(json_object_get(v, "lead_ms"));
+
+	human(v, "cursor", cur, sizeof(cur));
+	human(v, "rate", rate, sizeof(rate));
+	human(v, "window", win, sizeof(win));
+	human(v, "lead", lead, sizeof(lead));
+	printf("  reader %lld  %-30s %-10s at %s, reading %s/s, window "
+	       "%s, lead %s",
+	       json_integer_value(json_object_get(v, "reader")),
+	       shown(v, "file", file, sizeof(file)),
+	       shown(v, "mode", mode, sizeof(mode)), cur, rate, win, lead);
+	if (lead_ms > 0)
+		printf(" (%" PRIu64 ".%01" PRIu64 " s)", lead_ms / 1000,
+		       lead_ms % 1000 / 100);
+	printf("\n");
+}
+
+/* A lane's transfer: its range, rate, source and the reader it serves. */
+static void render_lane(json_t *v)
+{
+	char rate[32], file[PATH_MAX * 4], source[8192], who[48];
+	json_t *reader = json_object_get(v, "reader");
+
+	human(v, "rate", rate, sizeof(rate));
+	if (json_is_true(json_object_get(v, "demand")))
+		snprintf(who, sizeof(who), "a waiting read");
+	else if (reader != NULL)
+		snprintf(who, sizeof(who), "reader %" JSON_INTEGER_FORMAT,
+			 json_integer_value(reader));
+	else
+		snprintf(who, sizeof(who), "no reader");
+	printf("  lane %2lld  %-30s %s/s  %" JSON_INTEGER_FORMAT
+	       "-%" JSON_INTEGER_FORMAT "%s  for %s\n    from %s\n",
+	       json_integer_value(json_object_get(v, "lane")),
+	       shown(v, "file", file, sizeof(file)), rate,
+	       json_integer_value(json_object_get(v, "frontier")),
+	       json_integer_value(json_object_get(v, "end")),
+	       json_is_true(json_object_get(v, "collapsed")) ? "  (collapsing)"
+							     : "",
+	       who, shown(v, "source", source, sizeof(source)));
+}
+
+/* A source: its state, lanes and rate per lane. */
+static void render_source(json_t *v)
+{
+	char rate[32], url[8192], state[64];
+
+	human(v, "rate", rate, sizeof(rate));
+	printf("source %s: %s, %" JSON_INTEGER_FORMAT " lanes, %s/s per lane\n",
+	       shown(v, "url", url, sizeof(url)),
+	       shown(v, "state", state, sizeof(state)),
+	       json_integer_value(json_object_get(v, "lanes")), rate);
+}
+
+/* A proxy: its state, requests, failures, bytes and hit ratio. */
+static void render_proxy(json_t *v)
+{
+	char name[1024], state[64], bytes[32], ratio[32];
+	json_int_t hits = json_integer_value(json_object_get(v, "hits"));
+	json_int_t misses = json_integer_value(json_object_get(v, "misses"));
+	json_int_t retry =
+		json_integer_value(json_object_get(v, "retry_in_ms"));
+
+	human(v, "bytes", bytes, sizeof(bytes));
+	if (hits + misses > 0)
+		snprintf(ratio, sizeof(ratio), "%.0f%%",
+			 100.0 * (double)hits / (double)(hits + misses));
+	else
+		snprintf(ratio, sizeof(ratio), "unknown");
+	printf("proxy %s (group %" JSON_INTEGER_FORMAT "): %s",
+	       shown(v, "proxy", name, sizeof(name)),
+	       json_integer_value(json_object_get(v, "group")),
+	       shown(v, "state", state, sizeof(state)));
+	if (retry > 0)
+		printf(" (retried in %" JSON_INTEGER_FORMAT " s)",
+		       (retry + 999) / 1000);
+	printf(", %" JSON_INTEGER_FORMAT " requests, %" JSON_INTEGER_FORMAT
+	       " failures, %" JSON_INTEGER_FORMAT " bad answers, %s, "
+	       "hit ratio %s (%" JSON_INTEGER_FORMAT
+	       " hits, %" JSON_INTEGER_FORMAT " misses)\n",
+	       json_integer_value(json_object_get(v, "requests")),
+	       json_integer_value(json_object_get(v, "failures")),
+	       json_integer_value(json_object_get(v, "bad_answers")), bytes,
+	       ratio, hits, misses);
+}
+
+/* The cache's totals. */
+static void render_cache(json_t *cache)
+{
+	char bytes[32], disk[32];
+
+	human(cache, "bytes", bytes, sizeof(bytes));
+	human(cache, "file_size", disk, sizeof(disk));
+	printf("cache: %" JSON_INTEGER_FORMAT " blobs, %s held, %s on disk\n",
+	       json_integer_value(json_object_get(cache, "blobs")), bytes,
+	       disk);
+}
+
 /* The sum of the values of samples named name whose label key (NULL:
  * any) is value. */
 static double metric_sum(json_t *metrics, const char *name, const char *key,
@@ -297,8 +422,6 @@ static void render_metrics(json_t *m)
 {
 	char net[32], mem[32], cache[32], got[32];
 
-	if (m == NULL)
-		return;
 	fs__human_size((uint64_t)metric_sum(m, "pacefs_read_bytes_total",
 					    "from", "network"),
 		       net, sizeof(net));
@@ -326,132 +449,38 @@ static void render_metrics(json_t *m)
 	       metric_sum(m, "pacefs_transfer_retries_total", NULL, NULL));
 }
 
+/* The status document as people read it: one section per array, in the
+ * order a cold read meets them. */
 static void render(json_t *root)
 {
-	json_t *files = json_object_get(root, "files");
-	json_t *lanes = json_object_get(root, "lanes");
 	json_t *cache = json_object_get(root, "cache");
 	size_t i;
 	json_t *v;
 
-	json_array_foreach(files, i, v)
+	json_array_foreach(json_object_get(root, "files"), i, v)
 	{
-		uint64_t size = (uint64_t)json_integer_value(
-			json_object_get(v, "size"));
-		uint64_t held = (uint64_t)json_integer_value(
-			json_object_get(v, "held"));
-		double pct = size ? 100.0 * (double)held / (double)size : 100;
-		char bar[31], hs[32], hh[32], path[PATH_MAX * 4], state[64];
-		int fill = (int)(pct * 30 / 100);
-
-		for (int k = 0; k < 30; k++)
-			bar[k] = k < fill ? '#' : '.';
-		bar[30] = '\0';
-		fs__human_size(size, hs, sizeof(hs));
-		fs__human_size(held, hh, sizeof(hh));
-		printf("%-40s [%s] %5.1f%%  %s of %s  %s\n",
-		       shown(v, "path", path, sizeof(path)), bar, pct, hh, hs,
-		       shown(v, "state", state, sizeof(state)));
+		render_file(v);
 	}
 	json_array_foreach(json_object_get(root, "readers"), i, v)
 	{
-		char file[PATH_MAX * 4], mode[32], cur[32], rate[32], win[32],
-			lead[32];
-		uint64_t lead_ms = (uint64_t)json_integer_value(
-			json_object_get(v, "lead_ms"));
-
-		human(v, "cursor", cur, sizeof(cur));
-		human(v, "rate", rate, sizeof(rate));
-		human(v, "window", win, sizeof(win));
-		human(v, "lead", lead, sizeof(lead));
-		printf("  reader %lld  %-30s %-10s at %s, reading %s/s, window "
-		       "%s, lead %s",
-		       json_integer_value(json_object_get(v, "reader")),
-		       shown(v, "file", file, sizeof(file)),
-		       shown(v, "mode", mode, sizeof(mode)), cur, rate, win,
-		       lead);
-		if (lead_ms > 0)
-			printf(" (%" PRIu64 ".%01" PRIu64 " s)", lead_ms / 1000,
-			       lead_ms % 1000 / 100);
-		printf("\n");
+		render_reader(v);
 	}
-	json_array_foreach(lanes, i, v)
+	json_array_foreach(json_object_get(root, "lanes"), i, v)
 	{
-		char rate[32], file[PATH_MAX * 4], source[8192], who[48];
-		json_t *reader = json_object_get(v, "reader");
-
-		human(v, "rate", rate, sizeof(rate));
-		if (json_is_true(json_object_get(v, "demand")))
-			snprintf(who, sizeof(who), "a waiting read");
-		else if (reader != NULL)
-			snprintf(who, sizeof(who), "reader %" JSON_INTEGER_FORMAT,
-				 json_integer_value(reader));
-		else
-			snprintf(who, sizeof(who), "no reader");
-		printf("  lane %2lld  %-30s %s/s  %" JSON_INTEGER_FORMAT
-		       "-%" JSON_INTEGER_FORMAT "%s  for %s\n    from %s\n",
-		       json_integer_value(json_object_get(v, "lane")),
-		       shown(v, "file", file, sizeof(file)), rate,
-		       json_integer_value(json_object_get(v, "frontier")),
-		       json_integer_value(json_object_get(v, "end")),
-		       json_is_true(json_object_get(v, "collapsed"))
-			       ? "  (collapsing)"
-			       : "",
-		       who, shown(v, "source", source, sizeof(source)));
+		render_lane(v);
 	}
 	json_array_foreach(json_object_get(root, "sources"), i, v)
 	{
-		char rate[32], url[8192], state[64];
-
-		human(v, "rate", rate, sizeof(rate));
-		printf("source %s: %s, %" JSON_INTEGER_FORMAT
-		       " lanes, %s/s per lane\n",
-		       shown(v, "url", url, sizeof(url)),
-		       shown(v, "state", state, sizeof(state)),
-		       json_integer_value(json_object_get(v, "lanes")), rate);
+		render_source(v);
 	}
 	json_array_foreach(json_object_get(root, "proxies"), i, v)
 	{
-		char name[1024], state[64], bytes[32], ratio[32];
-		json_int_t hits = json_integer_value(json_object_get(v, "hits"));
-		json_int_t misses =
-			json_integer_value(json_object_get(v, "misses"));
-		json_int_t retry =
-			json_integer_value(json_object_get(v, "retry_in_ms"));
-
-		human(v, "bytes", bytes, sizeof(bytes));
-		if (hits + misses > 0)
-			snprintf(ratio, sizeof(ratio), "%.0f%%",
-				 100.0 * (double)hits / (double)(hits + misses));
-		else
-			snprintf(ratio, sizeof(ratio), "unknown");
-		printf("proxy %s (group %" JSON_INTEGER_FORMAT "): %s",
-		       shown(v, "proxy", name, sizeof(name)),
-		       json_integer_value(json_object_get(v, "group")),
-		       shown(v, "state", state, sizeof(state)));
-		if (retry > 0)
-			printf(" (retried in %" JSON_INTEGER_FORMAT " s)",
-			       (retry + 999) / 1000);
-		printf(", %" JSON_INTEGER_FORMAT " requests, %" JSON_INTEGER_FORMAT
-		       " failures, %" JSON_INTEGER_FORMAT " bad answers, %s, "
-		       "hit ratio %s (%" JSON_INTEGER_FORMAT
-		       " hits, %" JSON_INTEGER_FORMAT " misses)\n",
-		       json_integer_value(json_object_get(v, "requests")),
-		       json_integer_value(json_object_get(v, "failures")),
-		       json_integer_value(json_object_get(v, "bad_answers")),
-		       bytes, ratio, hits, misses);
+		render_proxy(v);
 	}
-	if (cache != NULL) {
-		char bytes[32], disk[32];
-
-		human(cache, "bytes", bytes, sizeof(bytes));
-		human(cache, "file_size", disk, sizeof(disk));
-		printf("cache: %" JSON_INTEGER_FORMAT
-		       " blobs, %s held, %s on disk\n",
-		       json_integer_value(json_object_get(cache, "blobs")),
-		       bytes, disk);
-	}
-	render_metrics(json_object_get(root, "metrics"));
+	if (cache != NULL)
+		render_cache(cache);
+	if (json_object_get(root, "metrics") != NULL)
+		render_metrics(json_object_get(root, "metrics"));
 }
 
 int fs_status_command(int argc, char **argv)

@@ -42,7 +42,9 @@ static void config_pacing(const struct fs_engine_config *cfg,
 	/* A sequential reader has up to two of the kernel's readahead
 	 * windows ahead of it: the one it reads in and the next, which the
 	 * kernel asks for as soon as the reader enters the first. */
-	pc->kernel_ahead = 2 * cfg->kernel_ahead;
+		pc->kernel_ahead = 2 * cfg->kernel_ahead;
+	/* A large read at a cold position comes in pieces of it. */
+	pc->kernel_piece = cfg->kernel_ahead;
 	/* A memory cap: read-ahead shrinks to fit, and a waiting read takes
 	 * its room from read-ahead. */
 	pc->budget_bytes = cfg->inflight_max;

@@ -158,7 +158,7 @@ static size_t unescape_html(const char *s, size_t len, char *out, size_t cap)
 static bool href_name(const char *raw, size_t rawlen, char *name, bool *is_dir)
 {
 	char h[HREF_MAX];
-	size_t len, n = 0;
+	size_t len, n;
 	const char *s = h;
 
 	while (rawlen > 0 && is_space(*raw)) {
@@ -190,19 +190,12 @@ static bool href_name(const char *raw, size_t rawlen, char *name, bool *is_dir)
 		len--;
 	if (len == 0 || memchr(s, '/', len) != NULL)
 		return false;
-	for (size_t i = 0; i < len; i++) {
-		char ch = s[i];
-
-		if (ch == '%' && i + 2 < len && fs__hexval(s[i + 1]) >= 0 &&
-		    fs__hexval(s[i + 2]) >= 0) {
-			ch = (char)(fs__hexval(s[i + 1]) * 16 + fs__hexval(s[i + 2]));
-			i += 2;
-		}
-		if (ch == '\0' || ch == '/' || n >= FS_DIRINDEX_NAME_MAX)
-			return false;
-		name[n++] = ch;
-	}
-	name[n] = '\0';
+	/* An href is a URL path: '+' is itself; a NUL, an escaped '/' or a
+	 * name longer than a file's is no entry. */
+	if (fs__pct_decode(s, len, 0, name, FS_DIRINDEX_NAME_MAX + 1, &n) < 0)
+		return false;
+	if (memchr(name, '/', n) != NULL)
+		return false;
 	return strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
 }
 

@@ -146,7 +146,8 @@ static int parse_digest(struct mctx *c, const char *field, const json_t *v,
 			uint8_t out[32])
 {
 	const char *s;
-	size_t len;
+	size_t len, at;
+	int rc;
 
 	if (!json_is_string(v))
 		return fail(c, field,
@@ -155,21 +156,16 @@ static int parse_digest(struct mctx *c, const char *field, const json_t *v,
 			    type_name(v));
 	s = json_string_value(v);
 	len = json_string_length(v);
-	if (len != 64)
+	rc = fs__unhex(s, len, out, 32, &at);
+	if (rc == -EINVAL)
 		return fail(c, field, "expected 64 hex digits, got %zu", len);
-	for (size_t i = 0; i < 64; i++) {
-		if (fs__hexval(s[i]) < 0) {
-			char q[32];
+	if (rc != 0) {
+		char q[32];
 
-			return fail(c, field,
-				    "expected 64 hex digits, got %s at "
-				    "position %zu",
-				    quote(s + i, 1, q, sizeof(q)), i);
-		}
+		return fail(c, field,
+			    "expected 64 hex digits, got %s at position %zu",
+			    quote(s + at, 1, q, sizeof(q)), at);
 	}
-	for (size_t i = 0; i < 32; i++)
-		out[i] =
-			(uint8_t)(fs__hexval(s[2 * i]) * 16 + fs__hexval(s[2 * i + 1]));
 	return 0;
 }
 

@@ -4,7 +4,6 @@
  * turned into one line that says what to fix. */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,19 +20,6 @@
 /* The longest continuation token taken: S3's are a few hundred bytes, and
  * each goes into the next request's URL, encoded. */
 #define FS_S3_TOKEN_MAX 4096u
-
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 void fs__s3_free(struct fs_s3 *s)
 {
@@ -160,16 +146,17 @@ int fs__s3_parse(const char *url, const char *endpoint, const char *region,
 
 	memset(out, 0, sizeof(*out));
 	if (strncmp(url, "s3://", 5) != 0)
-		return bad(err, errlen, "URL '%s': not an s3:// URL", url);
+		return fs__errf(err, errlen, -EINVAL,
+				"URL '%s': not an s3:// URL", url);
 	slash = strchr(b, '/');
 	n = slash != NULL ? (size_t)(slash - b) : strlen(b);
 	if (strlen(region) >= sizeof(out->region) || !region_ok(region))
-		return bad(err, errlen,
-			   "%s: '%s' is no region (letters, digits and '-', "
-			   "at most 63, as botocore allows): fix it there or "
-			   "give -o region=",
-			   region_from,
-			   fs__escape(region, shown, sizeof(shown)));
+		return fs__errf(
+			err, errlen, -EINVAL,
+			"%s: '%s' is no region (letters, digits and '-', "
+			"at most 63, as botocore allows): fix it there or "
+			"give -o region=",
+			region_from, fs__escape(region, shown, sizeof(shown)));
 	snprintf(out->region, sizeof(out->region), "%s", region);
 	out->bucket = strndup(b, n);
 	out->path = strdup(slash != NULL ? slash + 1 : "");
@@ -178,7 +165,8 @@ int fs__s3_parse(const char *url, const char *endpoint, const char *region,
 	n = strlen(out->path);
 	out->is_prefix = n == 0 || out->path[n - 1] == '/';
 	if (strstr(out->path, "//") != NULL || out->path[0] == '/') {
-		bad(err, errlen, "URL '%s': an empty path segment ('//')", url);
+		fs__errf(err, errlen, -EINVAL,
+			 "URL '%s': an empty path segment ('//')", url);
 		goto fail;
 	}
 	if (endpoint != NULL) {
@@ -186,10 +174,10 @@ int fs__s3_parse(const char *url, const char *endpoint, const char *region,
 
 		if (strncmp(endpoint, "http://", 7) != 0 &&
 		    strncmp(endpoint, "https://", 8) != 0) {
-			bad(err, errlen,
-			    "option endpoint: '%s' is not an http:// or "
-			    "https:// URL",
-			    fs__escape(endpoint, shown, sizeof(shown)));
+			fs__errf(err, errlen, -EINVAL,
+				 "option endpoint: '%s' is not an http:// or "
+				 "https:// URL",
+				 fs__escape(endpoint, shown, sizeof(shown)));
 			goto fail;
 		}
 		snprintf(ep, sizeof(ep), "%s", endpoint);
@@ -199,11 +187,12 @@ int fs__s3_parse(const char *url, const char *endpoint, const char *region,
 		host = strstr(ep, "://") + 3;
 		if (strlen(endpoint) >= sizeof(ep) ||
 		    !authority_ok(host, ep + n)) {
-			bad(err, errlen,
-			    "option endpoint: '%s': give scheme://host[:port] "
-			    "only (a host name or address, no user, path, "
-			    "query or '#')",
-			    fs__escape(endpoint, shown, sizeof(shown)));
+			fs__errf(err, errlen, -EINVAL,
+				 "option endpoint: '%s': give "
+				 "scheme://host[:port] "
+				 "only (a host name or address, no user, path, "
+				 "query or '#')",
+				 fs__escape(endpoint, shown, sizeof(shown)));
 			goto fail;
 		}
 	} else {
@@ -220,33 +209,37 @@ int fs__s3_parse(const char *url, const char *endpoint, const char *region,
 	else if (strcmp(addressing, "path") == 0)
 		out->virtual_host = false;
 	else {
-		bad(err, errlen,
-		    "option s3_addressing: '%s' is not path or virtual",
-		    addressing);
+		fs__errf(err, errlen, -EINVAL,
+			 "option s3_addressing: '%s' is not path or virtual",
+			 addressing);
 		goto fail;
 	}
 	if (!bucket_ok(out->bucket, out->virtual_host)) {
 		fs__escape(out->bucket, shown, sizeof(shown));
 		if (out->virtual_host && bucket_ok(out->bucket, false))
-			bad(err, errlen,
-			    "URL '%s': bucket '%s' cannot go into a host name "
-			    "(virtual-hosted addressing takes 3 to 63 "
-			    "lowercase letters, digits, '-' and '.'): mount "
-			    "with -o s3_addressing=path",
-			    url, shown);
+			fs__errf(err, errlen, -EINVAL,
+				 "URL '%s': bucket '%s' cannot go into a host "
+				 "name "
+				 "(virtual-hosted addressing takes 3 to 63 "
+				 "lowercase letters, digits, '-' and '.'): "
+				 "mount "
+				 "with -o s3_addressing=path",
+				 url, shown);
 		else
-			bad(err, errlen,
-			    "URL '%s': '%s' is no bucket name (%s)", url, shown,
-			    out->virtual_host
-				    ? "3 to 63 lowercase letters, digits, '-' "
-				      "and '.'"
-				    : "letters, digits, '.', '-' and '_', at "
-				      "most 255");
+			fs__errf(err, errlen, -EINVAL,
+				 "URL '%s': '%s' is no bucket name (%s)", url,
+				 shown,
+				 out->virtual_host ? "3 to 63 lowercase "
+						     "letters, digits, '-' "
+						     "and '.'"
+						   : "letters, digits, '.', "
+						     "'-' and '_', at "
+						     "most 255");
 		goto fail;
 	}
 	return 0;
 oom:
-	bad(err, errlen, "out of memory");
+	fs__errf(err, errlen, -EINVAL, "out of memory");
 fail:
 	fs__s3_free(out);
 	return -EINVAL;

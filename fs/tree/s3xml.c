@@ -91,24 +91,9 @@ static char *text_of(const xmlNode *n)
  * -EINVAL for a NUL. A '%' not followed by two hex digits stays. */
 static int url_decode(char *s)
 {
-	char *w = s;
+	size_t len = strlen(s), n;
 
-	for (const char *r = s; *r != '\0'; r++) {
-		if (*r == '+') {
-			*w++ = ' ';
-		} else if (*r == '%' && fs__hexval(r[1]) >= 0 && fs__hexval(r[2]) >= 0) {
-			char c = (char)(fs__hexval(r[1]) * 16 + fs__hexval(r[2]));
-
-			if (c == '\0')
-				return -EINVAL;
-			*w++ = c;
-			r += 2;
-		} else {
-			*w++ = *r;
-		}
-	}
-	*w = '\0';
-	return 0;
+	return fs__pct_decode(s, len, FS_PCT_PLUS, s, len + 1, &n);
 }
 
 /* "2026-11-30T13:17:25.000Z" into seconds since the epoch. */
@@ -157,11 +142,8 @@ void fs__s3_page_free(struct fs_s3_page *p)
 	memset(p, 0, sizeof(*p));
 }
 
-static int fail(char *err, size_t errlen, int rc, const char *what)
-{
-	snprintf(err, errlen, "ListObjectsV2: %s", what);
-	return rc;
-}
+/* Every error line of a listing page starts so. */
+#define LISTING "ListObjectsV2: "
 
 /* Reads one Contents or CommonPrefixes element into it. */
 static int read_item(const xmlNode *e, bool url, struct fs_s3_item *it,
@@ -179,8 +161,8 @@ static int read_item(const xmlNode *e, bool url, struct fs_s3_item *it,
 		if (named(c, is_prefix ? "Prefix" : "Key")) {
 			t = text_of(c);
 			if (t == NULL)
-				return fail(err, errlen, -ENOMEM,
-					    "out of memory");
+				return fs__errf(err, errlen, -ENOMEM,
+						LISTING "out of memory");
 			free(it->key);
 			it->key = t;
 			/* A key with a NUL in it names no file: the entry
@@ -191,39 +173,41 @@ static int read_item(const xmlNode *e, bool url, struct fs_s3_item *it,
 				it->key = text_of(c);
 				it->no_name = true;
 				if (it->key == NULL)
-					return fail(err, errlen, -ENOMEM,
-						    "out of memory");
+					return fs__errf(err, errlen, -ENOMEM,
+							LISTING
+							"out of memory");
 			}
 		} else if (!is_prefix && named(c, "Size")) {
 			t = text_of(c);
 			if (t == NULL)
-				return fail(err, errlen, -ENOMEM,
-					    "out of memory");
+				return fs__errf(err, errlen, -ENOMEM,
+						LISTING "out of memory");
 			if (!parse_size(t, &it->size)) {
 				free(t);
-				return fail(err, errlen, -EINVAL,
-					    "a Size that is no size");
+				return fs__errf(err, errlen, -EINVAL,
+						LISTING
+						"a Size that is no size");
 			}
 			free(t);
 		} else if (!is_prefix && named(c, "ETag")) {
 			free(it->etag);
 			it->etag = text_of(c);
 			if (it->etag == NULL)
-				return fail(err, errlen, -ENOMEM,
-					    "out of memory");
+				return fs__errf(err, errlen, -ENOMEM,
+						LISTING "out of memory");
 		} else if (!is_prefix && named(c, "LastModified")) {
 			t = text_of(c);
 			if (t == NULL)
-				return fail(err, errlen, -ENOMEM,
-					    "out of memory");
+				return fs__errf(err, errlen, -ENOMEM,
+						LISTING "out of memory");
 			it->has_mtime = parse_iso(t, &it->mtime);
 			free(t);
 		}
 	}
 	if (it->key == NULL)
-		return fail(err, errlen, -EINVAL,
-			    is_prefix ? "a CommonPrefixes without a Prefix"
-				      : "a Contents without a Key");
+		return fs__errf(err, errlen, -EINVAL, LISTING "%s",
+				is_prefix ? "a CommonPrefixes without a Prefix"
+					  : "a Contents without a Key");
 	return 0;
 }
 
@@ -238,22 +222,27 @@ int fs__s3_page_parse(const char *xml, size_t len, struct fs_s3_page *out,
 	int rc = 0;
 
 	if (len > INT32_MAX)
-		return fail(err, errlen, -EINVAL, "larger than 2 GiB");
+		return fs__errf(err, errlen, -EINVAL,
+				LISTING "larger than 2 GiB");
 	if (has_dtd(xml, len, NULL))
-		return fail(err, errlen, -EINVAL,
-			    "the document declares a DTD (<!DOCTYPE>), which "
-			    "S3 never sends: refused unread");
+		return fs__errf(
+			err, errlen, -EINVAL,
+			LISTING
+			"the document declares a DTD (<!DOCTYPE>), which "
+			"S3 never sends: refused unread");
 	doc = xmlReadMemory(xml, (int)len, "listing.xml", NULL, S3XML_OPTIONS);
 	if (doc != NULL && has_dtd(xml, len, doc)) {
-		rc = fail(err, errlen, -EINVAL,
-			  "the document declares a DTD, which S3 never "
-			  "sends: refused");
+		rc = fs__errf(err, errlen, -EINVAL,
+			      LISTING
+			      "the document declares a DTD, which S3 never "
+			      "sends: refused");
 		goto out;
 	}
 	root = doc != NULL ? xmlDocGetRootElement(doc) : NULL;
 	if (root == NULL || !named(root, "ListBucketResult")) {
-		rc = fail(err, errlen, -EINVAL,
-			  root == NULL ? "not XML" : "not a ListBucketResult");
+		rc = fs__errf(err, errlen, -EINVAL, LISTING "%s",
+			      root == NULL ? "not XML"
+					   : "not a ListBucketResult");
 		goto out;
 	}
 	/* The encoding is said once for the page, maybe after keys. */
@@ -275,13 +264,14 @@ int fs__s3_page_parse(const char *xml, size_t len, struct fs_s3_page *out,
 			free(p.next_token);
 			p.next_token = text_of(c);
 			if (p.next_token == NULL)
-				rc = fail(err, errlen, -ENOMEM,
-					  "out of memory");
+				rc = fs__errf(err, errlen, -ENOMEM,
+					      LISTING "out of memory");
 		} else if (named(c, "Contents") ||
 			   named(c, "CommonPrefixes")) {
 			if (p.n == FS_S3_PAGE_MAX) {
-				rc = fail(err, errlen, -E2BIG,
-					  "more entries than a page holds");
+				rc = fs__errf(err, errlen, -E2BIG,
+					      LISTING
+					      "more entries than a page holds");
 				break;
 			}
 			if (p.n == cap) {
@@ -290,8 +280,8 @@ int fs__s3_page_parse(const char *xml, size_t len, struct fs_s3_page *out,
 					realloc(p.items, ncap * sizeof(*grown));
 
 				if (grown == NULL) {
-					rc = fail(err, errlen, -ENOMEM,
-						  "out of memory");
+					rc = fs__errf(err, errlen, -ENOMEM,
+						      LISTING "out of memory");
 					break;
 				}
 				p.items = grown;
@@ -303,8 +293,9 @@ int fs__s3_page_parse(const char *xml, size_t len, struct fs_s3_page *out,
 		}
 	}
 	if (rc == 0 && p.truncated && p.next_token == NULL)
-		rc = fail(err, errlen, -EINVAL,
-			  "IsTruncated without a NextContinuationToken");
+		rc = fs__errf(err, errlen, -EINVAL,
+			      LISTING
+			      "IsTruncated without a NextContinuationToken");
 out:
 	xmlFreeDoc(doc);
 	if (rc != 0) {

@@ -24,12 +24,12 @@ $(FUZZ_OBJ)/%.o: %.c
 		$(PKG_CFLAGS) -c $< -o $@
 
 $(BUILD)/fuzz/fuzz_manifest: $(FUZZ_OBJ)/tests/fuzz/fuzz_manifest.o \
-		$(FUZZ_OBJ)/fs/tree/manifest.o
+		$(FUZZ_OBJ)/fs/tree/manifest.o $(FUZZ_OBJ)/fs/decode.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
 		$(shell $(PKG_CONFIG) --libs jansson 2>/dev/null)
 
 $(BUILD)/fuzz/fuzz_dirindex: $(FUZZ_OBJ)/tests/fuzz/fuzz_dirindex.o \
-		$(FUZZ_OBJ)/fs/tree/dirindex.o
+		$(FUZZ_OBJ)/fs/tree/dirindex.o $(FUZZ_OBJ)/fs/decode.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
 
 $(BUILD)/fuzz/fuzz_http: $(FUZZ_OBJ)/tests/fuzz/fuzz_http.o \
@@ -38,6 +38,7 @@ $(BUILD)/fuzz/fuzz_http: $(FUZZ_OBJ)/tests/fuzz/fuzz_http.o \
 
 $(BUILD)/fuzz/fuzz_name: $(FUZZ_OBJ)/tests/fuzz/fuzz_name.o \
 		$(FUZZ_OBJ)/fs/driver/opts.o $(FUZZ_OBJ)/fs/auth/headers.o \
+		$(FUZZ_OBJ)/fs/decode.o $(FUZZ_OBJ)/fs/errline.o \
 		$(FUZZ_OBJ)/fetch/url.o $(FUZZ_OBJ)/fetch/proxy.o \
 		$(FUZZ_OBJ)/fetch/http.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
@@ -58,9 +59,11 @@ $(BUILD)/fuzz/fuzz_lmdb: $(FUZZ_OBJ)/tests/fuzz/fuzz_lmdb.o \
 		$(shell $(PKG_CONFIG) --libs lmdb 2>/dev/null)
 
 $(BUILD)/fuzz/fuzz_s3xml: $(FUZZ_OBJ)/tests/fuzz/fuzz_s3xml.o \
-		$(FUZZ_OBJ)/fs/tree/s3xml.o
+		$(FUZZ_OBJ)/fs/tree/s3xml.o $(FUZZ_OBJ)/fs/decode.o \
+		$(FUZZ_OBJ)/fs/errline.o \
+		$(FUZZ_OBJ)/fetch/url.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
-		$(shell $(PKG_CONFIG) --libs libxml-2.0 2>/dev/null)
+		$(shell $(PKG_CONFIG) --libs libxml-2.0 libcurl 2>/dev/null)
 
 $(BUILD)/fuzz/fuzz_awsconf: $(FUZZ_OBJ)/tests/fuzz/fuzz_awsconf.o \
 		$(FUZZ_OBJ)/fs/auth/awsconf.o $(FUZZ_OBJ)/fs/auth/headers.o

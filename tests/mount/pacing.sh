@@ -2,7 +2,8 @@
 # pacing.sh: read-ahead that follows the reader, through a real mount of a
 # far origin (20 ms before every response, 8 MB/s per connection): a slow
 # player pulls about its lead and no more, one member of a stored zip pulls
-# about itself, a read at a new position is split over the lanes, an origin
+# about itself, a read at a new position is split over the lanes, a new
+# reader's 1 MiB read at a cold position costs about one round trip, an origin
 # that serves one transfer at a time with 503 beyond is read whole, a read
 # against a stalled origin fails by read_timeout as the application sees
 # it, `pacefs status` shows each reader, and -o inflight_max= caps what is
@@ -160,9 +161,52 @@ EOF
 	else
 		t_fail "1 MiB at a new position: split over the lanes" "$n request(s)"
 	fi
-	umount_pacefs "$T_TMP/m3"
+		umount_pacefs "$T_TMP/m3"
 else
 	t_fail "seek: mount" "$T_MOUNT_ERR"
+fi
+
+# A new reader's cold 1 MiB: a process opens the file and reads 1 MiB at
+# 70 %, 20 % and 90 % of it, one pread each, from an origin 100 ms away
+# (so that the round trips, not a loaded machine, set the time). The
+# kernel hands each read over in 128 KiB pieces, each asked once the one
+# before it is there: eight round trips, 800 ms, unless the pieces to come
+# are fetched together as soon as a piece shows a large read: one round
+# trip and 1 MiB over the lanes, about 120 ms. Another process has read
+# 4 KiB first, so that the mount's connections are open, as in a mount in
+# use.
+o_start slow --root "$WWW" --latency 100 --rate 8M
+mkdir -p "$T_TMP/m6"
+if mount_pacefs -o "cache_dir=$T_TMP/c6" "$O_URL/play.bin" "$T_TMP/m6"; then
+	dd if="$T_TMP/m6/play.bin" of=/dev/null bs=4k count=1 skip=100 2>/dev/null || true
+	if python3 - "$T_TMP/m6/play.bin" "$WWW/play.bin" >"$T_TMP/cold.out" <<'EOF'; then
+import os, sys, time
+a = os.open(sys.argv[1], os.O_RDONLY)
+b = open(sys.argv[2], "rb")
+size = os.fstat(a).st_size
+worst = 0
+for frac in (0.7, 0.2, 0.9):
+    pos = int(size * frac) // 4096 * 4096
+    t = time.monotonic()
+    got = os.pread(a, 1024 * 1024, pos)
+    worst = max(worst, time.monotonic() - t)
+    b.seek(pos)
+    if got != b.read(1024 * 1024):
+        print("bytes differ at", pos); sys.exit(1)
+print("%.1f" % (worst * 1000))
+EOF
+		worst=$(cat "$T_TMP/cold.out")
+		if awk -v w="$worst" 'BEGIN { exit !(w <= 400) }'; then
+			t_pass "a new reader's cold 1 MiB at three positions, 100 ms away: bytes correct, the slowest in $worst ms (at most 400)"
+		else
+			t_fail "a new reader's cold 1 MiB" "the slowest took $worst ms (at most 400): a round trip a piece"
+		fi
+	else
+		t_fail "a new reader's cold 1 MiB" "$(cat "$T_TMP/cold.out")"
+	fi
+	umount_pacefs "$T_TMP/m6"
+else
+	t_fail "cold 1 MiB: mount" "$T_MOUNT_ERR"
 fi
 
 # -o inflight_max=8M: a copy of the far file keeps at most 8 MiB requested

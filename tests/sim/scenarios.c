@@ -402,7 +402,8 @@ static void far_origin(struct scenario *sc, const char *name, uint64_t size)
 	base(sc, name);
 	sc->cfg.align = 64 * KIB;
 	sc->cfg.min_request = 64 * KIB;
-	sc->cfg.window_min = 256 * KIB;
+		sc->cfg.window_min = 256 * KIB;
+	sc->cfg.kernel_piece = 128 * KIB;
 	sc->nblob = 1;
 	sc->size[0] = size;
 	sc->nsrc = 1;
@@ -556,6 +557,55 @@ static void sc_one_transfer(void)
 	sc.nrd = 1;
 	sc.rd[0] = seq(0, 0, 1 * MIB);
 	named(&sc, judge_one_transfer);
+}
+
+/* A new reader reads 1 MiB at three cold positions of a 128 MiB file, one
+ * read each; the kernel hands each over as 128 KiB pieces, each asked once
+ * the one before it is there. */
+#define COLD_PIECES 8
+static struct rd_step cold_steps[3 * COLD_PIECES];
+
+static bool judge_cold_1m(const struct scenario *sc, const struct figures *f,
+			  char *note, size_t n)
+{
+	double lim = 2 * (sc->src[0].latency +
+			  (double)MIB / (sc->cfg.max_lanes * sc->src[0].conn_rate));
+	double worst = 0, t0 = 0;
+
+	for (int g = 0; g < 3; g++) {
+		double t1 = f->step_end[(g + 1) * COLD_PIECES - 1];
+
+		if (t1 - t0 > worst)
+			worst = t1 - t0;
+		t0 = t1;
+	}
+	snprintf(note, n,
+		 "worst 1 MiB at a cold position %.1f ms (<= %.1f); pulled "
+		 "%.2f MiB",
+		 worst * 1e3, lim * 1e3, (double)f->pulled / MIB);
+	return worst <= lim;
+}
+
+static void sc_cold_1m(void)
+{
+	static const double at[3] = {0.7, 0.2, 0.9};
+	struct scenario sc;
+
+	far_origin(&sc, "cold_1m", 128 * MIB);
+	for (int g = 0; g < 3; g++)
+		for (int k = 0; k < COLD_PIECES; k++) {
+			uint64_t off = (uint64_t)(at[g] * 128 * MIB) &
+				       ~(MIB - 1);
+
+			cold_steps[g * COLD_PIECES + k] = (struct rd_step){
+				off + (uint64_t)k * 128 * KIB, 128 * KIB};
+		}
+	sc.nrd = 1;
+	memset(&sc.rd[0], 0, sizeof(sc.rd[0]));
+	sc.rd[0].kind = RD_SCRIPT;
+	sc.rd[0].script = cold_steps;
+	sc.rd[0].nsteps = 3 * COLD_PIECES;
+	named(&sc, judge_cold_1m);
 }
 
 /* ---- many readers: a dataset loader's workers, each reading files
@@ -773,6 +823,20 @@ static void random_scenario(struct scenario *sc, uint64_t seed)
 			}
 		}
 	}
+		/* The kernel's pieces (a reader reading 128 KiB at a time, which
+	 * a kernel_piece of 128 KiB takes for pieces of a larger read), in
+	 * one scenario of four, from a stream of their own. */
+	{
+		uint64_t kst = seed ^ 0x165667b1u;
+
+		if (sim__rnd64(&kst) % 4 == 0) {
+			sc->cfg.kernel_piece = 128 * KIB;
+			for (int i = 0; i < sc->nrd; i++)
+				if (sc->rd[i].kind == RD_SEQ &&
+				    sim__rnd64(&kst) % 2)
+					sc->rd[i].rsize = 128 * KIB;
+		}
+	}
 	sc->limit = 300;
 }
 
@@ -817,6 +881,7 @@ int main(int argc, char **argv)
 		sc_one_transfer();
 		sc_loader_shards();
 		sc_loader_grow();
+		sc_cold_1m();
 	}
 	for (int i = 0; i < nrandom + NREGRESS; i++) {
 		struct scenario sc;

@@ -21,6 +21,7 @@
 #define MAX_RD 16
 #define MAX_LANES 64
 #define MAX_SAMPLES 200000
+#define MAX_STEPS 64
 
 enum death { DIE_NONE, DIE_GONE, DIE_RESET };
 
@@ -144,6 +145,8 @@ struct figures {
 	double seek_read_wait;	/* the first read after the seek */
 	int lookups;		/* RD_LOOKUP lookups done */
 	int files;		/* RD_LOADER: blobs read whole */
+	double step_end[MAX_STEPS]; /* RD_SCRIPT: when each step's read
+				       ended (its bytes held) */
 };
 
 struct sim {

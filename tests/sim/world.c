@@ -385,6 +385,14 @@ static void lookup_page(struct sim *s, const struct rd_spec *rs,
 	r->step = (r->step + 1) % 3;
 }
 
+/* A script's read ended: its time, for the judges of the script. */
+static void step_ended(struct sim *s, const struct rd_spec *rs,
+		       const struct sim_rd *r)
+{
+	if (rs->kind == RD_SCRIPT && r->step >= 1 && r->step <= MAX_STEPS)
+		s->fig.step_end[r->step - 1] = s->t;
+}
+
 int sim__readers_step(struct sim *s, uint64_t *rng, bool *event)
 {
 	const struct scenario *sc = s->sc;
@@ -458,6 +466,7 @@ int sim__readers_step(struct sim *s, uint64_t *rng, bool *event)
 				}
 				r->consumed += r->len;
 				s->consumed_by_blob[r->blob] += r->len;
+				step_ended(s, rs, r);
 				r->next_at =
 					s->t + (rs->rate > 0 ? (double)r->len /
 								       rs->rate
@@ -518,6 +527,7 @@ int sim__readers_step(struct sim *s, uint64_t *rng, bool *event)
 				}
 				r->consumed += r->len;
 				s->consumed_by_blob[r->blob] += r->len;
+				step_ended(s, rs, r);
 				if (rs->kind == RD_SEQ ||
 				    rs->kind == RD_LOADER) {
 					r->cursor = r->off + r->len;
@@ -609,13 +619,27 @@ static double most_rate(const struct scenario *sc, const struct src_spec *ss,
 	return r;
 }
 
+/* What blob b's sources can send at most per second, at their best. */
+static double best_rate(const struct scenario *sc, int b)
+{
+	double r = 0;
+
+	for (int k = 0; k < sc->nsrc; k++)
+		if (sc->src[k].blob == b)
+			r += most_rate(sc, &sc->src[k], 0);
+	return r;
+}
+
 bool sim__unmeetable(const struct scenario *sc, char *why, size_t n)
 {
 	for (int b = 0; b < sc->nblob; b++) {
 		double most = 0, need = 0;
 
-		/* A sequential reader reads to the blob's end from its first
-		 * offset, or from where it seeks (if it gets there first). */
+				/* A sequential reader reads to the blob's end from its first
+		 * offset, or from where it seeks: a seek forward skips bytes
+		 * it would read anyway, and a seek back is made unless the
+		 * reader was done before it, which the blob's sources at
+		 * their best rates could not have made it. */
 		for (int i = 0; i < sc->nrd; i++) {
 			const struct rd_spec *r = &sc->rd[i];
 			uint64_t from = r->start;
@@ -623,6 +647,10 @@ bool sim__unmeetable(const struct scenario *sc, char *why, size_t n)
 			if (r->blob != b || r->kind != RD_SEQ || r->stop_after)
 				continue;
 			if (r->seek_at > 0 && r->seek_to > from)
+				from = r->seek_to;
+			else if (r->seek_at > 0 &&
+				 best_rate(sc, b) * r->seek_at <
+					 (double)unheld_from(sc, b, from))
 				from = r->seek_to;
 			if ((double)unheld_from(sc, b, from) > need)
 				need = (double)unheld_from(sc, b, from);

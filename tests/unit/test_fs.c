@@ -23,6 +23,12 @@
 #include "fs/fs.h"
 #include "tests/t.h"
 
+/* The man page and the README are read from the source tree, from any
+ * working directory. */
+#ifndef PACEFS_SRCDIR
+#define PACEFS_SRCDIR "."
+#endif
+
 static int parse(struct fs_opts *o, char *err, size_t errlen, int argc,
 		 char **argv)
 {
@@ -220,6 +226,213 @@ static void opts_chunk_and_proxy(void)
 	}
 }
 
+/* -o sha256=: 64 hex digits of either case, refused naming the count or
+ * the first byte that is no digit. */
+static void opts_sha256(void)
+{
+	char good[] = "sha256=00112233445566778899AABBCCDDEEFF"
+		      "00112233445566778899aabbccddeeff";
+	char short_[] = "sha256=0011", bad[sizeof(good)];
+	struct fs_opts o;
+	char err[256];
+
+	{
+		char *argv[] = {"pacefs", "-o", good, "http://h/x", "/m"};
+
+		T_EQ_INT(parse(&o, err, sizeof(err), 5, argv), 0);
+		T_ASSERT(o.has_sha256);
+		T_EQ_INT(o.sha256[0], 0x00);
+		T_EQ_INT(o.sha256[10], 0xaa);
+		T_EQ_INT(o.sha256[31], 0xff);
+		fs_opts_free(&o);
+	}
+	{
+		char *argv[] = {"pacefs", "-o", short_, "http://h/x", "/m"};
+
+		T_EQ_INT(parse(&o, err, sizeof(err), 5, argv), -EINVAL);
+		T_EQ_STR(err, "option sha256: expected 64 hex digits, got 4 "
+			      "characters");
+	}
+	memcpy(bad, good, sizeof(good));
+	bad[7 + 41] = 'g';
+	{
+		char *argv[] = {"pacefs", "-o", bad, "http://h/x", "/m"};
+
+		T_EQ_INT(parse(&o, err, sizeof(err), 5, argv), -EINVAL);
+		T_EQ_STR(err, "option sha256: 'g' is not a hex digit");
+	}
+}
+
+/* The -o options a document lists: "name=ARG", or a flag's name. */
+struct doc_forms {
+	char form[64][64];
+	size_t n;
+};
+
+/* Renders a man(7) font macro line (".B", ".BI", ".BR", ...) as a reader
+ * sees it: its arguments, quoted or not, joined (with a space by .B and
+ * .I, without by the alternating macros), escapes undone. */
+static void troff_render(const char *l, char *out, size_t cap)
+{
+	bool alternating = l[2] != ' ' && l[2] != '\0';
+	size_t o = 0;
+	int args = 0;
+
+	l += strcspn(l, " ");
+	while (*l != '\0' && o + 1 < cap) {
+		bool quoted;
+
+		l += strspn(l, " ");
+		if (*l == '\0')
+			break;
+		if (args++ > 0 && !alternating)
+			out[o++] = ' ';
+		quoted = *l == '"';
+		l += quoted;
+		while (*l != '\0' && (quoted ? *l != '"' : *l != ' ') &&
+		       o + 1 < cap) {
+			if (l[0] == '\\' && l[1] == '-') {
+				out[o++] = '-';
+				l += 2;
+			} else if (strncmp(l, "\\(dq", 4) == 0) {
+				out[o++] = '"';
+				l += 4;
+			} else if (l[0] == '\\' && l[1] == 'f' &&
+				   l[2] != '\0') {
+				l += 3;
+			} else if (l[0] == '\\' && l[1] == '&') {
+				l += 2;
+			} else if (l[0] == '\\' && l[1] != '\0') {
+				out[o++] = l[1] == 'e' ? '\\' : l[1];
+				l += 2;
+			} else {
+				out[o++] = *l++;
+			}
+		}
+		l += quoted && *l == '"';
+	}
+	out[o] = '\0';
+}
+
+static void doc_forms_add(struct doc_forms *f, const char *form, size_t len)
+{
+	if (f->n < sizeof(f->form) / sizeof(f->form[0]))
+		snprintf(f->form[f->n++], sizeof(f->form[0]), "%.*s", (int)len,
+			 form);
+}
+
+/* The tags of docs/pacefs.1's OPTIONS section (the line after each .TP),
+ * split at ", ": every "-o ..." but libfuse's placeholder. */
+static int man_forms(struct doc_forms *f)
+{
+	FILE *man = fopen(PACEFS_SRCDIR "/docs/pacefs.1", "r");
+	char line[512], shown[512];
+	bool in = false, tag = false;
+
+	if (man == NULL)
+		return -errno;
+	f->n = 0;
+	while (fgets(line, sizeof(line), man) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strncmp(line, ".SH ", 4) == 0)
+			in = strcmp(line, ".SH OPTIONS") == 0;
+		if (!in)
+			continue;
+		if (tag && line[0] == '.' && line[1] != 'T') {
+			troff_render(line, shown, sizeof(shown));
+			for (char *p = shown; p != NULL;) {
+				char *next = strstr(p, ", ");
+				size_t len = next != NULL ? (size_t)(next - p)
+							  : strlen(p);
+
+				if (strncmp(p, "-o ", 3) == 0 &&
+				    strncmp(p, "-o fuse_option", len) != 0)
+					doc_forms_add(f, p + 3, len - 3);
+				p = next != NULL ? next + 2 : NULL;
+			}
+		}
+		tag = strcmp(line, ".TP") == 0;
+	}
+	fclose(man);
+	return 0;
+}
+
+static bool has_form(const struct doc_forms *f, const char *form)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (strcmp(f->form[i], form) == 0)
+			return true;
+	return false;
+}
+
+/* Fails for each form of the table that doc lacks, and for each of
+ * doc's that the table lacks: an option documented otherwise than the
+ * parser takes it fails both ways. */
+static void forms_agree(const struct doc_forms *table,
+			const struct doc_forms *doc, const char *where)
+{
+	for (size_t i = 0; i < table->n; i++)
+		if (!has_form(doc, table->form[i]))
+			T_FAIL("-o %s is the parser's; %s has no entry for it",
+			       table->form[i], where);
+	for (size_t i = 0; i < doc->n; i++)
+		if (!has_form(table, doc->form[i]))
+			T_FAIL("%s lists -o %s; the parser's table has no such "
+			       "option, or writes it otherwise",
+			       where, doc->form[i]);
+}
+
+/* docs/pacefs.1 lists each -o option of the parser's table, with the
+ * table's form and value name, and no other: --help prints the table, so
+ * the two cannot drift apart unnoticed. */
+static void man_lists_the_options(void)
+{
+	struct doc_forms man, table = {.n = 0};
+	char form[64];
+
+	T_EQ_INT(man_forms(&man), 0);
+	for (size_t i = 0; fs_opts_form(i, form, sizeof(form)) != NULL; i++)
+		doc_forms_add(&table, form, strlen(form));
+	T_ASSERT(table.n > 30);
+	forms_agree(&table, &man, "docs/pacefs.1's OPTIONS");
+}
+
+/* README.md's option table names each -o option of the parser's, as a
+ * flag or with a value alike, and no other (its value names are its
+ * own: S for SECS). */
+static void readme_lists_the_options(void)
+{
+	FILE *readme = fopen(PACEFS_SRCDIR "/README.md", "r");
+	struct doc_forms doc = {.n = 0}, table = {.n = 0};
+	char line[2048], form[64];
+	bool in = false;
+
+	T_ASSERT(readme != NULL);
+	while (fgets(line, sizeof(line), readme) != NULL) {
+		char *cell_end;
+
+		if (strncmp(line, "#", 1) == 0)
+			in = strcmp(line, "### Options\n") == 0;
+		if (!in || strncmp(line, "| `-o ", 6) != 0)
+			continue;
+		cell_end = strstr(line + 1, " |");
+		for (char *p = line;
+		     cell_end != NULL && (p = strstr(p, "`-o ")) != NULL &&
+		     p < cell_end;
+		     p += 4) {
+			size_t len = strcspn(p + 4, "=`");
+
+			doc_forms_add(&doc, p + 4,
+				      len + (p[4 + len] == '=' ? 1 : 0));
+		}
+	}
+	fclose(readme);
+	for (size_t i = 0; fs_opts_form(i, form, sizeof(form)) != NULL; i++)
+		doc_forms_add(&table, form,
+			      strcspn(form, "=") + (strchr(form, '=') ? 1 : 0));
+	forms_agree(&table, &doc, "README.md's Options table");
+}
+
 static void name_from_url(void)
 {
 	char name[256], err[256];
@@ -232,11 +445,92 @@ static void name_from_url(void)
 				  name, sizeof(name), err, sizeof(err)),
 		 0);
 	T_EQ_STR(name, "a b%c.bin");
+	/* A path's '+' is itself. */
+	T_EQ_INT(fs_name_from_url("http://h/a+b%2B.img", name, sizeof(name),
+				  err, sizeof(err)),
+		 0);
+	T_EQ_STR(name, "a+b+.img");
 	/* A bad escape is kept as it is. */
 	T_EQ_INT(fs_name_from_url("http://h/100%zz", name, sizeof(name), err,
 				  sizeof(err)),
 		 0);
 	T_EQ_STR(name, "100%zz");
+}
+
+/* One percent-decoder for a URL's last segment, an index's href and S3's
+ * encoding-type=url: each rule, with and without FS_PCT_PLUS. */
+static void pct_decode_rules(void)
+{
+	static const struct {
+		const char *in;
+		size_t len; /* 0: strlen(in) */
+		unsigned flags;
+		size_t cap;
+		int rc;
+		const char *out;
+	} cases[] = {
+		{"a%20b%2Fc", 0, 0, 64, 0, "a b/c"},
+		{"%4a%4A", 0, 0, 64, 0, "JJ"},
+		/* '+' is itself in a URL path, a space in S3's encoding;
+		 * "%2B" is '+' in both. */
+		{"a+b%2B", 0, 0, 64, 0, "a+b+"},
+		{"a+b%2B", 0, FS_PCT_PLUS, 64, 0, "a b+"},
+		/* A '%' without two hex digits inside the range stays. */
+		{"100%zz%4g%", 0, 0, 64, 0, "100%zz%4g%"},
+		{"%4", 0, 0, 64, 0, "%4"},
+		{"ab%41", 4, 0, 64, 0, "ab%4"},
+		/* No NUL, escaped or not. */
+		{"a%00b", 0, 0, 64, -EINVAL, NULL},
+		{"a\0b", 3, FS_PCT_PLUS, 64, -EINVAL, NULL},
+		/* cap counts the NUL; the first fault met is the one said. */
+		{"abc", 0, 0, 4, 0, "abc"},
+		{"abcd", 0, 0, 4, -ENAMETOOLONG, NULL},
+		{"%41%42%43", 0, 0, 4, 0, "ABC"},
+		{"ab%00cd", 0, 0, 3, -EINVAL, NULL},
+		{"abc%00", 0, 0, 3, -ENAMETOOLONG, NULL},
+		{"", 0, 0, 1, 0, ""},
+	};
+	char out[64], inplace[] = "k%2Fa+b%zz";
+	size_t n;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t len = cases[i].len ? cases[i].len : strlen(cases[i].in);
+		int rc = fs__pct_decode(cases[i].in, len, cases[i].flags, out,
+					cases[i].cap, &n);
+
+		if (rc != cases[i].rc)
+			T_FAIL("\"%s\": %d, not %d", cases[i].in, rc,
+			       cases[i].rc);
+		else if (rc == 0 && (strcmp(out, cases[i].out) != 0 ||
+				     n != strlen(cases[i].out)))
+			T_FAIL("\"%s\": \"%s\" (%zu), not \"%s\"", cases[i].in,
+			       out, n, cases[i].out);
+	}
+	/* In place, as S3 keys are decoded. */
+	T_EQ_INT(fs__pct_decode(inplace, strlen(inplace), FS_PCT_PLUS, inplace,
+				sizeof(inplace), &n),
+		 0);
+	T_EQ_STR(inplace, "k/a b%zz");
+	T_EQ_INT(n, 8);
+}
+
+/* One decoder of hex digests: the manifest's sha256 and -o sha256=. */
+static void unhex_rules(void)
+{
+	uint8_t out[4] = {9, 9, 9, 9}, want[4] = {0x01, 0xab, 0xcd, 0xef};
+	size_t at = 99;
+
+	T_EQ_INT(fs__unhex("01abCDef", 8, out, 4, &at), 0);
+	T_EQ_MEM(out, want, 4);
+	memset(out, 9, sizeof(out));
+	T_EQ_INT(fs__unhex("01abCDe", 7, out, 4, &at), -EINVAL);
+	T_EQ_INT(fs__unhex("01abCDef0", 9, out, 4, &at), -EINVAL);
+	T_EQ_INT(fs__unhex("01xbCDeg", 8, out, 4, &at), -EILSEQ);
+	T_EQ_INT(at, 2);
+	T_EQ_INT(fs__unhex("01ab CDe", 8, out, 4, &at), -EILSEQ);
+	T_EQ_INT(at, 4);
+	/* out is written only on success. */
+	T_EQ_INT(out[0], 9);
 }
 
 static void name_from_url_refused(void)
@@ -1048,8 +1342,13 @@ static const struct t_case cases[] = {
 	{"opts_ours_and_fuse", opts_ours_and_fuse},
 	{"opts_errors_name_the_option", opts_errors_name_the_option},
 	{"opts_chunk_and_proxy", opts_chunk_and_proxy},
+	{"opts_sha256", opts_sha256},
+	{"man_lists_the_options", man_lists_the_options},
+	{"readme_lists_the_options", readme_lists_the_options},
 	{"name_from_url", name_from_url},
 	{"name_from_url_refused", name_from_url_refused},
+	{"pct_decode_rules", pct_decode_rules},
+	{"unhex_rules", unhex_rules},
 	{"log_escape", log_escape},
 	{"log_rate_limit", log_rate_limit},
 	{"json_escape", json_escape},

@@ -991,6 +991,8 @@ static void dirindex_attribute_forms(void)
 		"<a href=\"bad&#0;ent&#xZZ;&bogus;\">e</a>\n"
 		"<a href=\"&bogus;\">e</a>\n"
 		"<a href=\"%zz%4\">p</a>\n"
+		/* An href is a URL path: '+' is itself. */
+		"<a href=\"a+b%2B\">p</a>\n"
 		"<a href=\"first\" href=\"second\">two</a>\n"
 		"<!-- <a href=\"hidden\">hidden</a> -->\n"
 		"<abbr href=\"notalink\">x</abbr>\n"
@@ -999,7 +1001,8 @@ static void dirindex_attribute_forms(void)
 		{"Upper", false, 5, 1577836800}, {"single", false, -1, 0},
 		{"unquoted", false, -1, 0},	 {"spaced", false, -1, 0},
 		{"amp&bAB<", false, -1, 0},	 {"&bogus;", false, -1, 0},
-		{"%zz%4", false, -1, 0},	 {"first", false, -1, 0},
+		{"%zz%4", false, -1, 0},	 {"a+b+", false, -1, 0},
+		{"first", false, -1, 0},
 	};
 
 	T_ASSERT(check_html(html, want, sizeof(want) / sizeof(want[0])));
