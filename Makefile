@@ -13,7 +13,7 @@ endif
 
 CC ?= cc
 PKG_CONFIG ?= pkg-config
-PKGS := fuse3 libcurl libcrypto lmdb jansson libxxhash libxml-2.0
+PKGS := fuse3 libcurl libcrypto lmdb jansson libxxhash libxml-2.0 libmicrohttpd
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
@@ -29,7 +29,7 @@ ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
 	$(WARN) $(CFLAGS) $(SANFLAGS) -I. -MMD -MP
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS) -pthread
 
-.PHONY: all check check-run demo install format clean deps bench
+.PHONY: all check check-run demo install format clean deps bench deb
 all: $(BUILD)/pacefs $(BUILD)/pacefs-origin
 
 include pacing/module.mk
@@ -44,7 +44,7 @@ include contrib/bench/module.mk
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
 # Made anew: ar keeps the members of an existing archive, so an object of
 # a source since removed would still be linked.
@@ -72,6 +72,10 @@ bench:
 	contrib/install-deps.sh --bench
 	+$(MAKE) --no-print-directory all
 	contrib/bench/run.sh $(BUILD)/pacefs
+
+# pacefs_VERSION_ARCH.deb into $(BUILD)/, lintian-checked (contrib/deb.sh).
+deb: deps
+	contrib/deb.sh $(BUILD)
 
 install: $(BUILD)/pacefs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1

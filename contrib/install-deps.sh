@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# install-deps.sh: installs the Debian 12 packages that pacefs's build, tests and demo need;
-# with --bench, also those the benchmark (make bench) compares against and plots with.
+# install-deps.sh: installs the Debian 12 packages that pacefs's build, tests and demo need
+# (the metrics endpoint's libmicrohttpd, Prometheus and promtool for its test, and what
+# make deb builds and checks a package with); with --bench, also those the benchmark
+# (make bench) compares against and plots with.
 set -euo pipefail
 
 PKGS=(
@@ -13,6 +15,8 @@ PKGS=(
 	nginx-light curl openssl attr ca-certificates
 	libxml2-dev python3-botocore s3cmd
 	procps psmisc iproute2 coreutils xxd python3 strace
+	libmicrohttpd-dev prometheus
+	debhelper dpkg-dev lintian
 )
 
 # Only make bench needs these: the competitors, the plotting and the real
@@ -68,6 +72,10 @@ had_nginx=0
 if [ "$(dpkg-query -W -f='${db:Status-Status}' nginx 2>/dev/null || true)" = installed ]; then
 	had_nginx=1
 fi
+had_prometheus=0
+if [ "$(dpkg-query -W -f='${db:Status-Status}' prometheus 2>/dev/null || true)" = installed ]; then
+	had_prometheus=1
+fi
 
 log=$(mktemp)
 if ! { apt-get update -q &&
@@ -80,12 +88,16 @@ if ! { apt-get update -q &&
 fi
 rm -f "$log"
 
-# Belt and braces where a machine's own policy allowed starts: an nginx that
-# this run brought in must not keep serving port 80. An nginx that was there
-# before is the owner's and is left alone.
-if [ "$had_nginx" -eq 0 ] && command -v systemctl >/dev/null 2>&1 &&
-	[ -d /run/systemd/system ]; then
-	systemctl disable --now nginx >/dev/null 2>&1 || true
+# Belt and braces where a machine's own policy allowed starts: an nginx or a
+# Prometheus that this run brought in must not keep serving ports 80 and 9090.
+# One that was there before is the owner's and is left alone.
+if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+	if [ "$had_nginx" -eq 0 ]; then
+		systemctl disable --now nginx >/dev/null 2>&1 || true
+	fi
+	if [ "$had_prometheus" -eq 0 ]; then
+		systemctl disable --now prometheus >/dev/null 2>&1 || true
+	fi
 fi
 
 echo "install-deps: installed ${missing[*]}"

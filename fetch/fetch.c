@@ -416,7 +416,7 @@ void fetch_free(struct fetch *f)
 		struct fetch_slot *s = &f->slots[i];
 
 		if (s->state != SLOT_IDLE)
-			curl_multi_remove_handle(f->multi, s->easy);
+			fetch__slot_detach(s);
 		fetch__auth_put(s->cref);
 		if (s->easy != NULL)
 			curl_easy_cleanup(s->easy);

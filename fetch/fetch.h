@@ -71,6 +71,21 @@ enum fetch_log_level {
 	FETCH_LOG_DEBUG
 };
 
+/* One HTTP request that ended, as on_request (fetch_config) hears of
+ * it: each hop of a redirect, each proxy a request went through, a
+ * request sent ahead and dropped, a probe's and a document's. */
+struct fetch_request_info {
+	const char *url; /* where it went (userinfo included: never show it
+			    as it is); valid for the call */
+	int proxy;	 /* the entry of cfg->proxies it went through; -1:
+			    no list */
+	long status;	 /* the response's status; 0: none came */
+	uint64_t bytes;	 /* body bytes received */
+	uint64_t first_byte_us; /* from its start to the response's first
+				   byte; 0: none came */
+	bool lane;		/* a lane's range transfer (else synchronous) */
+};
+
 struct fetch_config {
 	uint32_t max_lanes;
 	long connect_timeout_ms;
@@ -112,6 +127,11 @@ struct fetch_config {
 	 * (CURLOPT_PATH_AS_IS): an object store's key "a/../x" names that
 	 * object, not "x". */
 	bool path_as_is;
+	/* Called once for every request that ends (each attempt that was
+	 * sent), on the thread that ran it (the event thread for lanes): it
+	 * must not block nor call fetch. NULL: nobody is told. */
+	void (*on_request)(void *ctx, const struct fetch_request_info *r);
+	void *request_ctx;
 };
 
 struct fetch_hooks {

@@ -248,12 +248,17 @@ enum slot_state {
  * reached, a refused hop), which curl's own code then does not override,
  * in whatever state the transfer ends; auth_retried is history (the one
  * resend for newer credentials is spent), sent_creds what the last hop
- * carried. Another version through a proxy is res.blob_changed. */
+ * carried; attached is curl's side, whether the easy handle is in the
+ * multi (a slot SENT again after a retry whose handle could not be added
+ * is not), so that each request on the wire is counted once when it
+ * ends. Another version through a proxy is res.blob_changed. */
 struct fetch_slot {
 	struct fetch *f;
 	uint32_t id; /* the lane it belongs to, for the hooks */
 	CURL *easy;
 	enum slot_state state; /* changed by fetch__slot_set only */
+	bool attached;	 /* its easy handle is in the multi (a request is on
+			    the wire): fetch__slot_attach and _detach only */
 	const char *url; /* where the request started (the target's) */
 	char *hop;	 /* after a redirect: where it is now (owned) */
 	unsigned hops;
@@ -315,6 +320,20 @@ struct fetch {
 	bool started;
 	atomic_bool stop;
 };
+
+/* fetch/count.c. Tells cfg->on_request (if any) that easy's request of
+ * url through proxy entry `proxy` (-1: none) ended; lane: a lane's. */
+void fetch__request_ended(const struct fetch_config *cfg, CURL *easy,
+			  const char *url, int proxy, bool lane);
+
+/* Hands slot s's easy handle to curl: a request is sent. Returns what
+ * curl_multi_add_handle does. */
+CURLMcode fetch__slot_attach(struct fetch_slot *s);
+
+/* Takes it back from curl, once per attach: the request ended (done, cut
+ * or dropped), and on_request hears of it. Does nothing when it is not
+ * attached. */
+void fetch__slot_detach(struct fetch_slot *s);
 
 /* Logs through the hooks' log, if any. */
 void fetch__log(struct fetch *f, enum fetch_log_level level, const char *fmt,

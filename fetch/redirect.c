@@ -86,8 +86,11 @@ static CURLcode perform_via(const struct fetch_config *cfg, CURL *easy,
 	const char *why;
 	CURLcode cc;
 
-	if (cfg->proxies == NULL)
-		return curl_easy_perform(easy);
+	if (cfg->proxies == NULL) {
+		cc = curl_easy_perform(easy);
+		fetch__request_ended(cfg, easy, at, -1, false);
+		return cc;
+	}
 	for (;;) {
 		int px = fetch__proxy_choose(cfg->proxies, at, 0,
 					     fetch__now_ms(), tried);
@@ -103,6 +106,7 @@ static CURLcode perform_via(const struct fetch_config *cfg, CURL *easy,
 				 fetch__proxy_url(cfg->proxies, px));
 		fetch__proxy_request(cfg->proxies, px);
 		cc = curl_easy_perform(easy);
+		fetch__request_ended(cfg, easy, at, px, false);
 		/* The caller's deadline or the mount's end cut the request:
 		 * no word on the proxy either way. */
 		if (fetch__bound_check(cfg, &why) != 0)

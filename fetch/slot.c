@@ -291,7 +291,7 @@ void fetch__slot_finish(struct fetch_slot *s, CURLcode cc)
 			       (s->auth_retried && slot_auth_status(s));
 	}
 	if (s->state != SLOT_REFUSED)
-		curl_multi_remove_handle(f->multi, s->easy);
+		fetch__slot_detach(s);
 	fetch__auth_put(s->cref);
 	s->cref = NULL;
 	res = s->res;
@@ -349,7 +349,7 @@ void fetch__slot_abandon(struct fetch_slot *s)
 {
 	if (s->state == SLOT_IDLE)
 		return;
-	curl_multi_remove_handle(s->f->multi, s->easy);
+	fetch__slot_detach(s);
 	fetch__auth_put(s->cref);
 	s->cref = NULL;
 	fetch__slot_set(s, SLOT_IDLE);
@@ -473,7 +473,7 @@ int fetch__slot_start(struct fetch *f, struct fetch_slot *s,
 		fetch__slot_set(s, SLOT_REFUSED);
 		return 0;
 	}
-	if (curl_multi_add_handle(f->multi, s->easy) != CURLM_OK)
+	if (fetch__slot_attach(s) != CURLM_OK)
 		return -ENOMEM;
 	fetch__slot_set(s, ahead ? SLOT_AHEAD : SLOT_SENT);
 	return 0;
@@ -558,12 +558,11 @@ int fetch__slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc)
 	} else {
 		return 1;
 	}
-	curl_multi_remove_handle(f->multi, s->easy);
+	fetch__slot_detach(s);
 	from = s->pos / chunk * chunk;
 	s->from = from > s->start ? from : s->start;
 	slot_reset_response(s);
-	if (slot_aim(f, s, url) != 0 ||
-	    curl_multi_add_handle(f->multi, s->easy) != CURLM_OK) {
+	if (slot_aim(f, s, url) != 0 || fetch__slot_attach(s) != CURLM_OK) {
 		s->forced = true;
 		s->res.outcome = FETCH_TRANSIENT;
 		snprintf(s->res.reason, sizeof(s->res.reason),
@@ -591,15 +590,14 @@ int fetch__slot_follow(struct fetch *f, struct fetch_slot *s)
 			 rc == -ENOMEM ? "out of memory" : why);
 		return rc;
 	}
-	curl_multi_remove_handle(f->multi, s->easy);
+	fetch__slot_detach(s);
 	free(s->hop);
 	s->hop = next;
 	s->hops++;
 	slot_reset_response(s);
 	s->tried = 0;
 	s->suspect = 0;
-	if (slot_aim(f, s, s->hop) != 0 ||
-	    curl_multi_add_handle(f->multi, s->easy) != CURLM_OK) {
+	if (slot_aim(f, s, s->hop) != 0 || fetch__slot_attach(s) != CURLM_OK) {
 		s->forced = true;
 		s->res.outcome = FETCH_LOCAL;
 		snprintf(s->res.reason, sizeof(s->res.reason),
@@ -618,7 +616,7 @@ bool fetch__slot_auth_hold(struct fetch *f, struct fetch_slot *s)
 	curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
 	if (!fetch__auth_refused(status, s->errbody))
 		return false;
-	curl_multi_remove_handle(f->multi, s->easy);
+	fetch__slot_detach(s);
 	fetch__slot_set(s, SLOT_AUTH_WAIT);
 	s->auth_gen = s->cref->gen;
 	s->auth_until_ms = fetch__now_ms() + FETCH_AUTH_WAIT_MS;
@@ -657,7 +655,7 @@ bool fetch__slot_auth_resume(struct fetch *f)
 		s->hops = 0;
 		slot_reset_response(s);
 		if (slot_aim(f, s, s->url) != 0 ||
-		    curl_multi_add_handle(f->multi, s->easy) != CURLM_OK) {
+		    fetch__slot_attach(s) != CURLM_OK) {
 			s->forced = true;
 			s->res.outcome = FETCH_LOCAL;
 			snprintf(s->res.reason, sizeof(s->res.reason),

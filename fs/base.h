@@ -14,6 +14,21 @@
 
 enum fs_log_level { FS_LOG_ERR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };
 
+/* What a log line is about, for a log a collector parses (-o
+ * log_format=json): each member NULL or 0 where the line has none. The
+ * text log says the same in its sentence. Strings are borrowed for the
+ * call. */
+struct fs_log_fields {
+	const char *blob;    /* the file's name */
+	const char *source;  /* a URL (shown without its userinfo) */
+	uint64_t start, end; /* the bytes [start, end); end 0: none */
+	long status;	     /* an HTTP status; 0: none */
+	const char *error;   /* the error's class: "transient", "throttled",
+				"gone", "fatal", "local", "stalled",
+				"timeout", "unavailable", "changed",
+				"digest", "credentials" */
+};
+
 /* A log line through a room's log hook (a configuration's `log` and
  * `log_ctx`, the driver's fs__log_hook); nothing when log is NULL. One
  * wrapper for every room that logs beneath the driver. */
@@ -73,6 +88,14 @@ static inline int fs__hexval(char ch)
  * controls (U+0080..U+009F) and bytes that are not well-formed UTF-8.
  * Returns out. */
 char *fs__escape(const char *s, char *out, size_t cap);
+
+/* fs/escape.c. Writes s as the inside of a JSON string (no quotes) into
+ * out (cap bytes, NUL-terminated when cap > 0, cut at a whole escape or
+ * sequence when full): '"' and '\\' escaped, control characters (C0,
+ * DEL, C1) as \u escapes, a byte that is not well-formed UTF-8 as
+ * \ufffd, so that the document always parses and holds no raw control
+ * byte. Returns the length the whole of it needs, as snprintf does. */
+size_t fs__json_escape(const char *s, char *out, size_t cap);
 
 /* The length of the well-formed UTF-8 sequence of two to four bytes at s
  * (its code point in *cp), or 0: ASCII, a stray or overlong byte, a

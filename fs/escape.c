@@ -1,7 +1,8 @@
 /* escape: what a server chose (names, ETags, reasons, keys), written so
- * that a terminal or a log reader takes it for nothing else; every room
- * of fs/ shows such text, so it lives beside base.h. */
+ * that a terminal, a log reader or a JSON parser takes it for nothing
+ * else; every room of fs/ shows such text, so it lives beside base.h. */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "fs/base.h"
@@ -67,4 +68,42 @@ char *fs__escape(const char *s, char *out, size_t cap)
 	}
 	out[o] = '\0';
 	return out;
+}
+
+size_t fs__json_escape(const char *s, char *out, size_t cap)
+{
+	size_t o = 0;
+
+	while (*s != '\0') {
+		unsigned char c = (unsigned char)*s;
+		uint32_t cp = c;
+		size_t n = c < 0x80 ? 1 : fs__utf8_seq(s, &cp);
+		char esc[8];
+		const char *w = esc;
+		size_t wn;
+
+		if (c == '"' || c == '\\') {
+			wn = (size_t)snprintf(esc, sizeof(esc), "\\%c", c);
+		} else if (n == 0) {
+			wn = (size_t)snprintf(esc, sizeof(esc), "\\ufffd");
+			n = 1;
+		} else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+			wn = (size_t)snprintf(esc, sizeof(esc), "\\u%04x",
+					      (unsigned)cp);
+		} else {
+			w = s;
+			wn = n;
+		}
+		/* Whole escapes and sequences only: a cut one would not
+		 * parse. */
+		if (o + wn < cap)
+			memcpy(out + o, w, wn);
+		else if (o < cap)
+			cap = o + 1; /* full: nothing more is written */
+		o += wn;
+		s += n;
+	}
+	if (cap > 0)
+		out[o < cap ? o : cap - 1] = '\0';
+	return o;
 }

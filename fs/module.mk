@@ -1,7 +1,8 @@
 # fs: the FUSE driver, the engine, the tree and the credentials (one
 # folder each), and the pacefs binary; one library.
 FS_ENGINE_SRCS := fs/engine/engine.c fs/engine/blobs.c fs/engine/blocks.c \
-	fs/engine/transfers.c fs/engine/read.c fs/engine/verify.c
+	fs/engine/transfers.c fs/engine/read.c fs/engine/verify.c \
+	fs/engine/counters.c
 FS_TREE_SRCS := fs/tree/ns.c fs/tree/manifest.c fs/tree/dirindex.c \
 	fs/tree/s3.c fs/tree/s3xml.c
 FS_AUTH_SRCS := fs/auth/creds.c fs/auth/command.c fs/auth/awsconf.c \
@@ -9,7 +10,8 @@ FS_AUTH_SRCS := fs/auth/creds.c fs/auth/command.c fs/auth/awsconf.c \
 FS_DRIVER_SRCS := fs/driver/fs.c fs/driver/inval.c fs/driver/mount.c \
 	fs/driver/opts.c fs/driver/log.c fs/driver/node.c fs/driver/probe.c \
 	fs/driver/status.c fs/driver/cachecmd.c fs/driver/exitguard.c \
-	fs/driver/scrub.c
+	fs/driver/scrub.c fs/driver/metrics.c fs/driver/metricsd.c \
+	fs/driver/logjson.c
 FS_SRCS := fs/escape.c fs/decode.c fs/errline.c $(FS_DRIVER_SRCS) \
 	$(FS_ENGINE_SRCS) $(FS_TREE_SRCS) $(FS_AUTH_SRCS)
 $(BUILD)/libfs.a: $(FS_SRCS:%.c=$(BUILD)/%.o)

@@ -22,6 +22,7 @@ T_FAILED=0
 T_SKIPPED=0
 T_MOUNTS=()
 T_NGINX_PIDS=()
+T_PIDS=()
 ORIGIN_BIN=${PACEFS_ORIGIN:-$(dirname "$PACEFS")/pacefs-origin}
 O_PIDS=()
 O_PID=
@@ -428,6 +429,12 @@ t_track_mount() {
 	T_MOUNTS+=("$1")
 }
 
+# t_track_pid PID: makes the cleanup stop PID (proc_stop), a server other
+# than nginx that the test started (Prometheus, say).
+t_track_pid() {
+	T_PIDS+=("$1")
+}
+
 # mount_pacefs ARGS...: runs pacefs (daemonizing) with ARGS, whose last is
 # the mountpoint, and waits until the mount is live. Returns non-zero with
 # pacefs's stderr in T_MOUNT_ERR (and on stderr) when it fails.
@@ -542,7 +549,7 @@ t_cleanup() {
 	for ((i = ${#T_MOUNTS[@]} - 1; i >= 0; i--)); do
 		umount_pacefs "${T_MOUNTS[$i]}" 2>/dev/null
 	done
-	for pid in "${T_NGINX_PIDS[@]}"; do
+	for pid in "${T_NGINX_PIDS[@]}" "${T_PIDS[@]}"; do
 		proc_stop "$pid"
 	done
 	o_kill_all

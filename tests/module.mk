@@ -25,7 +25,8 @@ $(BUILD)/tests/test_fetch: $(BUILD)/tests/unit/test_fetch.o $(BUILD)/libfetch.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null)
 
 # The options' documents (docs/pacefs.1, README.md) are read from the
-# source tree, from any working directory.
+# source tree, from any working directory; the man page documents every
+# metric too.
 $(BUILD)/tests/unit/test_fs.o: ALL_CFLAGS += -DPACEFS_SRCDIR='"$(CURDIR)"'
 
 $(BUILD)/tests/test_fs: $(BUILD)/tests/unit/test_fs.o $(BUILD)/libfs.a \

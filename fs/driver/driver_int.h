@@ -24,6 +24,7 @@ struct fs_creds;
 struct fs_source;
 struct fuse_session;
 struct fuse_lowlevel_ops;
+struct fs_metrics;
 
 /* The process's log (fs/driver/log.c): one line per call, to stderr in
  * the foreground and to syslog when daemonized, every URL's userinfo
@@ -34,6 +35,11 @@ void fs__log(enum fs_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void fs__vlog(enum fs_log_level level, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
+/* The same for a line about what f names (NULL: nothing): its fields
+ * stand on their own in a JSON log (-o log_format=json). */
+void fs__vlog_about(enum fs_log_level level, const struct fs_log_fields *f,
+		    const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 
 /* The cache's log callback (cache_config.log). */
 void fs__log_cache(void *ctx, enum cache_log_level level, const char *msg);
@@ -41,6 +47,10 @@ void fs__log_cache(void *ctx, enum cache_log_level level, const char *msg);
  * credentials (fs_creds_config.log): their lines as fs__log's. */
 void fs__log_hook(void *ctx, enum fs_log_level level, const char *fmt,
 		  va_list ap) __attribute__((format(printf, 3, 0)));
+/* The engine's log_fields hook: its lines with their fields. */
+void fs__log_fields_hook(void *ctx, enum fs_log_level level,
+			 const struct fs_log_fields *f, const char *fmt,
+			 va_list ap) __attribute__((format(printf, 4, 0)));
 
 struct fs_mount;
 
@@ -126,6 +136,9 @@ struct fs_mount {
 				    connection gone) stops requests and ends
 				    a read waiting, so the daemon's exit never
 				    waits on one */
+	struct fs_metrics *metrics; /* what the endpoint and status show;
+				       counted whether or not -o metrics=
+				       serves them */
 };
 
 /* The fetch configuration for a synchronous request made for one FUSE

@@ -15,6 +15,7 @@
 #include <fuse_lowlevel.h>
 
 #include "fs/driver/driver_int.h"
+#include "fs/driver/metrics_int.h"
 #include "fs/engine/engine.h"
 #include "fs/tree/tree.h"
 
@@ -422,6 +423,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		.cancelled = req_interrupted,
 		.arg = req,
 	};
+	uint64_t start = fs__now_ns();
 	char *buf;
 	long n;
 
@@ -440,6 +442,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			    (uint64_t)off, size, buf, &rr);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
+	if (m->metrics != NULL)
+		fs__metrics_read(m->metrics, fs__now_ns() - start, n < 0);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,

@@ -1,5 +1,6 @@
 /* log: one line per event, to stderr in the foreground and to syslog when
- * daemonized, with the step, the source and the reason in the text, every
+ * daemonized, with the step, the source and the reason in the text (or,
+ * with -o log_format=json, one JSON object with them as fields), every
  * byte a server chose escaped and repeated lines rate-limited; and the
  * small helpers every command of fs/ shares. */
 #include <inttypes.h>
@@ -20,6 +21,7 @@
 #include "fs/driver/log_int.h"
 
 static bool log_stderr = true;
+static bool log_json;
 static enum fs_log_level log_level = FS_LOG_INFO;
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct fs_log_limit log_limit; /* guarded by log_mu */
@@ -125,14 +127,32 @@ void fs__log_init(bool to_stderr, enum fs_log_level level)
 	fuse_set_log_func(log_fuse);
 }
 
-/* Writes one escaped line. Caller holds log_mu. */
-static void log_line(enum fs_log_level level, const char *msg)
+void fs__log_format_json(bool json)
+{
+	log_json = json;
+}
+
+/* Writes one escaped line: text, or a JSON object with f's fields. Caller
+ * holds log_mu. */
+static void log_line(enum fs_log_level level, const char *msg,
+		     const struct fs_log_fields *f)
 {
 	static const char *const names[] = {"error", "warning", "info",
 					    "debug"};
 	static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
-	char safe[4 * 1024]; /* every byte of msg escaped still fits */
+	char safe[8 * 1024]; /* every byte of msg escaped still fits */
 
+	if (log_json) {
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		fs__log_json(safe, sizeof(safe), &now, names[level], msg, f);
+		if (log_stderr)
+			fprintf(stderr, "%s\n", safe);
+		else
+			syslog(prio[level], "%s", safe);
+		return;
+	}
 	fs__escape(msg, safe, sizeof(safe));
 	if (log_stderr)
 		fprintf(stderr, "pacefs: %s: %s\n", names[level], safe);
@@ -141,6 +161,12 @@ static void log_line(enum fs_log_level level, const char *msg)
 }
 
 void fs__vlog(enum fs_log_level level, const char *fmt, va_list ap)
+{
+	fs__vlog_about(level, NULL, fmt, ap);
+}
+
+void fs__vlog_about(enum fs_log_level level, const struct fs_log_fields *f,
+		    const char *fmt, va_list ap)
 {
 	char msg[1024];
 	struct fs_log_report r;
@@ -159,11 +185,11 @@ void fs__vlog(enum fs_log_level level, const char *fmt, va_list ap)
 			 "last: %s",
 			 r.suppressed, FS_LOG_WINDOW_NS / 1000000000ull,
 			 r.sample);
-		log_line((enum fs_log_level)r.level, line);
+		log_line((enum fs_log_level)r.level, line, NULL);
 	}
 	if (level == FS_LOG_DEBUG ||
 	    fs__log_admit(&log_limit, fs__log_key(msg), (int)level, msg, now))
-		log_line(level, msg);
+		log_line(level, msg, f);
 	pthread_mutex_unlock(&log_mu);
 }
 
@@ -214,6 +240,14 @@ void fs__log_hook(void *ctx, enum fs_log_level level, const char *fmt,
 {
 	(void)ctx;
 	fs__vlog(level, fmt, ap);
+}
+
+void fs__log_fields_hook(void *ctx, enum fs_log_level level,
+			 const struct fs_log_fields *f, const char *fmt,
+			 va_list ap)
+{
+	(void)ctx;
+	fs__vlog_about(level, f, fmt, ap);
 }
 
 char *fs__default_cache_dir(char *err, size_t errlen)

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "fs/base.h"
 
@@ -17,6 +18,20 @@
  * rate-limited (fs__log_admit), debug lines aside, so that a fault that
  * repeats cannot flood the log. Thread-safe. */
 void fs__log_init(bool to_stderr, enum fs_log_level level);
+
+/* Lines as JSON objects (-o log_format=json: fs__log_json) rather than
+ * text; before the first line. */
+void fs__log_format_json(bool json);
+
+/* fs/driver/logjson.c. Writes one log line as a JSON object into buf
+ * (cap bytes, at least 64; NUL-terminated, no newline): "time" (UTC, ms),
+ * "level", "message", and those of f that are set: "blob", "source"
+ * (without userinfo), "range" ("START-END", inclusive), "status",
+ * "error_class". A line too long for buf loses the end of its strings,
+ * never its shape. Returns its length. */
+size_t fs__log_json(char *buf, size_t cap, const struct timespec *when,
+		    const char *level, const char *msg,
+		    const struct fs_log_fields *f);
 /* vsnprintf into buf with every URL's userinfo removed (removed before a
  * long line is cut): what every log line and terminal line goes through. */
 void fs__format_shown(char *buf, size_t cap, const char *fmt, va_list ap);

@@ -21,6 +21,7 @@
 #include "fs/driver/cachecmd_int.h"
 #include "fs/driver/driver_int.h"
 #include "fs/driver/log_int.h"
+#include "fs/driver/metrics_int.h"
 #include "fs/engine/engine.h"
 #include "fs/tree/tree.h"
 #include "fs/auth/auth.h"
@@ -616,10 +617,11 @@ static void queue_inval(void *ctx, uint32_t b, const char *name, uint64_t ino,
  * starts the engine, builds the tree and serves until unmounted or
  * signalled. */
 static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
-		 struct prepared *p, struct fs_exit_guard *g)
+		 struct prepared *p, struct fs_exit_guard *g, int *metrics_fd)
 {
 	struct fs_engine_config ec;
 	struct fuse_loop_config *lc;
+	struct fs_metricsd *metricsd = NULL;
 	int rc;
 
 	/* Blocks (64 KiB) and reads (1 MiB) are allocated and freed at a
@@ -652,6 +654,7 @@ static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
 	if (ec.max_blobs == 0)
 		ec.max_blobs = 1;
 	ec.log = fs__log_hook;
+	ec.log_fields = fs__log_fields_hook;
 	ec.inval = queue_inval;
 	rc = fs__inval_new(ec.max_blobs, &m->inval);
 	ec.inval_ctx = m->inval;
@@ -685,6 +688,14 @@ static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
 		return rc;
 	}
 	rc = fs__exit_guard_start(g, se, m->engine);
+	if (rc == 0 && *metrics_fd >= 0) {
+		/* The socket was bound before the fork; it is the server's. */
+		rc = fs__metricsd_start(*metrics_fd, m->metrics, m, &metricsd);
+		*metrics_fd = -1;
+		if (rc == 0)
+			fs__log(FS_LOG_INFO, "metrics at http://%s/metrics",
+				o->metrics);
+	}
 	if (rc != 0) {
 		fs__log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
 		fs__inval_stop(m->inval);
@@ -692,6 +703,8 @@ static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
 		return rc;
 	}
 	rc = fuse_session_loop_mt(se, lc);
+	/* Before the engine goes: a scrape reads it. */
+	fs__metricsd_stop(metricsd);
 	fs__exit_guard_ended(g);
 	/* A signal libfuse handles (TERM, INT, HUP) ends the session as an
 	 * unmount does: a clean end, not a failure. */
@@ -725,7 +738,13 @@ static int prepare_mount(struct fs_opts *o, struct fs_mount *m,
 	if (o->insecure)
 		fs__log(FS_LOG_WARN, "insecure: TLS certificates and host "
 				     "names are not verified");
+	/* Before the first request: the probe is counted too. */
+	if (fs__metrics_new(o->mountpoint, o->metrics_labels,
+			    o->nmetrics_labels, &m->metrics) != 0)
+		return fail("out of memory");
 	fetch_config_from(o, &m->fetch);
+	m->fetch.on_request = fs__metrics_on_request;
+	m->fetch.request_ctx = m->metrics;
 	if (make_creds(o, p, &m->fetch) != 0)
 		return 1;
 	m->s3 = p->s3.bucket != NULL ? &p->s3 : NULL;
@@ -779,7 +798,7 @@ int fs_main(int argc, char **argv)
 	struct prepared p;
 	struct fs_exit_guard guard;
 	char err[1024];
-	int status = subcommand(argc, argv);
+	int status = subcommand(argc, argv), metrics_fd = -1;
 
 	if (status >= 0)
 		return status;
@@ -803,6 +822,7 @@ int fs_main(int argc, char **argv)
 		status = 0;
 		goto out_opts;
 	}
+	fs__log_format_json(o.log_format == 1);
 	fs__log_init(true, (enum fs_log_level)o.log_level);
 	p.kind = kind_of(o.url);
 	if (check_inputs(&o, p.kind, &p.s3, p.name, sizeof(p.name)) != 0)
@@ -821,6 +841,13 @@ int fs_main(int argc, char **argv)
 	m.se = se;
 	if (prepare_mount(&o, &m, &p) != 0)
 		goto out_session;
+	/* Bound here, so that a bad or busy address is a line on the
+	 * terminal and nothing is mounted; the daemon serves it. */
+	if (o.metrics != NULL &&
+	    fs__metrics_listen(o.metrics, &metrics_fd, err, sizeof(err)) != 0) {
+		fail("%s", err);
+		goto out_session;
+	}
 
 	if (fuse_set_signal_handlers(se) != 0) {
 		fail("cannot install signal handlers");
@@ -836,7 +863,8 @@ int fs_main(int argc, char **argv)
 	} else {
 		if (!o.foreground)
 			fs__log_init(false, (enum fs_log_level)o.log_level);
-		status = serve(&o, se, &m, &p, &guard) == 0 ? 0 : 1;
+		status = serve(&o, se, &m, &p, &guard, &metrics_fd) == 0 ? 0
+									: 1;
 	}
 	fs__exit_guard_unmount(&guard, se);
 out_signals:
@@ -851,9 +879,12 @@ out_session:
 	fs__ns_free(m.ns);
 	fetch_proxies_free(m.fetch.proxies); /* after the engine's requests */
 	fs__exit_guard_stop(&guard);
+	if (metrics_fd >= 0)
+		close(metrics_fd);
 out_prepared:
 	prepared_free(&p);
 out_opts:
+	fs__metrics_free(m.metrics); /* the fetch hook's, until here */
 	fs_opts_free(&o);
 	return status;
 }

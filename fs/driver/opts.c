@@ -18,6 +18,7 @@
 #include "fetch/fetch.h"
 #include "fs/auth/auth.h"
 #include "fs/base.h"
+#include "fs/driver/metrics_int.h"
 #include "fs/fs.h"
 
 _Static_assert(FS_CHUNK_MIN == CACHE_BLOCK_SIZE,
@@ -139,6 +140,7 @@ struct opt_def {
 
 static const char *const log_levels[] = {"error", "warning", "info", "debug",
 					 NULL};
+static const char *const log_formats[] = {"text", "json", NULL};
 /* In enum cache_sync's order. */
 static const char *const sync_modes[] = {"full", "meta", "none", NULL};
 _Static_assert(CACHE_SYNC_FULL == 0 && CACHE_SYNC_META == 1 &&
@@ -150,6 +152,8 @@ static int check_header_file(struct parse_state *s, const char *path);
 static int check_proxy(struct parse_state *s, const char *v);
 static int read_sha256(struct parse_state *s, const char *v);
 static int read_revalidate(struct parse_state *s, const char *v);
+static int check_metrics(struct parse_state *s, const char *v);
+static int check_metrics_label(struct parse_state *s, const char *v);
 
 /* In --help's order, which is the man page's. */
 static const struct opt_def opt_table[] = {
@@ -229,6 +233,13 @@ static const struct opt_def opt_table[] = {
 		 "kernel caching of names (default: 60)"),
 	OPT_CHOICE("log_level", log_level, log_levels, "LEVEL",
 		   "error, warning, info or debug (default: info)"),
+	OPT_CHOICE("log_format", log_format, log_formats, "FORMAT",
+		   "text (default) or json, one object a line"),
+	OPT_STRING("metrics", metrics, check_metrics, "ADDR:PORT",
+		   "serve Prometheus metrics at\nhttp://ADDR:PORT/metrics"),
+	OPT_LIST("metrics_label", metrics_labels, nmetrics_labels,
+		 check_metrics_label, "NAME=VALUE",
+		 "a label on every series (repeatable)"),
 };
 
 #define NOPTS (sizeof(opt_table) / sizeof(opt_table[0]))
@@ -514,6 +525,20 @@ static int read_revalidate(struct parse_state *s, const char *v)
 	return 0;
 }
 
+/* fs/driver/metricsd.c and metrics.c say what is wrong, naming the
+ * option. */
+static int check_metrics(struct parse_state *s, const char *v)
+{
+	return fs__metrics_addr_check(v, s->err, s->errlen);
+}
+
+static int check_metrics_label(struct parse_state *s, const char *v)
+{
+	return fs__metrics_label_check(v, s->o->metrics_labels,
+				       s->o->nmetrics_labels, s->err,
+				       s->errlen);
+}
+
 /* The row of the -o option arg ("name=V" or a flag's "name"), or NULL
  * when it is none of ours: "name=V" for a flag, or "name" alone for a
  * value, is libfuse's to take or refuse, as an unknown name is. */
@@ -662,6 +687,10 @@ void fs_opts_free(struct fs_opts *o)
 	free(o->s3_addressing);
 	free(o->cafile);
 	free(o->proxy);
+	free(o->metrics);
+	for (unsigned i = 0; i < o->nmetrics_labels; i++)
+		free(o->metrics_labels[i]);
+	free(o->metrics_labels);
 	memset(o, 0, sizeof(*o));
 }
 

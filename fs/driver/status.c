@@ -14,6 +14,7 @@
 
 #include "fs/driver/driver_int.h"
 #include "fs/driver/log_int.h"
+#include "fs/driver/metrics_int.h"
 #include "fs/engine/engine.h"
 #include "fs/tree/tree.h"
 #include "fs/fs.h"
@@ -46,29 +47,20 @@ static void put(struct out *o, const char *fmt, ...)
 }
 
 /* Writes s as a JSON string. Names and URLs come from servers and
- * manifests: control characters (C0, DEL, C1) are \u escapes, and a byte
- * that is not well-formed UTF-8 is U+FFFD, so the document always parses
- * and holds no raw control byte. */
+ * manifests: fs__json_escape makes sure the document always parses and
+ * holds no raw control byte. */
 static void put_str(struct out *o, const char *s)
 {
-	put(o, "\"");
-	while (*s) {
-		unsigned char c = (unsigned char)*s;
-		uint32_t cp = c;
-		size_t n = c < 0x80 ? 1 : fs__utf8_seq(s, &cp);
+	size_t n;
 
-		if (c == '"' || c == '\\') {
-			put(o, "\\%c", c);
-		} else if (n == 0) {
-			put(o, "\\ufffd");
-			n = 1;
-		} else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
-			put(o, "\\u%04x", (unsigned)cp);
-		} else {
-			put(o, "%.*s", (int)n, s);
-		}
-		s += n;
-	}
+	put(o, "\"");
+	if (o->full)
+		return;
+	n = fs__json_escape(s, o->buf + o->used, o->cap - o->used);
+	if (n >= o->cap - o->used)
+		o->full = true;
+	else
+		o->used += n;
 	put(o, "\"");
 }
 
@@ -185,6 +177,25 @@ static bool engine_view(struct fs_engine *e, struct fs_engine_view *v)
 	return true;
 }
 
+/* The samples the metrics endpoint exports (fs__metrics_walk), the last
+ * member: where the rest left too little room for them all, it says so
+ * rather than fail the document. */
+static void put_metrics(struct out *o, struct fs_mount *m)
+{
+	struct fs_metrics_now now;
+	size_t room = o->cap - o->used, len;
+	char *json = NULL;
+
+	if (m->metrics == NULL || o->full || room < 64)
+		return;
+	fs__metrics_now(m, &now);
+	if (fs__metrics_json(m->metrics, &now, room - 64, &json, &len) == 0)
+		put(o, ",\"metrics\":%s", json);
+	else
+		put(o, ",\"metrics_left_out\":true");
+	free(json);
+}
+
 int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 {
 	struct fs_engine *e = m->engine;
@@ -236,6 +247,7 @@ int fs__status_json(struct fs_mount *m, char *buf, size_t cap)
 		    ",\"cache\":{\"blobs\":%" PRIu64 ",\"bytes\":%" PRIu64
 		    ",\"file_size\":%" PRIu64 "}",
 		    cs.blobs, cs.bytes, cs.file_size);
+	put_metrics(&o, m);
 	put(&o, "}");
 	return o.full ? -ERANGE : (int)o.used;
 }
@@ -382,6 +394,61 @@ static void render_cache(json_t *cache)
 	       disk);
 }
 
+/* The sum of the values of samples named name whose label key (NULL:
+ * any) is value. */
+static double metric_sum(json_t *metrics, const char *name, const char *key,
+			 const char *value)
+{
+	double sum = 0;
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(metrics, i, v)
+	{
+		const char *got = json_string_value(json_object_get(
+			json_object_get(v, "labels"), key != NULL ? key : ""));
+		const char *is = json_string_value(json_object_get(v, "name"));
+
+		if (is != NULL && strcmp(is, name) == 0 &&
+		    (key == NULL || (got != NULL && strcmp(got, value) == 0)))
+			sum += json_number_value(json_object_get(v, "value"));
+	}
+	return sum;
+}
+
+/* The counters, in two lines: the reads, where their bytes came from;
+ * the requests and what went wrong. */
+static void render_metrics(json_t *m)
+{
+	char net[32], mem[32], cache[32], got[32];
+
+	fs__human_size((uint64_t)metric_sum(m, "pacefs_read_bytes_total",
+					    "from", "network"),
+		       net, sizeof(net));
+	fs__human_size((uint64_t)metric_sum(m, "pacefs_read_bytes_total",
+					    "from", "memory"),
+		       mem, sizeof(mem));
+	fs__human_size((uint64_t)metric_sum(m, "pacefs_read_bytes_total",
+					    "from", "cache"),
+		       cache, sizeof(cache));
+	fs__human_size((uint64_t)metric_sum(m,
+					    "pacefs_http_response_bytes_total",
+					    NULL, NULL),
+		       got, sizeof(got));
+	printf("reads: %.0f (%.0f waited, %.0f failed), answered with %s "
+	       "from the network, %s from memory, %s from the cache\n",
+	       metric_sum(m, "pacefs_read_duration_seconds_count", NULL, NULL),
+	       metric_sum(m, "pacefs_cache_misses_total", NULL, NULL),
+	       metric_sum(m, "pacefs_read_errors_total", NULL, NULL), net, mem,
+	       cache);
+	printf("requests: %.0f (%.0f answered 2xx), %s received; %.0f "
+	       "transfer faults, %.0f retries\n",
+	       metric_sum(m, "pacefs_http_requests_total", NULL, NULL),
+	       metric_sum(m, "pacefs_http_requests_total", "status", "2xx"),
+	       got, metric_sum(m, "pacefs_transfer_faults_total", NULL, NULL),
+	       metric_sum(m, "pacefs_transfer_retries_total", NULL, NULL));
+}
+
 /* The status document as people read it: one section per array, in the
  * order a cold read meets them. */
 static void render(json_t *root)
@@ -412,6 +479,8 @@ static void render(json_t *root)
 	}
 	if (cache != NULL)
 		render_cache(cache);
+	if (json_object_get(root, "metrics") != NULL)
+		render_metrics(json_object_get(root, "metrics"));
 }
 
 int fs_status_command(int argc, char **argv)

@@ -82,6 +82,7 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	pthread_condattr_destroy(&ca);
 	e->cache = cache;
 	e->log = cfg->log;
+	e->log_fields = cfg->log_fields;
 	e->log_ctx = cfg->log_ctx;
 	e->inval = cfg->inval;
 	e->inval_ctx = cfg->inval_ctx;
@@ -190,6 +191,19 @@ void fs__engine_free(struct fs_engine *e)
 	pthread_cond_destroy(&e->cv);
 	pthread_mutex_destroy(&e->mu);
 	free(e);
+}
+
+void engine__log_about(const struct fs_engine *e, enum fs_log_level level,
+		       const struct fs_log_fields *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (e->log_fields != NULL)
+		e->log_fields(e->log_ctx, level, f, fmt, ap);
+	else if (e->log != NULL)
+		e->log(e->log_ctx, level, fmt, ap);
+	va_end(ap);
 }
 
 void engine__pages_inval(struct fs_engine *e, uint32_t b, const char *name,
@@ -439,6 +453,8 @@ uint32_t engine__blame_routes(struct fs_engine *e, uint32_t b, char *names,
 	uint32_t via, n = 0;
 	size_t used = 0;
 
+	/* verify.c calls this once per whole-blob mismatch: counted here. */
+	engine__count(&e->stats.digest_blobs, 1);
 	pthread_mutex_lock(&e->mu);
 	via = e->blobs[b].via;
 	e->blobs[b].via = 0;

@@ -56,6 +56,12 @@ struct fs_engine_config {
 	void (*log)(void *ctx, enum fs_log_level level, const char *fmt,
 		    va_list ap);
 	void *log_ctx;
+	/* The lines that are about a file, a source, a range or a status,
+	 * with those as fields (for a log a collector parses), to the same
+	 * ctx; NULL: they go to log. The same rules as log. */
+	void (*log_fields)(void *ctx, enum fs_log_level level,
+			   const struct fs_log_fields *f, const char *fmt,
+			   va_list ap);
 	/* Has the kernel's pages of bytes [start, end) of blob b dropped, the
 	 * file of inode ino (0: never opened, so the kernel holds no page of
 	 * it); name (for the log) lives as long as the engine. Called under
@@ -211,5 +217,55 @@ struct fs_engine_view {
 };
 
 void fs__engine_view(struct fs_engine *e, struct fs_engine_view *v);
+
+/* ---- what the metrics and status count (counters.c) ---- */
+
+/* Where the bytes a read was answered with came from (the kernel's page
+ * cache answers reads that never reach the engine). */
+enum fs_read_from {
+	FS_FROM_MEMORY,	 /* blocks the engine held in memory */
+	FS_FROM_CACHE,	 /* the cache's file */
+	FS_FROM_NETWORK, /* the read waited for a transfer */
+	FS_FROM_N,
+};
+
+/* How a transfer failed: fetch's outcomes, and a lane the scheduler
+ * took back because it stalled or slowed to a fraction of its rate. */
+enum fs_fault {
+	FS_FAULT_TRANSIENT,
+	FS_FAULT_THROTTLED,
+	FS_FAULT_GONE,
+	FS_FAULT_FATAL,
+	FS_FAULT_LOCAL,
+	FS_FAULT_STALLED,
+	FS_FAULT_N,
+};
+
+/* Their names in metrics, status and log fields: "memory", ...;
+ * "transient", ... */
+extern const char *const fs__read_from_names[FS_FROM_N];
+extern const char *const fs__fault_names[FS_FAULT_N];
+
+/* The engine's counters since it started, and its gauges now. */
+struct fs_engine_counters {
+	uint64_t read_bytes[FS_FROM_N]; /* bytes replied to reads */
+	uint64_t hits;	 /* reads whose bytes were all held when they came */
+	uint64_t misses; /* reads that waited for a transfer */
+	uint64_t faults[FS_FAULT_N];
+	uint64_t retries;      /* ranges taken back to be asked again: after a
+				  transient fault, a throttle, a stall */
+	uint64_t refused;      /* transfers refused for their credentials */
+	uint64_t digest_units; /* units that failed their block digests */
+	uint64_t digest_blobs; /* whole blobs that failed their SHA-256 */
+	uint64_t readers;      /* open now */
+	uint32_t lanes;	       /* configured */
+	uint32_t lanes_busy;   /* with a transfer now */
+	uint64_t inflight;     /* bytes requested and not yet received */
+};
+
+/* Reads the counters (atomics, without the lock) and the gauges of the
+ * lanes (under one hold of the lock, O(lanes)). Allocates nothing;
+ * thread-safe. */
+void fs__engine_counters(struct fs_engine *e, struct fs_engine_counters *out);
 
 #endif

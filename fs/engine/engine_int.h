@@ -5,6 +5,7 @@
 #define FS_ENGINE_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "fs/engine/engine.h"
 #include "pacing/pace.h"
@@ -178,6 +179,22 @@ struct engine_waiter {
 	struct engine_waiter *prev, *next;
 };
 
+/* What fs__engine_counters reads: atomics that any thread adds to
+ * (engine__count), with or without the lock, so that a scrape never waits
+ * for a read and a read never waits for a scrape. */
+struct engine_stats {
+	_Atomic uint64_t read_bytes[FS_FROM_N];
+	_Atomic uint64_t hits, misses;
+	_Atomic uint64_t faults[FS_FAULT_N];
+	_Atomic uint64_t retries, refused, digest_units, digest_blobs;
+	_Atomic uint64_t readers; /* opens less closes */
+};
+
+static inline void engine__count(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
 struct fs_engine {
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* a whole-blob check ended (verifiers) */
@@ -190,6 +207,9 @@ struct fs_engine {
 	/* The hooks of its configuration (fs_engine_config). */
 	void (*log)(void *ctx, enum fs_log_level level, const char *fmt,
 		    va_list ap);
+	void (*log_fields)(void *ctx, enum fs_log_level level,
+			   const struct fs_log_fields *f, const char *fmt,
+			   va_list ap);
 	void *log_ctx;
 	void (*inval)(void *ctx, uint32_t b, const char *name, uint64_t ino,
 		      uint64_t start, uint64_t end);
@@ -238,6 +258,7 @@ struct fs_engine {
 		uint64_t start, end; /* end 0: unused */
 	} recheck[FS_RECHECK_MAX];
 	uint32_t recheck_next;
+	struct engine_stats stats;
 };
 
 /* The end of cache block `index` of b (its size for the last). */
@@ -304,6 +325,12 @@ void engine__block_free(struct fs_blocks *bs, struct fs_block *p);
 /* A log line of engine e, through its log hook (nothing without one):
  * the engine never calls the driver's log. */
 #define engine__log(e, ...) fs__log_via((e)->log, (e)->log_ctx, __VA_ARGS__)
+
+/* The same, for a line about what f names: through the log_fields hook
+ * when there is one, else as engine__log. */
+void engine__log_about(const struct fs_engine *e, enum fs_log_level level,
+		       const struct fs_log_fields *f, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* Has the kernel's pages of bytes [start, end) of blob b dropped, through
  * the inval hook (nothing without one). Caller holds e->mu. */

@@ -19,6 +19,7 @@ struct pieces {
 						 or NULL */
 	uint32_t n;
 	bool cached; /* some piece is the cache's to find */
+	uint64_t in_memory; /* bytes of pieces memory held */
 };
 
 int fs__engine_open(struct fs_engine *e, uint32_t b, uint64_t ino,
@@ -36,6 +37,7 @@ int fs__engine_open(struct fs_engine *e, uint32_t b, uint64_t ino,
 		 * should an invalidation not have reached them. */
 		*keep_cache = !blob->pages_stale;
 		blob->pages_stale = false;
+		engine__count(&e->stats.readers, 1);
 	}
 	pthread_mutex_unlock(&e->mu);
 	return rc;
@@ -46,6 +48,7 @@ void fs__engine_close(struct fs_engine *e, uint32_t b, uint32_t reader)
 	pthread_mutex_lock(&e->mu);
 	pace_reader_close(e->pace, reader, fs__now_ns());
 	pthread_mutex_unlock(&e->mu);
+	atomic_fetch_sub_explicit(&e->stats.readers, 1, memory_order_relaxed);
 	cache_pin_set(e->cache, &e->blobs[b].id, reader, 0, 0);
 }
 
@@ -99,18 +102,23 @@ static int failed(struct fs_engine *e, uint32_t b, uint64_t off, uint64_t end,
 		  uint64_t now, int why)
 {
 	struct fs_failed *f = &e->failed[e->failed_next++ % FS_FAILED_MAX];
+	struct fs_log_fields lf = {.blob = e->blobs[b].name,
+				   .start = off,
+				   .end = end,
+				   .error = why == -ETIMEDOUT ? "timeout"
+							      : "unavailable"};
 
 	if (why == -ETIMEDOUT)
-		engine__log(e, FS_LOG_ERR,
-			    "%s: read of bytes %" PRIu64 "-%" PRIu64
-			    " timed out after %" PRIu64 " s",
-			    e->blobs[b].name, off, end - 1,
-			    e->read_timeout_ns / 1000000000u);
+		engine__log_about(e, FS_LOG_ERR, &lf,
+				  "%s: read of bytes %" PRIu64 "-%" PRIu64
+				  " timed out after %" PRIu64 " s",
+				  e->blobs[b].name, off, end - 1,
+				  e->read_timeout_ns / 1000000000u);
 	else
-		engine__log(e, FS_LOG_ERR,
-			    "%s: read of bytes %" PRIu64 "-%" PRIu64
-			    " failed: no source can serve it",
-			    e->blobs[b].name, off, end - 1);
+		engine__log_about(e, FS_LOG_ERR, &lf,
+				  "%s: read of bytes %" PRIu64 "-%" PRIu64
+				  " failed: no source can serve it",
+				  e->blobs[b].name, off, end - 1);
 	f->blob = b;
 	f->start = off;
 	f->end = end;
@@ -288,6 +296,7 @@ static uint64_t gather(struct fs_engine *e, uint32_t b, uint64_t base,
 
 	ps->n = 0;
 	ps->cached = false;
+	ps->in_memory = 0;
 	while (pos < end && ps->n < FS_REPLY_PIECES) {
 		uint64_t index = pos / CACHE_BLOCK_SIZE;
 		uint64_t stop = engine__block_end(blob, index);
@@ -308,9 +317,11 @@ static uint64_t gather(struct fs_engine *e, uint32_t b, uint64_t base,
 			c->mem = p->data + c->off;
 			ps->ref[ps->n] = cache_buf_ref(p->buf);
 			engine__block_touch(&e->blocks, p);
+			ps->in_memory += c->len;
 		} else if (p != NULL) {
 			memcpy(c->buf, p->data + c->off, c->len);
 			c->mem = c->buf;
+			ps->in_memory += c->len;
 		} else {
 			ps->cached = true;
 		}
@@ -405,6 +416,27 @@ static int drop_changed(struct fs_engine *e, uint32_t b)
 	return -EIO;
 }
 
+/* Counts a read answered with len bytes (rc 0), of which in_memory
+ * came from memory, the rest from the cache, unless it waited for a
+ * transfer; returns rc. */
+static int counted(struct fs_engine *e, int rc, bool waited, uint64_t in_memory,
+		   uint64_t len)
+{
+	struct engine_stats *s = &e->stats;
+
+	if (rc != 0)
+		return rc;
+	if (waited) {
+		engine__count(&s->misses, 1);
+		engine__count(&s->read_bytes[FS_FROM_NETWORK], len);
+		return 0;
+	}
+	engine__count(&s->hits, 1);
+	engine__count(&s->read_bytes[FS_FROM_MEMORY], in_memory);
+	engine__count(&s->read_bytes[FS_FROM_CACHE], len - in_memory);
+	return 0;
+}
+
 /* One try of a read of [off, end): under one hold of the lock, the
  * scheduler hears of it (the first try) and says whether it is held, the
  * read waits if it must, and the pieces memory holds are gathered; then the
@@ -419,6 +451,7 @@ static int read_once(struct fs_engine *e, uint32_t b, uint32_t reader,
 	uint64_t now, stop = off;
 	struct cache_piece whole;
 	struct pieces ps = {.n = 0};
+	bool waited;
 	int rc;
 
 	pthread_mutex_lock(&e->mu);
@@ -446,6 +479,7 @@ static int read_once(struct fs_engine *e, uint32_t b, uint32_t reader,
 	} else {
 		rc = wait_begin(e, b, reader, off, end, now, &r.wait);
 	}
+	waited = r.wait != PACE_NONE;
 	if (rc == 0)
 		rc = wait_ready(e, b, reader, off, end, r.wait, now,
 				rr->cancelled, rr->arg);
@@ -464,7 +498,7 @@ static int read_once(struct fs_engine *e, uint32_t b, uint32_t reader,
 	if (stop == end) {
 		rc = serve(e, b, &ps, rr->fds, rr->reply, rr->ctx);
 		pieces_release(&ps);
-		return rc;
+		return counted(e, rc, waited, ps.in_memory, end - off);
 	}
 	/* Too many blocks for one set of pieces: copied, then one reply. */
 	rc = serve(e, b, &ps, false, pieces_copy, NULL);
@@ -476,7 +510,8 @@ static int read_once(struct fs_engine *e, uint32_t b, uint32_t reader,
 		return rc;
 	whole = (struct cache_piece){
 		.len = (size_t)(end - off), .buf = buf, .mem = buf, .fd = -1};
-	return rr->reply(rr->ctx, &whole, 1);
+	return counted(e, rr->reply(rr->ctx, &whole, 1), waited, ps.in_memory,
+		       end - off);
 }
 
 long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,

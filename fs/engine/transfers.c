@@ -140,6 +140,7 @@ static void unit_wrong(struct fs_engine *e, struct fs_block *p)
 	uint64_t start = u * b->unit;
 	uint64_t end = start + b->unit < b->size ? start + b->unit : b->size;
 	uint32_t blob = p->blob, src;
+	struct fs_log_fields lf;
 	int proxy;
 
 	pthread_mutex_lock(&e->mu);
@@ -149,25 +150,34 @@ static void unit_wrong(struct fs_engine *e, struct fs_block *p)
 	else if (src != FS_SRC_MIXED)
 		pace_source_exclude(e->pace, src);
 	engine__block_free(&e->blocks, p);
+	engine__count(&e->stats.digest_units, 1);
 	/* A unit of one cache block left nothing in the cache; a larger one
 	 * did (its other blocks), which only a commit removes. */
 	if (b->unit == CACHE_BLOCK_SIZE)
 		engine__drop_locked(e, blob, start, end, FS_DROP_WRONG);
 	pthread_mutex_unlock(&e->mu);
-	engine__log(e, FS_LOG_ERR,
-		    "%s: block %" PRIu64 " (bytes %" PRIu64 "-%" PRIu64
-		    ") from %s%s%s has SHA-256 other than its digest: %s",
-		    b->name, u, start, end - 1,
-		    src == FS_SRC_MIXED ? "several sources"
-					: engine__source_url(e, src),
-		    proxy >= 0 ? " through proxy " : "",
-		    proxy >= 0 ? proxy_name(e, proxy) : "",
-		    proxy >= 0 ? "the proxy is excluded and the bytes "
-				 "fetched again past any cache"
-		    : src == FS_SRC_MIXED
-			    ? "its bytes are fetched again"
-			    : "the source is excluded and the bytes "
-			      "fetched again");
+	lf = (struct fs_log_fields){
+		.blob = b->name,
+		.source =
+			src == FS_SRC_MIXED ? NULL : engine__source_url(e, src),
+		.start = start,
+		.end = end,
+		.error = "digest",
+	};
+	engine__log_about(e, FS_LOG_ERR, &lf,
+			  "%s: block %" PRIu64 " (bytes %" PRIu64 "-%" PRIu64
+			  ") from %s%s%s has SHA-256 other than its digest: %s",
+			  b->name, u, start, end - 1,
+			  src == FS_SRC_MIXED ? "several sources"
+					      : engine__source_url(e, src),
+			  proxy >= 0 ? " through proxy " : "",
+			  proxy >= 0 ? proxy_name(e, proxy) : "",
+			  proxy >= 0 ? "the proxy is excluded and the bytes "
+				       "fetched again past any cache"
+			  : src == FS_SRC_MIXED
+				  ? "its bytes are fetched again"
+				  : "the source is excluded and the bytes "
+				    "fetched again");
 	if (b->unit > CACHE_BLOCK_SIZE)
 		engine__drop(e, blob, start, end, FS_DROP_WRONG);
 }
@@ -305,7 +315,8 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
  * -o proxy= (a proxy's other version is its own bad answer, and the next
  * route is asked). Caller holds e->mu. */
 static void blob_changed(struct fs_engine *e, uint32_t blob, uint32_t source,
-			 const struct fetch_result *res)
+			 const struct fetch_result *res,
+			 const struct fs_log_fields *lf)
 {
 	struct fs_blob *b = &e->blobs[blob];
 
@@ -317,9 +328,10 @@ static void blob_changed(struct fs_engine *e, uint32_t blob, uint32_t source,
 	 * from its cache. */
 	b->pages_stale = true;
 	engine__pages_inval(e, blob, b->name, b->ino, 0, b->size);
-	engine__log(e, FS_LOG_ERR,
-		    "%s: %s; its reads fail with EIO until it is remounted",
-		    b->name, res->reason);
+	engine__log_about(
+		e, FS_LOG_ERR, lf,
+		"%s: %s; its reads fail with EIO until it is remounted",
+		b->name, res->reason);
 }
 
 /* Milliseconds to nanoseconds, saturated: a Retry-After is the server's
@@ -334,7 +346,7 @@ static uint64_t ms_to_ns(uint64_t ms)
  * lowered its lane cap while it serves its other lanes. */
 static void log_throttled(struct fs_engine *e, uint32_t lane,
 			  const struct fetch_result *res, uint64_t hold_ms,
-			  uint32_t lane_cap)
+			  uint32_t lane_cap, const struct fs_log_fields *lf)
 {
 	char done[96];
 
@@ -350,12 +362,13 @@ static void log_throttled(struct fs_engine *e, uint32_t lane,
 			 "the source keeps at most %" PRIu32 " lane%s",
 			 lane_cap, lane_cap == 1 ? "" : "s");
 	if (res->retry_after_ms > 0)
-		engine__log(e, FS_LOG_WARN,
-			    "lane %u: %s: Retry-After %" PRIu64 " s; %s", lane,
-			    res->reason, res->retry_after_ms / 1000, done);
+		engine__log_about(e, FS_LOG_WARN, lf,
+				  "lane %u: %s: Retry-After %" PRIu64 " s; %s",
+				  lane, res->reason, res->retry_after_ms / 1000,
+				  done);
 	else
-		engine__log(e, FS_LOG_WARN, "lane %u: %s; %s", lane,
-			    res->reason, done);
+		engine__log_about(e, FS_LOG_WARN, lf, "lane %u: %s; %s", lane,
+				  res->reason, done);
 }
 
 /* How long a source whose credentials were refused n times in a row is
@@ -404,25 +417,91 @@ static enum pace_outcome judge_refusal(struct fs_engine *e, uint32_t source,
 	return PACE_OUT_THROTTLED;
 }
 
+/* The fault class of a transfer's end; FS_FAULT_N: none. */
+static enum fs_fault fault_of(enum fetch_outcome o)
+{
+	switch (o) {
+	case FETCH_TRANSIENT:
+		return FS_FAULT_TRANSIENT;
+	case FETCH_THROTTLED:
+		return FS_FAULT_THROTTLED;
+	case FETCH_GONE:
+		return FS_FAULT_GONE;
+	case FETCH_FATAL:
+		return FS_FAULT_FATAL;
+	case FETCH_LOCAL:
+		return FS_FAULT_LOCAL;
+	case FETCH_OK:
+	case FETCH_CANCELLED:
+		break;
+	}
+	return FS_FAULT_N;
+}
+
+/* Counts a transfer's end: its fault, a retry (the scheduler asks the
+ * range of a transient fault or a throttle again), a refusal of the
+ * credentials. */
+static void count_done(struct fs_engine *e, const struct fetch_result *res)
+{
+	enum fs_fault f = fault_of(res->outcome);
+
+	if (f != FS_FAULT_N)
+		engine__count(&e->stats.faults[f], 1);
+	if (f == FS_FAULT_TRANSIENT || f == FS_FAULT_THROTTLED)
+		engine__count(&e->stats.retries, 1);
+	if (res->auth_refused)
+		engine__count(&e->stats.refused, 1);
+}
+
+/* What lane's transfer that ended with res is about, for the log: its
+ * file, its source, its range (before the scheduler forgets it), its
+ * status and fault. Caller holds e->mu. */
+static void done_fields(struct fs_engine *e, uint32_t lane, uint32_t blob,
+			uint32_t source, const struct fetch_result *res,
+			struct fs_log_fields *lf)
+{
+	const struct fs_source *s = engine__source_of(e, source);
+	enum fs_fault f = fault_of(res->outcome);
+	struct pace_lane_info li;
+
+	*lf = (struct fs_log_fields){
+		.blob = blob != PACE_NONE ? e->blobs[blob].name : NULL,
+		.source = s != NULL ? s->url : NULL,
+		.status = res->status,
+		.error = res->auth_refused   ? "credentials"
+			 : res->blob_changed ? "changed"
+			 : f != FS_FAULT_N   ? fs__fault_names[f]
+					     : NULL,
+	};
+	if (pace_lane_info(e->pace, lane, &li) == 0 && li.busy) {
+		lf->start = li.start;
+		lf->end = li.end;
+	}
+}
+
 static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 {
 	struct fs_engine *e = ctx;
 	uint32_t blob = e->lane_blob[lane], source = e->lane_source[lane];
 	struct pace_source_info si;
+	struct fs_log_fields lf;
 	uint64_t now, hold_ms = 0, retry_ns = ms_to_ns(res->retry_after_ms);
 	uint32_t lane_cap = 0;
 	enum pace_outcome po;
 
-	if (res->outcome != FETCH_OK && res->outcome != FETCH_CANCELLED &&
-	    res->outcome != FETCH_THROTTLED && !res->auth_refused)
-		engine__log(e,
-			    res->outcome == FETCH_TRANSIENT ? FS_LOG_WARN
-							    : FS_LOG_ERR,
-			    "lane %u: %s", lane, res->reason);
+	count_done(e, res);
 	pthread_mutex_lock(&e->mu);
 	now = fs__now_ns();
+	/* Under the lock: the lane's range is still the scheduler's. */
+	done_fields(e, lane, blob, source, res, &lf);
+	if (res->outcome != FETCH_OK && res->outcome != FETCH_CANCELLED &&
+	    res->outcome != FETCH_THROTTLED && !res->auth_refused)
+		engine__log_about(e,
+				  res->outcome == FETCH_TRANSIENT ? FS_LOG_WARN
+								  : FS_LOG_ERR,
+				  &lf, "lane %u: %s", lane, res->reason);
 	if (res->blob_changed && blob != PACE_NONE)
-		blob_changed(e, blob, source, res);
+		blob_changed(e, blob, source, res, &lf);
 	po = judge_refusal(e, source, res, now, &retry_ns);
 	pace_on_done(e->pace, lane, po, retry_ns, now);
 	if (res->outcome == FETCH_THROTTLED && blob != PACE_NONE &&
@@ -437,20 +516,22 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 	pthread_mutex_unlock(&e->mu);
 	e->lane_blob[lane] = e->lane_source[lane] = PACE_NONE;
 	if (res->outcome == FETCH_THROTTLED)
-		log_throttled(e, lane, res, hold_ms, lane_cap);
+		log_throttled(e, lane, res, hold_ms, lane_cap, &lf);
 	else if (res->auth_refused && po == PACE_OUT_THROTTLED)
-		engine__log(e, FS_LOG_ERR,
-			    "lane %u: %s: the credentials are refused; the "
-			    "source is tried again in %" PRIu64 ".%" PRIu64
-			    " s, with new ones once they are read",
-			    lane, res->reason, retry_ns / 1000000000u,
-			    retry_ns / 100000000u % 10);
+		engine__log_about(
+			e, FS_LOG_ERR, &lf,
+			"lane %u: %s: the credentials are refused; the "
+			"source is tried again in %" PRIu64 ".%" PRIu64
+			" s, with new ones once they are read",
+			lane, res->reason, retry_ns / 1000000000u,
+			retry_ns / 100000000u % 10);
 	else if (res->auth_refused)
-		engine__log(e, FS_LOG_ERR,
-			    "lane %u: %s: the credentials are refused; the "
-			    "source is excluded (-o header= cannot change: "
-			    "remount with new ones, or use -o header_file=)",
-			    lane, res->reason);
+		engine__log_about(
+			e, FS_LOG_ERR, &lf,
+			"lane %u: %s: the credentials are refused; the "
+			"source is excluded (-o header= cannot change: "
+			"remount with new ones, or use -o header_file=)",
+			lane, res->reason);
 }
 
 /* A lane the scheduler took back because it stalled or collapsed. A
@@ -463,6 +544,7 @@ static void lane_faulted(struct fs_engine *e, const struct pace_action *a)
 {
 	struct pace_lane_info li;
 	struct pace_source_info si;
+	struct fs_log_fields lf;
 	uint64_t now, idle = 0;
 	bool known;
 	int proxy = fetch_lane_proxy(e->fetch, a->lane);
@@ -477,21 +559,29 @@ static void lane_faulted(struct fs_engine *e, const struct pace_action *a)
 	pthread_mutex_unlock(&e->mu);
 	if (!known || engine__source_of(e, a->source) == NULL)
 		return;
+	lf = (struct fs_log_fields){
+		.blob = li.blob < e->nblobs ? e->blobs[li.blob].name : NULL,
+		.source = engine__source_url(e, a->source),
+		.start = li.frontier,
+		.end = li.end,
+		.error = "stalled",
+	};
 	if (idle >= e->stall_ns)
-		engine__log(e, FS_LOG_WARN,
-			    "lane %u: %s: no byte for %" PRIu64
-			    " s at offset %" PRIu64
-			    ": stalled; its range is retried%s",
-			    a->lane, engine__source_url(e, a->source),
-			    idle / 1000000000u, li.frontier,
-			    proxy >= 0 ? " through another proxy" : "");
+		engine__log_about(e, FS_LOG_WARN, &lf,
+				  "lane %u: %s: no byte for %" PRIu64
+				  " s at offset %" PRIu64
+				  ": stalled; its range is retried%s",
+				  a->lane, lf.source, idle / 1000000000u,
+				  li.frontier,
+				  proxy >= 0 ? " through another proxy" : "");
 	else if (proxy >= 0 && si.routed)
-		engine__log(e, FS_LOG_WARN,
-			    "lane %u: %s: slowed to %" PRIu64
-			    " B/s at offset %" PRIu64 " through proxy %s"
-			    ": its range is retried through another proxy",
-			    a->lane, engine__source_url(e, a->source), li.rate,
-			    li.frontier, proxy_name(e, proxy));
+		engine__log_about(e, FS_LOG_WARN, &lf,
+				  "lane %u: %s: slowed to %" PRIu64
+				  " B/s at offset %" PRIu64 " through proxy %s"
+				  ": its range is retried through another "
+				  "proxy",
+				  a->lane, lf.source, li.rate, li.frontier,
+				  proxy_name(e, proxy));
 	else
 		return; /* a collapse with one route: the scheduler's alone */
 	if (proxy >= 0)
@@ -557,8 +647,12 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 		break;
 	case PACE_ACT_CANCEL:
 		engine__log(e, FS_LOG_DEBUG, "lane %u: cancelled", a->lane);
-		if (a->faulted)
+		if (a->faulted) {
+			/* Taken back to be asked again. */
+			engine__count(&e->stats.faults[FS_FAULT_STALLED], 1);
+			engine__count(&e->stats.retries, 1);
 			lane_faulted(e, a);
+		}
 		fetch_lane_cancel(e->fetch, a->lane);
 		break;
 	case PACE_ACT_QUEUE:

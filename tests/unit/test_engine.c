@@ -148,6 +148,21 @@ static void log_hook(void *ctx, enum fs_log_level level, const char *fmt,
 	fputc('\n', stderr);
 }
 
+/* What fetch's on_request hook heard: requests, 206s, body bytes. */
+struct heard {
+	uint64_t requests, partial, bytes, lanes;
+};
+
+static void on_request(void *ctx, const struct fetch_request_info *r)
+{
+	struct heard *h = ctx;
+
+	h->requests++;
+	h->partial += r->status == 206;
+	h->bytes += r->bytes;
+	h->lanes += r->lane;
+}
+
 /* The reply: the pieces, in order, copied into out. */
 struct got {
 	unsigned char *out;
@@ -180,7 +195,7 @@ static bool never_cancelled(void *arg)
 /* An engine over cache with the blob at url (index 0), ready and started:
  * what the driver's open does, without its probe's record. */
 static int engine_up(struct cache *cache, const char *url, const char *etag,
-		     struct fs_engine **out)
+		     struct heard *heard, struct fs_engine **out)
 {
 	struct fs_engine_config ec = {
 		.max_blobs = 1,
@@ -194,7 +209,9 @@ static int engine_up(struct cache *cache, const char *url, const char *etag,
 		.kernel_ahead = 128 * 1024,
 		.fetch = {.max_lanes = 2,
 			  .connect_timeout_ms = 5000,
-			  .chunk = CACHE_BLOCK_SIZE},
+			  .chunk = CACHE_BLOCK_SIZE,
+			  .on_request = on_request,
+			  .request_ctx = heard},
 		.log = log_hook,
 	};
 	struct fs_source src = {0};
@@ -258,6 +275,7 @@ struct fixture {
 	struct got g;
 	struct cache *cache;
 	struct fs_engine *e;
+	struct heard heard;
 };
 
 /* The checks; an assertion returns early and leaves the freeing to the
@@ -266,7 +284,11 @@ static void cold_read_checks(struct fixture *f)
 {
 	char www[128], path[160], cdir[128];
 	struct cache_config cc = {.sync = CACHE_SYNC_NONE};
-	struct fetch_config fc = {.max_lanes = 1, .connect_timeout_ms = 5000};
+	struct fetch_config fc = {.max_lanes = 1,
+				  .connect_timeout_ms = 5000,
+				  .on_request = on_request,
+				  .request_ctx = &f->heard};
+	struct fs_engine_counters c;
 	struct fetch_probe pr;
 	enum fetch_probe_error kind;
 	char err[512], etag[256] = "";
@@ -291,10 +313,15 @@ static void cold_read_checks(struct fixture *f)
 	if (pr.etag[0] != '\0' && !pr.etag_weak)
 		snprintf(etag, sizeof(etag), "%s", pr.etag);
 	fetch_probe_free(&pr);
+	/* The probe: one request of one byte. */
+	T_EQ_U64(f->heard.requests, 1);
+	T_EQ_U64(f->heard.partial, 1);
+	T_EQ_U64(f->heard.lanes, 0);
 
 	cc.dir = cdir;
 	T_EQ_INT(cache_open(&cc, &f->cache), 0);
-	T_EQ_INT(engine_up(f->cache, f->o.url, etag[0] ? etag : NULL, &f->e),
+	T_EQ_INT(engine_up(f->cache, f->o.url, etag[0] ? etag : NULL, &f->heard,
+			   &f->e),
 		 0);
 	T_EQ_U64(fs__engine_held(f->e, 0), 0);
 	T_EQ_INT(engine_read(f->e, off, len, &f->g), (long)len);
@@ -304,16 +331,35 @@ static void cold_read_checks(struct fixture *f)
 	T_EQ_INT(engine_read(f->e, tail, 65536, &f->g), 4321);
 	T_EQ_MEM(f->g.out, f->want + tail, 4321);
 	T_ASSERT(fs__engine_held(f->e, 0) >= len + 4321);
+	/* Counted: two reads that waited, every byte of them from the
+	 * network; lanes' requests told to on_request, each a 206. */
+	fs__engine_counters(f->e, &c);
+	T_EQ_U64(c.misses, 2);
+	T_EQ_U64(c.hits, 0);
+	T_EQ_U64(c.read_bytes[FS_FROM_NETWORK], len + 4321);
+	T_EQ_U64(c.read_bytes[FS_FROM_MEMORY] + c.read_bytes[FS_FROM_CACHE], 0);
+	T_EQ_U64(c.readers, 0);
+	T_EQ_U64(c.lanes, 2);
+	T_EQ_U64(c.faults[FS_FAULT_TRANSIENT] + c.retries, 0);
+	T_ASSERT(f->heard.lanes >= 2);
+	T_EQ_U64(f->heard.partial, f->heard.requests);
+	T_ASSERT(f->heard.bytes >= 1 + len + 4321);
 	fs__engine_free(f->e); /* flushes the cache */
 	f->e = NULL;
 
 	/* The origin gone, the held bytes come from the cache alone. */
 	origin_stop(&f->o);
-	T_EQ_INT(engine_up(f->cache, f->o.url, etag[0] ? etag : NULL, &f->e),
+	T_EQ_INT(engine_up(f->cache, f->o.url, etag[0] ? etag : NULL, &f->heard,
+			   &f->e),
 		 0);
 	T_ASSERT(fs__engine_held(f->e, 0) >= len + 4321);
 	T_EQ_INT(engine_read(f->e, off, len, &f->g), (long)len);
 	T_EQ_MEM(f->g.out, f->want + off, len);
+	/* A hit, from the cache's file: this engine's memory is new. */
+	fs__engine_counters(f->e, &c);
+	T_EQ_U64(c.hits, 1);
+	T_EQ_U64(c.misses, 0);
+	T_EQ_U64(c.read_bytes[FS_FROM_CACHE], len);
 }
 
 /* A cold read fetches its bytes from the origin and gets them right; the

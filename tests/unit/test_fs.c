@@ -1,7 +1,8 @@
 /* test_fs: the command line: options, their errors, the file name derived
  * from a URL, what argv keeps once parsed, header files, the cache
- * identities of a URL and of a manifest's file, the log's escaping and
- * rate limit, and how the engine drops held bytes. */
+ * identities of a URL and of a manifest's file, the log's escaping, rate
+ * limit and JSON lines, the metrics' samples and their documentation,
+ * and how the engine drops held bytes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,11 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <openssl/evp.h>
 
 #include "fs/engine/engine_int.h"
 #include "fs/driver/driver_int.h"
 #include "fs/driver/log_int.h"
+#include "fs/driver/metrics_int.h"
 #include "fs/tree/tree.h"
 #include "fs/auth/auth.h"
 #include "fs/fs.h"
@@ -789,6 +792,85 @@ static void log_escape(void)
 	T_EQ_STR(fs__escape("abcdef", out, 4), "abc");
 }
 
+/* JSON strings hold any bytes a server chose and still parse: quotes and
+ * backslashes escaped, controls as \u, bytes that are not UTF-8 as
+ * \ufffd; cut only at whole escapes and sequences, with the length the
+ * whole needs returned. */
+static void json_escape(void)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"plain", "plain"},
+		{"q\"b\\", "q\\\"b\\\\"},
+		{"a\x1b[0m\n", "a\\u001b[0m\\u000a"},
+		{"c1 \xc2\x9b del\x7f", "c1 \\u009b del\\u007f"},
+		{"caf\xc3\xa9 \xf0\x9f\x98\x80",
+		 "caf\xc3\xa9 \xf0\x9f\x98\x80"},
+		{"latin1 \xe9", "latin1 \\ufffd"},
+	};
+	char out[64];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		T_EQ_U64(fs__json_escape(cases[i].in, out, sizeof(out)),
+			 strlen(cases[i].out));
+		T_EQ_STR(out, cases[i].out);
+	}
+	T_EQ_U64(fs__json_escape("ab\x01", out, 5), 8);
+	T_EQ_STR(out, "ab");
+	T_EQ_U64(fs__json_escape("ab\xc3\xa9", out, 4), 4);
+	T_EQ_STR(out, "ab");
+	T_EQ_U64(fs__json_escape("abc", NULL, 0), 3);
+}
+
+/* A JSON log line is one object with the time, level and message, and
+ * the fields that are set; a source's userinfo never shows; a line too
+ * long for its buffer still parses. */
+static void log_json_line(void)
+{
+	struct timespec t = {.tv_sec = 1700000000, .tv_nsec = 123456789};
+	struct fs_log_fields f = {.blob = "d\"isk.img",
+				  .source = "https://u:s3cret@h:8443/d?x=1",
+				  .start = 65536,
+				  .end = 131072,
+				  .status = 503,
+				  .error = "throttled"};
+	char buf[8192], msg[6000];
+	json_error_t jerr;
+	json_t *o;
+
+	T_ASSERT(fs__log_json(buf, sizeof(buf), &t, "warning", "lane 1: \x1b",
+			      &f) == strlen(buf));
+	T_ASSERT(strchr(buf, '\n') == NULL && strstr(buf, "s3cret") == NULL);
+	o = json_loads(buf, 0, &jerr);
+	T_ASSERT(o != NULL);
+	T_EQ_STR(json_string_value(json_object_get(o, "time")),
+		 "2023-11-14T22:13:20.123Z");
+	T_EQ_STR(json_string_value(json_object_get(o, "level")), "warning");
+	T_EQ_STR(json_string_value(json_object_get(o, "message")),
+		 "lane 1: \x1b");
+	T_EQ_STR(json_string_value(json_object_get(o, "blob")), "d\"isk.img");
+	T_EQ_STR(json_string_value(json_object_get(o, "source")),
+		 "https://h:8443/d?x=1");
+	T_EQ_STR(json_string_value(json_object_get(o, "range")),
+		 "65536-131071");
+	T_EQ_INT(json_integer_value(json_object_get(o, "status")), 503);
+	T_EQ_STR(json_string_value(json_object_get(o, "error_class")),
+		 "throttled");
+	json_decref(o);
+	/* No fields: none shown. */
+	fs__log_json(buf, sizeof(buf), &t, "info", "mounted", NULL);
+	T_ASSERT(strstr(buf, "blob") == NULL && strstr(buf, "range") == NULL);
+	/* Too long: cut, and still one object. */
+	memset(msg, '\x01', sizeof(msg) - 1);
+	msg[sizeof(msg) - 1] = '\0';
+	fs__log_json(buf, 512, &t, "error", msg, &f);
+	T_ASSERT(strlen(buf) < 512);
+	o = json_loads(buf, 0, &jerr);
+	T_ASSERT(o != NULL);
+	json_decref(o);
+}
+
 /* Lines alike but for their numbers are one kind; a storm of them is
  * logged FS_LOG_BURST times per window, and the rest are counted and
  * reported once the window ends. */
@@ -827,6 +909,187 @@ static void log_rate_limit(void)
 			 'a' + i / 26);
 		T_ASSERT(fs__log_admit(&l, fs__log_key(line), 1, line, now));
 	}
+}
+
+/* The mount's options for operators: each refused with one line that
+ * names it. */
+static void opts_metrics_and_log(void)
+{
+	char *good[] = {"pacefs", "-o",
+			"metrics=127.0.0.1:9101,metrics_label=site=lyon,"
+			"metrics_label=rack=b7,log_format=json",
+			"http://h/x", "/m"};
+	static const struct {
+		const char *opt, *err;
+	} bad[] = {
+		{"metrics=127.0.0.1", "option metrics: '127.0.0.1' is not"},
+		{"metrics=:9101", "option metrics:"},
+		{"metrics=h:0", "option metrics: 'h:0' has no port"},
+		{"metrics=h:70000", "no port from 1 to 65535"},
+		{"metrics=::1:9101", "without brackets"},
+		{"metrics_label=1x=a", "option metrics_label: '1x=a'"},
+		{"metrics_label=novalue", "option metrics_label:"},
+		{"metrics_label=__x=a", "option metrics_label:"},
+		{"metrics_label=mount=a", "sets the label 'mount' itself"},
+		{"metrics_label=a=\xff", "the value of 'a' is not UTF-8"},
+		{"metrics_label=a=1,metrics_label=a=2", "'a' is given twice"},
+		{"log_format=xml", "option log_format: 'xml' is not one of"},
+	};
+	struct fs_opts o;
+	char err[512];
+
+	T_EQ_INT(parse(&o, err, sizeof(err), 5, good), 0);
+	T_EQ_STR(o.metrics, "127.0.0.1:9101");
+	T_EQ_INT(o.nmetrics_labels, 2);
+	T_EQ_STR(o.metrics_labels[1], "rack=b7");
+	T_EQ_INT(o.log_format, 1);
+	fs_opts_free(&o);
+	T_EQ_INT(fs__metrics_addr_check("[::1]:9101", err, sizeof(err)), 0);
+	T_EQ_INT(fs__metrics_addr_check("localhost:1", err, sizeof(err)), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char opt[128];
+		char *argv[] = {"pacefs", "-o", opt, "http://h/x", "/m"};
+
+		snprintf(opt, sizeof(opt), "%s", bad[i].opt);
+		if (parse(&o, err, sizeof(err), 5, argv) != -EINVAL ||
+		    strstr(err, bad[i].err) == NULL || strchr(err, '\n'))
+			T_FAIL("%s: '%s'", bad[i].opt, err);
+	}
+}
+
+/* What fetch tells of each request, counted by host, route and class; a
+ * host past the table's room counts as "other". */
+static void count_requests(struct fs_metrics *mx)
+{
+	struct fetch_request_info r = {.url = "http://User:pw@Origin:8080/a",
+				       .proxy = -1,
+				       .status = 206,
+				       .bytes = 1000,
+				       .first_byte_us = 1500,
+				       .lane = true};
+	char url[64];
+
+	fs__metrics_on_request(mx, &r);
+	r.url = "http://origin:8080/b?x";
+	r.status = 0;
+	r.bytes = 0;
+	fs__metrics_on_request(mx, &r);
+	for (int i = 0; i < 40; i++) {
+		snprintf(url, sizeof(url), "https://h%d.example/f", i);
+		r.url = url;
+		r.status = 503;
+		fs__metrics_on_request(mx, &r);
+	}
+	fs__metrics_read(mx, 2000000, false);
+	fs__metrics_read(mx, 90000000000ull, true);
+}
+
+/* The text format: every family's HELP and TYPE once, before its samples;
+ * the mount's labels on every series, escaped; histograms cumulative up
+ * to +Inf with a sum and a count; bounded hosts. */
+static void metrics_text(void)
+{
+	char *labels[] = {"site=ly\"on"};
+	struct fs_metrics_now now = {.has_engine = true};
+	struct fs_metrics *mx = NULL;
+	char *text = NULL;
+	size_t len;
+	int families = 0;
+
+	now.engine.read_bytes[FS_FROM_NETWORK] = 4096;
+	now.engine.lanes = 8;
+	T_EQ_INT(fs__metrics_new("/mnt/a\"b\nc", labels, 1, &mx), 0);
+	count_requests(mx);
+	T_EQ_INT(fs__metrics_text(mx, &now, &text, &len), 0);
+	T_EQ_U64(len, strlen(text));
+	for (char *p = text, *end; *p != '\0'; p = end + 1) {
+		end = strchr(p, '\n');
+		T_ASSERT(end != NULL);
+		*end = '\0';
+		if (strncmp(p, "# TYPE ", 7) == 0)
+			families++;
+		else if (p[0] != '#' && strstr(p, "{mount=\"/mnt/a\\\"b\\nc\","
+						  "site=\"ly\\\"on\"") == NULL)
+			T_FAIL("no mount labels: %s", p);
+	}
+	free(text);
+	T_ASSERT(families >= 15);
+	T_EQ_INT(fs__metrics_text(mx, &now, &text, &len), 0);
+	T_ASSERT(strstr(text, "pacefs_read_bytes_total{mount=") != NULL);
+	T_ASSERT(strstr(text, ",from=\"network\"} 4096\n") != NULL);
+	T_ASSERT(strstr(text, ",source=\"origin:8080\",proxy=\"DIRECT\","
+			      "status=\"2xx\"} 1\n") != NULL);
+	T_ASSERT(strstr(text, ",source=\"origin:8080\",proxy=\"DIRECT\","
+			      "status=\"none\"} 1\n") != NULL);
+	T_ASSERT(strstr(text, "pw") == NULL);
+	T_ASSERT(strstr(text, ",source=\"h31.example\"") == NULL);
+	T_ASSERT(strstr(text, ",source=\"other\",proxy=\"DIRECT\","
+			      "status=\"5xx\"} 9\n") != NULL);
+	T_ASSERT(strstr(text, "pacefs_read_duration_seconds_bucket{") != NULL);
+	T_ASSERT(strstr(text, ",le=\"0.0025\"} 1\n") != NULL);
+	T_ASSERT(strstr(text, ",le=\"60\"} 1\n") != NULL);
+	T_ASSERT(strstr(text, ",le=\"+Inf\"} 2\n") != NULL);
+	T_ASSERT(strstr(text, "_seconds_sum{mount=\"/mnt/a\\\"b\\nc\","
+			      "site=\"ly\\\"on\"} 90.002\n") != NULL);
+	T_ASSERT(strstr(text, "pacefs_read_errors_total{mount=") != NULL);
+	free(text);
+	fs__metrics_free(mx);
+}
+
+/* Status shows the same samples: as JSON, and refused rather than cut
+ * when they do not fit. */
+static void metrics_json(void)
+{
+	struct fs_metrics_now now = {.has_engine = true};
+	struct fs_metrics *mx = NULL;
+	json_error_t jerr;
+	char *json = NULL;
+	json_t *a;
+	size_t len;
+
+	T_EQ_INT(fs__metrics_new("/m", NULL, 0, &mx), 0);
+	count_requests(mx);
+	T_EQ_INT(fs__metrics_json(mx, &now, 1 << 20, &json, &len), 0);
+	a = json_loads(json, 0, &jerr);
+	free(json);
+	T_ASSERT(json_is_array(a) && json_array_size(a) > 40);
+	T_EQ_STR(json_string_value(
+			 json_object_get(json_array_get(a, 0), "name")),
+		 "pacefs_read_bytes_total");
+	json_decref(a);
+	T_EQ_INT(fs__metrics_json(mx, &now, 1000, &json, &len), -ERANGE);
+	fs__metrics_free(mx);
+}
+
+/* Every metric is in the man page: its name, type and meaning are the
+ * contract operators alert on. */
+static void metrics_documented(void)
+{
+	char path[512], *man;
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/docs/pacefs.1", PACEFS_SRCDIR);
+	f = fopen(path, "r");
+	T_ASSERT(f != NULL);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	man = calloc(1, (size_t)n + 1);
+	T_ASSERT(man != NULL && fread(man, 1, (size_t)n, f) == (size_t)n);
+	fclose(f);
+	for (int i = 0; fs__metric_families[i].name != NULL; i++) {
+		char want[160];
+		const char *name = fs__metric_families[i].name;
+
+		/* ".B NAME" and its type first on the line after. */
+		snprintf(want, sizeof(want), ".B %s\n%s", name,
+			 fs__metric_families[i].type);
+		if (strstr(man, want) == NULL)
+			T_FAIL("docs/pacefs.1 does not document %s (%s)", name,
+			       fs__metric_families[i].type);
+	}
+	free(man);
 }
 
 /* A directory finds each of many children by name (through its table once
@@ -1088,6 +1351,12 @@ static const struct t_case cases[] = {
 	{"unhex_rules", unhex_rules},
 	{"log_escape", log_escape},
 	{"log_rate_limit", log_rate_limit},
+	{"json_escape", json_escape},
+	{"log_json_line", log_json_line},
+	{"opts_metrics_and_log", opts_metrics_and_log},
+	{"metrics_text", metrics_text},
+	{"metrics_json", metrics_json},
+	{"metrics_documented", metrics_documented},
 	{"ns_many_children", ns_many_children},
 	{"engine_drop_full_ranges", engine_drop_full_ranges},
 	{"engine_block_count", engine_block_count},

@@ -1,0 +1,130 @@
+/* metrics_int: the mount's metrics (fs/driver/metrics.c: the counters the
+ * driver keeps, the walk over every sample, its Prometheus and JSON
+ * writers) and their endpoint (fs/driver/metricsd.c); only fs/driver/
+ * includes it (and the unit tests). */
+#ifndef FS_METRICS_INT_H
+#define FS_METRICS_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cache/cache.h"
+#include "fetch/fetch.h"
+#include "fs/engine/engine.h"
+
+struct fs_mount;
+struct fs_metrics;
+
+/* A metric as Prometheus names it; fs__metric_families lists every one
+ * pacefs exports, ended by a NULL name (the man page documents each). */
+struct fs_metric_family {
+	const char *name;
+	const char *type; /* "counter", "gauge", "histogram" */
+	const char *help;
+};
+
+extern const struct fs_metric_family fs__metric_families[];
+
+/* The metrics of one mount; every series carries mount="MOUNTPOINT" and
+ * the labels of -o metrics_label= ("K=V", checked by
+ * fs__metrics_label_check). Its counters are atomics: any thread adds to
+ * them without a lock. 0 or -ENOMEM. fs__metrics_free(NULL) does
+ * nothing. */
+int fs__metrics_new(const char *mountpoint, char *const *labels,
+		    unsigned nlabels, struct fs_metrics **out);
+void fs__metrics_free(struct fs_metrics *mx);
+
+/* fetch_config.on_request (ctx: the metrics): counts a request by its
+ * source's host (the first 32 hosts by name, the rest as "other"), its
+ * route and its status class; a lane's first byte into its histogram.
+ * Allocates nothing; a new host takes a mutex once. */
+void fs__metrics_on_request(void *ctx, const struct fetch_request_info *r);
+
+/* A FUSE read took ns from its request to its reply; failed: it was
+ * answered with an error. */
+void fs__metrics_read(struct fs_metrics *mx, uint64_t ns, bool failed);
+
+/* What the walk reads besides the driver's own counters, gathered once
+ * per scrape: the engine's counters (one short hold of its lock), the
+ * cache's stats (a read transaction), the proxy list. */
+struct fs_metrics_now {
+	bool has_engine;
+	struct fs_engine_counters engine;
+	bool has_cache;
+	struct cache_stats cache;
+	struct fetch_proxies *proxies; /* borrowed; NULL: none */
+};
+
+void fs__metrics_now(const struct fs_mount *m, struct fs_metrics_now *now);
+
+/* One sample: a family's series (its name and suffix: "", "_bucket",
+ * "_sum", "_count") with its labels beyond the mount's, and its value. */
+#define FS_SAMPLE_LABELS 3
+struct fs_sample {
+	const struct fs_metric_family *family;
+	const char *suffix;
+	const char *key[FS_SAMPLE_LABELS];
+	const char *value[FS_SAMPLE_LABELS]; /* valid for the call */
+	unsigned nlabels;
+	uint64_t u;
+	bool real; /* the value is d (seconds), not u */
+	double d;
+};
+
+/* Calls fn with every sample, a family's together and in one order every
+ * time; only request series that have counted something. Reads the
+ * counters once each. */
+void fs__metrics_walk(struct fs_metrics *mx, const struct fs_metrics_now *now,
+		      void (*fn)(void *ctx, const struct fs_sample *s),
+		      void *ctx);
+
+/* Prometheus's text exposition format (version 0.0.4) of every sample
+ * into a new buffer (*out, free() it; *len bytes, NUL-terminated). 0,
+ * -ENOMEM. */
+int fs__metrics_text(struct fs_metrics *mx, const struct fs_metrics_now *now,
+		     char **out, size_t *len);
+
+/* The same samples as a JSON array of {"name", "labels", "value"} (the
+ * mount's labels left out), at most limit bytes: what `pacefs status`
+ * shows. 0, -ERANGE (longer), -ENOMEM. */
+int fs__metrics_json(struct fs_metrics *mx, const struct fs_metrics_now *now,
+		     size_t limit, char **out, size_t *len);
+
+/* Writes s as a label value of the text format into out (cap bytes,
+ * NUL-terminated when cap > 0): '\\', '"' and newline escaped, bytes that
+ * are not UTF-8 as U+FFFD. Returns the length the whole needs. */
+size_t fs__prom_escape(const char *s, char *out, size_t cap);
+
+/* Checks the value of -o metrics_label=K=V: K a label name (letters,
+ * digits, '_', not first a digit, not "__" first) that pacefs does not
+ * set itself nor prev (the labels given before) names, V UTF-8 of at most
+ * 256 bytes. 0 or -EINVAL with one line naming the option in err. */
+int fs__metrics_label_check(const char *kv, char *const *prev, unsigned nprev,
+			    char *err, size_t errlen);
+
+/* Checks the syntax of -o metrics=ADDR:PORT (an IPv4 address, an IPv6
+ * address in brackets, or a name; a port from 1 to 65535). 0 or -EINVAL
+ * with one line naming the option in err. */
+int fs__metrics_addr_check(const char *spec, char *err, size_t errlen);
+
+/* Resolves spec (as checked) and listens on it: the socket (close on
+ * exec, non-blocking) in *fd, or -errno with one line naming the option
+ * and the address in err (a name that does not resolve, an address in
+ * use or not this machine's). Before the daemon forks, so that the
+ * terminal hears of it; the socket survives the fork. */
+int fs__metrics_listen(const char *spec, int *fd, char *err, size_t errlen);
+
+/* The endpoint: an HTTP server (libmicrohttpd, a thread of its own) on
+ * listening socket fd (taken) that answers GET /metrics with
+ * fs__metrics_text of mount m, whose engine must be running. 0 or a
+ * negative errno (fd is closed). */
+struct fs_metricsd;
+int fs__metricsd_start(int fd, struct fs_metrics *mx, struct fs_mount *m,
+		       struct fs_metricsd **out);
+
+/* Stops the server, waiting for a scrape under way; before the engine is
+ * freed. NULL: nothing. */
+void fs__metricsd_stop(struct fs_metricsd *d);
+
+#endif

@@ -1,0 +1,47 @@
+/* counters: what the engine has counted, for the metrics endpoint and
+ * `pacefs status`, read without holding its lock but for the lanes. */
+#include "fs/engine/engine_int.h"
+
+const char *const fs__read_from_names[FS_FROM_N] = {
+	[FS_FROM_MEMORY] = "memory",
+	[FS_FROM_CACHE] = "cache",
+	[FS_FROM_NETWORK] = "network",
+};
+
+const char *const fs__fault_names[FS_FAULT_N] = {
+	[FS_FAULT_TRANSIENT] = "transient", [FS_FAULT_THROTTLED] = "throttled",
+	[FS_FAULT_GONE] = "gone",	    [FS_FAULT_FATAL] = "fatal",
+	[FS_FAULT_LOCAL] = "local",	    [FS_FAULT_STALLED] = "stalled",
+};
+
+static uint64_t get(_Atomic uint64_t *c)
+{
+	return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+void fs__engine_counters(struct fs_engine *e, struct fs_engine_counters *out)
+{
+	struct engine_stats *s = &e->stats;
+	struct pace_lane_info li;
+
+	for (int i = 0; i < FS_FROM_N; i++)
+		out->read_bytes[i] = get(&s->read_bytes[i]);
+	for (int i = 0; i < FS_FAULT_N; i++)
+		out->faults[i] = get(&s->faults[i]);
+	out->hits = get(&s->hits);
+	out->misses = get(&s->misses);
+	out->retries = get(&s->retries);
+	out->refused = get(&s->refused);
+	out->digest_units = get(&s->digest_units);
+	out->digest_blobs = get(&s->digest_blobs);
+	out->readers = get(&s->readers);
+	out->lanes = e->nlanes;
+	out->lanes_busy = 0;
+	/* The scheduler's, so under its lock: at most 64 lanes. */
+	pthread_mutex_lock(&e->mu);
+	for (uint32_t l = 0; l < e->nlanes; l++)
+		if (pace_lane_info(e->pace, l, &li) == 0 && li.busy)
+			out->lanes_busy++;
+	out->inflight = pace_inflight(e->pace);
+	pthread_mutex_unlock(&e->mu);
+}
