@@ -1,7 +1,8 @@
 /* metrics_int: the mount's metrics (fs/driver/metrics.c: the counters the
  * driver keeps, the walk over every sample, its Prometheus and JSON
- * writers) and their endpoint (fs/driver/metricsd.c); only fs/driver/
- * includes it (and the unit tests). */
+ * writers), the checks of their options (fs/driver/metrics_opt.c) and
+ * their endpoint (fs/driver/metricsd.c); only fs/driver/ includes it
+ * (and the unit tests). */
 #ifndef FS_METRICS_INT_H
 #define FS_METRICS_INT_H
 
@@ -107,6 +108,11 @@ int fs__metrics_label_check(const char *kv, char *const *prev, unsigned nprev,
  * address in brackets, or a name; a port from 1 to 65535). 0 or -EINVAL
  * with one line naming the option in err. */
 int fs__metrics_addr_check(const char *spec, char *err, size_t errlen);
+
+/* Splits ADDR:PORT into host (the brackets of an IPv6 address removed)
+ * and port; false with the reason in why. */
+bool fs__metrics_addr_split(const char *spec, char *host, size_t cap,
+			    char *port, size_t pcap, const char **why);
 
 /* Resolves spec (as checked) and listens on it: the socket (close on
  * exec, non-blocking) in *fd, or -errno with one line naming the option

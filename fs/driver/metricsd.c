@@ -23,57 +23,6 @@ struct fs_metricsd {
 	struct fs_mount *m;
 };
 
-/* Splits ADDR:PORT into host (brackets of an IPv6 address removed) and
- * port; false with the reason in why. */
-static bool split(const char *spec, char *host, size_t cap, char *port,
-		  size_t pcap, const char **why)
-{
-	const char *colon = strrchr(spec, ':');
-	const char *h = spec, *hend = colon;
-	unsigned long p;
-	char *end;
-
-	*why = "is not ADDR:PORT (e.g. 127.0.0.1:9101, [::1]:9101, "
-	       "localhost:9101)";
-	if (colon == NULL || colon == spec)
-		return false;
-	if (spec[0] == '[') {
-		if (colon[-1] != ']' || colon - spec < 3)
-			return false;
-		h = spec + 1;
-		hend = colon - 1;
-	} else if (memchr(spec, ':', (size_t)(colon - spec)) != NULL) {
-		*why = "names an IPv6 address without brackets ([::1]:9101)";
-		return false;
-	}
-	errno = 0;
-	p = strtoul(colon + 1, &end, 10);
-	if (colon[1] < '0' || colon[1] > '9' || *end != '\0' || errno != 0 ||
-	    p < 1 || p > 65535) {
-		*why = "has no port from 1 to 65535";
-		return false;
-	}
-	if ((size_t)(hend - h) >= cap) {
-		*why = "has an address too long";
-		return false;
-	}
-	memcpy(host, h, (size_t)(hend - h));
-	host[hend - h] = '\0';
-	snprintf(port, pcap, "%lu", p);
-	return true;
-}
-
-int fs__metrics_addr_check(const char *spec, char *err, size_t errlen)
-{
-	char host[256], port[8];
-	const char *why;
-
-	if (split(spec, host, sizeof(host), port, sizeof(port), &why))
-		return 0;
-	snprintf(err, errlen, "option metrics: '%s' %s", spec, why);
-	return -EINVAL;
-}
-
 /* A socket listening on ai, or -errno. */
 static int listen_on(const struct addrinfo *ai)
 {
@@ -104,7 +53,8 @@ int fs__metrics_listen(const char *spec, int *fd, char *err, size_t errlen)
 	const char *why;
 	int rc;
 
-	if (!split(spec, host, sizeof(host), port, sizeof(port), &why)) {
+	if (!fs__metrics_addr_split(spec, host, sizeof(host), port,
+				    sizeof(port), &why)) {
 		snprintf(err, errlen, "option metrics: '%s' %s", spec, why);
 		return -EINVAL;
 	}
