@@ -692,15 +692,28 @@ static bool wait_sequential(const struct pace *p, const struct wait *w,
 		w->end - w->off < SPLIT_MIN * p->cfg.min_request);
 }
 
-/* The end of what waiting read w asks: its own end, or, for a reader
- * whose large read is under way (speculate), the end of that read's
- * pieces. */
+/* The end of what waiting read w asks: its own end; for a reader whose
+ * large read is under way (speculate), the end of that read's pieces; for
+ * one that streamed up to its jump (a player's seek), the end of the
+ * window it reopens at the new position, so that the window's first bytes
+ * are split over the lanes like a large read rather than left to the one
+ * read-ahead request that would follow the read. */
 static uint64_t wait_reach(const struct pace *p, const struct wait *w)
 {
 	const struct reader *r = pace__reader_get(p, w->reader);
+	uint64_t wend;
 
-	if (r && !r->evident && r->spec_end > w->end)
+	if (!r)
+		return w->end;
+	if (!r->evident && r->spec_end > w->end)
 		return r->spec_end;
+	if (r->evident && r->jumped && r->gen > 0 && r->w > 0) {
+		wend = pace__sat_add(r->cursor, r->w);
+		if (wend < p->blobs[w->blob].size)
+			wend = pace__align_down(wend, p->cfg.align);
+		return pace__max64(
+			pace__min64(wend, p->blobs[w->blob].size), w->end);
+	}
 	return w->end;
 }
 
