@@ -61,9 +61,6 @@ DAEMON=$FG_PID
 t_pass "manifest mount of $NFILES files of ${FILE_MIB} MiB (pid $DAEMON)"
 
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON/status" 2>/dev/null || echo 0; }
-# RSS and its anonymous part (the heap and stacks; the rest is mostly the
-# LMDB map, file pages the kernel can drop), in KiB, on one line.
-rss_pair() { awk '/^VmRSS:/ { r = $2 } /^RssAnon:/ { a = $2 } END { print r + 0, a + 0 }' "/proc/$DAEMON/status" 2>/dev/null || echo "0 0"; }
 fd_count() { find "/proc/$DAEMON/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 # fd_count_to PATTERN: the daemon's descriptors whose target matches.
 fd_count_to() { find "/proc/$DAEMON/fd" -mindepth 1 -maxdepth 1 -lname "$1" 2>/dev/null | wc -l; }
@@ -82,13 +79,23 @@ pipes_before=$(pipe_count)
 other_before=$((fds_before - socks_before - fuse_before - pipes_before))
 rss_before=$(rss_kib)
 
-# The sampler: one line per second, "seconds rss_kib anon_kib fds".
+# The sampler: one line per second, "seconds rss_kib anon_kib fds", the
+# seconds since it started. It forks nothing (bash's read and globs): with
+# every core busy reading, a process per sample stretches its loop.
 SAMPLES=$T_TMP/samples
 (
-	s=0
+	SECONDS=0
+	shopt -s nullglob
 	while kill -0 "$DAEMON" 2>/dev/null; do
-		echo "$s $(rss_pair) $(fd_count)"
-		s=$((s + 1))
+		rss=0 anon=0
+		while read -r key val _; do
+			case $key in
+			VmRSS:) rss=$val ;;
+			RssAnon:) anon=$val ;;
+			esac
+		done <"/proc/$DAEMON/status" || true
+		fds=("/proc/$DAEMON/fd/"*)
+		echo "$SECONDS $rss $anon ${#fds[@]}"
 		sleep 1
 	done
 ) >"$SAMPLES" 2>/dev/null &
