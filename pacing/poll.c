@@ -692,6 +692,12 @@ static bool wait_sequential(const struct pace *p, const struct wait *w,
 		w->end - w->off < SPLIT_MIN * p->cfg.min_request);
 }
 
+/* w's reader streamed up to its jump and this is its first read there. */
+static bool wait_reopened(const struct reader *r)
+{
+	return r && r->evident && r->jumped && r->gen > 0 && r->w > 0;
+}
+
 /* The end of what waiting read w asks: its own end; for a reader whose
  * large read is under way (speculate), the end of that read's pieces; for
  * one that streamed up to its jump (a player's seek), the end of the
@@ -707,7 +713,7 @@ static uint64_t wait_reach(const struct pace *p, const struct wait *w)
 		return w->end;
 	if (!r->evident && r->spec_end > w->end)
 		return r->spec_end;
-	if (r->evident && r->jumped && r->gen > 0 && r->w > 0) {
+	if (wait_reopened(r)) {
 		wend = pace__sat_add(r->cursor, r->w);
 		if (wend < p->blobs[w->blob].size)
 			wend = pace__align_down(wend, p->cfg.align);
@@ -732,7 +738,7 @@ static uint64_t demand_share(const struct pace *p, const struct wait *w,
 			     uint64_t x, uint32_t src, uint64_t *lim)
 {
 	const struct reader *r = pace__reader_get(p, w->reader);
-	uint64_t left = w->end - x, wend, want, lanes;
+	uint64_t left = w->end - x, wend, want, lanes, span;
 	uint32_t n, share;
 
 	*lim = UINT64_MAX;
@@ -757,7 +763,11 @@ static uint64_t demand_share(const struct pace *p, const struct wait *w,
 	n = lanes_free(p, w->blob);
 	if (n <= 1)
 		return left;
-	return pace__max64(pace__align_up((left + n - 1) / n, p->cfg.align),
+	/* A reopened window's pieces are sized by the read alone, so that
+	 * its own bytes come first over all the lanes; the window's follow
+	 * in pieces of the same size. */
+	span = !wait_reopened(r) ? left : x < w->end ? w->end - x : 0;
+	return pace__max64(pace__align_up((span + n - 1) / n, p->cfg.align),
 			   split_least(p, src));
 }
 
