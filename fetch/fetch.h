@@ -314,6 +314,10 @@ struct fetch_probe {
 				    whose answer was refused (a 200 to the
 				    range, another Content-Range) before
 				    the next route was asked */
+	uint8_t *body;		 /* the first nbody bytes of the blob, when
+				    more than one was asked (owned: see
+				    fetch_probe_free); NULL: none */
+	size_t nbody;
 };
 
 /* How a probe failed, so the caller can tell an origin that is down
@@ -334,8 +338,11 @@ enum fetch_probe_error {
  * origin. Reasons and err lines show URLs without userinfo.
  */
 
-/* Synchronously probes url with a one-byte range GET: size, Range support,
- * validators, final URL. no_cache (a revalidation: has the file changed?)
+/* Synchronously probes url with a range GET of its first byte: size, Range
+ * support, validators, final URL. With first > 1 it asks the first `first`
+ * bytes instead and keeps them in out->body (all of them, or all the blob
+ * has when it is shorter): a small file's probe brings its bytes in the
+ * same round trip. no_cache (a revalidation: has the file changed?)
  * sends Cache-Control: no-cache, so that a cache on the way asks the
  * origin rather than answer with its copy. A 5xx or 429 answer is tried again a few times
  * (honouring a short Retry-After) before it counts. On failure writes a
@@ -344,8 +351,8 @@ enum fetch_probe_error {
  * nothing. On success free out's strings with fetch_probe_free. Not for the
  * event thread. */
 int fetch_probe(const struct fetch_config *cfg, const char *url,
-		bool no_cache, struct fetch_probe *out, enum fetch_probe_error *kind,
-		char *err, size_t errlen);
+		bool no_cache, size_t first, struct fetch_probe *out,
+		enum fetch_probe_error *kind, char *err, size_t errlen);
 
 /* Frees what a successful probe allocated; NULL-safe, idempotent. */
 void fetch_probe_free(struct fetch_probe *p);

@@ -1,6 +1,7 @@
 /* probe: the synchronous requests made outside the event thread: a probe
- * that learns a URL's size, Range support and validators with a one-byte
- * range GET, and a plain GET of a small document (a directory index). */
+ * that learns a URL's size, Range support and validators with a range GET
+ * of its first byte (or of a small file's bytes), and a plain GET of a
+ * small document (a directory index). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -17,6 +18,8 @@
 struct probe_state {
 	CURL *easy;
 	struct fetch__head head;
+	size_t want; /* the bytes asked from 0: 1, or fetch_probe's first */
+	uint8_t *keep; /* want > 1: the bytes of a 206, want of them */
 	size_t body;
 	char errbody[1024]; /* the start of an error's body (S3's code) */
 	size_t nerrbody;
@@ -55,9 +58,13 @@ static size_t probe_body(char *buf, size_t size, size_t n, void *arg)
 		s->body += size * n;
 		return s->body > 65536 ? 0 : size * n;
 	}
+	if (s->keep != NULL && status == 206 && s->body < s->want)
+		memcpy(s->keep + s->body, buf,
+		       size * n < s->want - s->body ? size * n
+						    : s->want - s->body);
 	s->body += size * n;
 	/* A server that ignores Range sends the whole blob: stop at once. */
-	return s->body > 1 ? 0 : size * n;
+	return s->body > s->want ? 0 : size * n;
 }
 
 /* Forgets an answer before the probe is sent again (to the next hop,
@@ -72,10 +79,18 @@ static void probe_reset(void *arg)
 	memset(&s->head, 0, sizeof(s->head));
 }
 
-/* An answer through a proxy that no origin gives to "Range: bytes=0-0":
- * a 200 with a body (Range ignored), a 206 of other bytes, an encoded
- * one, a 416 of a blob that is not empty. The request then goes through
- * the next route (fetch__perform). */
+/* Whether a 206's Content-Range is the probe's: from 0 to the last byte
+ * asked, or to the blob's last when it is shorter. */
+static bool probe_range_ok(const struct fetch__head *h, size_t want)
+{
+	return h->cr_seen && h->cr_start == 0 && h->cr_total != UINT64_MAX &&
+	       h->cr_end + 1 == (h->cr_total < want ? h->cr_total : want);
+}
+
+/* An answer through a proxy that no origin gives to the probe's range
+ * (bytes=0-0 or 0-N): a 200 with a body (Range ignored), a 206 of other
+ * bytes, an encoded one, a 416 of a blob that is not empty. The request
+ * then goes through the next route (fetch__perform). */
 static bool probe_bad(void *arg, const char *proxy)
 {
 	struct probe_state *s = arg;
@@ -90,17 +105,16 @@ static bool probe_bad(void *arg, const char *proxy)
 	else if (status == 200 && !(h->cl_seen && h->content_length == 0))
 		snprintf(why, sizeof(why),
 			 "HTTP 200 to a range request (Range ignored)");
-	else if (status == 206 && (!h->cr_seen || h->cr_start != 0 ||
-				   h->cr_end != 0 || h->cr_total == UINT64_MAX))
+	else if (status == 206 && !probe_range_ok(h, s->want))
 		snprintf(why, sizeof(why),
 			 "HTTP 206 with Content-Range '%s', not "
-			 "'bytes 0-0/SIZE'",
-			 h->cr_raw);
+			 "'bytes 0-%zu/SIZE'",
+			 h->cr_raw, s->want - 1);
 	else if (status == 416 &&
 		 !(h->cr_seen && h->cr_start == UINT64_MAX && h->cr_total == 0))
 		snprintf(why, sizeof(why),
-			 "HTTP 416 with Content-Range '%s' to bytes 0-0",
-			 h->cr_raw);
+			 "HTTP 416 with Content-Range '%s' to bytes 0-%zu",
+			 h->cr_raw, s->want - 1);
 	else
 		return false;
 	snprintf(s->note, s->note_cap,
@@ -137,10 +151,11 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
  * blob's size into out, or -EIO with one line in err and *kind saying
  * whether to try again (a refusal's Retry-After in *retry_after_ms). */
 static int probe_judge(const struct fetch_config *cfg,
-		       const struct fetch__head *h, const char *shown,
+		       const struct probe_state *s, const char *shown,
 		       struct fetch_probe *out, enum fetch_probe_error *kind,
 		       uint64_t *retry_after_ms, char *err, size_t errlen)
 {
+	const struct fetch__head *h = &s->head;
 	long st = out->status;
 
 	/* A range of encoded bytes is not a range of the blob. */
@@ -172,18 +187,22 @@ static int probe_judge(const struct fetch_config *cfg,
 		return 0;
 	}
 	if (st == 206) {
-		if (!h->cr_seen || h->cr_start != 0 || h->cr_end != 0 ||
-		    h->cr_total == UINT64_MAX)
+		if (!probe_range_ok(h, s->want))
 			return fail(err, errlen,
 				    "%s: HTTP 206 with Content-Range '%s', not "
-				    "'bytes 0-0/SIZE'",
-				    shown, h->cr_raw);
+				    "'bytes 0-%zu/SIZE'",
+				    shown, h->cr_raw, s->want - 1);
 		if (h->cr_total > FETCH_SIZE_MAX)
 			return fail(err, errlen,
 				    "%s: Content-Range total %" PRIu64
 				    " is over the largest file size (%" PRIu64
 				    ")",
 				    shown, h->cr_total, FETCH_SIZE_MAX);
+		if (s->keep != NULL && s->body != h->cr_end + 1)
+			return fail(err, errlen,
+				    "%s: HTTP 206 of %zu bytes where "
+				    "Content-Range '%s' says %" PRIu64,
+				    shown, s->body, h->cr_raw, h->cr_end + 1);
 		out->size = h->cr_total;
 		return 0;
 	}
@@ -198,9 +217,11 @@ static int probe_judge(const struct fetch_config *cfg,
 
 /* One probe request; fetch_probe() retries it. */
 static int probe_once(const struct fetch_config *cfg, const char *url,
-		      bool no_cache, struct fetch_probe *out, enum fetch_probe_error *kind,
-		      uint64_t *retry_after_ms, char *err, size_t errlen)
+		      bool no_cache, size_t first, struct fetch_probe *out,
+		      enum fetch_probe_error *kind, uint64_t *retry_after_ms,
+		      char *err, size_t errlen)
 {
+	char range[48];
 	struct probe_state s;
 	const struct fetch__head *h = &s.head;
 	char errbuf[CURL_ERROR_SIZE] = "", herr[512] = "";
@@ -217,11 +238,14 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 	memset(&s, 0, sizeof(s));
 	s.note = out->proxy_note;
 	s.note_cap = sizeof(out->proxy_note);
+	s.want = first > 1 ? first : 1;
+	s.keep = s.want > 1 ? malloc(s.want) : NULL;
 	*kind = FETCH_PROBE_UNSUITABLE;
 	headers = fetch__headers(cfg, &headers_ok);
 	easy = curl_easy_init();
 	s.easy = easy;
-	if (easy == NULL || !headers_ok || shown == NULL) {
+	if (easy == NULL || !headers_ok || shown == NULL ||
+	    (s.want > 1 && s.keep == NULL)) {
 		rc = fail(err, errlen, "%s: out of memory", SHOWN(shown));
 		goto out;
 	}
@@ -229,7 +253,8 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 		rc = fail(err, errlen, "%s: cannot set up curl options", shown);
 		goto out;
 	}
-	curl_easy_setopt(easy, CURLOPT_RANGE, "0-0");
+	snprintf(range, sizeof(range), "0-%zu", s.want - 1);
+	curl_easy_setopt(easy, CURLOPT_RANGE, range);
 	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, probe_header);
 	curl_easy_setopt(easy, CURLOPT_HEADERDATA, &s);
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_body);
@@ -271,10 +296,15 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 				      : curl_easy_strerror(cc));
 		goto out;
 	}
-	rc = probe_judge(cfg, h, shown, out, kind, retry_after_ms, err,
+	rc = probe_judge(cfg, &s, shown, out, kind, retry_after_ms, err,
 			 errlen);
 	if (rc != 0)
 		goto out;
+	if (s.keep != NULL && out->status == 206) {
+		out->body = s.keep;
+		out->nbody = s.body;
+		s.keep = NULL;
+	}
 	out->ranges = true;
 	out->etag_weak = strncmp(out->etag, "W/", 2) == 0;
 	out->mtime = out->last_modified[0] != '\0'
@@ -289,6 +319,7 @@ out:
 		curl_easy_cleanup(easy);
 	curl_slist_free_all(headers);
 	free(shown);
+	free(s.keep);
 	return rc;
 }
 
@@ -298,11 +329,14 @@ void fetch_probe_free(struct fetch_probe *p)
 		return;
 	free(p->final_url);
 	p->final_url = NULL;
+	free(p->body);
+	p->body = NULL;
+	p->nbody = 0;
 }
 
 int fetch_probe(const struct fetch_config *cfg, const char *url,
-		bool no_cache, struct fetch_probe *out, enum fetch_probe_error *kind,
-		char *err, size_t errlen)
+		bool no_cache, size_t first, struct fetch_probe *out,
+		enum fetch_probe_error *kind, char *err, size_t errlen)
 {
 	uint64_t wait_ms = FETCH__PROBE_FIRST_WAIT_MS;
 	int rc = 0;
@@ -315,9 +349,8 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 		uint64_t retry_after_ms = 0;
 		struct timespec ts;
 
-		rc = probe_once(cfg, url, no_cache, out, kind, &retry_after_ms,
-				err,
-				errlen);
+		rc = probe_once(cfg, url, no_cache, first, out, kind,
+				&retry_after_ms, err, errlen);
 		if (rc == 0 || *kind != FETCH_PROBE_REFUSED ||
 		    fetch_classify_status(out->status) == FETCH_GONE ||
 		    attempt + 1 == FETCH__PROBE_TRIES)

@@ -94,6 +94,9 @@ struct fs_learn_args {
 			 not what a source serves */
 	bool object_store; /* S3: If-Match, and the listing's size may be
 			      older than what the probe finds */
+	size_t first; /* > 1: the first URL's probe asks this many bytes
+			 from 0, and a file no longer than them (a block
+			 at most) is stored whole in the cache */
 };
 
 /* Probes a file's URLs. Sources that disagree on the size (with each other,
@@ -116,7 +119,6 @@ struct fs_mount {
 	struct fs_inval *inval;	   /* the engine's inval hook queues here */
 	struct cache *cache;	   /* the engine's */
 	struct fetch_config fetch; /* for probes and directory pages */
-	pthread_mutex_t learn_mu;  /* one file is probed at a time */
 	uid_t uid;
 	gid_t gid;
 	struct timespec mtime; /* of files with no date of their own */

@@ -767,7 +767,6 @@ static int prepare_mount(struct fs_opts *o, struct fs_mount *m,
 		return 1;
 	if (fs__ns_new(&m->ns) != 0)
 		return fail("out of memory");
-	pthread_mutex_init(&m->learn_mu, NULL);
 	m->uid = getuid();
 	m->gid = getgid();
 	clock_gettime(CLOCK_REALTIME, &m->mtime);

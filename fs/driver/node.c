@@ -178,15 +178,114 @@ out:
 	return rc;
 }
 
+/* Claims the probe of node i: waits while another thread probes it (by
+ * the request's deadline), then marks it as probed by this one. 0, or
+ * -EIO (logged) when the other probe was still under way at the
+ * deadline. */
+static int probe_claim(struct fs_mount *m, uint32_t i, const char *name,
+		       const struct timespec *until)
+{
+	struct fs_ns *ns = m->ns;
+	int rc = 0;
+
+	pthread_mutex_lock(&ns->mu);
+	while (ns->nodes[i]->probing && rc == 0)
+		rc = pthread_cond_timedwait(&ns->probed, &ns->mu, until);
+	if (ns->nodes[i]->probing) {
+		pthread_mutex_unlock(&ns->mu);
+		fs__log(FS_LOG_ERR,
+			"%s: cannot open: its probe by another request was "
+			"still under way at the deadline (-o read_timeout=)",
+			name);
+		return -EIO;
+	}
+	ns->nodes[i]->probing = true;
+	pthread_mutex_unlock(&ns->mu);
+	return 0;
+}
+
+/* Ends this thread's probe of node i: the blob it readied (FS_NO_BLOB:
+ * none) and the size it learned become the node's, and the threads
+ * waiting to open it go on. */
+static void probe_release(struct fs_mount *m, uint32_t i, uint32_t blob,
+			  const struct fs_learned *l)
+{
+	struct fs_node *n;
+
+	pthread_mutex_lock(&m->ns->mu);
+	n = m->ns->nodes[i];
+	if (blob != FS_NO_BLOB) {
+		n->blob = blob;
+		n->has_size = true;
+		n->size = l->size;
+		if (n->mtime < 0)
+			n->mtime = l->mtime;
+	}
+	n->probing = false;
+	pthread_cond_broadcast(&m->ns->probed);
+	pthread_mutex_unlock(&m->ns->mu);
+}
+
+/* Probes the file of c and readies its blob into *blob. */
+static int node_learn(struct fs_mount *m, struct node_copy *c,
+		      uint64_t deadline_ns, struct fs_learned *l)
+{
+	struct fs_learn_args args = {
+		.identity = c->identity,
+		.urls = (const char *const *)c->urls,
+		.nurls = c->nurls,
+		/* An object's listed size may be older than the object. */
+		.has_size = c->has_size && !c->object_store,
+		.size = c->size,
+		.sha256 = c->sha256,
+		.revalidate_s = m->revalidate_s,
+		.content = c->content,
+		.object_store = c->object_store,
+	};
+	struct fetch_config fc;
+	char err[1024];
+	int rc;
+
+	/* A small file the listing sized, whose bytes no digest checks:
+	 * its probe brings it whole, one round trip for the file. */
+	if (args.has_size && c->sha256 == NULL && c->ndblocks == 0 &&
+	    c->size <= CACHE_BLOCK_SIZE)
+		args.first = (size_t)c->size;
+	fs__mount_bound(m, deadline_ns, &fc);
+	rc = fs__learn(&fc, m->cache, &args, l, err, sizeof(err));
+	if (rc != 0) {
+		/* A key deleted since it was listed is gone, not broken. */
+		fs__log(rc == -ENOENT ? FS_LOG_INFO : FS_LOG_ERR,
+			"%s: cannot open: %s", c->name, err);
+		return rc == -ENOENT ? -ENOENT : -EIO;
+	}
+	if (c->blob == FS_NO_BLOB) {
+		rc = fs__engine_blob_add(m->engine, c->name, l->size, &c->id,
+					 &c->blob);
+		if (rc == 0)
+			rc = fs__engine_blob_digests(m->engine, c->blob,
+						     c->sha256, c->dblock,
+						     c->dblocks, c->ndblocks);
+		if (rc != 0) {
+			fs__log(FS_LOG_ERR, "%s: cannot add its blob: %s",
+				c->name, strerror(-rc));
+			return rc;
+		}
+	}
+	rc = fs__engine_blob_ready(m->engine, c->blob, l->sources,
+				   l->nsources);
+	if (rc != 0)
+		fs__log(FS_LOG_ERR, "%s: cannot start its transfers: %s",
+			c->name, strerror(-rc));
+	return rc;
+}
+
 int fs__node_ready(struct fs_mount *m, uint32_t i, uint64_t deadline_ns)
 {
-	struct fs_learn_args args;
-	struct fetch_config fc;
 	struct node_copy c;
-	struct fs_learned l;
+	struct fs_learned l = {0};
 	const struct fs_node *n;
 	struct timespec until = monotonic_ts(deadline_ns);
-	char err[1024];
 	uint32_t blob;
 	int rc;
 
@@ -201,74 +300,23 @@ int fs__node_ready(struct fs_mount *m, uint32_t i, uint64_t deadline_ns)
 	rc = node_copy(m, i, &c);
 	if (rc != 0)
 		return rc;
-	if (c.blob != FS_NO_BLOB && fs__engine_blob_is_ready(m->engine, c.blob))
+	/* Files are probed in parallel (each probe is a round trip, which
+	 * the opens of a loader's workers pay together), a file never twice
+	 * at once: its other opens wait for its probe, by their deadline. */
+	rc = probe_claim(m, i, c.name, &until);
+	if (rc != 0)
 		goto out;
-	/* One probe at a time, and never twice for one file; waiting for
-	 * another file's probe counts in this request's deadline. */
-	rc = pthread_mutex_clocklock(&m->learn_mu, CLOCK_MONOTONIC, &until);
-	if (rc != 0) {
-		fs__log(FS_LOG_ERR,
-			"%s: cannot open: another file's probe was still "
-			"under way at the deadline (-o read_timeout=)",
-			c.name);
-		rc = -EIO;
-		goto out;
-	}
 	pthread_mutex_lock(&m->ns->mu);
 	c.blob = m->ns->nodes[i]->blob;
 	pthread_mutex_unlock(&m->ns->mu);
 	if (c.blob != FS_NO_BLOB && fs__engine_blob_is_ready(m->engine, c.blob))
-		goto out_learn;
-	args.identity = c.identity;
-	args.urls = (const char *const *)c.urls;
-	args.nurls = c.nurls;
-	args.has_size = c.has_size;
-	args.size = c.size;
-	args.sha256 = c.sha256;
-	args.revalidate_s = m->revalidate_s;
-	args.content = c.content;
-	args.object_store = c.object_store;
-	/* An object's listed size may be older than the object. */
-	args.has_size = c.has_size && !c.object_store;
-	fs__mount_bound(m, deadline_ns, &fc);
-	rc = fs__learn(&fc, m->cache, &args, &l, err, sizeof(err));
-	if (rc != 0) {
-		/* A key deleted since it was listed is gone, not broken. */
-		fs__log(rc == -ENOENT ? FS_LOG_INFO : FS_LOG_ERR,
-			"%s: cannot open: %s", c.name, err);
-		rc = rc == -ENOENT ? -ENOENT : -EIO;
-		goto out_learn;
-	}
-	if (c.blob == FS_NO_BLOB) {
-		rc = fs__engine_blob_add(m->engine, c.name, l.size, &c.id,
-					 &c.blob);
-		if (rc == 0)
-			rc = fs__engine_blob_digests(m->engine, c.blob,
-						     c.sha256, c.dblock,
-						     c.dblocks, c.ndblocks);
-		if (rc != 0) {
-			fs__log(FS_LOG_ERR, "%s: cannot add its blob: %s",
-				c.name, strerror(-rc));
-			goto out_l;
-		}
-	}
-	rc = fs__engine_blob_ready(m->engine, c.blob, l.sources, l.nsources);
-	if (rc != 0) {
-		fs__log(FS_LOG_ERR, "%s: cannot start its transfers: %s",
-			c.name, strerror(-rc));
-		goto out_l;
-	}
-	pthread_mutex_lock(&m->ns->mu);
-	m->ns->nodes[i]->blob = c.blob;
-	m->ns->nodes[i]->has_size = true;
-	m->ns->nodes[i]->size = l.size;
-	if (m->ns->nodes[i]->mtime < 0)
-		m->ns->nodes[i]->mtime = l.mtime;
-	pthread_mutex_unlock(&m->ns->mu);
-out_l:
+		blob = FS_NO_BLOB; /* readied while this open waited */
+	else if ((rc = node_learn(m, &c, deadline_ns, &l)) == 0)
+		blob = c.blob;
+	else
+		blob = FS_NO_BLOB;
+	probe_release(m, i, blob, &l);
 	fs__learned_free(&l);
-out_learn:
-	pthread_mutex_unlock(&m->learn_mu);
 out:
 	node_copy_free(&c);
 	return rc;

@@ -25,12 +25,13 @@ void fs__learned_free(struct fs_learned *l)
  * failed otherwise. A revalidation (the cache holds a record: has the file
  * changed?) asks the origin past any cache on the way. */
 static int probe_one(const struct fetch_config *fc, const char *url,
-		     bool revalidation, struct fs_source *s, uint64_t *size,
-		     int64_t *mtime, enum fetch_probe_error *kind, char *err,
-		     size_t errlen)
+		     bool revalidation, size_t first, struct fs_source *s,
+		     uint64_t *size, int64_t *mtime, struct fetch_probe *body,
+		     enum fetch_probe_error *kind, char *err, size_t errlen)
 {
 	struct fetch_probe pr;
-	int rc = fetch_probe(fc, url, revalidation, &pr, kind, err, errlen);
+	int rc = fetch_probe(fc, url, revalidation, first, &pr, kind, err,
+			     errlen);
 
 	if (pr.proxy_note[0] != '\0')
 		fs__log(FS_LOG_WARN, "%s: %s", url, pr.proxy_note);
@@ -43,6 +44,9 @@ static int probe_one(const struct fetch_config *fc, const char *url,
 	 * credentials, and followed without them. */
 	s->url = strdup(fetch_url_same_origin(url, pr.final_url) ? pr.final_url
 								 : url);
+	body->body = pr.body;
+	body->nbody = pr.nbody;
+	pr.body = NULL;
 	fetch_probe_free(&pr);
 	if (pr.etag[0] != '\0' && !pr.etag_weak)
 		s->validator = strdup(pr.etag);
@@ -120,6 +124,7 @@ struct probed {
 	bool unreachable;    /* a source could not be reached */
 	bool missing;	     /* every source answered 404 or 410 */
 	char first_err[1024];
+	struct fetch_probe first; /* the first URL's first bytes (body) */
 };
 
 /* Probes each URL of a into out->sources, keeping those that answer with
@@ -139,8 +144,9 @@ static void probe_sources(const struct fetch_config *fc,
 		int64_t mtime;
 		int rc;
 
-		rc = probe_one(fc, urls[i], revalidation, s, &size, &mtime,
-			       &kind, perr, sizeof(perr));
+		rc = probe_one(fc, urls[i], revalidation, i == 0 ? a->first : 0,
+			       s, &size, &mtime, &p->first, &kind, perr,
+			       sizeof(perr));
 		s->if_match = a->object_store;
 		p->missing &= rc == -ENOENT;
 		if (rc != 0) {
@@ -236,6 +242,30 @@ static int reconcile(struct cache *cache, const struct cache_id *id,
 	return 0;
 }
 
+/* Stores the whole of a small file that its probe brought (first->body,
+ * from the first URL, whose validator is the blob's) as its block 0, and
+ * waits for the commit: the blob is readied from what the cache holds, so
+ * that the file's first read is served without a request. A failure only
+ * costs that request. */
+static void keep_first(struct cache *cache, const struct cache_id *id,
+		       const char *url, uint64_t size,
+		       const struct fetch_probe *first)
+{
+	int rc;
+
+	if (first->body == NULL || size == 0 || first->nbody != size ||
+	    size > CACHE_BLOCK_SIZE)
+		return;
+	rc = cache_block_put(cache, id, 0, first->body, first->nbody);
+	if (rc == 0)
+		rc = cache_flush(cache);
+	if (rc != 0)
+		fs__log(FS_LOG_WARN,
+			"%s: the bytes its probe brought could not be "
+			"stored (%s); its first read asks them again",
+			url, strerror(-rc));
+}
+
 int fs__learn(const struct fetch_config *fc, struct cache *cache,
 	      const struct fs_learn_args *a, struct fs_learned *out, char *err,
 	      size_t errlen)
@@ -263,6 +293,7 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 		return learn_from_record(a, &rec, out, err, errlen);
 	probe_sources(fc, a, have_rec, out, &p);
 	if (p.ref_url == NULL) {
+		fetch_probe_free(&p.first);
 		if (!p.unreachable || !have_rec) {
 			fs__learned_free(out);
 			return fs__errf(err, errlen, p.missing ? -ENOENT : -EIO,
@@ -279,6 +310,9 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 	}
 	rc = reconcile(cache, &id, a, have_rec, &rec, out, p.primary_ok, err,
 		       errlen);
+	if (rc == 0 && p.primary_ok)
+		keep_first(cache, &id, a->urls[0], out->size, &p.first);
+	fetch_probe_free(&p.first);
 	if (rc != 0)
 		fs__learned_free(out);
 	return rc;

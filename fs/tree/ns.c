@@ -124,10 +124,12 @@ int fs__ns_new(struct fs_ns **out)
 	if (ns->nodes == NULL || root->name == NULL)
 		goto fail;
 	pthread_mutex_init(&ns->mu, NULL);
-	/* Waits for a listing end by a deadline on fs__now_ns's clock. */
+	/* Waits for a listing or a probe to end by a deadline on
+	 * fs__now_ns's clock. */
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&ns->listed, &ca);
+	pthread_cond_init(&ns->probed, &ca);
 	pthread_condattr_destroy(&ca);
 	if (getrandom(ns->key, sizeof(ns->key), GRND_NONBLOCK) !=
 	    (ssize_t)sizeof(ns->key)) {
@@ -166,6 +168,7 @@ void fs__ns_free(struct fs_ns *ns)
 		fs__node_free(ns->nodes[i]);
 	free(ns->nodes);
 	pthread_cond_destroy(&ns->listed);
+	pthread_cond_destroy(&ns->probed);
 	pthread_mutex_destroy(&ns->mu);
 	free(ns);
 }

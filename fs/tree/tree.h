@@ -49,6 +49,7 @@ struct fs_node {
 	uint8_t (*dblocks)[32]; /* immutable once the tree is built */
 	uint32_t ndblocks;
 	uint32_t blob; /* the engine's blob once its size is known */
+	bool probing;  /* a thread is probing it (fs__node_ready) */
 	char *etag;	/* an object store's listed ETag; NULL: none */
 	char *identity; /* its cache identity when not that of its URLs */
 };
@@ -64,6 +65,7 @@ struct fs_ns {
 	pthread_mutex_t mu;
 	pthread_cond_t listed;	/* a directory's listing ended (its waits
 				   on CLOCK_MONOTONIC) */
+	pthread_cond_t probed;	/* a file's probe ended (the same) */
 	struct fs_node **nodes; /* guarded by mu */
 	uint32_t n, cap;	/* guarded by mu */
 	uint64_t key[2];	/* SipHash key of the name tables */

@@ -306,7 +306,7 @@ static void cold_read_checks(struct fixture *f)
 	T_EQ_INT(fetch_global_init(), 0);
 	T_EQ_INT(origin_start(www, f->dir, "f.bin", &f->o), 0);
 	/* The validator, as the driver's probe finds it. */
-	T_EQ_INT(fetch_probe(&fc, f->o.url, false, &pr, &kind, err,
+	T_EQ_INT(fetch_probe(&fc, f->o.url, false, 0, &pr, &kind, err,
 			     sizeof(err)),
 		 0);
 	T_EQ_U64(pr.size, BLOB_SIZE);
