@@ -103,6 +103,24 @@ static int dirent_filter(const struct dirent *d)
 	return d->d_name[0] != '.';
 }
 
+/* size as nginx's autoindex_exact_size off writes it: bytes below 1 KiB,
+ * else whole K, M or G (rounded down), into buf. */
+static const char *human_size(uint64_t size, char *buf, size_t cap)
+{
+	static const char unit[] = "KMG";
+	int u = -1;
+
+	while (size >= 1024 && u < 2) {
+		size /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, cap, "%" PRIu64, size);
+	else
+		snprintf(buf, cap, "%" PRIu64 "%c", size, unit[u]);
+	return buf;
+}
+
 /* Builds an nginx-autoindex-style HTML listing of the directory that path
  * (ending in '/') names under the root, so that clients which list by
  * scraping links (rclone's http backend, httpdirfs) see the same page as
@@ -114,7 +132,7 @@ static int listing_build(struct server *srv, const char *path, struct text *t)
 	struct dirent **names = NULL;
 	struct stat st;
 	struct tm tm;
-	char when[32];
+	char when[32], hs[24];
 	int n, i, count = 0, rc;
 
 	n = snprintf(full, sizeof(full), "%s%s", srv->root, path);
@@ -159,6 +177,10 @@ static int listing_build(struct server *srv, const char *path, struct text *t)
 		text_add_html(t, names[i]->d_name);
 		if (dir)
 			text_add(t, "/</a> %s %19s\r\n", when, "-");
+		else if (srv->autoindex_human)
+			text_add(t, "</a> %s %19s\r\n", when,
+				 human_size((uint64_t)st.st_size, hs,
+					    sizeof(hs)));
 		else
 			text_add(t, "</a> %s %19" PRIu64 "\r\n", when,
 				 (uint64_t)st.st_size);

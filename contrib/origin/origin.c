@@ -129,7 +129,7 @@ static void usage(FILE *fp)
 	      "         [--latency MS] [--fault GLOB:KIND[:ARG]]...\n"
 	      "         [--fault-mix SEED[:PERCENT[:verdicts]]]\n"
 	      "         [--log FILE] [--log-header NAME]... [--quiet] "
-	      "[--autoindex]\n"
+	      "[--autoindex[=human]]\n"
 	      "         [--max-transfers N [--retry-after SECS]]\n"
 	      "         [--require-header FILE]\n"
 	      "         [--s3 [--s3-region R] [--s3-keys FILE] "
@@ -178,7 +178,7 @@ int main(int argc, char **argv)
 		{"retry-after", required_argument, NULL, 'A'},
 		{"require-header", required_argument, NULL, 'Q'},
 		{"quiet", no_argument, NULL, 'q'},
-		{"autoindex", no_argument, NULL, 'a'},
+		{"autoindex", optional_argument, NULL, 'a'},
 		{"s3", no_argument, NULL, 's'},
 		{"s3-region", required_argument, NULL, 'G'},
 		{"s3-keys", required_argument, NULL, 'K'},
@@ -248,7 +248,8 @@ int main(int argc, char **argv)
 		}
 		case 'm':
 			if (origin__fault_mix_parse(&server, optarg) < 0)
-				die("--fault-mix %s: want SEED[:PERCENT[:verdicts]], "
+				die("--fault-mix %s: want "
+				    "SEED[:PERCENT[:verdicts]], "
 				    "PERCENT 1 to 100",
 				    optarg);
 			break;
@@ -295,6 +296,10 @@ int main(int argc, char **argv)
 			break;
 		case 'a':
 			server.autoindex = true;
+			if (optarg != NULL && strcmp(optarg, "human") != 0)
+				die("--autoindex=%s: want human or nothing",
+				    optarg);
+			server.autoindex_human = optarg != NULL;
 			break;
 		case 's':
 			s3 = true;

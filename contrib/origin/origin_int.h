@@ -51,12 +51,12 @@ enum fault_kind {
 struct fault {
 	char *glob;
 	enum fault_kind kind;
-	uint64_t n;	    /* bytes, count, milliseconds or rate, by kind */
-	int code;	    /* status and burst */
-	long retry_after;   /* status: seconds, or -1 for none */
-	uint64_t skip;	    /* status: the first `skip` requests are served */
-	char *location;	    /* redirect: the prefix of the Location */
-	uint64_t count;	    /* status: then this many get CODE; 0: all */
+	uint64_t n;	  /* bytes, count, milliseconds or rate, by kind */
+	int code;	  /* status and burst */
+	long retry_after; /* status: seconds, or -1 for none */
+	uint64_t skip;	  /* status: the first `skip` requests are served */
+	char *location;	  /* redirect: the prefix of the Location */
+	uint64_t count;	  /* status: then this many get CODE; 0: all */
 	char *text; /* encoding, etag: the header's value; total, clen: the
 		       number, as digits (it may not fit 64 bits) */
 	atomic_ullong hits; /* requests this rule has matched so far */
@@ -71,18 +71,20 @@ struct server {
 	uint64_t latency_ms;
 	bool quiet;
 	bool autoindex; /* GET of a directory path ending in '/' lists it */
+	bool autoindex_human; /* its sizes as nginx's autoindex_exact_size
+				 off writes them ("32K"): not exact */
 	struct fault *faults;
 	size_t nfaults;
 	pthread_mutex_t log_mu;
-	FILE *log; /* guarded by log_mu; NULL: no request log */
+	FILE *log;	    /* guarded by log_mu; NULL: no request log */
 	char **log_headers; /* --log-header NAME: their values are logged */
 	size_t nlog_headers;
-	uint64_t max_transfers; /* --max-transfers: file bodies sent at once,
-				   503 beyond; 0: any */
-	int64_t retry_after;	/* --retry-after for those 503s; -1: none */
-	atomic_ullong transfers; /* file bodies being sent now */
-	struct s3_origin *s3;	 /* --s3: buckets, keys, SigV4 */
-	const char *require_path;   /* --require-header FILE; NULL: none */
+	uint64_t max_transfers;	  /* --max-transfers: file bodies sent at once,
+				     503 beyond; 0: any */
+	int64_t retry_after;	  /* --retry-after for those 503s; -1: none */
+	atomic_ullong transfers;  /* file bodies being sent now */
+	struct s3_origin *s3;	  /* --s3: buckets, keys, SigV4 */
+	const char *require_path; /* --require-header FILE; NULL: none */
 	pthread_mutex_t require_mu; /* guards what follows */
 	struct stat require_st;	    /* of the file when it was read */
 	struct {
@@ -90,7 +92,7 @@ struct server {
 		char value[1024];
 	} require[ORIGIN_REQUIRE_MAX]; /* the lines a request may carry */
 	size_t nrequire;
-	bool mix;		 /* --fault-mix: a seeded draw per request */
+	bool mix; /* --fault-mix: a seeded draw per request */
 	uint64_t mix_seed;
 	unsigned mix_percent;	 /* of requests that draw a fault */
 	bool mix_verdicts;	 /* norange and badrange are drawn too */
@@ -123,7 +125,7 @@ struct conn {
 struct request {
 	const char *method;
 	const char *logged[ORIGIN_LOG_HEADERS_MAX]; /* --log-header values */
-	const char *target;   /* as sent, for the log */
+	const char *target;			    /* as sent, for the log */
 	char path[PATH_MAX];  /* percent-decoded, without the query */
 	const char *range;    /* NULL: no Range header */
 	const char *if_range; /* NULL: no If-Range header */

@@ -94,9 +94,9 @@ struct fs_learn_args {
 			 not what a source serves */
 	bool object_store; /* S3: If-Match, and the listing's size may be
 			      older than what the probe finds */
-	size_t first; /* > 1: the first URL's probe asks this many bytes
-			 from 0, and a file no longer than them (a block
-			 at most) is stored whole in the cache */
+	size_t first;	   /* > 1: the first URL's probe asks this many bytes
+			      from 0, and a file no longer than them (a block
+			      at most) is stored whole in the cache */
 };
 
 /* Probes a file's URLs. Sources that disagree on the size (with each other,
@@ -108,8 +108,8 @@ struct fs_learn_args {
  * is asked (never under a content identity). On failure writes one line
  * naming the URL and the cause into err. */
 int fs__learn(const struct fetch_config *fc, struct cache *cache,
-	      const struct fs_learn_args *a, struct fs_learned *out,
-	      char *err, size_t errlen);
+	      const struct fs_learn_args *a, struct fs_learned *out, char *err,
+	      size_t errlen);
 void fs__learned_free(struct fs_learned *l);
 
 /* What the FUSE operations see through fuse_req_userdata(). */
@@ -125,7 +125,7 @@ struct fs_mount {
 	double attr_timeout;
 	double entry_timeout;
 	uint64_t listing_ttl_ns;
-	int64_t revalidate_s; /* -1: always ask the origin at first open */
+	int64_t revalidate_s;  /* -1: always ask the origin at first open */
 	uint64_t kernel_ahead; /* the kernel's readahead on this mount */
 	bool splice; /* reads of the cache's file are answered by splicing
 			its pages (set once, at FUSE's init) */
@@ -134,14 +134,33 @@ struct fs_mount {
 	/* -o read_timeout=: how long a FUSE request may wait on the
 	 * network (a listing, a probe), as a read may. */
 	uint64_t read_timeout_ns;
-	struct fuse_session *se; /* its end (an unmount, a signal, the
-				    connection gone) stops requests and ends
-				    a read waiting, so the daemon's exit never
-				    waits on one */
+	struct fuse_session *se;    /* its end (an unmount, a signal, the
+				       connection gone) stops requests and ends
+				       a read waiting, so the daemon's exit never
+				       waits on one */
 	struct fs_metrics *metrics; /* what the endpoint and status show;
 				       counted whether or not -o metrics=
 				       serves them */
+	struct fs_sizes *sizes;	    /* probes the unsized files of a listing */
 };
+
+/* ---- sizes.c: the sizes an index did not give, probed in parallel ---- */
+
+struct fs_sizes;
+
+/* The probers of m's unsized files, at most `probers` threads, started
+ * when the first files are queued. 0 or -ENOMEM. */
+int fs__sizes_new(struct fs_mount *m, uint32_t probers, struct fs_sizes **out);
+
+/* Queues the files of directory d (just listed) whose size its index did
+ * not give and that no request probes yet: the probers probe them
+ * (fs__node_ready, each by read_timeout), and a stat of one waits for its
+ * probe. 0, or -ENOMEM / -ECANCELED (stopping): the stats then probe. */
+int fs__sizes_queue(struct fs_sizes *s, uint32_t d);
+
+/* Stops the probers (after the session ended, so that a probe under way
+ * stops within about a second), joins them and frees s. NULL-safe. */
+void fs__sizes_free(struct fs_sizes *s);
 
 /* The fetch configuration for a synchronous request made for one FUSE
  * request (or the mount's own checks) that must end by deadline_ns
@@ -208,10 +227,10 @@ int fs__inval_start(struct fs_inval *v, struct fuse_session *se);
  * nothing. */
 void fs__inval_stop(struct fs_inval *v);
 
-/* fs/driver/exitguard.c. Bounds the daemon's exit. Once the session has ended it wakes the
- * waiting reads (they see the end and return), and should the shutdown
- * (libfuse joining its threads, then the engine's, the cache's) still not
- * be done FS_EXIT_GRACE_S later, it unmounts and exits the process with
+/* fs/driver/exitguard.c. Bounds the daemon's exit. Once the session has ended
+ * it wakes the waiting reads (they see the end and return), and should the
+ * shutdown (libfuse joining its threads, then the engine's, the cache's) still
+ * not be done FS_EXIT_GRACE_S later, it unmounts and exits the process with
  * status 1, rather than let a stuck thread keep a daemon alive after its
  * mount. */
 struct fs_exit_guard {

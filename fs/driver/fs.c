@@ -195,8 +195,8 @@ static bool add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
 	return true;
 }
 
-static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
-		       off_t off, struct fuse_file_info *fi)
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
 {
 	struct fs_mount *m = fuse_req_userdata(req);
 	const struct fs_node *d;
@@ -211,6 +211,11 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 			fuse_reply_err(req, -rc);
 			return;
 		}
+		/* ls -l stats every entry next: the sizes the index did
+		 * not give are probed in parallel now. A failure here only
+		 * leaves them to the stats. */
+		if (m->sizes != NULL)
+			(void)fs__sizes_queue(m->sizes, NODE_OF(ino));
 	}
 	buf = malloc(size);
 	if (buf == NULL) {
@@ -544,8 +549,8 @@ static int xattr_value(struct fs_mount *m, uint32_t i, const char *name,
 	return len;
 }
 
-static const char *const xattr_names[] = {"url",    "size",	"cached",
-					  "etag",   "sha256", "state"};
+static const char *const xattr_names[] = {"url",  "size",   "cached",
+					  "etag", "sha256", "state"};
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			size_t size)

@@ -163,7 +163,7 @@ static uint64_t set_read_ahead(const char *mountpoint)
 	if (mi != NULL)
 		fclose(mi);
 	return (uint64_t)kb * 1024 < FS_KERNEL_AHEAD ? (uint64_t)kb * 1024
-						      : FS_KERNEL_AHEAD;
+						     : FS_KERNEL_AHEAD;
 }
 
 /* Adds an -o option for libfuse. */
@@ -174,7 +174,6 @@ static int add_fuse_opt(struct fuse_args *args, const char *opt)
 		return -ENOMEM;
 	return 0;
 }
-
 
 /* How the first argument names what to mount. */
 enum mount_kind {
@@ -255,7 +254,7 @@ static int check_inputs(struct fs_opts *o, enum mount_kind kind,
 	    (o->name != NULL || o->nmirrors > 0 || o->has_sha256))
 		return fail("option %s: only for a single URL; a manifest "
 			    "names its files, their mirrors and digests",
-			    o->name != NULL	 ? "name"
+			    o->name != NULL   ? "name"
 			    : o->nmirrors > 0 ? "mirror"
 					      : "sha256");
 	for (unsigned i = 0; i < o->nmirrors; i++)
@@ -304,16 +303,16 @@ static void fetch_config_from(const struct fs_opts *o, struct fetch_config *f)
 /* What the parent learned before mounting, for the daemon to build on. */
 struct prepared {
 	enum mount_kind kind;
-	char name[NAME_MAX + 1];    /* MOUNT_URL */
-	char *identity;		    /* MOUNT_URL: fs__url_identity */
-	char **origins;		    /* where the headers may go */
+	char name[NAME_MAX + 1]; /* MOUNT_URL */
+	char *identity;		 /* MOUNT_URL: fs__url_identity */
+	char **origins;		 /* where the headers may go */
 	size_t norigins;
-	char **urls;		    /* MOUNT_URL: the URL, then mirrors */
+	char **urls; /* MOUNT_URL: the URL, then mirrors */
 	uint32_t nurls;
-	struct fs_learned learned;  /* MOUNT_URL */
+	struct fs_learned learned;   /* MOUNT_URL */
 	struct fs_manifest manifest; /* MOUNT_MANIFEST */
-	struct fs_s3 s3;	     /* an s3:// source: bucket == NULL if not */
-	struct fetch_auth *auth;     /* credentials that change, or NULL */
+	struct fs_s3 s3;	 /* an s3:// source: bucket == NULL if not */
+	struct fetch_auth *auth; /* credentials that change, or NULL */
 	struct fs_creds *creds;
 };
 
@@ -472,9 +471,9 @@ static int prepare(const struct fs_opts *o, struct fetch_config *fc,
 	 * by read_timeout (a listing that never ends, a probe that never
 	 * answers). */
 	b = *fc;
-	b.deadline_ms = (fs__now_ns() +
-			 (uint64_t)o->read_timeout_s * 1000000000u) /
-			1000000u;
+	b.deadline_ms =
+		(fs__now_ns() + (uint64_t)o->read_timeout_s * 1000000000u) /
+		1000000u;
 	fc = &b;
 	switch (p->kind) {
 	case MOUNT_URL:
@@ -487,8 +486,8 @@ static int prepare(const struct fs_opts *o, struct fetch_config *fc,
 		for (unsigned i = 0; i < o->nmirrors; i++)
 			p->urls[i + 1] = o->mirrors[i];
 		p->nurls = o->nmirrors + 1;
-		p->identity = fs__sources_identity(
-			(const char *const *)p->urls, p->nurls);
+		p->identity = fs__sources_identity((const char *const *)p->urls,
+						   p->nurls);
 		if (p->identity == NULL)
 			return fail("out of memory");
 		memset(&args, 0, sizeof(args));
@@ -506,9 +505,9 @@ static int prepare(const struct fs_opts *o, struct fetch_config *fc,
 			char *dir = fs__s3_dir_url(&p->s3, p->s3.path);
 
 			rc = dir == NULL ? -ENOMEM
-					 : fs__s3_list(&p->s3, fc, p->creds, dir,
-						       true, &ents, &nents, err,
-						       sizeof(err));
+					 : fs__s3_list(&p->s3, fc, p->creds,
+						       dir, true, &ents, &nents,
+						       err, sizeof(err));
 			free(dir);
 			fs__dirindex_free(ents, nents);
 			return rc != 0 ? fail("%s", err) : 0;
@@ -645,7 +644,7 @@ static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
 	ec.creds_change = fs__creds_changeable(p->creds);
 	ec.fetch = m->fetch;
 	ec.max_blobs = p->kind == MOUNT_MANIFEST ? p->manifest.nfiles
-			: p->kind == MOUNT_URL	 ? 1
+		       : p->kind == MOUNT_URL	 ? 1
 						 : FS_INDEX_MAX_FILES;
 	ec.max_sources = p->kind == MOUNT_URL ? p->nurls
 			 : p->kind == MOUNT_MANIFEST
@@ -669,6 +668,9 @@ static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
 	pthread_mutex_lock(&m->ns->mu);
 	rc = build_tree(m, o, p);
 	pthread_mutex_unlock(&m->ns->mu);
+	/* As many probers as the origin may have connections. */
+	if (rc == 0)
+		rc = fs__sizes_new(m, o->host_lanes, &m->sizes);
 	if (rc == 0)
 		rc = fs__engine_start(m->engine);
 	if (rc != 0) {
@@ -703,6 +705,9 @@ static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
 		return rc;
 	}
 	rc = fuse_session_loop_mt(se, lc);
+	/* The session has ended: a probe under way stops. */
+	fs__sizes_free(m->sizes);
+	m->sizes = NULL;
 	/* Before the engine goes: a scrape reads it. */
 	fs__metricsd_stop(metricsd);
 	fs__exit_guard_ended(g);
@@ -862,8 +867,8 @@ int fs_main(int argc, char **argv)
 	} else {
 		if (!o.foreground)
 			fs__log_init(false, (enum fs_log_level)o.log_level);
-		status = serve(&o, se, &m, &p, &guard, &metrics_fd) == 0 ? 0
-									: 1;
+		status =
+			serve(&o, se, &m, &p, &guard, &metrics_fd) == 0 ? 0 : 1;
 	}
 	fs__exit_guard_unmount(&guard, se);
 out_signals:
@@ -873,7 +878,7 @@ out_session:
 	fs__exit_guard_forget_engine(&guard);
 	fs__engine_free(m.engine); /* flushes the cache: nothing is queued */
 	m.engine = NULL;	   /* after this, as on_lost reads it */
-	fs__inval_free(m.inval); /* the engine queued into it until freed */
+	fs__inval_free(m.inval);   /* the engine queued into it until freed */
 	cache_close(m.cache);
 	fs__ns_free(m.ns);
 	fetch_proxies_free(m.fetch.proxies); /* after the engine's requests */

@@ -8,7 +8,9 @@
 # over rather than cut, so no byte is pulled twice; an arriving block
 # wakes the reads waiting on it, not every waiting read of the mount.
 # Then 200 small files the same way: their opens run in parallel, and
-# each costs one request (its probe brings the whole file).
+# each costs one request (its probe brings the whole file). Last, ls -l of
+# the same files through an index whose sizes are not exact ("32K"): their
+# probes run in parallel once the directory is listed.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
@@ -116,6 +118,30 @@ if mount_pacefs -o "cache_dir=$T_TMP/cache2" "$FAR/small/" "$T_TMP/mnt2"; then
 	umount_pacefs "$T_TMP/mnt2"
 else
 	t_fail "small files: mount" "$T_MOUNT_ERR"
+fi
+
+# One probe at a time would take 200 round trips of 20 ms, 4 s at least.
+o_start human --root "$WWW" --latency 20 --rate 8M --autoindex=human
+mkdir -p "$T_TMP/mnt3"
+if mount_pacefs -o "cache_dir=$T_TMP/cache3" "$O_URL/small/" "$T_TMP/mnt3"; then
+	t0=$(date +%s%N)
+	ls -l "$T_TMP/mnt3" >"$T_TMP/ls3" 2>"$T_TMP/ls3.err" || true
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	wrong=$(awk 'NF >= 9 && $5 != 32768 { n++ } END { print n + 0 }' "$T_TMP/ls3")
+	listed=$(grep -c ' s-' "$T_TMP/ls3" || true)
+	if [ "$listed" -eq "$SMALL" ] && [ "$wrong" -eq 0 ]; then
+		t_pass "ls -l, sizes not in the index: $listed files, each of 32768 bytes"
+	else
+		t_fail "ls -l, sizes not in the index" "$listed listed, $wrong with another size: $(head -c 300 "$T_TMP/ls3.err")"
+	fi
+	if [ "$ms" -le 2000 ]; then
+		t_pass "ls -l of $SMALL unsized files in $ms ms (at most 2000: their probes in parallel)"
+	else
+		t_fail "ls -l probes in parallel" "$SMALL unsized files in $ms ms: over 2000, as if probed one at a time"
+	fi
+	umount_pacefs "$T_TMP/mnt3"
+else
+	t_fail "unsized files: mount" "$T_MOUNT_ERR"
 fi
 
 t_done

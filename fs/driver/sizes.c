@@ -1,0 +1,185 @@
+/* sizes: the sizes a directory index did not give (Apache's "1.2M", a
+ * bare listing), learned by probing the directory's files in parallel as
+ * soon as it is listed. `ls -l` stats the files one after the other; each
+ * stat of a file whose probe is under way waits for that probe
+ * (fs__node_ready), so N such files cost about N round trips over the
+ * probers rather than N in a row. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/driver/driver_int.h"
+#include "fs/tree/tree.h"
+
+struct fs_sizes {
+	struct fs_mount *m;
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* ids queued, or stop */
+	uint32_t *q;	   /* a FIFO of node ids: q[head .. head + n) */
+	size_t head, n, cap;
+	pthread_t *threads; /* started when the first ids are queued */
+	uint32_t nthreads, max_threads;
+	bool stop;
+};
+
+int fs__sizes_new(struct fs_mount *m, uint32_t probers, struct fs_sizes **out)
+{
+	struct fs_sizes *s = calloc(1, sizeof(*s));
+
+	*out = NULL;
+	if (s == NULL)
+		return -ENOMEM;
+	s->threads = calloc(probers ? probers : 1, sizeof(*s->threads));
+	if (s->threads == NULL) {
+		free(s);
+		return -ENOMEM;
+	}
+	s->m = m;
+	s->max_threads = probers ? probers : 1;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	*out = s;
+	return 0;
+}
+
+/* The next queued id, waiting for one; false once the prober is to stop. */
+static bool next_id(struct fs_sizes *s, uint32_t *id)
+{
+	bool got = false;
+
+	pthread_mutex_lock(&s->mu);
+	while (!s->stop && s->n == 0)
+		pthread_cond_wait(&s->cv, &s->mu);
+	if (!s->stop) {
+		*id = s->q[s->head];
+		s->head++;
+		s->n--;
+		got = true;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return got;
+}
+
+static void *prober(void *arg)
+{
+	struct fs_sizes *s = arg;
+	struct fs_mount *m = s->m;
+	uint32_t id;
+
+	while (next_id(s, &id)) {
+		bool need;
+
+		pthread_mutex_lock(&m->ns->mu);
+		need = !m->ns->nodes[id]->has_size &&
+		       !m->ns->nodes[id]->probing;
+		pthread_mutex_unlock(&m->ns->mu);
+		/* A failure is logged by the probe, and is the stat's to
+		 * report when it asks. */
+		if (need)
+			(void)fs__node_ready(m, id,
+					     fs__now_ns() + m->read_timeout_ns);
+	}
+	return NULL;
+}
+
+/* Room for k more ids at the end of the FIFO (compacting it first). */
+static int reserve(struct fs_sizes *s, size_t k)
+{
+	uint32_t *q;
+	size_t cap;
+
+	if (s->head > 0) {
+		memmove(s->q, s->q + s->head, s->n * sizeof(*s->q));
+		s->head = 0;
+	}
+	if (s->n + k <= s->cap)
+		return 0;
+	cap = s->cap ? s->cap : 256;
+	while (cap < s->n + k)
+		cap *= 2;
+	q = realloc(s->q, cap * sizeof(*q));
+	if (q == NULL)
+		return -ENOMEM;
+	s->q = q;
+	s->cap = cap;
+	return 0;
+}
+
+/* The files of directory d that have no size and no probe under way. */
+static int unsized(struct fs_ns *ns, uint32_t d, uint32_t **ids, size_t *n)
+{
+	const struct fs_node *dir;
+	uint32_t *v;
+
+	*ids = NULL;
+	*n = 0;
+	pthread_mutex_lock(&ns->mu);
+	dir = fs__ns_get(ns, d);
+	v = dir != NULL && dir->nchildren > 0
+		    ? malloc(dir->nchildren * sizeof(*v))
+		    : NULL;
+	for (uint32_t i = 0; v != NULL && i < dir->nchildren; i++) {
+		const struct fs_node *c = ns->nodes[dir->children[i]];
+
+		if (!c->is_dir && !c->gone && !c->has_size && !c->probing)
+			v[(*n)++] = dir->children[i];
+	}
+	pthread_mutex_unlock(&ns->mu);
+	if (dir != NULL && dir->nchildren > 0 && v == NULL)
+		return -ENOMEM;
+	*ids = v;
+	return 0;
+}
+
+int fs__sizes_queue(struct fs_sizes *s, uint32_t d)
+{
+	uint32_t *ids;
+	size_t n;
+	int rc = unsized(s->m->ns, d, &ids, &n);
+
+	if (rc != 0 || n == 0) {
+		free(ids);
+		return rc;
+	}
+	pthread_mutex_lock(&s->mu);
+	rc = s->stop ? -ECANCELED : reserve(s, n);
+	if (rc == 0) {
+		memcpy(s->q + s->n, ids, n * sizeof(*ids));
+		s->n += n;
+		/* A prober a queued id, up to the bound. */
+		while (s->nthreads < s->max_threads && s->nthreads < s->n) {
+			rc = -pthread_create(&s->threads[s->nthreads], NULL,
+					     prober, s);
+			if (rc != 0)
+				break;
+			s->nthreads++;
+		}
+		/* With one prober at least, the queue is served. */
+		if (s->nthreads > 0)
+			rc = 0;
+		pthread_cond_broadcast(&s->cv);
+	}
+	pthread_mutex_unlock(&s->mu);
+	free(ids);
+	return rc;
+}
+
+void fs__sizes_free(struct fs_sizes *s)
+{
+	if (s == NULL)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->stop = true;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	/* A prober inside a probe stops within about a second of the
+	 * session's end (fs__mount_bound), by read_timeout at worst. */
+	for (uint32_t i = 0; i < s->nthreads; i++)
+		pthread_join(s->threads[i], NULL);
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+	free(s->threads);
+	free(s->q);
+	free(s);
+}
