@@ -32,8 +32,12 @@ int fs_status_command(int argc, char **argv);
 #define FS_CHUNK_MIN (64u * 1024u)
 #define FS_CHUNK_MAX (8u * 1024u * 1024u)
 
-/* -o inflight_max=: at least the largest request pacing makes. */
+/* -o inflight_max=: at least the largest request pacing makes. The
+ * default keeps 64 files read at once far below 256 MiB of RSS (docs/
+ * pacing.md, "Memory") and still covers what 16 connections of 8 MB/s
+ * bring in their round trips and a request's time. */
 #define FS_INFLIGHT_MIN (8u * 1024u * 1024u)
+#define FS_INFLIGHT_DEFAULT (32u * 1024u * 1024u)
 
 struct fs_opts {
 	char *url; /* the URL, a URL ending in '/', or a manifest's path */
@@ -69,7 +73,7 @@ struct fs_opts {
 	uint64_t chunk;	       /* every request covers whole chunks of this
 				  many bytes, aligned (a power of two) */
 	uint64_t inflight_max; /* bytes requested and not yet received, over
-				  the mount; 0: no cap but the lanes' */
+				  the mount */
 	unsigned listing_ttl_s;
 	unsigned attr_timeout_s;
 	unsigned entry_timeout_s;

@@ -185,7 +185,7 @@ static const struct opt_def opt_table[] = {
 	OPT_SIZE("inflight_max", inflight_max, FS_INFLIGHT_MIN, UINT64_MAX,
 		 false, "the largest request", "SIZE",
 		 "bytes requested and not yet received, at most\n"
-		 "(8M or more; default: no cap but the lanes')"),
+		 "(8M or more; default: 32M)"),
 	OPT_UINT("retry_after_max", retry_after_max_s, 1, 86400, "SECS",
 		 "a 429 or 503 holds its source at most SECS\n"
 		 "seconds, whatever Retry-After asks (default: 60)"),
@@ -624,6 +624,7 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	out->retry_after_max_s = 60;
 	out->readahead_ms = FS_READAHEAD_MS;
 	out->chunk = FS_CHUNK_MIN;
+	out->inflight_max = FS_INFLIGHT_DEFAULT;
 	out->proxy_reset_s = FETCH_PROXY_RESET_MS / 1000;
 	out->listing_ttl_s = 60;
 	out->log_level = 2; /* info */
