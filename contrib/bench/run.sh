@@ -58,7 +58,7 @@ PLAYER2_BYTES=$((24 * MiB)) # 12.6 s of play
 # shellcheck disable=SC2034 # for report.sh
 PLAYER_LEAD=${BENCH_LEAD:-3} # s: the player may pull this far ahead of what it consumed
 # shellcheck disable=SC2034 # for report.sh
-LANES=8 # pacefs's default lanes, for the seek target's bound
+LANES=16 # the lanes pacefs may open to one origin (-o host_lanes=; the mount's 32 are shared by its origins), for the seek target's bound
 SYSTEMS=(pacefs rclone httpdirfs)
 
 # The real clients: the same command through each system and on the local
