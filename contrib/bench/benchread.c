@@ -507,6 +507,13 @@ static char **read_list(const char *list, size_t *n)
 	return paths;
 }
 
+static void free_list(char **paths, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+}
+
 /* 0..n-1 in the order a Fisher-Yates shuffle seeded by SEED gives: the
  * loader's order, which `order` prints so that curl takes the same. */
 static size_t *shuffled(size_t n, uint64_t seed)
@@ -607,6 +614,9 @@ static int cmd_loader(char **argv, int argc)
 	       "mbps=%.2f p50=%.6f max=%.6f\n",
 	       n, sh->bytes, dt, (double)n / dt, (double)sh->bytes / dt / 1e6,
 	       pct(sh->secs, n, 50), sh->secs[n - 1]);
+	munmap(sh, shlen);
+	free(order);
+	free_list(paths, n);
 	return 0;
 }
 
@@ -621,6 +631,7 @@ static int cmd_genlist(char **argv)
 	for (size_t i = 0; i < n; i++)
 		gen_file(paths[i], size);
 	printf("ok files=%zu bytes=%" PRIu64 "\n", n, n * size);
+	free_list(paths, n);
 	return 0;
 }
 
@@ -634,6 +645,8 @@ static int cmd_order(char **argv)
 	order = shuffled(n, parse_u64(argv[1], "seed"));
 	for (size_t i = 0; i < n; i++)
 		printf("%s\n", paths[order[i]]);
+	free(order);
+	free_list(paths, n);
 	return 0;
 }
 

@@ -90,12 +90,15 @@ else
 	t_fail "mount" "$(tail -n 3 "$T_TMP/mount.log")"
 fi
 
-# Small files: one open at a time would cost a round trip each, 50 files
-# a second at most with the origin 20 ms away; a probe and then a read,
-# two requests a file.
-if mount_pacefs -o "cache_dir=$T_TMP/cache2" "$FAR/small/" "$T_TMP/mnt2"; then
+# Small files, from an origin 60 ms away: one open at a time would cost a
+# round trip each, 12 s for the 200 at least (a margin that CPU load and
+# the sanitizers do not eat); a probe and then a read, two requests a
+# file.
+o_start small --root "$WWW" --latency 60 --rate 8M --autoindex
+SMALL_URL=$O_URL SMALL_LOG=$O_LOG
+if mount_pacefs -o "cache_dir=$T_TMP/cache2" "$SMALL_URL/small/" "$T_TMP/mnt2"; then
 	ls "$T_TMP/mnt2" | sed "s|^|$T_TMP/mnt2/|" >"$T_TMP/list2"
-	mark=$(stat -c %s "$FAR_LOG")
+	mark=$(stat -c %s "$SMALL_LOG")
 	t0=$(date +%s%N)
 	out=$(timeout 120 "$BR" loader "$T_TMP/list2" 8 7 2>&1) || true
 	ms=$((($(date +%s%N) - t0) / 1000000))
@@ -104,12 +107,12 @@ if mount_pacefs -o "cache_dir=$T_TMP/cache2" "$FAR/small/" "$T_TMP/mnt2"; then
 	else
 		t_fail "8 workers read the small files" "$out"
 	fi
-	if [ "$ms" -le 2500 ]; then
-		t_pass "small files: opened in parallel, $SMALL in $ms ms (at most 2500: 80 a second)"
+	if [ "$ms" -le 6000 ]; then
+		t_pass "small files: opened in parallel, $SMALL in $ms ms (at most 6000, half of one at a time)"
 	else
-		t_fail "small files opened in parallel" "$SMALL in $ms ms: over 2500, as if opens waited for each other"
+		t_fail "small files opened in parallel" "$SMALL in $ms ms: over 6000, as if opens waited for each other"
 	fi
-	reqs=$(tail -c +"$((mark + 1))" "$FAR_LOG" | awk '$2 ~ /^\/small\// { n++ } END { print n + 0 }')
+	reqs=$(tail -c +"$((mark + 1))" "$SMALL_LOG" | awk '$2 ~ /^\/small\// { n++ } END { print n + 0 }')
 	if [ "$reqs" -eq "$SMALL" ]; then
 		t_pass "small files: one request each ($reqs for $SMALL)"
 	else
@@ -120,8 +123,8 @@ else
 	t_fail "small files: mount" "$T_MOUNT_ERR"
 fi
 
-# One probe at a time would take 200 round trips of 20 ms, 4 s at least.
-o_start human --root "$WWW" --latency 20 --rate 8M --autoindex=human
+# One probe at a time would take 200 round trips of 60 ms, 12 s at least.
+o_start human --root "$WWW" --latency 60 --rate 8M --autoindex=human
 mkdir -p "$T_TMP/mnt3"
 if mount_pacefs -o "cache_dir=$T_TMP/cache3" "$O_URL/small/" "$T_TMP/mnt3"; then
 	t0=$(date +%s%N)
@@ -134,10 +137,10 @@ if mount_pacefs -o "cache_dir=$T_TMP/cache3" "$O_URL/small/" "$T_TMP/mnt3"; then
 	else
 		t_fail "ls -l, sizes not in the index" "$listed listed, $wrong with another size: $(head -c 300 "$T_TMP/ls3.err")"
 	fi
-	if [ "$ms" -le 2000 ]; then
-		t_pass "ls -l of $SMALL unsized files in $ms ms (at most 2000: their probes in parallel)"
+	if [ "$ms" -le 6000 ]; then
+		t_pass "ls -l of $SMALL unsized files in $ms ms (at most 6000, half of one at a time)"
 	else
-		t_fail "ls -l probes in parallel" "$SMALL unsized files in $ms ms: over 2000, as if probed one at a time"
+		t_fail "ls -l probes in parallel" "$SMALL unsized files in $ms ms: over 6000, as if probed one at a time"
 	fi
 	umount_pacefs "$T_TMP/mnt3"
 else
