@@ -226,7 +226,8 @@ static void probe_release(struct fs_mount *m, uint32_t i, uint32_t blob,
 	pthread_mutex_unlock(&m->ns->mu);
 }
 
-/* Probes the file of c and readies its blob into *blob. */
+/* Probes the file of c and readies its blob (c->blob, added when it has
+ * none); what the probe learned in *l. */
 static int node_learn(struct fs_mount *m, struct node_copy *c,
 		      uint64_t deadline_ns, struct fs_learned *l)
 {

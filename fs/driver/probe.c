@@ -23,7 +23,9 @@ void fs__learned_free(struct fs_learned *l)
 
 /* Probes one URL into sources[*n] when it answers; *kind says how it
  * failed otherwise. A revalidation (the cache holds a record: has the file
- * changed?) asks the origin past any cache on the way. */
+ * changed?) asks the origin past any cache on the way. With first > 1 the
+ * probe asks the first `first` bytes, which go to *body (owned: see
+ * fetch_probe_free) when body is not NULL. */
 static int probe_one(const struct fetch_config *fc, const char *url,
 		     bool revalidation, size_t first, struct fs_source *s,
 		     uint64_t *size, int64_t *mtime, struct fetch_probe *body,
@@ -44,9 +46,11 @@ static int probe_one(const struct fetch_config *fc, const char *url,
 	 * credentials, and followed without them. */
 	s->url = strdup(fetch_url_same_origin(url, pr.final_url) ? pr.final_url
 								 : url);
-	body->body = pr.body;
-	body->nbody = pr.nbody;
-	pr.body = NULL;
+	if (body != NULL) {
+		body->body = pr.body;
+		body->nbody = pr.nbody;
+		pr.body = NULL;
+	}
 	fetch_probe_free(&pr);
 	if (pr.etag[0] != '\0' && !pr.etag_weak)
 		s->validator = strdup(pr.etag);
@@ -145,8 +149,8 @@ static void probe_sources(const struct fetch_config *fc,
 		int rc;
 
 		rc = probe_one(fc, urls[i], revalidation, i == 0 ? a->first : 0,
-			       s, &size, &mtime, &p->first, &kind, perr,
-			       sizeof(perr));
+			       s, &size, &mtime, i == 0 ? &p->first : NULL,
+			       &kind, perr, sizeof(perr));
 		s->if_match = a->object_store;
 		p->missing &= rc == -ENOENT;
 		if (rc != 0) {
