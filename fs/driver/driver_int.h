@@ -78,6 +78,8 @@ struct fs_learned {
 	struct fs_source *sources;
 	uint32_t nsources;
 	bool offline; /* nothing answered; from the cache's record */
+	uint64_t queued; /* [0, queued) came with the probe and were put
+			    into the cache (fs__engine_blob_ready) */
 };
 
 /* What fs__learn() is asked about one file. */

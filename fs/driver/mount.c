@@ -563,7 +563,8 @@ static int build_tree(struct fs_mount *m, const struct fs_opts *o,
 		if (rc == 0)
 			rc = fs__engine_blob_ready(m->engine, n->blob,
 						   p->learned.sources,
-						   p->learned.nsources);
+						   p->learned.nsources,
+						   p->learned.queued);
 		return rc;
 	}
 	case MOUNT_MANIFEST:

@@ -274,7 +274,7 @@ static int node_learn(struct fs_mount *m, struct node_copy *c,
 		}
 	}
 	rc = fs__engine_blob_ready(m->engine, c->blob, l->sources,
-				   l->nsources);
+				   l->nsources, l->queued);
 	if (rc != 0)
 		fs__log(FS_LOG_ERR, "%s: cannot start its transfers: %s",
 			c->name, strerror(-rc));

@@ -246,28 +246,30 @@ static int reconcile(struct cache *cache, const struct cache_id *id,
 	return 0;
 }
 
-/* Stores the whole of a small file that its probe brought (first->body,
- * from the first URL, whose validator is the blob's) as its block 0, and
- * waits for the commit: the blob is readied from what the cache holds, so
- * that the file's first read is served without a request. A failure only
+/* Puts the whole of a small file that its probe brought (first->body,
+ * from the first URL, whose validator is the blob's) into the cache as
+ * its block 0: its length, which the blob is readied with as held
+ * (fs__engine_blob_ready's queued), so that the file's first read is
+ * served without a request; 0 when there is none. Not waiting for the
+ * commit: a read finds the block in the writer's queue. A failure only
  * costs that request. */
-static void keep_first(struct cache *cache, const struct cache_id *id,
-		       const char *url, uint64_t size,
-		       const struct fetch_probe *first)
+static uint64_t keep_first(struct cache *cache, const struct cache_id *id,
+			   const char *url, uint64_t size,
+			   const struct fetch_probe *first)
 {
 	int rc;
 
 	if (first->body == NULL || size == 0 || first->nbody != size ||
 	    size > CACHE_BLOCK_SIZE)
-		return;
+		return 0;
 	rc = cache_block_put(cache, id, 0, first->body, first->nbody);
 	if (rc == 0)
-		rc = cache_flush(cache);
-	if (rc != 0)
-		fs__log(FS_LOG_WARN,
-			"%s: the bytes its probe brought could not be "
-			"stored (%s); its first read asks them again",
-			url, strerror(-rc));
+		return size;
+	fs__log(FS_LOG_WARN,
+		"%s: the bytes its probe brought could not be stored (%s); "
+		"its first read asks them again",
+		url, strerror(-rc));
+	return 0;
 }
 
 int fs__learn(const struct fetch_config *fc, struct cache *cache,
@@ -315,7 +317,8 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 	rc = reconcile(cache, &id, a, have_rec, &rec, out, p.primary_ok, err,
 		       errlen);
 	if (rc == 0 && p.primary_ok)
-		keep_first(cache, &id, a->urls[0], out->size, &p.first);
+		out->queued =
+			keep_first(cache, &id, a->urls[0], out->size, &p.first);
 	fetch_probe_free(&p.first);
 	if (rc != 0)
 		fs__learned_free(out);

@@ -197,7 +197,8 @@ static int group_by_origin(struct fs_engine *e, uint32_t id, const char *url)
 }
 
 int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
-			  struct fs_source *sources, uint32_t n)
+			  struct fs_source *sources, uint32_t n,
+			  uint64_t queued)
 {
 	struct fs_blob *b = &e->blobs[i];
 	struct extents x = {0};
@@ -209,6 +210,8 @@ int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
 	/* Slow (a read transaction over the blob's extents): without the
 	 * lock. Only the probing thread readies a blob (fs__node_ready). */
 	rc = cache_extents_each(e->cache, &b->id, extent_add, &x);
+	if (rc == 0 && queued > 0)
+		rc = extent_add(&x, 0, queued < b->size ? queued : b->size);
 	if (rc != 0)
 		goto out_free;
 	pthread_mutex_lock(&e->mu);

@@ -104,10 +104,13 @@ int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
 
 /* Gives blob i its probed sources (their strings move in; the array stays
  * the caller's) and marks the bytes the cache holds as held (read from the
- * cache without the engine's lock). Once only: a second call does
- * nothing. */
+ * cache without the engine's lock), and [0, queued) too: bytes the caller
+ * put into the cache (cache_block_put) that may not be committed yet (a
+ * read finds them in the writer's queue; a failed commit drops them as
+ * any block's). Once only: a second call does nothing. */
 int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
-			  struct fs_source *sources, uint32_t n);
+			  struct fs_source *sources, uint32_t n,
+			  uint64_t queued);
 
 bool fs__engine_blob_is_ready(struct fs_engine *e, uint32_t i);
 

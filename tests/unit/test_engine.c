@@ -231,7 +231,7 @@ static int engine_up(struct cache *cache, const char *url, const char *etag,
 	if (rc == 0 && b != 0)
 		rc = -EINVAL;
 	if (rc == 0)
-		rc = fs__engine_blob_ready(*out, b, &src, 1);
+		rc = fs__engine_blob_ready(*out, b, &src, 1, 0);
 	if (rc == 0)
 		rc = fs__engine_start(*out);
 	free(src.url); /* NULL once moved in */
