@@ -231,7 +231,7 @@ int fetch_lane_start(struct fetch *f, uint32_t lane,
 	a = lane_spare(f, lane);
 	/* Not a request sent ahead through a proxy that failed since: it
 	 * would wait for the stall timeout again (a hung proxy). */
-	if (fetch__slot_ahead(a) && a->start == start && a->asked_end == end &&
+	if (fetch__slot_ahead(a) && a->start == start && a->end == end &&
 	    a->url == t->url &&
 	    (a->proxy < 0 ||
 	     !fetch__proxy_down(f->cfg.proxies, a->proxy, fetch__now_ms()))) {
@@ -327,6 +327,8 @@ static void drain_done(struct fetch *f)
 		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE,
 				  (char **)&s);
 		if (s == NULL || s->state == SLOT_IDLE)
+			continue;
+		if (fetch__slot_next_piece(f, s, msg->data.result) == 0)
 			continue;
 		if (msg->data.result == CURLE_OK && !s->forced &&
 		    fetch__slot_follow(f, s) == 0)

@@ -355,10 +355,40 @@ void fetch__slot_abandon(struct fetch_slot *s)
 	fetch__slot_set(s, SLOT_IDLE);
 }
 
-/* The chunk index that picks a request's proxy. */
-static uint64_t slot_chunk(const struct fetch *f, const struct fetch_slot *s)
+uint64_t fetch__stripe_size(const struct fetch_config *cfg)
 {
-	return s->from / (f->cfg.chunk != 0 ? f->cfg.chunk : 65536u);
+	uint64_t chunk = cfg->chunk != 0 ? cfg->chunk : 65536u;
+
+	return chunk > FETCH__STRIPE_MIN ? chunk : FETCH__STRIPE_MIN;
+}
+
+/* The stripe index that picks a request's proxy. */
+static uint64_t slot_stripe(const struct fetch *f, const struct fetch_slot *s)
+{
+	return s->from / fetch__stripe_size(&f->cfg);
+}
+
+/* Slot s's request goes through a proxy (not DIRECT). */
+static bool slot_via_proxy(const struct fetch *f, const struct fetch_slot *s)
+{
+	return f->cfg.proxies != NULL && s->proxy >= 0 &&
+	       !fetch__proxy_is_direct(f->cfg.proxies, s->proxy);
+}
+
+/* Where the request of slot s, aimed at its proxy, ends: through a proxy,
+ * at the end of the stripe it starts in (a piece), so that each stripe is
+ * asked of its owner whatever the lane's range, and a cut that falls
+ * between pieces leaves no slice half fetched in the proxy; without one,
+ * at the range's end. */
+static uint64_t slot_piece_end(const struct fetch *f,
+			       const struct fetch_slot *s)
+{
+	uint64_t stripe = fetch__stripe_size(&f->cfg);
+	uint64_t next = (s->from / stripe + 1) * stripe;
+
+	if (!slot_via_proxy(f, s))
+		return s->end;
+	return next < s->end ? next : s->end;
 }
 
 /* Points slot s at url, through the proxy the list picks for it (none
@@ -372,7 +402,7 @@ static int slot_aim(struct fetch *f, struct fetch_slot *s, const char *url)
 
 	if (f->cfg.proxies != NULL) {
 		s->proxy = fetch__proxy_choose(f->cfg.proxies, url,
-					       slot_chunk(f, s),
+					       slot_stripe(f, s),
 					       fetch__now_ms(), s->tried);
 		if (s->proxy < 0) {
 			s->proxy = -1;
@@ -403,6 +433,7 @@ static int slot_aim(struct fetch *f, struct fetch_slot *s, const char *url)
 		s->nocache_node.next = headers;
 		headers = &s->nocache_node;
 	}
+	s->asked_end = slot_piece_end(f, s);
 	snprintf(s->range, sizeof(s->range), "%" PRIu64 "-%" PRIu64, s->from,
 		 s->asked_end - 1);
 	curl_easy_setopt(s->easy, CURLOPT_RANGE, s->range);
@@ -526,7 +557,7 @@ int fetch__slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc)
 		s->tried |= 1u << was;
 		snprintf(s->suspect_why, sizeof(s->suspect_why), "%.159s",
 			 s->res.reason);
-		if (fetch__proxy_choose(list, url, slot_chunk(f, s),
+		if (fetch__proxy_choose(list, url, slot_stripe(f, s),
 					fetch__now_ms(), s->tried) < 0)
 			return 1;
 		fetch__log(f, FETCH_LOG_INFO,
@@ -543,7 +574,7 @@ int fetch__slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc)
 		else
 			fetch__proxy_failed(list, was, fetch__now_ms());
 		s->tried |= 1u << was;
-		if (fetch__proxy_choose(list, url, slot_chunk(f, s),
+		if (fetch__proxy_choose(list, url, slot_stripe(f, s),
 					fetch__now_ms(), s->tried) < 0)
 			return 1;
 		fetch__log(f, FETCH_LOG_WARN,
@@ -567,6 +598,29 @@ int fetch__slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc)
 		s->res.outcome = FETCH_TRANSIENT;
 		snprintf(s->res.reason, sizeof(s->res.reason),
 			 "%s: no proxy left to retry through", slot_shown(s));
+		return 1;
+	}
+	return 0;
+}
+
+int fetch__slot_next_piece(struct fetch *f, struct fetch_slot *s, CURLcode cc)
+{
+	const char *url = s->hop != NULL ? s->hop : s->url;
+
+	if (cc != CURLE_OK || s->forced || s->state != SLOT_RECEIVING ||
+	    s->pos != s->asked_end || s->pos >= s->end)
+		return 1;
+	/* The piece came whole, its proxy kept its slices: the next stripe
+	 * is asked of its own owner. */
+	fetch__slot_detach(s);
+	s->from = s->pos;
+	slot_reset_response(s);
+	if (slot_aim(f, s, url) != 0 || fetch__slot_attach(s) != CURLM_OK) {
+		s->forced = true;
+		s->res.outcome = FETCH_TRANSIENT;
+		snprintf(s->res.reason, sizeof(s->res.reason),
+			 "%s: no proxy left for bytes %" PRIu64 "-%" PRIu64,
+			 slot_shown(s), s->pos, s->end - 1);
 		return 1;
 	}
 	return 0;
