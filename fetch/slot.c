@@ -418,10 +418,17 @@ static int slot_aim(struct fetch *f, struct fetch_slot *s, const char *url)
 	fetch__auth_apply(s->easy, s->cref, allowed);
 	s->sent_creds = allowed && (s->cref != NULL || f->cfg.nheaders > 0);
 	headers = creds;
-	if (s->validator != NULL && s->validator[0] != '\0') {
+	if (s->validator != NULL && s->validator[0] != '\0' &&
+	    (s->if_match || !slot_via_proxy(f, s))) {
 		/* If-Range turns a changed blob into a 200, which the head
 		 * check rejects: two versions never mix. The node lives in
-		 * the slot, so a request allocates no header list. */
+		 * the slot, so a request allocates no header list. Not
+		 * through a proxy: nginx's slice module answers a request
+		 * with If-Range from the blob's first slice on (so a
+		 * member that lacks it fetches it for every such request);
+		 * there the head check's comparison of the response's
+		 * validator is the pin, and another version is still
+		 * refused and asked again with no-cache. */
 		s->if_range_node.data = s->if_range;
 		s->if_range_node.next = creds;
 		headers = &s->if_range_node;
