@@ -220,6 +220,13 @@ uint64_t fetch__now_ms(void);
  *   AUTH_WAIT  -> SENT       they came (or the wait is over): sent once more
  *   not IDLE   -> IDLE       fetch__slot_finish (on_done), or, sent ahead,
  *                            fetch__slot_abandon (no on_done)
+ *   SENT or    -> DRAINING   cut (a cancel, a lowered end) through a proxy
+ *   RECEIVING                mid-piece: on_done now, and the piece goes on
+ *                            to its end, its bytes dropped, so that the
+ *                            proxy keeps the slice it was fetching; the
+ *                            lane's next request takes the other slot
+ *   DRAINING   -> IDLE       the piece ended, its proxy failed, or
+ *                            FETCH__DRAIN_MAX_MS passed (no on_done)
  *
  * A redirect followed (fetch__slot_follow) stays where it is: SENT, or
  * AHEAD (a redirect's body is dropped before the pause). curl runs the
@@ -237,6 +244,8 @@ enum slot_state {
 	SLOT_AUTH_WAIT, /* refused for its credentials: waits for new ones */
 	SLOT_REFUSED,	/* no proxy to send it through: ends with res at the
 			   end of the turn */
+	SLOT_DRAINING,	/* cut, on_done told: the rest of its piece is
+			   received and dropped */
 	SLOT_NSTATES
 };
 
@@ -304,6 +313,8 @@ struct fetch_slot {
 	 * comes, then the request is sent once more (auth_retried). */
 	struct fetch__cref *cref;
 	bool auth_retried;
+	uint64_t drain_until_ms; /* DRAINING: ended at this time at the
+				    latest (CLOCK_MONOTONIC) */
 	bool sent_creds; /* its last hop carried the headers or the key */
 	uint64_t auth_gen;
 	uint64_t auth_until_ms;
@@ -387,6 +398,26 @@ int fetch__slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc);
  * proxy is left. */
 int fetch__slot_next_piece(struct fetch *f, struct fetch_slot *s,
 			   CURLcode cc);
+
+/* How long a cut piece may drain: a proxy that is slow to finish it
+ * costs a slot no longer. */
+#define FETCH__DRAIN_MAX_MS 5000u
+
+/* Ends the cut transfer of slot s at once, with fetch__slot_finish's
+ * on_done (outcome o, reason why), and when s is its lane's open request
+ * through a proxy (not down), mid-piece, sent or receiving, and the lane's other
+ * slot is idle, leaves its piece draining (DRAINING, on the event
+ * thread's later turns) and makes the other slot the lane's open one, so
+ * that the proxy finishes the slice under way rather than dropping it
+ * (nginx does, when its client goes: proxy_ignore_client_abort off).
+ * Returns true when it did; false, doing nothing, otherwise. May be
+ * called from s's body callback. */
+bool fetch__slot_cut_drain(struct fetch *f, struct fetch_slot *s,
+			   enum fetch_outcome o, const char *why);
+
+/* Ends the drain of slot s (the request counted, the handle out of
+ * curl): IDLE, no on_done. */
+void fetch__slot_drain_end(struct fetch_slot *s);
 
 /* Bytes a stripe, the unit a group's members share: the chunk, or
  * FETCH__STRIPE_MIN when the chunk is smaller. A request through a proxy

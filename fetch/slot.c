@@ -24,6 +24,7 @@ static const char *const slot_state_names[SLOT_NSTATES] = {
 	[SLOT_RECEIVING] = "receiving",
 	[SLOT_AUTH_WAIT] = "waiting for credentials",
 	[SLOT_REFUSED] = "refused",
+	[SLOT_DRAINING] = "draining",
 };
 
 void fetch__slot_set(struct fetch_slot *s, enum slot_state to)
@@ -212,6 +213,12 @@ size_t fetch__slot_on_body(char *buf, size_t size, size_t n, void *arg)
 	size_t len = size * n;
 	size_t take;
 
+	if (s->state == SLOT_DRAINING) {
+		/* Cut: the proxy finishes its slice, nobody wants the bytes. */
+		if (s->proxy >= 0)
+			fetch__proxy_bytes(f->cfg.proxies, s->proxy, len);
+		return len;
+	}
 	if (s->state != SLOT_RECEIVING && fetch__is_redirect(s->easy))
 		return len; /* drain_done follows it once it ends */
 	if (s->state != SLOT_RECEIVING && s->cref != NULL && !s->auth_retried &&
@@ -264,8 +271,11 @@ size_t fetch__slot_on_body(char *buf, size_t size, size_t n, void *arg)
 		s->rx += take;
 		s->res.received += take;
 	}
-	if (s->pos >= s->end && s->end < s->asked_end)
+	if (s->pos >= s->end && s->end < s->asked_end) {
+		if (fetch__slot_cut_drain(f, s, FETCH_OK, "end lowered"))
+			return size * n;
 		return slot_abort(s, FETCH_OK, "end lowered");
+	}
 	if (take < len)
 		return slot_abort(s, FETCH_FATAL,
 				  "%s: body longer than the %" PRIu64
@@ -290,10 +300,11 @@ void fetch__slot_finish(struct fetch_slot *s, CURLcode cc)
 		auth_refused = status == 401 || status == 403 ||
 			       (s->auth_retried && slot_auth_status(s));
 	}
-	if (s->state != SLOT_REFUSED)
+	if (s->state != SLOT_REFUSED && s->state != SLOT_DRAINING) {
 		fetch__slot_detach(s);
-	fetch__auth_put(s->cref);
-	s->cref = NULL;
+		fetch__auth_put(s->cref);
+		s->cref = NULL;
+	}
 	res = s->res;
 	if (s->forced) {
 		/* outcome and reason were set where the transfer aborted */
@@ -341,13 +352,25 @@ void fetch__slot_finish(struct fetch_slot *s, CURLcode cc)
 	}
 	res.retry_after_ms = s->head.retry_after_ms;
 	res.auth_refused = auth_refused && res.outcome == FETCH_GONE;
-	fetch__slot_set(s, SLOT_IDLE);
+	if (s->state != SLOT_DRAINING)
+		fetch__slot_set(s, SLOT_IDLE);
 	f->hooks.on_done(f->hooks.ctx, s->id, &res);
+}
+
+void fetch__slot_drain_end(struct fetch_slot *s)
+{
+	if (s->state != SLOT_DRAINING)
+		return;
+	fetch__slot_detach(s);
+	fetch__auth_put(s->cref);
+	s->cref = NULL;
+	fetch__slot_set(s, SLOT_IDLE);
 }
 
 void fetch__slot_abandon(struct fetch_slot *s)
 {
-	if (s->state == SLOT_IDLE)
+	/* A drain ends by itself (fetch__slot_drain_end). */
+	if (s->state == SLOT_IDLE || s->state == SLOT_DRAINING)
 		return;
 	fetch__slot_detach(s);
 	fetch__auth_put(s->cref);
