@@ -5,8 +5,8 @@
 # the same on every machine) in front of a far origin, used as pacefs's
 # forward proxy with a remap rule for the origin. Two mounts with caches
 # of their own read the same blob one after the other: every byte right,
-# the origin sends the blob once (2% allowed), and the second mount's
-# answers are hits. Skipped where Traffic Server is not installed.
+# and the origin sends the blob once (2% allowed). Skipped where Traffic
+# Server is not installed.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
