@@ -12,7 +12,7 @@ PKGS=(
 	liblmdb-dev lmdb-utils libxxhash-dev
 	libjansson-dev
 	clang libclang-rt-14-dev valgrind
-	nginx-light curl openssl attr ca-certificates
+	nginx-light curl openssl attr ca-certificates squid varnish trafficserver
 	libxml2-dev python3-botocore s3cmd
 	procps psmisc iproute2 coreutils xxd python3 strace
 	libmicrohttpd-dev prometheus
@@ -72,6 +72,18 @@ had_nginx=0
 if [ "$(dpkg-query -W -f='${db:Status-Status}' nginx 2>/dev/null || true)" = installed ]; then
 	had_nginx=1
 fi
+had_squid=0
+if [ "$(dpkg-query -W -f='${db:Status-Status}' squid 2>/dev/null || true)" = installed ]; then
+	had_squid=1
+fi
+had_varnish=0
+if [ "$(dpkg-query -W -f='${db:Status-Status}' varnish 2>/dev/null || true)" = installed ]; then
+	had_varnish=1
+fi
+had_trafficserver=0
+if [ "$(dpkg-query -W -f='${db:Status-Status}' trafficserver 2>/dev/null || true)" = installed ]; then
+	had_trafficserver=1
+fi
 had_prometheus=0
 if [ "$(dpkg-query -W -f='${db:Status-Status}' prometheus 2>/dev/null || true)" = installed ]; then
 	had_prometheus=1
@@ -89,7 +101,8 @@ fi
 rm -f "$log"
 
 # Belt and braces where a machine's own policy allowed starts: an nginx or a
-# Prometheus that this run brought in must not keep serving ports 80 and 9090.
+# Prometheus, a Squid, a Varnish or a Traffic Server that this run brought in
+# must not keep serving ports 80, 9090, 3128, 6081 and 8080.
 # One that was there before is the owner's and is left alone.
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
 	if [ "$had_nginx" -eq 0 ]; then
@@ -97,6 +110,15 @@ if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
 	fi
 	if [ "$had_prometheus" -eq 0 ]; then
 		systemctl disable --now prometheus >/dev/null 2>&1 || true
+	fi
+	if [ "$had_squid" -eq 0 ]; then
+		systemctl disable --now squid >/dev/null 2>&1 || true
+	fi
+	if [ "$had_varnish" -eq 0 ]; then
+		systemctl disable --now varnish varnishncsa >/dev/null 2>&1 || true
+	fi
+	if [ "$had_trafficserver" -eq 0 ]; then
+		systemctl disable --now trafficserver >/dev/null 2>&1 || true
 	fi
 fi
 

@@ -231,7 +231,7 @@ int fetch_lane_start(struct fetch *f, uint32_t lane,
 	a = lane_spare(f, lane);
 	/* Not a request sent ahead through a proxy that failed since: it
 	 * would wait for the stall timeout again (a hung proxy). */
-	if (fetch__slot_ahead(a) && a->start == start && a->asked_end == end &&
+	if (fetch__slot_ahead(a) && a->start == start && a->end == end &&
 	    a->url == t->url &&
 	    (a->proxy < 0 ||
 	     !fetch__proxy_down(f->cfg.proxies, a->proxy, fetch__now_ms()))) {
@@ -250,6 +250,29 @@ int fetch_lane_start(struct fetch *f, uint32_t lane,
 	return fetch__slot_start(f, s, t, start, end, false);
 }
 
+bool fetch__slot_cut_drain(struct fetch *f, struct fetch_slot *s,
+			   enum fetch_outcome o, const char *why)
+{
+	struct fetch_proxies *list = f->cfg.proxies;
+	struct fetch_slot *a = lane_spare(f, s->id);
+
+	if (list == NULL || s->proxy < 0 || f->cur[s->id] != s ||
+	    (s->state != SLOT_RECEIVING && s->state != SLOT_SENT) ||
+	    a->state != SLOT_IDLE || s->rx >= s->asked_end ||
+	    fetch__proxy_is_direct(list, s->proxy) ||
+	    fetch__proxy_down(list, s->proxy, fetch__now_ms()))
+		return false;
+	/* The other slot first: on_done may start the lane's next request. */
+	f->cur[s->id] = a;
+	s->forced = true;
+	s->res.outcome = o;
+	snprintf(s->res.reason, sizeof(s->res.reason), "%s", why);
+	s->drain_until_ms = fetch__now_ms() + FETCH__DRAIN_MAX_MS;
+	fetch__slot_set(s, SLOT_DRAINING);
+	fetch__slot_finish(s, CURLE_OK);
+	return true;
+}
+
 int fetch_lane_queue(struct fetch *f, uint32_t lane,
 		     const struct fetch_target *t, uint64_t start, uint64_t end)
 {
@@ -260,6 +283,8 @@ int fetch_lane_queue(struct fetch *f, uint32_t lane,
 	if (f->cur[lane]->state == SLOT_IDLE)
 		return -EINVAL;
 	a = lane_spare(f, lane);
+	if (a->state == SLOT_DRAINING)
+		return -EBUSY; /* a cut piece still drains on it */
 	fetch__slot_abandon(a);
 	return fetch__slot_start(f, a, t, start, end, true);
 }
@@ -288,7 +313,8 @@ void fetch_lane_set_end(struct fetch *f, uint32_t lane, uint64_t end)
 	s->end = end > s->pos ? end : s->pos;
 	/* Already there: end the transfer now rather than at the next
 	 * byte, which may never come. */
-	if (s->pos >= s->end) {
+	if (s->pos >= s->end &&
+	    !fetch__slot_cut_drain(f, s, FETCH_OK, "end lowered")) {
 		s->forced = true;
 		s->res.outcome = FETCH_OK;
 		snprintf(s->res.reason, sizeof(s->res.reason), "end lowered");
@@ -305,7 +331,8 @@ void fetch_lane_cancel(struct fetch *f, uint32_t lane)
 	/* A cancel drops the queued range too. */
 	fetch__slot_abandon(lane_spare(f, lane));
 	s = f->cur[lane];
-	if (s->state == SLOT_IDLE)
+	if (s->state == SLOT_IDLE ||
+	    fetch__slot_cut_drain(f, s, FETCH_CANCELLED, "cancelled"))
 		return;
 	s->forced = true;
 	s->res.outcome = FETCH_CANCELLED;
@@ -328,6 +355,12 @@ static void drain_done(struct fetch *f)
 				  (char **)&s);
 		if (s == NULL || s->state == SLOT_IDLE)
 			continue;
+		if (s->state == SLOT_DRAINING) {
+			fetch__slot_drain_end(s);
+			continue;
+		}
+		if (fetch__slot_next_piece(f, s, msg->data.result) == 0)
+			continue;
 		if (msg->data.result == CURLE_OK && !s->forced &&
 		    fetch__slot_follow(f, s) == 0)
 			continue;
@@ -343,6 +376,24 @@ static void drain_done(struct fetch *f)
 			fetch__slot_abandon(s);
 		else
 			fetch__slot_finish(s, msg->data.result);
+	}
+}
+
+/* Ends the drains that last too long or whose proxy failed since. */
+static void drains_due(struct fetch *f)
+{
+	uint64_t now = 0;
+
+	for (uint32_t i = 0; i < 2 * f->cfg.max_lanes; i++) {
+		struct fetch_slot *s = &f->slots[i];
+
+		if (s->state != SLOT_DRAINING)
+			continue;
+		if (now == 0)
+			now = fetch__now_ms();
+		if (now >= s->drain_until_ms ||
+		    fetch__proxy_down(f->cfg.proxies, s->proxy, now))
+			fetch__slot_drain_end(s);
 	}
 }
 
@@ -371,6 +422,7 @@ static void *fetch_loop(void *arg)
 		for (uint32_t i = 0; i < f->cfg.max_lanes; i++)
 			if (f->cur[i]->state == SLOT_IDLE)
 				fetch__slot_abandon(lane_spare(f, i));
+		drains_due(f);
 		/* Requests with no proxy to go through end now, and the
 		 * scheduler hears it next turn. */
 		for (uint32_t i = 0; i < f->cfg.max_lanes; i++)

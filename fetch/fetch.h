@@ -97,8 +97,9 @@ struct fetch_config {
 	 * (http_proxy, https_proxy, no_proxy) decide. */
 	struct fetch_proxies *proxies;
 	/* Requests cover whole chunks of this many bytes (a power of two;
-	 * 0: 64 KiB): a request's chunk picks its proxy, and a request
-	 * retried on another proxy starts at its chunk's start. */
+	 * 0: 64 KiB): a request's stripe (this, 1 MiB at least) picks its
+	 * proxy, and a request retried on another proxy starts at its
+	 * chunk's start. */
 	uint64_t chunk;
 	const char *const *headers; /* "Name: value" (never logged), sent
 				       on every request and redirect hop
@@ -164,10 +165,17 @@ struct fetch_target {
 /*
  * Proxies (fetch/proxy.c): -o proxy="A|B;C;DIRECT", as CernVM-FS takes it.
  * ';' separates groups tried in order, '|' the members of a group, which
- * share its load: a request goes to the member that a hash of its URL and
- * its chunk (start / cfg->chunk) picks among the group's working members,
- * so that every machine sends a chunk to the same proxy and each proxy
- * caches its share. DIRECT (alone in its group) means no proxy. A proxy
+ * share its load: a blob is cut in stripes (cfg->chunk, 1 MiB at least),
+ * each owned by one member (an even share each, the same owner on every
+ * machine; a member down gives its stripes to the others, and no other
+ * stripe moves), and a lane's request goes through a proxy as pieces of
+ * one stripe, each to its owner, so that every machine asks a stripe of
+ * the same proxy whatever its request boundaries and each proxy caches
+ * its share. A piece cut mid-way (a cancel, a lowered end) is received
+ * to its end and dropped, so that the proxy keeps the slice it was
+ * fetching; on_done comes at the cut all the same. No If-Range goes
+ * through a proxy (the response's validator is compared instead).
+ * DIRECT (alone in its group) means no proxy. A proxy
  * fails when it cannot be reached, its connection breaks, it refuses a
  * tunnel or it answers 502, 504 or a 503 without Retry-After (its own
  * errors: anything else is the origin's answer, passed through); the

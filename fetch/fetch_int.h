@@ -153,11 +153,16 @@ int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
 /* fetch/proxy.c: the choice of a proxy and what is learnt from each
  * request. */
 
-/* Which entry of list a request of url whose chunk index is chunk goes
- * through at now_ms (CLOCK_MONOTONIC), entries whose bit is set in tried
- * left out: an index, or -ENOENT when none is left. */
+/* Which entry of list a request of url for stripe index stripe
+ * (fetch__stripe_size bytes a stripe) goes through at now_ms
+ * (CLOCK_MONOTONIC), entries whose bit is set in tried left out: an
+ * index, or -ENOENT when none is left. In the first group with a working
+ * member, a stripe's owner is the same on every machine, each member owns
+ * one stripe in every round of as many stripes as the group has members,
+ * and a member that is down or in tried gives its stripes to the others
+ * by rendezvous hashing of (member, URL, stripe), moving no one else's. */
 int fetch__proxy_choose(struct fetch_proxies *list, const char *url,
-			uint64_t chunk, uint64_t now_ms, uint32_t tried);
+			uint64_t stripe, uint64_t now_ms, uint32_t tried);
 
 /* Entry i's URL as CURLOPT_PROXY takes it ("" for DIRECT), and as shown;
  * valid while the list is. */
@@ -208,12 +213,20 @@ uint64_t fetch__now_ms(void);
  *   SENT       -> RECEIVING  the response's head passed its checks: body
  *                            bytes go to on_data
  *   RECEIVING  -> SENT       sent again: through the next proxy, or through
- *                            the same one with no-cache
+ *                            the same one with no-cache; or its piece came
+ *                            whole and the next one is sent
  *   SENT       -> AUTH_WAIT  refused for its credentials: out of curl until
  *                            newer ones come
  *   AUTH_WAIT  -> SENT       they came (or the wait is over): sent once more
  *   not IDLE   -> IDLE       fetch__slot_finish (on_done), or, sent ahead,
  *                            fetch__slot_abandon (no on_done)
+ *   SENT or    -> DRAINING   cut (a cancel, a lowered end) through a proxy
+ *   RECEIVING                mid-piece: on_done now, and the piece goes on
+ *                            to its end, its bytes dropped, so that the
+ *                            proxy keeps the slice it was fetching; the
+ *                            lane's next request takes the other slot
+ *   DRAINING   -> IDLE       the piece ended, its proxy failed, or
+ *                            FETCH__DRAIN_MAX_MS passed (no on_done)
  *
  * A redirect followed (fetch__slot_follow) stays where it is: SENT, or
  * AHEAD (a redirect's body is dropped before the pause). curl runs the
@@ -231,6 +244,8 @@ enum slot_state {
 	SLOT_AUTH_WAIT, /* refused for its credentials: waits for new ones */
 	SLOT_REFUSED,	/* no proxy to send it through: ends with res at the
 			   end of the turn */
+	SLOT_DRAINING,	/* cut, on_done told: the rest of its piece is
+			   received and dropped */
 	SLOT_NSTATES
 };
 
@@ -266,6 +281,8 @@ struct fetch_slot {
 	uint64_t size;
 	uint64_t start;
 	uint64_t end; /* may be lowered by fetch_lane_set_end */
+	/* Where this attempt's request ends: end, or through a proxy the
+	 * end of the stripe `from` is in (a piece; slot_piece_end). */
 	uint64_t asked_end;
 	uint64_t pos; /* next byte expected */
 	uint64_t from; /* where this attempt's range starts (a retry on
@@ -296,6 +313,8 @@ struct fetch_slot {
 	 * comes, then the request is sent once more (auth_retried). */
 	struct fetch__cref *cref;
 	bool auth_retried;
+	uint64_t drain_until_ms; /* DRAINING: ended at this time at the
+				    latest (CLOCK_MONOTONIC) */
 	bool sent_creds; /* its last hop carried the headers or the key */
 	uint64_t auth_gen;
 	uint64_t auth_until_ms;
@@ -370,6 +389,41 @@ int fetch__slot_start(struct fetch *f, struct fetch_slot *s,
  * one with no-cache; returns 0. Returns 1 when there is nothing to retry
  * or no proxy left. */
 int fetch__slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc);
+
+/* When slot s's request through a proxy brought its piece whole (cc
+ * CURLE_OK) and the lane's range goes on, sends the next piece (the next
+ * stripe, to its owner: fetch__proxy_choose) on the same slot and returns
+ * 0, without on_done; its delivered bytes stay delivered. Returns 1 when
+ * the transfer is over, or with the outcome set (FETCH_TRANSIENT) when no
+ * proxy is left. */
+int fetch__slot_next_piece(struct fetch *f, struct fetch_slot *s,
+			   CURLcode cc);
+
+/* How long a cut piece may drain: a proxy that is slow to finish it
+ * costs a slot no longer. */
+#define FETCH__DRAIN_MAX_MS 5000u
+
+/* Ends the cut transfer of slot s at once, with fetch__slot_finish's
+ * on_done (outcome o, reason why), and when s is its lane's open request
+ * through a proxy (not down), mid-piece, sent or receiving, and the lane's other
+ * slot is idle, leaves its piece draining (DRAINING, on the event
+ * thread's later turns) and makes the other slot the lane's open one, so
+ * that the proxy finishes the slice under way rather than dropping it
+ * (nginx does, when its client goes: proxy_ignore_client_abort off).
+ * Returns true when it did; false, doing nothing, otherwise. May be
+ * called from s's body callback. */
+bool fetch__slot_cut_drain(struct fetch *f, struct fetch_slot *s,
+			   enum fetch_outcome o, const char *why);
+
+/* Ends the drain of slot s (the request counted, the handle out of
+ * curl): IDLE, no on_done. */
+void fetch__slot_drain_end(struct fetch_slot *s);
+
+/* Bytes a stripe, the unit a group's members share: the chunk, or
+ * FETCH__STRIPE_MIN when the chunk is smaller. A request through a proxy
+ * (a piece) covers one stripe at most. */
+#define FETCH__STRIPE_MIN (1024u * 1024u)
+uint64_t fetch__stripe_size(const struct fetch_config *cfg);
 
 /* When slot s's finished response is a redirect, sends the same range to
  * its next hop on the same slot (also while sent ahead: a promotion finds

@@ -1,5 +1,5 @@
 /* proxy: the proxy list of -o proxy="A|B;C;DIRECT": its parser, the choice
- * of a proxy for each request (a hash of URL and chunk inside a group,
+ * of a proxy for each request (a hash of URL and stripe inside a group,
  * failover from group to group), failures and their reset, and each
  * proxy's counters for pacefs status. */
 #include <ctype.h>
@@ -360,19 +360,67 @@ uint32_t fetch_proxies_count(const struct fetch_proxies *list)
 	return list != NULL ? list->n : 0;
 }
 
-int fetch__proxy_choose(struct fetch_proxies *list, const char *url,
-			uint64_t chunk, uint64_t now_ms, uint32_t tried)
+/* The member of group g that owns stripe `stripe` of the URL hashed to
+ * url_hash: in each round of k stripes (k, the group's members), the
+ * members ranked by their rendezvous score for the round take its stripes
+ * in rank order, so that each member owns exactly one stripe a round (an
+ * even share of any blob, not one that varies with the proxies' names)
+ * and every machine agrees on the owner. -1: the group is empty. Called
+ * with the list's lock held. */
+static int group_owner(const struct fetch_proxies *list, uint32_t g,
+		       uint64_t url_hash, uint64_t stripe)
 {
-	uint64_t key = mix(hash_bytes(url, strlen(url)) ^ mix(chunk + 1));
+	uint32_t idx[FETCH_PROXIES_MAX];
+	uint64_t score[FETCH_PROXIES_MAX];
+	uint32_t k = 0, rank;
+	uint64_t round_key;
+
+	for (uint32_t i = 0; i < list->n; i++)
+		if (list->p[i].group == g)
+			idx[k++] = i;
+	if (k == 0)
+		return -1;
+	round_key = mix(url_hash ^ mix(stripe / k + 1) ^ 0x9e3779b97f4a7c15ull);
+	for (uint32_t j = 0; j < k; j++)
+		score[j] = mix(round_key ^ list->p[idx[j]].hash);
+	/* The member of rank stripe % k: the one with that many members
+	 * scoring higher (ties broken by index). */
+	rank = (uint32_t)(stripe % k);
+	for (uint32_t j = 0; j < k; j++) {
+		uint32_t above = 0;
+
+		for (uint32_t o = 0; o < k; o++)
+			above += score[o] > score[j] ||
+				 (score[o] == score[j] && o < j);
+		if (above == rank)
+			return (int)idx[j];
+	}
+	return (int)idx[0];
+}
+
+int fetch__proxy_choose(struct fetch_proxies *list, const char *url,
+			uint64_t stripe, uint64_t now_ms, uint32_t tried)
+{
+	uint64_t url_hash = hash_bytes(url, strlen(url));
+	uint64_t key = mix(url_hash ^ mix(stripe + 1));
 	int best = -1;
 	uint64_t best_score = 0;
 
 	pthread_mutex_lock(&list->mu);
-	/* The first group with a member that works; inside it, the member
-	 * that scores highest for this URL and chunk (rendezvous hashing: a
-	 * failed member's chunks spread over the others, and come back to it
-	 * when it does). */
-	for (uint32_t g = 0; g < list->ngroups && best < 0; g++)
+	/* The first group with a member that works; inside it, the stripe's
+	 * owner, or when it is down (or failed this request) the working
+	 * member that scores highest for this URL and stripe (rendezvous
+	 * hashing: a failed member's stripes spread over the others, the
+	 * others' stay where they are, and its own come back to it when it
+	 * answers again). */
+	for (uint32_t g = 0; g < list->ngroups && best < 0; g++) {
+		int owner = group_owner(list, g, url_hash, stripe);
+
+		if (owner >= 0 && (tried & (1u << owner)) == 0 &&
+		    !proxy_down(&list->p[owner], now_ms)) {
+			best = owner;
+			break;
+		}
 		for (uint32_t i = 0; i < list->n; i++) {
 			const struct proxy *p = &list->p[i];
 			uint64_t score = mix(key ^ p->hash);
@@ -385,6 +433,7 @@ int fetch__proxy_choose(struct fetch_proxies *list, const char *url,
 				best_score = score;
 			}
 		}
+	}
 	/* Every one failed lately: the one that failed longest ago, rather
 	 * than no request at all (the origin may have been what failed). */
 	if (best < 0)

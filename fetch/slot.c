@@ -24,6 +24,7 @@ static const char *const slot_state_names[SLOT_NSTATES] = {
 	[SLOT_RECEIVING] = "receiving",
 	[SLOT_AUTH_WAIT] = "waiting for credentials",
 	[SLOT_REFUSED] = "refused",
+	[SLOT_DRAINING] = "draining",
 };
 
 void fetch__slot_set(struct fetch_slot *s, enum slot_state to)
@@ -212,6 +213,12 @@ size_t fetch__slot_on_body(char *buf, size_t size, size_t n, void *arg)
 	size_t len = size * n;
 	size_t take;
 
+	if (s->state == SLOT_DRAINING) {
+		/* Cut: the proxy finishes its slice, nobody wants the bytes. */
+		if (s->proxy >= 0)
+			fetch__proxy_bytes(f->cfg.proxies, s->proxy, len);
+		return len;
+	}
 	if (s->state != SLOT_RECEIVING && fetch__is_redirect(s->easy))
 		return len; /* drain_done follows it once it ends */
 	if (s->state != SLOT_RECEIVING && s->cref != NULL && !s->auth_retried &&
@@ -264,8 +271,11 @@ size_t fetch__slot_on_body(char *buf, size_t size, size_t n, void *arg)
 		s->rx += take;
 		s->res.received += take;
 	}
-	if (s->pos >= s->end && s->end < s->asked_end)
+	if (s->pos >= s->end && s->end < s->asked_end) {
+		if (fetch__slot_cut_drain(f, s, FETCH_OK, "end lowered"))
+			return size * n;
 		return slot_abort(s, FETCH_OK, "end lowered");
+	}
 	if (take < len)
 		return slot_abort(s, FETCH_FATAL,
 				  "%s: body longer than the %" PRIu64
@@ -290,10 +300,11 @@ void fetch__slot_finish(struct fetch_slot *s, CURLcode cc)
 		auth_refused = status == 401 || status == 403 ||
 			       (s->auth_retried && slot_auth_status(s));
 	}
-	if (s->state != SLOT_REFUSED)
+	if (s->state != SLOT_REFUSED && s->state != SLOT_DRAINING) {
 		fetch__slot_detach(s);
-	fetch__auth_put(s->cref);
-	s->cref = NULL;
+		fetch__auth_put(s->cref);
+		s->cref = NULL;
+	}
 	res = s->res;
 	if (s->forced) {
 		/* outcome and reason were set where the transfer aborted */
@@ -341,13 +352,14 @@ void fetch__slot_finish(struct fetch_slot *s, CURLcode cc)
 	}
 	res.retry_after_ms = s->head.retry_after_ms;
 	res.auth_refused = auth_refused && res.outcome == FETCH_GONE;
-	fetch__slot_set(s, SLOT_IDLE);
+	if (s->state != SLOT_DRAINING)
+		fetch__slot_set(s, SLOT_IDLE);
 	f->hooks.on_done(f->hooks.ctx, s->id, &res);
 }
 
-void fetch__slot_abandon(struct fetch_slot *s)
+void fetch__slot_drain_end(struct fetch_slot *s)
 {
-	if (s->state == SLOT_IDLE)
+	if (s->state != SLOT_DRAINING)
 		return;
 	fetch__slot_detach(s);
 	fetch__auth_put(s->cref);
@@ -355,10 +367,51 @@ void fetch__slot_abandon(struct fetch_slot *s)
 	fetch__slot_set(s, SLOT_IDLE);
 }
 
-/* The chunk index that picks a request's proxy. */
-static uint64_t slot_chunk(const struct fetch *f, const struct fetch_slot *s)
+void fetch__slot_abandon(struct fetch_slot *s)
 {
-	return s->from / (f->cfg.chunk != 0 ? f->cfg.chunk : 65536u);
+	/* A drain ends by itself (fetch__slot_drain_end). */
+	if (s->state == SLOT_IDLE || s->state == SLOT_DRAINING)
+		return;
+	fetch__slot_detach(s);
+	fetch__auth_put(s->cref);
+	s->cref = NULL;
+	fetch__slot_set(s, SLOT_IDLE);
+}
+
+uint64_t fetch__stripe_size(const struct fetch_config *cfg)
+{
+	uint64_t chunk = cfg->chunk != 0 ? cfg->chunk : 65536u;
+
+	return chunk > FETCH__STRIPE_MIN ? chunk : FETCH__STRIPE_MIN;
+}
+
+/* The stripe index that picks a request's proxy. */
+static uint64_t slot_stripe(const struct fetch *f, const struct fetch_slot *s)
+{
+	return s->from / fetch__stripe_size(&f->cfg);
+}
+
+/* Slot s's request goes through a proxy (not DIRECT). */
+static bool slot_via_proxy(const struct fetch *f, const struct fetch_slot *s)
+{
+	return f->cfg.proxies != NULL && s->proxy >= 0 &&
+	       !fetch__proxy_is_direct(f->cfg.proxies, s->proxy);
+}
+
+/* Where the request of slot s, aimed at its proxy, ends: through a proxy,
+ * at the end of the stripe it starts in (a piece), so that each stripe is
+ * asked of its owner whatever the lane's range, and a cut that falls
+ * between pieces leaves no slice half fetched in the proxy; without one,
+ * at the range's end. */
+static uint64_t slot_piece_end(const struct fetch *f,
+			       const struct fetch_slot *s)
+{
+	uint64_t stripe = fetch__stripe_size(&f->cfg);
+	uint64_t next = (s->from / stripe + 1) * stripe;
+
+	if (!slot_via_proxy(f, s))
+		return s->end;
+	return next < s->end ? next : s->end;
 }
 
 /* Points slot s at url, through the proxy the list picks for it (none
@@ -372,7 +425,7 @@ static int slot_aim(struct fetch *f, struct fetch_slot *s, const char *url)
 
 	if (f->cfg.proxies != NULL) {
 		s->proxy = fetch__proxy_choose(f->cfg.proxies, url,
-					       slot_chunk(f, s),
+					       slot_stripe(f, s),
 					       fetch__now_ms(), s->tried);
 		if (s->proxy < 0) {
 			s->proxy = -1;
@@ -388,10 +441,17 @@ static int slot_aim(struct fetch *f, struct fetch_slot *s, const char *url)
 	fetch__auth_apply(s->easy, s->cref, allowed);
 	s->sent_creds = allowed && (s->cref != NULL || f->cfg.nheaders > 0);
 	headers = creds;
-	if (s->validator != NULL && s->validator[0] != '\0') {
+	if (s->validator != NULL && s->validator[0] != '\0' &&
+	    (s->if_match || !slot_via_proxy(f, s))) {
 		/* If-Range turns a changed blob into a 200, which the head
 		 * check rejects: two versions never mix. The node lives in
-		 * the slot, so a request allocates no header list. */
+		 * the slot, so a request allocates no header list. Not
+		 * through a proxy: nginx's slice module answers a request
+		 * with If-Range from the blob's first slice on (so a
+		 * member that lacks it fetches it for every such request);
+		 * there the head check's comparison of the response's
+		 * validator is the pin, and another version is still
+		 * refused and asked again with no-cache. */
 		s->if_range_node.data = s->if_range;
 		s->if_range_node.next = creds;
 		headers = &s->if_range_node;
@@ -403,6 +463,7 @@ static int slot_aim(struct fetch *f, struct fetch_slot *s, const char *url)
 		s->nocache_node.next = headers;
 		headers = &s->nocache_node;
 	}
+	s->asked_end = slot_piece_end(f, s);
 	snprintf(s->range, sizeof(s->range), "%" PRIu64 "-%" PRIu64, s->from,
 		 s->asked_end - 1);
 	curl_easy_setopt(s->easy, CURLOPT_RANGE, s->range);
@@ -526,7 +587,7 @@ int fetch__slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc)
 		s->tried |= 1u << was;
 		snprintf(s->suspect_why, sizeof(s->suspect_why), "%.159s",
 			 s->res.reason);
-		if (fetch__proxy_choose(list, url, slot_chunk(f, s),
+		if (fetch__proxy_choose(list, url, slot_stripe(f, s),
 					fetch__now_ms(), s->tried) < 0)
 			return 1;
 		fetch__log(f, FETCH_LOG_INFO,
@@ -543,7 +604,7 @@ int fetch__slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc)
 		else
 			fetch__proxy_failed(list, was, fetch__now_ms());
 		s->tried |= 1u << was;
-		if (fetch__proxy_choose(list, url, slot_chunk(f, s),
+		if (fetch__proxy_choose(list, url, slot_stripe(f, s),
 					fetch__now_ms(), s->tried) < 0)
 			return 1;
 		fetch__log(f, FETCH_LOG_WARN,
@@ -567,6 +628,29 @@ int fetch__slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc)
 		s->res.outcome = FETCH_TRANSIENT;
 		snprintf(s->res.reason, sizeof(s->res.reason),
 			 "%s: no proxy left to retry through", slot_shown(s));
+		return 1;
+	}
+	return 0;
+}
+
+int fetch__slot_next_piece(struct fetch *f, struct fetch_slot *s, CURLcode cc)
+{
+	const char *url = s->hop != NULL ? s->hop : s->url;
+
+	if (cc != CURLE_OK || s->forced || s->state != SLOT_RECEIVING ||
+	    s->pos != s->asked_end || s->pos >= s->end)
+		return 1;
+	/* The piece came whole, its proxy kept its slices: the next stripe
+	 * is asked of its own owner. */
+	fetch__slot_detach(s);
+	s->from = s->pos;
+	slot_reset_response(s);
+	if (slot_aim(f, s, url) != 0 || fetch__slot_attach(s) != CURLM_OK) {
+		s->forced = true;
+		s->res.outcome = FETCH_TRANSIENT;
+		snprintf(s->res.reason, sizeof(s->res.reason),
+			 "%s: no proxy left for bytes %" PRIu64 "-%" PRIu64,
+			 slot_shown(s), s->pos, s->end - 1);
 		return 1;
 	}
 	return 0;

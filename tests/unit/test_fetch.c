@@ -288,6 +288,49 @@ static void sends_headers(void)
 	T_ASSERT(!fetch__sends_headers(&cfg, "https://h.example/a"));
 }
 
+/* A group's stripes: each member owns one stripe in every round of as
+ * many stripes as it has members, whatever the members' names; a member
+ * that fails gives its stripes to the others and no other stripe moves;
+ * its own come back when it answers. */
+static void proxy_stripes(void)
+{
+	struct fetch_proxies *list = NULL;
+	char err[256];
+	int owner[240];
+
+	T_EQ_INT(fetch_proxies_new("http://p1:40001|http://p2:40002|"
+				   "http://p3:40003",
+				   1000, &list, err, sizeof(err)),
+		 0);
+	for (uint64_t r = 0; r < 80; r++) {
+		int seen[3] = {0, 0, 0};
+
+		for (uint64_t j = 0; j < 3; j++) {
+			int i = fetch__proxy_choose(list, "http://o/f",
+						    3 * r + j, 0, 0);
+
+			T_ASSERT(i >= 0 && i < 3);
+			seen[i]++;
+			owner[3 * r + j] = i;
+		}
+		T_ASSERT(seen[0] == 1 && seen[1] == 1 && seen[2] == 1);
+	}
+	fetch__proxy_failed(list, 1, 100);
+	for (uint64_t c = 0; c < 240; c++) {
+		int i = fetch__proxy_choose(list, "http://o/f", c, 100, 0);
+
+		if (owner[c] == 1)
+			T_ASSERT(i == 0 || i == 2);
+		else
+			T_EQ_INT(i, owner[c]);
+	}
+	fetch__proxy_answered(list, 1, 0);
+	for (uint64_t c = 0; c < 240; c++)
+		T_EQ_INT(fetch__proxy_choose(list, "http://o/f", c, 200, 0),
+			 owner[c]);
+	fetch_proxies_free(list);
+}
+
 /* The proxy list: groups tried in order, a URL's chunk always on the
  * same member of a group and chunks spread over its members, failures left
  * out until the reset interval passes, exclusion for good. */
@@ -460,6 +503,7 @@ static void x_cache(void)
 
 static const struct t_case cases[] = {
 	{"proxy_choice", proxy_choice},
+	{"proxy_stripes", proxy_stripes},
 	{"proxy_parse_errors", proxy_parse_errors},
 	{"x_cache", x_cache},
 	{"text_redact", text_redact},
