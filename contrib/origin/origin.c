@@ -126,7 +126,8 @@ static void usage(FILE *fp)
 {
 	fputs("usage: pacefs-origin --root DIR [--listen 127.0.0.1:PORT]\n"
 	      "         [--port-file FILE] [--rate BYTES_PER_SEC[K|M|G]]\n"
-	      "         [--latency MS] [--fault GLOB:KIND[:ARG]]...\n"
+	      "         [--latency MS] [--sndbuf BYTES] [--write-chunk BYTES]\n"
+	      "         [--fault GLOB:KIND[:ARG]]...\n"
 	      "         [--fault-mix SEED[:PERCENT[:verdicts]]]\n"
 	      "         [--log FILE] [--log-header NAME]... [--quiet] "
 	      "[--autoindex]\n"
@@ -170,6 +171,8 @@ int main(int argc, char **argv)
 		{"port-file", required_argument, NULL, 'p'},
 		{"rate", required_argument, NULL, 'R'},
 		{"latency", required_argument, NULL, 'L'},
+		{"sndbuf", required_argument, NULL, 'B'},
+		{"write-chunk", required_argument, NULL, 'C'},
 		{"fault", required_argument, NULL, 'f'},
 		{"fault-mix", required_argument, NULL, 'm'},
 		{"log", required_argument, NULL, 'g'},
@@ -229,6 +232,21 @@ int main(int argc, char **argv)
 					      &server.latency_ms) < 0 ||
 			    server.latency_ms > 3600 * 1000)
 				die("--latency %s: want milliseconds", optarg);
+			break;
+		case 'B':
+			if (origin__parse_size(optarg, strlen(optarg),
+					       &server.sndbuf) < 0 ||
+			    server.sndbuf == 0 || server.sndbuf > INT_MAX / 2)
+				die("--sndbuf %s: want bytes, e.g. 32K",
+				    optarg);
+			break;
+		case 'C':
+			if (origin__parse_size(optarg, strlen(optarg),
+					       &server.write_chunk) < 0 ||
+			    server.write_chunk == 0 ||
+			    server.write_chunk > ORIGIN_CHUNK_MAX)
+				die("--write-chunk %s: want 1 to 64K bytes",
+				    optarg);
 			break;
 		case 'f': {
 			struct fault *nf;

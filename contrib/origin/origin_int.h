@@ -69,6 +69,10 @@ struct server {
 	size_t root_len;
 	uint64_t rate; /* bytes per second per connection, 0: uncapped */
 	uint64_t latency_ms;
+	uint64_t sndbuf; /* --sndbuf: SO_SNDBUF of each connection; 0: the
+			    kernel's */
+	uint64_t write_chunk; /* --write-chunk: bytes per paced write (the
+				 bucket's burst); 0: the default */
 	bool quiet;
 	bool autoindex; /* GET of a directory path ending in '/' lists it */
 	struct fault *faults;
