@@ -37,6 +37,11 @@ struct src_spec {
 	enum death die;
 	double t429_from, t429_to, retry_after;
 	int max_conn;	/* serves this many at once, 503 beyond; 0: any */
+	int slow_every; /* lanes slow_every - 1, 2 * slow_every - 1, ...:
+			   their connections run at slow_frac of conn_rate
+			   for good, as connections whose small send buffers
+			   wait on late ACKs; 0: none */
+	double slow_frac;
 	int group;	/* 0: a group of its own; k: the scheduler's group
 			   k - 1 (pace_source_set_group) */
 };

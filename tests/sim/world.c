@@ -58,6 +58,17 @@ static double conn_rate(const struct sim *s, int si, int nconn)
 	return r;
 }
 
+/* The share of its source's per-connection rate lane i's connection
+ * gets: some connections of an origin stay slow while others run at the
+ * full rate (src_spec.slow_every). */
+static double lane_frac(const struct src_spec *ss, uint32_t i)
+{
+	if (ss->slow_every > 0 &&
+	    i % (uint32_t)ss->slow_every == (uint32_t)ss->slow_every - 1)
+		return ss->slow_frac;
+	return 1.0;
+}
+
 static void lane_end(struct sim *s, uint32_t lane, enum pace_outcome o,
 		     uint64_t retry)
 {
@@ -300,7 +311,8 @@ void sim__lanes_step(struct sim *s, double dt, bool *event)
 				 l->retry_after);
 			continue;
 		}
-		l->carry += conn_rate(s, (int)l->src, nconn[l->src]) * dt;
+		l->carry += conn_rate(s, (int)l->src, nconn[l->src]) *
+			    lane_frac(ss, i) * dt;
 		nb = (uint64_t)l->carry;
 		if (nb > l->end - l->pos)
 			nb = l->end - l->pos;
