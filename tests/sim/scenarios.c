@@ -559,9 +559,10 @@ static void sc_one_transfer(void)
 	named(&sc, judge_one_transfer);
 }
 
-/* One reader, cold, of a far origin where every second connection stays
- * at 15% of the per-connection rate (issue 21: a small send buffer
- * waiting on late ACKs) while the others run at the full rate: as fast as
+/* One reader, cold, of a far origin where one connection in two runs at
+ * 15% of the per-connection rate (issue 21: a small send buffer waiting
+ * on late ACKs) while the others run at the full rate, and a lane's next
+ * connection, after a cut or a cancel, may be either: as fast as
  * 8 whole-rate connections (8 curl ranges), 0.9 x at least. Lanes as a
  * mount's defaults (32, 16 per host). */
 static bool judge_slow_lanes(const struct scenario *sc, const struct figures *f,
