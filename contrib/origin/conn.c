@@ -153,6 +153,9 @@ int origin__conn_start(struct server *srv, int fd)
 	}
 	c->srv = srv;
 	c->fd = fd;
+	if (srv->slow_every &&
+	    (atomic_fetch_add(&srv->conns, 1) + 1) % srv->slow_every == 0)
+		c->slow = true;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (srv->sndbuf) {

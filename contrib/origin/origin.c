@@ -127,6 +127,7 @@ static void usage(FILE *fp)
 	fputs("usage: pacefs-origin --root DIR [--listen 127.0.0.1:PORT]\n"
 	      "         [--port-file FILE] [--rate BYTES_PER_SEC[K|M|G]]\n"
 	      "         [--latency MS] [--sndbuf BYTES] [--write-chunk BYTES]\n"
+	      "         [--slow-conns EVERY:BYTES_PER_SEC]\n"
 	      "         [--fault GLOB:KIND[:ARG]]...\n"
 	      "         [--fault-mix SEED[:PERCENT[:verdicts]]]\n"
 	      "         [--log FILE] [--log-header NAME]... [--quiet] "
@@ -173,6 +174,7 @@ int main(int argc, char **argv)
 		{"latency", required_argument, NULL, 'L'},
 		{"sndbuf", required_argument, NULL, 'B'},
 		{"write-chunk", required_argument, NULL, 'C'},
+		{"slow-conns", required_argument, NULL, 'W'},
 		{"fault", required_argument, NULL, 'f'},
 		{"fault-mix", required_argument, NULL, 'm'},
 		{"log", required_argument, NULL, 'g'},
@@ -248,6 +250,20 @@ int main(int argc, char **argv)
 				die("--write-chunk %s: want 1 to 64K bytes",
 				    optarg);
 			break;
+		case 'W': {
+			const char *colon = strchr(optarg, ':');
+
+			if (!colon ||
+			    origin__parse_u64(optarg, (size_t)(colon - optarg),
+					      &server.slow_every) < 0 ||
+			    server.slow_every == 0 ||
+			    origin__parse_size(colon + 1, strlen(colon + 1),
+					       &server.slow_rate) < 0 ||
+			    server.slow_rate == 0)
+				die("--slow-conns %s: want EVERY:BYTES_PER_SEC",
+				    optarg);
+			break;
+		}
 		case 'f': {
 			struct fault *nf;
 

@@ -369,6 +369,15 @@ if between "$C_TOTAL" 0.7 3 && cmp -s "$T_TMP/smallbuf.body" "$WWW/eight.bin"; t
 else
 	t_fail "--sndbuf --write-chunk" "8 MiB in ${C_TOTAL} s, want 0.7-3 s"
 fi
+# --slow-conns 2:1M: the second connection is the slow one.
+o_start slowc --root "$WWW" --rate 8M --slow-conns 2:1M
+fetch slowc1 -H 'Range: bytes=0-1048575' "$O_URL/eight.bin"
+fetch slowc2 -H 'Range: bytes=0-1048575' "$O_URL/eight.bin"
+if between "$C_TOTAL" 0.7 3 && cmp -s "$T_TMP/slowc2.body" <(head -c 1048576 "$WWW/eight.bin"); then
+	t_pass "--slow-conns 2:1M: the second connection's 1 MiB in ${C_TOTAL} s"
+else
+	t_fail "--slow-conns 2:1M" "the second connection's 1 MiB in ${C_TOTAL} s, want about 1 s"
+fi
 rc=0
 "$ORIGIN_BIN" --root "$WWW" --write-chunk 0 >/dev/null 2>&1 || rc=$?
 t_eq "--write-chunk 0 is a usage error" "$rc" 2
