@@ -163,7 +163,7 @@ void pace__measure(struct pace *p)
 		full = (double)g->n_tmp * (double)g->peak;
 		/* A cap slows every lane; lanes slow beside one at the full
 		 * rate are slow connections of a source not at its cap. */
-		fast_ok = p->now - g->fast_at <= FAST_KEEP_NS &&
+		fast_ok = g->fast && p->now - g->fast_at <= FAST_KEEP_NS &&
 			  (double)g->fast * 100 >= (double)g->peak * SAT_PCT;
 		if (g->n_tmp >= 2 && !fast_ok &&
 		    (double)g->agg_tmp * 100 < full * SAT_PCT) {
