@@ -148,11 +148,14 @@ int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
 
 		pace__lane_set(p, l, LANE_RECEIVING);
 		l->rate_t0 = p->now;
+		l->recv_t0 = p->now;
+		l->recv_bytes = 0;
 		if (!l->was_queued) /* a queued request hides its latency */
 			g->lat_est =
 				g->lat_est ? (g->lat_est * 3 + lat) / 4 : lat;
 	} else {
 		l->rate_bytes += e - s;
+		l->recv_bytes += e - s;
 	}
 	pace__rate_update(p, l);
 	return 0;
@@ -311,6 +314,8 @@ int pace_on_done(struct pace *p, uint32_t lane, enum pace_outcome outcome,
 		l->started_ns = p->now;
 		l->rate_t0 = p->now;
 		l->rate_bytes = 0;
+		l->recv_t0 = p->now;
+		l->recv_bytes = 0;
 		pace__lane_set(p, l, LANE_PROMOTED);
 		return 0;
 	}

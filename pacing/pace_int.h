@@ -92,6 +92,15 @@
 #define SAT_PCT 85
 /* A source this many times slower than the best one is a last resort. */
 #define SLOW_FACTOR 8
+/* A lane this many times slower than the fastest lane of its own source
+ * is a slow connection, not the source's pace: a read that waits on it
+ * has the rest of its range given back (poll.c, lagging_lane). */
+#define LAG_FACTOR 2
+/* A lane's rate over its request counts once it spans this long (a
+ * request shorter than a rate sample gives none: at 8 MB/s a 1 MiB request
+ * is 130 ms), and the fastest of its group's is kept this long. */
+#define FAST_MIN_NS (100ull * 1000000ull)
+#define FAST_KEEP_NS (1 * SEC)
 
 /* ---- the range set (ranges.c) ---- */
 
@@ -195,6 +204,8 @@ struct lane {
 	uint64_t rate_bytes; /* bytes in the current rate sample */
 	uint64_t rate;	     /* smoothed, bytes per second */
 	uint64_t level;	     /* slow average: the lane's own level */
+	uint64_t recv_t0;    /* its request's first byte (or promotion) */
+	uint64_t recv_bytes; /* bytes of its request since recv_t0 */
 	uint64_t started_ns;
 	uint32_t nsamples;
 	/* At most one queued range [qstart, qend) on the same source, owned
@@ -218,6 +229,10 @@ struct group {
 	uint64_t cap_est; /* aggregate rate when saturated */
 	bool saturated;	  /* more lanes did not add rate */
 	uint32_t n_ok;	  /* most lanes seen running at full rate */
+	uint64_t fast;	  /* fastest lane of late (pace__lane_recv_rate),
+			     kept for FAST_KEEP_NS unless a faster one
+			     comes; a short request counts too */
+	uint64_t fast_at;
 	uint64_t lat_est; /* time to first byte, smoothed */
 	bool no_queue;	  /* refused a request sent ahead: queue nothing
 			     until its lane cap grows again */
@@ -436,6 +451,10 @@ uint64_t pace__expected_rate(const struct pace *p, uint32_t src);
 /* Closes the lane's rate sample once it spans RATE_WINDOW_NS and updates
  * the lane's level, its source's rates and collapse. */
 void pace__rate_update(struct pace *p, struct lane *l);
+
+/* Lane l's rate over its request since recv_t0, 0 until that spans
+ * FAST_MIN_NS. */
+uint64_t pace__lane_recv_rate(const struct pace *p, const struct lane *l);
 
 /* Measures every lane and updates each source's saturation. */
 void pace__measure(struct pace *p);

@@ -631,6 +631,54 @@ static bool lane_outpaced(struct pace *p, struct lane *l, const struct wait *w,
 	       (double)pace__max64(l->rate, 1) * (double)left;
 }
 
+/* Lane l runs at under 1/LAG_FACTOR of the fastest lane of its own group
+ * of late (group.fast), both over their requests (pace__lane_recv_rate).
+ * A shaping cap or a slow origin slows every lane of a source alike; a
+ * source whose fastest lane still runs at a rate beside l is not at its
+ * cap: l's connection is slow on its own (a small send buffer that waits
+ * on late ACKs, issue 21), and what l has yet to fetch comes sooner from
+ * the others. */
+static bool lagging_lane(const struct pace *p, const struct lane *l)
+{
+	const struct group *g = pace__group(p, &p->sources[l->source]);
+	uint64_t r = pace__lane_recv_rate(p, l);
+
+	if (l->state != LANE_RECEIVING || r == 0 ||
+	    p->now - g->fast_at > FAST_KEEP_NS)
+		return false;
+	return (double)r * LAG_FACTOR < (double)g->fast;
+}
+
+/* A read waits on bytes of lane l (of its open request, x its first
+ * missing byte, or of its queued range) and l lags its source's other
+ * lanes (lagging_lane): l keeps what is on the wire (lane_wire) and gives
+ * back the rest of its open request, which the next lane to free up takes
+ * (a waiting read first, then read-ahead), rather than the reader
+ * consuming at l's pace while the fast lanes run ahead of it. Its queued
+ * range stays its own (the executor may have sent it ahead). Returns
+ * whether it wrote a SET_END to a, counted in *n. */
+static bool cut_lagging(struct pace *p, struct lane *l, uint64_t x,
+			struct pace_action *a, size_t *n)
+{
+	uint64_t cut;
+
+	if (pace__caps_stream(p->sources[l->source].caps) ||
+	    !lagging_lane(p, l))
+		return false;
+	cut = pace__align_up(
+		pace__sat_add(pace__max64(l->frontier, pace__min64(x, l->end)),
+			      lane_wire(p, l)),
+		p->cfg.align);
+	if (cut < l->end && l->end - cut >= p->cfg.min_request) {
+		pace__infl_sub(p, l->end - cut);
+		l->end = cut;
+		pace__emit(a, PACE_ACT_SET_END, p, l);
+		(*n)++;
+		return true;
+	}
+	return false;
+}
+
 /* Lanes that could start on blob now: idle lanes, within what its
  * sources' lane caps still allow (their groups' lanes counted once). */
 static uint32_t lanes_free(const struct pace *p, uint32_t blob)
@@ -803,6 +851,9 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi)
 
 		x = pace__ranges_next_missing(&b->held, a0);
 		own = x < w->end ? owner_of(p, w->blob, x, &oend) : NULL;
+		if (own && o->n < o->cap &&
+		    cut_lagging(p, own, x, &o->acts[o->n], &o->n))
+			p->stats.steals++;
 		/* Bytes in a queued range come right after that lane's open
 		 * request: nothing to hurry. */
 		if (own && oend != own->end)

@@ -53,6 +53,30 @@ bool pace__source_usable(const struct pace *p, const struct source *s)
 	       g->lanes < p->cfg.lanes_per_source && g->lanes < g->lane_cap;
 }
 
+uint64_t pace__lane_recv_rate(const struct pace *p, const struct lane *l)
+{
+	uint64_t dt = p->now - l->recv_t0;
+
+	if (!pace__lane_receiving(l) || dt < FAST_MIN_NS)
+		return 0;
+	return (uint64_t)((double)l->recv_bytes * (double)SEC / (double)dt);
+}
+
+/* The group's fastest lane of late: a lane's rate over its request,
+ * short requests included, so that lanes whose requests end before a
+ * rate sample closes are seen too (they are the fast ones). */
+static void fast_update(struct pace *p, struct group *g, struct lane *l)
+{
+	uint64_t r = pace__lane_recv_rate(p, l);
+
+	if (r == 0)
+		return;
+	if (r >= g->fast || p->now - g->fast_at > FAST_KEEP_NS) {
+		g->fast = r;
+		g->fast_at = p->now;
+	}
+}
+
 void pace__rate_update(struct pace *p, struct lane *l)
 {
 	struct source *s = &p->sources[l->source];
@@ -61,6 +85,7 @@ void pace__rate_update(struct pace *p, struct lane *l)
 
 	if (!pace__lane_receiving(l))
 		return;
+	fast_update(p, g, l);
 	dt = p->now - l->rate_t0;
 	if (dt < RATE_WINDOW_NS)
 		return;
@@ -128,6 +153,7 @@ void pace__measure(struct pace *p)
 		struct lane *l = &p->lanes[i];
 		struct group *g;
 		double full;
+		bool fast_ok;
 
 		if (!pace__lane_open(l))
 			continue;
@@ -135,20 +161,26 @@ void pace__measure(struct pace *p)
 		if (g->n_tmp == 0)
 			continue;
 		full = (double)g->n_tmp * (double)g->peak;
-		if (g->n_tmp >= 2 &&
+		/* A cap slows every lane; lanes slow beside one at the full
+		 * rate are slow connections of a source not at its cap. */
+		fast_ok = g->fast && p->now - g->fast_at <= FAST_KEEP_NS &&
+			  (double)g->fast * 100 >= (double)g->peak * SAT_PCT;
+		if (g->n_tmp >= 2 && !fast_ok &&
 		    (double)g->agg_tmp * 100 < full * SAT_PCT) {
 			g->cap_est = g->saturated
 					     ? (g->cap_est * 3 + g->agg_tmp) / 4
 					     : g->agg_tmp;
 			g->saturated = true;
 		} else if (g->saturated &&
-			   (double)g->agg_tmp > (double)g->cap_est * 1.1) {
+			   (fast_ok ||
+			    (double)g->agg_tmp > (double)g->cap_est * 1.1)) {
 			g->saturated = false; /* the cap rose */
 		}
-		/* Its lanes run at full rate: every lane it has now adds
-		 * rate, the young ones too, so that its lanes grow one at a
-		 * time as fast as the measured ones keep their rate. */
-		if ((double)g->agg_tmp * 100 >= full * SAT_PCT)
+		/* Its lanes run at full rate (or its fastest does): every
+		 * lane it has now adds rate, the young ones too, so that its
+		 * lanes grow one at a time as fast as the measured ones keep
+		 * their rate. */
+		if (fast_ok || (double)g->agg_tmp * 100 >= full * SAT_PCT)
 			g->n_ok = g->n_ok > g->lanes ? g->n_ok : g->lanes;
 		g->n_tmp = 0; /* once per group */
 	}

@@ -765,6 +765,20 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 	echo "Best competitor: loopback $(ratio "$SL_pacefs" "$best_lo_comp") of its rate, WAN $(ratio "$SW_pacefs" "$best_wan_comp"); vs curl alone: loopback $(ratio "$SL_pacefs" "$SL_curl1") (into /dev/null) and $(ratio "$SL_pacefs" "$SL_curlfile") (into a file), WAN $(ratio "$SW_pacefs" "$SW_curl1") (one connection) and $(ratio "$SW_pacefs" "$SW_curl8") (8 ranges)."
 	echo
 
+	# Only in runs that had it (a raw.tsv from before has none).
+	if grep -q '^seq_wan_smallbuf' "$RAW"; then
+		echo "## Cold sequential read, small-buffer origin"
+		echo
+		echo "The WAN origin's latency and rate, with \`--sndbuf ${SMALLBUF_SNDBUF:-} --write-chunk ${SMALLBUF_CHUNK:-}\` (connections whose small send buffers wait on the client's ACKs, paced in small writes: issue 21), $((${SMALLBUF_SIZE:-0} / MiB)) MiB; MB/s, and pacefs against each."
+		echo
+		echo "| system | MB/s | runs | pacefs is | pulled MiB |"
+		echo "| --- | ---: | --- | ---: | ---: |"
+		for s in pacefs rclone httpdirfs curl8; do
+			echo "| $(label "$s") | $(f "$(med seq_wan_smallbuf "$s" mbps)" 1 %.1f) | $(vals seq_wan_smallbuf "$s" mbps 1 %.1f) | $(ratio "$(med seq_wan_smallbuf pacefs mbps)" "$(med seq_wan_smallbuf "$s" mbps)") | $(f "$(med seq_wan_smallbuf "$s" pulled)" $MiB %.1f) |"
+		done
+		echo
+	fi
+
 	echo "## Time to first byte of a cold file"
 	echo
 	echo "Milliseconds from open() to the end of the first 4 KiB read on a fresh mount with an empty cache; curl: one range request of 4 KiB, a fresh process and connection."
@@ -1059,6 +1073,7 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 	awk -F'\t' '
 		BEGIN {
 			key["seq_lo"] = "mbps"; key["seq_wan"] = "mbps"; key["warm"] = "mbps"
+			key["seq_wan_smallbuf"] = "mbps"
 			key["remount"] = "mbps"; key["mirrors"] = "mbps"; key["multi"] = "mbps"
 			key["memory"] = "hwm_kib"
 			key["ttfb_lo"] = "secs"; key["ttfb_wan"] = "secs"; key["random_lo"] = "p95"

@@ -36,6 +36,9 @@ ONLY=${BENCH_ONLY:-}
 MiB=1048576
 SEQ_LO_SIZE=$((256 * MiB)) # loopback sequential, warm, remount
 SEQ_WAN_SIZE=$((64 * MiB)) # WAN sequential, first byte, mirrors
+SMALLBUF_SIZE=$((128 * MiB)) # WAN sequential from the small-buffer origin
+SMALLBUF_SNDBUF=32768 # its SO_SNDBUF (issue 21: where lanes crawled)
+SMALLBUF_CHUNK=16384  # its paced writes
 LONG_SIZE=$((128 * MiB))   # WAN random reads, player, seeks
 MULTI_SIZE=$((32 * MiB))   # each of the many-readers files
 MEM_SIZE=${BENCH_MEM_SIZE:-$((4096 * MiB))} # streamed while the daemon's RSS is read
@@ -112,7 +115,7 @@ FIO_SIZE=${BENCH_FIO_SIZE:-$((1024 * MiB))}
 FIO_SECS=${BENCH_FIO_SECS:-10}
 # shellcheck disable=SC2034 # for report.sh
 HOST_LANES=16 # pacefs's default -o host_lanes=, for the fio target's bound
-WORKLOADS=(seq_lo seq_wan ttfb random player player2 seek1m mirrors multi multi_lo
+WORKLOADS=(seq_lo seq_wan seq_wan_smallbuf ttfb random player player2 seek1m mirrors multi multi_lo
 	loader fio ffprobe ffss ffplay zip sqlite transfer1 stall memory tier s3sig)
 
 # Per-step timeouts, seconds.
@@ -710,6 +713,34 @@ wl_seq_wan() {
 		record seq_wan curl8 "$r" "$(curl_ranges "$WAN_URL/$f" "$SEQ_WAN_SIZE" 8)"
 		say "  seq_wan curl run $r: $(tail -n 2 "$RAW" | cut -f5 | cut -d' ' -f3 | tr '\n' ' ')"
 	done
+}
+
+# Cold sequential of a larger file through a WAN origin with the same
+# latency and rate whose connections have small send buffers and pace small
+# writes (issue 21: lanes crawled on such an asyncio origin where 8 curl
+# ranges did not); 8 curl ranges are the limit. Its own origin, stopped
+# after.
+wl_seq_wan_smallbuf() {
+	local sys r line mark url log pid f=smallbuf.bin
+	o_start smallbuf --root "$WWW" --quiet --rate "$WAN_RATE" --latency "$WAN_LATENCY" \
+		--sndbuf "$SMALLBUF_SNDBUF" --write-chunk "$SMALLBUF_CHUNK" --autoindex || return 0
+	url=$O_URL log=$O_LOG pid=$O_PID
+	for r in $(seq 1 "$RUNS"); do
+		for sys in "${SYSTEMS[@]}"; do
+			cold_mount seq_wan_smallbuf "$sys" "$r" "$url" "$f" || continue
+			mark=$(log_mark "$log")
+			run_step "$BR" seq "$MNT/$f"
+			line=$STEP
+			fs_umount "$MNT" "$MPID"
+			record seq_wan_smallbuf "$sys" "$r" "$line" "$(log_pulled "$log" "$mark")"
+			say "  seq_wan_smallbuf $sys run $r: $line"
+		done
+		cold_caches "$f"
+		record seq_wan_smallbuf curl8 "$r" "$(curl_ranges "$url/$f" "$SMALLBUF_SIZE" 8)"
+		say "  seq_wan_smallbuf curl8 run $r: $(tail -n 1 "$RAW" | cut -f5 | cut -d' ' -f3)"
+	done
+	kill -TERM "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
 }
 
 # Time to the first 4 KiB of a cold file (open + read), on both origins.
@@ -1650,6 +1681,7 @@ say "work directory $W, $RUNS runs per figure"
 say "generating files"
 "$BR" gen "$WWW/seq.bin" "$SEQ_LO_SIZE" >/dev/null
 "$BR" gen "$WWW/wan.bin" "$SEQ_WAN_SIZE" >/dev/null
+if wanted seq_wan_smallbuf; then "$BR" gen "$WWW/smallbuf.bin" "$SMALLBUF_SIZE" >/dev/null; fi
 "$BR" gen "$WWW/long.bin" "$LONG_SIZE" >/dev/null
 n=$MULTI_FILES
 if wanted multi_lo && [ "$MULTI_LO_FILES" -gt "$n" ]; then n=$MULTI_LO_FILES; fi
@@ -1684,7 +1716,7 @@ export BENCH_RAW=$RAW BENCH_OUT=$OUT BENCH_DROP_OK=$DROP_OK \
 	BENCH_SECS=$((T_END - T_START)) BENCH_RUNS=$RUNS \
 	BENCH_DATE BENCH_MACHINE BENCH_VERSIONS BENCH_COMMIT \
 	BENCH_LOAD="$LOAD_START at the start, $LOAD_END at the end"
-SETTINGS=(SEQ_LO_SIZE SEQ_WAN_SIZE LONG_SIZE MULTI_SIZE MULTI_FILES MULTI_READERS MULTI_LO_N MULTI_LO_FILES
+SETTINGS=(SEQ_LO_SIZE SEQ_WAN_SIZE SMALLBUF_SIZE SMALLBUF_SNDBUF SMALLBUF_CHUNK LONG_SIZE MULTI_SIZE MULTI_FILES MULTI_READERS MULTI_LO_N MULTI_LO_FILES
 	WAN_RATE WAN_LATENCY RANDOM_N_LO RANDOM_N_WAN PLAYER_RATE PLAYER_BYTES
 	PLAYER_BS SEEK_N SEEK_PLAY MEM_SIZE SEEK_JUMP PLAYER2_RATE PLAYER2_BYTES
 	PLAYER_LEAD LANES MEDIA_SECS MEDIA_KBPS PLAY_SECS PLAY_JUMPS SS_POS ZIP_MEMBERS

@@ -153,8 +153,18 @@ int origin__conn_start(struct server *srv, int fd)
 	}
 	c->srv = srv;
 	c->fd = fd;
+	if (srv->slow_every &&
+	    (atomic_fetch_add(&srv->conns, 1) + 1) % srv->slow_every == 0)
+		c->slow = true;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (srv->sndbuf) {
+		/* A small send buffer, as some servers set or inherit: every
+		 * write then waits on the client's acknowledgements. */
+		int sndbuf = (int)srv->sndbuf;
+
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	}
 	rc = -pthread_attr_init(&attr);
 	if (rc < 0)
 		goto out;

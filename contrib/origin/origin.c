@@ -126,7 +126,9 @@ static void usage(FILE *fp)
 {
 	fputs("usage: pacefs-origin --root DIR [--listen 127.0.0.1:PORT]\n"
 	      "         [--port-file FILE] [--rate BYTES_PER_SEC[K|M|G]]\n"
-	      "         [--latency MS] [--fault GLOB:KIND[:ARG]]...\n"
+	      "         [--latency MS] [--sndbuf BYTES] [--write-chunk BYTES]\n"
+	      "         [--slow-conns EVERY:BYTES_PER_SEC]\n"
+	      "         [--fault GLOB:KIND[:ARG]]...\n"
 	      "         [--fault-mix SEED[:PERCENT[:verdicts]]]\n"
 	      "         [--log FILE] [--log-header NAME]... [--quiet] "
 	      "[--autoindex[=human]]\n"
@@ -170,6 +172,9 @@ int main(int argc, char **argv)
 		{"port-file", required_argument, NULL, 'p'},
 		{"rate", required_argument, NULL, 'R'},
 		{"latency", required_argument, NULL, 'L'},
+		{"sndbuf", required_argument, NULL, 'B'},
+		{"write-chunk", required_argument, NULL, 'C'},
+		{"slow-conns", required_argument, NULL, 'W'},
 		{"fault", required_argument, NULL, 'f'},
 		{"fault-mix", required_argument, NULL, 'm'},
 		{"log", required_argument, NULL, 'g'},
@@ -230,6 +235,35 @@ int main(int argc, char **argv)
 			    server.latency_ms > 3600 * 1000)
 				die("--latency %s: want milliseconds", optarg);
 			break;
+		case 'B':
+			if (origin__parse_size(optarg, strlen(optarg),
+					       &server.sndbuf) < 0 ||
+			    server.sndbuf == 0 || server.sndbuf > INT_MAX / 2)
+				die("--sndbuf %s: want bytes, e.g. 32K",
+				    optarg);
+			break;
+		case 'C':
+			if (origin__parse_size(optarg, strlen(optarg),
+					       &server.write_chunk) < 0 ||
+			    server.write_chunk == 0 ||
+			    server.write_chunk > ORIGIN_CHUNK_MAX)
+				die("--write-chunk %s: want 1 to 64K bytes",
+				    optarg);
+			break;
+		case 'W': {
+			const char *colon = strchr(optarg, ':');
+
+			if (!colon ||
+			    origin__parse_u64(optarg, (size_t)(colon - optarg),
+					      &server.slow_every) < 0 ||
+			    server.slow_every == 0 ||
+			    origin__parse_size(colon + 1, strlen(colon + 1),
+					       &server.slow_rate) < 0 ||
+			    server.slow_rate == 0)
+				die("--slow-conns %s: want EVERY:BYTES_PER_SEC",
+				    optarg);
+			break;
+		}
 		case 'f': {
 			struct fault *nf;
 

@@ -69,6 +69,14 @@ struct server {
 	size_t root_len;
 	uint64_t rate; /* bytes per second per connection, 0: uncapped */
 	uint64_t latency_ms;
+	uint64_t sndbuf; /* --sndbuf: SO_SNDBUF of each connection; 0: the
+			    kernel's */
+	uint64_t write_chunk; /* --write-chunk: bytes per paced write (the
+				 bucket's burst); 0: the default */
+	uint64_t slow_every; /* --slow-conns EVERY:RATE: every EVERY-th
+				connection sends at slow_rate; 0: none */
+	uint64_t slow_rate;
+	atomic_ullong conns; /* connections accepted so far */
 	bool quiet;
 	bool autoindex; /* GET of a directory path ending in '/' lists it */
 	bool autoindex_human; /* its sizes as nginx's autoindex_exact_size
@@ -117,6 +125,7 @@ struct conn {
 	unsigned char *buf; /* ORIGIN_CHUNK_MAX bytes for transformed bodies */
 	struct bucket bucket;
 	bool bucket_set;
+	bool slow; /* --slow-conns: this connection sends at slow_rate */
 };
 
 #define ORIGIN_LOG_HEADERS_MAX 8

@@ -36,13 +36,19 @@ void origin__sleep_ns(uint64_t ns)
 /* --- rate limiting -------------------------------------------------------- */
 
 /* Starts full so that the first chunk goes at once; the burst is one chunk,
- * small enough for slow rates to come out smooth. */
-static void bucket_init(struct bucket *b, uint64_t rate, uint64_t now)
+ * small enough for slow rates to come out smooth, or --write-chunk. The
+ * bucket holds no more than one chunk, so the time a write spends blocked
+ * (a small send buffer waiting on acknowledgements) is not made up: as a
+ * server that sleeps a chunk's time after each write, it goes slower. */
+static void bucket_init(struct bucket *b, uint64_t rate, uint64_t chunk,
+			uint64_t now)
 {
 	uint64_t burst = rate / 20;
 
 	if (burst > ORIGIN_CHUNK_MAX)
 		burst = ORIGIN_CHUNK_MAX;
+	if (chunk)
+		burst = chunk;
 	if (burst < 1)
 		burst = 1;
 	b->rate = rate;
@@ -253,7 +259,7 @@ int origin__send_body(struct conn *c, const struct entity *e, uint64_t off,
 	int rc = 0;
 
 	if (rate && (!c->bucket_set || c->bucket.rate != rate)) {
-		bucket_init(&c->bucket, rate, now_ns());
+		bucket_init(&c->bucket, rate, c->srv->write_chunk, now_ns());
 		c->bucket_set = true;
 	}
 	while (off < end) {
@@ -267,6 +273,8 @@ int origin__send_body(struct conn *c, const struct entity *e, uint64_t off,
 					break;
 				origin__sleep_ns(wait);
 			}
+		} else if (c->srv->write_chunk && chunk > c->srv->write_chunk) {
+			chunk = c->srv->write_chunk;
 		} else if (chunk > ORIGIN_UNCAPPED_CHUNK) {
 			chunk = ORIGIN_UNCAPPED_CHUNK;
 		}

@@ -123,7 +123,8 @@ int origin__serve(struct conn *c, struct request *rq, enum after *after)
 	struct head h;
 	const char *applied = NULL;
 	char lm[40], s3code[48] = "";
-	uint64_t start = 0, len = 0, body = 0, sent = 0, rate = srv->rate;
+	uint64_t start = 0, len = 0, body = 0, sent = 0,
+		 rate = c->slow ? srv->slow_rate : srv->rate;
 	unsigned long long hits = 0;
 	enum range_result rr = RANGE_FULL;
 	bool head_only, closing = rq->want_close, counted = false;
@@ -208,7 +209,8 @@ int origin__serve(struct conn *c, struct request *rq, enum after *after)
 	 * rest, as object stores and CDNs in front of small servers do. */
 	if (srv->max_transfers && !head_only) {
 		counted = true;
-		if (atomic_fetch_add(&srv->transfers, 1) >= srv->max_transfers) {
+		if (atomic_fetch_add(&srv->transfers, 1) >=
+		    srv->max_transfers) {
 			applied = "max-transfers";
 			status = 503;
 			rc = origin__send_status(c, rq, status,

@@ -360,6 +360,31 @@ else
 	t_fail "--rate 8M" "8 MiB in ${C_TOTAL} s, want 0.7-2 s"
 fi
 
+# Small buffers and small paced writes (issue 21): the same bytes, still
+# at about the cap over loopback, and the socket's send buffer is small.
+o_start smallbuf --root "$WWW" --rate 8M --sndbuf 32768 --write-chunk 16384
+fetch smallbuf "$O_URL/eight.bin"
+if between "$C_TOTAL" 0.7 3 && cmp -s "$T_TMP/smallbuf.body" "$WWW/eight.bin"; then
+	t_pass "--sndbuf 32768 --write-chunk 16384 --rate 8M: 8 MiB in ${C_TOTAL} s"
+else
+	t_fail "--sndbuf --write-chunk" "8 MiB in ${C_TOTAL} s, want 0.7-3 s"
+fi
+# --slow-conns 2:1M: the second connection is the slow one.
+o_start slowc --root "$WWW" --rate 8M --slow-conns 2:1M
+fetch slowc1 -H 'Range: bytes=0-1048575' "$O_URL/eight.bin"
+fetch slowc2 -H 'Range: bytes=0-1048575' "$O_URL/eight.bin"
+if between "$C_TOTAL" 0.7 3 && cmp -s "$T_TMP/slowc2.body" <(head -c 1048576 "$WWW/eight.bin"); then
+	t_pass "--slow-conns 2:1M: the second connection's 1 MiB in ${C_TOTAL} s"
+else
+	t_fail "--slow-conns 2:1M" "the second connection's 1 MiB in ${C_TOTAL} s, want about 1 s"
+fi
+rc=0
+"$ORIGIN_BIN" --root "$WWW" --write-chunk 0 >/dev/null 2>&1 || rc=$?
+t_eq "--write-chunk 0 is a usage error" "$rc" 2
+rc=0
+"$ORIGIN_BIN" --root "$WWW" --write-chunk 65537 >/dev/null 2>&1 || rc=$?
+t_eq "--write-chunk over 64K is a usage error" "$rc" 2
+
 o_start lat --root "$WWW" --latency 100
 fetch lat_base -H 'Range: bytes=0-0' "$U/f.bin"
 base=$C_TTFB

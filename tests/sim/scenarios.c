@@ -559,6 +559,35 @@ static void sc_one_transfer(void)
 	named(&sc, judge_one_transfer);
 }
 
+/* One reader, cold, of a far origin where one connection in two runs at
+ * 15% of the per-connection rate (issue 21: a small send buffer waiting
+ * on late ACKs) while the others run at the full rate, and a lane's next
+ * connection, after a cut or a cancel, may be either: as fast as
+ * 8 whole-rate connections (8 curl ranges), 0.9 x at least. Lanes as a
+ * mount's defaults (32, 16 per host). */
+static bool judge_slow_lanes(const struct scenario *sc, const struct figures *f,
+			     char *note, size_t n)
+{
+	snprintf(note, n, "%.1f MB/s, target >= 0.9 x 8 full connections",
+		 (double)sc->size[0] / f->done / MB);
+	return f->done * 0.9 <= sc->ideal;
+}
+
+static void sc_slow_lanes(void)
+{
+	struct scenario sc;
+
+	far_origin(&sc, "slow_lanes", 128 * MIB);
+	sc.cfg.max_lanes = 32;
+	sc.cfg.lanes_per_source = 16;
+	sc.src[0].slow_every = 2;
+	sc.src[0].slow_frac = 0.15;
+	sc.nrd = 1;
+	sc.rd[0] = seq(0, 0, 128 * KIB);
+	sc.ideal = (double)sc.size[0] / (8 * sc.src[0].conn_rate);
+	named(&sc, judge_slow_lanes);
+}
+
 /* A new reader reads 1 MiB at three cold positions of a 128 MiB file, one
  * read each; the kernel hands each over as 128 KiB pieces, each asked once
  * the one before it is there. */
@@ -883,6 +912,7 @@ int main(int argc, char **argv)
 		sc_loader_shards();
 		sc_loader_grow();
 		sc_cold_1m();
+		sc_slow_lanes();
 	}
 	for (int i = 0; i < nrandom + NREGRESS; i++) {
 		struct scenario sc;

@@ -37,6 +37,12 @@ struct src_spec {
 	enum death die;
 	double t429_from, t429_to, retry_after;
 	int max_conn;	/* serves this many at once, 503 beyond; 0: any */
+	int slow_every; /* one connection in slow_every runs at slow_frac
+			   of conn_rate while it lasts, as connections whose
+			   small send buffers wait on late ACKs (lane i's
+			   connection k when (i + k) % slow_every is
+			   slow_every - 1); 0: none */
+	double slow_frac;
 	int group;	/* 0: a group of its own; k: the scheduler's group
 			   k - 1 (pace_source_set_group) */
 };
@@ -104,6 +110,10 @@ struct sim_lane {
 	bool q;
 	uint64_t qstart, qend;
 	double q_t;
+	/* Its connection: a new one after a CANCEL or a lowered end
+	 * (cut: the executor closes the connection when it is reached). */
+	unsigned conn;
+	bool cut;
 };
 
 struct sim_rd {

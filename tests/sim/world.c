@@ -58,9 +58,26 @@ static double conn_rate(const struct sim *s, int si, int nconn)
 	return r;
 }
 
+/* The share of its source's per-connection rate lane i's connection
+ * gets: some connections of an origin are slow while others run at the
+ * full rate (src_spec.slow_every); a lane's next connection may be
+ * either. */
+static double lane_frac(const struct src_spec *ss, uint32_t i, unsigned conn)
+{
+	unsigned k = ss->slow_every > 0 ? (unsigned)ss->slow_every : 0;
+
+	if (k > 0 && (i + conn) % k == k - 1)
+		return ss->slow_frac;
+	return 1.0;
+}
+
 static void lane_end(struct sim *s, uint32_t lane, enum pace_outcome o,
 		     uint64_t retry)
 {
+	/* A cancelled or cut request's connection is closed. */
+	if (o == PACE_OUT_CANCELLED || s->lanes[lane].cut)
+		s->lanes[lane].conn++;
+	s->lanes[lane].cut = false;
 	s->lanes[lane].active = false;
 	if (o != PACE_OUT_OK)
 		s->lanes[lane].q = false; /* the early request dies too */
@@ -176,8 +193,10 @@ static int do_actions(struct sim *s, const struct pace_action *a, size_t n)
 					   l->qstart == a[k].start &&
 					   l->qend == a[k].end;
 				double sent = pre ? l->q_t : s->t;
+				unsigned conn = l->conn;
 
 				memset(l, 0, sizeof(*l));
+				l->conn = conn;
 				l->ready_at = sent + ss->latency;
 				if (l->ready_at < s->t)
 					l->ready_at = s->t;
@@ -237,6 +256,8 @@ static int do_actions(struct sim *s, const struct pace_action *a, size_t n)
 						 "SET_END below the frontier");
 			if (s->seek_pending && a[k].end < l->end)
 				s->fig.yields_on_seek++;
+			if (a[k].end < l->end)
+				l->cut = true;
 			l->end = a[k].end;
 			break;
 		case PACE_ACT_CANCEL:
@@ -300,7 +321,8 @@ void sim__lanes_step(struct sim *s, double dt, bool *event)
 				 l->retry_after);
 			continue;
 		}
-		l->carry += conn_rate(s, (int)l->src, nconn[l->src]) * dt;
+		l->carry += conn_rate(s, (int)l->src, nconn[l->src]) *
+			    lane_frac(ss, i, l->conn) * dt;
 		nb = (uint64_t)l->carry;
 		if (nb > l->end - l->pos)
 			nb = l->end - l->pos;

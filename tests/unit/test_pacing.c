@@ -1250,6 +1250,67 @@ static void test_budget(void)
 	pace_free(f.p);
 }
 
+/* A 4 MiB read at the file's start, split over 4 lanes of 1 MiB; every
+ * 10 ms lane 0 gets slow_len bytes and the others 80 KiB (8 MB/s). Stops
+ * at the first poll that emits an action, within 150 ms; *at is when (0:
+ * none came). */
+static void lagging_run(struct fix *f, uint64_t slow_len, uint64_t *at)
+{
+	uint64_t fr[4];
+	uint32_t w;
+
+	*at = 0;
+	T_EQ_INT(pace_wait_begin(f->p, f->rd, 0, 4 * MIB, f->now, &w), 0);
+	T_EQ_INT(fix_poll(f), 4);
+	for (uint32_t l = 0; l < 4; l++) {
+		T_EQ_U64(f->a[l].start, f->a[l].lane * MIB);
+		fr[f->a[l].lane] = f->a[l].start;
+	}
+	f->now += 20 * MS;
+	for (int k = 0; k < 15; k++) {
+		f->now += 10 * MS;
+		for (uint32_t l = 0; l < 4; l++) {
+			uint64_t len = l == 0 ? slow_len : 80 * KIB;
+
+			pace_on_data(f->p, l, fr[l], len, f->now);
+			fr[l] += len;
+		}
+		if (fix_poll(f) > 0) {
+			*at = f->now;
+			return;
+		}
+	}
+}
+
+/* A read that waits on a lane far slower than its source's fastest (a
+ * slow connection, issue 21) cuts it at its frontier, and the rest goes
+ * to the next lane that frees up; lanes at one rate are left alone. */
+static void test_lagging_cut(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint64_t at, t0;
+
+	small_cfg(&c);
+	c.max_request = 1 * MIB;
+	c.window_max = 4 * MIB;
+	T_EQ_INT(fix_init(&f, &c, 16 * MIB), 0);
+	t0 = f.now;
+	lagging_run(&f, 12 * KIB, &at);
+	T_EQ_INT(f.n, 1);
+	T_EQ_INT(f.a[0].kind, PACE_ACT_SET_END);
+	T_EQ_INT(f.a[0].lane, 0);
+	/* Once lane 0's rate spans FAST_MIN_NS from its first byte. */
+	T_EQ_U64(at - t0, 130 * MS);
+	T_ASSERT(f.a[0].end >= 11 * 12 * KIB && f.a[0].end < 1 * MIB);
+	pace_free(f.p);
+
+	T_EQ_INT(fix_init(&f, &c, 16 * MIB), 0);
+	lagging_run(&f, 80 * KIB, &at);
+	T_EQ_U64(at, 0);
+	pace_free(f.p);
+}
+
 static const struct t_case cases[] = {
 	{"ranges_basic", test_ranges_basic},
 	{"ranges_random", test_ranges_random},
@@ -1282,6 +1343,7 @@ static const struct t_case cases[] = {
 	{"throttle_aimd", test_throttle_aimd},
 	{"throttle_converges", test_throttle_converges},
 	{"budget", test_budget},
+	{"lagging_cut", test_lagging_cut},
 };
 
 int main(int argc, char **argv)
