@@ -219,6 +219,24 @@ static void throttled(struct pace *p, struct lane *l, struct source *s,
 							      AIMD_INC_NS))));
 }
 
+/* A request that ended whole before its first rate window closed still
+ * says how fast one connection delivers once bytes flow: the bytes after
+ * its first piece over the time they took. Random reads of a chunk or two
+ * never last a window, and without this the group's rate stays unknown
+ * and a read at a cold position is split as if a round trip carried
+ * nothing (split_least). */
+static void short_sample(struct lane *l, struct group *g, uint64_t now)
+{
+	uint64_t dt = now - l->rate_t0, sample;
+
+	if (l->nsamples > 0 || l->rate_bytes == 0 || dt == 0 ||
+	    l->state != LANE_RECEIVING)
+		return;
+	sample = (uint64_t)((double)l->rate_bytes * (double)SEC / (double)dt);
+	g->short_rate =
+		g->short_rate ? (g->short_rate * 3 + sample) / 4 : sample;
+}
+
 /* Adjusts the source for how the lane's request ended. */
 static void judge_source(struct pace *p, struct lane *l, struct source *s,
 			 enum pace_outcome outcome, uint64_t retry_after_ns)
@@ -230,6 +248,7 @@ static void judge_source(struct pace *p, struct lane *l, struct source *s,
 			struct group *g = pace__group(p, s);
 
 			s->backoff = p->cfg.backoff_ns;
+			short_sample(l, g, p->now);
 			/* Additive increase after a throttle cut. */
 			if (g->lane_cap < p->cfg.lanes_per_source &&
 			    p->now >= g->inc_at) {
