@@ -142,6 +142,7 @@ int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
 	l->last_progress_ns = p->now;
 	p->sources[l->source].faults = 0;
 	p->sources[l->source].served_ns = p->now;
+	p->sources[l->source].refused_alone = false;
 	if (l->state == LANE_REQUESTED) {
 		struct group *g = pace__group(p, &p->sources[l->source]);
 		uint64_t lat = p->now - l->started_ns;
@@ -166,9 +167,12 @@ int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
  * (at least one), so that a burst of refusals converges on the
  * concurrency the origin accepts within one round trip; no lane that is
  * receiving is stopped, and the cap does not grow back before
- * Retry-After. Otherwise the origin refuses everything: the source is
- * suspended as Retry-After asks (its backoff at least) and its cap
- * halved. */
+ * Retry-After. That grace covers one lone refusal after the source's
+ * last byte: a second one means the origin refuses this client now (some
+ * refuse every request for the Retry-After they asked, and a retry at
+ * once only renews it). Otherwise the origin refuses everything: the
+ * source is suspended as Retry-After asks (its backoff at least) and its
+ * cap halved. */
 static void throttled(struct pace *p, struct lane *l, struct source *s,
 		      uint64_t retry_after_ns)
 {
@@ -191,8 +195,10 @@ static void throttled(struct pace *p, struct lane *l, struct source *s,
 	if (l->was_queued)
 		g->no_queue = true;
 	if (others > 0 || l->was_queued ||
-	    (s->served_ns != 0 &&
+	    (s->served_ns != 0 && !s->refused_alone &&
 	     pace__sat_add(s->served_ns, SERVED_GRACE_NS) >= l->started_ns)) {
+		if (others == 0 && !l->was_queued)
+			s->refused_alone = true;
 		cap = others;
 	} else {
 		uint64_t before = s->hold_until;

@@ -253,6 +253,8 @@ struct source {
 	uint32_t faults;    /* transient faults since its last byte */
 	uint64_t fault_ns;  /* when the last of them happened */
 	uint64_t served_ns; /* when it last delivered a byte */
+	bool refused_alone; /* a 429/503 with no other lane of its group
+			       open since its last byte */
 };
 
 struct blob {

@@ -130,7 +130,8 @@ static void usage(FILE *fp)
 	      "         [--fault-mix SEED[:PERCENT[:verdicts]]]\n"
 	      "         [--log FILE] [--log-header NAME]... [--quiet] "
 	      "[--autoindex]\n"
-	      "         [--max-transfers N [--retry-after SECS]]\n"
+	      "         [--max-transfers N [--retry-after SECS "
+	      "[--hold-retry-after]]]\n"
 	      "         [--require-header FILE]\n"
 	      "         [--s3 [--s3-region R] [--s3-keys FILE] "
 	      "[--s3-anonymous]\n"
@@ -176,6 +177,7 @@ int main(int argc, char **argv)
 		{"log-header", required_argument, NULL, 'H'},
 		{"max-transfers", required_argument, NULL, 'M'},
 		{"retry-after", required_argument, NULL, 'A'},
+		{"hold-retry-after", no_argument, NULL, 'B'},
 		{"require-header", required_argument, NULL, 'Q'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"autoindex", no_argument, NULL, 'a'},
@@ -287,6 +289,9 @@ int main(int argc, char **argv)
 			server.retry_after = (int64_t)secs;
 			break;
 		}
+		case 'B':
+			server.hold_retry_after = true;
+			break;
 		case 'Q':
 			server.require_path = optarg;
 			break;

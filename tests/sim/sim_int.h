@@ -37,6 +37,8 @@ struct src_spec {
 	enum death die;
 	double t429_from, t429_to, retry_after;
 	int max_conn;	/* serves this many at once, 503 beyond; 0: any */
+	bool hold_refusals; /* after a 503, refuses every request for its
+			       retry_after (each refusal starts it again) */
 	int group;	/* 0: a group of its own; k: the scheduler's group
 			   k - 1 (pace_source_set_group) */
 };
@@ -158,6 +160,7 @@ struct sim {
 	struct sim_rd rd[MAX_RD];
 	double t;
 	uint64_t now;
+	double refuse_until[MAX_SRC]; /* hold_refusals: refused until then */
 	char err[256];
 	double *waits;
 	size_t nwaits;

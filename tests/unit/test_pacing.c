@@ -1290,6 +1290,47 @@ static void test_cold_split_short_rate(void)
 	pace_free(f.p);
 }
 
+/* A lone refusal just after the source's last transfer is retried at
+ * once (that transfer may still count at the origin); a second one before
+ * a byte comes means the origin refuses this client: the source is held
+ * for Retry-After, not asked again at once. */
+static void test_throttle_lone_twice(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t lane, w;
+
+	small_cfg(&c);
+	c.max_lanes = 1;
+	c.lanes_per_source = 1;
+	T_EQ_INT(fix_init(&f, &c, 64 * MIB), 0);
+	T_EQ_INT(pace_reader_read(f.p, f.rd, 500 * KIB, 4 * KIB, f.now), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 500 * KIB, 4 * KIB, f.now, &w), 0);
+	T_EQ_INT(fix_poll(&f), 1);
+	fix_serve(&f, &f.a[0]);
+	pace_wait_end(f.p, w);
+	f.now += 1 * MS;
+	T_EQ_INT(pace_reader_read(f.p, f.rd, 2 * MIB, 4 * KIB, f.now), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 2 * MIB, 4 * KIB, f.now, &w), 0);
+	T_EQ_INT(fix_poll(&f), 1);
+	lane = f.a[0].lane;
+	T_EQ_INT(pace_on_done(f.p, lane, PACE_OUT_THROTTLED, 1 * SEC, f.now),
+		 0);
+	f.now += 1 * MS;
+	T_EQ_INT(fix_poll(&f), 1); /* retried at once */
+	T_EQ_INT(f.a[0].kind, PACE_ACT_START);
+	T_EQ_INT(pace_on_done(f.p, f.a[0].lane, PACE_OUT_THROTTLED, 1 * SEC,
+			      f.now),
+		 0);
+	f.now += 1 * MS;
+	T_EQ_INT(fix_poll(&f), 0); /* held */
+	f.now += 1 * SEC;
+	T_EQ_INT(fix_poll(&f), 1);
+	T_EQ_INT(f.a[0].kind, PACE_ACT_START);
+	pace_wait_end(f.p, w);
+	pace_free(f.p);
+}
+
 static const struct t_case cases[] = {
 	{"ranges_basic", test_ranges_basic},
 	{"ranges_random", test_ranges_random},
@@ -1323,6 +1364,7 @@ static const struct t_case cases[] = {
 	{"throttle_converges", test_throttle_converges},
 	{"budget", test_budget},
 	{"cold_split_short_rate", test_cold_split_short_rate},
+	{"throttle_lone_twice", test_throttle_lone_twice},
 };
 
 int main(int argc, char **argv)
