@@ -142,6 +142,7 @@ int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
 	l->last_progress_ns = p->now;
 	p->sources[l->source].faults = 0;
 	p->sources[l->source].served_ns = p->now;
+	p->sources[l->source].refused_alone = false;
 	if (l->state == LANE_REQUESTED) {
 		struct group *g = pace__group(p, &p->sources[l->source]);
 		uint64_t lat = p->now - l->started_ns;
@@ -169,9 +170,12 @@ int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
  * (at least one), so that a burst of refusals converges on the
  * concurrency the origin accepts within one round trip; no lane that is
  * receiving is stopped, and the cap does not grow back before
- * Retry-After. Otherwise the origin refuses everything: the source is
- * suspended as Retry-After asks (its backoff at least) and its cap
- * halved. */
+ * Retry-After. That grace covers one lone refusal after the source's
+ * last byte: a second one means the origin refuses this client now (some
+ * refuse every request for the Retry-After they asked, and a retry at
+ * once only renews it). Otherwise the origin refuses everything: the
+ * source is suspended as Retry-After asks (its backoff at least) and its
+ * cap halved. */
 static void throttled(struct pace *p, struct lane *l, struct source *s,
 		      uint64_t retry_after_ns)
 {
@@ -194,8 +198,10 @@ static void throttled(struct pace *p, struct lane *l, struct source *s,
 	if (l->was_queued)
 		g->no_queue = true;
 	if (others > 0 || l->was_queued ||
-	    (s->served_ns != 0 &&
+	    (s->served_ns != 0 && !s->refused_alone &&
 	     pace__sat_add(s->served_ns, SERVED_GRACE_NS) >= l->started_ns)) {
+		if (others == 0 && !l->was_queued)
+			s->refused_alone = true;
 		cap = others;
 	} else {
 		uint64_t before = s->hold_until;
@@ -222,6 +228,24 @@ static void throttled(struct pace *p, struct lane *l, struct source *s,
 							      AIMD_INC_NS))));
 }
 
+/* A request that ended whole before its first rate window closed still
+ * says how fast one connection delivers once bytes flow: the bytes after
+ * its first piece over the time they took. Random reads of a chunk or two
+ * never last a window, and without this the group's rate stays unknown
+ * and a read at a cold position is split as if a round trip carried
+ * nothing (split_least). */
+static void short_sample(struct lane *l, struct group *g, uint64_t now)
+{
+	uint64_t dt = now - l->rate_t0, sample;
+
+	if (l->nsamples > 0 || l->rate_bytes == 0 || dt == 0 ||
+	    l->state != LANE_RECEIVING)
+		return;
+	sample = (uint64_t)((double)l->rate_bytes * (double)SEC / (double)dt);
+	g->short_rate =
+		g->short_rate ? (g->short_rate * 3 + sample) / 4 : sample;
+}
+
 /* Adjusts the source for how the lane's request ended. */
 static void judge_source(struct pace *p, struct lane *l, struct source *s,
 			 enum pace_outcome outcome, uint64_t retry_after_ns)
@@ -233,6 +257,7 @@ static void judge_source(struct pace *p, struct lane *l, struct source *s,
 			struct group *g = pace__group(p, s);
 
 			s->backoff = p->cfg.backoff_ns;
+			short_sample(l, g, p->now);
 			/* Additive increase after a throttle cut. */
 			if (g->lane_cap < p->cfg.lanes_per_source &&
 			    p->now >= g->inc_at) {

@@ -223,20 +223,22 @@ struct lane {
  * one budget. A source put in no group is a group of its own (ids below
  * max_sources; named groups above). */
 struct group {
-	uint32_t lanes;	  /* lanes not idle on its sources */
-	uint64_t rate;	  /* per-connection rate, smoothed */
-	uint64_t peak;	  /* per-connection rate it can give, 0: unknown */
-	uint64_t cap_est; /* aggregate rate when saturated */
-	bool saturated;	  /* more lanes did not add rate */
-	uint32_t n_ok;	  /* most lanes seen running at full rate */
-	uint64_t fast;	  /* fastest lane of late (pace__lane_recv_rate),
-			     kept for FAST_KEEP_NS unless a faster one
-			     comes; a short request counts too */
+	uint32_t lanes;	     /* lanes not idle on its sources */
+	uint64_t rate;	     /* per-connection rate, smoothed */
+	uint64_t peak;	     /* per-connection rate it can give, 0: unknown */
+	uint64_t cap_est;    /* aggregate rate when saturated */
+	bool saturated;	     /* more lanes did not add rate */
+	uint32_t n_ok;	     /* most lanes seen running at full rate */
+	uint64_t fast;	     /* fastest lane of late (pace__lane_recv_rate),
+				kept for FAST_KEEP_NS unless a faster one
+				comes; a short request counts too */
 	uint64_t fast_at;
-	uint64_t lat_est; /* time to first byte, smoothed */
-	bool no_queue;	  /* refused a request sent ahead: queue nothing
-			     until its lane cap grows again */
-	uint64_t agg_tmp; /* scratch for pace__measure */
+	uint64_t lat_est;    /* time to first byte, smoothed */
+	uint64_t short_rate; /* per-connection rate over whole requests too
+				short for a rate window, smoothed; 0: none */
+	bool no_queue;	     /* refused a request sent ahead: queue nothing
+				until its lane cap grows again */
+	uint64_t agg_tmp;    /* scratch for pace__measure */
 	uint32_t n_tmp;
 	uint32_t lane_cap; /* AIMD: lanes allowed now */
 	uint64_t inc_at;   /* next additive increase */
@@ -266,6 +268,8 @@ struct source {
 	uint32_t faults;    /* transient faults since its last byte */
 	uint64_t fault_ns;  /* when the last of them happened */
 	uint64_t served_ns; /* when it last delivered a byte */
+	bool refused_alone; /* a 429/503 with no other lane of its group
+			       open since its last byte */
 };
 
 struct blob {
@@ -296,7 +300,7 @@ struct reader {
 	uint64_t w;	    /* window length past the cursor; 0: none */
 	bool had_window;    /* read-ahead ran when its last read came */
 	bool jumped;	    /* its last read started a new run */
-	uint64_t grow_run; /* sequential bytes since W last grew */
+	uint64_t grow_run;  /* sequential bytes since W last grew */
 	/* Consumption: bytes over wall time, pauses included. */
 	uint64_t crate;	     /* bytes per second, smoothed; 0: unknown */
 	uint64_t rate_t0;    /* start of the current sample */

@@ -712,17 +712,23 @@ static uint32_t lanes_free(const struct pace *p, uint32_t blob)
 
 /* The least piece a read at a cold position is split into: what one
  * connection of the source brings in a round trip (a smaller piece costs
- * its round trip for less than it saves), a chunk at least. */
+ * its round trip for less than it saves), a chunk at least. Until a rate
+ * window has measured the source, the rate of its short requests stands
+ * for it: on a near origin a round trip carries a large read whole. */
 static uint64_t split_least(const struct pace *p, uint32_t src)
 {
 	const struct group *g;
+	uint64_t rate;
 
 	if (src == PACE_NONE)
 		return p->cfg.min_request;
 	g = pace__group(p, &p->sources[src]);
+	rate = pace__expected_rate(p, src);
+	if (rate == 0)
+		rate = g->short_rate;
 	return pace__max64(
-		pace__align_up((uint64_t)((double)pace__expected_rate(p, src) *
-					  (double)g->lat_est / (double)SEC),
+		pace__align_up((uint64_t)((double)rate * (double)g->lat_est /
+					  (double)SEC),
 			       p->cfg.align),
 		p->cfg.min_request);
 }
@@ -765,8 +771,8 @@ static uint64_t wait_reach(const struct pace *p, const struct wait *w)
 		wend = pace__sat_add(r->cursor, r->w);
 		if (wend < p->blobs[w->blob].size)
 			wend = pace__align_down(wend, p->cfg.align);
-		return pace__max64(
-			pace__min64(wend, p->blobs[w->blob].size), w->end);
+		return pace__max64(pace__min64(wend, p->blobs[w->blob].size),
+				   w->end);
 	}
 	return w->end;
 }
@@ -815,8 +821,12 @@ static uint64_t demand_share(const struct pace *p, const struct wait *w,
 	 * its own bytes come first over all the lanes; the window's follow
 	 * in pieces of the same size. */
 	span = !wait_reopened(r) ? left : x < w->end ? w->end - x : 0;
-	return pace__max64(pace__align_up((span + n - 1) / n, p->cfg.align),
-			   split_least(p, src));
+	/* The least piece never asks past what the read reaches: a read
+	 * smaller than a round trip's bytes is one request of its own. */
+	return pace__min64(
+		pace__max64(pace__align_up((span + n - 1) / n, p->cfg.align),
+			    split_least(p, src)),
+		pace__align_up(left, p->cfg.align));
 }
 
 /* Lanes a waiting read w should take from read-ahead when none is idle:

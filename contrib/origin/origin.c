@@ -132,7 +132,8 @@ static void usage(FILE *fp)
 	      "         [--fault-mix SEED[:PERCENT[:verdicts]]]\n"
 	      "         [--log FILE] [--log-header NAME]... [--quiet] "
 	      "[--autoindex[=human]]\n"
-	      "         [--max-transfers N [--retry-after SECS]]\n"
+	      "         [--max-transfers N [--retry-after SECS "
+	      "[--hold-retry-after]]]\n"
 	      "         [--require-header FILE]\n"
 	      "         [--s3 [--s3-region R] [--s3-keys FILE] "
 	      "[--s3-anonymous]\n"
@@ -181,6 +182,7 @@ int main(int argc, char **argv)
 		{"log-header", required_argument, NULL, 'H'},
 		{"max-transfers", required_argument, NULL, 'M'},
 		{"retry-after", required_argument, NULL, 'A'},
+		{"hold-retry-after", no_argument, NULL, 'O'},
 		{"require-header", required_argument, NULL, 'Q'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"autoindex", optional_argument, NULL, 'a'},
@@ -322,6 +324,9 @@ int main(int argc, char **argv)
 			server.retry_after = (int64_t)secs;
 			break;
 		}
+		case 'O':
+			server.hold_retry_after = true;
+			break;
 		case 'Q':
 			server.require_path = optarg;
 			break;

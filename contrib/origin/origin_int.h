@@ -87,12 +87,15 @@ struct server {
 	FILE *log;	    /* guarded by log_mu; NULL: no request log */
 	char **log_headers; /* --log-header NAME: their values are logged */
 	size_t nlog_headers;
-	uint64_t max_transfers;	  /* --max-transfers: file bodies sent at once,
-				     503 beyond; 0: any */
-	int64_t retry_after;	  /* --retry-after for those 503s; -1: none */
-	atomic_ullong transfers;  /* file bodies being sent now */
-	struct s3_origin *s3;	  /* --s3: buckets, keys, SigV4 */
-	const char *require_path; /* --require-header FILE; NULL: none */
+	uint64_t max_transfers; /* --max-transfers: file bodies sent at once,
+				   503 beyond; 0: any */
+	int64_t retry_after;	/* --retry-after for those 503s; -1: none */
+	bool hold_retry_after;	/* --hold-retry-after: a refusal refuses
+				   every request for its Retry-After */
+	atomic_ullong held_until; /* CLOCK_MONOTONIC ns: refuse until then */
+	atomic_ullong transfers; /* file bodies being sent now */
+	struct s3_origin *s3;	 /* --s3: buckets, keys, SigV4 */
+	const char *require_path;   /* --require-header FILE; NULL: none */
 	pthread_mutex_t require_mu; /* guards what follows */
 	struct stat require_st;	    /* of the file when it was read */
 	struct {

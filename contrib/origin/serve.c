@@ -113,6 +113,31 @@ static int s3_route(struct conn *c, struct request *rq, bool closing,
 	return rc < 0 ? rc : 1;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* --hold-retry-after: an origin that enforces the Retry-After it asked
+ * refuses every request until it has passed, and each refusal starts it
+ * again, so a client that retries at once never gets in. */
+static bool refusing(struct server *srv)
+{
+	return srv->hold_retry_after && srv->retry_after > 0 &&
+	       mono_ns() < atomic_load(&srv->held_until);
+}
+
+static void hold_refusals(struct server *srv)
+{
+	if (srv->hold_retry_after && srv->retry_after > 0)
+		atomic_store(&srv->held_until,
+			     mono_ns() +
+				     (uint64_t)srv->retry_after * 1000000000u);
+}
+
 /* Serves the parsed request rq; says in *after what the connection does
  * next. Returns 0 or a negative errno when the connection failed. */
 int origin__serve(struct conn *c, struct request *rq, enum after *after)
@@ -210,12 +235,14 @@ int origin__serve(struct conn *c, struct request *rq, enum after *after)
 	if (srv->max_transfers && !head_only) {
 		counted = true;
 		if (atomic_fetch_add(&srv->transfers, 1) >=
-		    srv->max_transfers) {
+			    srv->max_transfers ||
+		    refusing(srv)) {
 			applied = "max-transfers";
 			status = 503;
 			rc = origin__send_status(c, rq, status,
 						 srv->retry_after, NULL,
 						 closing, &sent);
+			hold_refusals(srv);
 			goto out;
 		}
 	}

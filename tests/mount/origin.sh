@@ -397,6 +397,40 @@ else
 	t_fail "--latency 100" "first byte after ${C_TTFB} s, ${base} s without"
 fi
 
+# --- --max-transfers with --hold-retry-after ------------------------------
+
+# While a slow transfer runs, requests get 503 + Retry-After: 1 (each
+# refusal starts the second again); the first request after it ends is
+# still refused (held), one a second and more after the last refusal is
+# served.
+o_start hold --root "$WWW" --max-transfers 1 --retry-after 1 \
+	--hold-retry-after --rate 4M
+curl -sS -o /dev/null "$O_URL/eight.bin" &
+slow=$!
+sleep 0.3
+codes=''
+while kill -0 "$slow" 2>/dev/null; do
+	fetch held -H 'Range: bytes=0-99' "$O_URL/f.bin"
+	codes="$codes$C_CODE "
+	sleep 0.3
+done
+wait "$slow" || true
+fetch after -H 'Range: bytes=0-99' "$O_URL/f.bin"
+ra=$(hdr "$T_TMP/after.head" Retry-After)
+sleep 1.3
+fetch later -H 'Range: bytes=0-99' "$O_URL/f.bin"
+case $codes in
+*206*) t_fail "--hold-retry-after" "served during the slow transfer: $codes" ;;
+503*)
+	if [ "$C_CODE" = 206 ] && [ "$(head -n 1 "$T_TMP/after.head" | awk '{ print $2 }')" = 503 ] && [ "$ra" = 1 ]; then
+		t_pass "--hold-retry-after: 503 during the transfer, 503 (Retry-After $ra) just after it, 206 a second later"
+	else
+		t_fail "--hold-retry-after" "after the transfer: $(head -n 1 "$T_TMP/after.head"), Retry-After '$ra'; a second later: $C_CODE"
+	fi
+	;;
+*) t_fail "--hold-retry-after" "no refusal during the slow transfer: '$codes'" ;;
+esac
+
 # --- --fault-mix: a seeded draw per request, the same for the same seed ----
 
 # mix_run NAME SPEC: 60 requests in a row (each on a connection of its

@@ -4,7 +4,8 @@
 # player pulls about its lead and no more, one member of a stored zip pulls
 # about itself, a read at a new position is split over the lanes, a new
 # reader's 1 MiB read at a cold position costs about one round trip, an origin
-# that serves one transfer at a time with 503 beyond is read whole, a read
+# that serves one transfer at a time with 503 beyond is read whole (also
+# one that holds its refusals for their Retry-After), a read
 # against a stalled origin fails by read_timeout as the application sees
 # it, `pacefs status` shows each reader, and -o inflight_max= caps what is
 # on the wire. Every byte read is compared.
@@ -293,6 +294,33 @@ if mount_pacefs -o "cache_dir=$T_TMP/c4" "$O_URL/f.bin" "$T_TMP/m4"; then
 	umount_pacefs "$T_TMP/m4"
 else
 	t_fail "one transfer: mount" "$T_MOUNT_ERR"
+fi
+
+# The same origin enforcing its Retry-After (--hold-retry-after: after a 503
+# it refuses every request for the second it asked, each refusal starting
+# it again): a client that retries a refused request at once only renews
+# the hold. pacefs retries a lone refusal once, then waits out
+# Retry-After: 32 MiB come whole with a few 503s (it made thousands when
+# it kept retrying, and took twice as long).
+o_start hold --root "$T_TMP/one" --max-transfers 1 --retry-after 1 \
+	--hold-retry-after --rate 16000000
+mkdir -p "$T_TMP/m6"
+if mount_pacefs -o "cache_dir=$T_TMP/c6" "$O_URL/f.bin" "$T_TMP/m6"; then
+	start=$(date +%s%N)
+	if timeout 60 cmp "$T_TMP/m6/f.bin" "$T_TMP/one/f.bin"; then
+		ms=$((($(date +%s%N) - start) / 1000000))
+		n503=$(awk '$4 == 503 { n++ } END { print n + 0 }' "$O_LOG")
+		if [ "$ms" -le 15000 ] && [ "$n503" -le 100 ]; then
+			t_pass "an origin holding its refusals: 32 MiB correct in $ms ms, $n503 503s"
+		else
+			t_fail "an origin holding its refusals: 32 MiB" "took $ms ms, $n503 503s (<= 100)"
+		fi
+	else
+		t_fail "an origin holding its refusals: 32 MiB" "bytes differ or the read failed"
+	fi
+	umount_pacefs "$T_TMP/m6"
+else
+	t_fail "hold: mount" "$T_MOUNT_ERR"
 fi
 
 # -o read_timeout=5 against an origin that sends one byte per response and

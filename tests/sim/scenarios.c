@@ -540,6 +540,20 @@ static bool judge_one_transfer(const struct scenario *sc,
 	return f->done <= 2.0;
 }
 
+/* The same origin holding its refusals for their Retry-After: a client
+ * that retries at once only renews the hold. Converging costs one hold:
+ * 32 MiB in 2 s at most, and no more than 50 refusals. */
+static bool judge_one_transfer_hold(const struct scenario *sc,
+				    const struct figures *f, char *note,
+				    size_t n)
+{
+	(void)sc;
+	snprintf(note, n,
+		 "32 MiB in %.2f s (<= 2), %d requests answered 503 (<= 50)",
+		 f->done, f->n429);
+	return f->done <= 2.0 && f->n429 <= 50;
+}
+
 static void sc_one_transfer(void)
 {
 	struct scenario sc;
@@ -557,6 +571,11 @@ static void sc_one_transfer(void)
 	sc.nrd = 1;
 	sc.rd[0] = seq(0, 0, 1 * MIB);
 	named(&sc, judge_one_transfer);
+	/* The same origin, enforcing its Retry-After: after a 503 it refuses
+	 * every request for a second, each refusal starting it again. */
+	sc.name = "one_transfer_503/hold";
+	sc.src[0].hold_refusals = true;
+	named(&sc, judge_one_transfer_hold);
 }
 
 /* One reader, cold, of a far origin where one connection in two runs at

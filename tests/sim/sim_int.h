@@ -43,6 +43,8 @@ struct src_spec {
 			   connection k when (i + k) % slow_every is
 			   slow_every - 1); 0: none */
 	double slow_frac;
+	bool hold_refusals; /* after a 503, refuses every request for its
+			       retry_after (each refusal starts it again) */
 	int group;	/* 0: a group of its own; k: the scheduler's group
 			   k - 1 (pace_source_set_group) */
 };
@@ -168,6 +170,7 @@ struct sim {
 	struct sim_rd rd[MAX_RD];
 	double t;
 	uint64_t now;
+	double refuse_until[MAX_SRC]; /* hold_refusals: refused until then */
 	char err[256];
 	double *waits;
 	size_t nwaits;

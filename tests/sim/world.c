@@ -211,11 +211,15 @@ static int do_actions(struct sim *s, const struct pace_action *a, size_t n)
 						  : PACE_OUT_TRANSIENT;
 			else if ((s->t >= ss->t429_from &&
 				  s->t < ss->t429_to) ||
-				 over_max_conn(s, si, a[k].lane)) {
+				 over_max_conn(s, si, a[k].lane) ||
+				 s->t < s->refuse_until[si]) {
 				l->fail = PACE_OUT_THROTTLED;
 				s->fig.n429++;
 				l->retry_after =
 					(uint64_t)(ss->retry_after * SEC);
+				if (ss->hold_refusals)
+					s->refuse_until[si] =
+						s->t + ss->retry_after;
 			}
 			break;
 		case PACE_ACT_QUEUE:

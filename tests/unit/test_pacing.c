@@ -1308,6 +1308,85 @@ static void test_lagging_cut(void)
 	T_EQ_INT(fix_init(&f, &c, 16 * MIB), 0);
 	lagging_run(&f, 80 * KIB, &at);
 	T_EQ_U64(at, 0);
+
+/* A read at a cold position is split over the lanes while one
+ * connection's rate is unknown; once short requests have shown that a
+ * round trip carries more than the read (a near origin), the next such
+ * read is one request, never longer than the read. */
+static void test_cold_split_short_rate(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t w;
+	size_t n;
+
+	small_cfg(&c);
+	T_EQ_INT(fix_init(&f, &c, 4 * MIB), 0);
+	T_EQ_INT(pace_reader_read(f.p, f.rd, 1 * MIB, 64 * KIB, f.now), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 1 * MIB, 64 * KIB, f.now, &w), 0);
+	n = fix_poll(&f);
+	T_EQ_INT(n, 4); /* 16 KiB on each lane */
+	/* Each answers in 1 ms, then brings its 16 KiB in 10 us. */
+	f.now += 1 * MS;
+	for (size_t i = 0; i < n; i++)
+		pace_on_data(f.p, f.a[i].lane, f.a[i].start, 4 * KIB, f.now);
+	f.now += 10000;
+	for (size_t i = 0; i < n; i++) {
+		pace_on_data(f.p, f.a[i].lane, f.a[i].start + 4 * KIB,
+			     f.a[i].end - f.a[i].start - 4 * KIB, f.now);
+		pace_on_done(f.p, f.a[i].lane, PACE_OUT_OK, 0, f.now);
+	}
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), 0);
+	pace_wait_end(f.p, w);
+	f.now += 1 * MS;
+	T_EQ_INT(pace_reader_read(f.p, f.rd, 3 * MIB, 64 * KIB, f.now), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 3 * MIB, 64 * KIB, f.now, &w), 0);
+	T_EQ_INT(fix_poll(&f), 1);
+	T_EQ_INT(f.a[0].kind, PACE_ACT_START);
+	T_EQ_U64(f.a[0].start, 3 * MIB);
+	T_EQ_U64(f.a[0].end, 3 * MIB + 64 * KIB);
+	pace_wait_end(f.p, w);
+	pace_free(f.p);
+}
+
+/* A lone refusal just after the source's last transfer is retried at
+ * once (that transfer may still count at the origin); a second one before
+ * a byte comes means the origin refuses this client: the source is held
+ * for Retry-After, not asked again at once. */
+static void test_throttle_lone_twice(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t lane, w;
+
+	small_cfg(&c);
+	c.max_lanes = 1;
+	c.lanes_per_source = 1;
+	T_EQ_INT(fix_init(&f, &c, 64 * MIB), 0);
+	T_EQ_INT(pace_reader_read(f.p, f.rd, 500 * KIB, 4 * KIB, f.now), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 500 * KIB, 4 * KIB, f.now, &w), 0);
+	T_EQ_INT(fix_poll(&f), 1);
+	fix_serve(&f, &f.a[0]);
+	pace_wait_end(f.p, w);
+	f.now += 1 * MS;
+	T_EQ_INT(pace_reader_read(f.p, f.rd, 2 * MIB, 4 * KIB, f.now), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 2 * MIB, 4 * KIB, f.now, &w), 0);
+	T_EQ_INT(fix_poll(&f), 1);
+	lane = f.a[0].lane;
+	T_EQ_INT(pace_on_done(f.p, lane, PACE_OUT_THROTTLED, 1 * SEC, f.now),
+		 0);
+	f.now += 1 * MS;
+	T_EQ_INT(fix_poll(&f), 1); /* retried at once */
+	T_EQ_INT(f.a[0].kind, PACE_ACT_START);
+	T_EQ_INT(pace_on_done(f.p, f.a[0].lane, PACE_OUT_THROTTLED, 1 * SEC,
+			      f.now),
+		 0);
+	f.now += 1 * MS;
+	T_EQ_INT(fix_poll(&f), 0); /* held */
+	f.now += 1 * SEC;
+	T_EQ_INT(fix_poll(&f), 1);
+	T_EQ_INT(f.a[0].kind, PACE_ACT_START);
+	pace_wait_end(f.p, w);
 	pace_free(f.p);
 }
 
@@ -1344,6 +1423,8 @@ static const struct t_case cases[] = {
 	{"throttle_converges", test_throttle_converges},
 	{"budget", test_budget},
 	{"lagging_cut", test_lagging_cut},
+	{"cold_split_short_rate", test_cold_split_short_rate},
+	{"throttle_lone_twice", test_throttle_lone_twice},
 };
 
 int main(int argc, char **argv)
