@@ -1308,6 +1308,8 @@ static void test_lagging_cut(void)
 	T_EQ_INT(fix_init(&f, &c, 16 * MIB), 0);
 	lagging_run(&f, 80 * KIB, &at);
 	T_EQ_U64(at, 0);
+	pace_free(f.p);
+}
 
 /* A read at a cold position is split over the lanes while one
  * connection's rate is unknown; once short requests have shown that a
