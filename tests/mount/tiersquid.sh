@@ -8,6 +8,8 @@
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/tierlib.sh
+source "$(dirname "$0")/../tierlib.sh"
 t_require_mount
 t_require_origin
 SQUID=${SQUID:-/usr/sbin/squid}
@@ -15,21 +17,7 @@ if [ ! -x "$SQUID" ]; then
 	t_skip_all "Squid not installed (apt-get install squid)"
 fi
 
-MIB=1048576
-SIZE=$((32 * MIB))
-WWW=$T_TMP/www
-mkdir -p "$WWW"
-gen_file "$WWW/blob.bin" "$SIZE" 2403
-# A dataset's file is old: Squid's heuristic freshness (20% of its age)
-# then keeps it; one written a second ago would be stale at once.
-touch -d '2024-01-01 00:00:00' "$WWW/blob.bin"
-o_start origin --root "$WWW" --latency 20 --rate 8M
-ORIG=$O_URL
-OLOG=$O_LOG
-
-origin_bytes() {
-	awk '$5 ~ /^[0-9]+$/ { s += $5 } END { print s + 0 }' "$OLOG" 2>/dev/null || echo 0
-}
+tier_origin
 
 # squid_start: a private Squid as a forward proxy on a free loopback port;
 # sets SQ_URL and SQ_DIR. Started as root it runs as the user proxy, which
@@ -75,30 +63,7 @@ squid_start() {
 	return 1
 }
 
-read_all() {
-	"$READCMP" seq "$2/blob.bin" "$WWW/blob.bin" >"$T_TMP/$1.cmp" 2>&1
-}
-
 squid_start
-B0=$(origin_bytes)
-for m in 1 2; do
-	mkdir -p "$T_TMP/s$m" "$T_TMP/s$m.cache"
-	fg_mount "$T_TMP/s$m.log" -o "cache_dir=$T_TMP/s$m.cache,chunk=1M,proxy=$SQ_URL" \
-		"$ORIG/blob.bin" "$T_TMP/s$m"
-	t_check "Squid: machine $m reads every byte" read_all "s$m" "$T_TMP/s$m"
-	if [ "$m" -eq 2 ]; then
-		st=$("$PACEFS" status --json "$T_TMP/s2")
-		misses=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["proxies"][0]["misses"])' <<<"$st")
-		t_eq "Squid: the second machine's answers are hits (no miss)" "$misses" 0
-	fi
-	umount_pacefs "$T_TMP/s$m"
-done
-sent=$(($(origin_bytes) - B0))
-echo "tiersquid: origin sent $sent bytes for $SIZE ($(echo "scale=3; $sent / $SIZE" | bc)x)"
-if [ "$sent" -le $((SIZE + SIZE / 50)) ]; then
-	t_pass "Squid: the origin sends the blob once ($sent bytes for $SIZE)"
-else
-	t_fail "Squid: the origin sends the blob once" "origin sent $sent bytes for a $SIZE-byte blob"
-fi
+tier_two_machines "Squid" "$SQ_URL" hits
 
 t_done

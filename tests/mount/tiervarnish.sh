@@ -8,6 +8,8 @@
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/tierlib.sh
+source "$(dirname "$0")/../tierlib.sh"
 t_require_mount
 t_require_origin
 VARNISHD=${VARNISHD:-/usr/sbin/varnishd}
@@ -15,18 +17,7 @@ if [ ! -x "$VARNISHD" ]; then
 	t_skip_all "Varnish not installed (apt-get install varnish)"
 fi
 
-MIB=1048576
-SIZE=$((32 * MIB))
-WWW=$T_TMP/www
-mkdir -p "$WWW"
-gen_file "$WWW/blob.bin" "$SIZE" 2403
-o_start origin --root "$WWW" --latency 20 --rate 8M
-ORIG=$O_URL
-OLOG=$O_LOG
-
-origin_bytes() {
-	awk '$5 ~ /^[0-9]+$/ { s += $5 } END { print s + 0 }' "$OLOG" 2>/dev/null || echo 0
-}
+tier_origin
 
 # varnish_start: a private Varnish on a free loopback port in front of the
 # origin, taking pacefs's proxy requests (absolute URLs: the VCL keeps
@@ -72,30 +63,7 @@ varnish_start() {
 	return 1
 }
 
-read_all() {
-	"$READCMP" seq "$2/blob.bin" "$WWW/blob.bin" >"$T_TMP/$1.cmp" 2>&1
-}
-
 varnish_start
-B0=$(origin_bytes)
-for m in 1 2; do
-	mkdir -p "$T_TMP/s$m" "$T_TMP/s$m.cache"
-	fg_mount "$T_TMP/s$m.log" -o "cache_dir=$T_TMP/s$m.cache,chunk=1M,proxy=$VN_URL" \
-		"$ORIG/blob.bin" "$T_TMP/s$m"
-	t_check "Varnish: machine $m reads every byte" read_all "s$m" "$T_TMP/s$m"
-	if [ "$m" -eq 2 ]; then
-		st=$("$PACEFS" status --json "$T_TMP/s2")
-		misses=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["proxies"][0]["misses"])' <<<"$st")
-		t_eq "Varnish: the second machine's answers are hits (no miss)" "$misses" 0
-	fi
-	umount_pacefs "$T_TMP/s$m"
-done
-sent=$(($(origin_bytes) - B0))
-echo "tiervarnish: origin sent $sent bytes for $SIZE ($(echo "scale=3; $sent / $SIZE" | bc)x)"
-if [ "$sent" -le $((SIZE + SIZE / 50)) ]; then
-	t_pass "Varnish: the origin sends the blob once ($sent bytes for $SIZE)"
-else
-	t_fail "Varnish: the origin sends the blob once" "origin sent $sent bytes for a $SIZE-byte blob"
-fi
+tier_two_machines "Varnish" "$VN_URL" hits
 
 t_done
