@@ -73,7 +73,10 @@ ats_start() {
 	return 1
 }
 
-ats_start
+if ! ats_start 2>"$T_TMP/start.err"; then
+	t_fail "Traffic Server: start" "$(cat "$T_TMP/start.err")"
+	t_done
+fi
 # Traffic Server says no X-Cache, and a hit on an object cached this
 # second has Age 0: the origin's log is the count that holds.
 tier_two_machines "Traffic Server" "$TS_URL" no-hits

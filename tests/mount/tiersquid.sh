@@ -23,10 +23,16 @@ tier_origin
 # sets SQ_URL and SQ_DIR. Started as root it runs as the user proxy, which
 # must reach its directory.
 squid_start() {
-	local port
+	local port d
 	SQ_DIR=$T_TMP/squid
 	mkdir -p "$SQ_DIR/cache"
-	chmod o+x "$T_TMP"
+	# Every directory above it that this test run made (mktemp's are
+	# 0700), up to /tmp.
+	d=$T_TMP
+	while [ "$d" != / ] && [ "$d" != "${TMPDIR:-/tmp}" ]; do
+		chmod o+x "$d"
+		d=$(dirname "$d")
+	done
 	port=$(free_port)
 	cat >"$SQ_DIR/squid.conf" <<-EOF
 		http_port 127.0.0.1:$port
@@ -47,7 +53,10 @@ squid_start() {
 		visible_hostname pacefs-test
 	EOF
 	chown -R proxy:proxy "$SQ_DIR"
-	"$SQUID" -z -N -f "$SQ_DIR/squid.conf" >"$SQ_DIR/z.out" 2>&1 || return 1
+	if ! "$SQUID" -z -N -f "$SQ_DIR/squid.conf" >"$SQ_DIR/z.out" 2>&1; then
+		echo "squid_start: squid -z failed: $(tail -n 3 "$SQ_DIR/z.out")" >&2
+		return 1
+	fi
 	"$SQUID" -N -f "$SQ_DIR/squid.conf" >"$SQ_DIR/out" 2>&1 &
 	SQ_PID=$!
 	t_track_pid "$SQ_PID"
@@ -63,7 +72,10 @@ squid_start() {
 	return 1
 }
 
-squid_start
+if ! squid_start 2>"$T_TMP/squid.err"; then
+	t_fail "Squid: start" "$(cat "$T_TMP/squid.err")"
+	t_done
+fi
 tier_two_machines "Squid" "$SQ_URL" hits
 
 t_done

@@ -63,7 +63,10 @@ varnish_start() {
 	return 1
 }
 
-varnish_start
+if ! varnish_start 2>"$T_TMP/start.err"; then
+	t_fail "Varnish: start" "$(cat "$T_TMP/start.err")"
+	t_done
+fi
 tier_two_machines "Varnish" "$VN_URL" hits
 
 t_done
