@@ -94,8 +94,11 @@
 #define SLOW_FACTOR 8
 /* A lane this many times slower than the fastest lane of its own source
  * is a slow connection, not the source's pace: a read that waits on it
- * has the rest of its range given back (poll.c, lagging_lane). */
-#define LAG_FACTOR 2
+ * has the rest of its range given back (poll.c, lagging_lane). Not 2:
+ * with the CPU short (the sanitizers, a loaded machine) lanes read late
+ * look that much slower now and then, and each cut may pull again what
+ * the origin had sent past it. */
+#define LAG_FACTOR 2.5
 /* A lane's rate over its request counts once it spans this long (a
  * request shorter than a rate sample gives none: at 8 MB/s a 1 MiB request
  * is 130 ms), and the fastest of its group's is kept this long. */
