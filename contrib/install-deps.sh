@@ -68,26 +68,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-had_nginx=0
-if [ "$(dpkg-query -W -f='${db:Status-Status}' nginx 2>/dev/null || true)" = installed ]; then
-	had_nginx=1
-fi
-had_squid=0
-if [ "$(dpkg-query -W -f='${db:Status-Status}' squid 2>/dev/null || true)" = installed ]; then
-	had_squid=1
-fi
-had_varnish=0
-if [ "$(dpkg-query -W -f='${db:Status-Status}' varnish 2>/dev/null || true)" = installed ]; then
-	had_varnish=1
-fi
-had_trafficserver=0
-if [ "$(dpkg-query -W -f='${db:Status-Status}' trafficserver 2>/dev/null || true)" = installed ]; then
-	had_trafficserver=1
-fi
-had_prometheus=0
-if [ "$(dpkg-query -W -f='${db:Status-Status}' prometheus 2>/dev/null || true)" = installed ]; then
-	had_prometheus=1
-fi
+# The servers among them whose packages start a service: which of them
+# this run brings in (a service that was there before is the owner's).
+declare -A had
+for pkg in nginx squid varnish trafficserver prometheus; do
+	had[$pkg]=0
+	if [ "$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)" = installed ]; then
+		had[$pkg]=1
+	fi
+done
 
 log=$(mktemp)
 if ! { apt-get update -q &&
@@ -105,21 +94,12 @@ rm -f "$log"
 # must not keep serving ports 80, 9090, 3128, 6081 and 8080.
 # One that was there before is the owner's and is left alone.
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
-	if [ "$had_nginx" -eq 0 ]; then
-		systemctl disable --now nginx >/dev/null 2>&1 || true
-	fi
-	if [ "$had_prometheus" -eq 0 ]; then
-		systemctl disable --now prometheus >/dev/null 2>&1 || true
-	fi
-	if [ "$had_squid" -eq 0 ]; then
-		systemctl disable --now squid >/dev/null 2>&1 || true
-	fi
-	if [ "$had_varnish" -eq 0 ]; then
-		systemctl disable --now varnish varnishncsa >/dev/null 2>&1 || true
-	fi
-	if [ "$had_trafficserver" -eq 0 ]; then
-		systemctl disable --now trafficserver >/dev/null 2>&1 || true
-	fi
+	for unit in nginx:nginx squid:squid varnish:varnish varnish:varnishncsa \
+		trafficserver:trafficserver prometheus:prometheus; do
+		if [ "${had[${unit%%:*}]}" -eq 0 ]; then
+			systemctl disable --now "${unit#*:}" >/dev/null 2>&1 || true
+		fi
+	done
 fi
 
 echo "install-deps: installed ${missing[*]}"
