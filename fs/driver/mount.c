@@ -561,10 +561,9 @@ static int build_tree(struct fs_mount *m, const struct fs_opts *o,
 				m->engine, n->blob,
 				o->has_sha256 ? o->sha256 : NULL, 0, NULL, 0);
 		if (rc == 0)
-			rc = fs__engine_blob_ready(m->engine, n->blob,
-						   p->learned.sources,
-						   p->learned.nsources,
-						   p->learned.queued);
+			rc = fs__engine_blob_ready(
+				m->engine, n->blob, p->learned.sources,
+				p->learned.nsources, p->learned.queued);
 		return rc;
 	}
 	case MOUNT_MANIFEST:
@@ -877,6 +876,7 @@ out_signals:
 out_session:
 	fuse_session_destroy(se);
 	fs__exit_guard_forget_engine(&guard);
+	fs__sizes_free(m.sizes);   /* when serve() ended before its loop */
 	fs__engine_free(m.engine); /* flushes the cache: nothing is queued */
 	m.engine = NULL;	   /* after this, as on_lost reads it */
 	fs__inval_free(m.inval);   /* the engine queued into it until freed */
