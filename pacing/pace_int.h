@@ -94,7 +94,7 @@
 #define SLOW_FACTOR 8
 /* A lane this many times slower than the fastest lane of its own source
  * is a slow connection, not the source's pace: a read that waits on it
- * has the rest of its range given back (poll.c, lagging_lane). Not 2:
+ * has the rest of its range given back (cut.c, lagging_lane). Not 2:
  * with the CPU short (the sanitizers, a loaded machine) lanes read late
  * look that much slower now and then, and each cut may pull again what
  * the origin had sent past it. */
@@ -226,15 +226,15 @@ struct lane {
  * one budget. A source put in no group is a group of its own (ids below
  * max_sources; named groups above). */
 struct group {
-	uint32_t lanes;	     /* lanes not idle on its sources */
-	uint64_t rate;	     /* per-connection rate, smoothed */
-	uint64_t peak;	     /* per-connection rate it can give, 0: unknown */
-	uint64_t cap_est;    /* aggregate rate when saturated */
-	bool saturated;	     /* more lanes did not add rate */
-	uint32_t n_ok;	     /* most lanes seen running at full rate */
-	uint64_t fast;	     /* fastest lane of late (pace__lane_recv_rate),
-				kept for FAST_KEEP_NS unless a faster one
-				comes; a short request counts too */
+	uint32_t lanes;	  /* lanes not idle on its sources */
+	uint64_t rate;	  /* per-connection rate, smoothed */
+	uint64_t peak;	  /* per-connection rate it can give, 0: unknown */
+	uint64_t cap_est; /* aggregate rate when saturated */
+	bool saturated;	  /* more lanes did not add rate */
+	uint32_t n_ok;	  /* most lanes seen running at full rate */
+	uint64_t fast;	  /* fastest lane of late (pace__lane_recv_rate),
+			     kept for FAST_KEEP_NS unless a faster one
+			     comes; a short request counts too */
 	uint64_t fast_at;
 	uint64_t lat_est;    /* time to first byte, smoothed */
 	uint64_t short_rate; /* per-connection rate over whole requests too
@@ -525,5 +525,57 @@ uint64_t pace__budget_fit(const struct pace *p, uint64_t x, uint64_t e);
 uint64_t pace__inflight_sum(const struct pace *p);
 void pace__infl_add(struct pace *p, uint64_t n);
 void pace__infl_sub(struct pace *p, uint64_t n);
+
+/* One poll's output, and what its phases tell the ones after them. */
+struct poll {
+	struct pace_action *acts;
+	size_t n, cap;
+	uint32_t yields; /* lanes already cancelled for a waiting read */
+	bool starved;	 /* a waiting read found no lane or no budget: read-
+			    ahead starts nothing in this poll */
+};
+
+/* ---- a waiting read's requests (demand.c) ---- */
+
+/* A read of w's reader continues its run (or starts a small one at the
+ * file's start): its window comes with it. */
+bool pace__wait_sequential(const struct pace *p, const struct wait *w,
+			   const struct reader *r);
+
+/* The end of what waiting read w asks: its own end, or that of the large
+ * read or reopened window it belongs to. */
+uint64_t pace__wait_reach(const struct pace *p, const struct wait *w);
+
+/* How much of waiting read w, from x on, one request on source src takes,
+ * ending by *lim. */
+uint64_t pace__demand_share(const struct pace *p, const struct wait *w,
+			    uint64_t x, uint32_t src, uint64_t *lim);
+
+/* Lanes read-ahead should yield to waiting read w when none is idle. */
+uint32_t pace__yields_wanted(struct pace *p, const struct wait *w, uint64_t x);
+
+/* ---- shortening and taking back lanes (cut.c) ---- */
+
+/* Bytes the origin may have sent past lane l's frontier already. */
+uint64_t pace__lane_wire(const struct pace *p, const struct lane *l);
+
+/* Hands lane l over to a waiting read at the end of what is on its wire;
+ * returns the actions written to a. */
+int pace__hand_over(struct pace *p, struct lane *l, struct pace_action *a);
+
+/* Idle lane t takes the tail of the busy range that will finish last (a
+ * collapsed one first), at most room actions into a; returns how many. */
+int pace__steal(struct pace *p, struct lane *t, struct pace_action *a,
+		size_t room, bool collapsed_only);
+
+/* Lane l, which w waits on, is far slower than another source would be
+ * (*hold: pass l's source over as a collapsed one). */
+bool pace__lane_outpaced(struct pace *p, struct lane *l, const struct wait *w,
+			 bool *hold);
+
+/* Cuts lane l, which a read waits on at x, when it lags its origin's
+ * fastest lane; whether it wrote a SET_END to a, counted in *n. */
+bool pace__cut_lagging(struct pace *p, struct lane *l, uint64_t x,
+		       struct pace_action *a, size_t *n);
 
 #endif

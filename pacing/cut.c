@@ -1,0 +1,257 @@
+/* cut: when a lane's request is shortened or taken back for a read that
+ * waits (poll.c's serve_wait, steal_idle, read_ahead): handing a lane
+ * over at the end of what is on the wire, a steal of an idle lane's share
+ * of another's range, a lane outpaced by another source, and a slow
+ * connection beside fast ones of its own origin. */
+#include "pacing/pace.h"
+#include "pacing/pace_int.h"
+
+/* The lane's measured rate, or its group's until it has one. */
+static uint64_t lane_rate(const struct pace *p, const struct lane *l)
+{
+	return l->nsamples ? l->rate : pace__expected_rate(p, l->source);
+}
+
+/* Gives lane l, a read-ahead lane of another reader, to a read that
+ * waits, without pulling its bytes twice: the lane ends its request (its
+ * queued range is not promoted: pace_on_done) and the read takes it then.
+ * A closed connection loses what the origin sent past the new end, so
+ * the end is lowered only for a request that has more than HANDOVER_NS
+ * left at its rate, to what arrives in that time. Writes a SET_END when
+ * the end moves (returns 1), else nothing (0). */
+int pace__hand_over(struct pace *p, struct lane *l, struct pace_action *a)
+{
+	uint64_t rate = lane_rate(p, l);
+	uint64_t cut = pace__align_up(
+		pace__sat_add(pace__max64(l->frontier, l->start),
+			      (uint64_t)((double)rate * (double)HANDOVER_NS /
+					 (double)SEC)),
+		p->cfg.align);
+
+	l->handover = true;
+	if (rate == 0 || cut >= l->end || l->end - cut < p->cfg.min_request)
+		return 0;
+	pace__infl_sub(p, l->end - cut);
+	l->end = cut;
+	pace__emit(a, PACE_ACT_SET_END, p, l);
+	return 1;
+}
+
+/* Lane l serves a read that waits, or a reader that waited at its
+ * cursor within its lead. */
+static bool reader_short(const struct pace *p, const struct lane *l)
+{
+	const struct reader *r = pace__reader_get(p, l->reader);
+
+	if (pace__lane_demand(l))
+		return true;
+	return r && r->last_wait_ns &&
+	       p->now - r->last_wait_ns < p->cfg.lead_ns;
+}
+
+/* The bytes past lane l's frontier that its origin may have sent already
+ * (in flight, in socket buffers): two round trips of its rate, CUT_MIN_NS
+ * at least. Lowering its end below them pulls them twice. */
+uint64_t pace__lane_wire(const struct pace *p, const struct lane *l)
+{
+	const struct group *g = pace__group(p, &p->sources[l->source]);
+	uint64_t rate =
+		l->nsamples ? l->rate : pace__expected_rate(p, l->source);
+	uint64_t t = pace__max64(2 * g->lat_est, CUT_MIN_NS);
+
+	return (uint64_t)((double)rate * (double)t / (double)SEC);
+}
+
+/* Steal to equalise: idle lane t takes the tail of the busy range that
+ * will finish last (a collapsed lane first), split by the two rates so
+ * both end together, past the victim's frontier, never emptying it and
+ * never below min_request. Writes SET_END and START. */
+int pace__steal(struct pace *p, struct lane *t, struct pace_action *a,
+		size_t room, bool collapsed_only)
+{
+	const struct pace_config *c = &p->cfg;
+	struct lane *v = NULL;
+	double v_eta = 0;
+	uint32_t src;
+	double rv, rt, lat, rem, k;
+	uint64_t split, old_end;
+
+	if (room < 2)
+		return 0;
+	for (uint32_t i = 0; i < c->max_lanes; i++) {
+		struct lane *l = &p->lanes[i];
+		bool collapsed = l->state == LANE_COLLAPSED;
+		double eta;
+
+		if (!pace__lane_receiving(l) ||
+		    pace__caps_stream(p->sources[l->source].caps))
+			continue;
+		if (l->end - l->frontier < c->min_request + c->align)
+			continue;
+		/* A lane not measured yet is taken at its group's rate when
+		 * its reader is short of bytes (it waits, or waited lately):
+		 * its request would hold it back. */
+		if (!collapsed &&
+		    (collapsed_only ||
+		     (l->nsamples == 0 && !(pace__expected_rate(p, l->source) &&
+					    reader_short(p, l)))))
+			continue;
+		/* The tail must still be wanted: inside its reader's window
+		 * now, or part of a read that waits. */
+		if (!pace__lane_demand(l)) {
+			const struct reader *r =
+				l->reader != PACE_NONE ? &p->readers[l->reader]
+						       : NULL;
+
+			if (!r || !r->used ||
+			    l->end > pace__sat_add(r->cursor, r->w))
+				continue;
+		}
+		eta = (double)(l->end - l->frontier) /
+		      (double)pace__max64(lane_rate(p, l), 1);
+		if (collapsed)
+			eta += 1e12; /* always first */
+		if (!v || eta > v_eta) {
+			v = l;
+			v_eta = eta;
+		}
+	}
+	if (!v)
+		return 0;
+	src = pace__pick_source(p, v->blob, v->state == LANE_COLLAPSED);
+	if (src == PACE_NONE)
+		return 0;
+	rv = (double)pace__max64(lane_rate(p, v), 1);
+	rt = (double)pace__expected_rate(p, src);
+	if (rt <= 0) {
+		/* An untried source: assume it as good as the best known. */
+		const struct blob *b = &p->blobs[v->blob];
+
+		rt = rv;
+		for (uint32_t i = b->first_src; i != PACE_NONE;
+		     i = p->sources[i].next) {
+			const struct group *g = pace__group(p, &p->sources[i]);
+
+			if ((double)g->peak > rt)
+				rt = (double)g->peak;
+		}
+	}
+	lat = (double)pace__group(p, &p->sources[src])->lat_est / (double)SEC;
+	rem = (double)(v->end - v->frontier);
+	k = rv * (lat * rt + rem) / (rv + rt);
+	if (k >= rem)
+		return 0;
+	split = pace__align_up(v->frontier + (uint64_t)k, c->align);
+	/* Not below what the origin has sent already. */
+	split = pace__max64(split,
+			    pace__align_up(pace__sat_add(v->frontier,
+							 pace__lane_wire(p, v)),
+					   c->align));
+	/* The taker's part must outlast its round trip several times over,
+	 * or the request costs more than it saves. */
+	if (split >= v->end || v->end - split < c->min_request ||
+	    (double)(v->end - split) < rt * lat * STEAL_RTTS)
+		return 0;
+	old_end = v->end;
+	v->end = split;
+	pace__emit(&a[0], PACE_ACT_SET_END, p, v);
+	pace__lane_start(p, t, v->blob, src, split, old_end, v->reader, v->wait,
+			 &a[1]);
+	p->stats.steals++;
+	return 2;
+}
+
+/* Lane l, receiving for a while, holds bytes that waiting read w needs,
+ * and another source of the blob takes a lane now and would do better:
+ * its own source is in a collapse hold (a lane started there after the
+ * collapse never collapses against its own level), the other source's
+ * connections are more than SLOW_FACTOR times faster, or l at its rate
+ * would miss w's deadline (an untried source is then worth the risk).
+ * The other source is the one the read would get were l taken back
+ * (l's lane is free for another source of its group then); where that is
+ * l's own, the best of the others that has not failed lately, and l's
+ * source is then to be passed over as a collapsed one (*hold), so that
+ * the range goes to it. */
+bool pace__lane_outpaced(struct pace *p, struct lane *l, const struct wait *w,
+			 bool *hold)
+{
+	struct source *own = &p->sources[l->source];
+	struct group *g = pace__group(p, own);
+	uint64_t left, deadline;
+	uint32_t alt;
+
+	*hold = false;
+	if (l->state != LANE_RECEIVING || l->nsamples < COLLAPSE_MIN_SAMPLES)
+		return false;
+	own->lanes--;
+	g->lanes--;
+	alt = pace__pick_source(p, w->blob, true);
+	if (alt == l->source) {
+		own->excluded = true;
+		alt = pace__pick_source(p, w->blob, true);
+		own->excluded = false;
+		*hold = true;
+		if (alt != PACE_NONE && p->sources[alt].faults != 0)
+			alt = PACE_NONE;
+	}
+	own->lanes++;
+	g->lanes++;
+	if (alt == PACE_NONE || p->sources[alt].collapsed_until > p->now)
+		return false;
+	if (own->collapsed_until > p->now ||
+	    (double)pace__expected_rate(p, alt) > (double)l->rate * SLOW_FACTOR)
+		return true;
+	deadline = pace__sat_add(w->begin_ns, p->cfg.deadline_ns);
+	left = deadline > p->now ? deadline - p->now : 0;
+	return (double)(pace__min64(w->end, l->end) - l->frontier) *
+		       (double)SEC >
+	       (double)pace__max64(l->rate, 1) * (double)left;
+}
+
+/* Lane l runs at under 1/LAG_FACTOR of the fastest lane of its own group
+ * of late (group.fast), both over their requests (pace__lane_recv_rate).
+ * A shaping cap or a slow origin slows every lane of a source alike; a
+ * source whose fastest lane still runs at a rate beside l is not at its
+ * cap: l's connection is slow on its own (a small send buffer that waits
+ * on late ACKs, issue 21), and what l has yet to fetch comes sooner from
+ * the others. */
+static bool lagging_lane(const struct pace *p, const struct lane *l)
+{
+	const struct group *g = pace__group(p, &p->sources[l->source]);
+	uint64_t r = pace__lane_recv_rate(p, l);
+
+	if (l->state != LANE_RECEIVING || r == 0 ||
+	    p->now - g->fast_at > FAST_KEEP_NS)
+		return false;
+	return (double)r * LAG_FACTOR < (double)g->fast;
+}
+
+/* A read waits on bytes of lane l (of its open request, x its first
+ * missing byte, or of its queued range) and l lags its source's other
+ * lanes (lagging_lane): l keeps what is on the wire (lane_wire) and gives
+ * back the rest of its open request, which the next lane to free up takes
+ * (a waiting read first, then read-ahead), rather than the reader
+ * consuming at l's pace while the fast lanes run ahead of it. Its queued
+ * range stays its own (the executor may have sent it ahead). Returns
+ * whether it wrote a SET_END to a, counted in *n. */
+bool pace__cut_lagging(struct pace *p, struct lane *l, uint64_t x,
+		       struct pace_action *a, size_t *n)
+{
+	uint64_t cut;
+
+	if (pace__caps_stream(p->sources[l->source].caps) ||
+	    !lagging_lane(p, l))
+		return false;
+	cut = pace__align_up(
+		pace__sat_add(pace__max64(l->frontier, pace__min64(x, l->end)),
+			      pace__lane_wire(p, l)),
+		p->cfg.align);
+	if (cut < l->end && l->end - cut >= p->cfg.min_request) {
+		pace__infl_sub(p, l->end - cut);
+		l->end = cut;
+		pace__emit(a, PACE_ACT_SET_END, p, l);
+		(*n)++;
+		return true;
+	}
+	return false;
+}
