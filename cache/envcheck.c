@@ -72,6 +72,7 @@ struct ec {
 	uint64_t *tail;
 	size_t ntail, tailcap;
 	unsigned char *bufs; /* a page per tree level */
+	uint32_t *spans;     /* a page's nodes: offset << 16 | size */
 	char *msg;
 	size_t msglen;
 	/* The database being walked. */
@@ -487,6 +488,60 @@ static int ec_leaf_node(struct ec *ec, uint64_t pgno, uint64_t i,
 			data, dsize, opg);
 }
 
+static int ec_u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Checks that the nodes of a page tile its bytes from upper to its end,
+ * as LMDB lays them out: each where the one below it ends. LMDB deletes
+ * or resizes a node by moving the nodes below it by the size its header
+ * gives, so a size grown into a neighbour (a flipped bit in a data
+ * size) would have it move bytes outside the page. */
+static int ec_nodes_tile(struct ec *ec, uint64_t pgno, const unsigned char *pg,
+			 uint64_t nkeys, uint64_t upper, bool leaf)
+{
+	uint64_t end = upper;
+
+	for (uint64_t i = 0; i < nkeys; i++) {
+		uint64_t at = ec_u16(pg + EC_PAGEHDR + 2 * i);
+		const unsigned char *node = pg + at;
+		uint64_t size;
+
+		if (at < upper || at % 2 || at + EC_NODEHDR > ec->psize)
+			return ec_fail(ec,
+				       "%s: page %" PRIu64 " node %" PRIu64
+				       " at offset %" PRIu64,
+				       ec->db, pgno, i, at);
+		size = EC_NODEHDR + ec_u16(node + 6);
+		if (leaf && (ec_u16(node + 4) & EC_F_BIGDATA))
+			size += EC_P;
+		else if (leaf)
+			size += ec_u16(node) | ec_u16(node + 2) << 16;
+		size += size % 2;
+		if (size > ec->psize - at)
+			return ec_fail(ec,
+				       "%s: page %" PRIu64 " node %" PRIu64
+				       " overruns it",
+				       ec->db, pgno, i);
+		ec->spans[i] = (uint32_t)(at << 16 | size);
+	}
+	qsort(ec->spans, (size_t)nkeys, sizeof(*ec->spans), ec_u32_cmp);
+	for (uint64_t i = 0; i < nkeys; i++) {
+		if (ec->spans[i] >> 16 != end)
+			break;
+		end += ec->spans[i] & 0xffffu;
+	}
+	if (end != ec->psize)
+		return ec_fail(ec,
+			       "%s: page %" PRIu64
+			       ": its nodes overlap or leave a gap",
+			       ec->db, pgno);
+	return 0;
+}
+
 /* Walks the subtree at pgno, at `depth` (the root is 1) of a tree of
  * `maxdepth` levels: leaves at the bottom level, branches above. */
 static int ec_tree(struct ec *ec, uint64_t pgno, unsigned depth,
@@ -500,6 +555,9 @@ static int ec_tree(struct ec *ec, uint64_t pgno, unsigned depth,
 	rc = ec_page(ec, pgno, depth, maxdepth, pg, &nkeys, &upper);
 	if (rc)
 		return rc;
+	rc = ec_nodes_tile(ec, pgno, pg, nkeys, upper, leaf);
+	if (rc)
+		return rc;
 	if (leaf)
 		ec->leaf++;
 	else
@@ -511,11 +569,6 @@ static int ec_tree(struct ec *ec, uint64_t pgno, unsigned depth,
 		const unsigned char *node = pg + at;
 		uint64_t ksize, room, child;
 
-		if (at < upper || at % 2 || at + EC_NODEHDR > ec->psize)
-			return ec_fail(ec,
-				       "%s: page %" PRIu64 " node %" PRIu64
-				       " at offset %" PRIu64,
-				       ec->db, pgno, i, at);
 		ksize = ec_u16(node + 6);
 		room = ec->psize - at - EC_NODEHDR;
 		if (ksize > EC_KEY_MAX || ksize > room)
@@ -653,7 +706,8 @@ int cache__file_walk(int fd, size_t psize, uint64_t txnid, bool deep, char *msg,
 		ec->fpages = ec->npages; /* pages of later commits */
 	ec->seen = calloc((size_t)(ec->fpages + 7) / 8 + 1, 1);
 	ec->bufs = malloc(ec->psize * EC_DEPTH_MAX);
-	if (!ec->seen || !ec->bufs) {
+	ec->spans = malloc(ec->psize / 2 * sizeof(*ec->spans));
+	if (!ec->seen || !ec->bufs || !ec->spans) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -677,6 +731,7 @@ out:
 	if (ec) {
 		free(ec->seen);
 		free(ec->bufs);
+		free(ec->spans);
 		free(ec->tail);
 	}
 	free(ec);

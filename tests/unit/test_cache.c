@@ -2190,6 +2190,64 @@ static void test_overflow_header(void)
 	tmp_remove();
 }
 
+/* Leaf nodes whose data size grew into their neighbours (one flipped bit
+ * each): LMDB would move bytes outside the page when it deletes such a
+ * node, so the open refuses the file, naming the page. Every such page
+ * is damaged, since old copies of live pages stay in the file. */
+static void test_node_overlap(void)
+{
+	struct cache *c = NULL;
+	struct cache_id id;
+	unsigned char pg[4096];
+	uint64_t p;
+	bool grown = false;
+	FILE *f;
+
+	tmp_make();
+	data_path_set();
+	cache_id_from_string("url:overlap", &id);
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	for (uint64_t i = 0; i < 8; i++)
+		T_EQ_INT(put_block(c, &id, i, BS), 0);
+	cache_close(c);
+	c = NULL;
+	f = fopen(data_path, "r+b");
+	T_ASSERT(f != NULL);
+	for (p = 2; fseek(f, (long)(p * 4096), SEEK_SET) == 0 &&
+		    fread(pg, 1, sizeof(pg), f) == sizeof(pg);
+	     p++) {
+		uint64_t pgno;
+		uint16_t flags, lower, at, nflags, dsize;
+
+		memcpy(&pgno, pg, 8);
+		memcpy(&flags, pg + 10, 2);
+		memcpy(&lower, pg + 12, 2);
+		if (pgno != p || flags != 2 || lower < 16 + 2 * 2)
+			continue;
+		/* The node lowest in the page: room below the page's end. */
+		at = 4096;
+		for (uint16_t i = 16; i < lower; i += 2) {
+			uint16_t o;
+
+			memcpy(&o, pg + i, 2);
+			at = o < at ? o : at;
+		}
+		memcpy(&dsize, pg + at, 2);
+		memcpy(&nflags, pg + at + 4, 2);
+		if (nflags != 0 || dsize != 0) /* an empty value: any size fits */
+			continue;
+		dsize = 64;
+		T_EQ_INT(fseek(f, (long)(p * 4096 + at), SEEK_SET), 0);
+		T_EQ_INT((int)fwrite(&dsize, 2, 1, f), 1);
+		grown = true;
+	}
+	fclose(f);
+	T_ASSERT(grown);
+	T_EQ_INT(open_at(tmpdir, &c), -EPROTO);
+	T_ASSERT(strstr(logcap.last, "nodes overlap") != NULL);
+	tmp_remove();
+}
+
 /* One damaged file, in a child: the open refuses it, or every read gives
  * the block's own bytes or a miss, and writes work or fail cleanly. */
 static int damaged_child(uint64_t nblocks, const struct cache_id *id)
@@ -2798,6 +2856,7 @@ static const struct t_case cases[] = {
 	{"truncated", test_truncated},
 	{"free_past_end", test_free_past_end},
 	{"damaged_btree", test_damaged_btree},
+	{"node_overlap", test_node_overlap},
 	{"overflow_header", test_overflow_header},
 	{"check", test_check},
 	{"extent_malformed", test_extent_malformed},
