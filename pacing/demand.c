@@ -40,23 +40,28 @@ static uint32_t lanes_free(const struct pace *p, uint32_t blob)
  * connection of the source brings in a round trip (a smaller piece costs
  * its round trip for less than it saves), a chunk at least. Until a rate
  * window has measured the source, the rate of its short requests stands
- * for it: on a near origin a round trip carries a large read whole. */
+ * for it: on a near origin a round trip carries a large read whole. That
+ * rate says nothing past the bytes it was measured over: an origin that
+ * sends a request's first tens of KiB at once and paces the rest (a
+ * token bucket, a send buffer filled ahead) shows a short request many
+ * times its connection's rate, and a piece sized by it would carry the
+ * whole read on one slow connection. So it is trusted to twice those
+ * bytes. */
 static uint64_t split_least(const struct pace *p, uint32_t src)
 {
 	const struct group *g;
-	uint64_t rate;
+	uint64_t rate, least;
 
 	if (src == PACE_NONE)
 		return p->cfg.min_request;
 	g = pace__group(p, &p->sources[src]);
 	rate = pace__expected_rate(p, src);
+	least = (uint64_t)((double)(rate ? rate : g->short_rate) *
+			   (double)g->lat_est / (double)SEC);
 	if (rate == 0)
-		rate = g->short_rate;
-	return pace__max64(
-		pace__align_up((uint64_t)((double)rate * (double)g->lat_est /
-					  (double)SEC),
-			       p->cfg.align),
-		p->cfg.min_request);
+		least = pace__min64(least, 2 * g->short_bytes);
+	return pace__max64(pace__align_up(least, p->cfg.align),
+			   p->cfg.min_request);
 }
 
 /* A read of w's reader continues its run, or starts one at the file's

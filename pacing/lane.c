@@ -244,6 +244,9 @@ static void short_sample(struct lane *l, struct group *g, uint64_t now)
 	sample = (uint64_t)((double)l->rate_bytes * (double)SEC / (double)dt);
 	g->short_rate =
 		g->short_rate ? (g->short_rate * 3 + sample) / 4 : sample;
+	g->short_bytes = g->short_bytes
+				 ? (g->short_bytes * 3 + l->rate_bytes) / 4
+				 : l->rate_bytes;
 }
 
 /* Adjusts the source for how the lane's request ended. */

@@ -239,6 +239,8 @@ struct group {
 	uint64_t lat_est;    /* time to first byte, smoothed */
 	uint64_t short_rate; /* per-connection rate over whole requests too
 				short for a rate window, smoothed; 0: none */
+	uint64_t short_bytes; /* the bytes short_rate's samples spanned,
+				 smoothed */
 	bool no_queue;	     /* refused a request sent ahead: queue nothing
 				until its lane cap grows again */
 	uint64_t agg_tmp;    /* scratch for pace__measure */

@@ -43,6 +43,10 @@ struct src_spec {
 			   connection k when (i + k) % slow_every is
 			   slow_every - 1); 0: none */
 	double slow_frac;
+	uint64_t burst; /* each response's first `burst` bytes come at
+			   BURST_FACTOR times conn_rate, the rest at it: an
+			   origin that writes ahead into a send buffer or
+			   paces with a token bucket; 0: none */
 	bool hold_refusals; /* after a 503, refuses every request for its
 			       retry_after (each refusal starts it again) */
 	int group;	/* 0: a group of its own; k: the scheduler's group
@@ -101,7 +105,7 @@ struct scenario {
 struct sim_lane {
 	bool active;
 	uint32_t src;	 /* index into scenario sources */
-	uint64_t pos, end;
+	uint64_t start, pos, end;
 	double ready_at; /* first byte time */
 	double carry;
 	int fail;	 /* 0, or a pace_outcome to report at ready_at */

@@ -43,6 +43,10 @@ static bool src_dead(const struct src_spec *ss, double t)
 	return ss->die_at > 0 && t >= ss->die_at;
 }
 
+/* How much faster than its connection's rate a response's burst comes
+ * (src_spec.burst). */
+#define BURST_FACTOR 5
+
 static double conn_rate(const struct sim *s, int si, int nconn)
 {
 	const struct src_spec *ss = &s->sc->src[si];
@@ -203,6 +207,7 @@ static int do_actions(struct sim *s, const struct pace_action *a, size_t n)
 			}
 			l->active = true;
 			l->src = (uint32_t)si;
+			l->start = a[k].start;
 			l->pos = a[k].start;
 			l->end = a[k].end;
 			if (src_dead(ss, s->t))
@@ -326,10 +331,17 @@ void sim__lanes_step(struct sim *s, double dt, bool *event)
 			continue;
 		}
 		l->carry += conn_rate(s, (int)l->src, nconn[l->src]) *
-			    lane_frac(ss, i, l->conn) * dt;
+			    lane_frac(ss, i, l->conn) * dt *
+			    (l->pos - l->start < ss->burst ? BURST_FACTOR : 1);
 		nb = (uint64_t)l->carry;
 		if (nb > l->end - l->pos)
 			nb = l->end - l->pos;
+		/* The burst ends where it ends: the rest comes at the rate. */
+		if (l->pos - l->start < ss->burst &&
+		    nb > l->start + ss->burst - l->pos) {
+			l->carry = 0;
+			nb = l->start + ss->burst - l->pos;
+		}
 		l->carry -= (double)nb;
 		bi = ss->blob;
 		if (nb) {
