@@ -71,8 +71,8 @@
 
 /* A large read at a cold position: once its second kernel piece comes,
  * the bytes up to its run's start plus the reader's last run (this much
- * for a reader with none, seq_min at most) are fetched at once, split
- * over the lanes, rather than a piece a round trip. */
+ * and a kernel piece for a reader with none, seq_min at most) are fetched
+ * at once, split over the lanes, rather than a piece a round trip. */
 #define SPEC_DEFAULT (1 * MIB)
 
 /* A read at a cold position of at least this many min_requests is split

@@ -232,7 +232,10 @@ static void speculate(struct pace *p, struct reader *r, uint64_t off,
 				    off != prev_cursor
 			: len != p->cfg.kernel_piece)
 			return;
-		want = r->last_run ? r->last_run : SPEC_DEFAULT;
+		/* The kernel reads a piece past the application's read,
+		 * and the reply to the read's last piece waits on it. */
+		want = r->last_run ? r->last_run
+				   : SPEC_DEFAULT + p->cfg.kernel_piece;
 		want = pace__min64(want, p->cfg.seq_min);
 		r->spec_end = pace__min64(
 			pace__align_up(pace__sat_add(r->run_start, want),
