@@ -309,6 +309,31 @@ static int cmd_first(char **argv)
 	return 0;
 }
 
+/* positions FILE: a new reader's 1 MiB pread at 70 %, 20 % and 90 % of
+ * the file (4 KiB-aligned), one call each, the file opened beforehand
+ * (untimed); prints each read's seconds and the slowest. */
+static int cmd_positions(char **argv)
+{
+	static const unsigned pct_at[] = {70, 20, 90};
+	struct reader r;
+	double lat[3], worst = 0;
+
+	reader_open(&r, argv[0], MIB);
+	if (r.size < MIB)
+		fail("positions: %s is under 1 MiB", argv[0]);
+	for (int i = 0; i < 3; i++) {
+		uint64_t at = r.size / 100 * pct_at[i] / (4 * KIB) * (4 * KIB);
+
+		if (at + MIB > r.size)
+			at = (r.size - MIB) / (4 * KIB) * (4 * KIB);
+		lat[i] = reader_pread(&r, at, MIB);
+		worst = lat[i] > worst ? lat[i] : worst;
+	}
+	printf("ok at70=%.6f at20=%.6f at90=%.6f worst=%.6f\n", lat[0],
+	       lat[1], lat[2], worst);
+	return 0;
+}
+
 /* random FILE N SEED: N 4 KiB reads at seeded 4 KiB-aligned offsets, the
  * file opened beforehand (untimed); prints latency percentiles. */
 static int cmd_random(char **argv)
@@ -656,6 +681,7 @@ static void usage(void)
 	      "       benchread genlist LIST SIZE\n"
 	      "       benchread seq FILE [BS]\n"
 	      "       benchread first FILE\n"
+	      "       benchread positions FILE\n"
 	      "       benchread random FILE N SEED\n"
 	      "       benchread random2 FILE_A FILE_B N SEED\n"
 	      "       benchread player FILE RATE BYTES BS\n"
@@ -686,6 +712,8 @@ int main(int argc, char **argv)
 		return cmd_seq(argv, argc);
 	if (strcmp(cmd, "first") == 0 && argc == 1)
 		return cmd_first(argv);
+	if (strcmp(cmd, "positions") == 0 && argc == 1)
+		return cmd_positions(argv);
 	if (strcmp(cmd, "random") == 0 && argc == 3)
 		return cmd_random(argv);
 	if (strcmp(cmd, "random2") == 0 && argc == 4)

@@ -115,7 +115,7 @@ FIO_SIZE=${BENCH_FIO_SIZE:-$((1024 * MiB))}
 FIO_SECS=${BENCH_FIO_SECS:-10}
 # shellcheck disable=SC2034 # for report.sh
 HOST_LANES=16 # pacefs's default -o host_lanes=, for the fio target's bound
-WORKLOADS=(seq_lo seq_wan seq_wan_smallbuf ttfb random player player2 seek1m mirrors multi multi_lo
+WORKLOADS=(seq_lo seq_wan seq_wan_smallbuf ttfb random positions player player2 seek1m mirrors multi multi_lo
 	loader fio ffprobe ffss ffplay zip sqlite transfer1 stall memory tier s3sig)
 
 # Per-step timeouts, seconds.
@@ -781,6 +781,21 @@ wl_random() {
 		done
 	done
 }
+
+# A new reader at three cold positions (WAN origin): a process that opens
+# the 128 MiB file of a fresh mount and reads 1 MiB at 70 %, 20 % and 90 %
+# of it, one pread each; the slowest read is the figure.
+positions_one() {
+	local wl=$1 sys=$2 r=$3 line mark f=long.bin
+	mark=$(log_mark "$WAN_LOG")
+	cold_mount "$wl" "$sys" "$r" "$WAN_URL" "$f" || return 0
+	run_step "$BR" positions "$MNT/$f"
+	line=$STEP
+	fs_umount "$MNT" "$MPID"
+	record "$wl" "$sys" "$r" "$line" "$(log_pulled "$WAN_LOG" "$mark")"
+	say "  $wl $sys run $r: $line $(log_pulled "$WAN_LOG" "$mark")"
+}
+wl_positions() { each_run positions_one positions; }
 
 # player_one WL SYS RUN RATE BYTES: a player consuming BYTES at RATE on the
 # WAN origin; bytes pulled are counted from mount to unmount. It consumes at
