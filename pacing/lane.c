@@ -152,8 +152,7 @@ int pace_on_data(struct pace *p, uint32_t lane, uint64_t off, uint64_t len,
 		l->recv_t0 = p->now;
 		l->recv_bytes = 0;
 		if (!l->was_queued) /* a queued request hides its latency */
-			g->lat_est =
-				g->lat_est ? (g->lat_est * 3 + lat) / 4 : lat;
+			g->lat_est = pace__smooth(g->lat_est, lat);
 	} else {
 		l->rate_bytes += e - s;
 		l->recv_bytes += e - s;
@@ -242,11 +241,8 @@ static void short_sample(struct lane *l, struct group *g, uint64_t now)
 	    l->state != LANE_RECEIVING)
 		return;
 	sample = (uint64_t)((double)l->rate_bytes * (double)SEC / (double)dt);
-	g->short_rate =
-		g->short_rate ? (g->short_rate * 3 + sample) / 4 : sample;
-	g->short_bytes = g->short_bytes
-				 ? (g->short_bytes * 3 + l->rate_bytes) / 4
-				 : l->rate_bytes;
+	g->short_rate = pace__smooth(g->short_rate, sample);
+	g->short_bytes = pace__smooth(g->short_bytes, l->rate_bytes);
 }
 
 /* Adjusts the source for how the lane's request ended. */

@@ -355,6 +355,13 @@ static inline uint64_t pace__max64(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 
+/* A measure smoothed over its samples: a quarter of the new one, or the
+ * first one alone. */
+static inline uint64_t pace__smooth(uint64_t old, uint64_t sample)
+{
+	return old ? (old * 3 + sample) / 4 : sample;
+}
+
 static inline uint64_t pace__sat_add(uint64_t a, uint64_t b)
 {
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;

@@ -94,8 +94,8 @@ void pace__rate_update(struct pace *p, struct lane *l)
 	l->rate_bytes = 0;
 	l->nsamples++;
 	l->rate = l->nsamples == 1 ? sample : (l->rate + sample) / 2;
-	g->rate = g->rate ? (g->rate * 3 + sample) / 4 : sample;
-	s->rate = s->rate ? (s->rate * 3 + sample) / 4 : sample;
+	g->rate = pace__smooth(g->rate, sample);
+	s->rate = pace__smooth(s->rate, sample);
 	if (l->state == LANE_COLLAPSED)
 		return;
 	if (l->nsamples >= COLLAPSE_MIN_SAMPLES && l->level &&
