@@ -535,6 +535,11 @@ fi
 
 WINDOW=$((64 * MiB)) # pacing's window_max, the largest read-ahead window
 RTT=$(awk -v l="$WAN_LATENCY" 'BEGIN { print l / 1000 }')
+# lanes_bound BYTES: seconds a read of BYTES at a cold position on the WAN
+# origin may take: 2 x (RTT + BYTES over the lanes' combined rate).
+lanes_bound() {
+	awk -v rtt="$RTT" -v b="$1" -v l="${LANES:-8}" -v r="$WAN_RATE" 'BEGIN { print 2 * (rtt + b / (l * r)) }'
+}
 OWN=$(awk -v b="$PLAYER_BS" -v r="$WAN_RATE" 'BEGIN { print b / r }')
 TGT=$(mktemp)
 trap 'rm -f "$TGT" "$PLOT_ERR"' EXIT
@@ -569,10 +574,10 @@ trap 'rm -f "$TGT" "$PLOT_ERR"' EXIT
 	done
 	bs=$(minnum "$SK_rclone" "$SK_httpdirfs")
 	echo "| seek: first read at the new position <= 1/3 of the best competitor's | pacefs $(f "$SK_pacefs" 0.001 %.1f) ms vs $(f "$bs" 0.001 %.1f) ms: $(ratio "$SK_pacefs" "$bs") | $(yesno le "$SK_pacefs" "$(mul "$bs" "$(awk 'BEGIN { print 1/3 }')")") |"
-	lim=$(awk -v rtt="$RTT" -v b="${SEEK_JUMP:-0}" -v l="${LANES:-8}" -v r="$WAN_RATE" 'BEGIN { print 2 * (rtt + b / (l * r)) }')
+	lim=$(lanes_bound "${SEEK_JUMP:-0}")
 	echo "| $((${SEEK_JUMP:-0} / 1024)) KiB read at a new position during playback (p50) <= 2 x (RTT + $((${SEEK_JUMP:-0} / 1024)) KiB / (${LANES:-8} lanes x $WAN_RATE B/s)) = $(f "$lim" 0.001 %.1f) ms | pacefs $(f "$S1_pacefs" 0.001 %.1f) ms (max $(f "$(med seek1m pacefs max)" 0.001 %.1f) ms; rclone $(f "$S1_rclone" 0.001 %.1f), httpdirfs $(f "$S1_httpdirfs" 0.001 %.1f)) | $(yesno le "$S1_pacefs" "$lim") |"
 	bs=$(minnum "$PO_rclone" "$PO_httpdirfs")
-	lim=$(awk -v rtt="$RTT" -v b=$MiB -v l="${LANES:-8}" -v r="$WAN_RATE" 'BEGIN { print 2 * (rtt + b / (l * r)) }')
+	lim=$(lanes_bound $MiB)
 	echo "| a new reader's 1 MiB pread at three cold positions (the slowest): <= 1/3 of the best competitor's | pacefs $(f "$PO_pacefs" 0.001 %.1f) ms vs $(f "$bs" 0.001 %.1f) ms: $(ratio "$PO_pacefs" "$bs") | $(yesno le "$PO_pacefs" "$(mul "$bs" "$(awk 'BEGIN { print 1/3 }')")") |"
 	echo "| a new reader's 1 MiB pread at three cold positions (the slowest): <= 2 x (RTT + 1024 KiB / (${LANES:-8} lanes x $WAN_RATE B/s)) = $(f "$lim" 0.001 %.1f) ms | pacefs $(f "$PO_pacefs" 0.001 %.1f) ms | $(yesno le "$PO_pacefs" "$lim") |"
 	# the floor: the fastest ffmpeg -ss on the local copy, during playback
