@@ -127,7 +127,8 @@ static void usage(FILE *fp)
 	fputs("usage: pacefs-origin --root DIR [--listen 127.0.0.1:PORT]\n"
 	      "         [--port-file FILE] [--rate BYTES_PER_SEC[K|M|G]]\n"
 	      "         [--latency MS] [--sndbuf BYTES] [--write-chunk BYTES]\n"
-	      "         [--slow-conns EVERY:BYTES_PER_SEC]\n"
+	      "         [--slow-conns EVERY:BYTES_PER_SEC] "
+	      "[--uplink BYTES_PER_SEC]\n"
 	      "         [--fault GLOB:KIND[:ARG]]...\n"
 	      "         [--fault-mix SEED[:PERCENT[:verdicts]]]\n"
 	      "         [--log FILE] [--log-header NAME]... [--quiet] "
@@ -163,6 +164,7 @@ static void die(const char *fmt, ...)
 
 static struct server server = {.log_mu = PTHREAD_MUTEX_INITIALIZER,
 			       .require_mu = PTHREAD_MUTEX_INITIALIZER,
+			       .uplink_mu = PTHREAD_MUTEX_INITIALIZER,
 			       .retry_after = -1};
 
 int main(int argc, char **argv)
@@ -176,6 +178,7 @@ int main(int argc, char **argv)
 		{"sndbuf", required_argument, NULL, 'B'},
 		{"write-chunk", required_argument, NULL, 'C'},
 		{"slow-conns", required_argument, NULL, 'W'},
+		{"uplink", required_argument, NULL, 'U'},
 		{"fault", required_argument, NULL, 'f'},
 		{"fault-mix", required_argument, NULL, 'm'},
 		{"log", required_argument, NULL, 'g'},
@@ -266,6 +269,13 @@ int main(int argc, char **argv)
 				    optarg);
 			break;
 		}
+		case 'U':
+			if (origin__parse_size(optarg, strlen(optarg),
+					       &server.uplink) < 0)
+				die("--uplink %s: want bytes per second, e.g. "
+				    "32M",
+				    optarg);
+			break;
 		case 'f': {
 			struct fault *nf;
 

@@ -62,6 +62,15 @@ struct fault {
 	atomic_ullong hits; /* requests this rule has matched so far */
 };
 
+/* A token bucket over body bytes; it takes the time as an argument so that
+ * it stays a pure function of its inputs. Tokens are kept in byte-ns. */
+struct bucket {
+	uint64_t rate;	/* bytes per second, > 0 */
+	uint64_t burst; /* bytes */
+	uint64_t tokens;
+	uint64_t last_ns;
+};
+
 #define ORIGIN_REQUIRE_MAX 16
 
 struct server {
@@ -76,6 +85,12 @@ struct server {
 	uint64_t slow_every; /* --slow-conns EVERY:RATE: every EVERY-th
 				connection sends at slow_rate; 0: none */
 	uint64_t slow_rate;
+	uint64_t uplink; /* --uplink: bytes per second over every connection
+			    together, 0: uncapped */
+	pthread_mutex_t uplink_mu;
+	struct bucket uplink_bucket; /* guarded by uplink_mu; set on first
+					use */
+	bool uplink_set;
 	atomic_ullong conns; /* connections accepted so far */
 	bool quiet;
 	bool autoindex; /* GET of a directory path ending in '/' lists it */
@@ -109,15 +124,6 @@ struct server {
 	bool mix_verdicts;	 /* norange and badrange are drawn too */
 	atomic_ullong mix_draws; /* requests that drew so far */
 	atomic_uint mix_burst;	 /* requests a drawn burst still answers */
-};
-
-/* A token bucket over body bytes; it takes the time as an argument so that
- * it stays a pure function of its inputs. Tokens are kept in byte-ns. */
-struct bucket {
-	uint64_t rate;	/* bytes per second, > 0 */
-	uint64_t burst; /* bytes */
-	uint64_t tokens;
-	uint64_t last_ns;
 };
 
 struct conn {

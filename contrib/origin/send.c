@@ -1,5 +1,6 @@
 /* send: writing responses: the head builder, short status answers,
- * documents, and file bodies at a per-connection rate. */
+ * documents, and file bodies at a per-connection rate and a shared
+ * uplink's. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -78,6 +79,37 @@ static uint64_t bucket_take(struct bucket *b, uint64_t n, uint64_t now)
 		return 0;
 	}
 	return (need - b->tokens + b->rate - 1) / b->rate;
+}
+
+/* The most bytes one write may take from the uplink: its bucket's burst
+ * (bucket_init's without --write-chunk). */
+static uint64_t uplink_burst(const struct server *s)
+{
+	uint64_t burst = s->uplink / 20;
+
+	if (burst > ORIGIN_CHUNK_MAX)
+		burst = ORIGIN_CHUNK_MAX;
+	return burst ? burst : 1;
+}
+
+/* --uplink: takes n bytes (n <= uplink_burst) from the bucket every
+ * connection shares, waiting until it has them, as bodies leave one link. */
+static void uplink_take(struct server *s, uint64_t n)
+{
+	uint64_t wait;
+
+	for (;;) {
+		pthread_mutex_lock(&s->uplink_mu);
+		if (!s->uplink_set) {
+			bucket_init(&s->uplink_bucket, s->uplink, 0, now_ns());
+			s->uplink_set = true;
+		}
+		wait = bucket_take(&s->uplink_bucket, n, now_ns());
+		pthread_mutex_unlock(&s->uplink_mu);
+		if (wait == 0)
+			return;
+		origin__sleep_ns(wait);
+	}
 }
 
 static const char *reason_phrase(int code)
@@ -264,6 +296,8 @@ int origin__send_body(struct conn *c, const struct entity *e, uint64_t off,
 	}
 	while (off < end) {
 		chunk = end - off;
+		if (c->srv->uplink && chunk > uplink_burst(c->srv))
+			chunk = uplink_burst(c->srv);
 		if (rate) {
 			if (chunk > c->bucket.burst)
 				chunk = c->bucket.burst;
@@ -280,6 +314,8 @@ int origin__send_body(struct conn *c, const struct entity *e, uint64_t off,
 		}
 		if (e->xor &&chunk > ORIGIN_CHUNK_MAX)
 			chunk = ORIGIN_CHUNK_MAX;
+		if (c->srv->uplink)
+			uplink_take(c->srv, chunk);
 		for (done = 0; done < chunk; done += (uint64_t)n) {
 			if (e->xor) {
 				n = pread(e->fd, c->buf, (size_t)(chunk - done),

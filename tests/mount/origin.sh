@@ -378,6 +378,26 @@ if between "$C_TOTAL" 0.7 3 && cmp -s "$T_TMP/slowc2.body" <(head -c 1048576 "$W
 else
 	t_fail "--slow-conns 2:1M" "the second connection's 1 MiB in ${C_TOTAL} s, want about 1 s"
 fi
+# --uplink 8M: four connections share 8 MiB/s, each uncapped alone.
+o_start uplink --root "$WWW" --uplink 8M
+t0=$(date +%s.%N)
+pids=()
+for i in 0 1 2 3; do
+	fetch "uplink$i" -H "Range: bytes=$((i * 2097152))-$((i * 2097152 + 2097151))" \
+		"$O_URL/eight.bin" &
+	pids+=($!)
+done
+wait "${pids[@]}"
+t1=$(date +%s.%N)
+secs=$(echo "$t1 - $t0" | bc)
+if between "$secs" 0.8 3 && cmp -s <(cat "$T_TMP"/uplink[0-3].body) "$WWW/eight.bin"; then
+	t_pass "--uplink 8M: four connections' 8 MiB together in $secs s"
+else
+	t_fail "--uplink 8M" "four connections' 8 MiB together in $secs s, want about 1 s"
+fi
+rc=0
+"$ORIGIN_BIN" --root "$WWW" --uplink 8Q >/dev/null 2>&1 || rc=$?
+t_eq "--uplink 8Q is a usage error" "$rc" 2
 rc=0
 "$ORIGIN_BIN" --root "$WWW" --write-chunk 0 >/dev/null 2>&1 || rc=$?
 t_eq "--write-chunk 0 is a usage error" "$rc" 2
