@@ -304,10 +304,11 @@ uint32_t pace_source_lane_cap(const struct pace *p, uint32_t source);
 uint64_t pace_inflight(const struct pace *p);
 
 /* The source is reached by several routes (a proxy list with more than
- * one member): a lane that stalls or collapses then faults its route, not
- * the source. The lane's range is taken back as ever, and the caller sends
- * the retry by another route; the source takes no backoff and no collapse
- * hold, and keeps the rate it measured, so that its other lanes run on. */
+ * one member): a lane that stalls then faults its route, not the source.
+ * The lane's range is taken back as ever, and the caller sends the retry
+ * by another route; the source takes no backoff, and keeps the rate it
+ * measured, so that its other lanes run on. Its lanes never collapse: a
+ * caching proxy's misses are slower than its hits, which is no fault. */
 int pace_source_set_routed(struct pace *p, uint32_t source);
 
 /* Puts the source in group `group` (below max_groups): the sources of

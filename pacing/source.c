@@ -98,16 +98,18 @@ void pace__rate_update(struct pace *p, struct lane *l)
 	s->rate = pace__smooth(s->rate, sample);
 	if (l->state == LANE_COLLAPSED)
 		return;
-	if (l->nsamples >= COLLAPSE_MIN_SAMPLES && l->level &&
+	/* A routed source's lanes go through caching proxies, where a slice
+	 * the proxy holds comes at the link's speed and one it fills at the
+	 * origin's: a fall to a fifth is a miss, not a fault, and another
+	 * member would fetch that slice again. Only a stall faults a
+	 * route. */
+	if (!s->routed && l->nsamples >= COLLAPSE_MIN_SAMPLES && l->level &&
 	    l->rate * COLLAPSE_FACTOR < l->level) {
 		/* Collapse: the preferred steal victim from now on, and its
 		 * source takes no new lane for a while. A range it queued
 		 * stays its own (the executor may have sent it ahead); it is
-		 * not promoted before the hold ends (promote_ok). A routed
-		 * source's collapse is its route's: no hold. */
+		 * not promoted before the hold ends (promote_ok). */
 		pace__lane_set(p, l, LANE_COLLAPSED);
-		if (s->routed)
-			return;
 		s->collapsed_until = pace__sat_add(p->now, COLLAPSE_HOLD_NS);
 		s->peak = l->rate;
 		g->peak = l->rate;

@@ -765,6 +765,54 @@ static void test_stall_routed(void)
 	pace_free(f.p);
 }
 
+/* A lane whose rate falls under a fifth of its own level collapses and
+ * a read waiting on it takes its range back; a routed source's lane does
+ * not (through proxies that is a miss beside hits, not a fault). */
+static void test_collapse_routed(void)
+{
+	for (int routed = 0; routed < 2; routed++) {
+		struct pace_config c;
+		struct fix f;
+		struct pace_lane_info li;
+		uint32_t w, lane;
+		uint64_t off;
+		bool cancelled = false;
+
+		small_cfg(&c);
+		c.max_lanes = 1;
+		c.lanes_per_source = 1;
+		c.max_request = 8 * MIB;
+		c.stall_ns = 10 * SEC;
+		T_EQ_INT(fix_init(&f, &c, 8 * MIB), 0);
+		if (routed)
+			T_EQ_INT(pace_source_set_routed(f.p, f.src), 0);
+		T_EQ_INT(pace_wait_begin(f.p, f.rd, 0, 8 * MIB, f.now, &w), 0);
+		T_EQ_INT(fix_poll(&f), 1);
+		lane = f.a[0].lane;
+		off = f.a[0].start;
+		/* 64 KiB each 10 ms for a second (hits), then 1 KiB each
+		 * 100 ms (a miss being filled). */
+		for (int i = 0; i < 100; i++) {
+			f.now += 10 * MS;
+			pace_on_data(f.p, lane, off, 64 * KIB, f.now);
+			off += 64 * KIB;
+		}
+		for (int i = 0; i < 20; i++) {
+			f.now += 100 * MS;
+			pace_on_data(f.p, lane, off, KIB, f.now);
+			off += KIB;
+		}
+		T_EQ_INT(pace_lane_info(f.p, lane, &li), 0);
+		T_EQ_INT(li.collapsed, !routed);
+		fix_poll(&f);
+		for (size_t i = 0; i < f.n; i++)
+			cancelled |= f.a[i].kind == PACE_ACT_CANCEL &&
+				     f.a[i].lane == lane;
+		T_EQ_INT(cancelled, !routed);
+		pace_free(f.p);
+	}
+}
+
 static void test_demand_yield(void)
 {
 	struct pace_config c;
@@ -1434,6 +1482,7 @@ static const struct t_case cases[] = {
 	{"deadline", test_deadline},
 	{"stall_reclaim", test_stall_reclaim},
 	{"stall_routed", test_stall_routed},
+	{"collapse_routed", test_collapse_routed},
 	{"demand_yield", test_demand_yield},
 	{"seek_yields", test_seek_yields},
 	{"capacity", test_capacity},
