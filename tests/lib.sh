@@ -38,6 +38,13 @@ TP_PORT=
 TP_URL=
 TP_PREFIX=
 T_MOUNT_ERR=
+# T_RUN_IN: the command prefix under which nginx_start, o_start and fg_mount
+# run what they start (tests/netnslib.sh's ns_run NS: in a network
+# namespace); empty: here.
+T_RUN_IN=()
+# T_CLEANUPS: commands the cleanup runs last, once every mount and process
+# it tracks is gone (tests/netnslib.sh removes its namespaces so).
+T_CLEANUPS=()
 
 # --- accounting -------------------------------------------------------------
 
@@ -245,7 +252,7 @@ nginx_start() {
 		EOF
 		rm -f "$prefix/nginx.pid"
 		: >"$prefix/access.log"
-		/usr/sbin/nginx -e "$prefix/error.log" -p "$prefix" -c "$prefix/nginx.conf" \
+		"${T_RUN_IN[@]}" /usr/sbin/nginx -e "$prefix/error.log" -p "$prefix" -c "$prefix/nginx.conf" \
 			</dev/null >>"$prefix/nginx.out" 2>&1 &
 		NGINX_PID=$!
 		T_NGINX_PIDS+=("$NGINX_PID")
@@ -499,7 +506,7 @@ o_start() {
 	local name=$1 i
 	shift
 	rm -f "$T_TMP/$name.port"
-	"$ORIGIN_BIN" --port-file "$T_TMP/$name.port" --log "$T_TMP/$name.log" \
+	"${T_RUN_IN[@]}" "$ORIGIN_BIN" --port-file "$T_TMP/$name.port" --log "$T_TMP/$name.log" \
 		"$@" </dev/null >"$T_TMP/$name.out" 2>"$T_TMP/$name.err" &
 	O_PID=$!
 	O_PIDS+=("$O_PID")
@@ -533,7 +540,7 @@ fg_mount() {
 	shift
 	mnt=$(cd "$mnt" 2>/dev/null && pwd || echo "$mnt")
 	T_MOUNTS+=("$mnt")
-	"$PACEFS" -f "$@" </dev/null >/dev/null 2>"$log" &
+	"${T_RUN_IN[@]}" "$PACEFS" -f "$@" </dev/null >/dev/null 2>"$log" &
 	FG_PID=$!
 	T_FG_PIDS+=("$FG_PID")
 	if mount_wait "$mnt" "$FG_PID"; then
@@ -555,6 +562,9 @@ t_cleanup() {
 	o_kill_all
 	for pid in "${T_FG_PIDS[@]}"; do
 		wait "$pid" 2>/dev/null
+	done
+	for i in "${T_CLEANUPS[@]}"; do
+		$i
 	done
 	# Never recurse into something still mounted.
 	for i in "${T_MOUNTS[@]}"; do
