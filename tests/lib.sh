@@ -39,7 +39,7 @@ TP_URL=
 TP_PREFIX=
 T_MOUNT_ERR=
 # T_RUN_IN: the command prefix under which nginx_start, o_start and fg_mount
-# run what they start (tests/netnslib.sh's ns_run NS: in a network
+# run what they start (tests/netnslib.sh's ns_enter NS: in a network
 # namespace); empty: here.
 T_RUN_IN=()
 # T_CLEANUPS: commands the cleanup runs last, once every mount and process

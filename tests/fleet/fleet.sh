@@ -93,6 +93,7 @@ ratio() {
 # X-Site: NAME; its log says: client site method path status "range" bytes
 # cache-status. Sets P_PID and P_PREFIX.
 proxy_start() {
+	local rc=0
 	ns_enter "$NS_HUB"
 	# shellcheck disable=SC2016 # nginx's variables
 	nginx_start -c 2048 \
@@ -113,12 +114,14 @@ proxy_start() {
 			proxy_cache_lock $4;
 			proxy_cache_lock_timeout 30s;
 			proxy_pass $3;
-		}"
-	local rc=$?
+		}" || rc=$?
 	ns_enter ""
+	if [ "$rc" -ne 0 ]; then
+		t_fail "proxy $1 starts" "nginx did not come up on $2"
+		t_done
+	fi
 	P_PID=$NGINX_PID
 	P_PREFIX=$NGINX_PREFIX
-	return "$rc"
 }
 
 # tier_start LOCK: a regional proxy and sites A and B over it, empty (the
@@ -190,9 +193,8 @@ proxy_workers() {
 cpu_begin() {
 	CPU_PROXY_PIDS=$(proxy_workers)
 	read -r CPU_B0 CPU_T0 < <(host_ticks)
-	# shellcheck disable=SC2086 # a list of pids
 	CPU_M0=$(ticks "${MOUNT_PIDS[@]}")
-	# shellcheck disable=SC2086
+	# shellcheck disable=SC2086 # a list of pids
 	CPU_P0=$(ticks $CPU_PROXY_PIDS)
 }
 cpu_end() {
@@ -259,9 +261,9 @@ failures() {
 		"$PACEFS" status --json "$T_TMP/$1.$k" || echo '{}'
 	done | python3 -c '
 import json, sys
-a = b = mounts = 0
-for doc in sys.stdin.read().replace("}\n{", "}\x00{").split("\x00"):
-    d = json.loads(doc or "{}")
+text, dec, i, a, b, mounts = sys.stdin.read(), json.JSONDecoder(), 0, 0, 0, 0
+while text[i:].strip():
+    d, i = dec.raw_decode(text, len(text) - len(text[i:].lstrip()))
     n = 0
     for p in d.get("proxies", []):
         f = p.get("failures", 0)
@@ -272,6 +274,15 @@ for doc in sys.stdin.read().replace("}\n{", "}\x00{").split("\x00"):
             b += f
     mounts += n > 0
 print(a, b, mounts)'
+}
+
+# spread CASE COL: min, median and max over the machines of a case of
+# their readers' figure COL (2: MB/s, from the seconds; 3: longest read).
+spread() {
+	local k
+	for ((k = 0; k < N; k++)); do cat "$T_TMP/$1.$k.read"; done |
+		awk -v col="$2" -v total="$TOTAL" '{ print col == 2 ? total / $2 / 1e6 : $col }' |
+		sort -g | awk '{ v[NR] = $1 } END { printf "%.2f %.2f %.2f\n", v[1], v[int((NR + 1) / 2)], v[NR] }'
 }
 
 # judge_reads CASE: every machine read every byte; sets the per-mount
@@ -288,14 +299,8 @@ judge_reads() {
 	else
 		t_fail "$c: every machine reads every byte" "$bad machines failed: $(cat "$T_TMP/$c".*.read.err 2>/dev/null | head -n 3)"
 	fi
-	# min median max of column COL of the machines' figures.
-	spread() {
-		for ((k = 0; k < N; k++)); do cat "$T_TMP/$c.$k.read"; done |
-			awk -v col="$1" -v total="$TOTAL" '{ print col == 2 ? total / $2 / 1e6 : $col }' |
-			sort -g | awk '{ v[NR] = $1 } END { printf "%.2f %.2f %.2f\n", v[1], v[int((NR + 1) / 2)], v[NR] }'
-	}
-	read -r MB_MIN MB_MED MB_MAX < <(spread 2)
-	read -r _ LONG_MED LONGEST < <(spread 3)
+	read -r MB_MIN MB_MED MB_MAX < <(spread "$c" 2)
+	read -r _ LONG_MED LONGEST < <(spread "$c" 3)
 	if [ "$(awk -v l="$LONGEST" -v s="$STALL" 'BEGIN { print (l <= s) }')" = 1 ]; then
 		t_pass "$c: no read waited longer than stall_timeout ($LONGEST s)"
 	else
