@@ -162,10 +162,9 @@ t_check "the log says which proxy failed" grep -q "proxy $Q1 failed" "$T_TMP/e.l
 t_check "the survivor served bytes" test "$(json_field "$T_TMP/e" "$Q2" bytes)" -gt 0
 
 # --- a proxy of a two-proxy group that hangs mid-read ------------------------
-# It keeps its connections and sends nothing: the first lane through it
-# that slows to a fraction of its rate (or stalls, stall_timeout) leaves
-# the proxy out, and the rest goes through the other, on every lane: the
-# origin is not held for what its proxy did.
+# It keeps its connections and sends nothing: its lanes stall
+# (stall_timeout), the proxy is left out, and the rest goes through the
+# other, on every lane: the origin is not held for what its proxy did.
 tier_proxy_start 1m
 H1=$TP_URL
 H1PID=$TP_PID
