@@ -256,8 +256,9 @@ struct group {
 struct source {
 	bool used;
 	bool excluded;
-	bool routed; /* several routes: a lane's stall or collapse is its
-			route's, not the source's (pace_source_set_routed) */
+	bool routed; /* several routes: a lane's stall is its route's, not
+			the source's, and its lanes never collapse
+			(pace_source_set_routed) */
 	uint32_t blob;
 	uint32_t next;	/* next source of the same blob */
 	uint32_t group; /* its server's (pace__group) */

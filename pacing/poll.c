@@ -454,7 +454,9 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi)
 
 			if (o->n == o->cap)
 				return false;
-			if (hold && own->state != LANE_COLLAPSED)
+			/* A routed source's slow lane is its route's (a
+			 * proxy filling a miss): no hold. */
+			if (hold && own->state != LANE_COLLAPSED && !os->routed)
 				os->collapsed_until = pace__max64(
 					os->collapsed_until,
 					pace__sat_add(p->now,

@@ -33,14 +33,15 @@ ns_remove() {
 	NS_HUB=
 }
 
-# ns_can: true when this host can make namespaces and veth pairs (root,
-# iproute2, a kernel that allows them).
+# ns_can: true when this host can make namespaces, veth pairs and bridges
+# (root, iproute2, a kernel that allows them).
 ns_can() {
 	local probe=pfprobe$$ rc=0
 	[ "$(id -u)" -eq 0 ] || return 1
 	command -v ip >/dev/null && command -v nsenter >/dev/null || return 1
 	ip netns add "$probe" 2>/dev/null || return 1
 	ip -n "$probe" link add v0 type veth peer name v1 2>/dev/null || rc=1
+	ip -n "$probe" link add b0 type bridge 2>/dev/null || rc=1
 	ip netns delete "$probe" 2>/dev/null || true
 	return "$rc"
 }

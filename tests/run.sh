@@ -36,7 +36,7 @@ timings=()
 # sweep: unmounts whatever a killed test left below T_TMPROOT and stops its
 # nginx, so that one test's crash cannot leak into the next or the machine.
 sweep() {
-	local mnt pidfile pid
+	local mnt pidfile pid ns
 	while read -r mnt; do
 		[ -n "$mnt" ] || continue
 		echo "run.sh: unmounting leftover $mnt" >&2
@@ -49,6 +49,17 @@ sweep() {
 			kill -TERM "$pid" 2>/dev/null || true
 		fi
 	done < <(find "$T_TMPROOT" -name nginx.pid 2>/dev/null)
+	# Network namespaces of a test killed before its cleanup ran
+	# (tests/netnslib.sh names them after the test's pid).
+	command -v ip >/dev/null || return 0
+	while read -r ns; do
+		pid=${ns#pf[hm]}
+		pid=${pid%%-*}
+		if ! kill -0 "$pid" 2>/dev/null; then
+			echo "run.sh: removing leftover network namespace $ns" >&2
+			ip netns delete "$ns" 2>/dev/null || true
+		fi
+	done < <(ip netns list 2>/dev/null | awk '$1 ~ /^pf[hm][0-9]+(-[0-9]+)?$/ { print $1 }')
 }
 
 finish() {

@@ -233,8 +233,8 @@ int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
 			rc = -ENOSPC;
 		if (rc == 0)
 			rc = group_by_origin(e, s->pace_id, sources[j].url);
-		/* Several proxies: a lane that stalls or slows is its
-		 * proxy's fault, and its range goes by another. */
+		/* Several proxies: a lane that stalls is its proxy's
+		 * fault, and its range goes by another. */
 		if (rc == 0 && fetch_proxies_count(e->proxies) > 1)
 			rc = pace_source_set_routed(e->pace, s->pace_id);
 		if (rc != 0)

@@ -536,26 +536,25 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 
 /* A lane the scheduler took back because it stalled or collapsed. A
  * stall is logged with its source, as the scheduler does not log. A proxy
- * the lane went through is left out for its reset interval, so that the
+ * the lane stalled through is left out for its reset interval, so that the
  * range it retries goes by another route: with several proxies the source
  * is routed (pace_source_set_routed), and the scheduler holds it no
- * longer for what its route did. */
+ * longer for what its route did. A collapse is the scheduler's alone: a
+ * routed source's lanes do not collapse, and with one route there is no
+ * other to take. */
 static void lane_faulted(struct fs_engine *e, const struct pace_action *a)
 {
 	struct pace_lane_info li;
-	struct pace_source_info si;
 	struct fs_log_fields lf;
-	uint64_t now, idle = 0;
+	uint64_t idle = 0;
 	bool known;
 	int proxy = fetch_lane_proxy(e->fetch, a->lane);
 
 	/* Idle by the scheduler's clock, which decided the stall. */
 	pthread_mutex_lock(&e->mu);
-	now = fs__now_ns();
-	known = pace_lane_info(e->pace, a->lane, &li) == 0 && li.busy &&
-		pace_source_info(e->pace, a->source, now, &si) == 0;
+	known = pace_lane_info(e->pace, a->lane, &li) == 0 && li.busy;
 	if (known)
-		idle = now - li.progress_ns;
+		idle = fs__now_ns() - li.progress_ns;
 	pthread_mutex_unlock(&e->mu);
 	if (!known || engine__source_of(e, a->source) == NULL)
 		return;
@@ -566,24 +565,14 @@ static void lane_faulted(struct fs_engine *e, const struct pace_action *a)
 		.end = li.end,
 		.error = "stalled",
 	};
-	if (idle >= e->stall_ns)
-		engine__log_about(e, FS_LOG_WARN, &lf,
-				  "lane %u: %s: no byte for %" PRIu64
-				  " s at offset %" PRIu64
-				  ": stalled; its range is retried%s",
-				  a->lane, lf.source, idle / 1000000000u,
-				  li.frontier,
-				  proxy >= 0 ? " through another proxy" : "");
-	else if (proxy >= 0 && si.routed)
-		engine__log_about(e, FS_LOG_WARN, &lf,
-				  "lane %u: %s: slowed to %" PRIu64
-				  " B/s at offset %" PRIu64 " through proxy %s"
-				  ": its range is retried through another "
-				  "proxy",
-				  a->lane, lf.source, li.rate, li.frontier,
-				  proxy_name(e, proxy));
-	else
-		return; /* a collapse with one route: the scheduler's alone */
+	if (idle < e->stall_ns)
+		return; /* a collapse: the scheduler's alone */
+	engine__log_about(e, FS_LOG_WARN, &lf,
+			  "lane %u: %s: no byte for %" PRIu64
+			  " s at offset %" PRIu64
+			  ": stalled; its range is retried%s",
+			  a->lane, lf.source, idle / 1000000000u, li.frontier,
+			  proxy >= 0 ? " through another proxy" : "");
 	if (proxy >= 0)
 		fetch_proxies_fail(e->proxies, proxy);
 }

@@ -43,9 +43,16 @@ for ((i = 0; i < NFILES; i++)); do
 	FILES+=("f$i.bin")
 done
 TOTAL=$((TOTAL / NFILES * NFILES))
-ns_setup "$N" 2 3
+# fatal WHAT WHY: a step the rest cannot do without failed.
+fatal() {
+	t_fail "$1" "$2"
+	t_done
+}
+
+ns_setup "$N" 2 3 || fatal "the network namespaces" "ip could not make them (see above)"
 ns_enter "$NS_HUB"
-o_start origin --root "$WWW" --autoindex --latency 20 --rate 8M --uplink "$UPLINK"
+o_start origin --root "$WWW" --autoindex --latency 20 --rate 8M --uplink "$UPLINK" ||
+	fatal "the origin" "pacefs-origin did not start"
 ns_enter ""
 ORIG=$O_URL
 OLOG=$O_LOG
@@ -116,10 +123,7 @@ proxy_start() {
 			proxy_pass $3;
 		}" || rc=$?
 	ns_enter ""
-	if [ "$rc" -ne 0 ]; then
-		t_fail "proxy $1 starts" "nginx did not come up on $2"
-		t_done
-	fi
+	[ "$rc" -eq 0 ] || fatal "proxy $1" "nginx did not come up on $2"
 	P_PID=$NGINX_PID
 	P_PREFIX=$NGINX_PREFIX
 }
@@ -310,8 +314,8 @@ judge_reads() {
 
 # report CASE: prints and records a case's figures.
 report() {
-	local c=$1 fa fb fm agg both rlog alog blog
-	read -r fa fb fm < <(failures "$c")
+	local c=$1 fa='?' fb='?' fm='?' agg both rlog alog blog
+	read -r fa fb fm < <(failures "$c") || true
 	rlog=$(case_log "$R_PREFIX")
 	alog=$(case_log "$A_PREFIX")
 	blog=$(case_log "$B_PREFIX")
@@ -355,7 +359,7 @@ judge_spread() {
 	local mean=$(((A_BYTES + B_BYTES) / 2)) a b
 	a=$((A_BYTES - mean))
 	b=$((B_BYTES - mean))
-	if [ "${a#-}" -le $((mean * 15 / 100)) ] && [ "${b#-}" -le $((mean * 15 / 100)) ]; then
+	if [ "$mean" -gt 0 ] && [ "${a#-}" -le $((mean * 15 / 100)) ] && [ "${b#-}" -le $((mean * 15 / 100)) ]; then
 		t_pass "$1: each site carries its share ($A_BYTES, $B_BYTES bytes)"
 	else
 		t_fail "$1: each site carries its share" "sites sent $A_BYTES and $B_BYTES bytes: more than 15% off their mean"
@@ -372,26 +376,35 @@ judge_speed() {
 	fi
 }
 
+# curl_all K SITE: machine K's curl fetches every file through SITE;
+# prints the bytes it got.
+curl_all() {
+	local f
+	for f in "${FILES[@]}"; do
+		nsenter "--net=/run/netns/${NS_MACHINES[$1]}" \
+			curl -sf -o /dev/null -w '%{size_download}\n' -x "http://$2" "$ORIG/$f" || echo 0
+	done | awk '{ s += $1 } END { printf "%.0f\n", s }'
+}
+
 # capacity: what the warm tier delivers to N curls at once, each through
-# one site (alternating), once both sites hold every slice. Sets CAP_MBS.
+# one site (alternating), once both sites hold every slice. Sets CAP_MBS;
+# a curl that did not get every byte fails the test.
 capacity() {
-	local k f s pids=() t0 site
-	for s in "$SITE_A" "$SITE_B"; do
-		for f in "${FILES[@]}"; do
-			nsenter "--net=/run/netns/${NS_MACHINES[0]}" curl -sf -o /dev/null -x "http://$s" "$ORIG/$f"
-		done
-	done
+	local k pids=() t0 got site
+	curl_all 0 "$SITE_A" >/dev/null
+	curl_all 0 "$SITE_B" >/dev/null
 	t0=$(date +%s.%N)
 	for ((k = 0; k < N; k++)); do
 		site=$SITE_A
 		[ $((k % 2)) -eq 0 ] || site=$SITE_B
-		(for f in "${FILES[@]}"; do
-			nsenter "--net=/run/netns/${NS_MACHINES[k]}" curl -sf -o /dev/null -x "http://$site" "$ORIG/$f"
-		done) &
+		curl_all "$k" "$site" >"$T_TMP/curl.$k" &
 		pids+=($!)
 	done
 	wait "${pids[@]}"
 	CAP_MBS=$(awk -v n="$N" -v t="$TOTAL" -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", n * t / (b - a) / 1e6 }')
+	got=$(cat "$T_TMP"/curl.* | awk '{ s += $1 } END { printf "%.0f\n", s }')
+	[ "$got" = $((N * TOTAL)) ] ||
+		t_fail "warm: the curls get every byte through the tier" "they got $got bytes of $((N * TOTAL))"
 }
 
 for c in $CASES; do
