@@ -497,6 +497,13 @@ umount_pacefs() {
 	return 1
 }
 
+# log_bytes LOG [FIELD]: the sum of the numeric FIELD-th fields (5: the
+# body bytes of pacefs-origin's and nginx_start's default logs) of LOG's
+# lines; 0 when LOG cannot be read.
+log_bytes() {
+	awk -v f="${2:-5}" '$f ~ /^[0-9]+$/ { s += $f } END { printf "%.0f\n", s }' "$1" 2>/dev/null || echo 0
+}
+
 # --- cleanup ----------------------------------------------------------------
 
 # o_start NAME ARGS...: starts pacefs-origin (the project's test origin,

@@ -19,7 +19,7 @@ tier_origin() {
 
 # tier_origin_bytes: the body bytes the origin has sent so far.
 tier_origin_bytes() {
-	awk '$5 ~ /^[0-9]+$/ { s += $5 } END { print s + 0 }' "$OLOG" 2>/dev/null || echo 0
+	log_bytes "$OLOG"
 }
 
 # tier_two_machines NAME PROXY_URL HITS: two mounts (-o chunk=1M,

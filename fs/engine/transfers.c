@@ -556,7 +556,9 @@ static void lane_faulted(struct fs_engine *e, const struct pace_action *a)
 	if (known)
 		idle = fs__now_ns() - li.progress_ns;
 	pthread_mutex_unlock(&e->mu);
-	if (!known || engine__source_of(e, a->source) == NULL)
+	/* Not stalled: a collapse, the scheduler's alone. */
+	if (!known || idle < e->stall_ns ||
+	    engine__source_of(e, a->source) == NULL)
 		return;
 	lf = (struct fs_log_fields){
 		.blob = li.blob < e->nblobs ? e->blobs[li.blob].name : NULL,
@@ -565,8 +567,6 @@ static void lane_faulted(struct fs_engine *e, const struct pace_action *a)
 		.end = li.end,
 		.error = "stalled",
 	};
-	if (idle < e->stall_ns)
-		return; /* a collapse: the scheduler's alone */
 	engine__log_about(e, FS_LOG_WARN, &lf,
 			  "lane %u: %s: no byte for %" PRIu64
 			  " s at offset %" PRIu64

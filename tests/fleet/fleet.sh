@@ -57,11 +57,6 @@ ns_enter ""
 ORIG=$O_URL
 OLOG=$O_LOG
 
-# sum_bytes LOG FIELD: the sum of a log's FIELD-th fields (body bytes).
-sum_bytes() {
-	awk -v f="$2" '$f ~ /^[0-9]+$/ { s += $f } END { printf "%.0f\n", s }' "$1" 2>/dev/null || echo 0
-}
-
 # case_log PREFIX: the lines of a proxy's access log since the case began
 # (fleet_run notes where each log stood).
 case_log() {
@@ -218,7 +213,7 @@ cpu_end() {
 # and waits for them. Leaves the mounts up, their folders $T_TMP/CASE.K.
 fleet_run() {
 	local c=$1 k pids=() t0 sent0
-	sent0=$(sum_bytes "$OLOG" 5)
+	sent0=$(log_bytes "$OLOG")
 	case_logs_start
 	MOUNT_PIDS=()
 	for ((k = 0; k < N; k++)); do
@@ -236,7 +231,7 @@ fleet_run() {
 		pids+=($!)
 	done
 	if [ "${2:-}" = kill ]; then
-		while [ $(($(sum_bytes "$OLOG" 5) - sent0)) -lt $((TOTAL / 2)) ] &&
+		while [ $(($(log_bytes "$OLOG") - sent0)) -lt $((TOTAL / 2)) ] &&
 			kill -0 "${pids[0]}" 2>/dev/null; do
 			sleep 0.1
 		done
@@ -246,7 +241,7 @@ fleet_run() {
 	wait "${pids[@]}"
 	FLEET_SECS=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
 	cpu_end
-	ORIGIN_SENT=$(($(sum_bytes "$OLOG" 5) - sent0))
+	ORIGIN_SENT=$(($(log_bytes "$OLOG") - sent0))
 }
 
 # fleet_unmount CASE
@@ -324,12 +319,12 @@ report() {
 	both=$(awk '{ k = $4 " " $6; s[k] = s[k] == "" || s[k] == $2 ? $2 : "both" }
 		END { for (k in s) if (s[k] == "both") n++; print n + 0 }' "$rlog")
 	F_A=$fa F_B=$fb BOTH=$both
-	A_BYTES=$(sum_bytes "$alog" 7)
-	B_BYTES=$(sum_bytes "$blog" 7)
+	A_BYTES=$(log_bytes "$alog" 7)
+	B_BYTES=$(log_bytes "$blog" 7)
 	echo "fleet: $c: $N machines, $((TOTAL / MIB)) MiB each, in $FLEET_SECS s ($agg MB/s in all);" \
 		"per machine MB/s min $MB_MIN median $MB_MED max $MB_MAX; longest read $LONGEST s (median of each machine's longest $LONG_MED s)"
 	echo "fleet: $c: origin sent $ORIGIN_SENT bytes ($(ratio "$ORIGIN_SENT" "$TOTAL")x the dataset);" \
-		"regional: $(sum_bytes "$rlog" 7) bytes, hits $(hit_ratio "$rlog")%, $both slices to both sites;" \
+		"regional: $(log_bytes "$rlog" 7) bytes, hits $(hit_ratio "$rlog")%, $both slices to both sites;" \
 		"site A: $A_BYTES bytes, hits $(hit_ratio "$alog")%; site B: $B_BYTES bytes, hits $(hit_ratio "$blog")%;" \
 		"failures counted: A $fa, B $fb ($fm machines)"
 	echo "fleet: $c: CPU: the host's cores $CPU_BUSY% busy; the mounts' daemons $CPU_MOUNTS s, the proxies $CPU_PROXIES s," \

@@ -28,7 +28,7 @@ OLOG=$O_LOG
 
 # origin_bytes: body bytes the origin has sent so far.
 origin_bytes() {
-	awk '$5 ~ /^[0-9]+$/ { s += $5 } END { print s + 0 }' "$OLOG" 2>/dev/null || echo 0
+	log_bytes "$OLOG"
 }
 
 # plain_proxy_start: nginx's slice cache as its documentation shows it,
@@ -54,7 +54,7 @@ plain_proxy_start() {
 
 # member_bytes PREFIX: body bytes the proxy at PREFIX sent to the mounts.
 member_bytes() {
-	awk '$5 ~ /^[0-9]+$/ { s += $5 } END { print s + 0 }' "$1/access.log"
+	log_bytes "$1/access.log"
 }
 
 # read_all NAME MNT: reads the blob through MNT and compares every byte.

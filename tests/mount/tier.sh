@@ -28,7 +28,7 @@ OLOG=$T_TMP/origin.log
 
 # origin_bytes: body bytes the origin has sent so far.
 origin_bytes() {
-	awk '$5 ~ /^[0-9]+$/ { s += $5 } END { print s + 0 }' "$OLOG" 2>/dev/null || echo 0
+	log_bytes "$OLOG"
 }
 
 # at_most_once NAME BEFORE: PASS when the origin sent at most 1.05 x SIZE
@@ -145,7 +145,7 @@ read_all e "$T_TMP/e" &
 RE=$!
 # Mid-read: once a quarter of the blob went through the slow origin.
 for _ in $(seq 1 400); do
-	sent=$(awk '$5 ~ /^[0-9]+$/ { s += $5 } END { print s + 0 }' "$T_TMP/slow.log" 2>/dev/null || echo 0)
+	sent=$(log_bytes "$T_TMP/slow.log")
 	[ "$sent" -ge $((SIZE / 4)) ] && break
 	sleep 0.05
 done
@@ -173,11 +173,11 @@ H2=$TP_URL
 mkdir -p "$T_TMP/h" "$T_TMP/h.cache"
 fg_mount "$T_TMP/h.log" -o "cache_dir=$T_TMP/h.cache,chunk=$CHUNK,proxy=$H1|$H2,stall_timeout=2" \
 	"$SLOW/blob.bin" "$T_TMP/h"
-mark=$(awk '$5 ~ /^[0-9]+$/ { s += $5 } END { print s + 0 }' "$T_TMP/slow.log")
+mark=$(log_bytes "$T_TMP/slow.log")
 read_all h "$T_TMP/h" &
 RH=$!
 for _ in $(seq 1 400); do
-	sent=$(awk '$5 ~ /^[0-9]+$/ { s += $5 } END { print s + 0 }' "$T_TMP/slow.log")
+	sent=$(log_bytes "$T_TMP/slow.log")
 	[ $((sent - mark)) -ge $((SIZE / 4)) ] && break
 	sleep 0.05
 done
