@@ -88,8 +88,15 @@ install: $(BUILD)/pacefs
 	install -m 0755 $(BUILD)/pacefs $(DESTDIR)$(PREFIX)/bin/pacefs
 	install -m 0644 docs/pacefs.1 $(DESTDIR)$(PREFIX)/share/man/man1/pacefs.1
 
+# Every C source and header at any depth: the tracked ones in a git work
+# tree, else (an unpacked tarball, where git lists none) every one outside
+# build output and the package's staging folders.
+FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null | grep . || \
+	find . \( -path ./.git -o -path './build*' -o -path ./debian \) -prune -o \
+	\( -name '*.c' -o -name '*.h' \) -print)
+
 format:
-	clang-format -i $(wildcard */*.c */*.h tests/*/*.c contrib/*/*.c)
+	$(if $(FORMAT_SRCS),clang-format -i $(FORMAT_SRCS),@echo 'format: no C file found' >&2; exit 1)
 
 clean:
 	rm -rf build build-san

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """asyncorigin: a small Python asyncio HTTP/1.1 origin, the kind that made
-pacefs's lanes crawl (issue 21): a latency before every response, a
+pacefs's lanes crawl (docs/pacing.md): a latency before every response, a
 per-connection rate cap reached by small paced writes, and small socket send
 buffers. It serves the files of --root with Range (206, Content-Range, 416),
 ETag, Last-Modified and keep-alive, and logs one line per request in

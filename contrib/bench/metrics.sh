@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# metrics.sh: what the metrics endpoint costs (issue 25's targets), printed
+# metrics.sh: what the metrics endpoint costs against its targets, printed
 # side by side: (1) the daemon's CPU per scrape of a mount with 64 open
 # files (target 2 ms), from /proc/PID/stat across batches of scrapes on one
 # keep-alive connection, less the same mount idle for as long; (2) cold

@@ -288,7 +288,7 @@ RM_dd=$(med remount dd mbps)
 # Many readers on loopback, one mount: MLN readers (MULTI_LO_N; runs
 # without it in their settings had no such workload).
 MLN=${MULTI_LO_N:-}
-# The dataset loader and fio workloads (issue 21): the origins, sets and
+# The dataset loader and fio workloads: the origins, sets and
 # worker counts of the run (runs without them in their settings had none).
 LDO=${LOADER_ORIGINS:-}
 LDS=${LOADER_SETS:-}
@@ -551,7 +551,7 @@ trap 'rm -f "$TGT" "$PLOT_ERR"' EXIT
 	echo "| --- | --- | --- |"
 	echo "| cold sequential, loopback: >= 2x rclone | pacefs $(f "$SL_pacefs" 1 %.0f) MB/s vs rclone $(f "$SL_rclone" 1 %.0f) MB/s: $(ratio "$SL_pacefs" "$SL_rclone") | $(yesno ge "$SL_pacefs" "$(mul "$SL_rclone" 2)") |"
 	echo "| cold sequential, loopback: >= 0.5x curl alone | vs curl one connection $(f "$SL_curl1" 1 %.0f) MB/s: $(ratio "$SL_pacefs" "$SL_curl1") | $(yesno ge "$SL_pacefs" "$(mul "$SL_curl1" 0.5)") |"
-	echo "| cold sequential, loopback: >= 0.6x curl into a file (issue 16) | vs curl one connection into a file $(f "$SL_curlfile" 1 %.0f) MB/s: $(ratio "$SL_pacefs" "$SL_curlfile" 3) (curl into /dev/null: $(f "$SL_curl1" 1 %.0f) MB/s) | $(yesno ge "$SL_pacefs" "$(mul "$SL_curlfile" 0.6)") |"
+	echo "| cold sequential, loopback: >= 0.6x curl into a file | vs curl one connection into a file $(f "$SL_curlfile" 1 %.0f) MB/s: $(ratio "$SL_pacefs" "$SL_curlfile" 3) (curl into /dev/null: $(f "$SL_curl1" 1 %.0f) MB/s) | $(yesno ge "$SL_pacefs" "$(mul "$SL_curlfile" 0.6)") |"
 	echo "| cold sequential, WAN: >= 0.8x curl 8 ranges | pacefs $(f "$SW_pacefs" 1 %.1f) MB/s vs $(f "$SW_curl8" 1 %.1f) MB/s: $(ratio "$SW_pacefs" "$SW_curl8") | $(yesno ge "$SW_pacefs" "$(mul "$SW_curl8" 0.8)") |"
 	echo "| cold sequential, WAN: >= 5x rclone | vs $(f "$SW_rclone" 1 %.1f) MB/s: $(ratio "$SW_pacefs" "$SW_rclone") | $(yesno ge "$SW_pacefs" "$(mul "$SW_rclone" 5)") |"
 	echo "| cold sequential, WAN: >= 5x httpdirfs | vs $(f "$SW_httpdirfs" 1 %.1f) MB/s: $(ratio "$SW_pacefs" "$SW_httpdirfs") | $(yesno ge "$SW_pacefs" "$(mul "$SW_httpdirfs" 5)") |"
@@ -603,15 +603,15 @@ trap 'rm -f "$TGT" "$PLOT_ERR"' EXIT
 	echo "| warm re-read: >= 1.5x rclone | vs $(f "$WM_rclone" 1 %.0f) MB/s: $(ratio "$WM_pacefs" "$WM_rclone") | $(yesno ge "$WM_pacefs" "$(mul "$WM_rclone" 1.5)") |"
 	rp=$(med remount pacefs read_pulled) rq=$(med remount pacefs pulled)
 	lim=$(awk -v w="$WINDOW" 'BEGIN { print (64 * 1048576 + w) / 1024 }')
-	echo "| memory (issue 5): daemon's peak RSS streaming $((${MEM_SIZE:-0} / MiB)) MiB <= 64 MiB + one window ($((WINDOW / MiB)) MiB) | pacefs $(f "$MH_pacefs" 1024 %.0f) MiB (rclone $(f "$MH_rclone" 1024 %.0f), httpdirfs $(f "$MH_httpdirfs" 1024 %.0f)) | $(yesno le "$MH_pacefs" "$lim") |"
+	echo "| memory: daemon's peak RSS streaming $((${MEM_SIZE:-0} / MiB)) MiB <= 64 MiB + one window ($((WINDOW / MiB)) MiB) | pacefs $(f "$MH_pacefs" 1024 %.0f) MiB (rclone $(f "$MH_rclone" 1024 %.0f), httpdirfs $(f "$MH_httpdirfs" 1024 %.0f)) | $(yesno le "$MH_pacefs" "$lim") |"
 	echo "| read back from the cache after a remount (page cache dropped): >= 2x httpdirfs's | pacefs $(f "$RM_pacefs" 1 %.0f) MB/s vs $(f "$RM_httpdirfs" 1 %.0f) MB/s: $(ratio "$RM_pacefs" "$RM_httpdirfs" 3) | $(yesno ge "$RM_pacefs" "$(mul "$RM_httpdirfs" 2)") |"
 	echo "| read back after a remount: >= 0.8x dd of data.mdb from a dropped page cache (dd's MB/s over the bytes it read: the whole file, $(g "$(med remount dd file_bytes)" $MiB %.0f) MiB for the $((SEQ_LO_SIZE / MiB)) MiB blob) | vs dd $(f "$RM_dd" 1 %.0f) MB/s: $(ratio "$RM_pacefs" "$RM_dd" 3) | $(yesno ge "$RM_pacefs" "$(mul "$RM_dd" 0.8)") |"
 	echo "| remount: zero bytes pulled by the full read | $(f "$rp" 1 %.0f) bytes during the read; $(f "$rq" 1 %.0f) bytes mount to unmount (requests: $(vals remount pacefs reqs 1 %d)) | $(yesno le "$rp" 0) |"
 	for n in $MLN; do
 		mp=$(med "multi_lo_$n" pacefs mbps) mc=$(med "multi_lo_$n" curlfile mbps)
-		echo "| $n readers on $n files of one mount, loopback: aggregate >= 0.6x $n curl processes into files (issue 16) | pacefs $(f "$mp" 1 %.0f) MB/s vs curl $(f "$mc" 1 %.0f) MB/s: $(ratio "$mp" "$mc" 3) (rclone $(f "$(med "multi_lo_$n" rclone mbps)" 1 %.0f), httpdirfs $(f "$(med "multi_lo_$n" httpdirfs mbps)" 1 %.0f)) | $(yesno ge "$mp" "$(mul "$mc" 0.6)") |"
+		echo "| $n readers on $n files of one mount, loopback: aggregate >= 0.6x $n curl processes into files | pacefs $(f "$mp" 1 %.0f) MB/s vs curl $(f "$mc" 1 %.0f) MB/s: $(ratio "$mp" "$mc" 3) (rclone $(f "$(med "multi_lo_$n" rclone mbps)" 1 %.0f), httpdirfs $(f "$(med "multi_lo_$n" httpdirfs mbps)" 1 %.0f)) | $(yesno ge "$mp" "$(mul "$mc" 0.6)") |"
 	done
-	# The dataset loader and fio (issue 21), when they were run.
+	# The dataset loader and fio, when they were run.
 	if grep -q '^loader_' "$RAW"; then
 		wl=loader_wan_shards_$LD8
 		mp=$(med "$wl" pacefs mbps)
@@ -673,10 +673,10 @@ trap 'rm -f "$TGT" "$PLOT_ERR"' EXIT
 		# median over the runs (the random ones read in turn).
 		q=$(med_ratio_sys s3sig_seq nginx_signed nginx_unsigned mbps)
 		isnum "$q" || q=$(med s3sig_seq nginx_signed mbps)
-		echo "| SigV4 (issue 14), loopback nginx: signed cold sequential >= 0.95x unsigned (median of the runs' ratios) | signed $(f "$(med s3sig_seq nginx_signed mbps)" 1 %.0f) MB/s, unsigned $(f "$(med s3sig_seq nginx_unsigned mbps)" 1 %.0f) MB/s: $(f "$q" 1 %.2f)x | $(yesno ge "$q" 0.95) |"
+		echo "| SigV4, loopback nginx: signed cold sequential >= 0.95x unsigned (median of the runs' ratios) | signed $(f "$(med s3sig_seq nginx_signed mbps)" 1 %.0f) MB/s, unsigned $(f "$(med s3sig_seq nginx_unsigned mbps)" 1 %.0f) MB/s: $(f "$q" 1 %.2f)x | $(yesno ge "$q" 0.95) |"
 		q=$(med_ratio_sys s3sig_random nginx_signed nginx_unsigned p50)
 		isnum "$q" || q=$(med s3sig_random nginx_signed p50)
-		echo "| SigV4 (issue 14), loopback nginx: signed random 4 KiB p50 <= 1.05x unsigned (median of the runs' ratios) | signed $(f "$(med s3sig_random nginx_signed p50)" 0.001 %.3f) ms, unsigned $(f "$(med s3sig_random nginx_unsigned p50)" 0.001 %.3f) ms: $(f "$q" 1 %.2f)x | $(yesno le "$q" 1.05) |"
+		echo "| SigV4, loopback nginx: signed random 4 KiB p50 <= 1.05x unsigned (median of the runs' ratios) | signed $(f "$(med s3sig_random nginx_signed p50)" 0.001 %.3f) ms, unsigned $(f "$(med s3sig_random nginx_unsigned p50)" 0.001 %.3f) ms: $(f "$q" 1 %.2f)x | $(yesno le "$q" 1.05) |"
 	fi
 	echo
 
@@ -754,7 +754,7 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 	echo
 	for p in "${PLOTS[@]}"; do echo "![$p]($p)"; done
 	echo
-	echo "## Targets (issues 4, 5, 8, 12, 13, 14, 16, 21 and 23)"
+	echo "## Targets"
 	echo
 
 	cat "$TGT"
@@ -779,7 +779,7 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 	if grep -q '^seq_wan_smallbuf' "$RAW"; then
 		echo "## Cold sequential read, small-buffer origin"
 		echo
-		echo "The WAN origin's latency and rate, with \`--sndbuf ${SMALLBUF_SNDBUF:-} --write-chunk ${SMALLBUF_CHUNK:-}\` (connections whose small send buffers wait on the client's ACKs, paced in small writes: issue 21), $((${SMALLBUF_SIZE:-0} / MiB)) MiB; MB/s, and pacefs against each."
+		echo "The WAN origin's latency and rate, with \`--sndbuf ${SMALLBUF_SNDBUF:-} --write-chunk ${SMALLBUF_CHUNK:-}\` (connections whose small send buffers wait on the client's ACKs, paced in small writes, as on the asyncio origin where lanes once crawled), $((${SMALLBUF_SIZE:-0} / MiB)) MiB; MB/s, and pacefs against each."
 		echo
 		echo "| system | MB/s | runs | pacefs is | pulled MiB |"
 		echo "| --- | ---: | --- | ---: | ---: |"
@@ -975,7 +975,7 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 		echo
 	fi
 	if grep -q '^loader_' "$RAW"; then
-		echo "## Dataset loader: N workers over shuffled files (issue 21)"
+		echo "## Dataset loader: N workers over shuffled files"
 		echo
 		echo "As a training job's data loader: \`benchread loader\` forks N worker processes that take the files of one set in one shuffled order (seeded by the run's number), each the next file not yet taken, and read it whole in 1 MiB reads, every byte checked; files/s and MB/s over the wall time from the first worker's start to the last one's exit. The sets: ${SHARD_N:-0} shards of $((${SHARD_SIZE:-0} / MiB)) MiB, and ${SMALL_N:-0} small files of $((${SMALL_SIZE:-0} / 1024)) KiB, each in a folder of its own, which every system mounts fresh with an empty cache for each run: pacefs the folder's directory index (\`pacefs URL/ MNT\`), rclone and httpdirfs its listing. On loopback the folder is nginx's URL/SET/; the WAN-like origin of a folder is a pacefs-origin with the same caps rooted at it (httpdirfs asks for URL/SET without the trailing slash, which pacefs-origin does not redirect as nginx does)."
 		echo
@@ -1014,7 +1014,7 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 		done
 	fi
 	if grep -q '^fio_' "$RAW"; then
-		echo "## mountpoint-s3's fio read jobs (issue 21)"
+		echo "## mountpoint-s3's fio read jobs"
 		echo
 		echo "The read jobs of mountpoint-s3's benchmark (awslabs/mountpoint-s3, mountpoint-s3/scripts/fio/read/), their parameters on run.sh's fio command lines: seq_read (bs=256k, rw=read, one thread), seq_read_4t (the same, numjobs=4, a file each), rand_read (bs=256k, rw=randread), rand_read_4t (numjobs=4), seq_read_skip_17m (bs=256m, rw=read:17m: 256 MiB reads, each 17 MiB past the last); all ioengine=sync, time_based, group_reporting, run with \`fio --thread --directory=MNT\` as their fs_bench.sh does. Cut here to $((${FIO_SIZE:-0} / MiB)) MiB files (theirs: 100G) and ${FIO_SECS:-10} s (theirs: 30 s). Added: \`--readonly\` and \`--verify=crc32c --verify_interval=256k\`: the files are written by fio with a verify header every 256 KiB (the block's checksum and offset), so every byte fio reads is checked and a block at the wrong offset fails. Each job on a fresh mount of each system with an empty cache, pacefs mounting the folder's directory index, on each origin as the loader's folders are. A sequential job that reaches the end of its file starts over (time_based), so on loopback a file may be read more than once (read / file size > 1); and fio ends a job at the first read that completes after the ${FIO_SECS:-10} s, so where one of seq_read_skip_17m's 256 MiB reads takes longer (from the WAN origin: 32 s at one connection's $WAN_RATE B/s) its figure is one or two reads over a longer time."
 		echo
@@ -1148,7 +1148,13 @@ n_skip=$(grep -c '| not run (' "$TGT" || true)
 	echo
 	echo "## Logs"
 	echo
-	echo "Lines other than routine ones in each system's log over the whole run ([logs/](logs/)):"
+	# The logs are linked only where they are kept beside the report (a
+	# subset run's folder may hold the report alone).
+	if [ -d "$OUT/logs" ]; then
+		echo "Lines other than routine ones in each system's log over the whole run ([logs/](logs/)):"
+	else
+		echo "Lines other than routine ones in each system's log over the whole run (the logs themselves are not kept with this report):"
+	fi
 	echo
 	for s in pacefs rclone httpdirfs; do
 		lf=$OUT/logs/$s.log

@@ -37,7 +37,7 @@ MiB=1048576
 SEQ_LO_SIZE=$((256 * MiB)) # loopback sequential, warm, remount
 SEQ_WAN_SIZE=$((64 * MiB)) # WAN sequential, first byte, mirrors
 SMALLBUF_SIZE=$((128 * MiB)) # WAN sequential from the small-buffer origin
-SMALLBUF_SNDBUF=32768 # its SO_SNDBUF (issue 21: where lanes crawled)
+SMALLBUF_SNDBUF=32768 # its SO_SNDBUF (as where lanes crawled)
 SMALLBUF_CHUNK=16384  # its paced writes
 LONG_SIZE=$((128 * MiB))   # WAN random reads, player, seeks
 MULTI_SIZE=$((32 * MiB))   # each of the many-readers files
@@ -88,7 +88,7 @@ TIER_CHUNK=$MiB # -o chunk= and the tier's slice in the tier workload
 TIER_STALL=10   # s, -o stall_timeout= of the mount that loses a proxy
 S3SIG_N=2000    # random 4 KiB reads of the s3sig workload
 S3SIG_BUCKET=s3sig # its bucket: a directory of WWW with the same files
-# The dataset loader (issue 21): LOADER_N worker processes (benchread
+# The dataset loader: LOADER_N worker processes (benchread
 # loader) take the files of one set in one shuffled order and read each
 # whole, through a directory-index mount of the set's folder on each
 # origin of LOADER_ORIGINS ("wan": the WAN-like origin, "lo": loopback
@@ -717,8 +717,8 @@ wl_seq_wan() {
 
 # Cold sequential of a larger file through a WAN origin with the same
 # latency and rate whose connections have small send buffers and pace small
-# writes (issue 21: lanes crawled on such an asyncio origin where 8 curl
-# ranges did not); 8 curl ranges are the limit. Its own origin, stopped
+# writes (lanes crawled on such an asyncio origin where 8 curl ranges
+# did not); 8 curl ranges are the limit. Its own origin, stopped
 # after.
 wl_seq_wan_smallbuf() {
 	local sys r line mark url log pid f=smallbuf.bin
@@ -1005,7 +1005,7 @@ wl_memory() {
 	done
 }
 
-# --- the dataset loader and mountpoint-s3's fio jobs (issue 21) -------------
+# --- the dataset loader and mountpoint-s3's fio jobs ------------------------
 
 # origin_of wan|lo DIR: sets OURL to the URL whose listing is the folder
 # DIR of WWW, OLOG to its origin's request log and OPORT to its port. On
@@ -1606,7 +1606,7 @@ wl_tier() {
 	done
 }
 
-# The cost of SigV4 (issue 14), pacefs only: the same bytes from the same
+# The cost of SigV4, pacefs only: the same bytes from the same
 # server read unsigned (an http:// URL) and signed (s3://BUCKET/KEY with
 # -o endpoint=), so that only the signing differs. From loopback nginx,
 # which ignores the signature: the client's cost alone; from

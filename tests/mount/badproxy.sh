@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # badproxy.sh: a proxy's wrong answer is that proxy's, never a verdict on
-# the file (issue 22, row 4). pacefs-origin on the same root stands as a
+# the file (docs/security.md, second hostile review, row 4). pacefs-origin on the same root stands as a
 # proxy that answers a range with a 200 (norange), with another
 # Content-Range (badrange), with another ETag than the origin's after the
 # probe (etag-change:1, which ignores no-cache) or with other bytes under

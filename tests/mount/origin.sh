@@ -360,7 +360,7 @@ else
 	t_fail "--rate 8M" "8 MiB in ${C_TOTAL} s, want 0.7-2 s"
 fi
 
-# Small buffers and small paced writes (issue 21): the same bytes, still
+# Small buffers and small paced writes (where lanes crawled): the same bytes, still
 # at about the cap over loopback, and the socket's send buffer is small.
 o_start smallbuf --root "$WWW" --rate 8M --sndbuf 32768 --write-chunk 16384
 fetch smallbuf "$O_URL/eight.bin"

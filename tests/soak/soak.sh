@@ -70,7 +70,8 @@ o_start mirror --root "$WWW" --fault-mix "$((SEED + 1)):$PERCENT"
 MIRROR=$O_URL
 # The proxy draws the verdict kinds too (norange, badrange; not with
 # SOAK_PROXY_VERDICTS=0): a proxy's bad answer must fail only that
-# request through it, which the next route serves (issue 22, row 4).
+# request through it, which the next route serves (docs/security.md,
+# second hostile review, row 4).
 pv=
 [ "${SOAK_PROXY_VERDICTS:-1}" = 1 ] && pv=:verdicts
 o_start proxy --root "$WWW" --fault-mix "$((SEED + 2)):$PERCENT$pv"
