@@ -192,8 +192,9 @@ struct fs_metricsd;
 int fs__metricsd_start(int fd, struct fs_metrics *mx, struct fs_mount *m,
 		       struct fs_metricsd **out);
 
-/* Stops the server, waiting for a scrape under way; before the engine is
- * freed. NULL: nothing. */
+/* Stops the server: its thread ends at once, whatever its connections
+ * are doing (a scrape under way is finished first), then every
+ * connection is closed; before the engine is freed. NULL: nothing. */
 void fs__metricsd_stop(struct fs_metricsd *d);
 
 #endif

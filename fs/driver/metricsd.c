@@ -160,13 +160,23 @@ static void log_closed(void *ctx, const struct fs_mconn_closed *why)
 
 	(void)ctx;
 	inet_ntop(why->family, why->ip, ip, sizeof(ip));
-	fs__log(FS_LOG_WARN, "metrics endpoint: closed a connection from %s %s",
-		ip,
-		why->reason == FS_MCONN_NO_REQUEST
-			? "that sent no whole request within 1 s"
-		: why->reason == FS_MCONN_TOO_LONG
-			? "that took more than 10 s"
-			: "for a new one (the oldest of its address, or of all)");
+	if (why->reason == FS_MCONN_FOR_ROOM)
+		fs__log(FS_LOG_WARN,
+			"metrics endpoint: closed a connection from %s for a "
+			"new one (the oldest of its address, or of all)",
+			ip);
+	else
+		fs__log(FS_LOG_WARN,
+			"metrics endpoint: closed a connection from %s that %s "
+			"within %u s",
+			ip,
+			why->reason == FS_MCONN_NO_REQUEST
+				? "sent no whole request"
+				: "was not done",
+			(why->reason == FS_MCONN_NO_REQUEST
+				 ? FS_MCONN_REQUEST_MS
+				 : FS_MCONN_LIFE_MS) /
+				1000u);
 }
 
 static uint64_t now_ms(void)
@@ -321,12 +331,12 @@ int fs__metricsd_start(int fd, struct fs_metrics *mx, struct fs_mount *m,
 	 * libmicrohttpd's events by the thread that owns its connections.
 	 * Its own limit is above the table's: the table decides which
 	 * connection goes, and never the newest by a refusal. */
-	d->d = MHD_start_daemon(
-		MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, on_accept, d, answer, d,
-		MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
-		MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_CONNECTION,
-		on_connection, d, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned)FS_MCONN_SLOTS, MHD_OPTION_END);
+	d->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, on_accept,
+				d, answer, d, MHD_OPTION_EXTERNAL_LOGGER,
+				log_mhd, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, d,
+				MHD_OPTION_CONNECTION_LIMIT,
+				(unsigned)FS_MCONN_SLOTS, MHD_OPTION_END);
 	if (d->d == NULL) {
 		close(fd);
 		rc = -EIO;
