@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "cache/cache.h"
 #include "fetch/fetch.h"
@@ -121,16 +122,79 @@ bool fs__metrics_addr_split(const char *spec, char *host, size_t cap,
  * terminal hears of it; the socket survives the fork. */
 int fs__metrics_listen(const char *spec, int *fd, char *err, size_t errlen);
 
-/* The endpoint: an HTTP server (libmicrohttpd, a thread of its own) on
- * listening socket fd (taken) that answers GET /metrics with
- * fs__metrics_text of mount m, whose engine must be running. 0 or a
- * negative errno (fd is closed). */
+/* The connections the endpoint keeps (fs/driver/metricsconn.c), a table
+ * of FS_MCONN_SLOTS that one thread (the endpoint's) uses. A connection
+ * must deliver its request within FS_MCONN_REQUEST_MS of its accept and
+ * be done within FS_MCONN_LIFE_MS; an address keeps at most
+ * FS_MCONN_PER_ADDR of the FS_MCONN_MAX open, and a new connection makes
+ * room by the close of the oldest (of its address, else of all; one
+ * waiting for its request first), never by its own refusal. The slots
+ * beyond FS_MCONN_MAX hold the connections closed but not yet reaped. */
+#define FS_MCONN_MAX 128
+#define FS_MCONN_PER_ADDR 64
+#define FS_MCONN_SLOTS (2 * FS_MCONN_MAX)
+#define FS_MCONN_REQUEST_MS 1000
+#define FS_MCONN_LIFE_MS 10000
+
+struct fs_mconns;
+struct fs_mconn;
+
+enum fs_mconn_reason {
+	FS_MCONN_NO_REQUEST, /* no whole request by its deadline */
+	FS_MCONN_TOO_LONG,   /* not done by its deadline */
+	FS_MCONN_FOR_ROOM,   /* the oldest, closed for a new one */
+};
+
+/* A connection the table closed, for the log. */
+struct fs_mconn_closed {
+	enum fs_mconn_reason reason;
+	int family; /* AF_INET or AF_INET6 */
+	unsigned char ip[16];
+	uint64_t age_ms;
+};
+
+/* An empty table; on_close (may be NULL) hears of every connection the
+ * table closes. 0 or -ENOMEM. fs__mconns_free(NULL) does nothing; the
+ * table closes no descriptor. */
+int fs__mconns_new(void (*on_close)(void *ctx,
+				    const struct fs_mconn_closed *why),
+		   void *ctx, struct fs_mconns **out);
+void fs__mconns_free(struct fs_mconns *t);
+
+/* A connection from addr is about to be accepted: closes the one that
+ * must go to make room for it, if any. */
+void fs__mconns_admit(struct fs_mconns *t, const struct sockaddr *addr,
+		      uint64_t now_ms);
+
+/* Socket fd (not taken) from addr was accepted at now_ms: its entry,
+ * valid until fs__mconns_gone. NULL when every slot is taken: the socket
+ * has been shut down. */
+struct fs_mconn *fs__mconns_add(struct fs_mconns *t, int fd,
+				const struct sockaddr *addr, uint64_t now_ms);
+
+/* c's request has arrived whole: its second deadline runs. NULL: nothing. */
+void fs__mconns_asked(struct fs_mconn *c);
+
+/* c's socket is about to be closed: its slot is free. NULL: nothing. */
+void fs__mconns_gone(struct fs_mconns *t, struct fs_mconn *c);
+
+/* Shuts down every connection past its deadline (shutdown(2): its owner
+ * reads the end and closes it). Returns the milliseconds until the next
+ * deadline, -1 when no connection is open. */
+int fs__mconns_sweep(struct fs_mconns *t, uint64_t now_ms);
+
+/* The endpoint: an HTTP server (libmicrohttpd, run by a thread of its
+ * own) on listening socket fd (taken) that answers GET /metrics with
+ * fs__metrics_text of mount m, whose engine must be running, one request
+ * a connection; its connections are kept as fs__mconns_admit says. 0 or
+ * a negative errno (fd is closed). */
 struct fs_metricsd;
 int fs__metricsd_start(int fd, struct fs_metrics *mx, struct fs_mount *m,
 		       struct fs_metricsd **out);
 
-/* Stops the server, waiting for a scrape under way; before the engine is
- * freed. NULL: nothing. */
+/* Stops the server: its thread ends at once, whatever its connections
+ * are doing (a scrape under way is finished first), then every
+ * connection is closed; before the engine is freed. NULL: nothing. */
 void fs__metricsd_stop(struct fs_metricsd *d);
 
 #endif

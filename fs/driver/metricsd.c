@@ -1,14 +1,20 @@
 /* metricsd: the metrics endpoint of -o metrics=ADDR:PORT: its address
  * checked at the command line, its socket bound before the daemon forks
  * (so that an address in use is a line on the terminal), and the HTTP
- * server (libmicrohttpd, one thread) that answers GET /metrics. */
+ * server (libmicrohttpd, run by one thread of ours) that answers GET
+ * /metrics, its connections kept as metricsconn.c says. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,6 +27,9 @@ struct fs_metricsd {
 	struct MHD_Daemon *d;
 	struct fs_metrics *mx;
 	struct fs_mount *m;
+	struct fs_mconns *conns; /* the server thread's alone */
+	int stop_fd;		 /* an eventfd: written once, to stop */
+	pthread_t thread;
 };
 
 /* A socket listening on ai, or -errno. */
@@ -36,12 +45,40 @@ static int listen_on(const struct addrinfo *ai)
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (ai->ai_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 16) != 0) {
+	/* A backlog as deep as the connections kept: a burst of connects
+	 * that fills it would cost a scraper a SYN retransmit (1 s). */
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
+	    listen(fd, FS_MCONN_MAX) != 0) {
 		rc = -errno;
 		close(fd);
 		return rc;
 	}
 	return fd;
+}
+
+/* Who can reach an endpoint bound to a: NULL for loopback alone. */
+static const char *reach(const struct sockaddr *a)
+{
+	static const unsigned char v4any[4], v6any[16];
+
+	if (a->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)a;
+
+		if ((ntohl(in->sin_addr.s_addr) >> 24) == 127)
+			return NULL;
+		if (memcmp(&in->sin_addr, v4any, 4) == 0)
+			return "listens on every interface: any host that "
+			       "reaches this machine on that port";
+	} else if (a->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)a;
+
+		if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr))
+			return NULL;
+		if (memcmp(&in6->sin6_addr, v6any, 16) == 0)
+			return "listens on every interface: any host that "
+			       "reaches this machine on that port";
+	}
+	return "is not a loopback address: any host that reaches it";
 }
 
 int fs__metrics_listen(const char *spec, int *fd, char *err, size_t errlen)
@@ -68,8 +105,18 @@ int fs__metrics_listen(const char *spec, int *fd, char *err, size_t errlen)
 	rc = -EADDRNOTAVAIL;
 	for (const struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
 		rc = listen_on(ai);
-		if (rc >= 0)
+		if (rc >= 0) {
+			/* Said at mount, on the terminal: the endpoint has no
+			 * authentication. */
+			why = reach(ai->ai_addr);
+			if (why != NULL)
+				fs__log(FS_LOG_WARN,
+					"option metrics: %s %s can read "
+					"the mount's metrics (no "
+					"authentication)",
+					spec, why);
 			break;
+		}
 	}
 	freeaddrinfo(res);
 	if (rc < 0) {
@@ -81,9 +128,15 @@ int fs__metrics_listen(const char *spec, int *fd, char *err, size_t errlen)
 	return 0;
 }
 
-/* libmicrohttpd's messages, into the mount's log. */
+/* libmicrohttpd's messages, into the mount's log. A connection closed
+ * mid-request is no fault of the mount's, and libmicrohttpd says the same
+ * of one that metricsconn.c closed, which log_closed reports: those are
+ * debug lines. */
 static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
+	static const char *const client_ends[] = {"incomplete request",
+						  "when reading request"};
+	enum fs_log_level level = FS_LOG_WARN;
 	char line[512];
 	size_t n;
 
@@ -92,7 +145,75 @@ static void log_mhd(void *cls, const char *fmt, va_list ap)
 	n = strlen(line);
 	while (n > 0 && line[n - 1] == '\n')
 		line[--n] = '\0';
-	fs__log(FS_LOG_WARN, "metrics endpoint: %s", line);
+	for (size_t i = 0; i < sizeof(client_ends) / sizeof(client_ends[0]);
+	     i++)
+		if (strstr(line, client_ends[i]) != NULL)
+			level = FS_LOG_DEBUG;
+	fs__log(level, "metrics endpoint: %s", line);
+}
+
+/* A connection the table closed, into the log (its rate limit takes a
+ * storm of them). */
+static void log_closed(void *ctx, const struct fs_mconn_closed *why)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	(void)ctx;
+	inet_ntop(why->family, why->ip, ip, sizeof(ip));
+	if (why->reason == FS_MCONN_FOR_ROOM)
+		fs__log(FS_LOG_WARN,
+			"metrics endpoint: closed a connection from %s for a "
+			"new one (the oldest of its address, or of all)",
+			ip);
+	else
+		fs__log(FS_LOG_WARN,
+			"metrics endpoint: closed a connection from %s that %s "
+			"within %u s",
+			ip,
+			why->reason == FS_MCONN_NO_REQUEST
+				? "sent no whole request"
+				: "was not done",
+			(why->reason == FS_MCONN_NO_REQUEST
+				 ? FS_MCONN_REQUEST_MS
+				 : FS_MCONN_LIFE_MS) /
+				1000u);
+}
+
+static uint64_t now_ms(void)
+{
+	return fs__now_ns() / 1000000u;
+}
+
+/* MHD_OPTION_NOTIFY_CONNECTION and the accept policy: the table's view of
+ * libmicrohttpd's connections. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr,
+				 socklen_t len)
+{
+	struct fs_metricsd *d = cls;
+
+	(void)len;
+	fs__mconns_admit(d->conns, addr, now_ms());
+	return MHD_YES;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c,
+			  void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct fs_metricsd *d = cls;
+	const union MHD_ConnectionInfo *fd, *addr;
+
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		fs__mconns_gone(d->conns, *socket_context);
+		*socket_context = NULL;
+		return;
+	}
+	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	*socket_context = fd == NULL || addr == NULL
+				  ? NULL
+				  : fs__mconns_add(d->conns, fd->connect_fd,
+						   addr->client_addr, now_ms());
 }
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
@@ -115,6 +236,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
 					: "text/plain; charset=utf-8");
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	/* One request a connection: its deadlines count from its accept. */
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -128,6 +251,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c,
 	static char not_found[] = "pacefs: the metrics are at /metrics\n";
 	static char not_allowed[] = "pacefs: GET /metrics\n";
 	struct fs_metricsd *d = cls;
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	struct fs_metrics_now now;
 	char *text;
 	size_t len;
@@ -136,6 +261,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c,
 	(void)upload;
 	(void)upload_size;
 	(void)con_cls;
+	if (ci != NULL)
+		fs__mconns_asked(ci->socket_context);
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, not_allowed,
 			     strlen(not_allowed), false);
@@ -148,10 +275,40 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c,
 	return reply(c, MHD_HTTP_OK, text, len, true);
 }
 
+/* The server's thread: libmicrohttpd's events, and the table's
+ * deadlines, until stop_fd is written. */
+static void *serve_main(void *arg)
+{
+	struct fs_metricsd *d = arg;
+	const union MHD_DaemonInfo *ep =
+		MHD_get_daemon_info(d->d, MHD_DAEMON_INFO_EPOLL_FD);
+	struct pollfd p[2] = {{.fd = ep->epoll_fd, .events = POLLIN},
+			      {.fd = d->stop_fd, .events = POLLIN}};
+
+	for (;;) {
+		MHD_UNSIGNED_LONG_LONG mhd_ms;
+		int wait_ms = fs__mconns_sweep(d->conns, now_ms());
+
+		if (MHD_get_timeout(d->d, &mhd_ms) == MHD_YES &&
+		    (wait_ms < 0 || mhd_ms < (MHD_UNSIGNED_LONG_LONG)wait_ms))
+			wait_ms = mhd_ms > INT_MAX ? INT_MAX : (int)mhd_ms;
+		if (poll(p, 2, wait_ms) < 0 && errno != EINTR) {
+			fs__log(FS_LOG_ERR, "metrics endpoint: stopped: %s",
+				strerror(errno));
+			break;
+		}
+		if (p[1].revents != 0)
+			break;
+		MHD_run(d->d);
+	}
+	return NULL;
+}
+
 int fs__metricsd_start(int fd, struct fs_metrics *mx, struct fs_mount *m,
 		       struct fs_metricsd **out)
 {
 	struct fs_metricsd *d = calloc(1, sizeof(*d));
+	int rc;
 
 	if (d == NULL) {
 		close(fd);
@@ -159,18 +316,46 @@ int fs__metricsd_start(int fd, struct fs_metrics *mx, struct fs_mount *m,
 	}
 	d->mx = mx;
 	d->m = m;
-	/* One thread, a few connections, a bounded wait per connection: a
-	 * scraper, not a public server. */
-	d->d = MHD_start_daemon(
-		MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-		answer, d, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
-		MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned)16, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-		MHD_OPTION_END);
+	d->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (d->stop_fd < 0) {
+		rc = -errno;
+		close(fd);
+		goto out;
+	}
+	rc = fs__mconns_new(log_closed, d, &d->conns);
+	if (rc != 0) {
+		close(fd);
+		goto out;
+	}
+	/* Run by our thread, so that the table's deadlines are kept between
+	 * libmicrohttpd's events by the thread that owns its connections.
+	 * Its own limit is above the table's: the table decides which
+	 * connection goes, and never the newest by a refusal. */
+	d->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, on_accept,
+				d, answer, d, MHD_OPTION_EXTERNAL_LOGGER,
+				log_mhd, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, d,
+				MHD_OPTION_CONNECTION_LIMIT,
+				(unsigned)FS_MCONN_SLOTS, MHD_OPTION_END);
 	if (d->d == NULL) {
 		close(fd);
+		rc = -EIO;
+		goto out;
+	}
+	if (MHD_get_daemon_info(d->d, MHD_DAEMON_INFO_EPOLL_FD) == NULL) {
+		rc = -EIO;
+		goto out;
+	}
+	rc = -pthread_create(&d->thread, NULL, serve_main, d);
+out:
+	if (rc != 0) {
+		if (d->d != NULL)
+			MHD_stop_daemon(d->d); /* closes the listening socket */
+		fs__mconns_free(d->conns);
+		if (d->stop_fd >= 0)
+			close(d->stop_fd);
 		free(d);
-		return -EIO;
+		return rc;
 	}
 	*out = d;
 	return 0;
@@ -178,8 +363,19 @@ int fs__metricsd_start(int fd, struct fs_metrics *mx, struct fs_mount *m,
 
 void fs__metricsd_stop(struct fs_metricsd *d)
 {
+	uint64_t one = 1;
+
 	if (d == NULL)
 		return;
-	MHD_stop_daemon(d->d); /* closes the listening socket */
+	if (write(d->stop_fd, &one, sizeof(one)) != sizeof(one))
+		fs__log(FS_LOG_ERR, "metrics endpoint: cannot stop: %s",
+			strerror(errno));
+	else
+		pthread_join(d->thread, NULL);
+	/* Closes the listening socket and every connection, the table told
+	 * of each. */
+	MHD_stop_daemon(d->d);
+	fs__mconns_free(d->conns);
+	close(d->stop_fd);
 	free(d);
 }

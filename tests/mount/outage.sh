@@ -14,9 +14,14 @@ SIZE=$((24 * 1048576 + 777))
 gen_file "$WWW/f.bin" "$SIZE" 71
 
 # --- one of two mirrors dies mid-read: the read completes from the other.
-# 1 MiB/s per connection: the read takes a few seconds, so the kill lands
-# mid-read.
-o_start a --root "$WWW" --rate 1M
+# The kill must land while a lane of the first mirror is mid-transfer, or
+# no transfer of it fails and the log has nothing to name it by (a read
+# that a loaded machine let finish first did so): it waits for a lane of
+# the first mirror with 64 KiB still to come, 2 s at its 32 KiB/s per
+# connection (its first ranges, 128 KiB, take 4 s), a margin for a loaded
+# machine between the look and the kill. A range under way is one the
+# read still needs, so the read cannot have ended either.
+o_start a --root "$WWW" --rate 32K
 A_PID=$O_PID
 A_URL=$O_URL
 o_start b --root "$WWW" --rate 1M
@@ -27,8 +32,25 @@ fg_mount "$T_TMP/mirrors.log" -o "cache_dir=$T_TMP/cache-mirrors,read_timeout=20
 	-o "mirror=$B_URL/f.bin" "$A_URL/f.bin" "$MNT"
 dd if="$MNT/f.bin" of="$T_TMP/out-mirrors" bs=1M 2>"$T_TMP/dd-mirrors.err" &
 DD=$!
-sleep 1
+armed=
+for _ in $(seq 1 400); do
+	if "$PACEFS" status --json "$MNT" 2>/dev/null | python3 -c 'import json, sys
+lanes = json.load(sys.stdin)["lanes"]
+sys.exit(not any(l["source"] == sys.argv[1] and l["end"] - l["frontier"] >= 65536
+	for l in lanes))' "$A_URL/f.bin"; then
+		armed=1
+		break
+	fi
+	kill -0 "$DD" 2>/dev/null || break
+	sleep 0.05
+done
 { kill -KILL "$A_PID" && wait "$A_PID"; } 2>/dev/null || true
+if [ -n "$armed" ]; then
+	t_pass "the kill lands while a lane of the first mirror has 64 KiB to come"
+else
+	t_fail "the kill lands while a lane of the first mirror has 64 KiB to come" \
+		"none seen$(kill -0 "$DD" 2>/dev/null || echo ' before the read ended')"
+fi
 rc=0
 start=$SECONDS
 timeout 60 tail --pid="$DD" -f /dev/null || rc=$?

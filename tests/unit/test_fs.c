@@ -3,11 +3,13 @@
  * identities of a URL and of a manifest's file, the log's escaping, rate
  * limit and JSON lines, the metrics' samples and their documentation,
  * and how the engine drops held bytes. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1095,6 +1097,128 @@ static void metrics_documented(void)
 /* A directory finds each of many children by name (through its table once
  * it has FS_NS_INDEX_MIN), refuses a second of one name, and paths build
  * their directories once. */
+/* The metrics endpoint's connections, on a hand-driven clock: socket
+ * pairs stand for them, and a connection the table closed reads as ended
+ * at its peer. */
+struct mconn_pair {
+	int ours, peer;
+	struct fs_mconn *c;
+};
+
+static struct fs_mconn_closed mconn_last;
+static unsigned mconn_closes;
+
+static void mconn_heard(void *ctx, const struct fs_mconn_closed *why)
+{
+	(void)ctx;
+	mconn_last = *why;
+	mconn_closes++;
+}
+
+static struct sockaddr_in mconn_addr(unsigned char last)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+
+	a.sin_addr.s_addr = htonl(0x0a000000u | last); /* 10.0.0.last */
+	return a;
+}
+
+static int mconn_open(struct fs_mconns *t, struct mconn_pair *p,
+		      unsigned char last, uint64_t now_ms)
+{
+	struct sockaddr_in a = mconn_addr(last);
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+		return -errno;
+	p->ours = sv[0];
+	p->peer = sv[1];
+	fs__mconns_admit(t, (struct sockaddr *)&a, now_ms);
+	p->c = fs__mconns_add(t, p->ours, (struct sockaddr *)&a, now_ms);
+	return p->c != NULL ? 0 : -ENOSPC;
+}
+
+/* Whether the table shut p's connection down: its peer reads the end. */
+static bool mconn_ended(const struct mconn_pair *p)
+{
+	char b;
+
+	return recv(p->peer, &b, 1, MSG_DONTWAIT) == 0;
+}
+
+static void mconn_close_all(struct mconn_pair *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		close(p[i].ours);
+		close(p[i].peer);
+	}
+}
+
+static void metrics_conn_deadlines(void)
+{
+	struct mconn_pair p[2];
+	struct fs_mconns *t;
+
+	T_EQ_INT(fs__mconns_new(mconn_heard, NULL, &t), 0);
+	mconn_closes = 0;
+	T_EQ_INT(fs__mconns_sweep(t, 0), -1);
+	T_EQ_INT(mconn_open(t, &p[0], 1, 1000), 0);
+	T_EQ_INT(mconn_open(t, &p[1], 1, 1000), 0);
+	fs__mconns_asked(p[1].c);
+	/* A byte a second is no request: the first deadline is the accept's. */
+	T_EQ_INT(fs__mconns_sweep(t, 1999), 1);
+	T_ASSERT(!mconn_ended(&p[0]));
+	T_EQ_INT(fs__mconns_sweep(t, 2000), 9000);
+	T_ASSERT(mconn_ended(&p[0]));
+	T_EQ_INT(mconn_last.reason, FS_MCONN_NO_REQUEST);
+	T_EQ_U64(mconn_last.age_ms, 1000);
+	/* Asked: it has until 10 s after its accept to be done. */
+	T_ASSERT(!mconn_ended(&p[1]));
+	T_EQ_INT(fs__mconns_sweep(t, 10999), 1);
+	T_EQ_INT(fs__mconns_sweep(t, 11000), -1);
+	T_ASSERT(mconn_ended(&p[1]));
+	T_EQ_INT(mconn_last.reason, FS_MCONN_TOO_LONG);
+	T_EQ_INT(mconn_closes, 2);
+	fs__mconns_gone(t, p[0].c);
+	fs__mconns_gone(t, p[1].c);
+	fs__mconns_free(t);
+	mconn_close_all(p, 2);
+}
+
+static void metrics_conn_room(void)
+{
+	static struct mconn_pair p[FS_MCONN_MAX + 2];
+	struct fs_mconns *t;
+	size_t n = 0;
+
+	T_EQ_INT(fs__mconns_new(mconn_heard, NULL, &t), 0);
+	mconn_closes = 0;
+	/* One address at its share, its oldest asked: a newcomer of that
+	 * address closes its oldest still waiting. */
+	for (; n < FS_MCONN_PER_ADDR; n++)
+		T_EQ_INT(mconn_open(t, &p[n], 1, 100 + n), 0);
+	fs__mconns_asked(p[0].c);
+	T_EQ_INT(mconn_closes, 0);
+	T_EQ_INT(mconn_open(t, &p[n++], 1, 500), 0);
+	T_EQ_INT(mconn_closes, 1);
+	T_ASSERT(!mconn_ended(&p[0]));
+	T_ASSERT(mconn_ended(&p[1]));
+	T_EQ_INT(mconn_last.reason, FS_MCONN_FOR_ROOM);
+	fs__mconns_gone(t, p[1].c);
+	/* Others fill the endpoint and close nothing of it until it is full;
+	 * then the oldest waiting of all goes, of whichever address. */
+	for (unsigned char a = 2; n < FS_MCONN_MAX + 1; n++, a++)
+		T_EQ_INT(mconn_open(t, &p[n], a, 600), 0);
+	T_EQ_INT(mconn_closes, 1);
+	T_EQ_INT(mconn_open(t, &p[n++], 200, 700), 0);
+	T_EQ_INT(mconn_closes, 2);
+	T_ASSERT(mconn_ended(&p[2]));
+	T_ASSERT(!mconn_ended(&p[3]));
+	T_EQ_INT(mconn_last.ip[3], 1);
+	fs__mconns_free(t);
+	mconn_close_all(p, n);
+}
+
 static void ns_many_children(void)
 {
 	struct fs_ns *ns;
@@ -1357,6 +1481,8 @@ static const struct t_case cases[] = {
 	{"metrics_text", metrics_text},
 	{"metrics_json", metrics_json},
 	{"metrics_documented", metrics_documented},
+	{"metrics_conn_deadlines", metrics_conn_deadlines},
+	{"metrics_conn_room", metrics_conn_room},
 	{"ns_many_children", ns_many_children},
 	{"engine_drop_full_ranges", engine_drop_full_ranges},
 	{"engine_block_count", engine_block_count},
