@@ -45,6 +45,7 @@ enum fault_kind {
 	FAULT_CLEN,
 	FAULT_ETAG,
 	FAULT_CORRUPT,
+	FAULT_MUTE,
 	FAULT_KIND_COUNT
 };
 
