@@ -228,7 +228,8 @@ int origin__serve(struct conn *c, struct request *rq, enum after *after)
 	}
 	if (srv->autoindex && rq->path[0] &&
 	    rq->path[strlen(rq->path) - 1] == '/') {
-		rc = origin__send_listing(c, rq, closing, &status, &sent);
+		rc = origin__send_listing(c, rq, f, closing, &status, &sent,
+					  after, &applied);
 		goto out;
 	}
 	rc = entity_open(srv, rq->path, &e);
