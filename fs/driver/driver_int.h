@@ -141,15 +141,15 @@ struct fs_mount {
 				       connection gone) stops requests and ends
 				       a read waiting, so the daemon's exit never
 				       waits on one */
+	struct fs_metrics *metrics; /* what the endpoint and status show;
+				       counted whether or not -o metrics=
+				       serves them */
+	struct fs_sizes *sizes;	    /* probes the unsized files of a listing */
 	/* Set once the session's loop returned (fs__mount_end), never
 	 * cleared: libfuse's loop resets what fuse_session_exited says as
 	 * it returns, and the probers, joined after it, must still see the
 	 * end. */
 	atomic_bool ended;
-	struct fs_metrics *metrics; /* what the endpoint and status show;
-				       counted whether or not -o metrics=
-				       serves them */
-	struct fs_sizes *sizes;	    /* probes the unsized files of a listing */
 };
 
 /* ---- sizes.c: the sizes an index did not give, probed in parallel ---- */
