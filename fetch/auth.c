@@ -209,22 +209,45 @@ void fetch__auth_expired(struct fetch_auth *a, uint64_t gen)
 		cb(ctx, gen);
 }
 
-bool fetch__auth_wait(struct fetch_auth *a, uint64_t gen, long timeout_ms)
+/* CLOCK_MONOTONIC now + ms, as a condition's wait takes it. */
+static struct timespec mono_after(long ms)
 {
 	struct timespec ts;
-	bool newer;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (timeout_ms % 1000) * 1000000L;
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
 	if (ts.tv_nsec >= 1000000000L) {
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000L;
 	}
+	return ts;
+}
+
+bool fetch__auth_wait(const struct fetch_config *cfg, uint64_t gen,
+		      long timeout_ms)
+{
+	struct fetch_auth *a = cfg->auth;
+	struct timespec until = mono_after(timeout_ms);
+	bool newer;
+
 	pthread_mutex_lock(&a->mu);
-	while (a->gen <= gen &&
-	       pthread_cond_timedwait(&a->cv, &a->mu, &ts) == 0)
-		;
+	/* In slices: nothing signals the condition when the mount ends, and
+	 * the command that gives new credentials may never finish. */
+	while (a->gen <= gen) {
+		struct timespec slice = mono_after(FETCH__STOP_POLL_MS);
+		bool last = until.tv_sec < slice.tv_sec ||
+			    (until.tv_sec == slice.tv_sec &&
+			     until.tv_nsec <= slice.tv_nsec);
+
+		if (pthread_cond_timedwait(&a->cv, &a->mu,
+					   last ? &until : &slice) ==
+			    ETIMEDOUT &&
+		    last)
+			break;
+		if (cfg->stop != NULL && cfg->stop(cfg->stop_arg))
+			break;
+	}
 	newer = a->gen > gen;
 	pthread_mutex_unlock(&a->mu);
 	return newer;

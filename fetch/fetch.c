@@ -86,6 +86,28 @@ int fetch__bound_check(const struct fetch_config *cfg, const char **reason)
 	return 0;
 }
 
+int fetch__bound_sleep(const struct fetch_config *cfg, long ms)
+{
+	const char *why;
+	uint64_t until = fetch__now_ms() + (uint64_t)ms;
+	int rc;
+
+	while ((rc = fetch__bound_check(cfg, &why)) == 0) {
+		uint64_t now = fetch__now_ms();
+		long left = now < until ? (long)(until - now) : 0;
+		struct timespec ts;
+
+		if (left == 0)
+			break;
+		if (left > FETCH__STOP_POLL_MS)
+			left = FETCH__STOP_POLL_MS;
+		ts.tv_sec = left / 1000;
+		ts.tv_nsec = (left % 1000) * 1000000L;
+		nanosleep(&ts, NULL);
+	}
+	return rc;
+}
+
 /* curl's progress callback on a bounded synchronous request: aborts it
  * once its deadline passed or the mount is ending. */
 static int bound_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,

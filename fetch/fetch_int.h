@@ -70,6 +70,15 @@ long fetch__bound_ms(const struct fetch_config *cfg, long def_ms);
  * cfg->deadline_ms, else 0; reason (when not 0) says which. */
 int fetch__bound_check(const struct fetch_config *cfg, const char **reason);
 
+/* How often a synchronous request's waits of its own (a pause before a
+ * retry, the wait for newer credentials) ask cfg->stop: a mount's end is
+ * seen within this many ms of it. */
+#define FETCH__STOP_POLL_MS 100
+
+/* Sleeps ms, or less: until cfg->stop says the request must end. Returns
+ * fetch__bound_check's answer after the sleep. */
+int fetch__bound_sleep(const struct fetch_config *cfg, long ms);
+
 /* fetch/url.c. The URL a redirect to target leads to: target without any
  * userinfo, with start's userinfo when it has start's origin. Returns 0,
  * -ENOMEM. */
@@ -96,9 +105,11 @@ void fetch__auth_put(struct fetch__cref *r);
 /* A request with set gen was refused: asks for a newer one. */
 void fetch__auth_expired(struct fetch_auth *a, uint64_t gen);
 
-/* Waits until a set newer than gen is current, at most timeout_ms; true
- * when one is. */
-bool fetch__auth_wait(struct fetch_auth *a, uint64_t gen, long timeout_ms);
+/* Waits until a set of cfg->auth newer than gen is current, at most
+ * timeout_ms, and no longer than cfg->stop allows (FETCH__STOP_POLL_MS);
+ * true when one is. */
+bool fetch__auth_wait(const struct fetch_config *cfg, uint64_t gen,
+		      long timeout_ms);
 
 /* Signs easy's next request with r's key when allowed (its URL's origin
  * is one the credentials were given for), else signs nothing. */

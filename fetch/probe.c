@@ -347,7 +347,6 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 	 * when it asks for little enough. Anything else is final at once. */
 	for (int attempt = 0; attempt < FETCH__PROBE_TRIES; attempt++) {
 		uint64_t retry_after_ms = 0;
-		struct timespec ts;
 
 		rc = probe_once(cfg, url, no_cache, first, out, kind,
 				&retry_after_ms, err, errlen);
@@ -362,9 +361,8 @@ int fetch_probe(const struct fetch_config *cfg, const char *url,
 		/* A wait that would end past the deadline is no retry. */
 		if ((long)wait_ms >= fetch__bound_ms(cfg, (long)wait_ms + 1))
 			break;
-		ts.tv_sec = (time_t)(wait_ms / 1000);
-		ts.tv_nsec = (long)(wait_ms % 1000) * 1000000L;
-		nanosleep(&ts, NULL);
+		if (fetch__bound_sleep(cfg, (long)wait_ms) != 0)
+			break;
 		wait_ms *= 2;
 	}
 	return rc;

@@ -206,7 +206,7 @@ int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
 		uint64_t gen = cref->gen;
 
 		fetch__auth_expired(cfg->auth, gen);
-		fetch__auth_wait(cfg->auth, gen,
+		fetch__auth_wait(cfg, gen,
 				 fetch__bound_ms(cfg, FETCH_AUTH_WAIT_MS));
 		fetch__auth_put(cref);
 		cref = fetch__auth_get(cfg->auth);

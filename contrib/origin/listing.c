@@ -196,11 +196,14 @@ out:
 
 /* Answers a GET or HEAD of a directory path with its listing (200), or
  * 404 when there is no such directory. */
-int origin__send_listing(struct conn *c, const struct request *rq, bool closing,
-			 int *status, uint64_t *sent)
+int origin__send_listing(struct conn *c, const struct request *rq,
+			 const struct fault *f, bool closing, int *status,
+			 uint64_t *sent, enum after *after,
+			 const char **applied)
 {
 	struct text t = {0};
 	struct head h;
+	size_t body;
 	int rc;
 
 	rc = listing_build(c->srv, rq->path, &t);
@@ -219,9 +222,15 @@ int origin__send_listing(struct conn *c, const struct request *rq, bool closing,
 	rc = origin__head_send(c, &h, strcmp(rq->method, "HEAD") != 0);
 	if (rc < 0 || strcmp(rq->method, "HEAD") == 0)
 		goto out;
-	rc = origin__send_all(c->fd, t.buf, t.len, 0);
+	body = t.len;
+	if (f != NULL && f->kind == FAULT_STALL && f->n < body) {
+		body = (size_t)f->n;
+		*after = AFTER_STALL;
+		*applied = "stall";
+	}
+	rc = origin__send_all(c->fd, t.buf, body, 0);
 	if (rc == 0)
-		*sent = t.len;
+		*sent = body;
 out:
 	free(t.buf);
 	return rc;

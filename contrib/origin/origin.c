@@ -143,7 +143,7 @@ static void usage(FILE *fp)
 	      "fault kinds: stall:N reset:N status:CODE[:RETRY_AFTER] "
 	      "burst:CODE:K norange\n"
 	      "  badrange short:N etag-change:N content-change:N "
-	      "slowfirst:MS refuse rate:BYTES redirect:URL_PREFIX corrupt:N\n",
+	      "slowfirst:MS refuse mute rate:BYTES redirect:URL_PREFIX corrupt:N\n",
 	      fp);
 }
 

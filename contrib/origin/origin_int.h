@@ -45,6 +45,7 @@ enum fault_kind {
 	FAULT_CLEN,
 	FAULT_ETAG,
 	FAULT_CORRUPT,
+	FAULT_MUTE,
 	FAULT_KIND_COUNT
 };
 
@@ -234,9 +235,13 @@ int origin__send_doc(struct conn *c, const struct request *rq, int status,
 int origin__send_body(struct conn *c, const struct entity *e, uint64_t off,
 		      uint64_t len, uint64_t rate, uint64_t *sent);
 
-/* listing.c: --autoindex; answers with the listing or 404. */
-int origin__send_listing(struct conn *c, const struct request *rq, bool closing,
-			 int *status, uint64_t *sent);
+/* listing.c: --autoindex; answers with the listing or 404. A stall fault
+ * (f, or NULL) applies to the listing's body as to a file's: its first
+ * f->n bytes, then *after is AFTER_STALL and *applied "stall". */
+int origin__send_listing(struct conn *c, const struct request *rq,
+			 const struct fault *f, bool closing, int *status,
+			 uint64_t *sent, enum after *after,
+			 const char **applied);
 
 /* require.c: whether rq may be served under --require-header. */
 bool origin__require_ok(struct server *srv, const struct request *rq);

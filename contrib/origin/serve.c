@@ -167,6 +167,14 @@ int origin__serve(struct conn *c, struct request *rq, enum after *after)
 		rc = 0;
 		goto out;
 	}
+	/* An origin that took the connection and never answers on it: the
+	 * client's own bounds are all that end the request. */
+	if (f && f->kind == FAULT_MUTE) {
+		origin__log_request(srv, rq, 0, 0, "mute");
+		*after = AFTER_STALL;
+		rc = 0;
+		goto out;
+	}
 	if (srv->latency_ms)
 		origin__sleep_ns(srv->latency_ms * NS_PER_MS);
 	if (!origin__require_ok(srv, rq)) {
@@ -220,7 +228,8 @@ int origin__serve(struct conn *c, struct request *rq, enum after *after)
 	}
 	if (srv->autoindex && rq->path[0] &&
 	    rq->path[strlen(rq->path) - 1] == '/') {
-		rc = origin__send_listing(c, rq, closing, &status, &sent);
+		rc = origin__send_listing(c, rq, f, closing, &status, &sent,
+					  after, &applied);
 		goto out;
 	}
 	rc = entity_open(srv, rq->path, &e);

@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -144,6 +145,11 @@ struct fs_mount {
 				       counted whether or not -o metrics=
 				       serves them */
 	struct fs_sizes *sizes;	    /* probes the unsized files of a listing */
+	/* Set once the session's loop returned (fs__mount_end), never
+	 * cleared: libfuse's loop resets what fuse_session_exited says as
+	 * it returns, and the probers, joined after it, must still see the
+	 * end. */
+	atomic_bool ended;
 };
 
 /* ---- sizes.c: the sizes an index did not give, probed in parallel ---- */
@@ -160,9 +166,15 @@ int fs__sizes_new(struct fs_mount *m, uint32_t probers, struct fs_sizes **out);
  * probe. 0, or -ENOMEM / -ECANCELED (stopping): the stats then probe. */
 int fs__sizes_queue(struct fs_sizes *s, uint32_t d);
 
-/* Stops the probers (after the session ended, so that a probe under way
+/* Stops the probers (after fs__mount_end, so that a probe under way
  * stops within about a second), joins them and frees s. NULL-safe. */
 void fs__sizes_free(struct fs_sizes *s);
+
+/* The mount has ended: its session's loop returned. From here on every
+ * request bounded by fs__mount_bound stops, as it did while the loop was
+ * ending. Thread-safe; call it once the loop returned, before anything
+ * waits for the requests under way (fs__sizes_free). */
+void fs__mount_end(struct fs_mount *m);
 
 /* The fetch configuration for a synchronous request made for one FUSE
  * request (or the mount's own checks) that must end by deadline_ns

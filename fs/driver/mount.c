@@ -705,12 +705,16 @@ static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
 		return rc;
 	}
 	rc = fuse_session_loop_mt(se, lc);
-	/* The session has ended: a probe under way stops. */
+	/* The session has ended, and libfuse no longer says so: first the
+	 * mount's own flag, which every probe, listing and wait for
+	 * credentials still under way observes, and the guard, which bounds
+	 * the teardown from here (waking the reads it has not woken). */
+	fs__mount_end(m);
+	fs__exit_guard_ended(g);
 	fs__sizes_free(m->sizes);
 	m->sizes = NULL;
 	/* Before the engine goes: a scrape reads it. */
 	fs__metricsd_stop(metricsd);
-	fs__exit_guard_ended(g);
 	/* A signal libfuse handles (TERM, INT, HUP) ends the session as an
 	 * unmount does: a clean end, not a failure. */
 	if (rc > 0) {

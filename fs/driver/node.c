@@ -25,13 +25,22 @@
  * other operation of the mount waits that long behind it, not seconds. */
 #define FS_LIST_BATCH 1024u
 
-/* True once the session ends (SIGTERM, the connection gone): a request
- * under way stops, so that the loop's worker threads can be joined. */
+/* True once the session ends (SIGTERM, an unmount, the connection
+ * gone): a request under way stops, so that the loop's worker threads
+ * can be joined, and so do the probers joined after the loop. The flag
+ * first: once the loop returned, libfuse says the session is not exited,
+ * and the session may be freed. */
 static bool mount_stopping(void *arg)
 {
-	const struct fs_mount *m = arg;
+	struct fs_mount *m = arg;
 
-	return m->se != NULL && fuse_session_exited(m->se) != 0;
+	return atomic_load(&m->ended) ||
+	       (m->se != NULL && fuse_session_exited(m->se) != 0);
+}
+
+void fs__mount_end(struct fs_mount *m)
+{
+	atomic_store(&m->ended, true);
 }
 
 void fs__mount_bound(const struct fs_mount *m, uint64_t deadline_ns,
@@ -255,8 +264,10 @@ static int node_learn(struct fs_mount *m, struct node_copy *c,
 	fs__mount_bound(m, deadline_ns, &fc);
 	rc = fs__learn(&fc, m->cache, &args, l, err, sizeof(err));
 	if (rc != 0) {
-		/* A key deleted since it was listed is gone, not broken. */
-		fs__log(rc == -ENOENT ? FS_LOG_INFO : FS_LOG_ERR,
+		/* A key deleted since it was listed is gone, not broken; a
+		 * probe the mount's end stopped is no fault of the file's. */
+		fs__log(rc == -ENOENT || mount_stopping(m) ? FS_LOG_INFO
+							   : FS_LOG_ERR,
 			"%s: cannot open: %s", c->name, err);
 		return rc == -ENOENT ? -ENOENT : -EIO;
 	}
@@ -553,7 +564,8 @@ int fs__node_list(struct fs_mount *m, uint32_t d, bool fresh,
 						sizeof(err));
 	}
 	if (rc != 0) {
-		fs__log(FS_LOG_ERR, "cannot list %s: %s", url, err);
+		fs__log(mount_stopping(m) ? FS_LOG_INFO : FS_LOG_ERR,
+			"cannot list %s: %s", url, err);
 		goto out;
 	}
 	free(page); /* parsed: up to 64 MiB that the merge does not need */

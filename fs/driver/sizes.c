@@ -68,17 +68,28 @@ static void *prober(void *arg)
 	uint32_t id;
 
 	while (next_id(s, &id)) {
+		struct fs_node *n;
 		bool need;
+		int rc = 0;
 
 		pthread_mutex_lock(&m->ns->mu);
-		need = !m->ns->nodes[id]->has_size &&
-		       !m->ns->nodes[id]->probing;
+		n = m->ns->nodes[id];
+		need = !n->has_size && !n->probing;
 		pthread_mutex_unlock(&m->ns->mu);
 		/* A failure is logged by the probe, and is the stat's to
 		 * report when it asks. */
 		if (need)
-			(void)fs__node_ready(m, id,
-					     fs__now_ns() + m->read_timeout_ns);
+			rc = fs__node_ready(m, id,
+					    fs__now_ns() + m->read_timeout_ns);
+		/* Queued until its probe ended: a listing meanwhile does not
+		 * queue it again. A file whose probe failed is left to the
+		 * stats: an index that lists it again must not have it
+		 * probed again for every listing. */
+		pthread_mutex_lock(&m->ns->mu);
+		n->size_queued = false;
+		if (rc != 0 && !atomic_load(&m->ended))
+			n->size_failed = true;
+		pthread_mutex_unlock(&m->ns->mu);
 	}
 	return NULL;
 }
@@ -106,7 +117,8 @@ static int reserve(struct fs_sizes *s, size_t k)
 	return 0;
 }
 
-/* The files of directory d that have no size and no probe under way. */
+/* The files of directory d that have no size, no probe under way or
+ * queued, and no failed one: marked as queued. */
 static int unsized(struct fs_ns *ns, uint32_t d, uint32_t **ids, size_t *n)
 {
 	const struct fs_node *dir;
@@ -122,8 +134,11 @@ static int unsized(struct fs_ns *ns, uint32_t d, uint32_t **ids, size_t *n)
 	for (uint32_t i = 0; v != NULL && i < dir->nchildren; i++) {
 		const struct fs_node *c = ns->nodes[dir->children[i]];
 
-		if (!c->is_dir && !c->gone && !c->has_size && !c->probing)
-			v[(*n)++] = dir->children[i];
+		if (c->is_dir || c->gone || c->has_size || c->probing ||
+		    c->size_queued || c->size_failed)
+			continue;
+		ns->nodes[dir->children[i]]->size_queued = true;
+		v[(*n)++] = dir->children[i];
 	}
 	pthread_mutex_unlock(&ns->mu);
 	if (dir != NULL && dir->nchildren > 0 && v == NULL)
@@ -132,10 +147,20 @@ static int unsized(struct fs_ns *ns, uint32_t d, uint32_t **ids, size_t *n)
 	return 0;
 }
 
+/* The n ids unsized() marked that were not queued after all. */
+static void unmark(struct fs_ns *ns, const uint32_t *ids, size_t n)
+{
+	pthread_mutex_lock(&ns->mu);
+	for (size_t i = 0; i < n; i++)
+		ns->nodes[ids[i]]->size_queued = false;
+	pthread_mutex_unlock(&ns->mu);
+}
+
 int fs__sizes_queue(struct fs_sizes *s, uint32_t d)
 {
 	uint32_t *ids;
 	size_t n;
+	bool served = false;
 	int rc = unsized(s->m->ns, d, &ids, &n);
 
 	if (rc != 0 || n == 0) {
@@ -156,11 +181,16 @@ int fs__sizes_queue(struct fs_sizes *s, uint32_t d)
 			s->nthreads++;
 		}
 		/* With one prober at least, the queue is served. */
-		if (s->nthreads > 0)
+		served = s->nthreads > 0;
+		if (served)
 			rc = 0;
 		pthread_cond_broadcast(&s->cv);
 	}
 	pthread_mutex_unlock(&s->mu);
+	/* Not to be probed after all: the stats will, or the next listing
+	 * queues them again. */
+	if (!served)
+		unmark(s->m->ns, ids, n);
 	free(ids);
 	return rc;
 }

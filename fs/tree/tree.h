@@ -50,6 +50,12 @@ struct fs_node {
 	uint32_t ndblocks;
 	uint32_t blob; /* the engine's blob once its size is known */
 	bool probing;  /* a thread is probing it (fs__node_ready) */
+	/* The driver's probers of the sizes a listing did not give
+	 * (driver/sizes.c): the node is in their queue, once at most; their
+	 * probe of it failed, and a listing queues it no more (a stat still
+	 * probes it). */
+	bool size_queued;
+	bool size_failed;
 	char *etag;	/* an object store's listed ETag; NULL: none */
 	char *identity; /* its cache identity when not that of its URLs */
 };

@@ -2,7 +2,9 @@
 # exit.sh: how the daemon ends. SIGTERM and SIGHUP unmount and exit 0, as
 # fusermount3 -u does; a read blocked on a stalled origin holds neither a
 # signal's exit nor an unmount's past a few seconds (never until its
-# read_timeout); and an error on a 2 KB URL keeps its reason in the log
+# read_timeout); whatever the origin does (never answers, or stalls after
+# the head), probes, listings and credential commands under way hold
+# neither past 2 s; and an error on a 2 KB URL keeps its reason in the log
 # line, however long the URL.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
@@ -38,13 +40,15 @@ wait_gone() {
 	took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 }
 
-# mount_fg TAG URL: a foreground daemon on a mountpoint of its own (MNT),
-# its log in LOG; FG_PID is its pid.
+# mount_fg TAG [OPTIONS...] URL: a foreground daemon on a mountpoint of its
+# own (MNT), its log in LOG; FG_PID is its pid.
 mount_fg() {
-	MNT=$T_TMP/mnt-$1
-	LOG=$T_TMP/$1.log
+	local tag=$1
+	shift
+	MNT=$T_TMP/mnt-$tag
+	LOG=$T_TMP/$tag.log
 	mkdir -p "$MNT"
-	fg_mount "$LOG" -o "cache_dir=$T_TMP/cache-$1,read_timeout=$RT" "$2" "$MNT"
+	fg_mount "$LOG" -o "cache_dir=$T_TMP/cache-$tag,read_timeout=$RT" "$@" "$MNT"
 }
 
 # signal_exit SIG: the daemon, signalled, unmounts and exits 0.
@@ -177,5 +181,181 @@ if mount_fg longurl "$LONG"; then
 	umount_pacefs "$MNT"
 else
 	t_fail "2 KB URL: mount" "$(tail -n 3 "$LOG")"
+fi
+# --- whatever the origin does: gone within NET_BOUND seconds ----------------
+# A mount's end stops every wait on a network answer: the sizes a listing
+# did not give (probed in the background), a directory's listing, a
+# command asked for new credentials. The origin takes each request and
+# answers nothing (mute), or its head and then nothing (stall:0); every
+# deadline (read_timeout) is far off, so a daemon that ends did so because
+# the mount ended.
+NET_BOUND=2
+NET=$T_TMP/net
+mkdir -p "$NET/p" "$NET/q" "$NET/l/mute" "$NET/l/stall" "$NET/c"
+for i in 1 2 3 4 5 6 7 8; do
+	# 40,000 bytes: "39K" in the listing, a size to probe.
+	gen_file "$NET/p/f$i.bin" 40000 $((80 + i))
+	cp "$NET/p/f$i.bin" "$NET/q/f$i.bin"
+done
+gen_file "$NET/l/mute/f.bin" 4096 90
+cp "$NET/l/mute/f.bin" "$NET/l/stall/f.bin"
+gen_file "$NET/c/f.bin" 40000 91
+o_start net --root "$NET" --autoindex=human \
+	--fault '/p/*.bin:mute' --fault '/q/*.bin:stall:0' \
+	--fault '/l/mute/:mute' --fault '/l/stall/:stall:100'
+NET_URL=$O_URL
+NET_LOG=$O_LOG
+
+# origin_saw PATTERN SECS: waits until the origin's log has a line
+# matching PATTERN (an ERE), for at most SECS seconds.
+origin_saw() {
+	local i
+	for i in $(seq 1 $(($2 * 20))); do
+		grep -Eq "$1" "$NET_LOG" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# net_end TAG HOW: ends the daemon FG_PID by HOW (umount: fusermount3 -u;
+# TERM: SIGTERM) and checks that it is gone, with status 0, within
+# NET_BOUND seconds of it.
+net_end() {
+	local tag=$1 how=$2 t0
+	t0=$(date +%s.%N)
+	if [ "$how" = umount ]; then
+		timeout 10 fusermount3 -u "$MNT" 2>"$T_TMP/fu-$tag.err" ||
+			t_fail "$tag: fusermount3 -u" "$(cat "$T_TMP/fu-$tag.err")"
+	else
+		kill -TERM "$FG_PID"
+	fi
+	wait_gone "$FG_PID" $((RT + 10))
+	took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+	if [ "$status" = 0 ] && awk -v t="$took" -v b="$NET_BOUND" 'BEGIN { exit !(t <= b) }'; then
+		t_pass "$tag: the daemon is gone ${took}s after $how (bound ${NET_BOUND}s), status 0"
+	else
+		t_fail "$tag: the daemon is gone within ${NET_BOUND}s of $how, status 0" \
+			"status $status after ${took}s (read_timeout=$RT): $(tail -n 2 "$LOG" | tr '\n' ' ')"
+	fi
+	[ "$status" = running ] && kill -KILL "$FG_PID" 2>/dev/null
+	umount_pacefs "$MNT" || true
+}
+
+# Probes of the sizes a listing did not give, under way in the background
+# when the mount ends: to an origin that never answers (an unmount), and
+# to one that sends the head and then nothing (SIGTERM).
+for c in p:mute:umount q:stall:TERM; do
+	IFS=: read -r dir fault how <<<"$c"
+	tag="probes ($fault)"
+	if mount_fg "probe-$dir" "$NET_URL/$dir/"; then
+		ls "$MNT" >/dev/null
+		if origin_saw "GET /$dir/f[0-9].bin .* $fault" 10; then
+			net_end "$tag" "$how"
+		else
+			t_fail "$tag: the probes reach the origin" "$(tail -n 3 "$NET_LOG")"
+			umount_pacefs "$MNT" || true
+		fi
+	else
+		t_fail "$tag: mount" "$(tail -n 3 "$LOG")"
+	fi
+done
+
+# A directory's listing under way when the mount ends, its reader still
+# waiting (the kernel refuses to unmount while a request is under way).
+for fault in mute stall; do
+	tag="listing ($fault)"
+	if mount_fg "list-$fault" "$NET_URL/l/"; then
+		ls "$MNT/$fault" >/dev/null 2>&1 &
+		LS=$!
+		if origin_saw "GET /l/$fault/ .* $fault" 10; then
+			net_end "$tag" TERM
+		else
+			t_fail "$tag: the listing reaches the origin" "$(tail -n 3 "$NET_LOG")"
+			umount_pacefs "$MNT" || true
+		fi
+		kill -KILL "$LS" 2>/dev/null || true
+		wait "$LS" 2>/dev/null || true
+	else
+		t_fail "$tag: mount" "$(tail -n 3 "$LOG")"
+	fi
+done
+
+# ncmd CMDLINE: how many processes run exactly CMDLINE.
+ncmd() {
+	local p n=0
+	for p in /proc/[0-9]*; do
+		if [ "$(tr '\0' ' ' 2>/dev/null <"$p/cmdline")" = "$1 " ]; then
+			n=$((n + 1))
+		fi
+	done
+	echo "$n"
+}
+
+# cmd_runs CMDLINE SECS: waits until CMDLINE runs, for at most SECS seconds.
+cmd_runs() {
+	local i
+	for i in $(seq 1 $(($2 * 20))); do
+		[ "$(ncmd "$1")" -eq 0 ] || return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# Credentials refused while the command that gives new ones hangs: a
+# request refused waits for them (fetch's wait for a newer set) when the
+# mount ends. First a listing, the reader waiting (SIGTERM); then the
+# background probes of a listing's sizes (an unmount).
+HANG=$T_TMP/hang
+REQ=$T_TMP/require
+cat >"$T_TMP/token.sh" <<-EOS
+	#!/bin/sh
+	if [ -e $HANG ]; then exec sleep 1786; fi
+	echo "X-Token: one"
+EOS
+chmod 700 "$T_TMP/token.sh"
+printf 'X-Token: one\n' >"$REQ"
+o_start creds --root "$NET/c" --autoindex --require-header "$REQ"
+tag="credentials (a listing)"
+rm -f "$HANG"
+if mount_fg creds-list -o "auth_command=$T_TMP/token.sh" "$O_URL/"; then
+	touch "$HANG"
+	printf 'X-Token: two\n' >"$REQ.new" && mv "$REQ.new" "$REQ"
+	ls "$MNT" >/dev/null 2>&1 &
+	LS=$!
+	if cmd_runs "sleep 1786" 10; then
+		net_end "$tag" TERM
+		for _ in $(seq 1 20); do
+			[ "$(ncmd "sleep 1786")" -eq 0 ] && break
+			sleep 0.05
+		done
+		t_eq "$tag: the command is killed" "$(ncmd "sleep 1786")" 0
+	else
+		t_fail "$tag: the refused listing runs the command again" "$(tail -n 3 "$LOG")"
+		umount_pacefs "$MNT" || true
+	fi
+	kill -KILL "$LS" 2>/dev/null || true
+	wait "$LS" 2>/dev/null || true
+else
+	t_fail "$tag: mount" "$(tail -n 3 "$LOG")"
+fi
+o_start creds401 --root "$NET/p" --autoindex=human --fault '/*.bin:status:401'
+tag="credentials (probes)"
+rm -f "$HANG"
+if mount_fg creds-probe -o "auth_command=$T_TMP/token.sh" "$O_URL/"; then
+	touch "$HANG"
+	ls "$MNT" >/dev/null
+	if cmd_runs "sleep 1786" 10; then
+		net_end "$tag" umount
+		for _ in $(seq 1 20); do
+			[ "$(ncmd "sleep 1786")" -eq 0 ] && break
+			sleep 0.05
+		done
+		t_eq "$tag: the command is killed" "$(ncmd "sleep 1786")" 0
+	else
+		t_fail "$tag: the refused probes run the command again" "$(tail -n 3 "$LOG")"
+		umount_pacefs "$MNT" || true
+	fi
+else
+	t_fail "$tag: mount" "$(tail -n 3 "$LOG")"
 fi
 t_done

@@ -41,7 +41,7 @@ between() {
 
 WWW=$T_TMP/www
 SIZE=1048699
-DIRS="stall reset s503 s429 s500 s403 s410 s429n burst norange badrange short etag content slow refuse rate
+DIRS="stall reset s503 s429 s500 s403 s410 s429n burst norange badrange short etag content slow refuse mute rate
 big enc total clen etagv corrupt"
 mkdir -p "$WWW/dir"
 gen_file "$WWW/f.bin" "$SIZE" 71
@@ -68,6 +68,7 @@ o_start main --root "$WWW" \
 	--fault '/corrupt/*:corrupt:1' \
 	--fault '/slow/*:slowfirst:300' \
 	--fault '/refuse/*:refuse' \
+	--fault '/mute/*:mute' \
 	--fault '/rate/*:rate:2M' \
 	--fault '/s429n/*:status:429:5:1:2' \
 	--fault '/big/*:bigheader:200K:1' \
@@ -268,6 +269,9 @@ fi
 
 fetch refuse "$U/refuse/f.bin"
 t_eq "refuse: no answer, curl error 52 (empty reply)" "$C_SIZE $C_RC" "0 52"
+
+fetch mute --max-time 1 "$U/mute/f.bin"
+t_eq "mute: the connection open, no answer, curl's timeout (28)" "$C_CODE $C_SIZE $C_RC" "000 0 28"
 
 fetch rate "$U/rate/f.bin"
 if between "$C_TOTAL" 0.35 1.5 && cmp -s "$T_TMP/rate.body" "$WWW/f.bin"; then
