@@ -26,6 +26,16 @@ struct fuse_session;
 struct fuse_lowlevel_ops;
 struct fs_metrics;
 
+struct fs_opts;
+
+/* fs/driver/urlfile.c. When the URL argument is "-", reads the URL from
+ * -o url_file= (checked as a file of secrets: fs__file_check) or else
+ * from standard input: its first line that is neither blank nor a '#'
+ * comment becomes o->url, the others o's mirrors. A URL argument other
+ * than "-" with url_file is refused. Returns 0 or a negative errno with
+ * one line in err. */
+int fs__url_read(struct fs_opts *o, char *err, size_t errlen);
+
 /* The process's log (fs/driver/log.c): one line per call, to stderr in
  * the foreground and to syslog when daemonized, every URL's userinfo
  * removed, every byte a server chose escaped, repeated lines rate-limited.

@@ -814,6 +814,7 @@ int fs_main(int argc, char **argv)
 	/* Before anything slow (the probe), and before the daemon forks
 	 * with a copy of this memory. */
 	fs_opts_scrub_argv(argc, argv);
+	fetch_url_show_signatures(o.show_signatures);
 	memset(&m, 0, sizeof(m));
 	memset(&p, 0, sizeof(p));
 	memset(&guard, 0, sizeof(guard));

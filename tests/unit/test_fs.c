@@ -635,9 +635,13 @@ static void argv_scrubbed(void)
 	char a3[] = "-oheader=Authorization: Bearer abc",
 	     a4[] = "http://u:pw@h/f";
 	char a5[] = "/mnt", a0[] = "pacefs";
-	char *argv[] = {a0, a1, a2, a3, a4, a5, NULL};
+	char a6[] = "https://b/k?X-Amz-Signature=beef&x=1",
+	     a7[] = "-omirror=http://m/k?sig=abc,lanes=2";
+	char *argv[] = {a0, a1, a2, a3, a4, a6, a7, a5, NULL};
 
-	fs_opts_scrub_argv(6, argv);
+	fs_opts_scrub_argv(8, argv);
+	T_EQ_STR(a6, "https://b/k?X-Amz-Signature=****&x=1");
+	T_EQ_STR(a7, "-omirror=http://m/k?sig=***,lanes=2");
 	T_EQ_STR(a1, "-o");
 	T_EQ_STR(a2, "lanes=2,header=X-Key:*******,mirror=http://***@m/x,"
 		     "header=***,proxy=http://***@a:1|b:2;***@c:3");
@@ -728,6 +732,22 @@ static void sources_identity(void)
 	free(s2);
 	free(s3);
 	free(s4);
+}
+
+/* A presigned URL's identity stores neither its signature nor its token,
+ * and keeps two signatures apart. */
+static void signed_identity(void)
+{
+	char *s1 = fs__url_identity("http://h/a?X-Amz-Signature=s1&x=1");
+	char *s2 = fs__url_identity("http://h/a?X-Amz-Signature=s2&x=1");
+	const char *want =
+		"url:http://h/a?X-Amz-Signature=**&x=1\n" FS_IDENTITY_SIGNED;
+
+	T_ASSERT(s1 != NULL && s2 != NULL);
+	T_ASSERT(strncmp(s1, want, strlen(want)) == 0);
+	T_ASSERT(strcmp(s1, s2) != 0);
+	free(s1);
+	free(s2);
 }
 
 static void url_identity(void)
@@ -1335,6 +1355,7 @@ static const struct t_case cases[] = {
 	{"s3_names", s3_names},
 	{"identity_forms", identity_forms},
 	{"argv_scrubbed", argv_scrubbed},
+	{"signed_identity", signed_identity},
 	{"opts_header_file", opts_header_file},
 	{"url_identity", url_identity},
 	{"sources_identity", sources_identity},
