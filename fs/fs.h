@@ -60,6 +60,8 @@ struct fs_opts {
 	bool creds_readable; /* -o creds_readable: no mode check */
 	char *cafile;
 	char *proxy;		/* -o proxy="A|B;C;DIRECT" */
+	bool creds_via_proxy;	/* -o creds_via_proxy: http:// credentials
+				   may go through it */
 	unsigned proxy_reset_s; /* a failed proxy is asked again after */
 	bool has_sha256;	/* -o sha256=HEX */
 	uint8_t sha256[32];

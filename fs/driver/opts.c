@@ -226,6 +226,9 @@ static const struct opt_def opt_table[] = {
 		   "members sharing the load"),
 	OPT_UINT("proxy_reset", proxy_reset_s, 1, 86400, "SECS",
 		 "a failed proxy is asked again after SECS (300)"),
+	OPT_FLAG("creds_via_proxy", creds_via_proxy,
+		 "send an http:// origin's credentials (userinfo,\n"
+		 "headers, a signed query) through the proxy"),
 	OPT_FLAG("insecure", insecure, "do not verify TLS certificates"),
 	OPT_SIZE("cache_size", cache_size, 0, UINT64_MAX, false, NULL, "SIZE",
 		 "cache budget, least recently used out (K/M/G/T)"),
