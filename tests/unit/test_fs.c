@@ -891,43 +891,61 @@ static void log_json_line(void)
 	json_decref(o);
 }
 
-/* Lines alike but for their numbers are one kind; a storm of them is
- * logged FS_LOG_BURST times per window, and the rest are counted and
- * reported once the window ends. */
+/* Lines of one call site about one source are one kind, whatever files
+ * or numbers they name; a storm of them is logged FS_LOG_BURST times per
+ * window, and the rest are counted and reported once the window ends. */
 static void log_rate_limit(void)
 {
+	static const char site[] = "%s: cannot open: GET %s: HTTP %d";
 	static struct fs_log_limit l;
 	struct fs_log_report r;
-	uint64_t now = 1000, key = fs__log_key("lane 3: http://h:80/f: boom");
+	uint64_t now = 1000;
+	uint64_t key = fs__log_key(site, NULL, "a: http://h:80/a: HTTP 403");
 	int logged = 0;
 	char line[64];
 
-	T_EQ_U64(fs__log_key("lane 12: http://h:8080/f: boom"), key);
-	T_ASSERT(fs__log_key("lane 3: http://h:80/g: boom") != key);
+	/* Another file of the origin: the same kind; of another origin or
+	 * at another site: another. */
+	T_EQ_U64(fs__log_key(site, NULL, "zq/x: GET http://h:80/zq/x: 500"),
+		 key);
+	T_ASSERT(fs__log_key(site, NULL, "a: GET http://g:80/a: 403") != key);
+	T_ASSERT(fs__log_key("%s: cannot add its blob: %s", NULL,
+			     "a: GET http://h:80/a: 403") != key);
+	/* The source a line is about counts before the URLs it names. */
+	T_EQ_U64(fs__log_key(site, "http://h:80/b", "a: GET http://x/a: 1"),
+		 key);
+	/* A line handed whole ("%s") is its text, numbers and URLs' paths
+	 * aside. */
+	T_EQ_U64(fs__log_key("%s", NULL, "lane 3: GET http://h:80/f: boom"),
+		 fs__log_key("%s", NULL, "lane 12: GET http://h:80/g?x: boom"));
+	T_ASSERT(fs__log_key("%s", NULL, "lane 3: http://h:80/f: boom") !=
+		 fs__log_key("%s", NULL, "lane 3: http://h:80/f: bang"));
 	for (int i = 0; i < 1000; i++) {
-		snprintf(line, sizeof(line), "lane %d: http://h:80/f: boom",
-			 i % 8);
-		logged += fs__log_admit(&l, fs__log_key(line), 1, line, now);
+		snprintf(line, sizeof(line), "f%c%c: GET http://h:80/: 403",
+			 'a' + i % 26, 'a' + i / 26 % 26);
+		logged += fs__log_admit(&l, fs__log_key(site, NULL, line), 1,
+					line, now);
 		now += 1000000; /* 1000 lines a second */
 	}
 	T_EQ_INT(logged, FS_LOG_BURST);
 	/* Another kind is not held back by the storm. */
-	T_ASSERT(fs__log_admit(&l, fs__log_key("mounted x"), 2, "mounted x",
-			       now));
+	T_ASSERT(fs__log_admit(&l, fs__log_key("mounted %s", NULL, "mounted x"),
+			       2, "mounted x", now));
 	T_ASSERT(!fs__log_take_report(&l, now, &r)); /* window still open */
 	now = 1000 + FS_LOG_WINDOW_NS;
 	T_ASSERT(fs__log_take_report(&l, now, &r));
 	T_EQ_INT(r.suppressed, 1000 - FS_LOG_BURST);
 	T_EQ_INT(r.level, 1);
-	T_EQ_STR(r.sample, "lane 7: http://h:80/f: boom");
+	T_EQ_STR(r.sample, "flm: GET http://h:80/: 403");
 	T_ASSERT(!fs__log_take_report(&l, now, &r)); /* reported once */
 	/* A new window logs again. */
-	T_ASSERT(fs__log_admit(&l, key, 1, "lane 0: http://h:80/f: boom", now));
+	T_ASSERT(fs__log_admit(&l, key, 1, "a: http://h:80/a: HTTP 403", now));
 	/* More kinds than slots: each new kind is still logged. */
 	for (int i = 0; i < 3 * FS_LOG_KINDS; i++) {
 		snprintf(line, sizeof(line), "kind %c%c", 'a' + i % 26,
 			 'a' + i / 26);
-		T_ASSERT(fs__log_admit(&l, fs__log_key(line), 1, line, now));
+		T_ASSERT(fs__log_admit(&l, fs__log_key("%s", NULL, line), 1,
+				       line, now));
 	}
 }
 
