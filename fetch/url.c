@@ -38,8 +38,8 @@ static bool show_signatures;
  * reads them fetch the object until they expire, as a password does; an
  * OAuth access_token, an api_key, a secret or password likewise. */
 static const char *const secret_words[] = {
-	"signature", "sig",    "token",	   "credential", "credentials",
-	"secret",    "key",    "apikey",   "password",	 "passwd",
+	"signature", "sig", "token",  "credential", "credentials",
+	"secret",    "key", "apikey", "password",   "passwd",
 };
 
 /* True when the query parameter named [name, name + len) holds a
@@ -62,8 +62,7 @@ static bool secret_param(const char *name, size_t len)
 
 /* Masks the value of every secret parameter of the query at q, which
  * runs to '#' or to q + len: the value becomes as many '*' as it had
- * bytes, at most 3, so that the query only shrinks and a query cut short
- * is masked into a prefix of the whole one's mask. With keep_len every
+ * bytes, at most 3, so that the query only shrinks. With keep_len every
  * byte of the value becomes a '*' instead (argv keeps its length). In
  * text (text true), a value that ends the query loses its last byte
  * from the mask when it is punctuation the line put after the URL.
@@ -105,6 +104,20 @@ static size_t mask_query(char *q, size_t len, bool keep_len, bool text)
 	return len;
 }
 
+/* Where url's query starts (its '?'), or NULL: the first '?' past the
+ * authority of its first "://" (in a string with none, the first '?'),
+ * so that masking never reaches the authority whose userinfo is
+ * removed. */
+static char *query_of(char *url)
+{
+	char *p = strstr(url, "://");
+
+	if (p == NULL)
+		return strchr(url, '?');
+	p += 3;
+	return strchr(p + strcspn(p, "/?#"), '?');
+}
+
 void fetch_url_show_signatures(bool show)
 {
 	show_signatures = show;
@@ -118,7 +131,7 @@ bool fetch_url_signed(const char *url)
 	/* Masking a copy and comparing is the one rule in one place. */
 	if (copy == NULL)
 		return true; /* treated as secret when unsure */
-	q = strchr(copy, '?');
+	q = query_of(copy);
 	if (q != NULL) {
 		size_t len = strlen(q + 1);
 
@@ -131,7 +144,7 @@ bool fetch_url_signed(const char *url)
 
 void fetch_url_mask_signed(char *url)
 {
-	char *q = strchr(url, '?');
+	char *q = query_of(url);
 
 	if (q != NULL)
 		mask_query(q + 1, strlen(q + 1), true, false);
@@ -141,7 +154,7 @@ void fetch_url_mask_signed(char *url)
  * place, unless asked to show them. */
 static void shown_query(char *url, bool always)
 {
-	char *q = strchr(url, '?');
+	char *q = query_of(url);
 
 	if (q != NULL && (always || !show_signatures))
 		q[1 + mask_query(q + 1, strlen(q + 1), false, false)] = '\0';
@@ -364,12 +377,10 @@ int fetch__url_hop(const char *start, const char *target, char **out)
 
 void fetch__url_shown(const char *url, char *buf, size_t cap)
 {
-	size_t s = 0, e = 0;
+	/* Redacted before the cut, so that no part of a userinfo or of a
+	 * signed value is left however short buf is. */
+	char *r = redacted(url, false);
 
-	/* The userinfo is skipped before the cut, so that no part of it is
-	 * left however short buf is. */
-	if (!fetch_url_userinfo(url, &s, &e))
-		s = e = 0;
-	snprintf(buf, cap, "%.*s%s", (int)s, url, url + e);
-	shown_query(buf, false);
+	snprintf(buf, cap, "%s", r != NULL ? r : "(a URL: out of memory)");
+	free(r);
 }

@@ -40,9 +40,9 @@ int fs_status_command(int argc, char **argv);
 #define FS_INFLIGHT_DEFAULT (32u * 1024u * 1024u)
 
 struct fs_opts {
-	char *url; /* the URL, a URL ending in '/', or a manifest's path;
-		      "-" until fs__url_read reads it */
-	char *url_file;	      /* -o url_file=FILE: the URL, not an argument */
+	char *url;	/* the URL, a URL ending in '/', or a manifest's path;
+			   "-" until fs__url_read reads it */
+	char *url_file; /* -o url_file=FILE: the URL, not an argument */
 	bool show_signatures; /* -o show_signatures: signed values shown */
 	char *mountpoint;
 	char *cache_dir;

@@ -16,8 +16,8 @@
 char *fs__url_identity(const char *url)
 {
 	bool userinfo = fetch_url_has_userinfo(url);
-	const char *mark = userinfo ? "\n" FS_IDENTITY_USERINFO
-				    : "\n" FS_IDENTITY_SIGNED;
+	const char *mark =
+		userinfo ? "\n" FS_IDENTITY_USERINFO : "\n" FS_IDENTITY_SIGNED;
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 	char *bare, *out;

@@ -59,6 +59,17 @@ static size_t fixed_letters(const char *fmt)
 	return n;
 }
 
+/* True for an adapter's format, "WORD: %s" ("cache: %s", "fetch: %s"):
+ * the line is another module's, handed whole. */
+static bool handed_whole(const char *fmt)
+{
+	const char *p = fmt;
+
+	while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z'))
+		p++;
+	return p > fmt && strcmp(p, ": %s") == 0;
+}
+
 /* Where the authority of the first URL in text is: [*at, *at + return). */
 static size_t first_authority(const char *text, const char **at)
 {
@@ -77,7 +88,8 @@ uint64_t fs__log_key(const char *fmt, const char *source, const char *msg)
 	size_t alen;
 	bool in_digits = false;
 
-	if (fmt != NULL && fixed_letters(fmt) >= FS_LOG_SITE_LETTERS) {
+	if (fmt != NULL && fixed_letters(fmt) >= FS_LOG_SITE_LETTERS &&
+	    !handed_whole(fmt)) {
 		/* The call site: its text, each conversion one mark. */
 		for (const char *p = fmt; *p != '\0';) {
 			if (*p == '%' && p[1] != '%') {

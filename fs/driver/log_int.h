@@ -41,7 +41,8 @@ void fs__format_shown(char *buf, size_t cap, const char *fmt, va_list ap);
  * about, not its text, so that lines naming a thousand files or offsets
  * of one failure are one kind. A hash of its format fmt (each conversion
  * one mark) when that has at least FS_LOG_SITE_LETTERS letters of its
- * own; else (a site that hands a whole line, "%s") of its text msg with
+ * own; else (a site that hands a whole line: "%s", or an adapter's
+ * "WORD: %s" such as "cache: %s") of its text msg with
  * each run of digits one mark and each URL its authority alone; and of
  * its source: the authority of source's URL, else of the first URL msg
  * names. So "%s: cannot open: %s" about 500 files of one origin is one

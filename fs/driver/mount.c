@@ -468,10 +468,9 @@ static int prepare(const struct fs_opts *o, struct fetch_config *fc,
 	if (header_origins(o, fc, p) != 0)
 		return 1;
 	if (p->s3.bucket == NULL &&
-	    fs__proxy_clear_check(o,
-				  p->kind == MOUNT_MANIFEST ? &p->manifest
-							    : NULL,
-				  fc->proxies, err, sizeof(err)) != 0)
+	    fs__proxy_clear_check(
+		    o, p->kind == MOUNT_MANIFEST ? &p->manifest : NULL,
+		    fc->proxies, err, sizeof(err)) != 0)
 		return fail("%s", err);
 	/* The mount's own first requests are bounded as a request's are:
 	 * by read_timeout (a listing that never ends, a probe that never

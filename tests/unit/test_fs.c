@@ -920,6 +920,9 @@ static void log_rate_limit(void)
 		 fs__log_key("%s", NULL, "lane 12: GET http://h:80/g?x: boom"));
 	T_ASSERT(fs__log_key("%s", NULL, "lane 3: http://h:80/f: boom") !=
 		 fs__log_key("%s", NULL, "lane 3: http://h:80/f: bang"));
+	/* So is an adapter's ("cache: %s"): the line is another module's. */
+	T_ASSERT(fs__log_key("cache: %s", NULL, "cache: block 5: bad") !=
+		 fs__log_key("cache: %s", NULL, "cache: flush failed"));
 	for (int i = 0; i < 1000; i++) {
 		snprintf(line, sizeof(line), "f%c%c: GET http://h:80/: 403",
 			 'a' + i % 26, 'a' + i / 26 % 26);
