@@ -399,7 +399,25 @@ bool fetch_coding_is_identity(const char *v, bool transfer);
 int fetch_parse_retry_after(const char *v, int64_t now_s, uint64_t *ms_out);
 
 /* URLs (fetch/url.c). Secrets travel only to the origin they were given
- * for, and a URL's userinfo ("user:password@") is never shown. */
+ * for, and a URL's userinfo ("user:password@") is never shown; nor, unless
+ * fetch_url_show_signatures says otherwise, the values of its query's
+ * signed parameters: those whose name's last word (after '-', '_' or
+ * '.'), without case, is signature, sig, token, credential(s), secret,
+ * key, apikey, password or passwd (X-Amz-Signature, X-Amz-Security-Token,
+ * X-Goog-Signature, sig, access_token, api_key, ...), which a presigned
+ * URL carries as a bearer credential. Such a value is shown as "***". */
+
+/* Whether fetch_url_redacted, fetch_text_redact and the transfers' lines
+ * show signed values as given (show true) or masked (the default). Call
+ * it before any thread that shows a URL starts. */
+void fetch_url_show_signatures(bool show);
+
+/* True when url's query holds a signed parameter with a value. */
+bool fetch_url_signed(const char *url);
+
+/* Overwrites, in place, each signed value of url's query with '*', its
+ * length kept: what a process's arguments keep of a URL. */
+void fetch_url_mask_signed(char *url);
 
 /* Where url's userinfo ("user:password@", the '@' included) is: true with
  * [*start, *end) when it has one. Its authority runs from "://" to the
@@ -409,10 +427,16 @@ bool fetch_url_userinfo(const char *url, size_t *start, size_t *end);
 /* True when url carries userinfo. */
 bool fetch_url_has_userinfo(const char *url);
 
-/* url without its userinfo, as a new string (free() it): what logs, status
- * and listings show. NULL when memory ran out. A string that is no URL
- * comes back unchanged. */
+/* url without its userinfo and with its signed values masked (unless
+ * fetch_url_show_signatures), as a new string (free() it): what logs,
+ * status and listings show. NULL when memory ran out. A string that is no
+ * URL comes back without the signed values of what follows its first
+ * '?'. */
 char *fetch_url_redacted(const char *url);
+
+/* The same, its signed values masked whatever fetch_url_show_signatures
+ * says: what is stored (a cache identity). */
+char *fetch_url_masked(const char *url);
 
 /* url's origin as a new string "scheme://host:port" (lowercase host,
  * default port filled in; free() it). Returns 0, -EINVAL (not a URL
@@ -423,8 +447,10 @@ int fetch_url_origin(const char *url, char **out);
 bool fetch_url_same_origin(const char *a, const char *b);
 
 /* Removes, in place, the userinfo of every URL in a line of text (after
- * each "://", up to the last '@' before a '/', '?', '#' or white space):
- * the last guard before a line reaches a log or a terminal. */
+ * each "://", up to the last '@' before a '/', '?', '#' or white space)
+ * and masks its signed values (unless fetch_url_show_signatures; the URL
+ * ends at white space or a quote): the last guard before a line reaches
+ * a log or a terminal. */
 void fetch_text_redact(char *text);
 
 /* Fits whole into buf (cap bytes); a line longer than cap - 1 bytes by

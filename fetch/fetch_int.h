@@ -84,8 +84,8 @@ int fetch__bound_sleep(const struct fetch_config *cfg, long ms);
  * -ENOMEM. */
 int fetch__url_hop(const char *start, const char *target, char **out);
 
-/* fetch/url.c. Writes url without its userinfo into buf, cut to cap
- * bytes (for reasons and log lines; never for a request). */
+/* fetch/url.c. Writes url as fetch_url_redacted shows it into buf, cut to
+ * cap bytes (for reasons and log lines; never for a request). */
 void fetch__url_shown(const char *url, char *buf, size_t cap);
 
 /* fetch/auth.c. One set of credentials as requests use it: immutable,

@@ -1,10 +1,12 @@
 /* url: the parts of a URL that decide where secrets may go and what may be
- * shown: its origin (scheme, host, port) and its userinfo. */
+ * shown: its origin (scheme, host, port), its userinfo and the signed
+ * values of its query. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <curl/curl.h>
 
@@ -24,6 +26,138 @@ static size_t userinfo_len(const char *auth, const char *stops)
 		if (auth[i] == '@')
 			len = i + 1;
 	return len;
+}
+
+/* Set once, before any thread starts (fetch_url_show_signatures). */
+static bool show_signatures;
+
+/* The last words of the names of query parameters whose value is a
+ * credential: a presigned URL's signature and token (S3's
+ * X-Amz-Signature, X-Amz-Security-Token and X-Amz-Credential, GCS's
+ * X-Goog-Signature, CloudFront's Signature, Azure's sig) let whoever
+ * reads them fetch the object until they expire, as a password does; an
+ * OAuth access_token, an api_key, a secret or password likewise. */
+static const char *const secret_words[] = {
+	"signature", "sig", "token",  "credential", "credentials",
+	"secret",    "key", "apikey", "password",   "passwd",
+};
+
+/* True when the query parameter named [name, name + len) holds a
+ * credential: its last word (after the last '-', '_' or '.'), without
+ * case, is one of secret_words. */
+static bool secret_param(const char *name, size_t len)
+{
+	size_t w = len;
+
+	while (w > 0 && name[w - 1] != '-' && name[w - 1] != '_' &&
+	       name[w - 1] != '.')
+		w--;
+	for (size_t i = 0; i < sizeof(secret_words) / sizeof(secret_words[0]);
+	     i++)
+		if (strlen(secret_words[i]) == len - w &&
+		    strncasecmp(name + w, secret_words[i], len - w) == 0)
+			return true;
+	return false;
+}
+
+/* Masks the value of every secret parameter of the query at q, which
+ * runs to '#' or to q + len: the value becomes as many '*' as it had
+ * bytes, at most 3, so that the query only shrinks. With keep_len every
+ * byte of the value becomes a '*' instead (argv keeps its length). In
+ * text (text true), a value that ends the query loses its last byte
+ * from the mask when it is punctuation the line put after the URL.
+ * Returns the query's new length; the bytes after it are moved up. */
+static size_t mask_query(char *q, size_t len, bool keep_len, bool text)
+{
+	size_t i = 0, end = len;
+	char *hash = memchr(q, '#', len);
+
+	if (hash != NULL)
+		end = (size_t)(hash - q);
+	while (i < end) {
+		size_t name = i, eq, stop, vlen, shown;
+
+		while (i < end && q[i] != '&' && q[i] != '=')
+			i++;
+		eq = i;
+		while (i < end && q[i] != '&')
+			i++;
+		stop = i;
+		if (eq < stop && secret_param(q + name, eq - name)) {
+			vlen = stop - eq - 1;
+			if (text && stop == end && vlen > 1 &&
+			    strchr(".,:;)]", q[stop - 1]) != NULL)
+				vlen--;
+			shown = keep_len || vlen < 3 ? vlen : 3;
+			memset(q + eq + 1, '*', shown);
+			if (shown < vlen) {
+				memmove(q + eq + 1 + shown, q + eq + 1 + vlen,
+					len - (eq + 1 + vlen));
+				len -= vlen - shown;
+				end -= vlen - shown;
+				stop -= vlen - shown;
+			}
+			i = stop;
+		}
+		i++;
+	}
+	return len;
+}
+
+/* Where url's query starts (its '?'), or NULL: the first '?' past the
+ * authority of its first "://" (in a string with none, the first '?'),
+ * so that masking never reaches the authority whose userinfo is
+ * removed. */
+static char *query_of(char *url)
+{
+	char *p = strstr(url, "://");
+
+	if (p == NULL)
+		return strchr(url, '?');
+	p += 3;
+	return strchr(p + strcspn(p, "/?#"), '?');
+}
+
+void fetch_url_show_signatures(bool show)
+{
+	show_signatures = show;
+}
+
+bool fetch_url_signed(const char *url)
+{
+	char *copy = strdup(url), *q;
+	bool is = false;
+
+	/* Masking a copy and comparing is the one rule in one place. */
+	if (copy == NULL)
+		return true; /* treated as secret when unsure */
+	q = query_of(copy);
+	if (q != NULL) {
+		size_t len = strlen(q + 1);
+
+		mask_query(q + 1, len, true, false);
+		is = strcmp(copy, url) != 0;
+	}
+	free(copy);
+	return is;
+}
+
+void fetch_url_mask_signed(char *url)
+{
+	char *q = query_of(url);
+
+	if (q != NULL)
+		mask_query(q + 1, strlen(q + 1), true, false);
+}
+
+/* Masks the signed values of the URL text at url (NUL-terminated), in
+ * place, unless asked to show them. */
+static void shown_query(char *url, bool always)
+{
+	char *q = query_of(url);
+
+	if (q != NULL && (always || !show_signatures))
+		q[1 + mask_query(q + 1, strlen(q + 1), false, false)] = '\0';
 }
 
 bool fetch_url_userinfo(const char *url, size_t *start, size_t *end)
@@ -49,7 +183,8 @@ bool fetch_url_has_userinfo(const char *url)
 	return fetch_url_userinfo(url, &s, &e);
 }
 
-char *fetch_url_redacted(const char *url)
+/* url without its userinfo, as a new string; NULL when memory ran out. */
+static char *url_bare(const char *url)
 {
 	size_t s, e, len = strlen(url);
 	char *out;
@@ -62,6 +197,27 @@ char *fetch_url_redacted(const char *url)
 	memcpy(out, url, s);
 	memcpy(out + s, url + e, len - e + 1);
 	return out;
+}
+
+/* url without its userinfo, its signed values masked when always or
+ * unless asked to show them; NULL when memory ran out. */
+static char *redacted(const char *url, bool always)
+{
+	char *out = url_bare(url);
+
+	if (out != NULL)
+		shown_query(out, always);
+	return out;
+}
+
+char *fetch_url_redacted(const char *url)
+{
+	return redacted(url, false);
+}
+
+char *fetch_url_masked(const char *url)
+{
+	return redacted(url, true);
 }
 
 int fetch_url_origin(const char *url, char **out)
@@ -119,11 +275,23 @@ void fetch_text_redact(char *text)
 	 * one (curl refuses it), so nothing of it is left behind. */
 	while ((p = strstr(p, "://")) != NULL) {
 		char *auth = p + 3;
-		size_t len = userinfo_len(auth, "/?# \t\r\n");
+		size_t len = userinfo_len(auth, "/?# \t\r\n"), ulen, qlen;
+		char *q;
 
 		if (len > 0)
 			memmove(auth, auth + len, strlen(auth + len) + 1);
 		p = auth;
+		/* The URL runs to white space or a quote; its query, from
+		 * its first '?'. */
+		ulen = strcspn(auth, " \t\r\n\"'<>`");
+		q = memchr(auth, '?', ulen);
+		if (q == NULL || show_signatures)
+			continue;
+		qlen = (size_t)(auth + ulen - (q + 1));
+		len = mask_query(q + 1, qlen, false, true);
+		if (len < qlen)
+			memmove(q + 1 + len, q + 1 + qlen,
+				strlen(q + 1 + qlen) + 1);
 	}
 }
 
@@ -177,7 +345,8 @@ void fetch_text_vformat(char *buf, size_t cap, const char *fmt, va_list ap)
 
 int fetch__url_hop(const char *start, const char *target, char **out)
 {
-	char *bare = fetch_url_redacted(target), *joined;
+	/* The next request's URL: its query is sent as given. */
+	char *bare = url_bare(target), *joined;
 	const char *auth;
 	size_t s, e, at, len;
 
@@ -208,11 +377,10 @@ int fetch__url_hop(const char *start, const char *target, char **out)
 
 void fetch__url_shown(const char *url, char *buf, size_t cap)
 {
-	size_t s = 0, e = 0;
+	/* Redacted before the cut, so that no part of a userinfo or of a
+	 * signed value is left however short buf is. */
+	char *r = redacted(url, false);
 
-	/* The userinfo is skipped before the cut, so that no part of it is
-	 * left however short buf is. */
-	if (!fetch_url_userinfo(url, &s, &e))
-		s = e = 0;
-	snprintf(buf, cap, "%.*s%s", (int)s, url, url + e);
+	snprintf(buf, cap, "%s", r != NULL ? r : "(a URL: out of memory)");
+	free(r);
 }

@@ -40,7 +40,10 @@ int fs_status_command(int argc, char **argv);
 #define FS_INFLIGHT_DEFAULT (32u * 1024u * 1024u)
 
 struct fs_opts {
-	char *url; /* the URL, a URL ending in '/', or a manifest's path */
+	char *url;	/* the URL, a URL ending in '/', or a manifest's path;
+			   "-" until fs__url_read reads it */
+	char *url_file; /* -o url_file=FILE: the URL, not an argument */
+	bool show_signatures; /* -o show_signatures: signed values shown */
 	char *mountpoint;
 	char *cache_dir;
 	char *name;
@@ -57,6 +60,8 @@ struct fs_opts {
 	bool creds_readable; /* -o creds_readable: no mode check */
 	char *cafile;
 	char *proxy;		/* -o proxy="A|B;C;DIRECT" */
+	bool creds_via_proxy;	/* -o creds_via_proxy: http:// credentials
+				   may go through it */
 	unsigned proxy_reset_s; /* a failed proxy is asked again after */
 	bool has_sha256;	/* -o sha256=HEX */
 	uint8_t sha256[32];
@@ -101,8 +106,9 @@ void fs_opts_free(struct fs_opts *o);
 
 /* Overwrites, in argv's own memory, what /proc/PID/cmdline must not show
  * once the options are parsed: the values of -o header= (the name stays)
- * and the userinfo of URL arguments and -o mirror= ('*' each). Items
- * separate as libfuse separates them. */
+ * and the userinfo and signed query values (fetch_url_signed) of URL
+ * arguments and -o mirror= ('*' each). Items separate as libfuse
+ * separates them. */
 void fs_opts_scrub_argv(int argc, char **argv);
 
 /* Prints the usage and every option, with its default, on stdout (-h). */

@@ -12,7 +12,7 @@ FS_DRIVER_SRCS := fs/driver/fs.c fs/driver/inval.c fs/driver/mount.c \
 	fs/driver/status.c fs/driver/cachecmd.c fs/driver/exitguard.c \
 	fs/driver/scrub.c fs/driver/metrics.c fs/driver/metrics_opt.c \
 	fs/driver/metricsd.c fs/driver/metricsconn.c fs/driver/logjson.c \
-	fs/driver/sizes.c
+	fs/driver/sizes.c fs/driver/urlfile.c fs/driver/clearproxy.c
 FS_SRCS := fs/escape.c fs/decode.c fs/errline.c $(FS_DRIVER_SRCS) \
 	$(FS_ENGINE_SRCS) $(FS_TREE_SRCS) $(FS_AUTH_SRCS)
 $(BUILD)/libfs.a: $(FS_SRCS:%.c=$(BUILD)/%.o)

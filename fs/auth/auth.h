@@ -71,16 +71,20 @@ const char *fs__creds_source(const struct fs_creds *c, char *buf,
  * profile's region in the config file, else us-east-1. */
 void fs__creds_region(const char *opt, char *out, size_t cap);
 
-/* What follows a newline in the identity of a URL with userinfo, and in
- * that of a URL with mirrors. */
+/* What follows a newline in the identity of a URL with userinfo, in that
+ * of a URL with a signed query (and no userinfo), and in that of a URL
+ * with mirrors. */
 #define FS_IDENTITY_USERINFO "userinfo-sha256:"
+#define FS_IDENTITY_SIGNED "signed-sha256:"
 #define FS_IDENTITY_MIRRORS "mirrors-sha256:"
 
 /* fs/auth/identity.c. The cache identity of url, whole (never cut): "url:" +
- * url when it has no userinfo; else "url:" + url without its userinfo +
- * "\n" FS_IDENTITY_USERINFO + the hex SHA-256 of the whole URL, so that
- * no credential is stored and two never share bytes. A new string (free()
- * it); NULL when memory ran out. */
+ * url when it has neither userinfo nor a signed query
+ * (fetch_url_signed); else "url:" + url without its userinfo and with its
+ * signed values masked (fetch_url_masked) + "\n" FS_IDENTITY_USERINFO
+ * (or FS_IDENTITY_SIGNED when it has no userinfo) + the hex SHA-256 of the
+ * whole URL, so that no credential is stored and two never share bytes. A
+ * new string (free() it); NULL when memory ran out. */
 char *fs__url_identity(const char *url);
 
 /* The cache identity of a blob served by urls[0..n): the first URL's

@@ -1,6 +1,7 @@
 /* identity: the cache identity of a URL or of a URL and its mirrors: the
  * string a blob's cache id is made from and its record shows, which never
- * holds a URL's userinfo yet keeps two credentials for one URL apart, and
+ * holds a URL's userinfo or signed values yet keeps two credentials for
+ * one URL apart, and
  * keeps the bytes of one set of sources from serving another. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,15 +15,17 @@
 
 char *fs__url_identity(const char *url)
 {
-	static const char mark[] = "\n" FS_IDENTITY_USERINFO;
+	bool userinfo = fetch_url_has_userinfo(url);
+	const char *mark =
+		userinfo ? "\n" FS_IDENTITY_USERINFO : "\n" FS_IDENTITY_SIGNED;
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 	char *bare, *out;
 	size_t len;
 
-	/* Without userinfo the identity is what it always was, so that
+	/* Without credentials the identity is what it always was, so that
 	 * existing caches keep their bytes. */
-	if (!fetch_url_has_userinfo(url)) {
+	if (!userinfo && !fetch_url_signed(url)) {
 		len = strlen(url) + 5;
 		out = malloc(len);
 		if (out != NULL)
@@ -30,14 +33,15 @@ char *fs__url_identity(const char *url)
 		return out;
 	}
 	/* Credentials may see other bytes: the whole URL's digest keeps
-	 * them apart, and no userinfo is stored. A weak password can be
-	 * guessed from a digest, as from the cache id itself. */
+	 * them apart, and neither userinfo nor a signature is stored. A
+	 * weak password can be guessed from a digest, as from the cache id
+	 * itself. */
 	if (EVP_Digest(url, strlen(url), md, &mdlen, EVP_sha256(), NULL) != 1)
 		return NULL;
-	bare = fetch_url_redacted(url);
+	bare = fetch_url_masked(url);
 	if (bare == NULL)
 		return NULL;
-	len = 4 + strlen(bare) + sizeof(mark) + 2 * mdlen;
+	len = 4 + strlen(bare) + strlen(mark) + 1 + 2 * mdlen;
 	out = malloc(len);
 	if (out != NULL) {
 		size_t used =

@@ -127,23 +127,29 @@ static int blob_info(struct cache *c, const struct cache_id *id,
 }
 
 /* The identity as shown (rewritten in place): the URL of a "url:" one,
- * whose digest of credentials becomes "(with userinfo)"; any userinfo a
- * record of an older pacefs stored is removed. */
+ * whose digest of credentials becomes "(with userinfo)" (or "(signed)");
+ * any userinfo a record of an older pacefs stored is removed, and its
+ * signed values masked. */
 static const char *shown_identity(struct blob_info *bi)
 {
 	char *id = bi->rec.identity, *nl = strchr(id, '\n');
 	static const char with[] = " (with userinfo)";
+	static const char signed_[] = " (signed)";
 
 	if (id[0] == '\0')
 		return "(identity not recorded)";
 	if (nl != NULL) {
 		bool creds = strncmp(nl + 1, FS_IDENTITY_USERINFO,
 				     strlen(FS_IDENTITY_USERINFO)) == 0;
+		bool sig = strncmp(nl + 1, FS_IDENTITY_SIGNED,
+				   strlen(FS_IDENTITY_SIGNED)) == 0;
 
 		*nl = '\0';
 		/* The digest was longer than the words that replace it. */
 		if (creds)
 			memcpy(nl, with, sizeof(with));
+		else if (sig)
+			memcpy(nl, signed_, sizeof(signed_));
 	}
 	fetch_text_redact(id);
 	if (strncmp(id, "url:", 4) == 0)

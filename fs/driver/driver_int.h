@@ -27,6 +27,31 @@ struct fuse_session;
 struct fuse_lowlevel_ops;
 struct fs_metrics;
 
+struct fs_opts;
+
+/* fs/driver/urlfile.c. When the URL argument is "-", reads the URL from
+ * -o url_file= (checked as a file of secrets: fs__file_check) or else
+ * from standard input: its first line that is neither blank nor a '#'
+ * comment becomes o->url, the others o's mirrors. A URL argument other
+ * than "-" with url_file is refused. Returns 0 or a negative errno with
+ * one line in err. */
+int fs__url_read(struct fs_opts *o, char *err, size_t errlen);
+
+struct fs_manifest;
+struct fetch_proxies;
+
+/* fs/driver/clearproxy.c. Refuses, unless o->creds_via_proxy, a mount
+ * whose proxies (an entry but DIRECT) would carry credentials in clear:
+ * an http:// URL (o's URL and mirrors, or man's URLs when man is not
+ * NULL) with userinfo or a signed query (fetch_url_signed), or with
+ * request headers to send (-o header=, header_file=, auth_command=).
+ * Returns 0, or -EPERM with one line in err naming the URL, what would
+ * be read, and the option that allows it. */
+int fs__proxy_clear_check(const struct fs_opts *o,
+			  const struct fs_manifest *man,
+			  struct fetch_proxies *proxies, char *err,
+			  size_t errlen);
+
 /* The process's log (fs/driver/log.c): one line per call, to stderr in
  * the foreground and to syslog when daemonized, every URL's userinfo
  * removed, every byte a server chose escaped, repeated lines rate-limited.

@@ -26,19 +26,109 @@ static enum fs_log_level log_level = FS_LOG_INFO;
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct fs_log_limit log_limit; /* guarded by log_mu */
 
-uint64_t fs__log_key(const char *msg)
+#define FNV_START 0xcbf29ce484222325ull
+#define FNV_STEP(h, c) (((h) ^ (unsigned char)(c)) * 0x100000001b3ull)
+
+/* The length of the conversion at fmt (its '%' included): flags, width,
+ * precision and length up to the conversion's letter. */
+static size_t conversion_len(const char *fmt)
 {
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	size_t n = 1;
+
+	if (fmt[n] == '%')
+		return 2;
+	while (fmt[n] != '\0' && strchr("diouxXeEfFgGaAcspnm", fmt[n]) == NULL)
+		n++;
+	return fmt[n] != '\0' ? n + 1 : n;
+}
+
+/* The letters of fmt outside its conversions: how much of its lines
+ * their call site writes rather than its arguments. */
+static size_t fixed_letters(const char *fmt)
+{
+	size_t n = 0;
+
+	for (const char *p = fmt; *p != '\0';) {
+		if (*p == '%') {
+			p += conversion_len(p);
+			continue;
+		}
+		n += (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z');
+		p++;
+	}
+	return n;
+}
+
+/* True for an adapter's format, "WORD: %s" ("cache: %s", "fetch: %s"):
+ * the line is another module's, handed whole. */
+static bool handed_whole(const char *fmt)
+{
+	const char *p = fmt;
+
+	while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z'))
+		p++;
+	return p > fmt && strcmp(p, ": %s") == 0;
+}
+
+/* Where the authority of the first URL in text is: [*at, *at + return). */
+static size_t first_authority(const char *text, const char **at)
+{
+	const char *p = text != NULL ? strstr(text, "://") : NULL;
+
+	if (p == NULL)
+		return 0;
+	*at = p + 3;
+	return strcspn(*at, "/?# \t\r\n\"'");
+}
+
+uint64_t fs__log_key(const char *fmt, const char *source, const char *msg)
+{
+	uint64_t h = FNV_START;
+	const char *auth = NULL;
+	size_t alen;
 	bool in_digits = false;
 
-	for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
-		bool digit = *p >= '0' && *p <= '9';
+	if (fmt != NULL && fixed_letters(fmt) >= FS_LOG_SITE_LETTERS &&
+	    !handed_whole(fmt)) {
+		/* The call site: its text, each conversion one mark. */
+		for (const char *p = fmt; *p != '\0';) {
+			if (*p == '%' && p[1] != '%') {
+				h = FNV_STEP(h, '%');
+				p += conversion_len(p);
+				continue;
+			}
+			h = FNV_STEP(h, *p);
+			p += *p == '%' ? 2 : 1;
+		}
+	} else {
+		/* A line its site hands whole ("%s"): its text, each run of
+		 * digits one mark, each URL its authority alone. */
+		for (const char *p = msg; *p != '\0'; p++) {
+			bool digit = *p >= '0' && *p <= '9';
 
-		if (digit && in_digits)
-			continue;
-		in_digits = digit;
-		h = (h ^ (digit ? '#' : *p)) * 0x100000001b3ull;
+			if (p[0] == ':' && p[1] == '/' && p[2] == '/') {
+				const char *a = p + 3;
+				size_t n = strcspn(a, "/?# \t\r\n\"'");
+
+				for (size_t i = 0; i < n; i++)
+					h = FNV_STEP(h, a[i]);
+				p = a + n + strcspn(a + n, " \t\r\n\"'") - 1;
+				in_digits = false;
+				continue;
+			}
+			if (digit && in_digits)
+				continue;
+			in_digits = digit;
+			h = FNV_STEP(h, digit ? '#' : *p);
+		}
 	}
+	/* The source: the line's own, else the first URL it names. */
+	alen = first_authority(source, &auth);
+	if (alen == 0)
+		alen = first_authority(msg, &auth);
+	h = FNV_STEP(h, '\n');
+	for (size_t i = 0; i < alen; i++)
+		h = FNV_STEP(h, auth[i]);
 	return h;
 }
 
@@ -188,7 +278,9 @@ void fs__vlog_about(enum fs_log_level level, const struct fs_log_fields *f,
 		log_line((enum fs_log_level)r.level, line, NULL);
 	}
 	if (level == FS_LOG_DEBUG ||
-	    fs__log_admit(&log_limit, fs__log_key(msg), (int)level, msg, now))
+	    fs__log_admit(&log_limit,
+			  fs__log_key(fmt, f != NULL ? f->source : NULL, msg),
+			  (int)level, msg, now))
 		log_line(level, msg, f);
 	pthread_mutex_unlock(&log_mu);
 }

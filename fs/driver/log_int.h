@@ -14,9 +14,10 @@
 
 /* Sends log lines to stderr (foreground) or syslog (daemon). Every line is
  * escaped (fs__escape): servers choose much of what is logged (names,
- * ETags, reasons). Lines alike but for their numbers (fs__log_key) are
+ * ETags, reasons). Lines of one call site and source (fs__log_key) are
  * rate-limited (fs__log_admit), debug lines aside, so that a fault that
- * repeats cannot flood the log. Thread-safe. */
+ * repeats, or names a new file each time, cannot flood the log.
+ * Thread-safe. */
 void fs__log_init(bool to_stderr, enum fs_log_level level);
 
 /* Lines as JSON objects (-o log_format=json: fs__log_json) rather than
@@ -36,10 +37,21 @@ size_t fs__log_json(char *buf, size_t cap, const struct timespec *when,
  * long line is cut): what every log line and terminal line goes through. */
 void fs__format_shown(char *buf, size_t cap, const char *fmt, va_list ap);
 
-/* A line's kind for the rate limit: a hash of its text with every run of
- * digits counted as one, so that "lane 3: ..." and "lane 5: ..." or two
- * offsets are the same kind. */
-uint64_t fs__log_key(const char *msg);
+/* A line's kind for the rate limit: where it is written and what it is
+ * about, not its text, so that lines naming a thousand files or offsets
+ * of one failure are one kind. A hash of its format fmt (each conversion
+ * one mark) when that has at least FS_LOG_SITE_LETTERS letters of its
+ * own; else (a site that hands a whole line: "%s", or an adapter's
+ * "WORD: %s" such as "cache: %s") of its text msg with
+ * each run of digits one mark and each URL its authority alone; and of
+ * its source: the authority of source's URL, else of the first URL msg
+ * names. So "%s: cannot open: %s" about 500 files of one origin is one
+ * kind, and about another origin another. fmt and source may be NULL. */
+uint64_t fs__log_key(const char *fmt, const char *source, const char *msg);
+
+/* A format with fewer letters of its own ("%s", "%s: %s") says nothing of
+ * what its lines are about: they are kept apart by their text. */
+#define FS_LOG_SITE_LETTERS 4
 
 /* Lines of one kind logged per window; the rest are counted. */
 #define FS_LOG_BURST 5

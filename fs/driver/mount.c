@@ -467,6 +467,11 @@ static int prepare(const struct fs_opts *o, struct fetch_config *fc,
 	}
 	if (header_origins(o, fc, p) != 0)
 		return 1;
+	if (p->s3.bucket == NULL &&
+	    fs__proxy_clear_check(
+		    o, p->kind == MOUNT_MANIFEST ? &p->manifest : NULL,
+		    fc->proxies, err, sizeof(err)) != 0)
+		return fail("%s", err);
 	/* The mount's own first requests are bounded as a request's are:
 	 * by read_timeout (a listing that never ends, a probe that never
 	 * answers). */
@@ -818,6 +823,7 @@ int fs_main(int argc, char **argv)
 	/* Before anything slow (the probe), and before the daemon forks
 	 * with a copy of this memory. */
 	fs_opts_scrub_argv(argc, argv);
+	fetch_url_show_signatures(o.show_signatures);
 	memset(&m, 0, sizeof(m));
 	memset(&p, 0, sizeof(p));
 	memset(&guard, 0, sizeof(guard));

@@ -18,6 +18,7 @@
 #include "fetch/fetch.h"
 #include "fs/auth/auth.h"
 #include "fs/base.h"
+#include "fs/driver/driver_int.h"
 #include "fs/driver/metrics_int.h"
 #include "fs/fs.h"
 
@@ -26,12 +27,14 @@ _Static_assert(FS_CHUNK_MIN == CACHE_BLOCK_SIZE,
 
 /* What libfuse's parser tells apart before the table has a say: the
  * command's own flags, and libfuse's "-o debug", which pacefs takes as
- * -d. Every other -o option reaches opt_proc as FUSE_OPT_KEY_OPT. */
+ * -d, and a positional "-". Every other -o option reaches opt_proc as
+ * FUSE_OPT_KEY_OPT. */
 enum {
 	KEY_HELP,
 	KEY_VERSION,
 	KEY_FOREGROUND,
 	KEY_DEBUG,
+	KEY_DASH,
 };
 
 static const struct fuse_opt opt_spec[] = {
@@ -42,6 +45,8 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("-f", KEY_FOREGROUND),
 	FUSE_OPT_KEY("-d", KEY_DEBUG),
 	FUSE_OPT_KEY("debug", KEY_DEBUG),
+	/* A URL of "-" (read elsewhere: fs__url_read), not an option. */
+	FUSE_OPT_KEY("-", KEY_DASH),
 	FUSE_OPT_END,
 };
 
@@ -189,6 +194,12 @@ static const struct opt_def opt_table[] = {
 	OPT_UINT("retry_after_max", retry_after_max_s, 1, 86400, "SECS",
 		 "a 429 or 503 holds its source at most SECS\n"
 		 "seconds, whatever Retry-After asks (default: 60)"),
+	OPT_STRING("url_file", url_file, NULL, "FILE",
+		   "the URL (and mirrors, one a line) from FILE\n"
+		   "(mode 0600), for a URL argument of '-'"),
+	OPT_FLAG("show_signatures", show_signatures,
+		 "show signed query values (X-Amz-Signature,\n"
+		 "token, ...) in logs, status and attributes"),
 	OPT_LIST("mirror", mirrors, nmirrors, NULL, "URL",
 		 "another source of the blob (repeatable)"),
 	OPT_LIST("header", headers, nheaders, check_header, "\"Name: value\"",
@@ -215,6 +226,9 @@ static const struct opt_def opt_table[] = {
 		   "members sharing the load"),
 	OPT_UINT("proxy_reset", proxy_reset_s, 1, 86400, "SECS",
 		 "a failed proxy is asked again after SECS (300)"),
+	OPT_FLAG("creds_via_proxy", creds_via_proxy,
+		 "send an http:// origin's credentials (userinfo,\n"
+		 "headers, a signed query) through the proxy"),
 	OPT_FLAG("insecure", insecure, "do not verify TLS certificates"),
 	OPT_SIZE("cache_size", cache_size, 0, UINT64_MAX, false, NULL, "SIZE",
 		 "cache budget, least recently used out (K/M/G/T)"),
@@ -600,6 +614,7 @@ static int opt_proc(void *data, const char *arg, int key,
 		s->o->log_level = 3;
 		return 0;
 	case FUSE_OPT_KEY_NONOPT:
+	case KEY_DASH:
 		return positional(s, arg) == 0 ? 0 : -1;
 	default:
 		d = find_option(arg, &v);
@@ -640,6 +655,16 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 			snprintf(err, errlen, "cannot parse the options");
 		goto fail;
 	}
+	/* With url_file the URL argument may be left out. */
+	if (out->url_file != NULL && out->url != NULL &&
+	    out->mountpoint == NULL) {
+		out->mountpoint = out->url;
+		out->url = strdup("-");
+		if (out->url == NULL) {
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+	}
 	if (!out->show_help && !out->show_version &&
 	    (out->url == NULL || out->mountpoint == NULL)) {
 		snprintf(err, errlen,
@@ -648,6 +673,9 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 					  : "MOUNTPOINT");
 		goto fail;
 	}
+	if (!out->show_help && !out->show_version &&
+	    fs__url_read(out, err, errlen) != 0)
+		goto fail;
 	out->fuse_args = args;
 	return 0;
 fail:
@@ -672,6 +700,7 @@ void fs_opts_free(struct fs_opts *o)
 {
 	fuse_opt_free_args(&o->fuse_args);
 	free(o->url);
+	free(o->url_file);
 	free(o->mountpoint);
 	free(o->cache_dir);
 	free(o->name);
@@ -825,6 +854,8 @@ static void usage_row(const struct opt_def *d)
 void fs_opts_usage(void)
 {
 	printf("usage: pacefs [options] URL MOUNTPOINT\n"
+	       "       pacefs [options] - MOUNTPOINT (the URL from -o "
+	       "url_file= or stdin)\n"
 	       "       pacefs [options] MANIFEST.json MOUNTPOINT\n"
 	       "       pacefs [options] URL/ MOUNTPOINT\n"
 	       "       pacefs [options] s3://BUCKET/KEY|s3://BUCKET/PREFIX/ "

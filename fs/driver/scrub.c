@@ -1,18 +1,21 @@
 /* scrub: what /proc/PID/cmdline must not show once the options are read:
- * header values, and the credentials of URLs, mirrors and proxies,
- * overwritten in argv's own memory before the daemon forks. */
+ * header values, and the credentials of URLs, mirrors and proxies (a
+ * presigned URL's signature among them), overwritten in argv's own memory
+ * before the daemon forks. */
 #include <string.h>
 
 #include "fetch/fetch.h"
 #include "fs/fs.h"
 
-/* Masks the userinfo of the URL at u with '*', its '@' kept. */
+/* Masks the userinfo of the URL at u with '*', its '@' kept, and the
+ * values of its signed query parameters. */
 static void mask_userinfo(char *u)
 {
 	size_t start, end;
 
 	if (fetch_url_userinfo(u, &start, &end))
 		memset(u + start, '*', end - start - 1);
+	fetch_url_mask_signed(u);
 }
 
 /* Masks the credentials ("user:password@") of each proxy in the proxy

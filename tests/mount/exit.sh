@@ -141,7 +141,7 @@ PAD=$(head -c 2000 /dev/zero | tr '\0' 'q')
 for kind in file index; do
 	mkdir -p "$T_TMP/mnt-404"
 	if [ "$kind" = file ]; then
-		url="$O_URL/nope.bin?sig=$PAD"
+		url="$O_URL/nope.bin?pad=$PAD"
 	else
 		url="$O_URL/$PAD/"
 	fi
@@ -162,7 +162,7 @@ done
 # The same URL whose file goes away after the mount: the read fails and
 # the daemon's log line of it keeps the reason too.
 cp "$WWW/f.bin" "$WWW/nope.bin"
-LONG="$O_URL/nope.bin?sig=$PAD"
+LONG="$O_URL/nope.bin?pad=$PAD"
 if mount_fg longurl "$LONG"; then
 	rm -f "$WWW/nope.bin"
 	if cat "$MNT/nope.bin" >/dev/null 2>"$T_TMP/cat.err"; then
@@ -170,7 +170,7 @@ if mount_fg longurl "$LONG"; then
 	else
 		t_pass "2 KB URL: the read of a deleted file fails"
 	fi
-	line=$(grep -F "sig=qqqq" "$LOG" | grep -E 'error' | head -n 1 || true)
+	line=$(grep -F "pad=qqqq" "$LOG" | grep -E 'error' | head -n 1 || true)
 	if [ -z "$line" ]; then
 		t_fail "2 KB URL: the failure is logged with its URL" "$(tail -n 3 "$LOG" | cut -c 1-300)"
 	elif [[ $line == *"HTTP 404" ]]; then

@@ -16,7 +16,7 @@ gen_file "$WWW/a.bin" "$SIZE" 51
 gen_file "$WWW/b.bin" "$SIZE" 52
 gen_file "$WWW/c.bin" "$SIZE" 53
 # /get serves the file its `file` argument names; the rest of the query
-# (a long signature, say) is ignored. The combined log shows each request
+# (a long padding, as a long query has) is ignored. The combined log shows each request
 # line whole.
 origin_start "$WWW" "large_client_header_buffers 4 64k;
 	location = /get { try_files /\$arg_file =404; }
@@ -24,9 +24,9 @@ origin_start "$WWW" "large_client_header_buffers 4 64k;
 
 pad() { head -c "$1" /dev/zero | tr '\0' 'x'; }
 PAD=$(pad 4200)
-URL_A="$ORIGIN_URL/get?sig=$PAD&file=a.bin"
-URL_B="$ORIGIN_URL/get?sig=$PAD&file=b.bin"
-URL_C="$ORIGIN_URL/get?sig=$(pad 9000)&file=c.bin"
+URL_A="$ORIGIN_URL/get?pad=$PAD&file=a.bin"
+URL_B="$ORIGIN_URL/get?pad=$PAD&file=b.bin"
+URL_C="$ORIGIN_URL/get?pad=$(pad 9000)&file=c.bin"
 CACHE=$T_TMP/cache
 N=0
 
@@ -66,7 +66,7 @@ t_eq "no request was refused" "$(awk '$9 != 206 && $9 != 200' "$T_TMP/requests.l
 
 # The cache lists three blobs; the longest identity says it was shortened.
 out=$("$PACEFS" cache ls --cache-dir "$CACHE" 2>&1 || true)
-t_eq "cache ls: three blobs" "$(grep -c '/get?sig=' <<<"$out" || true)" 3
+t_eq "cache ls: three blobs" "$(grep -c '/get?pad=' <<<"$out" || true)" 3
 if grep -q "\.\.\. ($((${#URL_C} + 4)) bytes)" <<<"$out"; then
 	t_pass "cache ls: a record too short for its identity says so"
 else

@@ -166,6 +166,55 @@ static void url_redacted(void)
 	}
 }
 
+/* A presigned URL's signature and token are shown masked, names kept;
+ * a query cut short is masked into a prefix of the whole one's mask. */
+static void url_signed(void)
+{
+	static const char *const cases[][2] = {
+		{"https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4&"
+		 "X-Amz-Credential=AKIA%2F2024&X-Amz-Signature=abcdef0123&"
+		 "X-Amz-Security-Token=FwoG%2Bxyz#frag",
+		 "https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4&"
+		 "X-Amz-Credential=***&X-Amz-Signature=***&"
+		 "X-Amz-Security-Token=***#frag"},
+		{"http://u:p@h/a?sig=xyz1&sv=2022&access_token=t0k",
+		 "http://h/a?sig=***&sv=2022&access_token=***"},
+		{"http://h/a?Signature=ab&Key-Pair-Id=K1&api_key=&token",
+		 "http://h/a?Signature=**&Key-Pair-Id=K1&api_key=&token"},
+		{"http://h/a?prefix=x&signatures=1&monkey=2",
+		 "http://h/a?prefix=x&signatures=1&monkey=2"},
+		{"http://h/a#sig=frag", "http://h/a#sig=frag"},
+	};
+	char buf[64], *m;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *r = fetch_url_redacted(cases[i][0]);
+
+		T_ASSERT(r != NULL);
+		T_EQ_STR(r, cases[i][1]);
+		T_EQ_INT(fetch_url_signed(cases[i][0]),
+			 strstr(cases[i][1], "=*") != NULL);
+		free(r);
+	}
+	fetch__url_shown("http://h/a?X-Amz-Signature=0123456789abcdef", buf,
+			 30);
+	T_EQ_STR(buf, "http://h/a?X-Amz-Signature=**");
+	/* argv keeps its length. */
+	m = strdup("http://h/a?x=1&token=secret&y=2");
+	fetch_url_mask_signed(m);
+	T_EQ_STR(m, "http://h/a?x=1&token=******&y=2");
+	free(m);
+	/* The identity stores them masked whatever is shown. */
+	fetch_url_show_signatures(true);
+	m = fetch_url_redacted("http://h/a?sig=xyz1");
+	T_EQ_STR(m, "http://h/a?sig=xyz1");
+	free(m);
+	m = fetch_url_masked("http://h/a?sig=xyz1");
+	T_EQ_STR(m, "http://h/a?sig=***");
+	free(m);
+	fetch_url_show_signatures(false);
+}
+
 static void url_origin(void)
 {
 	char *o = NULL;
@@ -192,6 +241,10 @@ static void text_redact(void)
 		{"no url, a@b and :// alone", "no url, a@b and :// alone"},
 		{"http://h:8080 refused: user@example",
 		 "http://h:8080 refused: user@example"},
+		{"GET http://h/f?a=1&X-Amz-Signature=beef: HTTP 403, "
+		 "\"http://h/g?token=abcd\" (http://h/x?sig=12345)",
+		 "GET http://h/f?a=1&X-Amz-Signature=***: HTTP 403, "
+		 "\"http://h/g?token=***\" (http://h/x?sig=***)"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -518,6 +571,7 @@ static const struct t_case cases[] = {
 	{"coding", coding},
 	{"classify", classify},
 	{"url_redacted", url_redacted},
+	{"url_signed", url_signed},
 	{"url_origin", url_origin},
 };
 

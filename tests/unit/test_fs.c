@@ -637,9 +637,13 @@ static void argv_scrubbed(void)
 	char a3[] = "-oheader=Authorization: Bearer abc",
 	     a4[] = "http://u:pw@h/f";
 	char a5[] = "/mnt", a0[] = "pacefs";
-	char *argv[] = {a0, a1, a2, a3, a4, a5, NULL};
+	char a6[] = "https://b/k?X-Amz-Signature=beef&x=1",
+	     a7[] = "-omirror=http://m/k?sig=abc,lanes=2";
+	char *argv[] = {a0, a1, a2, a3, a4, a6, a7, a5, NULL};
 
-	fs_opts_scrub_argv(6, argv);
+	fs_opts_scrub_argv(8, argv);
+	T_EQ_STR(a6, "https://b/k?X-Amz-Signature=****&x=1");
+	T_EQ_STR(a7, "-omirror=http://m/k?sig=***,lanes=2");
 	T_EQ_STR(a1, "-o");
 	T_EQ_STR(a2, "lanes=2,header=X-Key:*******,mirror=http://***@m/x,"
 		     "header=***,proxy=http://***@a:1|b:2;***@c:3");
@@ -730,6 +734,22 @@ static void sources_identity(void)
 	free(s2);
 	free(s3);
 	free(s4);
+}
+
+/* A presigned URL's identity stores neither its signature nor its token,
+ * and keeps two signatures apart. */
+static void signed_identity(void)
+{
+	char *s1 = fs__url_identity("http://h/a?X-Amz-Signature=s1&x=1");
+	char *s2 = fs__url_identity("http://h/a?X-Amz-Signature=s2&x=1");
+	const char *want =
+		"url:http://h/a?X-Amz-Signature=**&x=1\n" FS_IDENTITY_SIGNED;
+
+	T_ASSERT(s1 != NULL && s2 != NULL);
+	T_ASSERT(strncmp(s1, want, strlen(want)) == 0);
+	T_ASSERT(strcmp(s1, s2) != 0);
+	free(s1);
+	free(s2);
 }
 
 static void url_identity(void)
@@ -873,43 +893,64 @@ static void log_json_line(void)
 	json_decref(o);
 }
 
-/* Lines alike but for their numbers are one kind; a storm of them is
- * logged FS_LOG_BURST times per window, and the rest are counted and
- * reported once the window ends. */
+/* Lines of one call site about one source are one kind, whatever files
+ * or numbers they name; a storm of them is logged FS_LOG_BURST times per
+ * window, and the rest are counted and reported once the window ends. */
 static void log_rate_limit(void)
 {
+	static const char site[] = "%s: cannot open: GET %s: HTTP %d";
 	static struct fs_log_limit l;
 	struct fs_log_report r;
-	uint64_t now = 1000, key = fs__log_key("lane 3: http://h:80/f: boom");
+	uint64_t now = 1000;
+	uint64_t key = fs__log_key(site, NULL, "a: http://h:80/a: HTTP 403");
 	int logged = 0;
 	char line[64];
 
-	T_EQ_U64(fs__log_key("lane 12: http://h:8080/f: boom"), key);
-	T_ASSERT(fs__log_key("lane 3: http://h:80/g: boom") != key);
+	/* Another file of the origin: the same kind; of another origin or
+	 * at another site: another. */
+	T_EQ_U64(fs__log_key(site, NULL, "zq/x: GET http://h:80/zq/x: 500"),
+		 key);
+	T_ASSERT(fs__log_key(site, NULL, "a: GET http://g:80/a: 403") != key);
+	T_ASSERT(fs__log_key("%s: cannot add its blob: %s", NULL,
+			     "a: GET http://h:80/a: 403") != key);
+	/* The source a line is about counts before the URLs it names. */
+	T_EQ_U64(fs__log_key(site, "http://h:80/b", "a: GET http://x/a: 1"),
+		 key);
+	/* A line handed whole ("%s") is its text, numbers and URLs' paths
+	 * aside. */
+	T_EQ_U64(fs__log_key("%s", NULL, "lane 3: GET http://h:80/f: boom"),
+		 fs__log_key("%s", NULL, "lane 12: GET http://h:80/g?x: boom"));
+	T_ASSERT(fs__log_key("%s", NULL, "lane 3: http://h:80/f: boom") !=
+		 fs__log_key("%s", NULL, "lane 3: http://h:80/f: bang"));
+	/* So is an adapter's ("cache: %s"): the line is another module's. */
+	T_ASSERT(fs__log_key("cache: %s", NULL, "cache: block 5: bad") !=
+		 fs__log_key("cache: %s", NULL, "cache: flush failed"));
 	for (int i = 0; i < 1000; i++) {
-		snprintf(line, sizeof(line), "lane %d: http://h:80/f: boom",
-			 i % 8);
-		logged += fs__log_admit(&l, fs__log_key(line), 1, line, now);
+		snprintf(line, sizeof(line), "f%c%c: GET http://h:80/: 403",
+			 'a' + i % 26, 'a' + i / 26 % 26);
+		logged += fs__log_admit(&l, fs__log_key(site, NULL, line), 1,
+					line, now);
 		now += 1000000; /* 1000 lines a second */
 	}
 	T_EQ_INT(logged, FS_LOG_BURST);
 	/* Another kind is not held back by the storm. */
-	T_ASSERT(fs__log_admit(&l, fs__log_key("mounted x"), 2, "mounted x",
-			       now));
+	T_ASSERT(fs__log_admit(&l, fs__log_key("mounted %s", NULL, "mounted x"),
+			       2, "mounted x", now));
 	T_ASSERT(!fs__log_take_report(&l, now, &r)); /* window still open */
 	now = 1000 + FS_LOG_WINDOW_NS;
 	T_ASSERT(fs__log_take_report(&l, now, &r));
 	T_EQ_INT(r.suppressed, 1000 - FS_LOG_BURST);
 	T_EQ_INT(r.level, 1);
-	T_EQ_STR(r.sample, "lane 7: http://h:80/f: boom");
+	T_EQ_STR(r.sample, "flm: GET http://h:80/: 403");
 	T_ASSERT(!fs__log_take_report(&l, now, &r)); /* reported once */
 	/* A new window logs again. */
-	T_ASSERT(fs__log_admit(&l, key, 1, "lane 0: http://h:80/f: boom", now));
+	T_ASSERT(fs__log_admit(&l, key, 1, "a: http://h:80/a: HTTP 403", now));
 	/* More kinds than slots: each new kind is still logged. */
 	for (int i = 0; i < 3 * FS_LOG_KINDS; i++) {
 		snprintf(line, sizeof(line), "kind %c%c", 'a' + i % 26,
 			 'a' + i / 26);
-		T_ASSERT(fs__log_admit(&l, fs__log_key(line), 1, line, now));
+		T_ASSERT(fs__log_admit(&l, fs__log_key("%s", NULL, line), 1,
+				       line, now));
 	}
 }
 
@@ -1459,6 +1500,7 @@ static const struct t_case cases[] = {
 	{"s3_names", s3_names},
 	{"identity_forms", identity_forms},
 	{"argv_scrubbed", argv_scrubbed},
+	{"signed_identity", signed_identity},
 	{"opts_header_file", opts_header_file},
 	{"url_identity", url_identity},
 	{"sources_identity", sources_identity},
