@@ -15,7 +15,7 @@
 #include <fuse_lowlevel.h>
 
 #include "fs/driver/driver_int.h"
-#include "fs/driver/metrics_int.h"
+#include "fs/obs/metrics_int.h"
 #include "fs/engine/engine.h"
 #include "fs/tree/tree.h"
 

@@ -18,10 +18,10 @@
 
 #include <fuse_lowlevel.h>
 
-#include "fs/driver/cachecmd_int.h"
+#include "fs/cli/cachecmd_int.h"
 #include "fs/driver/driver_int.h"
-#include "fs/driver/log_int.h"
-#include "fs/driver/metrics_int.h"
+#include "fs/obs/log_int.h"
+#include "fs/obs/metrics_int.h"
 #include "fs/engine/engine.h"
 #include "fs/tree/tree.h"
 #include "fs/auth/auth.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fs/base.h"
-#include "fs/driver/metrics_int.h"
+#include "fs/obs/metrics_int.h"
 
 /* ---- -o metrics= ---- */
 

@@ -18,7 +18,7 @@
 #include <fuse_log.h>
 
 #include "fs/driver/driver_int.h"
-#include "fs/driver/log_int.h"
+#include "fs/obs/log_int.h"
 
 static bool log_stderr = true;
 static bool log_json;

@@ -19,7 +19,7 @@
 #include "fs/auth/auth.h"
 #include "fs/base.h"
 #include "fs/driver/driver_int.h"
-#include "fs/driver/metrics_int.h"
+#include "fs/obs/metrics_int.h"
 #include "fs/fs.h"
 
 _Static_assert(FS_CHUNK_MIN == CACHE_BLOCK_SIZE,

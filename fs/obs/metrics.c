@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "fs/driver/driver_int.h"
-#include "fs/driver/metrics_int.h"
+#include "fs/obs/metrics_int.h"
 #include "fs/engine/engine.h"
 
 /* Histogram bounds, the same for the reads and the first bytes: from a

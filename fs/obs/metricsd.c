@@ -21,7 +21,7 @@
 #include <microhttpd.h>
 
 #include "fs/driver/driver_int.h"
-#include "fs/driver/metrics_int.h"
+#include "fs/obs/metrics_int.h"
 
 struct fs_metricsd {
 	struct MHD_Daemon *d;

@@ -13,8 +13,8 @@
 #include <jansson.h>
 
 #include "fs/driver/driver_int.h"
-#include "fs/driver/log_int.h"
-#include "fs/driver/metrics_int.h"
+#include "fs/obs/log_int.h"
+#include "fs/obs/metrics_int.h"
 #include "fs/engine/engine.h"
 #include "fs/tree/tree.h"
 #include "fs/fs.h"
