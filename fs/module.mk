@@ -11,7 +11,8 @@ FS_DRIVER_SRCS := fs/driver/mount.c fs/driver/fs.c fs/driver/node.c \
 	fs/driver/sizes.c fs/driver/learn.c fs/driver/inval.c \
 	fs/driver/exitguard.c
 FS_CLI_SRCS := fs/cli/opts.c fs/cli/scrub.c fs/cli/urlfile.c \
-	fs/cli/clearproxy.c fs/cli/cachecmd.c
+	fs/cli/clearproxy.c fs/cli/cachecmd.c \
+	fs/cli/statuscmd.c fs/cli/values.c
 FS_OBS_SRCS := fs/obs/log.c fs/obs/logjson.c fs/obs/metrics.c \
 	fs/obs/metrics_opt.c fs/obs/metricsd.c fs/obs/metricsconn.c \
 	fs/obs/status.c

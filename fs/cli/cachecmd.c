@@ -14,8 +14,8 @@
 
 #include "cache/cache.h"
 #include "fetch/fetch.h"
-#include "fs/cli/cachecmd_int.h"
-#include "fs/obs/log_int.h"
+#include "fs/cli/cli.h"
+#include "fs/cli/cli_int.h"
 #include "fs/auth/auth.h"
 
 #define PREFETCH_CHUNK (1024u * 1024u)

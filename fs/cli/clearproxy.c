@@ -10,7 +10,7 @@
 
 #include "fetch/fetch.h"
 #include "fs/base.h"
-#include "fs/driver/driver_int.h"
+#include "fs/cli/cli.h"
 #include "fs/fs.h"
 #include "fs/tree/tree.h"
 

@@ -18,8 +18,8 @@
 #include "fetch/fetch.h"
 #include "fs/auth/auth.h"
 #include "fs/base.h"
-#include "fs/driver/driver_int.h"
-#include "fs/obs/metrics_int.h"
+#include "fs/cli/cli_int.h"
+#include "fs/obs/obs.h"
 #include "fs/fs.h"
 
 _Static_assert(FS_CHUNK_MIN == CACHE_BLOCK_SIZE,

@@ -13,7 +13,7 @@
 
 #include "fs/auth/auth.h"
 #include "fs/base.h"
-#include "fs/driver/driver_int.h"
+#include "fs/cli/cli_int.h"
 #include "fs/fs.h"
 
 /* The most a URL file or standard input may hold. */

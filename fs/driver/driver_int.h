@@ -1,7 +1,7 @@
-/* driver_int: what the driver's files (fs.c, mount.c, node.c, probe.c,
- * status.c, inval.c, log.c) share: the mount's state, the probe, the
- * nodes' readiness and listings, the page invalidator; no file outside
- * fs/driver/ includes it (but the unit tests). */
+/* driver_int: what the driver's files share: the mount's state, the
+ * probe of a file's URLs, the nodes' readiness and listings, the sizes'
+ * probers, the page invalidator, the exit guard and the FUSE operations;
+ * no file outside fs/driver/ includes it (but the unit tests). */
 #ifndef FS_DRIVER_INT_H
 #define FS_DRIVER_INT_H
 
@@ -26,57 +26,7 @@ struct fs_source;
 struct fuse_session;
 struct fuse_lowlevel_ops;
 struct fs_metrics;
-
-struct fs_opts;
-
-/* fs/driver/urlfile.c. When the URL argument is "-", reads the URL from
- * -o url_file= (checked as a file of secrets: fs__file_check) or else
- * from standard input: its first line that is neither blank nor a '#'
- * comment becomes o->url, the others o's mirrors. A URL argument other
- * than "-" with url_file is refused. Returns 0 or a negative errno with
- * one line in err. */
-int fs__url_read(struct fs_opts *o, char *err, size_t errlen);
-
-struct fs_manifest;
-struct fetch_proxies;
-
-/* fs/driver/clearproxy.c. Refuses, unless o->creds_via_proxy, a mount
- * whose proxies (an entry but DIRECT) would carry credentials in clear:
- * an http:// URL (o's URL and mirrors, or man's URLs when man is not
- * NULL) with userinfo or a signed query (fetch_url_signed), or with
- * request headers to send (-o header=, header_file=, auth_command=).
- * Returns 0, or -EPERM with one line in err naming the URL, what would
- * be read, and the option that allows it. */
-int fs__proxy_clear_check(const struct fs_opts *o,
-			  const struct fs_manifest *man,
-			  struct fetch_proxies *proxies, char *err,
-			  size_t errlen);
-
-/* The process's log (fs/driver/log.c): one line per call, to stderr in
- * the foreground and to syslog when daemonized, every URL's userinfo
- * removed, every byte a server chose escaped, repeated lines rate-limited.
- * The engine and the credentials reach it through the log hooks of their
- * configurations (fs__log_hook). Thread-safe. */
-void fs__log(enum fs_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-void fs__vlog(enum fs_log_level level, const char *fmt, va_list ap)
-	__attribute__((format(printf, 2, 0)));
-/* The same for a line about what f names (NULL: nothing): its fields
- * stand on their own in a JSON log (-o log_format=json). */
-void fs__vlog_about(enum fs_log_level level, const struct fs_log_fields *f,
-		    const char *fmt, va_list ap)
-	__attribute__((format(printf, 3, 0)));
-
-/* The cache's log callback (cache_config.log). */
-void fs__log_cache(void *ctx, enum cache_log_level level, const char *msg);
-/* The log hook of the engine (fs_engine_config.log) and of the
- * credentials (fs_creds_config.log): their lines as fs__log's. */
-void fs__log_hook(void *ctx, enum fs_log_level level, const char *fmt,
-		  va_list ap) __attribute__((format(printf, 3, 0)));
-/* The engine's log_fields hook: its lines with their fields. */
-void fs__log_fields_hook(void *ctx, enum fs_log_level level,
-			 const struct fs_log_fields *f, const char *fmt,
-			 va_list ap) __attribute__((format(printf, 4, 0)));
+struct obs_view;
 
 struct fs_mount;
 
@@ -85,16 +35,8 @@ struct fs_mount;
  * size. Counted in every sequential reader's lead. */
 #define FS_KERNEL_AHEAD (128u * 1024u)
 
-/* The largest status document: an extended attribute's value limit. */
-#define FS_STATUS_MAX 65536
-
 /* Files a directory-index mount can hold (a bound on its tables). */
 #define FS_INDEX_MAX_FILES 65536u
-
-/* The mount's state as one JSON document (for `pacefs status`, through the
- * root's user.pacefs.status attribute): its length, or -ERANGE when cap is
- * too small. */
-int fs__status_json(struct fs_mount *m, char *buf, size_t cap);
 
 /* What probing a file's URLs found: the sources that agree, with their
  * strings owned here. */
@@ -236,7 +178,7 @@ int fs__node_ready(struct fs_mount *m, uint32_t i, uint64_t deadline_ns);
 int fs__node_list(struct fs_mount *m, uint32_t i, bool fresh,
 		  uint64_t deadline_ns);
 
-/* The kernel's page cache (fs/driver/inval.c): the engine's inval hook queues
+/* The kernel's page cache (driver/inval.c): the engine's inval hook queues
  * here. */
 struct fs_inval;
 
@@ -266,7 +208,7 @@ int fs__inval_start(struct fs_inval *v, struct fuse_session *se);
  * nothing. */
 void fs__inval_stop(struct fs_inval *v);
 
-/* fs/driver/exitguard.c. Bounds the daemon's exit. Once the session has ended
+/* driver/exitguard.c. Bounds the daemon's exit. Once the session has ended
  * it wakes the waiting reads (they see the end and return), and should the
  * shutdown (libfuse joining its threads, then the engine's, the cache's) still
  * not be done FS_EXIT_GRACE_S later, it unmounts and exits the process with
@@ -296,6 +238,9 @@ void fs__exit_guard_unmount(struct fs_exit_guard *g, struct fuse_session *se);
 void fs__exit_guard_forget_engine(struct fs_exit_guard *g);
 /* The shutdown is done: stops and joins the guard. */
 void fs__exit_guard_stop(struct fs_exit_guard *g);
+
+/* What obs/ reads of mount m (the status document, a scrape). */
+void fs__mount_view(const struct fs_mount *m, struct obs_view *out);
 
 /* The low-level operations of a pacefs mount. */
 extern const struct fuse_lowlevel_ops fs__ops;

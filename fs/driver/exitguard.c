@@ -11,6 +11,7 @@
 #include <fuse_lowlevel.h>
 
 #include "fs/driver/driver_int.h"
+#include "fs/obs/obs.h"
 #include "fs/engine/engine.h"
 
 /* How long libfuse's join of its workers may take once the session ended

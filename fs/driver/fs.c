@@ -15,8 +15,8 @@
 #include <fuse_lowlevel.h>
 
 #include "fs/driver/driver_int.h"
-#include "fs/obs/metrics_int.h"
 #include "fs/engine/engine.h"
+#include "fs/obs/obs.h"
 #include "fs/tree/tree.h"
 
 /* Inode i + 1 is node i; FUSE_ROOT_ID (1) is the root, node 0. */
@@ -497,8 +497,12 @@ static int xattr_value(struct fs_mount *m, uint32_t i, const char *name,
 	if (strncmp(name, XATTR_PREFIX, strlen(XATTR_PREFIX)) != 0)
 		return -ENODATA;
 	name += strlen(XATTR_PREFIX);
-	if (i == 0 && strcmp(name, "status") == 0)
-		return fs__status_json(m, buf, cap);
+	if (i == 0 && strcmp(name, "status") == 0) {
+		struct obs_view v;
+
+		fs__mount_view(m, &v);
+		return fs__status_json(&v, buf, cap);
+	}
 	pthread_mutex_lock(&m->ns->mu);
 	n = fs__ns_get(m->ns, i);
 	blob = n != NULL ? n->blob : FS_NO_BLOB;

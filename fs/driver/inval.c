@@ -10,6 +10,7 @@
 #include <fuse_lowlevel.h>
 
 #include "fs/driver/driver_int.h"
+#include "fs/obs/obs.h"
 
 /* One blob's pending range; empty (start == end): none. */
 struct inval_range {

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "fs/driver/driver_int.h"
+#include "fs/obs/obs.h"
 #include "fs/engine/engine.h"
 
 void fs__learned_free(struct fs_learned *l)

@@ -18,10 +18,9 @@
 
 #include <fuse_lowlevel.h>
 
-#include "fs/cli/cachecmd_int.h"
+#include "fs/cli/cli.h"
 #include "fs/driver/driver_int.h"
-#include "fs/obs/log_int.h"
-#include "fs/obs/metrics_int.h"
+#include "fs/obs/obs.h"
 #include "fs/engine/engine.h"
 #include "fs/tree/tree.h"
 #include "fs/auth/auth.h"
@@ -40,6 +39,39 @@ static int fail(const char *fmt, ...)
 	/* The reason may quote what a server sent. */
 	fprintf(stderr, "pacefs: %s\n", fs__escape(line, safe, sizeof(safe)));
 	return 1;
+}
+
+/* libfuse's messages ("fuse: unknown option(s): ...") take our path, so
+ * that the terminal sees one pacefs line and the daemon's go to syslog.
+ * libfuse builds one line from several calls: collect up to the newline. */
+static void log_fuse(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	static _Thread_local char line[1024];
+	static _Thread_local size_t used;
+	const char *text = line;
+
+	vsnprintf(line + used, sizeof(line) - used, fmt, ap);
+	used = strlen(line);
+	if (used == 0 || (line[used - 1] != '\n' && used < sizeof(line) - 1))
+		return;
+	while (used > 0 && line[used - 1] == '\n')
+		line[--used] = '\0';
+	if (strncmp(text, "fuse: ", 6) == 0)
+		text += 6;
+	fs__log(level <= FUSE_LOG_ERR	    ? FS_LOG_ERR
+		: level == FUSE_LOG_WARNING ? FS_LOG_WARN
+		: level == FUSE_LOG_DEBUG   ? FS_LOG_DEBUG
+					    : FS_LOG_INFO,
+		"%s", text);
+	used = 0;
+	line[0] = '\0';
+}
+
+/* The log from here on (obs/log.c), libfuse's lines included. */
+static void log_start(bool to_stderr, enum fs_log_level level)
+{
+	fs__log_init(to_stderr, level);
+	fuse_set_log_func(log_fuse);
 }
 
 static int check_url(const char *url)
@@ -697,7 +729,10 @@ static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
 	rc = fs__exit_guard_start(g, se, m->engine);
 	if (rc == 0 && *metrics_fd >= 0) {
 		/* The socket was bound before the fork; it is the server's. */
-		rc = fs__metricsd_start(*metrics_fd, m->metrics, m, &metricsd);
+		struct obs_view v;
+
+		fs__mount_view(m, &v);
+		rc = fs__metricsd_start(*metrics_fd, m->metrics, &v, &metricsd);
 		*metrics_fd = -1;
 		if (rc == 0)
 			fs__log(FS_LOG_INFO, "metrics at http://%s/metrics",
@@ -837,7 +872,7 @@ int fs_main(int argc, char **argv)
 		goto out_opts;
 	}
 	fs__log_format_json(o.log_format == 1);
-	fs__log_init(true, (enum fs_log_level)o.log_level);
+	log_start(true, (enum fs_log_level)o.log_level);
 	p.kind = kind_of(o.url);
 	if (check_inputs(&o, p.kind, &p.s3, p.name, sizeof(p.name)) != 0)
 		goto out_prepared;
@@ -876,7 +911,7 @@ int fs_main(int argc, char **argv)
 		fail("cannot daemonize");
 	} else {
 		if (!o.foreground)
-			fs__log_init(false, (enum fs_log_level)o.log_level);
+			log_start(false, (enum fs_log_level)o.log_level);
 		status =
 			serve(&o, se, &m, &p, &guard, &metrics_fd) == 0 ? 0 : 1;
 	}

@@ -14,6 +14,7 @@
 
 #include "fs/driver/driver_int.h"
 #include "fs/engine/engine.h"
+#include "fs/obs/obs.h"
 #include "fs/tree/tree.h"
 #include "fs/auth/auth.h"
 
@@ -52,6 +53,15 @@ void fs__mount_bound(const struct fs_mount *m, uint64_t deadline_ns,
 		out->deadline_ms = 1;
 	out->stop = mount_stopping;
 	out->stop_arg = (void *)m;
+}
+
+void fs__mount_view(const struct fs_mount *m, struct obs_view *out)
+{
+	*out = (struct obs_view){.ns = m->ns,
+				 .engine = m->engine,
+				 .cache = m->cache,
+				 .proxies = m->fetch.proxies,
+				 .metrics = m->metrics};
 }
 
 /* deadline_ns (fs__now_ns's clock, CLOCK_MONOTONIC) as the waits take

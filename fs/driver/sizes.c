@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fs/driver/driver_int.h"
+#include "fs/obs/obs.h"
 #include "fs/tree/tree.h"
 
 struct fs_sizes {

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "fetch/fetch.h"
-#include "fs/obs/log_int.h"
+#include "fs/obs/obs_int.h"
 
 /* What is left for a field: the closing brace and newline are kept. */
 #define TAIL 3

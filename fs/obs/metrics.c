@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/driver/driver_int.h"
-#include "fs/obs/metrics_int.h"
 #include "fs/engine/engine.h"
+#include "fs/obs/obs.h"
+#include "fs/obs/obs_int.h"
 
 /* Histogram bounds, the same for the reads and the first bytes: from a
  * read served from memory (tens of µs) to a read_timeout (60 s). */
@@ -317,7 +317,7 @@ void fs__metrics_read(struct fs_metrics *mx, uint64_t ns, bool failed)
 					  memory_order_relaxed);
 }
 
-void fs__metrics_now(const struct fs_mount *m, struct fs_metrics_now *now)
+void fs__metrics_now(const struct obs_view *m, struct fs_metrics_now *now)
 {
 	memset(now, 0, sizeof(*now));
 	if (m->engine != NULL) {
@@ -326,7 +326,7 @@ void fs__metrics_now(const struct fs_mount *m, struct fs_metrics_now *now)
 	}
 	if (m->cache != NULL && cache_stats_get(m->cache, &now->cache) == 0)
 		now->has_cache = true;
-	now->proxies = m->fetch.proxies;
+	now->proxies = m->proxies;
 }
 
 /* ---- the walk ---- */

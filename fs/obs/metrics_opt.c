@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "fs/base.h"
-#include "fs/obs/metrics_int.h"
+#include "fs/obs/obs.h"
+#include "fs/obs/obs_int.h"
 
 /* ---- -o metrics= ---- */
 

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "fs/obs/metrics_int.h"
+#include "fs/obs/obs_int.h"
 
 struct fs_mconn {
 	int fd; /* -1: a free slot */

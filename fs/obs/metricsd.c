@@ -20,13 +20,13 @@
 
 #include <microhttpd.h>
 
-#include "fs/driver/driver_int.h"
-#include "fs/obs/metrics_int.h"
+#include "fs/obs/obs.h"
+#include "fs/obs/obs_int.h"
 
 struct fs_metricsd {
 	struct MHD_Daemon *d;
 	struct fs_metrics *mx;
-	struct fs_mount *m;
+	struct obs_view m; /* a copy: its pointers are the mount's */
 	struct fs_mconns *conns; /* the server thread's alone */
 	int stop_fd;		 /* an eventfd: written once, to stop */
 	pthread_t thread;
@@ -269,7 +269,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c,
 	if (strcmp(url, "/metrics") != 0)
 		return reply(c, MHD_HTTP_NOT_FOUND, not_found,
 			     strlen(not_found), false);
-	fs__metrics_now(d->m, &now);
+	fs__metrics_now(&d->m, &now);
 	if (fs__metrics_text(d->mx, &now, &text, &len) != 0)
 		return MHD_NO; /* out of memory: the connection is closed */
 	return reply(c, MHD_HTTP_OK, text, len, true);
@@ -304,7 +304,7 @@ static void *serve_main(void *arg)
 	return NULL;
 }
 
-int fs__metricsd_start(int fd, struct fs_metrics *mx, struct fs_mount *m,
+int fs__metricsd_start(int fd, struct fs_metrics *mx, const struct obs_view *m,
 		       struct fs_metricsd **out)
 {
 	struct fs_metricsd *d = calloc(1, sizeof(*d));
@@ -315,7 +315,7 @@ int fs__metricsd_start(int fd, struct fs_metrics *mx, struct fs_mount *m,
 		return -ENOMEM;
 	}
 	d->mx = mx;
-	d->m = m;
+	d->m = *m;
 	d->stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (d->stop_fd < 0) {
 		rc = -errno;

@@ -18,8 +18,8 @@
 
 #include "fs/engine/engine_int.h"
 #include "fs/driver/driver_int.h"
-#include "fs/obs/log_int.h"
-#include "fs/obs/metrics_int.h"
+#include "fs/obs/obs.h"
+#include "fs/obs/obs_int.h"
 #include "fs/tree/tree.h"
 #include "fs/auth/auth.h"
 #include "fs/fs.h"

@@ -1,22 +1,88 @@
-/* metrics_int: the mount's metrics (fs/driver/metrics.c: the counters the
- * driver keeps, the walk over every sample, its Prometheus and JSON
- * writers), the checks of their options (fs/driver/metrics_opt.c) and
- * their endpoint (fs/driver/metricsd.c); only fs/driver/ includes it
- * (and the unit tests). */
-#ifndef FS_METRICS_INT_H
-#define FS_METRICS_INT_H
+/* obs_int: what the files of fs/obs/ share beneath obs.h: the log's
+ * rate limit and JSON lines (obs/log.c, obs/logjson.c), the metrics'
+ * families, samples and writers (obs/metrics.c), the endpoint's
+ * connections (obs/metricsconn.c). No file outside fs/obs/ includes it
+ * but the unit tests. */
+#ifndef FS_OBS_INT_H
+#define FS_OBS_INT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "cache/cache.h"
 #include "fetch/fetch.h"
+#include "fs/base.h"
 #include "fs/engine/engine.h"
+#include "fs/obs/obs.h"
 
-struct fs_mount;
-struct fs_metrics;
+/* ---- the log's lines and rate limit ---- */
+
+/* obs/logjson.c. Writes one log line as a JSON object into buf
+ * (cap bytes, at least 64; NUL-terminated, no newline): "time" (UTC, ms),
+ * "level", "message", and those of f that are set: "blob", "source"
+ * (without userinfo), "range" ("START-END", inclusive), "status",
+ * "error_class". A line too long for buf loses the end of its strings,
+ * never its shape. Returns its length. */
+size_t fs__log_json(char *buf, size_t cap, const struct timespec *when,
+		    const char *level, const char *msg,
+		    const struct fs_log_fields *f);
+
+/* A line's kind for the rate limit: where it is written and what it is
+ * about, not its text, so that lines naming a thousand files or offsets
+ * of one failure are one kind. A hash of its format fmt (each conversion
+ * one mark) when that has at least FS_LOG_SITE_LETTERS letters of its
+ * own; else (a site that hands a whole line: "%s", or an adapter's
+ * "WORD: %s" such as "cache: %s") of its text msg with
+ * each run of digits one mark and each URL its authority alone; and of
+ * its source: the authority of source's URL, else of the first URL msg
+ * names. So "%s: cannot open: %s" about 500 files of one origin is one
+ * kind, and about another origin another. fmt and source may be NULL. */
+uint64_t fs__log_key(const char *fmt, const char *source, const char *msg);
+
+/* A format with fewer letters of its own ("%s", "%s: %s") says nothing of
+ * what its lines are about: they are kept apart by their text. */
+#define FS_LOG_SITE_LETTERS 4
+
+/* Lines of one kind logged per window; the rest are counted. */
+#define FS_LOG_BURST 5
+#define FS_LOG_WINDOW_NS (10 * 1000000000ull)
+#define FS_LOG_KINDS 32
+
+/* Lines left out of one kind, reported when its window ends. */
+struct fs_log_report {
+	uint32_t suppressed;
+	int level;
+	char sample[120]; /* the last line left out, cut */
+};
+
+/* The rate limit's state: the kinds seen lately (the oldest window makes
+ * room for a new kind, and its count is then lost). */
+struct fs_log_limit {
+	struct {
+		bool used;
+		uint64_t key;
+		uint64_t since; /* the window's start */
+		uint32_t logged;
+		struct fs_log_report left_out;
+	} kind[FS_LOG_KINDS];
+};
+
+/* Admits a line of kind key (text msg) at now_ns: true for the first
+ * FS_LOG_BURST lines of a kind in each FS_LOG_WINDOW_NS; a later one is
+ * counted (msg kept as the sample) and false. Pure; the caller locks. */
+bool fs__log_admit(struct fs_log_limit *l, uint64_t key, int level,
+		   const char *msg, uint64_t now_ns);
+
+/* Takes one kind whose window has ended with lines left out: fills *r and
+ * clears the count. False when there is none. Call it before each line (in
+ * a loop) so that a storm that stopped is still reported. */
+bool fs__log_take_report(struct fs_log_limit *l, uint64_t now_ns,
+			 struct fs_log_report *r);
+
+/* ---- the metrics ---- */
 
 /* A metric as Prometheus names it; fs__metric_families lists every one
  * pacefs exports, ended by a NULL name (the man page documents each). */
@@ -27,25 +93,6 @@ struct fs_metric_family {
 };
 
 extern const struct fs_metric_family fs__metric_families[];
-
-/* The metrics of one mount; every series carries mount="MOUNTPOINT" and
- * the labels of -o metrics_label= ("K=V", checked by
- * fs__metrics_label_check). Its counters are atomics: any thread adds to
- * them without a lock. 0 or -ENOMEM. fs__metrics_free(NULL) does
- * nothing. */
-int fs__metrics_new(const char *mountpoint, char *const *labels,
-		    unsigned nlabels, struct fs_metrics **out);
-void fs__metrics_free(struct fs_metrics *mx);
-
-/* fetch_config.on_request (ctx: the metrics): counts a request by its
- * source's host (the first 32 hosts by name, the rest as "other"), its
- * route and its status class; a lane's first byte into its histogram.
- * Allocates nothing; a new host takes a mutex once. */
-void fs__metrics_on_request(void *ctx, const struct fetch_request_info *r);
-
-/* A FUSE read took ns from its request to its reply; failed: it was
- * answered with an error. */
-void fs__metrics_read(struct fs_metrics *mx, uint64_t ns, bool failed);
 
 /* What the walk reads besides the driver's own counters, gathered once
  * per scrape: the engine's counters (one short hold of its lock), the
@@ -58,7 +105,8 @@ struct fs_metrics_now {
 	struct fetch_proxies *proxies; /* borrowed; NULL: none */
 };
 
-void fs__metrics_now(const struct fs_mount *m, struct fs_metrics_now *now);
+/* What v shows of the engine, the cache and the proxies, read once. */
+void fs__metrics_now(const struct obs_view *v, struct fs_metrics_now *now);
 
 /* One sample: a family's series (its name and suffix: "", "_bucket",
  * "_sum", "_count") with its labels beyond the mount's, and its value. */
@@ -98,31 +146,12 @@ int fs__metrics_json(struct fs_metrics *mx, const struct fs_metrics_now *now,
  * are not UTF-8 as U+FFFD. Returns the length the whole needs. */
 size_t fs__prom_escape(const char *s, char *out, size_t cap);
 
-/* Checks the value of -o metrics_label=K=V: K a label name (letters,
- * digits, '_', not first a digit, not "__" first) that pacefs does not
- * set itself nor prev (the labels given before) names, V UTF-8 of at most
- * 256 bytes. 0 or -EINVAL with one line naming the option in err. */
-int fs__metrics_label_check(const char *kv, char *const *prev, unsigned nprev,
-			    char *err, size_t errlen);
-
-/* Checks the syntax of -o metrics=ADDR:PORT (an IPv4 address, an IPv6
- * address in brackets, or a name; a port from 1 to 65535). 0 or -EINVAL
- * with one line naming the option in err. */
-int fs__metrics_addr_check(const char *spec, char *err, size_t errlen);
-
-/* Splits ADDR:PORT into host (the brackets of an IPv6 address removed)
+/* obs/metrics_opt.c. Splits ADDR:PORT into host (the brackets of an IPv6 address removed)
  * and port; false with the reason in why. */
 bool fs__metrics_addr_split(const char *spec, char *host, size_t cap,
 			    char *port, size_t pcap, const char **why);
 
-/* Resolves spec (as checked) and listens on it: the socket (close on
- * exec, non-blocking) in *fd, or -errno with one line naming the option
- * and the address in err (a name that does not resolve, an address in
- * use or not this machine's). Before the daemon forks, so that the
- * terminal hears of it; the socket survives the fork. */
-int fs__metrics_listen(const char *spec, int *fd, char *err, size_t errlen);
-
-/* The connections the endpoint keeps (fs/driver/metricsconn.c), a table
+/* The connections the endpoint keeps (obs/metricsconn.c), a table
  * of FS_MCONN_SLOTS that one thread (the endpoint's) uses. A connection
  * must deliver its request within FS_MCONN_REQUEST_MS of its accept and
  * be done within FS_MCONN_LIFE_MS; an address keeps at most
@@ -182,19 +211,5 @@ void fs__mconns_gone(struct fs_mconns *t, struct fs_mconn *c);
  * reads the end and closes it). Returns the milliseconds until the next
  * deadline, -1 when no connection is open. */
 int fs__mconns_sweep(struct fs_mconns *t, uint64_t now_ms);
-
-/* The endpoint: an HTTP server (libmicrohttpd, run by a thread of its
- * own) on listening socket fd (taken) that answers GET /metrics with
- * fs__metrics_text of mount m, whose engine must be running, one request
- * a connection; its connections are kept as fs__mconns_admit says. 0 or
- * a negative errno (fd is closed). */
-struct fs_metricsd;
-int fs__metricsd_start(int fd, struct fs_metrics *mx, struct fs_mount *m,
-		       struct fs_metricsd **out);
-
-/* Stops the server: its thread ends at once, whatever its connections
- * are doing (a scrape under way is finished first), then every
- * connection is closed; before the engine is freed. NULL: nothing. */
-void fs__metricsd_stop(struct fs_metricsd *d);
 
 #endif
