@@ -37,7 +37,7 @@ int fs_main(int argc, char **argv);
 
 struct fs_opts {
 	char *url;	/* the URL, a URL ending in '/', or a manifest's path;
-			   "-" until fs__url_read reads it */
+			   "-" until cli__url_read reads it */
 	char *url_file; /* -o url_file=FILE: the URL, not an argument */
 	bool show_signatures; /* -o show_signatures: signed values shown */
 	char *mountpoint;

@@ -193,8 +193,8 @@ static int cmd_ls(struct cache *c)
 		}
 		printf("%-*.*s %10s %10s %5.1f%%  %-16s %s  %s\n", ID_SHOWN,
 		       ID_SHOWN, bi->hex,
-		       fs__human_size(bi->rec.size, size, sizeof(size)),
-		       fs__human_size(bi->held, held, sizeof(held)), pct, when,
+		       cli__human_size(bi->rec.size, size, sizeof(size)),
+		       cli__human_size(bi->held, held, sizeof(held)), pct, when,
 		       bi->rec.verified ? "V" : "-", shown_identity(bi));
 	}
 	free(ids);
@@ -215,23 +215,23 @@ static int cmd_stat(struct cache *c, const char *dir)
 	printf("cache directory: %s\n", dir);
 	printf("format version:  %" PRIu32 "\n", s.format);
 	printf("block size:      %s\n",
-	       fs__human_size(s.block_size, a, sizeof(a)));
+	       cli__human_size(s.block_size, a, sizeof(a)));
 	printf("blobs:           %" PRIu64 "\n", s.blobs);
 	printf("blocks:          %" PRIu64 "\n", s.blocks);
 	printf("bytes held:      %s (%" PRIu64 " bytes)\n",
-	       fs__human_size(s.bytes, a, sizeof(a)), s.bytes);
+	       cli__human_size(s.bytes, a, sizeof(a)), s.bytes);
 	if (s.budget)
 		printf("budget:          %s (%.1f%% used; blocks count "
 		       "whole)\n",
-		       fs__human_size(s.budget, b, sizeof(b)),
+		       cli__human_size(s.budget, b, sizeof(b)),
 		       100.0 * (double)s.blocks * s.block_size /
 			       (double)s.budget);
 	else
 		printf("budget:          none (-o cache_size sets one)\n");
 	printf("file on disk:    %s\n",
-	       fs__human_size(s.file_size, d, sizeof(d)));
+	       cli__human_size(s.file_size, d, sizeof(d)));
 	printf("map size:        %s (address space, not disk)\n",
-	       fs__human_size(s.map_size, e, sizeof(e)));
+	       cli__human_size(s.map_size, e, sizeof(e)));
 	return 0;
 }
 
@@ -389,8 +389,8 @@ static int cmd_verify(struct cache *c, char **args, int nargs)
 			       "incomplete (%s of %s held), no SHA-256 "
 			       "check\n",
 			       nblocks,
-			       fs__human_size(bi->held, held, sizeof(held)),
-			       fs__human_size(bi->rec.size, size,
+			       cli__human_size(bi->held, held, sizeof(held)),
+			       cli__human_size(bi->rec.size, size,
 					      sizeof(size)));
 			continue;
 		}
@@ -494,12 +494,12 @@ static int cmd_gc(const char *dir, bool shared)
 		return 1;
 	}
 	printf("compacted %s/data.mdb: %s -> %s\n", dir,
-	       fs__human_size(before, a, sizeof(a)),
-	       fs__human_size(after, b, sizeof(b)));
+	       cli__human_size(before, a, sizeof(a)),
+	       cli__human_size(after, b, sizeof(b)));
 	return 0;
 }
 
-int fs_cache_command(int argc, char **argv)
+int cli_cache_command(int argc, char **argv)
 {
 	char *dir = NULL, **args;
 	const char *sub = NULL;
@@ -538,7 +538,7 @@ int fs_cache_command(int argc, char **argv)
 	if (dir == NULL) {
 		char err[256];
 
-		dir = fs__default_cache_dir(err, sizeof(err));
+		dir = cli_default_cache_dir(err, sizeof(err));
 		if (dir == NULL) {
 			fprintf(stderr, "pacefs: cache: %s (or --cache-dir "
 					"DIR)\n",
@@ -612,9 +612,9 @@ static void progress(const char *path, uint64_t done, uint64_t size,
 	for (int i = 0; i < width; i++)
 		fputc(i < fill ? '#' : '.', stderr);
 	fprintf(stderr, "] %s / %s  %s/s  ETA %s \033[K",
-		fs__human_size(done, a, sizeof(a)),
-		fs__human_size(size, b, sizeof(b)),
-		fs__human_size((uint64_t)rate, r, sizeof(r)), eta);
+		cli__human_size(done, a, sizeof(a)),
+		cli__human_size(size, b, sizeof(b)),
+		cli__human_size((uint64_t)rate, r, sizeof(r)), eta);
 	fflush(stderr);
 }
 
@@ -672,8 +672,8 @@ static int prefetch_one(const char *path, char *buf, bool tty)
 		double secs = now_s() - start;
 
 		printf("%s: %s in %.1f s (%s/s)\n", path,
-		       fs__human_size(done, a, sizeof(a)), secs,
-		       fs__human_size(secs > 0 ? (uint64_t)((double)done / secs)
+		       cli__human_size(done, a, sizeof(a)), secs,
+		       cli__human_size(secs > 0 ? (uint64_t)((double)done / secs)
 					       : done,
 				      r, sizeof(r)));
 		fflush(stdout);
@@ -681,7 +681,7 @@ static int prefetch_one(const char *path, char *buf, bool tty)
 	return status;
 }
 
-int fs_prefetch_command(int argc, char **argv)
+int cli_prefetch_command(int argc, char **argv)
 {
 	bool tty = isatty(STDERR_FILENO);
 	char *buf;

@@ -18,27 +18,27 @@ struct fetch_proxies;
 
 /* `pacefs status [-w] [--json] MOUNTPOINT` (argv[1] is "status"): prints
  * the mount's files, lanes and cache; returns the exit status. */
-int fs_status_command(int argc, char **argv);
+int cli_status_command(int argc, char **argv);
 
 /* `pacefs cache ls|stat|verify|evict|gc [--cache-dir DIR] [ARGS]`: argv is
  * the whole command line (argv[1] is "cache"). Prints to stdout, errors to
  * stderr; returns the exit status: 0, 1 (an error, or a mismatch found by
  * verify), 2 (usage). */
-int fs_cache_command(int argc, char **argv);
+int cli_cache_command(int argc, char **argv);
 
 /* `pacefs prefetch PATH...` (argv[1] is "prefetch"): reads each file
  * through the mount from start to end in 1 MiB reads, so that every byte
  * lands in the cache, with a progress bar on stderr when it is a terminal
  * and one summary line per file on stdout. Returns 0, or 1 when a file
  * could not be read to its end. */
-int fs_prefetch_command(int argc, char **argv);
+int cli_prefetch_command(int argc, char **argv);
 
 /* The default cache directory (-o cache_dir=), a new string:
  * /var/cache/pacefs for root, else $XDG_CACHE_HOME/pacefs, else
  * $HOME/.cache/pacefs, else the account's home (getpwuid) +
  * /.cache/pacefs; never a shared, guessable path. NULL with the reason in
  * err when there is none. */
-char *fs__default_cache_dir(char *err, size_t errlen);
+char *cli_default_cache_dir(char *err, size_t errlen);
 
 /* cli/clearproxy.c. Refuses, unless o->creds_via_proxy, a mount
  * whose proxies (an entry but DIRECT) would carry credentials in clear:
@@ -47,7 +47,7 @@ char *fs__default_cache_dir(char *err, size_t errlen);
  * request headers to send (-o header=, header_file=, auth_command=).
  * Returns 0, or -EPERM with one line in err naming the URL, what would
  * be read, and the option that allows it. */
-int fs__proxy_clear_check(const struct fs_opts *o,
+int cli_proxy_clear_check(const struct fs_opts *o,
 			  const struct fs_manifest *man,
 			  struct fetch_proxies *proxies, char *err,
 			  size_t errlen);

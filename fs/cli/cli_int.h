@@ -14,10 +14,10 @@ struct fs_opts;
  * comment becomes o->url, the others o's mirrors. A URL argument other
  * than "-" with url_file is refused. Returns 0 or a negative errno with
  * one line in err. */
-int fs__url_read(struct fs_opts *o, char *err, size_t errlen);
+int cli__url_read(struct fs_opts *o, char *err, size_t errlen);
 
 /* cli/values.c. Writes n bytes as "512 B", "1.5 KiB", "12.0 MiB", ...;
  * returns buf. */
-const char *fs__human_size(uint64_t n, char *buf, size_t cap);
+const char *cli__human_size(uint64_t n, char *buf, size_t cap);
 
 #endif

@@ -45,7 +45,7 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("-f", KEY_FOREGROUND),
 	FUSE_OPT_KEY("-d", KEY_DEBUG),
 	FUSE_OPT_KEY("debug", KEY_DEBUG),
-	/* A URL of "-" (read elsewhere: fs__url_read), not an option. */
+	/* A URL of "-" (read elsewhere: cli__url_read), not an option. */
 	FUSE_OPT_KEY("-", KEY_DASH),
 	FUSE_OPT_END,
 };
@@ -543,12 +543,12 @@ static int read_revalidate(struct parse_state *s, const char *v)
  * option. */
 static int check_metrics(struct parse_state *s, const char *v)
 {
-	return fs__metrics_addr_check(v, s->err, s->errlen);
+	return obs_metrics_addr_check(v, s->err, s->errlen);
 }
 
 static int check_metrics_label(struct parse_state *s, const char *v)
 {
-	return fs__metrics_label_check(v, s->o->metrics_labels,
+	return obs_metrics_label_check(v, s->o->metrics_labels,
 				       s->o->nmetrics_labels, s->err,
 				       s->errlen);
 }
@@ -674,7 +674,7 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 		goto fail;
 	}
 	if (!out->show_help && !out->show_version &&
-	    fs__url_read(out, err, errlen) != 0)
+	    cli__url_read(out, err, errlen) != 0)
 		goto fail;
 	out->fuse_args = args;
 	return 0;

@@ -30,7 +30,7 @@ static const char *shown(json_t *v, const char *key, char *buf, size_t cap)
 /* An integer member of v in bytes, as people read it. */
 static const char *human(json_t *v, const char *key, char *buf, size_t cap)
 {
-	return fs__human_size((uint64_t)json_integer_value(
+	return cli__human_size((uint64_t)json_integer_value(
 				      json_object_get(v, key)),
 			      buf, cap);
 }
@@ -49,8 +49,8 @@ static void render_file(json_t *v)
 	for (int k = 0; k < 30; k++)
 		bar[k] = k < fill ? '#' : '.';
 	bar[30] = '\0';
-	fs__human_size(size, hs, sizeof(hs));
-	fs__human_size(held, hh, sizeof(hh));
+	cli__human_size(size, hs, sizeof(hs));
+	cli__human_size(held, hh, sizeof(hh));
 	printf("%-40s [%s] %5.1f%%  %s of %s  %s\n",
 	       shown(v, "path", path, sizeof(path)), bar, pct, hh, hs,
 	       shown(v, "state", state, sizeof(state)));
@@ -188,16 +188,16 @@ static void render_metrics(json_t *m)
 {
 	char net[32], mem[32], cache[32], got[32];
 
-	fs__human_size((uint64_t)metric_sum(m, "pacefs_read_bytes_total",
+	cli__human_size((uint64_t)metric_sum(m, "pacefs_read_bytes_total",
 					    "from", "network"),
 		       net, sizeof(net));
-	fs__human_size((uint64_t)metric_sum(m, "pacefs_read_bytes_total",
+	cli__human_size((uint64_t)metric_sum(m, "pacefs_read_bytes_total",
 					    "from", "memory"),
 		       mem, sizeof(mem));
-	fs__human_size((uint64_t)metric_sum(m, "pacefs_read_bytes_total",
+	cli__human_size((uint64_t)metric_sum(m, "pacefs_read_bytes_total",
 					    "from", "cache"),
 		       cache, sizeof(cache));
-	fs__human_size((uint64_t)metric_sum(m,
+	cli__human_size((uint64_t)metric_sum(m,
 					    "pacefs_http_response_bytes_total",
 					    NULL, NULL),
 		       got, sizeof(got));
@@ -249,7 +249,7 @@ static void render(json_t *root)
 		render_metrics(json_object_get(root, "metrics"));
 }
 
-int fs_status_command(int argc, char **argv)
+int cli_status_command(int argc, char **argv)
 {
 	const char *mnt = NULL;
 	bool watch = false, as_json = false;
@@ -278,14 +278,14 @@ int fs_status_command(int argc, char **argv)
 				"[--json] MOUNTPOINT\n");
 		return 1;
 	}
-	buf = malloc(FS_STATUS_MAX);
+	buf = malloc(OBS_STATUS_MAX);
 	if (buf == NULL)
 		return 1;
 	for (;;) {
 		json_error_t jerr;
 		json_t *root;
 
-		n = getxattr(mnt, "user.pacefs.status", buf, FS_STATUS_MAX - 1);
+		n = getxattr(mnt, "user.pacefs.status", buf, OBS_STATUS_MAX - 1);
 		if (n < 0) {
 			fprintf(stderr, "pacefs: status: %s: %s\n", mnt,
 				errno == ENODATA || errno == ENOTSUP

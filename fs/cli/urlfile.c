@@ -137,7 +137,7 @@ static int take_lines(struct fs_opts *o, char *text, const char *from,
 	return 0;
 }
 
-int fs__url_read(struct fs_opts *o, char *err, size_t errlen)
+int cli__url_read(struct fs_opts *o, char *err, size_t errlen)
 {
 	char from[PATH_MAX + 32], *text = NULL;
 	size_t len = 0;

@@ -11,7 +11,7 @@
 #include "fs/cli/cli.h"
 #include "fs/cli/cli_int.h"
 
-char *fs__default_cache_dir(char *err, size_t errlen)
+char *cli_default_cache_dir(char *err, size_t errlen)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME");
 	const char *home = getenv("HOME");
@@ -48,7 +48,7 @@ char *fs__default_cache_dir(char *err, size_t errlen)
 	return dir;
 }
 
-const char *fs__human_size(uint64_t n, char *buf, size_t cap)
+const char *cli__human_size(uint64_t n, char *buf, size_t cap)
 {
 	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
 	double v = (double)n;

@@ -25,22 +25,22 @@ struct fs_creds;
 struct fs_source;
 struct fuse_session;
 struct fuse_lowlevel_ops;
-struct fs_metrics;
+struct obs_metrics;
 struct obs_view;
 
-struct fs_mount;
+struct driver_mount;
 
 /* The readahead the mount asks of the kernel (FUSE_INIT's max_readahead
  * and the bdi's read_ahead_kb): the kernel then sends reads of up to that
  * size. Counted in every sequential reader's lead. */
-#define FS_KERNEL_AHEAD (128u * 1024u)
+#define DRIVER_KERNEL_AHEAD (128u * 1024u)
 
 /* Files a directory-index mount can hold (a bound on its tables). */
-#define FS_INDEX_MAX_FILES 65536u
+#define DRIVER_INDEX_MAX_FILES 65536u
 
 /* What probing a file's URLs found: the sources that agree, with their
  * strings owned here. */
-struct fs_learned {
+struct driver_learned {
 	uint64_t size;
 	int64_t mtime; /* -1: unknown */
 	struct fs_source *sources;
@@ -50,8 +50,8 @@ struct fs_learned {
 			    into the cache (fs__engine_blob_ready) */
 };
 
-/* What fs__learn() is asked about one file. */
-struct fs_learn_args {
+/* What driver__learn() is asked about one file. */
+struct driver_learn_args {
 	const char *identity;	 /* the cache identity string */
 	const char *const *urls; /* the first is the primary */
 	uint32_t nurls;
@@ -77,16 +77,16 @@ struct fs_learn_args {
  * (offline); when the record is fresh for the revalidation policy, nothing
  * is asked (never under a content identity). On failure writes one line
  * naming the URL and the cause into err. */
-int fs__learn(const struct fetch_config *fc, struct cache *cache,
-	      const struct fs_learn_args *a, struct fs_learned *out, char *err,
+int driver__learn(const struct fetch_config *fc, struct cache *cache,
+	      const struct driver_learn_args *a, struct driver_learned *out, char *err,
 	      size_t errlen);
-void fs__learned_free(struct fs_learned *l);
+void driver__learned_free(struct driver_learned *l);
 
 /* What the FUSE operations see through fuse_req_userdata(). */
-struct fs_mount {
+struct driver_mount {
 	struct fs_ns *ns;
 	struct fs_engine *engine;
-	struct fs_inval *inval;	   /* the engine's inval hook queues here */
+	struct driver_inval *inval;	   /* the engine's inval hook queues here */
 	struct cache *cache;	   /* the engine's */
 	struct fetch_config fetch; /* for probes and directory pages */
 	uid_t uid;
@@ -108,11 +108,11 @@ struct fs_mount {
 				       connection gone) stops requests and ends
 				       a read waiting, so the daemon's exit never
 				       waits on one */
-	struct fs_metrics *metrics; /* what the endpoint and status show;
+	struct obs_metrics *metrics; /* what the endpoint and status show;
 				       counted whether or not -o metrics=
 				       serves them */
-	struct fs_sizes *sizes;	    /* probes the unsized files of a listing */
-	/* Set once the session's loop returned (fs__mount_end), never
+	struct driver_sizes *sizes;	    /* probes the unsized files of a listing */
+	/* Set once the session's loop returned (driver__mount_end), never
 	 * cleared: libfuse's loop resets what fuse_session_exited says as
 	 * it returns, and the probers, joined after it, must still see the
 	 * end. */
@@ -121,52 +121,52 @@ struct fs_mount {
 
 /* ---- sizes.c: the sizes an index did not give, probed in parallel ---- */
 
-struct fs_sizes;
+struct driver_sizes;
 
 /* The probers of m's unsized files, at most `probers` threads, started
  * when the first files are queued. 0 or -ENOMEM. */
-int fs__sizes_new(struct fs_mount *m, uint32_t probers, struct fs_sizes **out);
+int driver__sizes_new(struct driver_mount *m, uint32_t probers, struct driver_sizes **out);
 
 /* Queues the files of directory d (just listed) whose size its index did
  * not give and that no request probes yet: the probers probe them
- * (fs__node_ready, each by read_timeout), and a stat of one waits for its
+ * (driver__file_ready, each by read_timeout), and a stat of one waits for its
  * probe. 0, or -ENOMEM / -ECANCELED (stopping): the stats then probe. */
-int fs__sizes_queue(struct fs_sizes *s, uint32_t d);
+int driver__sizes_queue(struct driver_sizes *s, uint32_t d);
 
-/* Stops the probers (after fs__mount_end, so that a probe under way
+/* Stops the probers (after driver__mount_end, so that a probe under way
  * stops within about a second), joins them and frees s. NULL-safe. */
-void fs__sizes_free(struct fs_sizes *s);
+void driver__sizes_free(struct driver_sizes *s);
 
 /* The mount has ended: its session's loop returned. From here on every
- * request bounded by fs__mount_bound stops, as it did while the loop was
+ * request bounded by driver__mount_bound stops, as it did while the loop was
  * ending. Thread-safe; call it once the loop returned, before anything
- * waits for the requests under way (fs__sizes_free). */
-void fs__mount_end(struct fs_mount *m);
+ * waits for the requests under way (driver__sizes_free). */
+void driver__mount_end(struct driver_mount *m);
 
 /* The fetch configuration for a synchronous request made for one FUSE
  * request (or the mount's own checks) that must end by deadline_ns
  * (fs__now_ns's clock; 0: none), or as soon as the mount is ending:
  * m->fetch with those bounds (fetch_config's deadline_ms and stop). */
-void fs__mount_bound(const struct fs_mount *m, uint64_t deadline_ns,
+void driver__mount_bound(const struct driver_mount *m, uint64_t deadline_ns,
 		     struct fetch_config *out);
 
 /* The cache identity of a file (docs/manifest.md, "The cache"): a content
  * identity when its block digests are checked before its bytes are cached
- * (fs__node_has_content_identity), shared by every file naming the same
+ * (driver__file_has_content_identity), shared by every file naming the same
  * digests; else that of its URLs (fs__sources_identity), never whichever
  * mirror answered. A new string (free() it); NULL when memory ran out. Caller
  * holds the namespace's mu. */
-char *fs__node_identity(const struct fs_node *n);
+char *driver__file_identity(const struct fs_node *n);
 
 /* True when node n's identity names its content: every block stored under
  * it passed the per-block digests the identity is made of. Caller holds
  * the namespace's mu. */
-bool fs__node_has_content_identity(const struct fs_node *n);
+bool driver__file_has_content_identity(const struct fs_node *n);
 
 /* Makes node i's blob ready to read: probes its URLs if it has never been,
  * adds its blob to the engine, by deadline_ns (fs__now_ns's clock; the
  * wait for another file's probe too). Returns 0 or -EIO (logged). */
-int fs__node_ready(struct fs_mount *m, uint32_t i, uint64_t deadline_ns);
+int driver__file_ready(struct driver_mount *m, uint32_t i, uint64_t deadline_ns);
 
 /* Reads the directory-index page of directory node i when it was never
  * read or is older than the listing TTL, and adds what it lists. While
@@ -175,17 +175,17 @@ int fs__node_ready(struct fs_mount *m, uint32_t i, uint64_t deadline_ns);
  * caller uses the listing there is (a lookup). Reading the page, and
  * waiting for another thread's, end by deadline_ns (fs__now_ns's clock).
  * Returns 0 or a negative errno (logged). */
-int fs__node_list(struct fs_mount *m, uint32_t i, bool fresh,
+int driver__dir_list(struct driver_mount *m, uint32_t i, bool fresh,
 		  uint64_t deadline_ns);
 
 /* The kernel's page cache (driver/inval.c): the engine's inval hook queues
  * here. */
-struct fs_inval;
+struct driver_inval;
 
 /* An invalidator for blobs 0 .. max_blobs - 1 (the engine's max_blobs).
- * 0, -ENOMEM. fs__inval_free(NULL) does nothing; stops the thread first. */
-int fs__inval_new(uint32_t max_blobs, struct fs_inval **out);
-void fs__inval_free(struct fs_inval *v);
+ * 0, -ENOMEM. driver__inval_free(NULL) does nothing; stops the thread first. */
+int driver__inval_new(uint32_t max_blobs, struct driver_inval **out);
+void driver__inval_free(struct driver_inval *v);
 
 /* Queues the kernel's pages of bytes [start, end) of blob b, the file of
  * inode ino (0: never opened, so the kernel holds no page of it), to be
@@ -194,27 +194,27 @@ void fs__inval_free(struct fs_inval *v);
  * its own sends them. The engine calls it (through its inval hook) under
  * its lock: the invalidator's lock nests inside the engine's, never the
  * other way. */
-void fs__inval_queue(struct fs_inval *v, uint32_t b, const char *name,
+void driver__inval_queue(struct driver_inval *v, uint32_t b, const char *name,
 		     uint64_t ino, uint64_t start, uint64_t end);
 
 /* Starts the thread that sends queued invalidations through se. Call
  * while the session serves requests (the kernel waits, in an
  * invalidation, for the reads in flight over those pages). 0 or a
  * negative errno. */
-int fs__inval_start(struct fs_inval *v, struct fuse_session *se);
+int driver__inval_start(struct driver_inval *v, struct fuse_session *se);
 
 /* Stops that thread; before the session is destroyed. Pending ranges are
- * left (the mount ends). fs__inval_stop(NULL) and a second call do
+ * left (the mount ends). driver__inval_stop(NULL) and a second call do
  * nothing. */
-void fs__inval_stop(struct fs_inval *v);
+void driver__inval_stop(struct driver_inval *v);
 
 /* driver/exitguard.c. Bounds the daemon's exit. Once the session has ended
  * it wakes the waiting reads (they see the end and return), and should the
  * shutdown (libfuse joining its threads, then the engine's, the cache's) still
- * not be done FS_EXIT_GRACE_S later, it unmounts and exits the process with
+ * not be done DRIVER_EXIT_GRACE_S later, it unmounts and exits the process with
  * status 1, rather than let a stuck thread keep a daemon alive after its
  * mount. */
-struct fs_exit_guard {
+struct driver_exit_guard {
 	struct fuse_session *se;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -228,21 +228,21 @@ struct fs_exit_guard {
 };
 
 /* Starts the guard of session se, whose readers are engine's. */
-int fs__exit_guard_start(struct fs_exit_guard *g, struct fuse_session *se,
+int driver__exit_guard_start(struct driver_exit_guard *g, struct fuse_session *se,
 			 struct fs_engine *engine);
 /* The session loop returned: from here on se may be freed. */
-void fs__exit_guard_ended(struct fs_exit_guard *g);
+void driver__exit_guard_ended(struct driver_exit_guard *g);
 /* Takes the mount down once, whether the main thread or the guard does. */
-void fs__exit_guard_unmount(struct fs_exit_guard *g, struct fuse_session *se);
+void driver__exit_guard_unmount(struct driver_exit_guard *g, struct fuse_session *se);
 /* Before the engine is freed: the guard no longer wakes its readers. */
-void fs__exit_guard_forget_engine(struct fs_exit_guard *g);
+void driver__exit_guard_forget_engine(struct driver_exit_guard *g);
 /* The shutdown is done: stops and joins the guard. */
-void fs__exit_guard_stop(struct fs_exit_guard *g);
+void driver__exit_guard_stop(struct driver_exit_guard *g);
 
 /* What obs/ reads of mount m (the status document, a scrape). */
-void fs__mount_view(const struct fs_mount *m, struct obs_view *out);
+void driver__mount_view(const struct driver_mount *m, struct obs_view *out);
 
 /* The low-level operations of a pacefs mount. */
-extern const struct fuse_lowlevel_ops fs__ops;
+extern const struct fuse_lowlevel_ops driver__ops;
 
 #endif

@@ -34,7 +34,7 @@ static int fail(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	fs__format_shown(line, sizeof(line), fmt, ap);
+	obs_format_shown(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	/* The reason may quote what a server sent. */
 	fprintf(stderr, "pacefs: %s\n", fs__escape(line, safe, sizeof(safe)));
@@ -58,7 +58,7 @@ static void log_fuse(enum fuse_log_level level, const char *fmt, va_list ap)
 		line[--used] = '\0';
 	if (strncmp(text, "fuse: ", 6) == 0)
 		text += 6;
-	fs__log(level <= FUSE_LOG_ERR	    ? FS_LOG_ERR
+	obs_log(level <= FUSE_LOG_ERR	    ? FS_LOG_ERR
 		: level == FUSE_LOG_WARNING ? FS_LOG_WARN
 		: level == FUSE_LOG_DEBUG   ? FS_LOG_DEBUG
 					    : FS_LOG_INFO,
@@ -70,7 +70,7 @@ static void log_fuse(enum fuse_log_level level, const char *fmt, va_list ap)
 /* The log from here on (obs/log.c), libfuse's lines included. */
 static void log_start(bool to_stderr, enum fs_log_level level)
 {
-	fs__log_init(to_stderr, level);
+	obs_log_init(to_stderr, level);
 	fuse_set_log_func(log_fuse);
 }
 
@@ -121,7 +121,7 @@ static int open_cache(const struct fs_opts *o, bool quiet,
 				  .shared = o->cache_shared,
 				  .sync = (enum cache_sync)o->cache_sync,
 				  .budget_bytes = o->cache_size,
-				  .log = fs__log_cache,
+				  .log = obs_log_cache,
 				  .on_lost = fs__engine_on_lost,
 				  .lost_ctx = engine,
 				  .on_evicted = fs__engine_on_evicted,
@@ -155,7 +155,7 @@ static int absolute_cache_dir(char **dir)
 	return 0;
 }
 
-/* Sets the readahead of the mount's backing device to FS_KERNEL_AHEAD so
+/* Sets the readahead of the mount's backing device to DRIVER_KERNEL_AHEAD so
  * that the kernel sends large reads (needs root; failure only costs speed)
  * and returns the readahead the kernel will use, in bytes: what it reads
  * ahead of an application is part of that reader's lead. */
@@ -166,7 +166,7 @@ static uint64_t set_read_ahead(const char *mountpoint)
 	unsigned maj, min, kb = 0;
 
 	if (mi == NULL)
-		return FS_KERNEL_AHEAD;
+		return DRIVER_KERNEL_AHEAD;
 	while (fgets(line, sizeof(line), mi) != NULL) {
 		char mnt[PATH_MAX];
 
@@ -177,25 +177,25 @@ static uint64_t set_read_ahead(const char *mountpoint)
 	}
 	fclose(mi);
 	if (dev[0] == '\0')
-		return FS_KERNEL_AHEAD;
+		return DRIVER_KERNEL_AHEAD;
 	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
 	mi = fopen(path, "w");
 	if (mi == NULL) {
-		fs__log(FS_LOG_DEBUG, "cannot set %s: %s", path,
+		obs_log(FS_LOG_DEBUG, "cannot set %s: %s", path,
 			strerror(errno));
 	} else {
-		fprintf(mi, "%u\n", FS_KERNEL_AHEAD / 1024);
+		fprintf(mi, "%u\n", DRIVER_KERNEL_AHEAD / 1024);
 		fclose(mi);
 	}
 	/* The kernel takes the smaller of this and what FUSE_INIT says
-	 * (FS_KERNEL_AHEAD as well). */
+	 * (DRIVER_KERNEL_AHEAD as well). */
 	mi = fopen(path, "r");
 	if (mi == NULL || fscanf(mi, "%u", &kb) != 1)
-		kb = FS_KERNEL_AHEAD / 1024;
+		kb = DRIVER_KERNEL_AHEAD / 1024;
 	if (mi != NULL)
 		fclose(mi);
-	return (uint64_t)kb * 1024 < FS_KERNEL_AHEAD ? (uint64_t)kb * 1024
-						     : FS_KERNEL_AHEAD;
+	return (uint64_t)kb * 1024 < DRIVER_KERNEL_AHEAD ? (uint64_t)kb * 1024
+						     : DRIVER_KERNEL_AHEAD;
 }
 
 /* Adds an -o option for libfuse. */
@@ -315,7 +315,7 @@ static int check_inputs(struct fs_opts *o, enum mount_kind kind,
 		return fail("option cafile: %s: %s", o->cafile,
 			    strerror(errno));
 	if (o->cache_dir == NULL &&
-	    (o->cache_dir = fs__default_cache_dir(err, sizeof(err))) == NULL)
+	    (o->cache_dir = cli_default_cache_dir(err, sizeof(err))) == NULL)
 		return fail("%s", err);
 	return 0;
 }
@@ -341,7 +341,7 @@ struct prepared {
 	size_t norigins;
 	char **urls; /* MOUNT_URL: the URL, then mirrors */
 	uint32_t nurls;
-	struct fs_learned learned;   /* MOUNT_URL */
+	struct driver_learned learned;   /* MOUNT_URL */
 	struct fs_manifest manifest; /* MOUNT_MANIFEST */
 	struct fs_s3 s3;	 /* an s3:// source: bucket == NULL if not */
 	struct fetch_auth *auth; /* credentials that change, or NULL */
@@ -357,7 +357,7 @@ static void prepared_free(struct prepared *p)
 	for (size_t i = 0; i < p->norigins; i++)
 		free(p->origins[i]);
 	free(p->origins);
-	fs__learned_free(&p->learned);
+	driver__learned_free(&p->learned);
 	fs__manifest_free(&p->manifest);
 	fs__s3_free(&p->s3);
 	fs__creds_free(p->creds);
@@ -377,7 +377,7 @@ static int make_creds(const struct fs_opts *o, struct prepared *p,
 				     .nheaders = o->nheaders,
 				     .uid = geteuid(),
 				     .timeout_s = o->read_timeout_s,
-				     .log = fs__log_hook};
+				     .log = obs_log_hook};
 	char err[1024];
 	int rc;
 
@@ -455,7 +455,7 @@ static int header_origins(const struct fs_opts *o, struct fetch_config *fc,
 static int prepare_s3_object(const struct fs_opts *o, struct fetch_config *fc,
 			     struct cache *cache, struct prepared *p)
 {
-	struct fs_learn_args args;
+	struct driver_learn_args args;
 	char err[1024];
 	int rc;
 
@@ -471,7 +471,7 @@ static int prepare_s3_object(const struct fs_opts *o, struct fetch_config *fc,
 	args.sha256 = o->has_sha256 ? o->sha256 : NULL;
 	args.revalidate_s = o->revalidate_s;
 	args.object_store = true;
-	rc = fs__learn(fc, cache, &args, &p->learned, err, sizeof(err));
+	rc = driver__learn(fc, cache, &args, &p->learned, err, sizeof(err));
 	if (rc != 0 && strstr(err, ": HTTP ") != NULL)
 		fs__s3_explain(&p->s3, fc, p->creds, p->s3.path, err,
 			       sizeof(err));
@@ -485,7 +485,7 @@ static int prepare(const struct fs_opts *o, struct fetch_config *fc,
 		   struct cache *cache, struct prepared *p)
 {
 	struct fs_index_entry *ents = NULL;
-	struct fs_learn_args args;
+	struct driver_learn_args args;
 	struct fetch_config b;
 	char err[1024], *page = NULL;
 	uint32_t nents = 0;
@@ -500,7 +500,7 @@ static int prepare(const struct fs_opts *o, struct fetch_config *fc,
 	if (header_origins(o, fc, p) != 0)
 		return 1;
 	if (p->s3.bucket == NULL &&
-	    fs__proxy_clear_check(
+	    cli_proxy_clear_check(
 		    o, p->kind == MOUNT_MANIFEST ? &p->manifest : NULL,
 		    fc->proxies, err, sizeof(err)) != 0)
 		return fail("%s", err);
@@ -533,7 +533,7 @@ static int prepare(const struct fs_opts *o, struct fetch_config *fc,
 		args.nurls = p->nurls;
 		args.sha256 = o->has_sha256 ? o->sha256 : NULL;
 		args.revalidate_s = o->revalidate_s;
-		rc = fs__learn(fc, cache, &args, &p->learned, err, sizeof(err));
+		rc = driver__learn(fc, cache, &args, &p->learned, err, sizeof(err));
 		return rc != 0 ? fail("%s", err) : 0;
 	case MOUNT_MANIFEST:
 		return 0; /* loaded above */
@@ -562,7 +562,7 @@ static int prepare(const struct fs_opts *o, struct fetch_config *fc,
 }
 
 /* Fills the namespace from what prepare() found. Caller holds ns->mu. */
-static int build_tree(struct fs_mount *m, const struct fs_opts *o,
+static int build_tree(struct driver_mount *m, const struct fs_opts *o,
 		      struct prepared *p)
 {
 	struct fs_ns *ns = m->ns;
@@ -646,18 +646,18 @@ static int build_tree(struct fs_mount *m, const struct fs_opts *o,
 static void queue_inval(void *ctx, uint32_t b, const char *name, uint64_t ino,
 			uint64_t start, uint64_t end)
 {
-	fs__inval_queue(ctx, b, name, ino, start, end);
+	driver__inval_queue(ctx, b, name, ino, start, end);
 }
 
 /* After the mount is live and the process is a daemon: opens the cache,
  * starts the engine, builds the tree and serves until unmounted or
  * signalled. */
-static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
-		 struct prepared *p, struct fs_exit_guard *g, int *metrics_fd)
+static int serve(struct fs_opts *o, struct fuse_session *se, struct driver_mount *m,
+		 struct prepared *p, struct driver_exit_guard *g, int *metrics_fd)
 {
 	struct fs_engine_config ec;
 	struct fuse_loop_config *lc;
-	struct fs_metricsd *metricsd = NULL;
+	struct obs_metricsd *metricsd = NULL;
 	int rc;
 
 	/* Blocks (64 KiB) and reads (1 MiB) are allocated and freed at a
@@ -682,24 +682,24 @@ static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
 	ec.fetch = m->fetch;
 	ec.max_blobs = p->kind == MOUNT_MANIFEST ? p->manifest.nfiles
 		       : p->kind == MOUNT_URL	 ? 1
-						 : FS_INDEX_MAX_FILES;
+						 : DRIVER_INDEX_MAX_FILES;
 	ec.max_sources = p->kind == MOUNT_URL ? p->nurls
 			 : p->kind == MOUNT_MANIFEST
 				 ? p->manifest.nfiles * FS_MANIFEST_URLS_MAX
-				 : FS_INDEX_MAX_FILES;
+				 : DRIVER_INDEX_MAX_FILES;
 	if (ec.max_blobs == 0)
 		ec.max_blobs = 1;
-	ec.log = fs__log_hook;
-	ec.log_fields = fs__log_fields_hook;
+	ec.log = obs_log_hook;
+	ec.log_fields = obs_log_fields_hook;
 	ec.inval = queue_inval;
-	rc = fs__inval_new(ec.max_blobs, &m->inval);
+	rc = driver__inval_new(ec.max_blobs, &m->inval);
 	ec.inval_ctx = m->inval;
 	if (rc == 0)
 		rc = fs__engine_new(&ec, m->cache, &m->engine);
 	if (rc == 0 && p->creds != NULL)
 		rc = fs__creds_start(p->creds);
 	if (rc != 0) {
-		fs__log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
+		obs_log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
 		return rc;
 	}
 	pthread_mutex_lock(&m->ns->mu);
@@ -707,40 +707,40 @@ static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
 	pthread_mutex_unlock(&m->ns->mu);
 	/* As many probers as the origin may have connections. */
 	if (rc == 0)
-		rc = fs__sizes_new(m, o->host_lanes, &m->sizes);
+		rc = driver__sizes_new(m, o->host_lanes, &m->sizes);
 	if (rc == 0)
 		rc = fs__engine_start(m->engine);
 	if (rc != 0) {
-		fs__log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
+		obs_log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
 		return rc;
 	}
-	fs__log(FS_LOG_INFO, "mounted %s on %s", o->url, o->mountpoint);
+	obs_log(FS_LOG_INFO, "mounted %s on %s", o->url, o->mountpoint);
 	lc = fuse_loop_cfg_create();
 	if (lc == NULL)
 		return -ENOMEM;
 	fuse_loop_cfg_set_clone_fd(lc, 1);
 	fuse_loop_cfg_set_max_threads(lc, 64);
-	rc = fs__inval_start(m->inval, se);
+	rc = driver__inval_start(m->inval, se);
 	if (rc != 0) {
-		fs__log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
+		obs_log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
 		fuse_loop_cfg_destroy(lc);
 		return rc;
 	}
-	rc = fs__exit_guard_start(g, se, m->engine);
+	rc = driver__exit_guard_start(g, se, m->engine);
 	if (rc == 0 && *metrics_fd >= 0) {
 		/* The socket was bound before the fork; it is the server's. */
 		struct obs_view v;
 
-		fs__mount_view(m, &v);
-		rc = fs__metricsd_start(*metrics_fd, m->metrics, &v, &metricsd);
+		driver__mount_view(m, &v);
+		rc = obs_metricsd_start(*metrics_fd, m->metrics, &v, &metricsd);
 		*metrics_fd = -1;
 		if (rc == 0)
-			fs__log(FS_LOG_INFO, "metrics at http://%s/metrics",
+			obs_log(FS_LOG_INFO, "metrics at http://%s/metrics",
 				o->metrics);
 	}
 	if (rc != 0) {
-		fs__log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
-		fs__inval_stop(m->inval);
+		obs_log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
+		driver__inval_stop(m->inval);
 		fuse_loop_cfg_destroy(lc);
 		return rc;
 	}
@@ -749,23 +749,23 @@ static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
 	 * mount's own flag, which every probe, listing and wait for
 	 * credentials still under way observes, and the guard, which bounds
 	 * the teardown from here (waking the reads it has not woken). */
-	fs__mount_end(m);
-	fs__exit_guard_ended(g);
-	fs__sizes_free(m->sizes);
+	driver__mount_end(m);
+	driver__exit_guard_ended(g);
+	driver__sizes_free(m->sizes);
 	m->sizes = NULL;
 	/* Before the engine goes: a scrape reads it. */
-	fs__metricsd_stop(metricsd);
+	obs_metricsd_stop(metricsd);
 	/* A signal libfuse handles (TERM, INT, HUP) ends the session as an
 	 * unmount does: a clean end, not a failure. */
 	if (rc > 0) {
-		fs__log(FS_LOG_INFO, "unmounting %s on %s", o->mountpoint,
+		obs_log(FS_LOG_INFO, "unmounting %s on %s", o->mountpoint,
 			rc == SIGTERM  ? "SIGTERM"
 			: rc == SIGHUP ? "SIGHUP"
 			: rc == SIGINT ? "SIGINT"
 				       : "a signal");
 		rc = 0;
 	}
-	fs__inval_stop(m->inval); /* the session is destroyed next */
+	driver__inval_stop(m->inval); /* the session is destroyed next */
 	fuse_loop_cfg_destroy(lc);
 	return rc;
 }
@@ -775,7 +775,7 @@ static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
  * fetch configuration and credentials, the proxies, the cache, the
  * source's probe or listing (prepare) and the namespace. Returns 0, or 1
  * with the line written; what it made is m's and p's to free. */
-static int prepare_mount(struct fs_opts *o, struct fs_mount *m,
+static int prepare_mount(struct fs_opts *o, struct driver_mount *m,
 			 struct prepared *p)
 {
 	struct cache *cache = NULL;
@@ -785,14 +785,14 @@ static int prepare_mount(struct fs_opts *o, struct fs_mount *m,
 	if (fetch_global_init() != 0)
 		return fail("cannot initialise libcurl");
 	if (o->insecure)
-		fs__log(FS_LOG_WARN, "insecure: TLS certificates and host "
+		obs_log(FS_LOG_WARN, "insecure: TLS certificates and host "
 				     "names are not verified");
 	/* Before the first request: the probe is counted too. */
-	if (fs__metrics_new(o->mountpoint, o->metrics_labels,
+	if (obs_metrics_new(o->mountpoint, o->metrics_labels,
 			    o->nmetrics_labels, &m->metrics) != 0)
 		return fail("out of memory");
 	fetch_config_from(o, &m->fetch);
-	m->fetch.on_request = fs__metrics_on_request;
+	m->fetch.on_request = obs_metrics_on_request;
 	m->fetch.request_ctx = m->metrics;
 	if (make_creds(o, p, &m->fetch) != 0)
 		return 1;
@@ -830,11 +830,11 @@ static int prepare_mount(struct fs_opts *o, struct fs_mount *m,
 static int subcommand(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "status") == 0)
-		return fs_status_command(argc, argv);
+		return cli_status_command(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "cache") == 0)
-		return fs_cache_command(argc, argv);
+		return cli_cache_command(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "prefetch") == 0)
-		return fs_prefetch_command(argc, argv);
+		return cli_prefetch_command(argc, argv);
 	return -1;
 }
 
@@ -842,9 +842,9 @@ int fs_main(int argc, char **argv)
 {
 	struct fs_opts o;
 	struct fuse_session *se = NULL;
-	struct fs_mount m;
+	struct driver_mount m;
 	struct prepared p;
-	struct fs_exit_guard guard;
+	struct driver_exit_guard guard;
 	char err[1024];
 	int status = subcommand(argc, argv), metrics_fd = -1;
 
@@ -871,7 +871,7 @@ int fs_main(int argc, char **argv)
 		status = 0;
 		goto out_opts;
 	}
-	fs__log_format_json(o.log_format == 1);
+	obs_log_format_json(o.log_format == 1);
 	log_start(true, (enum fs_log_level)o.log_level);
 	p.kind = kind_of(o.url);
 	if (check_inputs(&o, p.kind, &p.s3, p.name, sizeof(p.name)) != 0)
@@ -884,7 +884,7 @@ int fs_main(int argc, char **argv)
 		fail("out of memory");
 		goto out_opts;
 	}
-	se = fuse_session_new(&o.fuse_args, &fs__ops, sizeof(fs__ops), &m);
+	se = fuse_session_new(&o.fuse_args, &driver__ops, sizeof(driver__ops), &m);
 	if (se == NULL)
 		goto out_opts; /* libfuse said which option, on stderr */
 	m.se = se;
@@ -893,7 +893,7 @@ int fs_main(int argc, char **argv)
 	/* Bound here, so that a bad or busy address is a line on the
 	 * terminal and nothing is mounted; the daemon serves it. */
 	if (o.metrics != NULL &&
-	    fs__metrics_listen(o.metrics, &metrics_fd, err, sizeof(err)) != 0) {
+	    obs_metrics_listen(o.metrics, &metrics_fd, err, sizeof(err)) != 0) {
 		fail("%s", err);
 		goto out_session;
 	}
@@ -915,26 +915,26 @@ int fs_main(int argc, char **argv)
 		status =
 			serve(&o, se, &m, &p, &guard, &metrics_fd) == 0 ? 0 : 1;
 	}
-	fs__exit_guard_unmount(&guard, se);
+	driver__exit_guard_unmount(&guard, se);
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
 	fuse_session_destroy(se);
-	fs__exit_guard_forget_engine(&guard);
-	fs__sizes_free(m.sizes);   /* when serve() ended before its loop */
+	driver__exit_guard_forget_engine(&guard);
+	driver__sizes_free(m.sizes);   /* when serve() ended before its loop */
 	fs__engine_free(m.engine); /* flushes the cache: nothing is queued */
 	m.engine = NULL;	   /* after this, as on_lost reads it */
-	fs__inval_free(m.inval);   /* the engine queued into it until freed */
+	driver__inval_free(m.inval);   /* the engine queued into it until freed */
 	cache_close(m.cache);
 	fs__ns_free(m.ns);
 	fetch_proxies_free(m.fetch.proxies); /* after the engine's requests */
-	fs__exit_guard_stop(&guard);
+	driver__exit_guard_stop(&guard);
 	if (metrics_fd >= 0)
 		close(metrics_fd);
 out_prepared:
 	prepared_free(&p);
 out_opts:
-	fs__metrics_free(m.metrics); /* the fetch hook's, until here */
+	obs_metrics_free(m.metrics); /* the fetch hook's, until here */
 	fs_opts_free(&o);
 	return status;
 }

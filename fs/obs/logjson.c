@@ -46,7 +46,7 @@ static void put_str(struct line *l, const char *key, const char *value)
 	put_raw(l, "\"");
 }
 
-size_t fs__log_json(char *buf, size_t cap, const struct timespec *when,
+size_t obs__log_json(char *buf, size_t cap, const struct timespec *when,
 		    const char *level, const char *msg,
 		    const struct fs_log_fields *f)
 {

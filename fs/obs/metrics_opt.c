@@ -14,7 +14,7 @@
 
 /* ---- -o metrics= ---- */
 
-bool fs__metrics_addr_split(const char *spec, char *host, size_t cap,
+bool obs__metrics_addr_split(const char *spec, char *host, size_t cap,
 			    char *port, size_t pcap, const char **why)
 {
 	const char *colon = strrchr(spec, ':');
@@ -52,12 +52,12 @@ bool fs__metrics_addr_split(const char *spec, char *host, size_t cap,
 	return true;
 }
 
-int fs__metrics_addr_check(const char *spec, char *err, size_t errlen)
+int obs_metrics_addr_check(const char *spec, char *err, size_t errlen)
 {
 	char host[256], port[8];
 	const char *why;
 
-	if (fs__metrics_addr_split(spec, host, sizeof(host), port, sizeof(port),
+	if (obs__metrics_addr_split(spec, host, sizeof(host), port, sizeof(port),
 				   &why))
 		return 0;
 	snprintf(err, errlen, "option metrics: '%s' %s", spec, why);
@@ -78,7 +78,7 @@ static bool is_utf8(const char *s)
 	return true;
 }
 
-int fs__metrics_label_check(const char *kv, char *const *prev, unsigned nprev,
+int obs_metrics_label_check(const char *kv, char *const *prev, unsigned nprev,
 			    char *err, size_t errlen)
 {
 	/* The labels pacefs's own series carry, and Prometheus's. */

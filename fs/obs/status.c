@@ -74,7 +74,7 @@ static void put_url(struct out *o, const char *url)
 
 /* Status lists at most this many entries of a kind: the document holds
  * 64 KiB. */
-#define FS_STATUS_ITEMS 512
+#define OBS_STATUS_ITEMS 512
 
 static void put_lanes(struct out *o, const struct fs_engine_view *v)
 {
@@ -155,16 +155,16 @@ static void put_proxies(struct out *o, struct fetch_proxies *proxies)
 }
 
 /* The engine's lanes, readers and sources into *v (arrays of
- * FS_STATUS_ITEMS each); false when memory ran out. */
+ * OBS_STATUS_ITEMS each); false when memory ran out. */
 static bool engine_view(struct fs_engine *e, struct fs_engine_view *v)
 {
 	*v = (struct fs_engine_view){
-		.lanes = calloc(FS_STATUS_ITEMS, sizeof(*v->lanes)),
-		.readers = calloc(FS_STATUS_ITEMS, sizeof(*v->readers)),
-		.sources = calloc(FS_STATUS_ITEMS, sizeof(*v->sources)),
-		.cap_lanes = FS_STATUS_ITEMS,
-		.cap_readers = FS_STATUS_ITEMS,
-		.cap_sources = FS_STATUS_ITEMS,
+		.lanes = calloc(OBS_STATUS_ITEMS, sizeof(*v->lanes)),
+		.readers = calloc(OBS_STATUS_ITEMS, sizeof(*v->readers)),
+		.sources = calloc(OBS_STATUS_ITEMS, sizeof(*v->sources)),
+		.cap_lanes = OBS_STATUS_ITEMS,
+		.cap_readers = OBS_STATUS_ITEMS,
+		.cap_sources = OBS_STATUS_ITEMS,
 	};
 	if (v->lanes == NULL || v->readers == NULL || v->sources == NULL)
 		return false;
@@ -172,26 +172,26 @@ static bool engine_view(struct fs_engine *e, struct fs_engine_view *v)
 	return true;
 }
 
-/* The samples the metrics endpoint exports (fs__metrics_walk), the last
+/* The samples the metrics endpoint exports (obs__metrics_walk), the last
  * member: where the rest left too little room for them all, it says so
  * rather than fail the document. */
 static void put_metrics(struct out *o, const struct obs_view *m)
 {
-	struct fs_metrics_now now;
+	struct obs_metrics_now now;
 	size_t room = o->cap - o->used, len;
 	char *json = NULL;
 
 	if (m->metrics == NULL || o->full || room < 64)
 		return;
-	fs__metrics_now(m, &now);
-	if (fs__metrics_json(m->metrics, &now, room - 64, &json, &len) == 0)
+	obs__metrics_now(m, &now);
+	if (obs__metrics_json(m->metrics, &now, room - 64, &json, &len) == 0)
 		put(o, ",\"metrics\":%s", json);
 	else
 		put(o, ",\"metrics_left_out\":true");
 	free(json);
 }
 
-int fs__status_json(const struct obs_view *m, char *buf, size_t cap)
+int obs_status_json(const struct obs_view *m, char *buf, size_t cap)
 {
 	struct fs_engine *e = m->engine;
 	struct out o = {.buf = buf, .cap = cap};
