@@ -7,7 +7,8 @@ FS_TREE_SRCS := fs/tree/ns.c fs/tree/manifest.c fs/tree/dirindex.c \
 	fs/tree/s3.c fs/tree/s3xml.c
 FS_AUTH_SRCS := fs/auth/creds.c fs/auth/command.c fs/auth/awsconf.c \
 	fs/auth/headers.c fs/auth/identity.c
-FS_DRIVER_SRCS := fs/driver/mount.c fs/driver/fs.c fs/driver/node.c \
+FS_DRIVER_SRCS := fs/driver/mount.c fs/driver/check.c \
+	fs/driver/prepare.c fs/driver/serve.c fs/driver/fs.c fs/driver/node.c \
 	fs/driver/sizes.c fs/driver/learn.c fs/driver/inval.c \
 	fs/driver/exitguard.c
 FS_CLI_SRCS := fs/cli/opts.c fs/cli/scrub.c fs/cli/urlfile.c \

@@ -5,6 +5,7 @@
 #ifndef FS_DRIVER_INT_H
 #define FS_DRIVER_INT_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -16,6 +17,7 @@
 #include "cache/cache.h"
 #include "fetch/fetch.h"
 #include "fs/base.h"
+#include "fs/tree/tree.h"
 
 struct fs_engine;
 struct fs_ns;
@@ -27,6 +29,8 @@ struct fuse_session;
 struct fuse_lowlevel_ops;
 struct obs_metrics;
 struct obs_view;
+struct fs_opts;
+struct fetch_auth;
 
 struct driver_mount;
 
@@ -244,5 +248,73 @@ void driver__mount_view(const struct driver_mount *m, struct obs_view *out);
 
 /* The low-level operations of a pacefs mount. */
 extern const struct fuse_lowlevel_ops driver__ops;
+
+/* ---- the mount's life: mount.c (fs_main), check.c, prepare.c, serve.c ---- */
+
+/* How the first argument names what to mount. */
+enum driver_mount_kind {
+	DRIVER_MOUNT_URL,      /* one blob */
+	DRIVER_MOUNT_MANIFEST, /* a local JSON manifest */
+	DRIVER_MOUNT_INDEX,    /* a URL ending in '/': its directory index */
+};
+
+/* What the parent learned before mounting, for the daemon to build on. */
+struct driver_prepared {
+	enum driver_mount_kind kind;
+	char name[NAME_MAX + 1]; /* DRIVER_MOUNT_URL */
+	char *identity;		 /* DRIVER_MOUNT_URL: fs__url_identity */
+	char **origins;		 /* where the headers may go */
+	size_t norigins;
+	char **urls; /* DRIVER_MOUNT_URL: the URL, then mirrors */
+	uint32_t nurls;
+	struct driver_learned learned;   /* DRIVER_MOUNT_URL */
+	struct fs_manifest manifest; /* DRIVER_MOUNT_MANIFEST */
+	struct fs_s3 s3;	 /* an s3:// source: bucket == NULL if not */
+	struct fetch_auth *auth; /* credentials that change, or NULL */
+	struct fs_creds *creds;
+};
+
+/* check.c. Writes "pacefs: " and the line (every URL's userinfo removed,
+ * every byte a server chose escaped) to stderr; returns 1, the exit
+ * status of a mount refused before it was made. */
+int driver__fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* check.c. What source (the URL argument) names: an s3:// object, bucket
+ * or prefix, an http(s) URL or directory index, else a manifest's path. */
+enum driver_mount_kind driver__mount_kind_of(const char *source);
+
+/* check.c. Checks what the command line names before anything is done:
+ * the URLs, the S3 source (parsed into s3), the mountpoint (made
+ * absolute), the file's name (into name, cap bytes, for a single URL),
+ * the CA file, the cache directory (its default set). 0, or 1 with the
+ * line written (driver__fail). */
+int driver__check_inputs(struct fs_opts *o, enum driver_mount_kind kind,
+			 struct fs_s3 *s3, char *name, size_t cap);
+
+/* prepare.c. Opens the cache of o (engine: where its on_lost and
+ * on_evicted hooks find the engine). On the terminal (quiet) a failure
+ * is one line with the cache's own detail; in the daemon the detail goes
+ * to the log. 0, or 1 with the line written. */
+int driver__open_cache(const struct fs_opts *o, bool quiet,
+		       struct fs_engine **engine, struct cache **out);
+
+/* prepare.c. Everything the mount needs before libfuse mounts it, in the
+ * parent: libcurl, m's fetch configuration, credentials and proxies, the
+ * cache checked, the source probed or listed (into p), the namespace.
+ * 0, or 1 with the line written; what it made is m's and p's to free. */
+int driver__prepare_mount(struct fs_opts *o, struct driver_mount *m,
+			  struct driver_prepared *p);
+
+/* prepare.c. Frees what p holds (not p). */
+void driver__prepared_free(struct driver_prepared *p);
+
+/* serve.c. In the daemon: opens the cache, starts the engine, builds the
+ * tree from p and serves se until unmounted or signalled; the metrics
+ * endpoint, when *metrics_fd >= 0, takes that socket (*metrics_fd is
+ * then -1). 0 (an unmount, or a signal libfuse handles) or a negative
+ * errno (logged). */
+int driver__serve(struct fs_opts *o, struct fuse_session *se,
+		  struct driver_mount *m, struct driver_prepared *p,
+		  struct driver_exit_guard *g, int *metrics_fd);
 
 #endif
