@@ -170,7 +170,7 @@ static const struct opt_def opt_table[] = {
 		 "or group/others may write (shared on purpose)"),
 	OPT_STRING("name", name, NULL, "NAME",
 		   "file name (default: the URL's last path segment)"),
-		OPT_UINT("lanes", lanes, 1, 256, "N",
+	OPT_UINT("lanes", lanes, 1, 256, "N",
 		 "connections of the whole mount (default: 32)"),
 	OPT_UINT("host_lanes", host_lanes, 1, 256, "N",
 		 "connections to one origin (default: 16)"),
@@ -287,8 +287,9 @@ static bool read_ms(const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
 	ms *= 1000;
 	if (*p == '.')
 		for (p++; *p >= '0' && *p <= '9' && frac < 3; p++, frac++)
-			ms += (uint64_t)(*p - '0') *
-			      (frac == 0 ? 100 : frac == 1 ? 10 : 1);
+			ms += (uint64_t)(*p - '0') * (frac == 0	  ? 100
+						      : frac == 1 ? 10
+								  : 1);
 	if (whole == 0 || *p != '\0' || ms < lo || ms > hi)
 		return false;
 	*out = ms;
@@ -489,8 +490,8 @@ static int check_header_file(struct parse_state *s, const char *path)
 	return 0;
 }
 
-/* Refused here, with the part that is wrong; mount.c builds the list the
- * requests use. */
+/* Refused here, with the part that is wrong; driver/prepare.c builds the list
+ * the requests use. */
 static int check_proxy(struct parse_state *s, const char *v)
 {
 	struct fetch_proxies *list = NULL;
@@ -539,7 +540,7 @@ static int read_revalidate(struct parse_state *s, const char *v)
 	return 0;
 }
 
-/* fs/driver/metricsd.c and metrics.c say what is wrong, naming the
+/* obs/metrics_opt.c says what is wrong, naming the
  * option. */
 static int check_metrics(struct parse_state *s, const char *v)
 {
@@ -631,7 +632,7 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	struct parse_state s = {.o = out, .err = err, .errlen = errlen};
 
 	memset(out, 0, sizeof(*out));
-		out->lanes = FS_LANES;
+	out->lanes = FS_LANES;
 	out->host_lanes = FS_HOST_LANES;
 	out->connect_timeout_s = 10;
 	out->read_timeout_s = 60;
