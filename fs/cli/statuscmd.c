@@ -30,9 +30,9 @@ static const char *shown(json_t *v, const char *key, char *buf, size_t cap)
 /* An integer member of v in bytes, as people read it. */
 static const char *human(json_t *v, const char *key, char *buf, size_t cap)
 {
-	return cli__human_size((uint64_t)json_integer_value(
-				      json_object_get(v, key)),
-			      buf, cap);
+	return cli__human_size(
+		(uint64_t)json_integer_value(json_object_get(v, key)), buf,
+		cap);
 }
 
 /* A file in use: its fill bar, bytes held and state. */
@@ -189,18 +189,18 @@ static void render_metrics(json_t *m)
 	char net[32], mem[32], cache[32], got[32];
 
 	cli__human_size((uint64_t)metric_sum(m, "pacefs_read_bytes_total",
-					    "from", "network"),
-		       net, sizeof(net));
+					     "from", "network"),
+			net, sizeof(net));
 	cli__human_size((uint64_t)metric_sum(m, "pacefs_read_bytes_total",
-					    "from", "memory"),
-		       mem, sizeof(mem));
+					     "from", "memory"),
+			mem, sizeof(mem));
 	cli__human_size((uint64_t)metric_sum(m, "pacefs_read_bytes_total",
-					    "from", "cache"),
-		       cache, sizeof(cache));
+					     "from", "cache"),
+			cache, sizeof(cache));
 	cli__human_size((uint64_t)metric_sum(m,
-					    "pacefs_http_response_bytes_total",
-					    NULL, NULL),
-		       got, sizeof(got));
+					     "pacefs_http_response_bytes_total",
+					     NULL, NULL),
+			got, sizeof(got));
 	printf("reads: %.0f (%.0f waited, %.0f failed), answered with %s "
 	       "from the network, %s from memory, %s from the cache\n",
 	       metric_sum(m, "pacefs_read_duration_seconds_count", NULL, NULL),
@@ -285,7 +285,8 @@ int cli_status_command(int argc, char **argv)
 		json_error_t jerr;
 		json_t *root;
 
-		n = getxattr(mnt, "user.pacefs.status", buf, OBS_STATUS_MAX - 1);
+		n = getxattr(mnt, "user.pacefs.status", buf,
+			     OBS_STATUS_MAX - 1);
 		if (n < 0) {
 			fprintf(stderr, "pacefs: status: %s: %s\n", mnt,
 				errno == ENODATA || errno == ENOTSUP

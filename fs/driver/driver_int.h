@@ -49,7 +49,7 @@ struct driver_learned {
 	int64_t mtime; /* -1: unknown */
 	struct fs_source *sources;
 	uint32_t nsources;
-	bool offline; /* nothing answered; from the cache's record */
+	bool offline;	 /* nothing answered; from the cache's record */
 	uint64_t queued; /* [0, queued) came with the probe and were put
 			    into the cache (fs__engine_blob_ready) */
 };
@@ -82,17 +82,17 @@ struct driver_learn_args {
  * is asked (never under a content identity). On failure writes one line
  * naming the URL and the cause into err. */
 int driver__learn(const struct fetch_config *fc, struct cache *cache,
-	      const struct driver_learn_args *a, struct driver_learned *out, char *err,
-	      size_t errlen);
+		  const struct driver_learn_args *a, struct driver_learned *out,
+		  char *err, size_t errlen);
 void driver__learned_free(struct driver_learned *l);
 
 /* What the FUSE operations see through fuse_req_userdata(). */
 struct driver_mount {
 	struct fs_ns *ns;
 	struct fs_engine *engine;
-	struct driver_inval *inval;	   /* the engine's inval hook queues here */
-	struct cache *cache;	   /* the engine's */
-	struct fetch_config fetch; /* for probes and directory pages */
+	struct driver_inval *inval; /* the engine's inval hook queues here */
+	struct cache *cache;	    /* the engine's */
+	struct fetch_config fetch;  /* for probes and directory pages */
 	uid_t uid;
 	gid_t gid;
 	struct timespec mtime; /* of files with no date of their own */
@@ -108,14 +108,14 @@ struct driver_mount {
 	/* -o read_timeout=: how long a FUSE request may wait on the
 	 * network (a listing, a probe), as a read may. */
 	uint64_t read_timeout_ns;
-	struct fuse_session *se;    /* its end (an unmount, a signal, the
-				       connection gone) stops requests and ends
-				       a read waiting, so the daemon's exit never
-				       waits on one */
+	struct fuse_session *se;     /* its end (an unmount, a signal, the
+					connection gone) stops requests and ends
+					a read waiting, so the daemon's exit never
+					waits on one */
 	struct obs_metrics *metrics; /* what the endpoint and status show;
 				       counted whether or not -o metrics=
 				       serves them */
-	struct driver_sizes *sizes;	    /* probes the unsized files of a listing */
+	struct driver_sizes *sizes;  /* probes the unsized files of a listing */
 	/* Set once the session's loop returned (driver__mount_end), never
 	 * cleared: libfuse's loop resets what fuse_session_exited says as
 	 * it returns, and the probers, joined after it, must still see the
@@ -129,7 +129,8 @@ struct driver_sizes;
 
 /* The probers of m's unsized files, at most `probers` threads, started
  * when the first files are queued. 0 or -ENOMEM. */
-int driver__sizes_new(struct driver_mount *m, uint32_t probers, struct driver_sizes **out);
+int driver__sizes_new(struct driver_mount *m, uint32_t probers,
+		      struct driver_sizes **out);
 
 /* Queues the files of directory d (just listed) whose size its index did
  * not give and that no request probes yet: the probers probe them
@@ -152,7 +153,7 @@ void driver__mount_end(struct driver_mount *m);
  * (fs__now_ns's clock; 0: none), or as soon as the mount is ending:
  * m->fetch with those bounds (fetch_config's deadline_ms and stop). */
 void driver__mount_bound(const struct driver_mount *m, uint64_t deadline_ns,
-		     struct fetch_config *out);
+			 struct fetch_config *out);
 
 /* The cache identity of a file (docs/manifest.md, "The cache"): a content
  * identity when its block digests are checked before its bytes are cached
@@ -170,7 +171,8 @@ bool driver__file_has_content_identity(const struct fs_node *n);
 /* Makes node i's blob ready to read: probes its URLs if it has never been,
  * adds its blob to the engine, by deadline_ns (fs__now_ns's clock; the
  * wait for another file's probe too). Returns 0 or -EIO (logged). */
-int driver__file_ready(struct driver_mount *m, uint32_t i, uint64_t deadline_ns);
+int driver__file_ready(struct driver_mount *m, uint32_t i,
+		       uint64_t deadline_ns);
 
 /* Reads the directory-index page of directory node i when it was never
  * read or is older than the listing TTL, and adds what it lists. While
@@ -180,7 +182,7 @@ int driver__file_ready(struct driver_mount *m, uint32_t i, uint64_t deadline_ns)
  * waiting for another thread's, end by deadline_ns (fs__now_ns's clock).
  * Returns 0 or a negative errno (logged). */
 int driver__dir_list(struct driver_mount *m, uint32_t i, bool fresh,
-		  uint64_t deadline_ns);
+		     uint64_t deadline_ns);
 
 /* The kernel's page cache (driver/inval.c): the engine's inval hook queues
  * here. */
@@ -199,7 +201,7 @@ void driver__inval_free(struct driver_inval *v);
  * its lock: the invalidator's lock nests inside the engine's, never the
  * other way. */
 void driver__inval_queue(struct driver_inval *v, uint32_t b, const char *name,
-		     uint64_t ino, uint64_t start, uint64_t end);
+			 uint64_t ino, uint64_t start, uint64_t end);
 
 /* Starts the thread that sends queued invalidations through se. Call
  * while the session serves requests (the kernel waits, in an
@@ -232,12 +234,13 @@ struct driver_exit_guard {
 };
 
 /* Starts the guard of session se, whose readers are engine's. */
-int driver__exit_guard_start(struct driver_exit_guard *g, struct fuse_session *se,
-			 struct fs_engine *engine);
+int driver__exit_guard_start(struct driver_exit_guard *g,
+			     struct fuse_session *se, struct fs_engine *engine);
 /* The session loop returned: from here on se may be freed. */
 void driver__exit_guard_ended(struct driver_exit_guard *g);
 /* Takes the mount down once, whether the main thread or the guard does. */
-void driver__exit_guard_unmount(struct driver_exit_guard *g, struct fuse_session *se);
+void driver__exit_guard_unmount(struct driver_exit_guard *g,
+				struct fuse_session *se);
 /* Before the engine is freed: the guard no longer wakes its readers. */
 void driver__exit_guard_forget_engine(struct driver_exit_guard *g);
 /* The shutdown is done: stops and joins the guard. */
@@ -267,8 +270,8 @@ struct driver_prepared {
 	size_t norigins;
 	char **urls; /* DRIVER_MOUNT_URL: the URL, then mirrors */
 	uint32_t nurls;
-	struct driver_learned learned;   /* DRIVER_MOUNT_URL */
-	struct fs_manifest manifest; /* DRIVER_MOUNT_MANIFEST */
+	struct driver_learned learned; /* DRIVER_MOUNT_URL */
+	struct fs_manifest manifest;   /* DRIVER_MOUNT_MANIFEST */
 	struct fs_s3 s3;	 /* an s3:// source: bucket == NULL if not */
 	struct fetch_auth *auth; /* credentials that change, or NULL */
 	struct fs_creds *creds;

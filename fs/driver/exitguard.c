@@ -53,7 +53,8 @@ static void *exit_guard_main(void *arg)
 
 		if (g->ended && !teardown) {
 			teardown = true;
-			end = now + (uint64_t)DRIVER_EXIT_TEARDOWN_S * 1000000000u;
+			end = now +
+			      (uint64_t)DRIVER_EXIT_TEARDOWN_S * 1000000000u;
 		}
 		if (now >= end)
 			break;
@@ -74,8 +75,8 @@ static void *exit_guard_main(void *arg)
 	return NULL;
 }
 
-int driver__exit_guard_start(struct driver_exit_guard *g, struct fuse_session *se,
-			    struct fs_engine *engine)
+int driver__exit_guard_start(struct driver_exit_guard *g,
+			     struct fuse_session *se, struct fs_engine *engine)
 {
 	pthread_condattr_t ca;
 	int rc;
@@ -104,7 +105,8 @@ void driver__exit_guard_ended(struct driver_exit_guard *g)
 }
 
 /* The mount is taken down once, by the main thread or by the guard. */
-void driver__exit_guard_unmount(struct driver_exit_guard *g, struct fuse_session *se)
+void driver__exit_guard_unmount(struct driver_exit_guard *g,
+				struct fuse_session *se)
 {
 	if (g->started)
 		pthread_mutex_lock(&g->mu);

@@ -21,8 +21,8 @@ struct inval_range {
 
 struct driver_inval {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;	 /* a range queued, or stop */
-	struct inval_range *r;	 /* per blob; guarded by mu */
+	pthread_cond_t cv;     /* a range queued, or stop */
+	struct inval_range *r; /* per blob; guarded by mu */
 	uint32_t n;
 	uint32_t pending;	 /* blobs with a range queued; guarded by mu */
 	struct fuse_session *se; /* while the thread runs */
@@ -61,7 +61,7 @@ void driver__inval_free(struct driver_inval *v)
 }
 
 void driver__inval_queue(struct driver_inval *v, uint32_t b, const char *name,
-		     uint64_t ino, uint64_t start, uint64_t end)
+			 uint64_t ino, uint64_t start, uint64_t end)
 {
 	struct inval_range *r;
 
@@ -121,11 +121,11 @@ static void *inval_main(void *arg)
 			break;
 		pthread_mutex_unlock(&v->mu);
 		/* No open yet: the kernel holds no page of it. */
-		rc = r.ino == 0 ? 0
-				: fuse_lowlevel_notify_inval_inode(
-					  v->se, (fuse_ino_t)r.ino,
-					  (off_t)r.start,
-					  (off_t)(r.end - r.start));
+		rc = r.ino == 0
+			     ? 0
+			     : fuse_lowlevel_notify_inval_inode(
+				       v->se, (fuse_ino_t)r.ino, (off_t)r.start,
+				       (off_t)(r.end - r.start));
 		if (rc == 0 || rc == -ENOENT)
 			obs_log(FS_LOG_DEBUG,
 				"%s: the kernel's pages of bytes %" PRIu64

@@ -67,7 +67,8 @@ static int probe_one(const struct fetch_config *fc, const char *url,
  * URL is used, pinned to the stored validator. */
 static int learn_from_record(const struct driver_learn_args *a,
 			     const struct cache_blob_record *rec,
-			     struct driver_learned *out, char *err, size_t errlen)
+			     struct driver_learned *out, char *err,
+			     size_t errlen)
 {
 	out->sources[0].url = strdup(a->urls[0]);
 	out->sources[0].validator =
@@ -88,9 +89,10 @@ static int learn_from_record(const struct driver_learn_args *a,
  * and whether the held bytes matched it (kept while the blob is the
  * same). */
 static int put_record(struct cache *cache, const struct cache_id *id,
-		      const struct driver_learn_args *a, const struct driver_learned *l,
-		      const char *validator, bool confirmed,
-		      const struct cache_blob_record *old, bool same)
+		      const struct driver_learn_args *a,
+		      const struct driver_learned *l, const char *validator,
+		      bool confirmed, const struct cache_blob_record *old,
+		      bool same)
 {
 	struct cache_blob_record rec;
 
@@ -274,8 +276,8 @@ static uint64_t keep_first(struct cache *cache, const struct cache_id *id,
 }
 
 int driver__learn(const struct fetch_config *fc, struct cache *cache,
-	      const struct driver_learn_args *a, struct driver_learned *out, char *err,
-	      size_t errlen)
+		  const struct driver_learn_args *a, struct driver_learned *out,
+		  char *err, size_t errlen)
 {
 	struct cache_blob_record rec;
 	struct cache_id id;

@@ -45,7 +45,7 @@ void driver__mount_end(struct driver_mount *m)
 }
 
 void driver__mount_bound(const struct driver_mount *m, uint64_t deadline_ns,
-		     struct fetch_config *out)
+			 struct fetch_config *out)
 {
 	*out = m->fetch;
 	out->deadline_ms = deadline_ns == 0 ? 0 : deadline_ns / 1000000u;
@@ -133,7 +133,7 @@ struct node_copy {
 	uint32_t blob;
 	char name[PATH_MAX]; /* the path in the mount, for logs */
 	char *identity;
-	bool content; /* the identity names the content */
+	bool content;	   /* the identity names the content */
 	bool object_store; /* listed by an object store */
 	struct cache_id id;
 	const uint8_t *sha256; /* the node's, immutable; NULL: none */
@@ -294,8 +294,8 @@ static int node_learn(struct driver_mount *m, struct node_copy *c,
 			return rc;
 		}
 	}
-	rc = fs__engine_blob_ready(m->engine, c->blob, l->sources,
-				   l->nsources, l->queued);
+	rc = fs__engine_blob_ready(m->engine, c->blob, l->sources, l->nsources,
+				   l->queued);
 	if (rc != 0)
 		obs_log(FS_LOG_ERR, "%s: cannot start its transfers: %s",
 			c->name, strerror(-rc));
@@ -385,9 +385,10 @@ static struct fs_node *entry_node(const char *base,
 				  const struct fs_index_entry *ent)
 {
 	struct fs_node *n = fs__node_new(ent->name, ent->is_dir);
-	char *url = n == NULL	      ? NULL
-		    : ent->url != NULL ? strdup(ent->url)
-				       : child_url(base, ent->name, ent->is_dir);
+	char *url = n == NULL ? NULL
+		    : ent->url != NULL
+			    ? strdup(ent->url)
+			    : child_url(base, ent->name, ent->is_dir);
 
 	if (url == NULL)
 		goto fail;
@@ -467,8 +468,9 @@ static int merge_page(struct driver_mount *m, uint32_t d, const char *base,
 	rc = fs__ns_reserve(ns, d, nents);
 	pthread_mutex_unlock(&ns->mu);
 	while (rc == 0 && done < nents) {
-		uint32_t n = nents - done > DRIVER_LIST_BATCH ? DRIVER_LIST_BATCH
-							  : nents - done;
+		uint32_t n = nents - done > DRIVER_LIST_BATCH
+				     ? DRIVER_LIST_BATCH
+				     : nents - done;
 		uint32_t built = 0, i;
 
 		for (; built < n; built++) {
@@ -507,7 +509,7 @@ static int merge_page(struct driver_mount *m, uint32_t d, const char *base,
 }
 
 int driver__dir_list(struct driver_mount *m, uint32_t d, bool fresh,
-		  uint64_t deadline_ns)
+		     uint64_t deadline_ns)
 {
 	struct fs_ns *ns = m->ns;
 	struct fs_index_entry *ents = NULL;
@@ -567,8 +569,8 @@ int driver__dir_list(struct driver_mount *m, uint32_t d, bool fresh,
 		if (rc == 0 && final == NULL)
 			rc = -ENOMEM;
 	} else {
-		rc = fetch_get(&fc, url, DRIVER_LISTING_MAX, &page, &len, &final,
-			       err, sizeof(err));
+		rc = fetch_get(&fc, url, DRIVER_LISTING_MAX, &page, &len,
+			       &final, err, sizeof(err));
 		if (rc == 0)
 			rc = fs__dirindex_parse(page, len, &ents, &nents, err,
 						sizeof(err));

@@ -24,7 +24,8 @@ struct driver_sizes {
 	bool stop;
 };
 
-int driver__sizes_new(struct driver_mount *m, uint32_t probers, struct driver_sizes **out)
+int driver__sizes_new(struct driver_mount *m, uint32_t probers,
+		      struct driver_sizes **out)
 {
 	struct driver_sizes *s = calloc(1, sizeof(*s));
 
@@ -80,8 +81,8 @@ static void *prober(void *arg)
 		/* A failure is logged by the probe, and is the stat's to
 		 * report when it asks. */
 		if (need)
-			rc = driver__file_ready(m, id,
-					    fs__now_ns() + m->read_timeout_ns);
+			rc = driver__file_ready(
+				m, id, fs__now_ns() + m->read_timeout_ns);
 		/* Queued until its probe ended: a listing meanwhile does not
 		 * queue it again. A file whose probe failed is left to the
 		 * stats: an index that lists it again must not have it

@@ -130,7 +130,7 @@ uint64_t obs__log_key(const char *fmt, const char *source, const char *msg)
 }
 
 bool obs__log_admit(struct obs_log_limit *l, uint64_t key, int level,
-		   const char *msg, uint64_t now_ns)
+		    const char *msg, uint64_t now_ns)
 {
 	size_t slot = OBS_LOG_KINDS, oldest = 0;
 
@@ -166,7 +166,7 @@ bool obs__log_admit(struct obs_log_limit *l, uint64_t key, int level,
 }
 
 bool obs__log_take_report(struct obs_log_limit *l, uint64_t now_ns,
-			 struct obs_log_report *r)
+			  struct obs_log_report *r)
 {
 	for (size_t i = 0; i < OBS_LOG_KINDS; i++) {
 		if (!l->kind[i].used || l->kind[i].left_out.suppressed == 0 ||
@@ -249,8 +249,8 @@ void obs_vlog_about(enum fs_log_level level, const struct fs_log_fields *f,
 	}
 	if (level == FS_LOG_DEBUG ||
 	    obs__log_admit(&log_limit,
-			  obs__log_key(fmt, f != NULL ? f->source : NULL, msg),
-			  (int)level, msg, now))
+			   obs__log_key(fmt, f != NULL ? f->source : NULL, msg),
+			   (int)level, msg, now))
 		log_line(level, msg, f);
 	pthread_mutex_unlock(&log_mu);
 }

@@ -47,8 +47,8 @@ static void put_str(struct line *l, const char *key, const char *value)
 }
 
 size_t obs__log_json(char *buf, size_t cap, const struct timespec *when,
-		    const char *level, const char *msg,
-		    const struct fs_log_fields *f)
+		     const char *level, const char *msg,
+		     const struct fs_log_fields *f)
 {
 	struct line l = {.buf = buf, .cap = cap};
 	char stamp[64], num[64];

@@ -342,10 +342,10 @@ static void emit(struct walk *w, enum family f, const char *suffix, uint64_t u,
 		 const double *d, unsigned n, ...)
 {
 	struct obs_sample s = {.family = &obs__metric_families[f],
-			      .suffix = suffix,
-			      .u = u,
-			      .real = d != NULL,
-			      .d = d != NULL ? *d : 0};
+			       .suffix = suffix,
+			       .u = u,
+			       .real = d != NULL,
+			       .d = d != NULL ? *d : 0};
 	va_list ap;
 
 	va_start(ap, n);
@@ -434,9 +434,10 @@ static void walk_engine(struct walk *w, const struct fs_engine_counters *c)
 	emit(w, F_MISSES, "", c->misses, NULL, 0);
 }
 
-void obs__metrics_walk(struct obs_metrics *mx, const struct obs_metrics_now *now,
-		      void (*fn)(void *ctx, const struct obs_sample *s),
-		      void *ctx)
+void obs__metrics_walk(struct obs_metrics *mx,
+		       const struct obs_metrics_now *now,
+		       void (*fn)(void *ctx, const struct obs_sample *s),
+		       void *ctx)
 {
 	struct walk w = {.mx = mx, .fn = fn, .ctx = ctx};
 	const struct fs_engine_counters *c = &now->engine;
@@ -604,13 +605,13 @@ static int write_all(struct obs_metrics *mx, const struct obs_metrics_now *now,
 }
 
 int obs__metrics_text(struct obs_metrics *mx, const struct obs_metrics_now *now,
-		     char **out, size_t *len)
+		      char **out, size_t *len)
 {
 	return write_all(mx, now, false, 64u << 20, out, len);
 }
 
 int obs__metrics_json(struct obs_metrics *mx, const struct obs_metrics_now *now,
-		     size_t limit, char **out, size_t *len)
+		      size_t limit, char **out, size_t *len)
 {
 	return write_all(mx, now, true, limit, out, len);
 }

@@ -15,7 +15,7 @@
 /* ---- -o metrics= ---- */
 
 bool obs__metrics_addr_split(const char *spec, char *host, size_t cap,
-			    char *port, size_t pcap, const char **why)
+			     char *port, size_t pcap, const char **why)
 {
 	const char *colon = strrchr(spec, ':');
 	const char *h = spec, *hend = colon;
@@ -57,8 +57,8 @@ int obs_metrics_addr_check(const char *spec, char *err, size_t errlen)
 	char host[256], port[8];
 	const char *why;
 
-	if (obs__metrics_addr_split(spec, host, sizeof(host), port, sizeof(port),
-				   &why))
+	if (obs__metrics_addr_split(spec, host, sizeof(host), port,
+				    sizeof(port), &why))
 		return 0;
 	snprintf(err, errlen, "option metrics: '%s' %s", spec, why);
 	return -EINVAL;

@@ -30,8 +30,8 @@ struct obs_mconns {
 };
 
 int obs__mconns_new(void (*on_close)(void *ctx,
-				    const struct obs_mconn_closed *why),
-		   void *ctx, struct obs_mconns **out)
+				     const struct obs_mconn_closed *why),
+		    void *ctx, struct obs_mconns **out)
 {
 	struct obs_mconns *t = calloc(1, sizeof(*t));
 
@@ -80,8 +80,8 @@ static void close_conn(struct obs_mconns *t, struct obs_mconn *c,
 		       enum obs_mconn_reason reason, uint64_t now_ms)
 {
 	struct obs_mconn_closed why = {.reason = reason,
-				      .family = c->family,
-				      .age_ms = now_ms - c->since_ms};
+				       .family = c->family,
+				       .age_ms = now_ms - c->since_ms};
 
 	memcpy(why.ip, c->ip, sizeof(why.ip));
 	shutdown(c->fd, SHUT_RDWR);
@@ -94,7 +94,7 @@ static void close_conn(struct obs_mconns *t, struct obs_mconn *c,
  * request, else the oldest; of the address given (family != AF_UNSPEC) or
  * of all. NULL: none is open. */
 static struct obs_mconn *victim(struct obs_mconns *t, int family,
-			       const unsigned char ip[16])
+				const unsigned char ip[16])
 {
 	struct obs_mconn *best = NULL;
 
@@ -112,7 +112,7 @@ static struct obs_mconn *victim(struct obs_mconns *t, int family,
 }
 
 void obs__mconns_admit(struct obs_mconns *t, const struct sockaddr *addr,
-		      uint64_t now_ms)
+		       uint64_t now_ms)
 {
 	unsigned char ip[16];
 	unsigned all = 0, mine = 0;
@@ -135,7 +135,7 @@ void obs__mconns_admit(struct obs_mconns *t, const struct sockaddr *addr,
 }
 
 struct obs_mconn *obs__mconns_add(struct obs_mconns *t, int fd,
-				const struct sockaddr *addr, uint64_t now_ms)
+				  const struct sockaddr *addr, uint64_t now_ms)
 {
 	for (size_t i = 0; i < OBS_MCONN_SLOTS; i++) {
 		struct obs_mconn *c = &t->slot[i];

@@ -26,9 +26,9 @@
 struct obs_metricsd {
 	struct MHD_Daemon *d;
 	struct obs_metrics *mx;
-	struct obs_view m; /* a copy: its pointers are the mount's */
+	struct obs_view m;	  /* a copy: its pointers are the mount's */
 	struct obs_mconns *conns; /* the server thread's alone */
-	int stop_fd;		 /* an eventfd: written once, to stop */
+	int stop_fd;		  /* an eventfd: written once, to stop */
 	pthread_t thread;
 };
 
@@ -91,7 +91,7 @@ int obs_metrics_listen(const char *spec, int *fd, char *err, size_t errlen)
 	int rc;
 
 	if (!obs__metrics_addr_split(spec, host, sizeof(host), port,
-				    sizeof(port), &why)) {
+				     sizeof(port), &why)) {
 		snprintf(err, errlen, "option metrics: '%s' %s", spec, why);
 		return -EINVAL;
 	}
@@ -210,10 +210,11 @@ static void on_connection(void *cls, struct MHD_Connection *c,
 	}
 	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	*socket_context = fd == NULL || addr == NULL
-				  ? NULL
-				  : obs__mconns_add(d->conns, fd->connect_fd,
-						   addr->client_addr, now_ms());
+	*socket_context =
+		fd == NULL || addr == NULL
+			? NULL
+			: obs__mconns_add(d->conns, fd->connect_fd,
+					  addr->client_addr, now_ms());
 }
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,

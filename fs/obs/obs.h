@@ -123,8 +123,8 @@ int obs_metrics_listen(const char *spec, int *fd, char *err, size_t errlen);
  * running), one request a connection; its connections are kept as
  * obs__mconns_admit says. 0 or a negative errno (fd is closed). */
 struct obs_metricsd;
-int obs_metricsd_start(int fd, struct obs_metrics *mx,
-		       const struct obs_view *v, struct obs_metricsd **out);
+int obs_metricsd_start(int fd, struct obs_metrics *mx, const struct obs_view *v,
+		       struct obs_metricsd **out);
 
 /* Stops the server: its thread ends at once, whatever its connections
  * are doing (a scrape under way is finished first), then every

@@ -27,8 +27,8 @@
  * "error_class". A line too long for buf loses the end of its strings,
  * never its shape. Returns its length. */
 size_t obs__log_json(char *buf, size_t cap, const struct timespec *when,
-		    const char *level, const char *msg,
-		    const struct fs_log_fields *f);
+		     const char *level, const char *msg,
+		     const struct fs_log_fields *f);
 
 /* A line's kind for the rate limit: where it is written and what it is
  * about, not its text, so that lines naming a thousand files or offsets
@@ -74,13 +74,13 @@ struct obs_log_limit {
  * OBS_LOG_BURST lines of a kind in each OBS_LOG_WINDOW_NS; a later one is
  * counted (msg kept as the sample) and false. Pure; the caller locks. */
 bool obs__log_admit(struct obs_log_limit *l, uint64_t key, int level,
-		   const char *msg, uint64_t now_ns);
+		    const char *msg, uint64_t now_ns);
 
 /* Takes one kind whose window has ended with lines left out: fills *r and
  * clears the count. False when there is none. Call it before each line (in
  * a loop) so that a storm that stopped is still reported. */
 bool obs__log_take_report(struct obs_log_limit *l, uint64_t now_ns,
-			 struct obs_log_report *r);
+			  struct obs_log_report *r);
 
 /* ---- the metrics ---- */
 
@@ -125,31 +125,32 @@ struct obs_sample {
 /* Calls fn with every sample, a family's together and in one order every
  * time; only request series that have counted something. Reads the
  * counters once each. */
-void obs__metrics_walk(struct obs_metrics *mx, const struct obs_metrics_now *now,
-		      void (*fn)(void *ctx, const struct obs_sample *s),
-		      void *ctx);
+void obs__metrics_walk(struct obs_metrics *mx,
+		       const struct obs_metrics_now *now,
+		       void (*fn)(void *ctx, const struct obs_sample *s),
+		       void *ctx);
 
 /* Prometheus's text exposition format (version 0.0.4) of every sample
  * into a new buffer (*out, free() it; *len bytes, NUL-terminated). 0,
  * -ENOMEM. */
 int obs__metrics_text(struct obs_metrics *mx, const struct obs_metrics_now *now,
-		     char **out, size_t *len);
+		      char **out, size_t *len);
 
 /* The same samples as a JSON array of {"name", "labels", "value"} (the
  * mount's labels left out), at most limit bytes: what `pacefs status`
  * shows. 0, -ERANGE (longer), -ENOMEM. */
 int obs__metrics_json(struct obs_metrics *mx, const struct obs_metrics_now *now,
-		     size_t limit, char **out, size_t *len);
+		      size_t limit, char **out, size_t *len);
 
 /* Writes s as a label value of the text format into out (cap bytes,
  * NUL-terminated when cap > 0): '\\', '"' and newline escaped, bytes that
  * are not UTF-8 as U+FFFD. Returns the length the whole needs. */
 size_t obs__prom_escape(const char *s, char *out, size_t cap);
 
-/* obs/metrics_opt.c. Splits ADDR:PORT into host (the brackets of an IPv6 address removed)
- * and port; false with the reason in why. */
+/* obs/metrics_opt.c. Splits ADDR:PORT into host (the brackets of an IPv6
+ * address removed) and port; false with the reason in why. */
 bool obs__metrics_addr_split(const char *spec, char *host, size_t cap,
-			    char *port, size_t pcap, const char **why);
+			     char *port, size_t pcap, const char **why);
 
 /* The connections the endpoint keeps (obs/metricsconn.c), a table
  * of OBS_MCONN_SLOTS that one thread (the endpoint's) uses. A connection
@@ -186,20 +187,20 @@ struct obs_mconn_closed {
  * table closes. 0 or -ENOMEM. obs__mconns_free(NULL) does nothing; the
  * table closes no descriptor. */
 int obs__mconns_new(void (*on_close)(void *ctx,
-				    const struct obs_mconn_closed *why),
-		   void *ctx, struct obs_mconns **out);
+				     const struct obs_mconn_closed *why),
+		    void *ctx, struct obs_mconns **out);
 void obs__mconns_free(struct obs_mconns *t);
 
 /* A connection from addr is about to be accepted: closes the one that
  * must go to make room for it, if any. */
 void obs__mconns_admit(struct obs_mconns *t, const struct sockaddr *addr,
-		      uint64_t now_ms);
+		       uint64_t now_ms);
 
 /* Socket fd (not taken) from addr was accepted at now_ms: its entry,
  * valid until obs__mconns_gone. NULL when every slot is taken: the socket
  * has been shut down. */
 struct obs_mconn *obs__mconns_add(struct obs_mconns *t, int fd,
-				const struct sockaddr *addr, uint64_t now_ms);
+				  const struct sockaddr *addr, uint64_t now_ms);
 
 /* c's request has arrived whole: its second deadline runs. NULL: nothing. */
 void obs__mconns_asked(struct obs_mconn *c);

@@ -138,14 +138,14 @@ static void put_proxies(struct out *o, struct fetch_proxies *proxies)
 	};
 	struct fetch_proxy_info pi;
 
-	for (uint32_t i = 0; fetch_proxies_info(proxies, i,
-						fs__now_ns() / 1000000u,
-						&pi) == 0;
+	for (uint32_t i = 0;
+	     fetch_proxies_info(proxies, i, fs__now_ns() / 1000000u, &pi) == 0;
 	     i++) {
 		put(o, "%s{\"proxy\":", i ? "," : "");
 		put_str(o, pi.name);
 		put(o,
-		    ",\"group\":%" PRIu32 ",\"state\":\"%s\",\"retry_in_ms\":%" PRIu64
+		    ",\"group\":%" PRIu32
+		    ",\"state\":\"%s\",\"retry_in_ms\":%" PRIu64
 		    ",\"requests\":%" PRIu64 ",\"failures\":%" PRIu64
 		    ",\"bytes\":%" PRIu64 ",\"hits\":%" PRIu64
 		    ",\"misses\":%" PRIu64 ",\"bad_answers\":%" PRIu64 "}",
