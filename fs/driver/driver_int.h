@@ -314,8 +314,8 @@ void driver__prepared_free(struct driver_prepared *p);
 /* serve.c. In the daemon: opens the cache, starts the engine, builds the
  * tree from p and serves se until unmounted or signalled; the metrics
  * endpoint, when *metrics_fd >= 0, takes that socket (*metrics_fd is
- * then -1). 0 (an unmount, or a signal libfuse handles) or a negative
- * errno (logged). */
+ * then -1). 0 (an unmount, or a signal libfuse handles); else a
+ * negative errno (logged), or 1 when the cache did not open. */
 int driver__serve(struct fs_opts *o, struct fuse_session *se,
 		  struct driver_mount *m, struct driver_prepared *p,
 		  struct driver_exit_guard *g, int *metrics_fd);

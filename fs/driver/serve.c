@@ -144,13 +144,17 @@ static void engine_config(const struct fs_opts *o, const struct driver_mount *m,
 
 /* In the daemon, before the session serves: opens the cache, starts the
  * engine (with the log and inval hooks), the credentials' thread and the
- * sizes' probers, and builds the tree. 0 or a negative errno (logged). */
+ * sizes' probers, and builds the tree. 0, a negative errno (logged), or
+ * 1 when the cache did not open (driver__open_cache). */
 static int start_engine(const struct fs_opts *o, struct driver_mount *m,
 			struct driver_prepared *p)
 {
 	struct fs_engine_config ec;
 	int rc;
 
+	/* Blocks (64 KiB) and reads (1 MiB) are allocated and freed at a
+	 * high rate: keep them on the heap rather than in fresh mappings,
+	 * whose page faults cost a cold read CPU (docs/fs-notes.md). */
 	mallopt(M_MMAP_THRESHOLD, 8 * 1024 * 1024);
 	mallopt(M_TRIM_THRESHOLD, 128 * 1024 * 1024);
 	rc = driver__open_cache(o, false, &m->engine, &m->cache);
@@ -186,7 +190,8 @@ static int start_engine(const struct fs_opts *o, struct driver_mount *m,
 /* After the mount is live and the process is a daemon: opens the cache,
  * starts the engine, builds the tree and serves until unmounted or
  * signalled (start_engine, then libfuse's loop). Returns 0 (an unmount,
- * or a signal libfuse handles) or a negative errno (logged). */
+ * or a signal libfuse handles); else what start_engine returned or a
+ * negative errno (logged). */
 int driver__serve(struct fs_opts *o, struct fuse_session *se,
 		  struct driver_mount *m, struct driver_prepared *p,
 		  struct driver_exit_guard *g, int *metrics_fd)
