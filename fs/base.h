@@ -30,7 +30,7 @@ struct fs_log_fields {
 };
 
 /* A log line through a room's log hook (a configuration's `log` and
- * `log_ctx`, the driver's fs__log_hook); nothing when log is NULL. One
+ * `log_ctx`, the driver's obs_log_hook); nothing when log is NULL. One
  * wrapper for every room that logs beneath the driver. */
 __attribute__((format(printf, 4, 5))) static inline void
 fs__log_via(void (*log)(void *ctx, enum fs_log_level level, const char *fmt,

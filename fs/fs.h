@@ -12,10 +12,6 @@
 /* Runs the pacefs command (mount and serve); returns the exit status. */
 int fs_main(int argc, char **argv);
 
-/* `pacefs status [-w] [--json] MOUNTPOINT` (argv[1] is "status"): prints
- * the mount's files, lanes and cache; returns the exit status. */
-int fs_status_command(int argc, char **argv);
-
 /* What the command line asked for. Strings are owned by the struct and
  * freed by fs_opts_free(). */
 /* Connections of the whole mount (-o lanes=), and to one origin
@@ -41,7 +37,7 @@ int fs_status_command(int argc, char **argv);
 
 struct fs_opts {
 	char *url;	/* the URL, a URL ending in '/', or a manifest's path;
-			   "-" until fs__url_read reads it */
+			   "-" until cli__url_read reads it */
 	char *url_file; /* -o url_file=FILE: the URL, not an argument */
 	bool show_signatures; /* -o show_signatures: signed values shown */
 	char *mountpoint;

@@ -7,14 +7,18 @@ FS_TREE_SRCS := fs/tree/ns.c fs/tree/manifest.c fs/tree/dirindex.c \
 	fs/tree/s3.c fs/tree/s3xml.c
 FS_AUTH_SRCS := fs/auth/creds.c fs/auth/command.c fs/auth/awsconf.c \
 	fs/auth/headers.c fs/auth/identity.c
-FS_DRIVER_SRCS := fs/driver/fs.c fs/driver/inval.c fs/driver/mount.c \
-	fs/driver/opts.c fs/driver/log.c fs/driver/node.c fs/driver/probe.c \
-	fs/driver/status.c fs/driver/cachecmd.c fs/driver/exitguard.c \
-	fs/driver/scrub.c fs/driver/metrics.c fs/driver/metrics_opt.c \
-	fs/driver/metricsd.c fs/driver/metricsconn.c fs/driver/logjson.c \
-	fs/driver/sizes.c fs/driver/urlfile.c fs/driver/clearproxy.c
+FS_DRIVER_SRCS := fs/driver/mount.c fs/driver/check.c \
+	fs/driver/prepare.c fs/driver/serve.c fs/driver/fs.c fs/driver/node.c \
+	fs/driver/sizes.c fs/driver/learn.c fs/driver/inval.c \
+	fs/driver/exitguard.c
+FS_CLI_SRCS := fs/cli/opts.c fs/cli/scrub.c fs/cli/urlfile.c \
+	fs/cli/clearproxy.c fs/cli/cachecmd.c \
+	fs/cli/statuscmd.c fs/cli/values.c
+FS_OBS_SRCS := fs/obs/log.c fs/obs/logjson.c fs/obs/metrics.c \
+	fs/obs/metrics_opt.c fs/obs/metricsd.c fs/obs/metricsconn.c \
+	fs/obs/status.c
 FS_SRCS := fs/escape.c fs/decode.c fs/errline.c $(FS_DRIVER_SRCS) \
-	$(FS_ENGINE_SRCS) $(FS_TREE_SRCS) $(FS_AUTH_SRCS)
+	$(FS_CLI_SRCS) $(FS_OBS_SRCS) $(FS_ENGINE_SRCS) $(FS_TREE_SRCS) $(FS_AUTH_SRCS)
 $(BUILD)/libfs.a: $(FS_SRCS:%.c=$(BUILD)/%.o)
 
 $(BUILD)/pacefs: $(BUILD)/fs/driver/main.o $(BUILD)/libfs.a $(BUILD)/libfetch.a \

@@ -1,10 +1,11 @@
-/* driver_int: what the driver's files (fs.c, mount.c, node.c, probe.c,
- * status.c, inval.c, log.c) share: the mount's state, the probe, the
- * nodes' readiness and listings, the page invalidator; no file outside
- * fs/driver/ includes it (but the unit tests). */
+/* driver_int: what the driver's files share: the mount's state, the
+ * probe of a file's URLs, the nodes' readiness and listings, the sizes'
+ * probers, the page invalidator, the exit guard and the FUSE operations;
+ * no file outside fs/driver/ includes it (but the unit tests). */
 #ifndef FS_DRIVER_INT_H
 #define FS_DRIVER_INT_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -16,6 +17,7 @@
 #include "cache/cache.h"
 #include "fetch/fetch.h"
 #include "fs/base.h"
+#include "fs/tree/tree.h"
 
 struct fs_engine;
 struct fs_ns;
@@ -25,91 +27,35 @@ struct fs_creds;
 struct fs_source;
 struct fuse_session;
 struct fuse_lowlevel_ops;
-struct fs_metrics;
-
+struct obs_metrics;
+struct obs_view;
 struct fs_opts;
+struct fetch_auth;
 
-/* fs/driver/urlfile.c. When the URL argument is "-", reads the URL from
- * -o url_file= (checked as a file of secrets: fs__file_check) or else
- * from standard input: its first line that is neither blank nor a '#'
- * comment becomes o->url, the others o's mirrors. A URL argument other
- * than "-" with url_file is refused. Returns 0 or a negative errno with
- * one line in err. */
-int fs__url_read(struct fs_opts *o, char *err, size_t errlen);
-
-struct fs_manifest;
-struct fetch_proxies;
-
-/* fs/driver/clearproxy.c. Refuses, unless o->creds_via_proxy, a mount
- * whose proxies (an entry but DIRECT) would carry credentials in clear:
- * an http:// URL (o's URL and mirrors, or man's URLs when man is not
- * NULL) with userinfo or a signed query (fetch_url_signed), or with
- * request headers to send (-o header=, header_file=, auth_command=).
- * Returns 0, or -EPERM with one line in err naming the URL, what would
- * be read, and the option that allows it. */
-int fs__proxy_clear_check(const struct fs_opts *o,
-			  const struct fs_manifest *man,
-			  struct fetch_proxies *proxies, char *err,
-			  size_t errlen);
-
-/* The process's log (fs/driver/log.c): one line per call, to stderr in
- * the foreground and to syslog when daemonized, every URL's userinfo
- * removed, every byte a server chose escaped, repeated lines rate-limited.
- * The engine and the credentials reach it through the log hooks of their
- * configurations (fs__log_hook). Thread-safe. */
-void fs__log(enum fs_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-void fs__vlog(enum fs_log_level level, const char *fmt, va_list ap)
-	__attribute__((format(printf, 2, 0)));
-/* The same for a line about what f names (NULL: nothing): its fields
- * stand on their own in a JSON log (-o log_format=json). */
-void fs__vlog_about(enum fs_log_level level, const struct fs_log_fields *f,
-		    const char *fmt, va_list ap)
-	__attribute__((format(printf, 3, 0)));
-
-/* The cache's log callback (cache_config.log). */
-void fs__log_cache(void *ctx, enum cache_log_level level, const char *msg);
-/* The log hook of the engine (fs_engine_config.log) and of the
- * credentials (fs_creds_config.log): their lines as fs__log's. */
-void fs__log_hook(void *ctx, enum fs_log_level level, const char *fmt,
-		  va_list ap) __attribute__((format(printf, 3, 0)));
-/* The engine's log_fields hook: its lines with their fields. */
-void fs__log_fields_hook(void *ctx, enum fs_log_level level,
-			 const struct fs_log_fields *f, const char *fmt,
-			 va_list ap) __attribute__((format(printf, 4, 0)));
-
-struct fs_mount;
+struct driver_mount;
 
 /* The readahead the mount asks of the kernel (FUSE_INIT's max_readahead
  * and the bdi's read_ahead_kb): the kernel then sends reads of up to that
  * size. Counted in every sequential reader's lead. */
-#define FS_KERNEL_AHEAD (128u * 1024u)
-
-/* The largest status document: an extended attribute's value limit. */
-#define FS_STATUS_MAX 65536
+#define DRIVER_KERNEL_AHEAD (128u * 1024u)
 
 /* Files a directory-index mount can hold (a bound on its tables). */
-#define FS_INDEX_MAX_FILES 65536u
-
-/* The mount's state as one JSON document (for `pacefs status`, through the
- * root's user.pacefs.status attribute): its length, or -ERANGE when cap is
- * too small. */
-int fs__status_json(struct fs_mount *m, char *buf, size_t cap);
+#define DRIVER_INDEX_MAX_FILES 65536u
 
 /* What probing a file's URLs found: the sources that agree, with their
  * strings owned here. */
-struct fs_learned {
+struct driver_learned {
 	uint64_t size;
 	int64_t mtime; /* -1: unknown */
 	struct fs_source *sources;
 	uint32_t nsources;
-	bool offline; /* nothing answered; from the cache's record */
+	bool offline;	 /* nothing answered; from the cache's record */
 	uint64_t queued; /* [0, queued) came with the probe and were put
 			    into the cache (fs__engine_blob_ready) */
 };
 
-/* What fs__learn() is asked about one file. */
-struct fs_learn_args {
+/* What driver__learn() is asked about one file. */
+struct driver_learn_args {
 	const char *identity;	 /* the cache identity string */
 	const char *const *urls; /* the first is the primary */
 	uint32_t nurls;
@@ -135,18 +81,18 @@ struct fs_learn_args {
  * (offline); when the record is fresh for the revalidation policy, nothing
  * is asked (never under a content identity). On failure writes one line
  * naming the URL and the cause into err. */
-int fs__learn(const struct fetch_config *fc, struct cache *cache,
-	      const struct fs_learn_args *a, struct fs_learned *out, char *err,
-	      size_t errlen);
-void fs__learned_free(struct fs_learned *l);
+int driver__learn(const struct fetch_config *fc, struct cache *cache,
+		  const struct driver_learn_args *a, struct driver_learned *out,
+		  char *err, size_t errlen);
+void driver__learned_free(struct driver_learned *l);
 
 /* What the FUSE operations see through fuse_req_userdata(). */
-struct fs_mount {
+struct driver_mount {
 	struct fs_ns *ns;
 	struct fs_engine *engine;
-	struct fs_inval *inval;	   /* the engine's inval hook queues here */
-	struct cache *cache;	   /* the engine's */
-	struct fetch_config fetch; /* for probes and directory pages */
+	struct driver_inval *inval; /* the engine's inval hook queues here */
+	struct cache *cache;	    /* the engine's */
+	struct fetch_config fetch;  /* for probes and directory pages */
 	uid_t uid;
 	gid_t gid;
 	struct timespec mtime; /* of files with no date of their own */
@@ -162,15 +108,15 @@ struct fs_mount {
 	/* -o read_timeout=: how long a FUSE request may wait on the
 	 * network (a listing, a probe), as a read may. */
 	uint64_t read_timeout_ns;
-	struct fuse_session *se;    /* its end (an unmount, a signal, the
-				       connection gone) stops requests and ends
-				       a read waiting, so the daemon's exit never
-				       waits on one */
-	struct fs_metrics *metrics; /* what the endpoint and status show;
+	struct fuse_session *se;     /* its end (an unmount, a signal, the
+					connection gone) stops requests and ends
+					a read waiting, so the daemon's exit never
+					waits on one */
+	struct obs_metrics *metrics; /* what the endpoint and status show;
 				       counted whether or not -o metrics=
 				       serves them */
-	struct fs_sizes *sizes;	    /* probes the unsized files of a listing */
-	/* Set once the session's loop returned (fs__mount_end), never
+	struct driver_sizes *sizes;  /* probes the unsized files of a listing */
+	/* Set once the session's loop returned (driver__mount_end), never
 	 * cleared: libfuse's loop resets what fuse_session_exited says as
 	 * it returns, and the probers, joined after it, must still see the
 	 * end. */
@@ -179,52 +125,54 @@ struct fs_mount {
 
 /* ---- sizes.c: the sizes an index did not give, probed in parallel ---- */
 
-struct fs_sizes;
+struct driver_sizes;
 
 /* The probers of m's unsized files, at most `probers` threads, started
  * when the first files are queued. 0 or -ENOMEM. */
-int fs__sizes_new(struct fs_mount *m, uint32_t probers, struct fs_sizes **out);
+int driver__sizes_new(struct driver_mount *m, uint32_t probers,
+		      struct driver_sizes **out);
 
 /* Queues the files of directory d (just listed) whose size its index did
  * not give and that no request probes yet: the probers probe them
- * (fs__node_ready, each by read_timeout), and a stat of one waits for its
+ * (driver__file_ready, each by read_timeout), and a stat of one waits for its
  * probe. 0, or -ENOMEM / -ECANCELED (stopping): the stats then probe. */
-int fs__sizes_queue(struct fs_sizes *s, uint32_t d);
+int driver__sizes_queue(struct driver_sizes *s, uint32_t d);
 
-/* Stops the probers (after fs__mount_end, so that a probe under way
+/* Stops the probers (after driver__mount_end, so that a probe under way
  * stops within about a second), joins them and frees s. NULL-safe. */
-void fs__sizes_free(struct fs_sizes *s);
+void driver__sizes_free(struct driver_sizes *s);
 
 /* The mount has ended: its session's loop returned. From here on every
- * request bounded by fs__mount_bound stops, as it did while the loop was
+ * request bounded by driver__mount_bound stops, as it did while the loop was
  * ending. Thread-safe; call it once the loop returned, before anything
- * waits for the requests under way (fs__sizes_free). */
-void fs__mount_end(struct fs_mount *m);
+ * waits for the requests under way (driver__sizes_free). */
+void driver__mount_end(struct driver_mount *m);
 
 /* The fetch configuration for a synchronous request made for one FUSE
  * request (or the mount's own checks) that must end by deadline_ns
  * (fs__now_ns's clock; 0: none), or as soon as the mount is ending:
  * m->fetch with those bounds (fetch_config's deadline_ms and stop). */
-void fs__mount_bound(const struct fs_mount *m, uint64_t deadline_ns,
-		     struct fetch_config *out);
+void driver__mount_bound(const struct driver_mount *m, uint64_t deadline_ns,
+			 struct fetch_config *out);
 
 /* The cache identity of a file (docs/manifest.md, "The cache"): a content
  * identity when its block digests are checked before its bytes are cached
- * (fs__node_has_content_identity), shared by every file naming the same
+ * (driver__file_has_content_identity), shared by every file naming the same
  * digests; else that of its URLs (fs__sources_identity), never whichever
  * mirror answered. A new string (free() it); NULL when memory ran out. Caller
  * holds the namespace's mu. */
-char *fs__node_identity(const struct fs_node *n);
+char *driver__file_identity(const struct fs_node *n);
 
 /* True when node n's identity names its content: every block stored under
  * it passed the per-block digests the identity is made of. Caller holds
  * the namespace's mu. */
-bool fs__node_has_content_identity(const struct fs_node *n);
+bool driver__file_has_content_identity(const struct fs_node *n);
 
 /* Makes node i's blob ready to read: probes its URLs if it has never been,
  * adds its blob to the engine, by deadline_ns (fs__now_ns's clock; the
  * wait for another file's probe too). Returns 0 or -EIO (logged). */
-int fs__node_ready(struct fs_mount *m, uint32_t i, uint64_t deadline_ns);
+int driver__file_ready(struct driver_mount *m, uint32_t i,
+		       uint64_t deadline_ns);
 
 /* Reads the directory-index page of directory node i when it was never
  * read or is older than the listing TTL, and adds what it lists. While
@@ -233,17 +181,17 @@ int fs__node_ready(struct fs_mount *m, uint32_t i, uint64_t deadline_ns);
  * caller uses the listing there is (a lookup). Reading the page, and
  * waiting for another thread's, end by deadline_ns (fs__now_ns's clock).
  * Returns 0 or a negative errno (logged). */
-int fs__node_list(struct fs_mount *m, uint32_t i, bool fresh,
-		  uint64_t deadline_ns);
+int driver__dir_list(struct driver_mount *m, uint32_t i, bool fresh,
+		     uint64_t deadline_ns);
 
-/* The kernel's page cache (fs/driver/inval.c): the engine's inval hook queues
+/* The kernel's page cache (driver/inval.c): the engine's inval hook queues
  * here. */
-struct fs_inval;
+struct driver_inval;
 
 /* An invalidator for blobs 0 .. max_blobs - 1 (the engine's max_blobs).
- * 0, -ENOMEM. fs__inval_free(NULL) does nothing; stops the thread first. */
-int fs__inval_new(uint32_t max_blobs, struct fs_inval **out);
-void fs__inval_free(struct fs_inval *v);
+ * 0, -ENOMEM. driver__inval_free(NULL) does nothing; stops the thread first. */
+int driver__inval_new(uint32_t max_blobs, struct driver_inval **out);
+void driver__inval_free(struct driver_inval *v);
 
 /* Queues the kernel's pages of bytes [start, end) of blob b, the file of
  * inode ino (0: never opened, so the kernel holds no page of it), to be
@@ -252,27 +200,27 @@ void fs__inval_free(struct fs_inval *v);
  * its own sends them. The engine calls it (through its inval hook) under
  * its lock: the invalidator's lock nests inside the engine's, never the
  * other way. */
-void fs__inval_queue(struct fs_inval *v, uint32_t b, const char *name,
-		     uint64_t ino, uint64_t start, uint64_t end);
+void driver__inval_queue(struct driver_inval *v, uint32_t b, const char *name,
+			 uint64_t ino, uint64_t start, uint64_t end);
 
 /* Starts the thread that sends queued invalidations through se. Call
  * while the session serves requests (the kernel waits, in an
  * invalidation, for the reads in flight over those pages). 0 or a
  * negative errno. */
-int fs__inval_start(struct fs_inval *v, struct fuse_session *se);
+int driver__inval_start(struct driver_inval *v, struct fuse_session *se);
 
 /* Stops that thread; before the session is destroyed. Pending ranges are
- * left (the mount ends). fs__inval_stop(NULL) and a second call do
+ * left (the mount ends). driver__inval_stop(NULL) and a second call do
  * nothing. */
-void fs__inval_stop(struct fs_inval *v);
+void driver__inval_stop(struct driver_inval *v);
 
-/* fs/driver/exitguard.c. Bounds the daemon's exit. Once the session has ended
+/* driver/exitguard.c. Bounds the daemon's exit. Once the session has ended
  * it wakes the waiting reads (they see the end and return), and should the
  * shutdown (libfuse joining its threads, then the engine's, the cache's) still
- * not be done FS_EXIT_GRACE_S later, it unmounts and exits the process with
+ * not be done DRIVER_EXIT_GRACE_S later, it unmounts and exits the process with
  * status 1, rather than let a stuck thread keep a daemon alive after its
  * mount. */
-struct fs_exit_guard {
+struct driver_exit_guard {
 	struct fuse_session *se;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -286,18 +234,90 @@ struct fs_exit_guard {
 };
 
 /* Starts the guard of session se, whose readers are engine's. */
-int fs__exit_guard_start(struct fs_exit_guard *g, struct fuse_session *se,
-			 struct fs_engine *engine);
+int driver__exit_guard_start(struct driver_exit_guard *g,
+			     struct fuse_session *se, struct fs_engine *engine);
 /* The session loop returned: from here on se may be freed. */
-void fs__exit_guard_ended(struct fs_exit_guard *g);
+void driver__exit_guard_ended(struct driver_exit_guard *g);
 /* Takes the mount down once, whether the main thread or the guard does. */
-void fs__exit_guard_unmount(struct fs_exit_guard *g, struct fuse_session *se);
+void driver__exit_guard_unmount(struct driver_exit_guard *g,
+				struct fuse_session *se);
 /* Before the engine is freed: the guard no longer wakes its readers. */
-void fs__exit_guard_forget_engine(struct fs_exit_guard *g);
+void driver__exit_guard_forget_engine(struct driver_exit_guard *g);
 /* The shutdown is done: stops and joins the guard. */
-void fs__exit_guard_stop(struct fs_exit_guard *g);
+void driver__exit_guard_stop(struct driver_exit_guard *g);
+
+/* What obs/ reads of mount m (the status document, a scrape). */
+void driver__mount_view(const struct driver_mount *m, struct obs_view *out);
 
 /* The low-level operations of a pacefs mount. */
-extern const struct fuse_lowlevel_ops fs__ops;
+extern const struct fuse_lowlevel_ops driver__ops;
+
+/* ---- the mount's life: mount.c (fs_main), check.c, prepare.c, serve.c ---- */
+
+/* How the first argument names what to mount. */
+enum driver_mount_kind {
+	DRIVER_MOUNT_URL,      /* one blob */
+	DRIVER_MOUNT_MANIFEST, /* a local JSON manifest */
+	DRIVER_MOUNT_INDEX,    /* a URL ending in '/': its directory index */
+};
+
+/* What the parent learned before mounting, for the daemon to build on. */
+struct driver_prepared {
+	enum driver_mount_kind kind;
+	char name[NAME_MAX + 1]; /* DRIVER_MOUNT_URL */
+	char *identity;		 /* DRIVER_MOUNT_URL: fs__url_identity */
+	char **origins;		 /* where the headers may go */
+	size_t norigins;
+	char **urls; /* DRIVER_MOUNT_URL: the URL, then mirrors */
+	uint32_t nurls;
+	struct driver_learned learned; /* DRIVER_MOUNT_URL */
+	struct fs_manifest manifest;   /* DRIVER_MOUNT_MANIFEST */
+	struct fs_s3 s3;	 /* an s3:// source: bucket == NULL if not */
+	struct fetch_auth *auth; /* credentials that change, or NULL */
+	struct fs_creds *creds;
+};
+
+/* check.c. Writes "pacefs: " and the line (every URL's userinfo removed,
+ * every byte a server chose escaped) to stderr; returns 1, the exit
+ * status of a mount refused before it was made. */
+int driver__fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* check.c. What source (the URL argument) names: an s3:// object, bucket
+ * or prefix, an http(s) URL or directory index, else a manifest's path. */
+enum driver_mount_kind driver__mount_kind_of(const char *source);
+
+/* check.c. Checks what the command line names before anything is done:
+ * the URLs, the S3 source (parsed into s3), the mountpoint (made
+ * absolute), the file's name (into name, cap bytes, for a single URL),
+ * the CA file, the cache directory (its default set). 0, or 1 with the
+ * line written (driver__fail). */
+int driver__check_inputs(struct fs_opts *o, enum driver_mount_kind kind,
+			 struct fs_s3 *s3, char *name, size_t cap);
+
+/* prepare.c. Opens the cache of o (engine: where its on_lost and
+ * on_evicted hooks find the engine). On the terminal (quiet) a failure
+ * is one line with the cache's own detail; in the daemon the detail goes
+ * to the log. 0, or 1 with the line written. */
+int driver__open_cache(const struct fs_opts *o, bool quiet,
+		       struct fs_engine **engine, struct cache **out);
+
+/* prepare.c. Everything the mount needs before libfuse mounts it, in the
+ * parent: libcurl, m's fetch configuration, credentials and proxies, the
+ * cache checked, the source probed or listed (into p), the namespace.
+ * 0, or 1 with the line written; what it made is m's and p's to free. */
+int driver__prepare_mount(struct fs_opts *o, struct driver_mount *m,
+			  struct driver_prepared *p);
+
+/* prepare.c. Frees what p holds (not p). */
+void driver__prepared_free(struct driver_prepared *p);
+
+/* serve.c. In the daemon: opens the cache, starts the engine, builds the
+ * tree from p and serves se until unmounted or signalled; the metrics
+ * endpoint, when *metrics_fd >= 0, takes that socket (*metrics_fd is
+ * then -1). 0 (an unmount, or a signal libfuse handles); else a
+ * negative errno (logged), or 1 when the cache did not open. */
+int driver__serve(struct fs_opts *o, struct fuse_session *se,
+		  struct driver_mount *m, struct driver_prepared *p,
+		  struct driver_exit_guard *g, int *metrics_fd);
 
 #endif

@@ -11,21 +11,22 @@
 #include <fuse_lowlevel.h>
 
 #include "fs/driver/driver_int.h"
+#include "fs/obs/obs.h"
 #include "fs/engine/engine.h"
 
 /* How long libfuse's join of its workers may take once the session ended
  * (an unmount or a signal): waiting reads end within a second of it, so
  * only a thread stuck in a blocking call can hold it longer. */
-#define FS_EXIT_GRACE_S 10
+#define DRIVER_EXIT_GRACE_S 10
 
 /* How long the teardown after the session loop returned may take: the
  * engine's threads and the cache's last commit, which a slow disk may
  * draw out, and which must not be cut short for a stuck worker's sake. */
-#define FS_EXIT_TEARDOWN_S 60
+#define DRIVER_EXIT_TEARDOWN_S 60
 
 /* Waits on g->cv for at most ms; returns false when the time passed.
  * Caller holds g->mu. */
-static bool guard_wait(struct fs_exit_guard *g, uint64_t ms)
+static bool guard_wait(struct driver_exit_guard *g, uint64_t ms)
 {
 	uint64_t until = fs__now_ns() + ms * 1000000u;
 	struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u),
@@ -36,7 +37,7 @@ static bool guard_wait(struct fs_exit_guard *g, uint64_t ms)
 
 static void *exit_guard_main(void *arg)
 {
-	struct fs_exit_guard *g = arg;
+	struct driver_exit_guard *g = arg;
 	uint64_t end;
 
 	pthread_mutex_lock(&g->mu);
@@ -46,23 +47,24 @@ static void *exit_guard_main(void *arg)
 		guard_wait(g, 250);
 	if (!g->done && g->engine != NULL)
 		fs__engine_wake_readers(g->engine);
-	end = fs__now_ns() + (uint64_t)FS_EXIT_GRACE_S * 1000000000u;
+	end = fs__now_ns() + (uint64_t)DRIVER_EXIT_GRACE_S * 1000000000u;
 	for (bool teardown = false; !g->done;) {
 		uint64_t now = fs__now_ns();
 
 		if (g->ended && !teardown) {
 			teardown = true;
-			end = now + (uint64_t)FS_EXIT_TEARDOWN_S * 1000000000u;
+			end = now +
+			      (uint64_t)DRIVER_EXIT_TEARDOWN_S * 1000000000u;
 		}
 		if (now >= end)
 			break;
 		guard_wait(g, (end - now) / 1000000u + 1);
 	}
 	if (!g->done) {
-		fs__log(FS_LOG_ERR,
+		obs_log(FS_LOG_ERR,
 			"exit: shutdown not done %d s after the session "
 			"ended (%s); exiting without waiting for it",
-			g->ended ? FS_EXIT_TEARDOWN_S : FS_EXIT_GRACE_S,
+			g->ended ? DRIVER_EXIT_TEARDOWN_S : DRIVER_EXIT_GRACE_S,
 			g->ended ? "the teardown is stuck"
 				 : "a thread is stuck in a blocking call");
 		if (!g->unmounted)
@@ -73,8 +75,8 @@ static void *exit_guard_main(void *arg)
 	return NULL;
 }
 
-int fs__exit_guard_start(struct fs_exit_guard *g, struct fuse_session *se,
-			    struct fs_engine *engine)
+int driver__exit_guard_start(struct driver_exit_guard *g,
+			     struct fuse_session *se, struct fs_engine *engine)
 {
 	pthread_condattr_t ca;
 	int rc;
@@ -92,7 +94,7 @@ int fs__exit_guard_start(struct fs_exit_guard *g, struct fuse_session *se,
 }
 
 /* The session loop returned: from here on se may be freed. */
-void fs__exit_guard_ended(struct fs_exit_guard *g)
+void driver__exit_guard_ended(struct driver_exit_guard *g)
 {
 	if (!g->started)
 		return;
@@ -103,7 +105,8 @@ void fs__exit_guard_ended(struct fs_exit_guard *g)
 }
 
 /* The mount is taken down once, by the main thread or by the guard. */
-void fs__exit_guard_unmount(struct fs_exit_guard *g, struct fuse_session *se)
+void driver__exit_guard_unmount(struct driver_exit_guard *g,
+				struct fuse_session *se)
 {
 	if (g->started)
 		pthread_mutex_lock(&g->mu);
@@ -115,7 +118,7 @@ void fs__exit_guard_unmount(struct fs_exit_guard *g, struct fuse_session *se)
 }
 
 /* Before the engine is freed: the guard no longer wakes its readers. */
-void fs__exit_guard_forget_engine(struct fs_exit_guard *g)
+void driver__exit_guard_forget_engine(struct driver_exit_guard *g)
 {
 	if (!g->started)
 		return;
@@ -124,7 +127,7 @@ void fs__exit_guard_forget_engine(struct fs_exit_guard *g)
 	pthread_mutex_unlock(&g->mu);
 }
 
-void fs__exit_guard_stop(struct fs_exit_guard *g)
+void driver__exit_guard_stop(struct driver_exit_guard *g)
 {
 	if (!g->started)
 		return;

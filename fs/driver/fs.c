@@ -15,8 +15,8 @@
 #include <fuse_lowlevel.h>
 
 #include "fs/driver/driver_int.h"
-#include "fs/driver/metrics_int.h"
 #include "fs/engine/engine.h"
+#include "fs/obs/obs.h"
 #include "fs/tree/tree.h"
 
 /* Inode i + 1 is node i; FUSE_ROOT_ID (1) is the root, node 0. */
@@ -32,7 +32,7 @@
 
 /* Fills st from node i; false when there is no such node. Caller holds
  * ns->mu. */
-static bool node_attr(const struct fs_mount *m, uint32_t i, struct stat *st)
+static bool node_attr(const struct driver_mount *m, uint32_t i, struct stat *st)
 {
 	const struct fs_node *n = fs__ns_get(m->ns, i);
 
@@ -64,31 +64,31 @@ static bool node_attr(const struct fs_mount *m, uint32_t i, struct stat *st)
 
 /* When a request that waits on the network must be answered: a read's
  * deadline (-o read_timeout=) from its start, whatever it waits for. */
-static uint64_t req_deadline(const struct fs_mount *m)
+static uint64_t req_deadline(const struct driver_mount *m)
 {
 	return fs__now_ns() + m->read_timeout_ns;
 }
 
 /* Makes sure node i's size is known (probing the file if the manifest or
  * listing did not give it). */
-static int node_sized(struct fs_mount *m, uint32_t i, uint64_t deadline_ns)
+static int node_sized(struct driver_mount *m, uint32_t i, uint64_t deadline_ns)
 {
 	bool need;
 
 	pthread_mutex_lock(&m->ns->mu);
 	need = !m->ns->nodes[i]->is_dir && !m->ns->nodes[i]->has_size;
 	pthread_mutex_unlock(&m->ns->mu);
-	return need ? fs__node_ready(m, i, deadline_ns) : 0;
+	return need ? driver__file_ready(m, i, deadline_ns) : 0;
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	struct fs_mount *m = userdata;
+	struct driver_mount *m = userdata;
 
 	/* The kernel sends reads as large as its readahead; what it reads
 	 * ahead counts in each reader's lead, and pacing decides what is
 	 * fetched. */
-	conn->max_readahead = FS_KERNEL_AHEAD;
+	conn->max_readahead = DRIVER_KERNEL_AHEAD;
 	/* Bytes read from the cache's file go to the kernel as its pages
 	 * (fuse_reply_data over the file): one copy fewer (README.md). */
 	m->splice = (conn->capable & FUSE_CAP_SPLICE_WRITE) != 0;
@@ -105,14 +105,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct fs_mount *m = fuse_req_userdata(req);
+	struct driver_mount *m = fuse_req_userdata(req);
 	struct fuse_entry_param ep;
 	uint64_t deadline = req_deadline(m);
 	uint32_t child;
 	bool is_dir;
 	int rc;
 
-	rc = fs__node_list(m, NODE_OF(parent), false, deadline);
+	rc = driver__dir_list(m, NODE_OF(parent), false, deadline);
 	if (rc != 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -146,7 +146,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
-	struct fs_mount *m = fuse_req_userdata(req);
+	struct driver_mount *m = fuse_req_userdata(req);
 	struct stat st;
 	bool found;
 
@@ -163,7 +163,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
-	struct fs_mount *m = fuse_req_userdata(req);
+	struct driver_mount *m = fuse_req_userdata(req);
 	const struct fs_node *n;
 	int err = 0;
 
@@ -198,7 +198,7 @@ static bool add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	struct fs_mount *m = fuse_req_userdata(req);
+	struct driver_mount *m = fuse_req_userdata(req);
 	const struct fs_node *d;
 	size_t used = 0;
 	char *buf;
@@ -206,7 +206,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	(void)fi;
 	if (off == 0) {
-		rc = fs__node_list(m, NODE_OF(ino), true, req_deadline(m));
+		rc = driver__dir_list(m, NODE_OF(ino), true, req_deadline(m));
 		if (rc != 0) {
 			fuse_reply_err(req, -rc);
 			return;
@@ -215,7 +215,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		 * not give are probed in parallel now. A failure here only
 		 * leaves them to the stats. */
 		if (m->sizes != NULL)
-			(void)fs__sizes_queue(m->sizes, NODE_OF(ino));
+			(void)driver__sizes_queue(m->sizes, NODE_OF(ino));
 	}
 	buf = malloc(size);
 	if (buf == NULL) {
@@ -254,7 +254,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 /* The blob of file node i once it is ready, or FS_NO_BLOB. */
-static uint32_t node_blob(struct fs_mount *m, uint32_t i)
+static uint32_t node_blob(struct driver_mount *m, uint32_t i)
 {
 	uint32_t blob;
 
@@ -266,7 +266,7 @@ static uint32_t node_blob(struct fs_mount *m, uint32_t i)
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct fs_mount *m = fuse_req_userdata(req);
+	struct driver_mount *m = fuse_req_userdata(req);
 	uint32_t reader, blob;
 	bool keep_cache;
 	int rc;
@@ -275,7 +275,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	rc = fs__node_ready(m, NODE_OF(ino), req_deadline(m));
+	rc = driver__file_ready(m, NODE_OF(ino), req_deadline(m));
 	if (rc != 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -340,7 +340,7 @@ static void on_interrupt(fuse_req_t req, void *data)
  * thread before the daemon can exit. */
 static bool req_interrupted(void *req)
 {
-	struct fs_mount *m = fuse_req_userdata(req);
+	struct driver_mount *m = fuse_req_userdata(req);
 
 	return fuse_req_interrupted(req) != 0 ||
 	       (m->se != NULL && fuse_session_exited(m->se));
@@ -349,7 +349,7 @@ static bool req_interrupted(void *req)
 /* libfuse 3.14 splices a reply only when its last file piece is at least
  * two pages (it looks at that piece's size alone), and otherwise copies
  * the whole reply through a buffer it allocates. */
-#define FS_SPLICE_MIN (2 * 4096u)
+#define DRIVER_SPLICE_MIN (2 * 4096u)
 
 /* Sends a read's pieces: from memory with one writev, or through a pipe
  * that takes the cache file's pages by reference. Returns 0: the request
@@ -374,7 +374,7 @@ static int reply_pieces(void *ctx, struct cache_piece *p, size_t n)
 		if (p[i].mem == NULL)
 			last = i;
 	/* A short last file piece is read here, so that the rest splices. */
-	if (last < n && p[last].len < FS_SPLICE_MIN) {
+	if (last < n && p[last].len < DRIVER_SPLICE_MIN) {
 		ssize_t got = pread(p[last].fd, p[last].buf, p[last].len,
 				    (off_t)p[last].pos);
 
@@ -420,7 +420,7 @@ static int reply_pieces(void *ctx, struct cache_piece *p, size_t n)
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	struct fs_mount *m = fuse_req_userdata(req);
+	struct driver_mount *m = fuse_req_userdata(req);
 	struct fs_read_reply rr = {
 		.reply = reply_pieces,
 		.ctx = req,
@@ -448,13 +448,13 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	if (m->metrics != NULL)
-		fs__metrics_read(m->metrics, fs__now_ns() - start, n < 0);
+		obs_metrics_read(m->metrics, fs__now_ns() - start, n < 0);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
-	struct fs_mount *m = fuse_req_userdata(req);
+	struct driver_mount *m = fuse_req_userdata(req);
 
 	(void)ino;
 	fs__engine_close(m->engine, FH_BLOB(fi->fh), FH_READER(fi->fh));
@@ -463,7 +463,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
-	struct fs_mount *m = fuse_req_userdata(req);
+	struct driver_mount *m = fuse_req_userdata(req);
 	struct statvfs sv;
 	uint64_t total = 0;
 	uint32_t files;
@@ -487,7 +487,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 
 /* Renders the value of extended attribute `name` of node i into buf (cap
  * bytes, NUL-terminated); returns its length or -ENODATA. */
-static int xattr_value(struct fs_mount *m, uint32_t i, const char *name,
+static int xattr_value(struct driver_mount *m, uint32_t i, const char *name,
 		       char *buf, size_t cap)
 {
 	struct fs_node *n;
@@ -497,8 +497,12 @@ static int xattr_value(struct fs_mount *m, uint32_t i, const char *name,
 	if (strncmp(name, XATTR_PREFIX, strlen(XATTR_PREFIX)) != 0)
 		return -ENODATA;
 	name += strlen(XATTR_PREFIX);
-	if (i == 0 && strcmp(name, "status") == 0)
-		return fs__status_json(m, buf, cap);
+	if (i == 0 && strcmp(name, "status") == 0) {
+		struct obs_view v;
+
+		driver__mount_view(m, &v);
+		return obs_status_json(&v, buf, cap);
+	}
 	pthread_mutex_lock(&m->ns->mu);
 	n = fs__ns_get(m->ns, i);
 	blob = n != NULL ? n->blob : FS_NO_BLOB;
@@ -555,8 +559,8 @@ static const char *const xattr_names[] = {"url",  "size",   "cached",
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			size_t size)
 {
-	struct fs_mount *m = fuse_req_userdata(req);
-	char buf[FS_STATUS_MAX];
+	struct driver_mount *m = fuse_req_userdata(req);
+	char buf[OBS_STATUS_MAX];
 	int len = xattr_value(m, NODE_OF(ino), name, buf, sizeof(buf));
 
 	if (len < 0)
@@ -571,8 +575,8 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	struct fs_mount *m = fuse_req_userdata(req);
-	char names[512], value[FS_STATUS_MAX];
+	struct driver_mount *m = fuse_req_userdata(req);
+	char names[512], value[OBS_STATUS_MAX];
 	size_t used = 0;
 
 	for (size_t k = 0; k < sizeof(xattr_names) / sizeof(xattr_names[0]);
@@ -600,7 +604,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		fuse_reply_buf(req, names, used);
 }
 
-const struct fuse_lowlevel_ops fs__ops = {
+const struct fuse_lowlevel_ops driver__ops = {
 	.init = op_init,
 	.lookup = op_lookup,
 	.getattr = op_getattr,

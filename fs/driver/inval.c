@@ -10,6 +10,7 @@
 #include <fuse_lowlevel.h>
 
 #include "fs/driver/driver_int.h"
+#include "fs/obs/obs.h"
 
 /* One blob's pending range; empty (start == end): none. */
 struct inval_range {
@@ -18,10 +19,10 @@ struct inval_range {
 	const char *name;
 };
 
-struct fs_inval {
+struct driver_inval {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;	 /* a range queued, or stop */
-	struct inval_range *r;	 /* per blob; guarded by mu */
+	pthread_cond_t cv;     /* a range queued, or stop */
+	struct inval_range *r; /* per blob; guarded by mu */
 	uint32_t n;
 	uint32_t pending;	 /* blobs with a range queued; guarded by mu */
 	struct fuse_session *se; /* while the thread runs */
@@ -30,9 +31,9 @@ struct fs_inval {
 	bool stop; /* guarded by mu */
 };
 
-int fs__inval_new(uint32_t max_blobs, struct fs_inval **out)
+int driver__inval_new(uint32_t max_blobs, struct driver_inval **out)
 {
-	struct fs_inval *v = calloc(1, sizeof(*v));
+	struct driver_inval *v = calloc(1, sizeof(*v));
 
 	if (v == NULL)
 		return -ENOMEM;
@@ -48,19 +49,19 @@ int fs__inval_new(uint32_t max_blobs, struct fs_inval **out)
 	return 0;
 }
 
-void fs__inval_free(struct fs_inval *v)
+void driver__inval_free(struct driver_inval *v)
 {
 	if (v == NULL)
 		return;
-	fs__inval_stop(v);
+	driver__inval_stop(v);
 	pthread_cond_destroy(&v->cv);
 	pthread_mutex_destroy(&v->mu);
 	free(v->r);
 	free(v);
 }
 
-void fs__inval_queue(struct fs_inval *v, uint32_t b, const char *name,
-		     uint64_t ino, uint64_t start, uint64_t end)
+void driver__inval_queue(struct driver_inval *v, uint32_t b, const char *name,
+			 uint64_t ino, uint64_t start, uint64_t end)
 {
 	struct inval_range *r;
 
@@ -87,7 +88,7 @@ void fs__inval_queue(struct fs_inval *v, uint32_t b, const char *name,
 
 /* Takes the next pending range into *out; false when none. Caller holds
  * v->mu. */
-static bool inval_take(struct fs_inval *v, struct inval_range *out)
+static bool inval_take(struct driver_inval *v, struct inval_range *out)
 {
 	for (uint32_t i = 0; v->pending > 0 && i < v->n; i++) {
 		struct inval_range *r = &v->r[i];
@@ -108,7 +109,7 @@ static bool inval_take(struct fs_inval *v, struct inval_range *out)
  * engine's lock (which such a read takes). */
 static void *inval_main(void *arg)
 {
-	struct fs_inval *v = arg;
+	struct driver_inval *v = arg;
 	struct inval_range r;
 	int rc;
 
@@ -120,18 +121,18 @@ static void *inval_main(void *arg)
 			break;
 		pthread_mutex_unlock(&v->mu);
 		/* No open yet: the kernel holds no page of it. */
-		rc = r.ino == 0 ? 0
-				: fuse_lowlevel_notify_inval_inode(
-					  v->se, (fuse_ino_t)r.ino,
-					  (off_t)r.start,
-					  (off_t)(r.end - r.start));
+		rc = r.ino == 0
+			     ? 0
+			     : fuse_lowlevel_notify_inval_inode(
+				       v->se, (fuse_ino_t)r.ino, (off_t)r.start,
+				       (off_t)(r.end - r.start));
 		if (rc == 0 || rc == -ENOENT)
-			fs__log(FS_LOG_DEBUG,
+			obs_log(FS_LOG_DEBUG,
 				"%s: the kernel's pages of bytes %" PRIu64
 				"-%" PRIu64 " are dropped",
 				r.name, r.start, r.end - 1);
 		else
-			fs__log(FS_LOG_WARN,
+			obs_log(FS_LOG_WARN,
 				"%s: cannot drop the kernel's pages of bytes "
 				"%" PRIu64 "-%" PRIu64
 				" (%s); the next open drops them",
@@ -142,7 +143,7 @@ static void *inval_main(void *arg)
 	return NULL;
 }
 
-int fs__inval_start(struct fs_inval *v, struct fuse_session *se)
+int driver__inval_start(struct driver_inval *v, struct fuse_session *se)
 {
 	int rc;
 
@@ -156,7 +157,7 @@ int fs__inval_start(struct fs_inval *v, struct fuse_session *se)
 	return rc;
 }
 
-void fs__inval_stop(struct fs_inval *v)
+void driver__inval_stop(struct driver_inval *v)
 {
 	if (v == NULL || !v->running)
 		return;

@@ -14,16 +14,17 @@
 
 #include "fs/driver/driver_int.h"
 #include "fs/engine/engine.h"
+#include "fs/obs/obs.h"
 #include "fs/tree/tree.h"
 #include "fs/auth/auth.h"
 
 /* The largest directory-index page read. */
-#define FS_LISTING_MAX (64u * 1024u * 1024u)
+#define DRIVER_LISTING_MAX (64u * 1024u * 1024u)
 
 /* Entries merged per hold of the namespace's lock: a page of a million
  * names is merged in holds of about half a millisecond, so that every
  * other operation of the mount waits that long behind it, not seconds. */
-#define FS_LIST_BATCH 1024u
+#define DRIVER_LIST_BATCH 1024u
 
 /* True once the session ends (SIGTERM, an unmount, the connection
  * gone): a request under way stops, so that the loop's worker threads
@@ -32,19 +33,19 @@
  * and the session may be freed. */
 static bool mount_stopping(void *arg)
 {
-	struct fs_mount *m = arg;
+	struct driver_mount *m = arg;
 
 	return atomic_load(&m->ended) ||
 	       (m->se != NULL && fuse_session_exited(m->se) != 0);
 }
 
-void fs__mount_end(struct fs_mount *m)
+void driver__mount_end(struct driver_mount *m)
 {
 	atomic_store(&m->ended, true);
 }
 
-void fs__mount_bound(const struct fs_mount *m, uint64_t deadline_ns,
-		     struct fetch_config *out)
+void driver__mount_bound(const struct driver_mount *m, uint64_t deadline_ns,
+			 struct fetch_config *out)
 {
 	*out = m->fetch;
 	out->deadline_ms = deadline_ns == 0 ? 0 : deadline_ns / 1000000u;
@@ -52,6 +53,15 @@ void fs__mount_bound(const struct fs_mount *m, uint64_t deadline_ns,
 		out->deadline_ms = 1;
 	out->stop = mount_stopping;
 	out->stop_arg = (void *)m;
+}
+
+void driver__mount_view(const struct driver_mount *m, struct obs_view *out)
+{
+	*out = (struct obs_view){.ns = m->ns,
+				 .engine = m->engine,
+				 .cache = m->cache,
+				 .proxies = m->fetch.proxies,
+				 .metrics = m->metrics};
 }
 
 /* deadline_ns (fs__now_ns's clock, CLOCK_MONOTONIC) as the waits take
@@ -64,7 +74,7 @@ static struct timespec monotonic_ts(uint64_t deadline_ns)
 	return ts;
 }
 
-bool fs__node_has_content_identity(const struct fs_node *n)
+bool driver__file_has_content_identity(const struct fs_node *n)
 {
 	/* The cache checks every block against digest blocks that divide
 	 * it before it stores it; a larger digest block is checked only once
@@ -104,11 +114,11 @@ static char *content_identity(const struct fs_node *n)
 	return buf;
 }
 
-char *fs__node_identity(const struct fs_node *n)
+char *driver__file_identity(const struct fs_node *n)
 {
 	if (n->identity != NULL)
 		return strdup(n->identity);
-	if (fs__node_has_content_identity(n))
+	if (driver__file_has_content_identity(n))
 		return content_identity(n);
 	return fs__sources_identity((const char *const *)n->urls, n->nurls);
 }
@@ -123,7 +133,7 @@ struct node_copy {
 	uint32_t blob;
 	char name[PATH_MAX]; /* the path in the mount, for logs */
 	char *identity;
-	bool content; /* the identity names the content */
+	bool content;	   /* the identity names the content */
 	bool object_store; /* listed by an object store */
 	struct cache_id id;
 	const uint8_t *sha256; /* the node's, immutable; NULL: none */
@@ -140,7 +150,7 @@ static void node_copy_free(struct node_copy *c)
 	free(c->identity);
 }
 
-static int node_copy(struct fs_mount *m, uint32_t i, struct node_copy *c)
+static int node_copy(struct driver_mount *m, uint32_t i, struct node_copy *c)
 {
 	struct fs_node *n;
 	int rc = 0;
@@ -172,8 +182,8 @@ static int node_copy(struct fs_mount *m, uint32_t i, struct node_copy *c)
 	c->dblock = n->dblock;
 	c->dblocks = (const uint8_t(*)[32])n->dblocks;
 	c->ndblocks = n->ndblocks;
-	c->identity = fs__node_identity(n);
-	c->content = fs__node_has_content_identity(n);
+	c->identity = driver__file_identity(n);
+	c->content = driver__file_has_content_identity(n);
 	c->object_store = n->etag != NULL;
 	if (c->identity == NULL) {
 		rc = -ENOMEM;
@@ -191,7 +201,7 @@ out:
  * the request's deadline), then marks it as probed by this one. 0, or
  * -EIO (logged) when the other probe was still under way at the
  * deadline. */
-static int probe_claim(struct fs_mount *m, uint32_t i, const char *name,
+static int probe_claim(struct driver_mount *m, uint32_t i, const char *name,
 		       const struct timespec *until)
 {
 	struct fs_ns *ns = m->ns;
@@ -202,7 +212,7 @@ static int probe_claim(struct fs_mount *m, uint32_t i, const char *name,
 		rc = pthread_cond_timedwait(&ns->probed, &ns->mu, until);
 	if (ns->nodes[i]->probing) {
 		pthread_mutex_unlock(&ns->mu);
-		fs__log(FS_LOG_ERR,
+		obs_log(FS_LOG_ERR,
 			"%s: cannot open: its probe by another request was "
 			"still under way at the deadline (-o read_timeout=)",
 			name);
@@ -216,8 +226,8 @@ static int probe_claim(struct fs_mount *m, uint32_t i, const char *name,
 /* Ends this thread's probe of node i: the blob it readied (FS_NO_BLOB:
  * none) and the size it learned become the node's, and the threads
  * waiting to open it go on. */
-static void probe_release(struct fs_mount *m, uint32_t i, uint32_t blob,
-			  const struct fs_learned *l)
+static void probe_release(struct driver_mount *m, uint32_t i, uint32_t blob,
+			  const struct driver_learned *l)
 {
 	struct fs_node *n;
 
@@ -237,10 +247,10 @@ static void probe_release(struct fs_mount *m, uint32_t i, uint32_t blob,
 
 /* Probes the file of c and readies its blob (c->blob, added when it has
  * none); what the probe learned in *l. */
-static int node_learn(struct fs_mount *m, struct node_copy *c,
-		      uint64_t deadline_ns, struct fs_learned *l)
+static int node_learn(struct driver_mount *m, struct node_copy *c,
+		      uint64_t deadline_ns, struct driver_learned *l)
 {
-	struct fs_learn_args args = {
+	struct driver_learn_args args = {
 		.identity = c->identity,
 		.urls = (const char *const *)c->urls,
 		.nurls = c->nurls,
@@ -261,12 +271,12 @@ static int node_learn(struct fs_mount *m, struct node_copy *c,
 	if (args.has_size && c->sha256 == NULL && c->ndblocks == 0 &&
 	    c->size <= CACHE_BLOCK_SIZE)
 		args.first = (size_t)c->size;
-	fs__mount_bound(m, deadline_ns, &fc);
-	rc = fs__learn(&fc, m->cache, &args, l, err, sizeof(err));
+	driver__mount_bound(m, deadline_ns, &fc);
+	rc = driver__learn(&fc, m->cache, &args, l, err, sizeof(err));
 	if (rc != 0) {
 		/* A key deleted since it was listed is gone, not broken; a
 		 * probe the mount's end stopped is no fault of the file's. */
-		fs__log(rc == -ENOENT || mount_stopping(m) ? FS_LOG_INFO
+		obs_log(rc == -ENOENT || mount_stopping(m) ? FS_LOG_INFO
 							   : FS_LOG_ERR,
 			"%s: cannot open: %s", c->name, err);
 		return rc == -ENOENT ? -ENOENT : -EIO;
@@ -279,23 +289,23 @@ static int node_learn(struct fs_mount *m, struct node_copy *c,
 						     c->sha256, c->dblock,
 						     c->dblocks, c->ndblocks);
 		if (rc != 0) {
-			fs__log(FS_LOG_ERR, "%s: cannot add its blob: %s",
+			obs_log(FS_LOG_ERR, "%s: cannot add its blob: %s",
 				c->name, strerror(-rc));
 			return rc;
 		}
 	}
-	rc = fs__engine_blob_ready(m->engine, c->blob, l->sources,
-				   l->nsources, l->queued);
+	rc = fs__engine_blob_ready(m->engine, c->blob, l->sources, l->nsources,
+				   l->queued);
 	if (rc != 0)
-		fs__log(FS_LOG_ERR, "%s: cannot start its transfers: %s",
+		obs_log(FS_LOG_ERR, "%s: cannot start its transfers: %s",
 			c->name, strerror(-rc));
 	return rc;
 }
 
-int fs__node_ready(struct fs_mount *m, uint32_t i, uint64_t deadline_ns)
+int driver__file_ready(struct driver_mount *m, uint32_t i, uint64_t deadline_ns)
 {
 	struct node_copy c;
-	struct fs_learned l = {0};
+	struct driver_learned l = {0};
 	const struct fs_node *n;
 	struct timespec until = monotonic_ts(deadline_ns);
 	uint32_t blob;
@@ -328,7 +338,7 @@ int fs__node_ready(struct fs_mount *m, uint32_t i, uint64_t deadline_ns)
 	else
 		blob = FS_NO_BLOB;
 	probe_release(m, i, blob, &l);
-	fs__learned_free(&l);
+	driver__learned_free(&l);
 out:
 	node_copy_free(&c);
 	return rc;
@@ -375,9 +385,10 @@ static struct fs_node *entry_node(const char *base,
 				  const struct fs_index_entry *ent)
 {
 	struct fs_node *n = fs__node_new(ent->name, ent->is_dir);
-	char *url = n == NULL	      ? NULL
-		    : ent->url != NULL ? strdup(ent->url)
-				       : child_url(base, ent->name, ent->is_dir);
+	char *url = n == NULL ? NULL
+		    : ent->url != NULL
+			    ? strdup(ent->url)
+			    : child_url(base, ent->name, ent->is_dir);
 
 	if (url == NULL)
 		goto fail;
@@ -438,17 +449,17 @@ static int merge_entry(struct fs_ns *ns, uint32_t d, uint32_t gen,
 	return 0;
 }
 
-/* Merges a parsed page into directory d in batches of FS_LIST_BATCH
+/* Merges a parsed page into directory d in batches of DRIVER_LIST_BATCH
  * entries: each batch's nodes are built outside the lock, then linked in
  * one short hold of it, and the thread yields before the next, so that an
  * operation waiting for the lock gets it. Then it marks what the page no
  * longer lists as gone: a node the page still lists is never gone in
  * between. Caller holds the directory's listing (d->listing). */
-static int merge_page(struct fs_mount *m, uint32_t d, const char *base,
+static int merge_page(struct driver_mount *m, uint32_t d, const char *base,
 		      const struct fs_index_entry *ents, uint32_t nents)
 {
 	struct fs_ns *ns = m->ns;
-	struct fs_node *batch[FS_LIST_BATCH];
+	struct fs_node *batch[DRIVER_LIST_BATCH];
 	uint32_t gen, done = 0;
 	int rc;
 
@@ -457,8 +468,9 @@ static int merge_page(struct fs_mount *m, uint32_t d, const char *base,
 	rc = fs__ns_reserve(ns, d, nents);
 	pthread_mutex_unlock(&ns->mu);
 	while (rc == 0 && done < nents) {
-		uint32_t n = nents - done > FS_LIST_BATCH ? FS_LIST_BATCH
-							  : nents - done;
+		uint32_t n = nents - done > DRIVER_LIST_BATCH
+				     ? DRIVER_LIST_BATCH
+				     : nents - done;
 		uint32_t built = 0, i;
 
 		for (; built < n; built++) {
@@ -483,7 +495,7 @@ static int merge_page(struct fs_mount *m, uint32_t d, const char *base,
 	/* Only a whole page says what is gone. */
 	for (uint32_t i = 0, more = rc == 0; more;) {
 		pthread_mutex_lock(&ns->mu);
-		for (uint32_t end = i + FS_LIST_BATCH;
+		for (uint32_t end = i + DRIVER_LIST_BATCH;
 		     i < end && i < ns->nodes[d]->nchildren; i++) {
 			struct fs_node *c =
 				ns->nodes[ns->nodes[d]->children[i]];
@@ -496,8 +508,8 @@ static int merge_page(struct fs_mount *m, uint32_t d, const char *base,
 	return rc;
 }
 
-int fs__node_list(struct fs_mount *m, uint32_t d, bool fresh,
-		  uint64_t deadline_ns)
+int driver__dir_list(struct driver_mount *m, uint32_t d, bool fresh,
+		     uint64_t deadline_ns)
 {
 	struct fs_ns *ns = m->ns;
 	struct fs_index_entry *ents = NULL;
@@ -525,7 +537,7 @@ int fs__node_list(struct fs_mount *m, uint32_t d, bool fresh,
 
 		fs__ns_path(ns, d, path, sizeof(path));
 		pthread_mutex_unlock(&ns->mu);
-		fs__log(FS_LOG_ERR,
+		obs_log(FS_LOG_ERR,
 			"cannot list /%s: its listing by another request was "
 			"still under way at the deadline (-o read_timeout=)",
 			path);
@@ -546,25 +558,25 @@ int fs__node_list(struct fs_mount *m, uint32_t d, bool fresh,
 	pthread_mutex_unlock(&ns->mu);
 	if (url == NULL)
 		return 0; /* fresh, or not an index */
-	fs__mount_bound(m, deadline_ns, &fc);
+	driver__mount_bound(m, deadline_ns, &fc);
 	if (m->s3 != NULL) {
 		err[0] = '\0';
 		rc = fs__s3_list(m->s3, &fc, m->creds, url, false, &ents,
 				 &nents, err, sizeof(err));
 		if (rc == 0 && err[0] != '\0')
-			fs__log(FS_LOG_WARN, "%s", err);
+			obs_log(FS_LOG_WARN, "%s", err);
 		final = rc == 0 ? strdup(url) : NULL;
 		if (rc == 0 && final == NULL)
 			rc = -ENOMEM;
 	} else {
-		rc = fetch_get(&fc, url, FS_LISTING_MAX, &page, &len, &final,
-			       err, sizeof(err));
+		rc = fetch_get(&fc, url, DRIVER_LISTING_MAX, &page, &len,
+			       &final, err, sizeof(err));
 		if (rc == 0)
 			rc = fs__dirindex_parse(page, len, &ents, &nents, err,
 						sizeof(err));
 	}
 	if (rc != 0) {
-		fs__log(mount_stopping(m) ? FS_LOG_INFO : FS_LOG_ERR,
+		obs_log(mount_stopping(m) ? FS_LOG_INFO : FS_LOG_ERR,
 			"cannot list %s: %s", url, err);
 		goto out;
 	}
@@ -574,7 +586,7 @@ int fs__node_list(struct fs_mount *m, uint32_t d, bool fresh,
 	 * redirects. */
 	rc = merge_page(m, d, final, ents, nents);
 	if (rc != 0)
-		fs__log(FS_LOG_ERR, "cannot list %s: %s", url, strerror(-rc));
+		obs_log(FS_LOG_ERR, "cannot list %s: %s", url, strerror(-rc));
 	merged = true;
 out:
 	pthread_mutex_lock(&ns->mu);

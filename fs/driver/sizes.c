@@ -2,7 +2,7 @@
  * bare listing), learned by probing the directory's files in parallel as
  * soon as it is listed. `ls -l` stats the files one after the other; each
  * stat of a file whose probe is under way waits for that probe
- * (fs__node_ready), so N such files cost about N round trips over the
+ * (driver__file_ready), so N such files cost about N round trips over the
  * probers rather than N in a row. */
 #include <errno.h>
 #include <pthread.h>
@@ -10,10 +10,11 @@
 #include <string.h>
 
 #include "fs/driver/driver_int.h"
+#include "fs/obs/obs.h"
 #include "fs/tree/tree.h"
 
-struct fs_sizes {
-	struct fs_mount *m;
+struct driver_sizes {
+	struct driver_mount *m;
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* ids queued, or stop */
 	uint32_t *q;	   /* a FIFO of node ids: q[head .. head + n) */
@@ -23,9 +24,10 @@ struct fs_sizes {
 	bool stop;
 };
 
-int fs__sizes_new(struct fs_mount *m, uint32_t probers, struct fs_sizes **out)
+int driver__sizes_new(struct driver_mount *m, uint32_t probers,
+		      struct driver_sizes **out)
 {
-	struct fs_sizes *s = calloc(1, sizeof(*s));
+	struct driver_sizes *s = calloc(1, sizeof(*s));
 
 	*out = NULL;
 	if (s == NULL)
@@ -44,7 +46,7 @@ int fs__sizes_new(struct fs_mount *m, uint32_t probers, struct fs_sizes **out)
 }
 
 /* The next queued id, waiting for one; false once the prober is to stop. */
-static bool next_id(struct fs_sizes *s, uint32_t *id)
+static bool next_id(struct driver_sizes *s, uint32_t *id)
 {
 	bool got = false;
 
@@ -63,8 +65,8 @@ static bool next_id(struct fs_sizes *s, uint32_t *id)
 
 static void *prober(void *arg)
 {
-	struct fs_sizes *s = arg;
-	struct fs_mount *m = s->m;
+	struct driver_sizes *s = arg;
+	struct driver_mount *m = s->m;
 	uint32_t id;
 
 	while (next_id(s, &id)) {
@@ -79,8 +81,8 @@ static void *prober(void *arg)
 		/* A failure is logged by the probe, and is the stat's to
 		 * report when it asks. */
 		if (need)
-			rc = fs__node_ready(m, id,
-					    fs__now_ns() + m->read_timeout_ns);
+			rc = driver__file_ready(
+				m, id, fs__now_ns() + m->read_timeout_ns);
 		/* Queued until its probe ended: a listing meanwhile does not
 		 * queue it again. A file whose probe failed is left to the
 		 * stats: an index that lists it again must not have it
@@ -95,7 +97,7 @@ static void *prober(void *arg)
 }
 
 /* Room for k more ids at the end of the FIFO (compacting it first). */
-static int reserve(struct fs_sizes *s, size_t k)
+static int reserve(struct driver_sizes *s, size_t k)
 {
 	uint32_t *q;
 	size_t cap;
@@ -156,7 +158,7 @@ static void unmark(struct fs_ns *ns, const uint32_t *ids, size_t n)
 	pthread_mutex_unlock(&ns->mu);
 }
 
-int fs__sizes_queue(struct fs_sizes *s, uint32_t d)
+int driver__sizes_queue(struct driver_sizes *s, uint32_t d)
 {
 	uint32_t *ids;
 	size_t n;
@@ -195,7 +197,7 @@ int fs__sizes_queue(struct fs_sizes *s, uint32_t d)
 	return rc;
 }
 
-void fs__sizes_free(struct fs_sizes *s)
+void driver__sizes_free(struct driver_sizes *s)
 {
 	if (s == NULL)
 		return;
@@ -204,7 +206,7 @@ void fs__sizes_free(struct fs_sizes *s)
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 	/* A prober inside a probe stops within about a second of the
-	 * session's end (fs__mount_bound), by read_timeout at worst. */
+	 * session's end (driver__mount_bound), by read_timeout at worst. */
 	for (uint32_t i = 0; i < s->nthreads; i++)
 		pthread_join(s->threads[i], NULL);
 	pthread_cond_destroy(&s->cv);

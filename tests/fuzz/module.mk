@@ -37,11 +37,12 @@ $(BUILD)/fuzz/fuzz_http: $(FUZZ_OBJ)/tests/fuzz/fuzz_http.o \
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
 
 $(BUILD)/fuzz/fuzz_name: $(FUZZ_OBJ)/tests/fuzz/fuzz_name.o \
-		$(FUZZ_OBJ)/fs/driver/opts.o $(FUZZ_OBJ)/fs/auth/headers.o \
+		$(FUZZ_OBJ)/fs/cli/opts.o $(FUZZ_OBJ)/fs/auth/headers.o \
 		$(FUZZ_OBJ)/fs/decode.o $(FUZZ_OBJ)/fs/errline.o \
 		$(FUZZ_OBJ)/fetch/url.o $(FUZZ_OBJ)/fetch/proxy.o \
-		$(FUZZ_OBJ)/fetch/http.o $(FUZZ_OBJ)/fs/driver/metrics_opt.o \
-		$(FUZZ_OBJ)/fs/escape.o
+		$(FUZZ_OBJ)/fetch/http.o $(FUZZ_OBJ)/fs/obs/metrics_opt.o \
+		$(FUZZ_OBJ)/fs/escape.o $(FUZZ_OBJ)/fs/cli/urlfile.o \
+		$(FUZZ_OBJ)/fs/cli/values.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
 		$(shell $(PKG_CONFIG) --libs fuse3 libcurl 2>/dev/null)
 

@@ -11,7 +11,7 @@ t_require_mount
 # once fs_main dispatches them).
 CMD=${PACEFS_CMD:-$PACEFS}
 if ! "$CMD" cache --help 2>/dev/null | grep -q 'usage: pacefs cache'; then
-	t_skip_all "pacefs does not dispatch 'cache' to fs_cache_command yet"
+	t_skip_all "pacefs does not dispatch 'cache' to cli_cache_command yet"
 fi
 
 MiB=1048576

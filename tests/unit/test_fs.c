@@ -18,8 +18,8 @@
 
 #include "fs/engine/engine_int.h"
 #include "fs/driver/driver_int.h"
-#include "fs/driver/log_int.h"
-#include "fs/driver/metrics_int.h"
+#include "fs/obs/obs.h"
+#include "fs/obs/obs_int.h"
 #include "fs/tree/tree.h"
 #include "fs/auth/auth.h"
 #include "fs/fs.h"
@@ -588,8 +588,8 @@ static void identity_forms(void)
 	n.dblocks = NULL;
 	n.ndblocks = 0;
 	n.dblock = 0;
-	T_ASSERT(!fs__node_has_content_identity(&n));
-	got = fs__node_identity(&n);
+	T_ASSERT(!driver__file_has_content_identity(&n));
+	got = driver__file_identity(&n);
 	T_EQ_STR(got, "url:http://h/f.bin");
 	free(got);
 
@@ -598,8 +598,8 @@ static void identity_forms(void)
 	EVP_Digest(d, sizeof(d), list, NULL, EVP_sha256(), NULL);
 	for (int i = 0; i < 32; i++)
 		snprintf(dhex + 2 * i, 3, "%02x", list[i]);
-	T_ASSERT(fs__node_has_content_identity(&n));
-	got = fs__node_identity(&n);
+	T_ASSERT(driver__file_has_content_identity(&n));
+	got = driver__file_identity(&n);
 	snprintf(want + 64, sizeof(want) - 64, " block_sha256:65536:%s", dhex);
 	T_EQ_STR(got + 7, want);
 	T_ASSERT(strncmp(got, "sha256:", 7) == 0);
@@ -607,7 +607,7 @@ static void identity_forms(void)
 
 	/* Without a whole-file digest, and with small blocks. */
 	identity_node(&n, urls, d, false, 4096, 1);
-	got = fs__node_identity(&n);
+	got = driver__file_identity(&n);
 	snprintf(want, sizeof(want), "block_sha256:4096:%s", dhex);
 	T_EQ_STR(got, want);
 	free(got);
@@ -615,7 +615,7 @@ static void identity_forms(void)
 	/* Other block digests, the same whole-file digest: another identity,
 	 * so blocks checked against one list never serve the other. */
 	identity_node(&n, urls, d, true, 65536, 2);
-	got = fs__node_identity(&n);
+	got = driver__file_identity(&n);
 	T_ASSERT(strstr(got, dhex) == NULL);
 	T_ASSERT(strncmp(got, "sha256:abab", 11) == 0);
 	free(got);
@@ -623,8 +623,8 @@ static void identity_forms(void)
 	/* Digest blocks larger than a cache block are checked only with the
 	 * whole file: the source's identity. */
 	identity_node(&n, urls, d, true, 2 * CACHE_BLOCK_SIZE, 1);
-	T_ASSERT(!fs__node_has_content_identity(&n));
-	got = fs__node_identity(&n);
+	T_ASSERT(!driver__file_has_content_identity(&n));
+	got = driver__file_identity(&n);
 	T_EQ_STR(got, "url:http://h/f.bin");
 	free(got);
 }
@@ -861,7 +861,7 @@ static void log_json_line(void)
 	json_error_t jerr;
 	json_t *o;
 
-	T_ASSERT(fs__log_json(buf, sizeof(buf), &t, "warning", "lane 1: \x1b",
+	T_ASSERT(obs__log_json(buf, sizeof(buf), &t, "warning", "lane 1: \x1b",
 			      &f) == strlen(buf));
 	T_ASSERT(strchr(buf, '\n') == NULL && strstr(buf, "s3cret") == NULL);
 	o = json_loads(buf, 0, &jerr);
@@ -881,12 +881,12 @@ static void log_json_line(void)
 		 "throttled");
 	json_decref(o);
 	/* No fields: none shown. */
-	fs__log_json(buf, sizeof(buf), &t, "info", "mounted", NULL);
+	obs__log_json(buf, sizeof(buf), &t, "info", "mounted", NULL);
 	T_ASSERT(strstr(buf, "blob") == NULL && strstr(buf, "range") == NULL);
 	/* Too long: cut, and still one object. */
 	memset(msg, '\x01', sizeof(msg) - 1);
 	msg[sizeof(msg) - 1] = '\0';
-	fs__log_json(buf, 512, &t, "error", msg, &f);
+	obs__log_json(buf, 512, &t, "error", msg, &f);
 	T_ASSERT(strlen(buf) < 512);
 	o = json_loads(buf, 0, &jerr);
 	T_ASSERT(o != NULL);
@@ -894,62 +894,62 @@ static void log_json_line(void)
 }
 
 /* Lines of one call site about one source are one kind, whatever files
- * or numbers they name; a storm of them is logged FS_LOG_BURST times per
+ * or numbers they name; a storm of them is logged OBS_LOG_BURST times per
  * window, and the rest are counted and reported once the window ends. */
 static void log_rate_limit(void)
 {
 	static const char site[] = "%s: cannot open: GET %s: HTTP %d";
-	static struct fs_log_limit l;
-	struct fs_log_report r;
+	static struct obs_log_limit l;
+	struct obs_log_report r;
 	uint64_t now = 1000;
-	uint64_t key = fs__log_key(site, NULL, "a: http://h:80/a: HTTP 403");
+	uint64_t key = obs__log_key(site, NULL, "a: http://h:80/a: HTTP 403");
 	int logged = 0;
 	char line[64];
 
 	/* Another file of the origin: the same kind; of another origin or
 	 * at another site: another. */
-	T_EQ_U64(fs__log_key(site, NULL, "zq/x: GET http://h:80/zq/x: 500"),
+	T_EQ_U64(obs__log_key(site, NULL, "zq/x: GET http://h:80/zq/x: 500"),
 		 key);
-	T_ASSERT(fs__log_key(site, NULL, "a: GET http://g:80/a: 403") != key);
-	T_ASSERT(fs__log_key("%s: cannot add its blob: %s", NULL,
+	T_ASSERT(obs__log_key(site, NULL, "a: GET http://g:80/a: 403") != key);
+	T_ASSERT(obs__log_key("%s: cannot add its blob: %s", NULL,
 			     "a: GET http://h:80/a: 403") != key);
 	/* The source a line is about counts before the URLs it names. */
-	T_EQ_U64(fs__log_key(site, "http://h:80/b", "a: GET http://x/a: 1"),
+	T_EQ_U64(obs__log_key(site, "http://h:80/b", "a: GET http://x/a: 1"),
 		 key);
 	/* A line handed whole ("%s") is its text, numbers and URLs' paths
 	 * aside. */
-	T_EQ_U64(fs__log_key("%s", NULL, "lane 3: GET http://h:80/f: boom"),
-		 fs__log_key("%s", NULL, "lane 12: GET http://h:80/g?x: boom"));
-	T_ASSERT(fs__log_key("%s", NULL, "lane 3: http://h:80/f: boom") !=
-		 fs__log_key("%s", NULL, "lane 3: http://h:80/f: bang"));
+	T_EQ_U64(obs__log_key("%s", NULL, "lane 3: GET http://h:80/f: boom"),
+		 obs__log_key("%s", NULL, "lane 12: GET http://h:80/g?x: boom"));
+	T_ASSERT(obs__log_key("%s", NULL, "lane 3: http://h:80/f: boom") !=
+		 obs__log_key("%s", NULL, "lane 3: http://h:80/f: bang"));
 	/* So is an adapter's ("cache: %s"): the line is another module's. */
-	T_ASSERT(fs__log_key("cache: %s", NULL, "cache: block 5: bad") !=
-		 fs__log_key("cache: %s", NULL, "cache: flush failed"));
+	T_ASSERT(obs__log_key("cache: %s", NULL, "cache: block 5: bad") !=
+		 obs__log_key("cache: %s", NULL, "cache: flush failed"));
 	for (int i = 0; i < 1000; i++) {
 		snprintf(line, sizeof(line), "f%c%c: GET http://h:80/: 403",
 			 'a' + i % 26, 'a' + i / 26 % 26);
-		logged += fs__log_admit(&l, fs__log_key(site, NULL, line), 1,
+		logged += obs__log_admit(&l, obs__log_key(site, NULL, line), 1,
 					line, now);
 		now += 1000000; /* 1000 lines a second */
 	}
-	T_EQ_INT(logged, FS_LOG_BURST);
+	T_EQ_INT(logged, OBS_LOG_BURST);
 	/* Another kind is not held back by the storm. */
-	T_ASSERT(fs__log_admit(&l, fs__log_key("mounted %s", NULL, "mounted x"),
+	T_ASSERT(obs__log_admit(&l, obs__log_key("mounted %s", NULL, "mounted x"),
 			       2, "mounted x", now));
-	T_ASSERT(!fs__log_take_report(&l, now, &r)); /* window still open */
-	now = 1000 + FS_LOG_WINDOW_NS;
-	T_ASSERT(fs__log_take_report(&l, now, &r));
-	T_EQ_INT(r.suppressed, 1000 - FS_LOG_BURST);
+	T_ASSERT(!obs__log_take_report(&l, now, &r)); /* window still open */
+	now = 1000 + OBS_LOG_WINDOW_NS;
+	T_ASSERT(obs__log_take_report(&l, now, &r));
+	T_EQ_INT(r.suppressed, 1000 - OBS_LOG_BURST);
 	T_EQ_INT(r.level, 1);
 	T_EQ_STR(r.sample, "flm: GET http://h:80/: 403");
-	T_ASSERT(!fs__log_take_report(&l, now, &r)); /* reported once */
+	T_ASSERT(!obs__log_take_report(&l, now, &r)); /* reported once */
 	/* A new window logs again. */
-	T_ASSERT(fs__log_admit(&l, key, 1, "a: http://h:80/a: HTTP 403", now));
+	T_ASSERT(obs__log_admit(&l, key, 1, "a: http://h:80/a: HTTP 403", now));
 	/* More kinds than slots: each new kind is still logged. */
-	for (int i = 0; i < 3 * FS_LOG_KINDS; i++) {
+	for (int i = 0; i < 3 * OBS_LOG_KINDS; i++) {
 		snprintf(line, sizeof(line), "kind %c%c", 'a' + i % 26,
 			 'a' + i / 26);
-		T_ASSERT(fs__log_admit(&l, fs__log_key("%s", NULL, line), 1,
+		T_ASSERT(obs__log_admit(&l, obs__log_key("%s", NULL, line), 1,
 				       line, now));
 	}
 }
@@ -987,8 +987,8 @@ static void opts_metrics_and_log(void)
 	T_EQ_STR(o.metrics_labels[1], "rack=b7");
 	T_EQ_INT(o.log_format, 1);
 	fs_opts_free(&o);
-	T_EQ_INT(fs__metrics_addr_check("[::1]:9101", err, sizeof(err)), 0);
-	T_EQ_INT(fs__metrics_addr_check("localhost:1", err, sizeof(err)), 0);
+	T_EQ_INT(obs_metrics_addr_check("[::1]:9101", err, sizeof(err)), 0);
+	T_EQ_INT(obs_metrics_addr_check("localhost:1", err, sizeof(err)), 0);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char opt[128];
 		char *argv[] = {"pacefs", "-o", opt, "http://h/x", "/m"};
@@ -1002,7 +1002,7 @@ static void opts_metrics_and_log(void)
 
 /* What fetch tells of each request, counted by host, route and class; a
  * host past the table's room counts as "other". */
-static void count_requests(struct fs_metrics *mx)
+static void count_requests(struct obs_metrics *mx)
 {
 	struct fetch_request_info r = {.url = "http://User:pw@Origin:8080/a",
 				       .proxy = -1,
@@ -1012,19 +1012,19 @@ static void count_requests(struct fs_metrics *mx)
 				       .lane = true};
 	char url[64];
 
-	fs__metrics_on_request(mx, &r);
+	obs_metrics_on_request(mx, &r);
 	r.url = "http://origin:8080/b?x";
 	r.status = 0;
 	r.bytes = 0;
-	fs__metrics_on_request(mx, &r);
+	obs_metrics_on_request(mx, &r);
 	for (int i = 0; i < 40; i++) {
 		snprintf(url, sizeof(url), "https://h%d.example/f", i);
 		r.url = url;
 		r.status = 503;
-		fs__metrics_on_request(mx, &r);
+		obs_metrics_on_request(mx, &r);
 	}
-	fs__metrics_read(mx, 2000000, false);
-	fs__metrics_read(mx, 90000000000ull, true);
+	obs_metrics_read(mx, 2000000, false);
+	obs_metrics_read(mx, 90000000000ull, true);
 }
 
 /* The text format: every family's HELP and TYPE once, before its samples;
@@ -1033,17 +1033,17 @@ static void count_requests(struct fs_metrics *mx)
 static void metrics_text(void)
 {
 	char *labels[] = {"site=ly\"on"};
-	struct fs_metrics_now now = {.has_engine = true};
-	struct fs_metrics *mx = NULL;
+	struct obs_metrics_now now = {.has_engine = true};
+	struct obs_metrics *mx = NULL;
 	char *text = NULL;
 	size_t len;
 	int families = 0;
 
 	now.engine.read_bytes[FS_FROM_NETWORK] = 4096;
 	now.engine.lanes = 8;
-	T_EQ_INT(fs__metrics_new("/mnt/a\"b\nc", labels, 1, &mx), 0);
+	T_EQ_INT(obs_metrics_new("/mnt/a\"b\nc", labels, 1, &mx), 0);
 	count_requests(mx);
-	T_EQ_INT(fs__metrics_text(mx, &now, &text, &len), 0);
+	T_EQ_INT(obs__metrics_text(mx, &now, &text, &len), 0);
 	T_EQ_U64(len, strlen(text));
 	for (char *p = text, *end; *p != '\0'; p = end + 1) {
 		end = strchr(p, '\n');
@@ -1057,7 +1057,7 @@ static void metrics_text(void)
 	}
 	free(text);
 	T_ASSERT(families >= 15);
-	T_EQ_INT(fs__metrics_text(mx, &now, &text, &len), 0);
+	T_EQ_INT(obs__metrics_text(mx, &now, &text, &len), 0);
 	T_ASSERT(strstr(text, "pacefs_read_bytes_total{mount=") != NULL);
 	T_ASSERT(strstr(text, ",from=\"network\"} 4096\n") != NULL);
 	T_ASSERT(strstr(text, ",source=\"origin:8080\",proxy=\"DIRECT\","
@@ -1076,23 +1076,23 @@ static void metrics_text(void)
 			      "site=\"ly\\\"on\"} 90.002\n") != NULL);
 	T_ASSERT(strstr(text, "pacefs_read_errors_total{mount=") != NULL);
 	free(text);
-	fs__metrics_free(mx);
+	obs_metrics_free(mx);
 }
 
 /* Status shows the same samples: as JSON, and refused rather than cut
  * when they do not fit. */
 static void metrics_json(void)
 {
-	struct fs_metrics_now now = {.has_engine = true};
-	struct fs_metrics *mx = NULL;
+	struct obs_metrics_now now = {.has_engine = true};
+	struct obs_metrics *mx = NULL;
 	json_error_t jerr;
 	char *json = NULL;
 	json_t *a;
 	size_t len;
 
-	T_EQ_INT(fs__metrics_new("/m", NULL, 0, &mx), 0);
+	T_EQ_INT(obs_metrics_new("/m", NULL, 0, &mx), 0);
 	count_requests(mx);
-	T_EQ_INT(fs__metrics_json(mx, &now, 1 << 20, &json, &len), 0);
+	T_EQ_INT(obs__metrics_json(mx, &now, 1 << 20, &json, &len), 0);
 	a = json_loads(json, 0, &jerr);
 	free(json);
 	T_ASSERT(json_is_array(a) && json_array_size(a) > 40);
@@ -1100,8 +1100,8 @@ static void metrics_json(void)
 			 json_object_get(json_array_get(a, 0), "name")),
 		 "pacefs_read_bytes_total");
 	json_decref(a);
-	T_EQ_INT(fs__metrics_json(mx, &now, 1000, &json, &len), -ERANGE);
-	fs__metrics_free(mx);
+	T_EQ_INT(obs__metrics_json(mx, &now, 1000, &json, &len), -ERANGE);
+	obs_metrics_free(mx);
 }
 
 /* Every metric is in the man page: its name, type and meaning are the
@@ -1121,16 +1121,16 @@ static void metrics_documented(void)
 	man = calloc(1, (size_t)n + 1);
 	T_ASSERT(man != NULL && fread(man, 1, (size_t)n, f) == (size_t)n);
 	fclose(f);
-	for (int i = 0; fs__metric_families[i].name != NULL; i++) {
+	for (int i = 0; obs__metric_families[i].name != NULL; i++) {
 		char want[160];
-		const char *name = fs__metric_families[i].name;
+		const char *name = obs__metric_families[i].name;
 
 		/* ".B NAME" and its type first on the line after. */
 		snprintf(want, sizeof(want), ".B %s\n%s", name,
-			 fs__metric_families[i].type);
+			 obs__metric_families[i].type);
 		if (strstr(man, want) == NULL)
 			T_FAIL("docs/pacefs.1 does not document %s (%s)", name,
-			       fs__metric_families[i].type);
+			       obs__metric_families[i].type);
 	}
 	free(man);
 }
@@ -1143,13 +1143,13 @@ static void metrics_documented(void)
  * at its peer. */
 struct mconn_pair {
 	int ours, peer;
-	struct fs_mconn *c;
+	struct obs_mconn *c;
 };
 
-static struct fs_mconn_closed mconn_last;
+static struct obs_mconn_closed mconn_last;
 static unsigned mconn_closes;
 
-static void mconn_heard(void *ctx, const struct fs_mconn_closed *why)
+static void mconn_heard(void *ctx, const struct obs_mconn_closed *why)
 {
 	(void)ctx;
 	mconn_last = *why;
@@ -1164,7 +1164,7 @@ static struct sockaddr_in mconn_addr(unsigned char last)
 	return a;
 }
 
-static int mconn_open(struct fs_mconns *t, struct mconn_pair *p,
+static int mconn_open(struct obs_mconns *t, struct mconn_pair *p,
 		      unsigned char last, uint64_t now_ms)
 {
 	struct sockaddr_in a = mconn_addr(last);
@@ -1174,8 +1174,8 @@ static int mconn_open(struct fs_mconns *t, struct mconn_pair *p,
 		return -errno;
 	p->ours = sv[0];
 	p->peer = sv[1];
-	fs__mconns_admit(t, (struct sockaddr *)&a, now_ms);
-	p->c = fs__mconns_add(t, p->ours, (struct sockaddr *)&a, now_ms);
+	obs__mconns_admit(t, (struct sockaddr *)&a, now_ms);
+	p->c = obs__mconns_add(t, p->ours, (struct sockaddr *)&a, now_ms);
 	return p->c != NULL ? 0 : -ENOSPC;
 }
 
@@ -1198,57 +1198,57 @@ static void mconn_close_all(struct mconn_pair *p, size_t n)
 static void metrics_conn_deadlines(void)
 {
 	struct mconn_pair p[2];
-	struct fs_mconns *t;
+	struct obs_mconns *t;
 
-	T_EQ_INT(fs__mconns_new(mconn_heard, NULL, &t), 0);
+	T_EQ_INT(obs__mconns_new(mconn_heard, NULL, &t), 0);
 	mconn_closes = 0;
-	T_EQ_INT(fs__mconns_sweep(t, 0), -1);
+	T_EQ_INT(obs__mconns_sweep(t, 0), -1);
 	T_EQ_INT(mconn_open(t, &p[0], 1, 1000), 0);
 	T_EQ_INT(mconn_open(t, &p[1], 1, 1000), 0);
-	fs__mconns_asked(p[1].c);
+	obs__mconns_asked(p[1].c);
 	/* A byte a second is no request: the first deadline is the accept's. */
-	T_EQ_INT(fs__mconns_sweep(t, 1999), 1);
+	T_EQ_INT(obs__mconns_sweep(t, 1999), 1);
 	T_ASSERT(!mconn_ended(&p[0]));
-	T_EQ_INT(fs__mconns_sweep(t, 2000), 9000);
+	T_EQ_INT(obs__mconns_sweep(t, 2000), 9000);
 	T_ASSERT(mconn_ended(&p[0]));
-	T_EQ_INT(mconn_last.reason, FS_MCONN_NO_REQUEST);
+	T_EQ_INT(mconn_last.reason, OBS_MCONN_NO_REQUEST);
 	T_EQ_U64(mconn_last.age_ms, 1000);
 	/* Asked: it has until 10 s after its accept to be done. */
 	T_ASSERT(!mconn_ended(&p[1]));
-	T_EQ_INT(fs__mconns_sweep(t, 10999), 1);
-	T_EQ_INT(fs__mconns_sweep(t, 11000), -1);
+	T_EQ_INT(obs__mconns_sweep(t, 10999), 1);
+	T_EQ_INT(obs__mconns_sweep(t, 11000), -1);
 	T_ASSERT(mconn_ended(&p[1]));
-	T_EQ_INT(mconn_last.reason, FS_MCONN_TOO_LONG);
+	T_EQ_INT(mconn_last.reason, OBS_MCONN_TOO_LONG);
 	T_EQ_INT(mconn_closes, 2);
-	fs__mconns_gone(t, p[0].c);
-	fs__mconns_gone(t, p[1].c);
-	fs__mconns_free(t);
+	obs__mconns_gone(t, p[0].c);
+	obs__mconns_gone(t, p[1].c);
+	obs__mconns_free(t);
 	mconn_close_all(p, 2);
 }
 
 static void metrics_conn_room(void)
 {
-	static struct mconn_pair p[FS_MCONN_MAX + 2];
-	struct fs_mconns *t;
+	static struct mconn_pair p[OBS_MCONN_MAX + 2];
+	struct obs_mconns *t;
 	size_t n = 0;
 
-	T_EQ_INT(fs__mconns_new(mconn_heard, NULL, &t), 0);
+	T_EQ_INT(obs__mconns_new(mconn_heard, NULL, &t), 0);
 	mconn_closes = 0;
 	/* One address at its share, its oldest asked: a newcomer of that
 	 * address closes its oldest still waiting. */
-	for (; n < FS_MCONN_PER_ADDR; n++)
+	for (; n < OBS_MCONN_PER_ADDR; n++)
 		T_EQ_INT(mconn_open(t, &p[n], 1, 100 + n), 0);
-	fs__mconns_asked(p[0].c);
+	obs__mconns_asked(p[0].c);
 	T_EQ_INT(mconn_closes, 0);
 	T_EQ_INT(mconn_open(t, &p[n++], 1, 500), 0);
 	T_EQ_INT(mconn_closes, 1);
 	T_ASSERT(!mconn_ended(&p[0]));
 	T_ASSERT(mconn_ended(&p[1]));
-	T_EQ_INT(mconn_last.reason, FS_MCONN_FOR_ROOM);
-	fs__mconns_gone(t, p[1].c);
+	T_EQ_INT(mconn_last.reason, OBS_MCONN_FOR_ROOM);
+	obs__mconns_gone(t, p[1].c);
 	/* Others fill the endpoint and close nothing of it until it is full;
 	 * then the oldest waiting of all goes, of whichever address. */
-	for (unsigned char a = 2; n < FS_MCONN_MAX + 1; n++, a++)
+	for (unsigned char a = 2; n < OBS_MCONN_MAX + 1; n++, a++)
 		T_EQ_INT(mconn_open(t, &p[n], a, 600), 0);
 	T_EQ_INT(mconn_closes, 1);
 	T_EQ_INT(mconn_open(t, &p[n++], 200, 700), 0);
@@ -1256,7 +1256,7 @@ static void metrics_conn_room(void)
 	T_ASSERT(mconn_ended(&p[2]));
 	T_ASSERT(!mconn_ended(&p[3]));
 	T_EQ_INT(mconn_last.ip[3], 1);
-	fs__mconns_free(t);
+	obs__mconns_free(t);
 	mconn_close_all(p, n);
 }
 
@@ -1312,7 +1312,7 @@ static int engine_fixture(char *dir, struct cache **c, struct fs_engine **e,
 				      .read_timeout_s = 5,
 				      .stall_timeout_s = 5,
 				      .fetch = {.max_lanes = 1},
-				      .log = fs__log_hook};
+				      .log = obs_log_hook};
 	struct cache_id id;
 	uint32_t b;
 	int rc;

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/driver/driver_int.h"
-#include "fs/driver/metrics_int.h"
 #include "fs/engine/engine.h"
+#include "fs/obs/obs.h"
+#include "fs/obs/obs_int.h"
 
 /* Histogram bounds, the same for the reads and the first bytes: from a
  * read served from memory (tens of µs) to a read_timeout (60 s). */
@@ -50,7 +50,7 @@ struct hist {
 	_Atomic uint64_t sum_ns;
 };
 
-struct fs_metrics {
+struct obs_metrics {
 	char *labels;	    /* mount="...",k="v": what every series carries */
 	pthread_mutex_t mu; /* adding a host */
 	char hosts[SOURCES_MAX][HOST_MAX];
@@ -92,7 +92,7 @@ enum family {
 	F_N,
 };
 
-const struct fs_metric_family fs__metric_families[] = {
+const struct obs_metric_family obs__metric_families[] = {
 	[F_READ_BYTES] = {"pacefs_read_bytes_total", "counter",
 			  "Bytes the mount answered reads with, by where they "
 			  "came from (the kernel's page cache answers reads "
@@ -165,10 +165,10 @@ const struct fs_metric_family fs__metric_families[] = {
 	{NULL, NULL, NULL},
 };
 
-int fs__metrics_new(const char *mountpoint, char *const *labels,
-		    unsigned nlabels, struct fs_metrics **out)
+int obs_metrics_new(const char *mountpoint, char *const *labels,
+		    unsigned nlabels, struct obs_metrics **out)
 {
-	struct fs_metrics *mx = calloc(1, sizeof(*mx));
+	struct obs_metrics *mx = calloc(1, sizeof(*mx));
 	size_t cap = 16 + 6 * strlen(mountpoint), used;
 
 	for (unsigned i = 0; i < nlabels; i++)
@@ -178,14 +178,14 @@ int fs__metrics_new(const char *mountpoint, char *const *labels,
 		return -ENOMEM;
 	}
 	used = (size_t)snprintf(mx->labels, cap, "mount=\"");
-	used += fs__prom_escape(mountpoint, mx->labels + used, cap - used);
+	used += obs__prom_escape(mountpoint, mx->labels + used, cap - used);
 	for (unsigned i = 0; i < nlabels; i++) {
 		const char *eq = strchr(labels[i], '=');
 
 		used += (size_t)snprintf(mx->labels + used, cap - used,
 					 "\",%.*s=\"", (int)(eq - labels[i]),
 					 labels[i]);
-		used += fs__prom_escape(eq + 1, mx->labels + used, cap - used);
+		used += obs__prom_escape(eq + 1, mx->labels + used, cap - used);
 	}
 	snprintf(mx->labels + used, cap - used, "\"");
 	pthread_mutex_init(&mx->mu, NULL);
@@ -193,7 +193,7 @@ int fs__metrics_new(const char *mountpoint, char *const *labels,
 	return 0;
 }
 
-void fs__metrics_free(struct fs_metrics *mx)
+void obs_metrics_free(struct obs_metrics *mx)
 {
 	if (mx == NULL)
 		return;
@@ -202,7 +202,7 @@ void fs__metrics_free(struct fs_metrics *mx)
 	free(mx);
 }
 
-size_t fs__prom_escape(const char *s, char *out, size_t cap)
+size_t obs__prom_escape(const char *s, char *out, size_t cap)
 {
 	size_t o = 0;
 
@@ -268,7 +268,7 @@ static void url_host(const char *url, char *host, size_t cap)
 /* The index of url's host in the table, adding it if there is room;
  * SOURCES_MAX ("other") when there is none. Lock-free for a known host:
  * hosts are written once, before nhosts publishes them. */
-static uint32_t source_index(struct fs_metrics *mx, const char *url)
+static uint32_t source_index(struct obs_metrics *mx, const char *url)
 {
 	char host[HOST_MAX];
 	uint32_t n, i;
@@ -292,9 +292,9 @@ static uint32_t source_index(struct fs_metrics *mx, const char *url)
 	return i;
 }
 
-void fs__metrics_on_request(void *ctx, const struct fetch_request_info *r)
+void obs_metrics_on_request(void *ctx, const struct fetch_request_info *r)
 {
-	struct fs_metrics *mx = ctx;
+	struct obs_metrics *mx = ctx;
 	uint32_t src = source_index(mx, r->url);
 	int route = r->proxy >= 0 && r->proxy < FETCH_PROXIES_MAX ? r->proxy
 								  : ROUTES - 1;
@@ -309,7 +309,7 @@ void fs__metrics_on_request(void *ctx, const struct fetch_request_info *r)
 		observe(&mx->first_bytes, r->first_byte_us * 1000u);
 }
 
-void fs__metrics_read(struct fs_metrics *mx, uint64_t ns, bool failed)
+void obs_metrics_read(struct obs_metrics *mx, uint64_t ns, bool failed)
 {
 	observe(&mx->reads, ns);
 	if (failed)
@@ -317,7 +317,7 @@ void fs__metrics_read(struct fs_metrics *mx, uint64_t ns, bool failed)
 					  memory_order_relaxed);
 }
 
-void fs__metrics_now(const struct fs_mount *m, struct fs_metrics_now *now)
+void obs__metrics_now(const struct obs_view *m, struct obs_metrics_now *now)
 {
 	memset(now, 0, sizeof(*now));
 	if (m->engine != NULL) {
@@ -326,14 +326,14 @@ void fs__metrics_now(const struct fs_mount *m, struct fs_metrics_now *now)
 	}
 	if (m->cache != NULL && cache_stats_get(m->cache, &now->cache) == 0)
 		now->has_cache = true;
-	now->proxies = m->fetch.proxies;
+	now->proxies = m->proxies;
 }
 
 /* ---- the walk ---- */
 
 struct walk {
-	struct fs_metrics *mx;
-	void (*fn)(void *ctx, const struct fs_sample *s);
+	struct obs_metrics *mx;
+	void (*fn)(void *ctx, const struct obs_sample *s);
 	void *ctx;
 };
 
@@ -341,15 +341,15 @@ struct walk {
 static void emit(struct walk *w, enum family f, const char *suffix, uint64_t u,
 		 const double *d, unsigned n, ...)
 {
-	struct fs_sample s = {.family = &fs__metric_families[f],
-			      .suffix = suffix,
-			      .u = u,
-			      .real = d != NULL,
-			      .d = d != NULL ? *d : 0};
+	struct obs_sample s = {.family = &obs__metric_families[f],
+			       .suffix = suffix,
+			       .u = u,
+			       .real = d != NULL,
+			       .d = d != NULL ? *d : 0};
 	va_list ap;
 
 	va_start(ap, n);
-	for (; s.nlabels < n && s.nlabels < FS_SAMPLE_LABELS; s.nlabels++) {
+	for (; s.nlabels < n && s.nlabels < OBS_SAMPLE_LABELS; s.nlabels++) {
 		s.key[s.nlabels] = va_arg(ap, const char *);
 		s.value[s.nlabels] = va_arg(ap, const char *);
 	}
@@ -379,7 +379,7 @@ static void walk_requests(struct walk *w, enum family f,
 			  _Atomic uint64_t (*v)[ROUTES][ST_N],
 			  const struct fetch_proxy_info *pi, uint32_t npi)
 {
-	struct fs_metrics *mx = w->mx;
+	struct obs_metrics *mx = w->mx;
 	uint32_t nhosts =
 		atomic_load_explicit(&mx->nhosts, memory_order_acquire);
 
@@ -434,9 +434,10 @@ static void walk_engine(struct walk *w, const struct fs_engine_counters *c)
 	emit(w, F_MISSES, "", c->misses, NULL, 0);
 }
 
-void fs__metrics_walk(struct fs_metrics *mx, const struct fs_metrics_now *now,
-		      void (*fn)(void *ctx, const struct fs_sample *s),
-		      void *ctx)
+void obs__metrics_walk(struct obs_metrics *mx,
+		       const struct obs_metrics_now *now,
+		       void (*fn)(void *ctx, const struct obs_sample *s),
+		       void *ctx)
 {
 	struct walk w = {.mx = mx, .fn = fn, .ctx = ctx};
 	const struct fs_engine_counters *c = &now->engine;
@@ -485,7 +486,7 @@ struct text {
 	char *p;
 	size_t len, cap, limit;
 	bool failed;
-	const struct fs_metric_family *last;
+	const struct obs_metric_family *last;
 	const char *labels;
 };
 
@@ -528,7 +529,7 @@ static void add(struct text *t, const char *fmt, ...)
 		t->len += (size_t)n;
 }
 
-/* Appends s escaped by esc (fs__prom_escape, fs__json_escape). */
+/* Appends s escaped by esc (obs__prom_escape, fs__json_escape). */
 static void add_escaped(struct text *t, const char *s,
 			size_t (*esc)(const char *, char *, size_t))
 {
@@ -536,7 +537,7 @@ static void add_escaped(struct text *t, const char *s,
 		t->len += esc(s, t->p + t->len, t->cap - t->len);
 }
 
-static void add_value(struct text *t, const struct fs_sample *s)
+static void add_value(struct text *t, const struct obs_sample *s)
 {
 	if (s->real)
 		add(t, "%.9g", s->d);
@@ -544,7 +545,7 @@ static void add_value(struct text *t, const struct fs_sample *s)
 		add(t, "%" PRIu64, s->u);
 }
 
-static void text_sample(void *ctx, const struct fs_sample *s)
+static void text_sample(void *ctx, const struct obs_sample *s)
 {
 	struct text *t = ctx;
 
@@ -556,7 +557,7 @@ static void text_sample(void *ctx, const struct fs_sample *s)
 	add(t, "%s%s{%s", s->family->name, s->suffix, t->labels);
 	for (unsigned i = 0; i < s->nlabels; i++) {
 		add(t, ",%s=\"", s->key[i]);
-		add_escaped(t, s->value[i], fs__prom_escape);
+		add_escaped(t, s->value[i], obs__prom_escape);
 		add(t, "\"");
 	}
 	add(t, "} ");
@@ -564,7 +565,7 @@ static void text_sample(void *ctx, const struct fs_sample *s)
 	add(t, "\n");
 }
 
-static void json_sample(void *ctx, const struct fs_sample *s)
+static void json_sample(void *ctx, const struct obs_sample *s)
 {
 	struct text *t = ctx;
 
@@ -580,7 +581,7 @@ static void json_sample(void *ctx, const struct fs_sample *s)
 	add(t, "}");
 }
 
-static int write_all(struct fs_metrics *mx, const struct fs_metrics_now *now,
+static int write_all(struct obs_metrics *mx, const struct obs_metrics_now *now,
 		     bool json, size_t limit, char **out, size_t *len)
 {
 	struct text t = {.cap = 16384, .limit = limit, .labels = mx->labels};
@@ -591,7 +592,7 @@ static int write_all(struct fs_metrics *mx, const struct fs_metrics_now *now,
 	t.p[0] = '\0';
 	if (json)
 		add(&t, "[");
-	fs__metrics_walk(mx, now, json ? json_sample : text_sample, &t);
+	obs__metrics_walk(mx, now, json ? json_sample : text_sample, &t);
 	if (json)
 		add(&t, "]");
 	if (t.failed || t.len >= limit) {
@@ -603,14 +604,14 @@ static int write_all(struct fs_metrics *mx, const struct fs_metrics_now *now,
 	return 0;
 }
 
-int fs__metrics_text(struct fs_metrics *mx, const struct fs_metrics_now *now,
-		     char **out, size_t *len)
+int obs__metrics_text(struct obs_metrics *mx, const struct obs_metrics_now *now,
+		      char **out, size_t *len)
 {
 	return write_all(mx, now, false, 64u << 20, out, len);
 }
 
-int fs__metrics_json(struct fs_metrics *mx, const struct fs_metrics_now *now,
-		     size_t limit, char **out, size_t *len)
+int obs__metrics_json(struct obs_metrics *mx, const struct obs_metrics_now *now,
+		      size_t limit, char **out, size_t *len)
 {
 	return write_all(mx, now, true, limit, out, len);
 }

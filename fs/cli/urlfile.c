@@ -13,7 +13,7 @@
 
 #include "fs/auth/auth.h"
 #include "fs/base.h"
-#include "fs/driver/driver_int.h"
+#include "fs/cli/cli_int.h"
 #include "fs/fs.h"
 
 /* The most a URL file or standard input may hold. */
@@ -137,7 +137,7 @@ static int take_lines(struct fs_opts *o, char *text, const char *from,
 	return 0;
 }
 
-int fs__url_read(struct fs_opts *o, char *err, size_t errlen)
+int cli__url_read(struct fs_opts *o, char *err, size_t errlen)
 {
 	char from[PATH_MAX + 32], *text = NULL;
 	size_t len = 0;

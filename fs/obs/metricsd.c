@@ -20,15 +20,15 @@
 
 #include <microhttpd.h>
 
-#include "fs/driver/driver_int.h"
-#include "fs/driver/metrics_int.h"
+#include "fs/obs/obs.h"
+#include "fs/obs/obs_int.h"
 
-struct fs_metricsd {
+struct obs_metricsd {
 	struct MHD_Daemon *d;
-	struct fs_metrics *mx;
-	struct fs_mount *m;
-	struct fs_mconns *conns; /* the server thread's alone */
-	int stop_fd;		 /* an eventfd: written once, to stop */
+	struct obs_metrics *mx;
+	struct obs_view m;	  /* a copy: its pointers are the mount's */
+	struct obs_mconns *conns; /* the server thread's alone */
+	int stop_fd;		  /* an eventfd: written once, to stop */
 	pthread_t thread;
 };
 
@@ -48,7 +48,7 @@ static int listen_on(const struct addrinfo *ai)
 	/* A backlog as deep as the connections kept: a burst of connects
 	 * that fills it would cost a scraper a SYN retransmit (1 s). */
 	if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
-	    listen(fd, FS_MCONN_MAX) != 0) {
+	    listen(fd, OBS_MCONN_MAX) != 0) {
 		rc = -errno;
 		close(fd);
 		return rc;
@@ -81,7 +81,7 @@ static const char *reach(const struct sockaddr *a)
 	return "is not a loopback address: any host that reaches it";
 }
 
-int fs__metrics_listen(const char *spec, int *fd, char *err, size_t errlen)
+int obs_metrics_listen(const char *spec, int *fd, char *err, size_t errlen)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
 				 .ai_flags = AI_NUMERICSERV};
@@ -90,8 +90,8 @@ int fs__metrics_listen(const char *spec, int *fd, char *err, size_t errlen)
 	const char *why;
 	int rc;
 
-	if (!fs__metrics_addr_split(spec, host, sizeof(host), port,
-				    sizeof(port), &why)) {
+	if (!obs__metrics_addr_split(spec, host, sizeof(host), port,
+				     sizeof(port), &why)) {
 		snprintf(err, errlen, "option metrics: '%s' %s", spec, why);
 		return -EINVAL;
 	}
@@ -110,7 +110,7 @@ int fs__metrics_listen(const char *spec, int *fd, char *err, size_t errlen)
 			 * authentication. */
 			why = reach(ai->ai_addr);
 			if (why != NULL)
-				fs__log(FS_LOG_WARN,
+				obs_log(FS_LOG_WARN,
 					"option metrics: %s %s can read "
 					"the mount's metrics (no "
 					"authentication)",
@@ -149,33 +149,33 @@ static void log_mhd(void *cls, const char *fmt, va_list ap)
 	     i++)
 		if (strstr(line, client_ends[i]) != NULL)
 			level = FS_LOG_DEBUG;
-	fs__log(level, "metrics endpoint: %s", line);
+	obs_log(level, "metrics endpoint: %s", line);
 }
 
 /* A connection the table closed, into the log (its rate limit takes a
  * storm of them). */
-static void log_closed(void *ctx, const struct fs_mconn_closed *why)
+static void log_closed(void *ctx, const struct obs_mconn_closed *why)
 {
 	char ip[INET6_ADDRSTRLEN] = "?";
 
 	(void)ctx;
 	inet_ntop(why->family, why->ip, ip, sizeof(ip));
-	if (why->reason == FS_MCONN_FOR_ROOM)
-		fs__log(FS_LOG_WARN,
+	if (why->reason == OBS_MCONN_FOR_ROOM)
+		obs_log(FS_LOG_WARN,
 			"metrics endpoint: closed a connection from %s for a "
 			"new one (the oldest of its address, or of all)",
 			ip);
 	else
-		fs__log(FS_LOG_WARN,
+		obs_log(FS_LOG_WARN,
 			"metrics endpoint: closed a connection from %s that %s "
 			"within %u s",
 			ip,
-			why->reason == FS_MCONN_NO_REQUEST
+			why->reason == OBS_MCONN_NO_REQUEST
 				? "sent no whole request"
 				: "was not done",
-			(why->reason == FS_MCONN_NO_REQUEST
-				 ? FS_MCONN_REQUEST_MS
-				 : FS_MCONN_LIFE_MS) /
+			(why->reason == OBS_MCONN_NO_REQUEST
+				 ? OBS_MCONN_REQUEST_MS
+				 : OBS_MCONN_LIFE_MS) /
 				1000u);
 }
 
@@ -189,10 +189,10 @@ static uint64_t now_ms(void)
 static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr,
 				 socklen_t len)
 {
-	struct fs_metricsd *d = cls;
+	struct obs_metricsd *d = cls;
 
 	(void)len;
-	fs__mconns_admit(d->conns, addr, now_ms());
+	obs__mconns_admit(d->conns, addr, now_ms());
 	return MHD_YES;
 }
 
@@ -200,20 +200,21 @@ static void on_connection(void *cls, struct MHD_Connection *c,
 			  void **socket_context,
 			  enum MHD_ConnectionNotificationCode code)
 {
-	struct fs_metricsd *d = cls;
+	struct obs_metricsd *d = cls;
 	const union MHD_ConnectionInfo *fd, *addr;
 
 	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-		fs__mconns_gone(d->conns, *socket_context);
+		obs__mconns_gone(d->conns, *socket_context);
 		*socket_context = NULL;
 		return;
 	}
 	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	*socket_context = fd == NULL || addr == NULL
-				  ? NULL
-				  : fs__mconns_add(d->conns, fd->connect_fd,
-						   addr->client_addr, now_ms());
+	*socket_context =
+		fd == NULL || addr == NULL
+			? NULL
+			: obs__mconns_add(d->conns, fd->connect_fd,
+					  addr->client_addr, now_ms());
 }
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
@@ -250,10 +251,10 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c,
 {
 	static char not_found[] = "pacefs: the metrics are at /metrics\n";
 	static char not_allowed[] = "pacefs: GET /metrics\n";
-	struct fs_metricsd *d = cls;
+	struct obs_metricsd *d = cls;
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	struct fs_metrics_now now;
+	struct obs_metrics_now now;
 	char *text;
 	size_t len;
 
@@ -262,15 +263,15 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c,
 	(void)upload_size;
 	(void)con_cls;
 	if (ci != NULL)
-		fs__mconns_asked(ci->socket_context);
+		obs__mconns_asked(ci->socket_context);
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, not_allowed,
 			     strlen(not_allowed), false);
 	if (strcmp(url, "/metrics") != 0)
 		return reply(c, MHD_HTTP_NOT_FOUND, not_found,
 			     strlen(not_found), false);
-	fs__metrics_now(d->m, &now);
-	if (fs__metrics_text(d->mx, &now, &text, &len) != 0)
+	obs__metrics_now(&d->m, &now);
+	if (obs__metrics_text(d->mx, &now, &text, &len) != 0)
 		return MHD_NO; /* out of memory: the connection is closed */
 	return reply(c, MHD_HTTP_OK, text, len, true);
 }
@@ -279,7 +280,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c,
  * deadlines, until stop_fd is written. */
 static void *serve_main(void *arg)
 {
-	struct fs_metricsd *d = arg;
+	struct obs_metricsd *d = arg;
 	const union MHD_DaemonInfo *ep =
 		MHD_get_daemon_info(d->d, MHD_DAEMON_INFO_EPOLL_FD);
 	struct pollfd p[2] = {{.fd = ep->epoll_fd, .events = POLLIN},
@@ -287,13 +288,13 @@ static void *serve_main(void *arg)
 
 	for (;;) {
 		MHD_UNSIGNED_LONG_LONG mhd_ms;
-		int wait_ms = fs__mconns_sweep(d->conns, now_ms());
+		int wait_ms = obs__mconns_sweep(d->conns, now_ms());
 
 		if (MHD_get_timeout(d->d, &mhd_ms) == MHD_YES &&
 		    (wait_ms < 0 || mhd_ms < (MHD_UNSIGNED_LONG_LONG)wait_ms))
 			wait_ms = mhd_ms > INT_MAX ? INT_MAX : (int)mhd_ms;
 		if (poll(p, 2, wait_ms) < 0 && errno != EINTR) {
-			fs__log(FS_LOG_ERR, "metrics endpoint: stopped: %s",
+			obs_log(FS_LOG_ERR, "metrics endpoint: stopped: %s",
 				strerror(errno));
 			break;
 		}
@@ -304,10 +305,10 @@ static void *serve_main(void *arg)
 	return NULL;
 }
 
-int fs__metricsd_start(int fd, struct fs_metrics *mx, struct fs_mount *m,
-		       struct fs_metricsd **out)
+int obs_metricsd_start(int fd, struct obs_metrics *mx, const struct obs_view *m,
+		       struct obs_metricsd **out)
 {
-	struct fs_metricsd *d = calloc(1, sizeof(*d));
+	struct obs_metricsd *d = calloc(1, sizeof(*d));
 	int rc;
 
 	if (d == NULL) {
@@ -315,14 +316,14 @@ int fs__metricsd_start(int fd, struct fs_metrics *mx, struct fs_mount *m,
 		return -ENOMEM;
 	}
 	d->mx = mx;
-	d->m = m;
+	d->m = *m;
 	d->stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (d->stop_fd < 0) {
 		rc = -errno;
 		close(fd);
 		goto out;
 	}
-	rc = fs__mconns_new(log_closed, d, &d->conns);
+	rc = obs__mconns_new(log_closed, d, &d->conns);
 	if (rc != 0) {
 		close(fd);
 		goto out;
@@ -336,7 +337,7 @@ int fs__metricsd_start(int fd, struct fs_metrics *mx, struct fs_mount *m,
 				log_mhd, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
 				MHD_OPTION_NOTIFY_CONNECTION, on_connection, d,
 				MHD_OPTION_CONNECTION_LIMIT,
-				(unsigned)FS_MCONN_SLOTS, MHD_OPTION_END);
+				(unsigned)OBS_MCONN_SLOTS, MHD_OPTION_END);
 	if (d->d == NULL) {
 		close(fd);
 		rc = -EIO;
@@ -351,7 +352,7 @@ out:
 	if (rc != 0) {
 		if (d->d != NULL)
 			MHD_stop_daemon(d->d); /* closes the listening socket */
-		fs__mconns_free(d->conns);
+		obs__mconns_free(d->conns);
 		if (d->stop_fd >= 0)
 			close(d->stop_fd);
 		free(d);
@@ -361,21 +362,21 @@ out:
 	return 0;
 }
 
-void fs__metricsd_stop(struct fs_metricsd *d)
+void obs_metricsd_stop(struct obs_metricsd *d)
 {
 	uint64_t one = 1;
 
 	if (d == NULL)
 		return;
 	if (write(d->stop_fd, &one, sizeof(one)) != sizeof(one))
-		fs__log(FS_LOG_ERR, "metrics endpoint: cannot stop: %s",
+		obs_log(FS_LOG_ERR, "metrics endpoint: cannot stop: %s",
 			strerror(errno));
 	else
 		pthread_join(d->thread, NULL);
 	/* Closes the listening socket and every connection, the table told
 	 * of each. */
 	MHD_stop_daemon(d->d);
-	fs__mconns_free(d->conns);
+	obs__mconns_free(d->conns);
 	close(d->stop_fd);
 	free(d);
 }

@@ -10,7 +10,7 @@
 
 #include "fetch/fetch.h"
 #include "fs/base.h"
-#include "fs/driver/driver_int.h"
+#include "fs/cli/cli.h"
 #include "fs/fs.h"
 #include "fs/tree/tree.h"
 
@@ -42,7 +42,7 @@ static const char *clear_creds(const char *url, bool headers)
 	return NULL;
 }
 
-int fs__proxy_clear_check(const struct fs_opts *o,
+int cli_proxy_clear_check(const struct fs_opts *o,
 			  const struct fs_manifest *man,
 			  struct fetch_proxies *proxies, char *err,
 			  size_t errlen)

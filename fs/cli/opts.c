@@ -18,8 +18,8 @@
 #include "fetch/fetch.h"
 #include "fs/auth/auth.h"
 #include "fs/base.h"
-#include "fs/driver/driver_int.h"
-#include "fs/driver/metrics_int.h"
+#include "fs/cli/cli_int.h"
+#include "fs/obs/obs.h"
 #include "fs/fs.h"
 
 _Static_assert(FS_CHUNK_MIN == CACHE_BLOCK_SIZE,
@@ -45,7 +45,7 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("-f", KEY_FOREGROUND),
 	FUSE_OPT_KEY("-d", KEY_DEBUG),
 	FUSE_OPT_KEY("debug", KEY_DEBUG),
-	/* A URL of "-" (read elsewhere: fs__url_read), not an option. */
+	/* A URL of "-" (read elsewhere: cli__url_read), not an option. */
 	FUSE_OPT_KEY("-", KEY_DASH),
 	FUSE_OPT_END,
 };
@@ -170,7 +170,7 @@ static const struct opt_def opt_table[] = {
 		 "or group/others may write (shared on purpose)"),
 	OPT_STRING("name", name, NULL, "NAME",
 		   "file name (default: the URL's last path segment)"),
-		OPT_UINT("lanes", lanes, 1, 256, "N",
+	OPT_UINT("lanes", lanes, 1, 256, "N",
 		 "connections of the whole mount (default: 32)"),
 	OPT_UINT("host_lanes", host_lanes, 1, 256, "N",
 		 "connections to one origin (default: 16)"),
@@ -287,8 +287,9 @@ static bool read_ms(const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
 	ms *= 1000;
 	if (*p == '.')
 		for (p++; *p >= '0' && *p <= '9' && frac < 3; p++, frac++)
-			ms += (uint64_t)(*p - '0') *
-			      (frac == 0 ? 100 : frac == 1 ? 10 : 1);
+			ms += (uint64_t)(*p - '0') * (frac == 0	  ? 100
+						      : frac == 1 ? 10
+								  : 1);
 	if (whole == 0 || *p != '\0' || ms < lo || ms > hi)
 		return false;
 	*out = ms;
@@ -489,8 +490,8 @@ static int check_header_file(struct parse_state *s, const char *path)
 	return 0;
 }
 
-/* Refused here, with the part that is wrong; mount.c builds the list the
- * requests use. */
+/* Refused here, with the part that is wrong; driver/prepare.c builds the list
+ * the requests use. */
 static int check_proxy(struct parse_state *s, const char *v)
 {
 	struct fetch_proxies *list = NULL;
@@ -539,16 +540,16 @@ static int read_revalidate(struct parse_state *s, const char *v)
 	return 0;
 }
 
-/* fs/driver/metricsd.c and metrics.c say what is wrong, naming the
+/* obs/metrics_opt.c says what is wrong, naming the
  * option. */
 static int check_metrics(struct parse_state *s, const char *v)
 {
-	return fs__metrics_addr_check(v, s->err, s->errlen);
+	return obs_metrics_addr_check(v, s->err, s->errlen);
 }
 
 static int check_metrics_label(struct parse_state *s, const char *v)
 {
-	return fs__metrics_label_check(v, s->o->metrics_labels,
+	return obs_metrics_label_check(v, s->o->metrics_labels,
 				       s->o->nmetrics_labels, s->err,
 				       s->errlen);
 }
@@ -631,7 +632,7 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	struct parse_state s = {.o = out, .err = err, .errlen = errlen};
 
 	memset(out, 0, sizeof(*out));
-		out->lanes = FS_LANES;
+	out->lanes = FS_LANES;
 	out->host_lanes = FS_HOST_LANES;
 	out->connect_timeout_s = 10;
 	out->read_timeout_s = 60;
@@ -674,7 +675,7 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 		goto fail;
 	}
 	if (!out->show_help && !out->show_version &&
-	    fs__url_read(out, err, errlen) != 0)
+	    cli__url_read(out, err, errlen) != 0)
 		goto fail;
 	out->fuse_args = args;
 	return 0;
@@ -722,105 +723,6 @@ void fs_opts_free(struct fs_opts *o)
 		free(o->metrics_labels[i]);
 	free(o->metrics_labels);
 	memset(o, 0, sizeof(*o));
-}
-
-
-int fs_name_check(const char *name, char *err, size_t errlen)
-{
-	if (name[0] == '\0' || strcmp(name, ".") == 0 ||
-	    strcmp(name, "..") == 0 || strchr(name, '/') != NULL) {
-		snprintf(err, errlen,
-			 "'%s' is not a usable file name (empty, '.', '..' "
-			 "or containing '/')",
-			 name);
-		return -EINVAL;
-	}
-	if (strlen(name) > NAME_MAX) {
-		snprintf(err, errlen, "file name longer than %d bytes",
-			 NAME_MAX);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-int fs_name_from_url(const char *url, char *out, size_t cap, char *err,
-		     size_t errlen)
-{
-	const char *p = strstr(url, "://");
-	const char *path, *stop, *seg;
-	size_t n;
-	int rc;
-
-	p = p != NULL ? p + 3 : url;
-	path = strchr(p, '/');
-	if (path == NULL)
-		path = p + strlen(p);
-	stop = path + strcspn(path, "?#");
-	seg = stop;
-	while (seg > path && seg[-1] != '/')
-		seg--;
-	rc = fs__pct_decode(seg, (size_t)(stop - seg), 0, out, cap, &n);
-	if (rc == -EINVAL)
-		return fs__errf(err, errlen, -EINVAL,
-				"URL %s: its last path segment decodes to a "
-				"NUL byte; use -o name=NAME",
-				url);
-	if (rc != 0)
-		return fs__errf(err, errlen, -EINVAL,
-				"URL %s: its last path segment is too long for "
-				"a file name; use -o name=NAME",
-				url);
-	if (fs_name_check(out, err, errlen) != 0) {
-		snprintf(err, errlen,
-			 "URL %s: cannot derive a file name from its last "
-			 "path segment; use -o name=NAME",
-			 url);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-int fs_parse_size(const char *v, uint64_t *out)
-{
-	uint64_t n = 0, mult = 1;
-	const char *p = v;
-
-	if (*p < '0' || *p > '9')
-		return -EINVAL;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (n > (UINT64_MAX - 9) / 10)
-			return -EINVAL;
-		n = n * 10 + (uint64_t)(*p - '0');
-	}
-	switch (*p) {
-	case 'k':
-	case 'K':
-		mult = 1ull << 10;
-		break;
-	case 'm':
-	case 'M':
-		mult = 1ull << 20;
-		break;
-	case 'g':
-	case 'G':
-		mult = 1ull << 30;
-		break;
-	case 't':
-	case 'T':
-		mult = 1ull << 40;
-		break;
-	case '\0':
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (*p != '\0' && strcmp(p + 1, "") != 0 && strcmp(p + 1, "B") != 0 &&
-	    strcmp(p + 1, "iB") != 0)
-		return -EINVAL;
-	if (n > UINT64_MAX / mult)
-		return -EINVAL;
-	*out = n * mult;
-	return 0;
 }
 
 /* Where --help's text starts, past "-o name=ARG". */

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "fetch/fetch.h"
-#include "fs/driver/log_int.h"
+#include "fs/obs/obs_int.h"
 
 /* What is left for a field: the closing brace and newline are kept. */
 #define TAIL 3
@@ -46,9 +46,9 @@ static void put_str(struct line *l, const char *key, const char *value)
 	put_raw(l, "\"");
 }
 
-size_t fs__log_json(char *buf, size_t cap, const struct timespec *when,
-		    const char *level, const char *msg,
-		    const struct fs_log_fields *f)
+size_t obs__log_json(char *buf, size_t cap, const struct timespec *when,
+		     const char *level, const char *msg,
+		     const struct fs_log_fields *f)
 {
 	struct line l = {.buf = buf, .cap = cap};
 	char stamp[64], num[64];

@@ -9,12 +9,13 @@
 #include <string.h>
 
 #include "fs/base.h"
-#include "fs/driver/metrics_int.h"
+#include "fs/obs/obs.h"
+#include "fs/obs/obs_int.h"
 
 /* ---- -o metrics= ---- */
 
-bool fs__metrics_addr_split(const char *spec, char *host, size_t cap,
-			    char *port, size_t pcap, const char **why)
+bool obs__metrics_addr_split(const char *spec, char *host, size_t cap,
+			     char *port, size_t pcap, const char **why)
 {
 	const char *colon = strrchr(spec, ':');
 	const char *h = spec, *hend = colon;
@@ -51,13 +52,13 @@ bool fs__metrics_addr_split(const char *spec, char *host, size_t cap,
 	return true;
 }
 
-int fs__metrics_addr_check(const char *spec, char *err, size_t errlen)
+int obs_metrics_addr_check(const char *spec, char *err, size_t errlen)
 {
 	char host[256], port[8];
 	const char *why;
 
-	if (fs__metrics_addr_split(spec, host, sizeof(host), port, sizeof(port),
-				   &why))
+	if (obs__metrics_addr_split(spec, host, sizeof(host), port,
+				    sizeof(port), &why))
 		return 0;
 	snprintf(err, errlen, "option metrics: '%s' %s", spec, why);
 	return -EINVAL;
@@ -77,7 +78,7 @@ static bool is_utf8(const char *s)
 	return true;
 }
 
-int fs__metrics_label_check(const char *kv, char *const *prev, unsigned nprev,
+int obs_metrics_label_check(const char *kv, char *const *prev, unsigned nprev,
 			    char *err, size_t errlen)
 {
 	/* The labels pacefs's own series carry, and Prometheus's. */

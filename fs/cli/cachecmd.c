@@ -14,8 +14,8 @@
 
 #include "cache/cache.h"
 #include "fetch/fetch.h"
-#include "fs/driver/cachecmd_int.h"
-#include "fs/driver/log_int.h"
+#include "fs/cli/cli.h"
+#include "fs/cli/cli_int.h"
 #include "fs/auth/auth.h"
 
 #define PREFETCH_CHUNK (1024u * 1024u)
@@ -24,7 +24,8 @@
 static void cache_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: pacefs cache COMMAND [--cache-dir DIR] [--cache-shared] "
+		"usage: pacefs cache COMMAND [--cache-dir DIR] "
+		"[--cache-shared] "
 		"[ARGS]\n"
 		"\n"
 		"  ls               one line per blob: id, size, bytes held, "
@@ -48,7 +49,8 @@ static void cache_usage(FILE *f)
 		"\n"
 		"DIR defaults to the mount's default: $XDG_CACHE_HOME/pacefs, "
 		"else\n"
-		"~/.cache/pacefs; /var/cache/pacefs for root. A cache directory "
+		"~/.cache/pacefs; /var/cache/pacefs for root. A cache "
+		"directory "
 		"not owned\n"
 		"by you, or writable by group or others, is refused; "
 		"--cache-shared accepts\n"
@@ -193,8 +195,8 @@ static int cmd_ls(struct cache *c)
 		}
 		printf("%-*.*s %10s %10s %5.1f%%  %-16s %s  %s\n", ID_SHOWN,
 		       ID_SHOWN, bi->hex,
-		       fs__human_size(bi->rec.size, size, sizeof(size)),
-		       fs__human_size(bi->held, held, sizeof(held)), pct, when,
+		       cli__human_size(bi->rec.size, size, sizeof(size)),
+		       cli__human_size(bi->held, held, sizeof(held)), pct, when,
 		       bi->rec.verified ? "V" : "-", shown_identity(bi));
 	}
 	free(ids);
@@ -215,23 +217,23 @@ static int cmd_stat(struct cache *c, const char *dir)
 	printf("cache directory: %s\n", dir);
 	printf("format version:  %" PRIu32 "\n", s.format);
 	printf("block size:      %s\n",
-	       fs__human_size(s.block_size, a, sizeof(a)));
+	       cli__human_size(s.block_size, a, sizeof(a)));
 	printf("blobs:           %" PRIu64 "\n", s.blobs);
 	printf("blocks:          %" PRIu64 "\n", s.blocks);
 	printf("bytes held:      %s (%" PRIu64 " bytes)\n",
-	       fs__human_size(s.bytes, a, sizeof(a)), s.bytes);
+	       cli__human_size(s.bytes, a, sizeof(a)), s.bytes);
 	if (s.budget)
 		printf("budget:          %s (%.1f%% used; blocks count "
 		       "whole)\n",
-		       fs__human_size(s.budget, b, sizeof(b)),
+		       cli__human_size(s.budget, b, sizeof(b)),
 		       100.0 * (double)s.blocks * s.block_size /
 			       (double)s.budget);
 	else
 		printf("budget:          none (-o cache_size sets one)\n");
 	printf("file on disk:    %s\n",
-	       fs__human_size(s.file_size, d, sizeof(d)));
+	       cli__human_size(s.file_size, d, sizeof(d)));
 	printf("map size:        %s (address space, not disk)\n",
-	       fs__human_size(s.map_size, e, sizeof(e)));
+	       cli__human_size(s.map_size, e, sizeof(e)));
 	return 0;
 }
 
@@ -305,6 +307,86 @@ static int resolve(const struct cache_id *ids, size_t n, const char *arg,
 	return 1;
 }
 
+/* Checks one blob of the cache and prints its line: its blocks'
+ * checksums (the cache drops a block that fails), its structure, and its
+ * SHA-256 when it is whole and has one (counted in *checked). Returns 0,
+ * or 1 when it is damaged, broken, mismatched or could not be checked. */
+static int verify_one(struct cache *c, const struct cache_id *id,
+		      struct blob_info *bi, int *checked)
+{
+	uint64_t uncovered = 0, bad[16], nblocks = 0;
+	size_t nbad = 0;
+	char held[32], size[32];
+	int rc;
+
+	rc = blob_info(c, id, bi);
+	if (rc != 0) {
+		/* The cache said what it could not read, on stderr:
+		 * a malformed extent is named there. */
+		printf("%.*s: %s: %s\n", ID_SHOWN, bi->hex,
+		       rc == -EIO ? "BROKEN: its record or extent map "
+				    "is damaged"
+				  : "not checked",
+		       strerror(-rc));
+		return 1;
+	}
+	/* Before the blob's line: the cache logs each block it drops. */
+	fflush(stdout);
+	rc = cache_blob_sums_check(c, id, &nblocks, bad, 16, &nbad);
+	fflush(stderr);
+	printf("%.*s %s: ", ID_SHOWN, bi->hex, shown_identity(bi));
+	if (rc != 0) {
+		printf("not checked: %s\n", strerror(-rc));
+		return 1;
+	}
+	if (nbad != 0) {
+		printf("DAMAGED: %zu of %" PRIu64
+		       " blocks failed their checksum and were "
+		       "dropped (a mount fetches them again): ",
+		       nbad, nblocks);
+		for (size_t j = 0; j < nbad && j < 16; j++)
+			printf("%s%" PRIu64, j ? "," : "blocks ", bad[j]);
+		printf("%s\n", nbad > 16 ? ",..." : "");
+		return 1;
+	}
+	rc = cache_blob_check(c, id, &uncovered);
+	if (rc != 0 || uncovered != 0) {
+		printf("BROKEN: %" PRIu64
+		       " held blocks are missing or short%s\n",
+		       uncovered, rc ? " (check failed)" : "");
+		return 1;
+	}
+	if (!bi->rec.has_sha256) {
+		printf("%" PRIu64 " blocks and structure OK; no "
+		       "SHA-256 to check against\n",
+		       nblocks);
+		return 0;
+	}
+	if (bi->held != bi->rec.size) {
+		printf("%" PRIu64 " blocks and structure OK; "
+		       "incomplete (%s of %s held), no SHA-256 "
+		       "check\n",
+		       nblocks, cli__human_size(bi->held, held, sizeof(held)),
+		       cli__human_size(bi->rec.size, size, sizeof(size)));
+		return 0;
+	}
+	rc = cache_blob_verify(c, id, NULL, bad, 16, &nbad);
+	(*checked)++;
+	if (rc == 0) {
+		printf("OK\n");
+		return 0;
+	}
+	if (rc == -EBADMSG) {
+		printf("MISMATCH");
+		for (size_t j = 0; j < nbad; j++)
+			printf("%s%" PRIu64, j ? "," : " (bad blocks ", bad[j]);
+		printf("%s\n", nbad ? ")" : "");
+		return 1;
+	}
+	printf("not checked: %s\n", strerror(-rc));
+	return 1;
+}
+
 static int cmd_verify(struct cache *c, char **args, int nargs)
 {
 	struct cache_id *ids = NULL, *todo = NULL;
@@ -330,86 +412,9 @@ static int cmd_verify(struct cache *c, char **args, int nargs)
 		todo = ids;
 		ntodo = n;
 	}
-	for (size_t i = 0; todo && i < ntodo; i++) {
-		uint64_t uncovered = 0, bad[16], nblocks = 0;
-		size_t nbad = 0;
-		char held[32], size[32];
-
-		rc = blob_info(c, &todo[i], bi);
-		if (rc != 0) {
-			/* The cache said what it could not read, on stderr:
-			 * a malformed extent is named there. */
-			printf("%.*s: %s: %s\n", ID_SHOWN, bi->hex,
-			       rc == -EIO ? "BROKEN: its record or extent map "
-					    "is damaged"
-					  : "not checked",
-			       strerror(-rc));
+	for (size_t i = 0; todo && i < ntodo; i++)
+		if (verify_one(c, &todo[i], bi, &checked) != 0)
 			status = 1;
-			continue;
-		}
-		/* Before the blob's line: the cache logs each block it drops. */
-		fflush(stdout);
-		rc = cache_blob_sums_check(c, &todo[i], &nblocks, bad, 16,
-					   &nbad);
-		fflush(stderr);
-		printf("%.*s %s: ", ID_SHOWN, bi->hex, shown_identity(bi));
-		if (rc != 0) {
-			printf("not checked: %s\n", strerror(-rc));
-			status = 1;
-			continue;
-		}
-		if (nbad != 0) {
-			printf("DAMAGED: %zu of %" PRIu64
-			       " blocks failed their checksum and were "
-			       "dropped (a mount fetches them again): ",
-			       nbad, nblocks);
-			for (size_t j = 0; j < nbad && j < 16; j++)
-				printf("%s%" PRIu64, j ? "," : "blocks ",
-				       bad[j]);
-			printf("%s\n", nbad > 16 ? ",..." : "");
-			status = 1;
-			continue;
-		}
-		rc = cache_blob_check(c, &todo[i], &uncovered);
-		if (rc != 0 || uncovered != 0) {
-			printf("BROKEN: %" PRIu64
-			       " held blocks are missing or short%s\n",
-			       uncovered, rc ? " (check failed)" : "");
-			status = 1;
-			continue;
-		}
-		if (!bi->rec.has_sha256) {
-			printf("%" PRIu64 " blocks and structure OK; no "
-			       "SHA-256 to check against\n",
-			       nblocks);
-			continue;
-		}
-		if (bi->held != bi->rec.size) {
-			printf("%" PRIu64 " blocks and structure OK; "
-			       "incomplete (%s of %s held), no SHA-256 "
-			       "check\n",
-			       nblocks,
-			       fs__human_size(bi->held, held, sizeof(held)),
-			       fs__human_size(bi->rec.size, size,
-					      sizeof(size)));
-			continue;
-		}
-		rc = cache_blob_verify(c, &todo[i], NULL, bad, 16, &nbad);
-		checked++;
-		if (rc == 0) {
-			printf("OK\n");
-		} else if (rc == -EBADMSG) {
-			printf("MISMATCH");
-			for (size_t j = 0; j < nbad; j++)
-				printf("%s%" PRIu64, j ? "," : " (bad blocks ",
-				       bad[j]);
-			printf("%s\n", nbad ? ")" : "");
-			status = 1;
-		} else {
-			printf("not checked: %s\n", strerror(-rc));
-			status = 1;
-		}
-	}
 	if (todo != ids)
 		free(todo);
 	free(ids);
@@ -494,12 +499,12 @@ static int cmd_gc(const char *dir, bool shared)
 		return 1;
 	}
 	printf("compacted %s/data.mdb: %s -> %s\n", dir,
-	       fs__human_size(before, a, sizeof(a)),
-	       fs__human_size(after, b, sizeof(b)));
+	       cli__human_size(before, a, sizeof(a)),
+	       cli__human_size(after, b, sizeof(b)));
 	return 0;
 }
 
-int fs_cache_command(int argc, char **argv)
+int cli_cache_command(int argc, char **argv)
 {
 	char *dir = NULL, **args;
 	const char *sub = NULL;
@@ -538,10 +543,11 @@ int fs_cache_command(int argc, char **argv)
 	if (dir == NULL) {
 		char err[256];
 
-		dir = fs__default_cache_dir(err, sizeof(err));
+		dir = cli_default_cache_dir(err, sizeof(err));
 		if (dir == NULL) {
-			fprintf(stderr, "pacefs: cache: %s (or --cache-dir "
-					"DIR)\n",
+			fprintf(stderr,
+				"pacefs: cache: %s (or --cache-dir "
+				"DIR)\n",
 				err);
 			status = 1;
 			goto out;
@@ -612,9 +618,9 @@ static void progress(const char *path, uint64_t done, uint64_t size,
 	for (int i = 0; i < width; i++)
 		fputc(i < fill ? '#' : '.', stderr);
 	fprintf(stderr, "] %s / %s  %s/s  ETA %s \033[K",
-		fs__human_size(done, a, sizeof(a)),
-		fs__human_size(size, b, sizeof(b)),
-		fs__human_size((uint64_t)rate, r, sizeof(r)), eta);
+		cli__human_size(done, a, sizeof(a)),
+		cli__human_size(size, b, sizeof(b)),
+		cli__human_size((uint64_t)rate, r, sizeof(r)), eta);
 	fflush(stderr);
 }
 
@@ -672,16 +678,17 @@ static int prefetch_one(const char *path, char *buf, bool tty)
 		double secs = now_s() - start;
 
 		printf("%s: %s in %.1f s (%s/s)\n", path,
-		       fs__human_size(done, a, sizeof(a)), secs,
-		       fs__human_size(secs > 0 ? (uint64_t)((double)done / secs)
+		       cli__human_size(done, a, sizeof(a)), secs,
+		       cli__human_size(secs > 0
+					       ? (uint64_t)((double)done / secs)
 					       : done,
-				      r, sizeof(r)));
+				       r, sizeof(r)));
 		fflush(stdout);
 	}
 	return status;
 }
 
-int fs_prefetch_command(int argc, char **argv)
+int cli_prefetch_command(int argc, char **argv)
 {
 	bool tty = isatty(STDERR_FILENO);
 	char *buf;

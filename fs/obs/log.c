@@ -1,8 +1,7 @@
 /* log: one line per event, to stderr in the foreground and to syslog when
  * daemonized, with the step, the source and the reason in the text (or,
  * with -o log_format=json, one JSON object with them as fields), every
- * byte a server chose escaped and repeated lines rate-limited; and the
- * small helpers every command of fs/ shares. */
+ * byte a server chose escaped and repeated lines rate-limited. */
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -15,16 +14,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <fuse_log.h>
-
-#include "fs/driver/driver_int.h"
-#include "fs/driver/log_int.h"
+#include "fs/obs/obs.h"
+#include "fs/obs/obs_int.h"
 
 static bool log_stderr = true;
 static bool log_json;
 static enum fs_log_level log_level = FS_LOG_INFO;
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct fs_log_limit log_limit; /* guarded by log_mu */
+static struct obs_log_limit log_limit; /* guarded by log_mu */
 
 #define FNV_START 0xcbf29ce484222325ull
 #define FNV_STEP(h, c) (((h) ^ (unsigned char)(c)) * 0x100000001b3ull)
@@ -81,14 +78,14 @@ static size_t first_authority(const char *text, const char **at)
 	return strcspn(*at, "/?# \t\r\n\"'");
 }
 
-uint64_t fs__log_key(const char *fmt, const char *source, const char *msg)
+uint64_t obs__log_key(const char *fmt, const char *source, const char *msg)
 {
 	uint64_t h = FNV_START;
 	const char *auth = NULL;
 	size_t alen;
 	bool in_digits = false;
 
-	if (fmt != NULL && fixed_letters(fmt) >= FS_LOG_SITE_LETTERS &&
+	if (fmt != NULL && fixed_letters(fmt) >= OBS_LOG_SITE_LETTERS &&
 	    !handed_whole(fmt)) {
 		/* The call site: its text, each conversion one mark. */
 		for (const char *p = fmt; *p != '\0';) {
@@ -132,12 +129,12 @@ uint64_t fs__log_key(const char *fmt, const char *source, const char *msg)
 	return h;
 }
 
-bool fs__log_admit(struct fs_log_limit *l, uint64_t key, int level,
-		   const char *msg, uint64_t now_ns)
+bool obs__log_admit(struct obs_log_limit *l, uint64_t key, int level,
+		    const char *msg, uint64_t now_ns)
 {
-	size_t slot = FS_LOG_KINDS, oldest = 0;
+	size_t slot = OBS_LOG_KINDS, oldest = 0;
 
-	for (size_t i = 0; i < FS_LOG_KINDS; i++) {
+	for (size_t i = 0; i < OBS_LOG_KINDS; i++) {
 		if (l->kind[i].used && l->kind[i].key == key) {
 			slot = i;
 			break;
@@ -147,17 +144,17 @@ bool fs__log_admit(struct fs_log_limit *l, uint64_t key, int level,
 		     l->kind[i].since < l->kind[oldest].since))
 			oldest = i;
 	}
-	if (slot == FS_LOG_KINDS ||
-	    now_ns - l->kind[slot].since >= FS_LOG_WINDOW_NS) {
+	if (slot == OBS_LOG_KINDS ||
+	    now_ns - l->kind[slot].since >= OBS_LOG_WINDOW_NS) {
 		/* A new kind, or a new window of one. */
-		if (slot == FS_LOG_KINDS)
+		if (slot == OBS_LOG_KINDS)
 			slot = oldest;
 		memset(&l->kind[slot], 0, sizeof(l->kind[slot]));
 		l->kind[slot].used = true;
 		l->kind[slot].key = key;
 		l->kind[slot].since = now_ns;
 	}
-	if (l->kind[slot].logged < FS_LOG_BURST) {
+	if (l->kind[slot].logged < OBS_LOG_BURST) {
 		l->kind[slot].logged++;
 		return true;
 	}
@@ -168,12 +165,12 @@ bool fs__log_admit(struct fs_log_limit *l, uint64_t key, int level,
 	return false;
 }
 
-bool fs__log_take_report(struct fs_log_limit *l, uint64_t now_ns,
-			 struct fs_log_report *r)
+bool obs__log_take_report(struct obs_log_limit *l, uint64_t now_ns,
+			  struct obs_log_report *r)
 {
-	for (size_t i = 0; i < FS_LOG_KINDS; i++) {
+	for (size_t i = 0; i < OBS_LOG_KINDS; i++) {
 		if (!l->kind[i].used || l->kind[i].left_out.suppressed == 0 ||
-		    now_ns - l->kind[i].since < FS_LOG_WINDOW_NS)
+		    now_ns - l->kind[i].since < OBS_LOG_WINDOW_NS)
 			continue;
 		*r = l->kind[i].left_out;
 		l->kind[i].left_out.suppressed = 0;
@@ -182,42 +179,15 @@ bool fs__log_take_report(struct fs_log_limit *l, uint64_t now_ns,
 	return false;
 }
 
-/* libfuse's messages ("fuse: unknown option(s): ...") take our path, so
- * that the terminal sees one pacefs line and the daemon's go to syslog.
- * libfuse builds one line from several calls: collect up to the newline. */
-static void log_fuse(enum fuse_log_level level, const char *fmt, va_list ap)
-{
-	static _Thread_local char line[1024];
-	static _Thread_local size_t used;
-	const char *text = line;
-
-	vsnprintf(line + used, sizeof(line) - used, fmt, ap);
-	used = strlen(line);
-	if (used == 0 || (line[used - 1] != '\n' && used < sizeof(line) - 1))
-		return;
-	while (used > 0 && line[used - 1] == '\n')
-		line[--used] = '\0';
-	if (strncmp(text, "fuse: ", 6) == 0)
-		text += 6;
-	fs__log(level <= FUSE_LOG_ERR	    ? FS_LOG_ERR
-		: level == FUSE_LOG_WARNING ? FS_LOG_WARN
-		: level == FUSE_LOG_DEBUG   ? FS_LOG_DEBUG
-					    : FS_LOG_INFO,
-		"%s", text);
-	used = 0;
-	line[0] = '\0';
-}
-
-void fs__log_init(bool to_stderr, enum fs_log_level level)
+void obs_log_init(bool to_stderr, enum fs_log_level level)
 {
 	log_stderr = to_stderr;
 	log_level = level;
 	if (!to_stderr)
 		openlog("pacefs", LOG_PID, LOG_DAEMON);
-	fuse_set_log_func(log_fuse);
 }
 
-void fs__log_format_json(bool json)
+void obs_log_format_json(bool json)
 {
 	log_json = json;
 }
@@ -236,7 +206,7 @@ static void log_line(enum fs_log_level level, const char *msg,
 		struct timespec now;
 
 		clock_gettime(CLOCK_REALTIME, &now);
-		fs__log_json(safe, sizeof(safe), &now, names[level], msg, f);
+		obs__log_json(safe, sizeof(safe), &now, names[level], msg, f);
 		if (log_stderr)
 			fprintf(stderr, "%s\n", safe);
 		else
@@ -250,51 +220,51 @@ static void log_line(enum fs_log_level level, const char *msg,
 		syslog(prio[level], "%s", safe);
 }
 
-void fs__vlog(enum fs_log_level level, const char *fmt, va_list ap)
+void obs_vlog(enum fs_log_level level, const char *fmt, va_list ap)
 {
-	fs__vlog_about(level, NULL, fmt, ap);
+	obs_vlog_about(level, NULL, fmt, ap);
 }
 
-void fs__vlog_about(enum fs_log_level level, const struct fs_log_fields *f,
+void obs_vlog_about(enum fs_log_level level, const struct fs_log_fields *f,
 		    const char *fmt, va_list ap)
 {
 	char msg[1024];
-	struct fs_log_report r;
+	struct obs_log_report r;
 	uint64_t now;
 
 	if (level > log_level)
 		return;
-	fs__format_shown(msg, sizeof(msg), fmt, ap);
+	obs_format_shown(msg, sizeof(msg), fmt, ap);
 	pthread_mutex_lock(&log_mu);
 	now = fs__now_ns(); /* under the lock: windows never go backwards */
-	while (fs__log_take_report(&log_limit, now, &r)) {
+	while (obs__log_take_report(&log_limit, now, &r)) {
 		char line[256];
 
 		snprintf(line, sizeof(line),
 			 "%" PRIu32 " similar lines left out in %llu s; the "
 			 "last: %s",
-			 r.suppressed, FS_LOG_WINDOW_NS / 1000000000ull,
+			 r.suppressed, OBS_LOG_WINDOW_NS / 1000000000ull,
 			 r.sample);
 		log_line((enum fs_log_level)r.level, line, NULL);
 	}
 	if (level == FS_LOG_DEBUG ||
-	    fs__log_admit(&log_limit,
-			  fs__log_key(fmt, f != NULL ? f->source : NULL, msg),
-			  (int)level, msg, now))
+	    obs__log_admit(&log_limit,
+			   obs__log_key(fmt, f != NULL ? f->source : NULL, msg),
+			   (int)level, msg, now))
 		log_line(level, msg, f);
 	pthread_mutex_unlock(&log_mu);
 }
 
-void fs__log(enum fs_log_level level, const char *fmt, ...)
+void obs_log(enum fs_log_level level, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	fs__vlog(level, fmt, ap);
+	obs_vlog(level, fmt, ap);
 	va_end(ap);
 }
 
-void fs__format_shown(char *buf, size_t cap, const char *fmt, va_list ap)
+void obs_format_shown(char *buf, size_t cap, const char *fmt, va_list ap)
 {
 	va_list again;
 	char *whole;
@@ -318,80 +288,26 @@ void fs__format_shown(char *buf, size_t cap, const char *fmt, va_list ap)
 	va_end(again);
 }
 
-void fs__log_cache(void *ctx, enum cache_log_level level, const char *msg)
+void obs_log_cache(void *ctx, enum cache_log_level level, const char *msg)
 {
 	(void)ctx;
-	fs__log(level == CACHE_LOG_ERR	  ? FS_LOG_ERR
+	obs_log(level == CACHE_LOG_ERR	  ? FS_LOG_ERR
 		: level == CACHE_LOG_WARN ? FS_LOG_WARN
 					  : FS_LOG_INFO,
 		"cache: %s", msg);
 }
 
-void fs__log_hook(void *ctx, enum fs_log_level level, const char *fmt,
+void obs_log_hook(void *ctx, enum fs_log_level level, const char *fmt,
 		  va_list ap)
 {
 	(void)ctx;
-	fs__vlog(level, fmt, ap);
+	obs_vlog(level, fmt, ap);
 }
 
-void fs__log_fields_hook(void *ctx, enum fs_log_level level,
+void obs_log_fields_hook(void *ctx, enum fs_log_level level,
 			 const struct fs_log_fields *f, const char *fmt,
 			 va_list ap)
 {
 	(void)ctx;
-	fs__vlog_about(level, f, fmt, ap);
-}
-
-char *fs__default_cache_dir(char *err, size_t errlen)
-{
-	const char *xdg = getenv("XDG_CACHE_HOME");
-	const char *home = getenv("HOME");
-	struct passwd pw, *res = NULL;
-	char buf[PATH_MAX], pwbuf[4096];
-	char *dir;
-
-	if (geteuid() == 0)
-		return strdup("/var/cache/pacefs");
-	/* Without HOME, the account's own home: a fixed path under /var/tmp
-	 * would let another user create it first and feed this one. */
-	if ((home == NULL || home[0] != '/') &&
-	    getpwuid_r(geteuid(), &pw, pwbuf, sizeof(pwbuf), &res) == 0 &&
-	    res != NULL && pw.pw_dir != NULL && pw.pw_dir[0] == '/' &&
-	    pw.pw_dir[1] != '\0')
-		home = pw.pw_dir;
-	else if (home != NULL && home[0] != '/')
-		home = NULL;
-	if (xdg != NULL && xdg[0] == '/')
-		snprintf(buf, sizeof(buf), "%s/pacefs", xdg);
-	else if (home != NULL && home[0] == '/')
-		snprintf(buf, sizeof(buf), "%s/.cache/pacefs", home);
-	else {
-		snprintf(err, errlen,
-			 "no cache directory: neither XDG_CACHE_HOME nor HOME "
-			 "is set and uid %lu has no home directory; use -o "
-			 "cache_dir=DIR",
-			 (unsigned long)geteuid());
-		return NULL;
-	}
-	dir = strdup(buf);
-	if (dir == NULL)
-		snprintf(err, errlen, "out of memory");
-	return dir;
-}
-
-const char *fs__human_size(uint64_t n, char *buf, size_t cap)
-{
-	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-	double v = (double)n;
-	int u = 0;
-
-	while (v >= 1024 && u < 5) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, cap, "%" PRIu64 " B", n);
-	else
-		snprintf(buf, cap, "%.1f %s", v, unit[u]);
-	return buf;
+	obs_vlog_about(level, f, fmt, ap);
 }

@@ -9,9 +9,10 @@
 #include <time.h>
 
 #include "fs/driver/driver_int.h"
+#include "fs/obs/obs.h"
 #include "fs/engine/engine.h"
 
-void fs__learned_free(struct fs_learned *l)
+void driver__learned_free(struct driver_learned *l)
 {
 	for (uint32_t i = 0; l->sources != NULL && i < l->nsources; i++) {
 		free(l->sources[i].url);
@@ -36,7 +37,7 @@ static int probe_one(const struct fetch_config *fc, const char *url,
 			     errlen);
 
 	if (pr.proxy_note[0] != '\0')
-		fs__log(FS_LOG_WARN, "%s: %s", url, pr.proxy_note);
+		obs_log(FS_LOG_WARN, "%s: %s", url, pr.proxy_note);
 	if (rc != 0)
 		return pr.status == 404 || pr.status == 410 ? -ENOENT : rc;
 	/* Redirects that stayed on the URL's origin are pinned: later
@@ -64,9 +65,10 @@ static int probe_one(const struct fetch_config *fc, const char *url,
 /* Uses the cache's record without asking the origin: the validator was
  * confirmed recently enough for the revalidation policy. Only the first
  * URL is used, pinned to the stored validator. */
-static int learn_from_record(const struct fs_learn_args *a,
+static int learn_from_record(const struct driver_learn_args *a,
 			     const struct cache_blob_record *rec,
-			     struct fs_learned *out, char *err, size_t errlen)
+			     struct driver_learned *out, char *err,
+			     size_t errlen)
 {
 	out->sources[0].url = strdup(a->urls[0]);
 	out->sources[0].validator =
@@ -76,7 +78,7 @@ static int learn_from_record(const struct fs_learn_args *a,
 	out->size = rec->size;
 	out->mtime = -1;
 	if (out->sources[0].url == NULL) {
-		fs__learned_free(out);
+		driver__learned_free(out);
 		return fs__errf(err, errlen, -ENOMEM, "out of memory");
 	}
 	return 0;
@@ -87,9 +89,10 @@ static int learn_from_record(const struct fs_learn_args *a,
  * and whether the held bytes matched it (kept while the blob is the
  * same). */
 static int put_record(struct cache *cache, const struct cache_id *id,
-		      const struct fs_learn_args *a, const struct fs_learned *l,
-		      const char *validator, bool confirmed,
-		      const struct cache_blob_record *old, bool same)
+		      const struct driver_learn_args *a,
+		      const struct driver_learned *l, const char *validator,
+		      bool confirmed, const struct cache_blob_record *old,
+		      bool same)
 {
 	struct cache_blob_record rec;
 
@@ -135,8 +138,8 @@ struct probed {
  * the size the manifest or listing gives, or else the first's; a mirror
  * that disagrees is logged and left out. */
 static void probe_sources(const struct fetch_config *fc,
-			  const struct fs_learn_args *a, bool revalidation,
-			  struct fs_learned *out, struct probed *p)
+			  const struct driver_learn_args *a, bool revalidation,
+			  struct driver_learned *out, struct probed *p)
 {
 	const char *const *urls = a->urls;
 	enum fetch_probe_error kind;
@@ -162,7 +165,7 @@ static void probe_sources(const struct fetch_config *fc,
 					 "%s", perr);
 			p->unreachable |= kind == FETCH_PROBE_UNREACHABLE;
 			if (a->nurls > 1)
-				fs__log(FS_LOG_WARN, "source not used: %s",
+				obs_log(FS_LOG_WARN, "source not used: %s",
 					perr);
 			continue;
 		}
@@ -171,12 +174,12 @@ static void probe_sources(const struct fetch_config *fc,
 				 "%s serves %" PRIu64 " bytes, not the %" PRIu64
 				 " the manifest or listing gives",
 				 urls[i], size, a->size);
-			fs__log(FS_LOG_WARN, "source not used: %s", perr);
+			obs_log(FS_LOG_WARN, "source not used: %s", perr);
 			if (p->first_err[0] == '\0')
 				snprintf(p->first_err, sizeof(p->first_err),
 					 "%s", perr);
 		} else if (p->ref_url != NULL && size != out->size) {
-			fs__log(FS_LOG_WARN,
+			obs_log(FS_LOG_WARN,
 				"mirror %s not used: its size %" PRIu64
 				" differs from %" PRIu64 " at %s",
 				urls[i], size, out->size, p->ref_url);
@@ -200,9 +203,9 @@ static void probe_sources(const struct fetch_config *fc,
  * cached bytes of a version the sources no longer serve. rec is the
  * cache's record, when have_rec. */
 static int reconcile(struct cache *cache, const struct cache_id *id,
-		     const struct fs_learn_args *a, bool have_rec,
+		     const struct driver_learn_args *a, bool have_rec,
 		     const struct cache_blob_record *rec,
-		     struct fs_learned *out, bool primary_ok, char *err,
+		     struct driver_learned *out, bool primary_ok, char *err,
 		     size_t errlen)
 {
 	const char *validator;
@@ -225,7 +228,7 @@ static int reconcile(struct cache *cache, const struct cache_id *id,
 	 * sources anew. */
 	keep = have_rec && a->content && rec->size == out->size;
 	if (have_rec && !same && !keep) {
-		fs__log(FS_LOG_INFO,
+		obs_log(FS_LOG_INFO,
 			"%s changed on the origin (size %" PRIu64 " -> %" PRIu64
 			", validator '%s' -> '%s'): dropping its cached bytes",
 			a->urls[0], rec->size, out->size, rec->validator,
@@ -265,16 +268,16 @@ static uint64_t keep_first(struct cache *cache, const struct cache_id *id,
 	rc = cache_block_put(cache, id, 0, first->body, first->nbody);
 	if (rc == 0)
 		return size;
-	fs__log(FS_LOG_WARN,
+	obs_log(FS_LOG_WARN,
 		"%s: the bytes its probe brought could not be stored (%s); "
 		"its first read asks them again",
 		url, strerror(-rc));
 	return 0;
 }
 
-int fs__learn(const struct fetch_config *fc, struct cache *cache,
-	      const struct fs_learn_args *a, struct fs_learned *out, char *err,
-	      size_t errlen)
+int driver__learn(const struct fetch_config *fc, struct cache *cache,
+		  const struct driver_learn_args *a, struct driver_learned *out,
+		  char *err, size_t errlen)
 {
 	struct cache_blob_record rec;
 	struct cache_id id;
@@ -301,12 +304,12 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 	if (p.ref_url == NULL) {
 		fetch_probe_free(&p.first);
 		if (!p.unreachable || !have_rec) {
-			fs__learned_free(out);
+			driver__learned_free(out);
 			return fs__errf(err, errlen, p.missing ? -ENOENT : -EIO,
 					"%s", p.first_err);
 		}
 		/* The origin is down: serve what the cache holds. */
-		fs__log(FS_LOG_WARN,
+		obs_log(FS_LOG_WARN,
 			"origin unreachable (%s); serving what the cache holds",
 			p.first_err);
 		rc = learn_from_record(a, &rec, out, err, errlen);
@@ -321,6 +324,6 @@ int fs__learn(const struct fetch_config *fc, struct cache *cache,
 			keep_first(cache, &id, a->urls[0], out->size, &p.first);
 	fetch_probe_free(&p.first);
 	if (rc != 0)
-		fs__learned_free(out);
+		driver__learned_free(out);
 	return rc;
 }

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "fs/driver/metrics_int.h"
+#include "fs/obs/obs_int.h"
 
-struct fs_mconn {
+struct obs_mconn {
 	int fd; /* -1: a free slot */
 	int family;
 	unsigned char ip[16];
@@ -23,21 +23,21 @@ struct fs_mconn {
 	bool closing;	   /* shut down; libmicrohttpd has yet to see it */
 };
 
-struct fs_mconns {
-	struct fs_mconn slot[FS_MCONN_SLOTS];
-	void (*on_close)(void *ctx, const struct fs_mconn_closed *why);
+struct obs_mconns {
+	struct obs_mconn slot[OBS_MCONN_SLOTS];
+	void (*on_close)(void *ctx, const struct obs_mconn_closed *why);
 	void *ctx;
 };
 
-int fs__mconns_new(void (*on_close)(void *ctx,
-				    const struct fs_mconn_closed *why),
-		   void *ctx, struct fs_mconns **out)
+int obs__mconns_new(void (*on_close)(void *ctx,
+				     const struct obs_mconn_closed *why),
+		    void *ctx, struct obs_mconns **out)
 {
-	struct fs_mconns *t = calloc(1, sizeof(*t));
+	struct obs_mconns *t = calloc(1, sizeof(*t));
 
 	if (t == NULL)
 		return -ENOMEM;
-	for (size_t i = 0; i < FS_MCONN_SLOTS; i++)
+	for (size_t i = 0; i < OBS_MCONN_SLOTS; i++)
 		t->slot[i].fd = -1;
 	t->on_close = on_close;
 	t->ctx = ctx;
@@ -45,7 +45,7 @@ int fs__mconns_new(void (*on_close)(void *ctx,
 	return 0;
 }
 
-void fs__mconns_free(struct fs_mconns *t)
+void obs__mconns_free(struct obs_mconns *t)
 {
 	free(t);
 }
@@ -63,25 +63,25 @@ static void addr_key(const struct sockaddr *a, int *family,
 		memcpy(ip, &((const struct sockaddr_in6 *)a)->sin6_addr, 16);
 }
 
-static bool same_addr(const struct fs_mconn *c, int family,
+static bool same_addr(const struct obs_mconn *c, int family,
 		      const unsigned char ip[16])
 {
 	return c->family == family && memcmp(c->ip, ip, 16) == 0;
 }
 
-static bool live(const struct fs_mconn *c)
+static bool live(const struct obs_mconn *c)
 {
 	return c->fd >= 0 && !c->closing;
 }
 
 /* Shuts c's socket down: libmicrohttpd reads its end and closes it (then
- * fs__mconns_gone frees the slot), so the descriptor stays its to close. */
-static void close_conn(struct fs_mconns *t, struct fs_mconn *c,
-		       enum fs_mconn_reason reason, uint64_t now_ms)
+ * obs__mconns_gone frees the slot), so the descriptor stays its to close. */
+static void close_conn(struct obs_mconns *t, struct obs_mconn *c,
+		       enum obs_mconn_reason reason, uint64_t now_ms)
 {
-	struct fs_mconn_closed why = {.reason = reason,
-				      .family = c->family,
-				      .age_ms = now_ms - c->since_ms};
+	struct obs_mconn_closed why = {.reason = reason,
+				       .family = c->family,
+				       .age_ms = now_ms - c->since_ms};
 
 	memcpy(why.ip, c->ip, sizeof(why.ip));
 	shutdown(c->fd, SHUT_RDWR);
@@ -93,13 +93,13 @@ static void close_conn(struct fs_mconns *t, struct fs_mconn *c,
 /* The connection to close for room: the oldest still waiting for its
  * request, else the oldest; of the address given (family != AF_UNSPEC) or
  * of all. NULL: none is open. */
-static struct fs_mconn *victim(struct fs_mconns *t, int family,
-			       const unsigned char ip[16])
+static struct obs_mconn *victim(struct obs_mconns *t, int family,
+				const unsigned char ip[16])
 {
-	struct fs_mconn *best = NULL;
+	struct obs_mconn *best = NULL;
 
-	for (size_t i = 0; i < FS_MCONN_SLOTS; i++) {
-		struct fs_mconn *c = &t->slot[i];
+	for (size_t i = 0; i < OBS_MCONN_SLOTS; i++) {
+		struct obs_mconn *c = &t->slot[i];
 
 		if (!live(c) ||
 		    (family != AF_UNSPEC && !same_addr(c, family, ip)))
@@ -111,34 +111,34 @@ static struct fs_mconn *victim(struct fs_mconns *t, int family,
 	return best;
 }
 
-void fs__mconns_admit(struct fs_mconns *t, const struct sockaddr *addr,
-		      uint64_t now_ms)
+void obs__mconns_admit(struct obs_mconns *t, const struct sockaddr *addr,
+		       uint64_t now_ms)
 {
 	unsigned char ip[16];
 	unsigned all = 0, mine = 0;
-	struct fs_mconn *c = NULL;
+	struct obs_mconn *c = NULL;
 	int family;
 
 	addr_key(addr, &family, ip);
-	for (size_t i = 0; i < FS_MCONN_SLOTS; i++) {
+	for (size_t i = 0; i < OBS_MCONN_SLOTS; i++) {
 		if (!live(&t->slot[i]))
 			continue;
 		all++;
 		mine += same_addr(&t->slot[i], family, ip);
 	}
-	if (mine >= FS_MCONN_PER_ADDR)
+	if (mine >= OBS_MCONN_PER_ADDR)
 		c = victim(t, family, ip);
-	else if (all >= FS_MCONN_MAX)
+	else if (all >= OBS_MCONN_MAX)
 		c = victim(t, AF_UNSPEC, ip);
 	if (c != NULL)
-		close_conn(t, c, FS_MCONN_FOR_ROOM, now_ms);
+		close_conn(t, c, OBS_MCONN_FOR_ROOM, now_ms);
 }
 
-struct fs_mconn *fs__mconns_add(struct fs_mconns *t, int fd,
-				const struct sockaddr *addr, uint64_t now_ms)
+struct obs_mconn *obs__mconns_add(struct obs_mconns *t, int fd,
+				  const struct sockaddr *addr, uint64_t now_ms)
 {
-	for (size_t i = 0; i < FS_MCONN_SLOTS; i++) {
-		struct fs_mconn *c = &t->slot[i];
+	for (size_t i = 0; i < OBS_MCONN_SLOTS; i++) {
+		struct obs_mconn *c = &t->slot[i];
 
 		if (c->fd >= 0)
 			continue;
@@ -153,35 +153,35 @@ struct fs_mconn *fs__mconns_add(struct fs_mconns *t, int fd,
 	return NULL;
 }
 
-void fs__mconns_asked(struct fs_mconn *c)
+void obs__mconns_asked(struct obs_mconn *c)
 {
 	if (c != NULL)
 		c->asked = true;
 }
 
-void fs__mconns_gone(struct fs_mconns *t, struct fs_mconn *c)
+void obs__mconns_gone(struct obs_mconns *t, struct obs_mconn *c)
 {
 	(void)t;
 	if (c != NULL)
 		c->fd = -1;
 }
 
-int fs__mconns_sweep(struct fs_mconns *t, uint64_t now_ms)
+int obs__mconns_sweep(struct obs_mconns *t, uint64_t now_ms)
 {
 	uint64_t next = UINT64_MAX;
 
-	for (size_t i = 0; i < FS_MCONN_SLOTS; i++) {
-		struct fs_mconn *c = &t->slot[i];
+	for (size_t i = 0; i < OBS_MCONN_SLOTS; i++) {
+		struct obs_mconn *c = &t->slot[i];
 		uint64_t due;
 
 		if (!live(c))
 			continue;
 		due = c->since_ms +
-		      (c->asked ? FS_MCONN_LIFE_MS : FS_MCONN_REQUEST_MS);
+		      (c->asked ? OBS_MCONN_LIFE_MS : OBS_MCONN_REQUEST_MS);
 		if (now_ms >= due) {
 			close_conn(t, c,
-				   c->asked ? FS_MCONN_TOO_LONG
-					    : FS_MCONN_NO_REQUEST,
+				   c->asked ? OBS_MCONN_TOO_LONG
+					    : OBS_MCONN_NO_REQUEST,
 				   now_ms);
 			continue;
 		}

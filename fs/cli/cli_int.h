@@ -1,0 +1,23 @@
+/* cli_int: what the files of fs/cli/ share beneath cli.h; no file outside
+ * fs/cli/ includes it. */
+#ifndef FS_CLI_INT_H
+#define FS_CLI_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct fs_opts;
+
+/* cli/urlfile.c. When the URL argument is "-", reads the URL from
+ * -o url_file= (checked as a file of secrets: fs__file_check) or else
+ * from standard input: its first line that is neither blank nor a '#'
+ * comment becomes o->url, the others o's mirrors. A URL argument other
+ * than "-" with url_file is refused. Returns 0 or a negative errno with
+ * one line in err. */
+int cli__url_read(struct fs_opts *o, char *err, size_t errlen);
+
+/* cli/values.c. Writes n bytes as "512 B", "1.5 KiB", "12.0 MiB", ...;
+ * returns buf. */
+const char *cli__human_size(uint64_t n, char *buf, size_t cap);
+
+#endif

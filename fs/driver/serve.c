@@ -1,0 +1,259 @@
+/* serve: the daemon's part of the mount: the cache opened again, the
+ * engine started with its log and inval hooks, the tree built from what
+ * the parent learned, then libfuse's loop until an unmount or a signal,
+ * and the end of the mount told to everything that waits on the
+ * network. */
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <fuse_lowlevel.h>
+
+#include "fs/auth/auth.h"
+#include "fs/driver/driver_int.h"
+#include "fs/engine/engine.h"
+#include "fs/fs.h"
+#include "fs/obs/obs.h"
+#include "fs/tree/tree.h"
+
+/* Fills the namespace from what prepare() found. Caller holds ns->mu. */
+static int build_tree(struct driver_mount *m, const struct fs_opts *o,
+		      struct driver_prepared *p)
+{
+	struct fs_ns *ns = m->ns;
+	uint32_t node;
+	int rc;
+
+	switch (p->kind) {
+	case DRIVER_MOUNT_URL: {
+		struct fs_node *n;
+		struct cache_id id;
+
+		cache_id_from_string(p->identity, &id);
+		rc = fs__ns_add(ns, 0, p->name, false, &node);
+		if (rc != 0)
+			return rc;
+		n = ns->nodes[node];
+		n->urls = calloc(p->nurls, sizeof(*n->urls));
+		if (n->urls == NULL)
+			return -ENOMEM;
+		for (; n->nurls < p->nurls; n->nurls++)
+			if ((n->urls[n->nurls] = strdup(p->urls[n->nurls])) ==
+			    NULL)
+				return -ENOMEM;
+		n->has_size = true;
+		n->size = p->learned.size;
+		n->mtime = p->learned.mtime;
+		n->has_sha256 = o->has_sha256;
+		memcpy(n->sha256, o->sha256, sizeof(n->sha256));
+		rc = fs__engine_blob_add(m->engine, p->name, n->size, &id,
+					 &n->blob);
+		if (rc == 0)
+			rc = fs__engine_blob_digests(
+				m->engine, n->blob,
+				o->has_sha256 ? o->sha256 : NULL, 0, NULL, 0);
+		if (rc == 0)
+			rc = fs__engine_blob_ready(
+				m->engine, n->blob, p->learned.sources,
+				p->learned.nsources, p->learned.queued);
+		return rc;
+	}
+	case DRIVER_MOUNT_MANIFEST:
+		for (uint32_t i = 0; i < p->manifest.nfiles; i++) {
+			struct fs_manifest_entry *me = &p->manifest.files[i];
+			struct fs_node *n;
+
+			rc = fs__ns_add_path(ns, me->path, &node);
+			if (rc != 0)
+				return rc;
+			n = ns->nodes[node];
+			/* The node takes the entry's URLs. */
+			n->urls = me->urls;
+			n->nurls = me->nurls;
+			me->urls = NULL;
+			me->nurls = 0;
+			n->has_size = me->has_size;
+			n->size = me->size;
+			n->has_sha256 = me->has_sha256;
+			memcpy(n->sha256, me->sha256, sizeof(n->sha256));
+			n->dblock = me->block_size;
+			n->dblocks = me->block_sha256;
+			n->ndblocks = me->nblocks;
+			me->block_sha256 = NULL;
+			me->nblocks = 0;
+			if (me->has_mode)
+				n->mode = me->mode;
+			if (me->has_mtime)
+				n->mtime = me->mtime;
+		}
+		return 0;
+	case DRIVER_MOUNT_INDEX:
+		ns->nodes[0]->list_url =
+			p->s3.bucket != NULL
+				? fs__s3_dir_url(&p->s3, p->s3.path)
+				: strdup(o->url);
+		return ns->nodes[0]->list_url != NULL ? 0 : -ENOMEM;
+	}
+	return 0;
+}
+
+/* The engine's inval hook: queues for the thread that tells the kernel. */
+static void queue_inval(void *ctx, uint32_t b, const char *name, uint64_t ino,
+			uint64_t start, uint64_t end)
+{
+	driver__inval_queue(ctx, b, name, ino, start, end);
+}
+
+/* The engine's configuration from the options and what the parent
+ * learned; its inval_ctx is set once the invalidator exists. */
+static void engine_config(const struct fs_opts *o, const struct driver_mount *m,
+			  const struct driver_prepared *p,
+			  struct fs_engine_config *out)
+{
+	struct fs_engine_config ec;
+
+	memset(&ec, 0, sizeof(ec));
+	ec.lanes = o->lanes;
+	ec.host_lanes = o->host_lanes;
+	ec.read_timeout_s = o->read_timeout_s;
+	ec.stall_timeout_s = o->stall_timeout_s;
+	ec.retry_after_max_s = o->retry_after_max_s;
+	ec.readahead_ms = o->readahead_ms;
+	ec.chunk = o->chunk;
+	ec.inflight_max = o->inflight_max;
+	ec.kernel_ahead = m->kernel_ahead;
+	ec.creds_change = fs__creds_changeable(p->creds);
+	ec.fetch = m->fetch;
+	ec.max_blobs = p->kind == DRIVER_MOUNT_MANIFEST ? p->manifest.nfiles
+		       : p->kind == DRIVER_MOUNT_URL	? 1
+						     : DRIVER_INDEX_MAX_FILES;
+	ec.max_sources = p->kind == DRIVER_MOUNT_URL ? p->nurls
+			 : p->kind == DRIVER_MOUNT_MANIFEST
+				 ? p->manifest.nfiles * FS_MANIFEST_URLS_MAX
+				 : DRIVER_INDEX_MAX_FILES;
+	if (ec.max_blobs == 0)
+		ec.max_blobs = 1;
+	ec.log = obs_log_hook;
+	ec.log_fields = obs_log_fields_hook;
+	ec.inval = queue_inval;
+	*out = ec;
+}
+
+/* In the daemon, before the session serves: opens the cache, starts the
+ * engine (with the log and inval hooks), the credentials' thread and the
+ * sizes' probers, and builds the tree. 0, a negative errno (logged), or
+ * 1 when the cache did not open (driver__open_cache). */
+static int start_engine(const struct fs_opts *o, struct driver_mount *m,
+			struct driver_prepared *p)
+{
+	struct fs_engine_config ec;
+	int rc;
+
+	/* Blocks (64 KiB) and reads (1 MiB) are allocated and freed at a
+	 * high rate: keep them on the heap rather than in fresh mappings,
+	 * whose page faults cost a cold read CPU (docs/fs-notes.md). */
+	mallopt(M_MMAP_THRESHOLD, 8 * 1024 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 128 * 1024 * 1024);
+	rc = driver__open_cache(o, false, &m->engine, &m->cache);
+	if (rc != 0)
+		return rc;
+	engine_config(o, m, p, &ec);
+	rc = driver__inval_new(ec.max_blobs, &m->inval);
+	ec.inval_ctx = m->inval;
+	if (rc == 0)
+		rc = fs__engine_new(&ec, m->cache, &m->engine);
+	if (rc == 0 && p->creds != NULL)
+		rc = fs__creds_start(p->creds);
+	if (rc != 0) {
+		obs_log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
+		return rc;
+	}
+	pthread_mutex_lock(&m->ns->mu);
+	rc = build_tree(m, o, p);
+	pthread_mutex_unlock(&m->ns->mu);
+	/* As many probers as the origin may have connections. */
+	if (rc == 0)
+		rc = driver__sizes_new(m, o->host_lanes, &m->sizes);
+	if (rc == 0)
+		rc = fs__engine_start(m->engine);
+	if (rc != 0) {
+		obs_log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
+		return rc;
+	}
+	obs_log(FS_LOG_INFO, "mounted %s on %s", o->url, o->mountpoint);
+	return 0;
+}
+
+/* After the mount is live and the process is a daemon: opens the cache,
+ * starts the engine, builds the tree and serves until unmounted or
+ * signalled (start_engine, then libfuse's loop). Returns 0 (an unmount,
+ * or a signal libfuse handles); else what start_engine returned or a
+ * negative errno (logged). */
+int driver__serve(struct fs_opts *o, struct fuse_session *se,
+		  struct driver_mount *m, struct driver_prepared *p,
+		  struct driver_exit_guard *g, int *metrics_fd)
+{
+	struct fuse_loop_config *lc;
+	struct obs_metricsd *metricsd = NULL;
+	int rc;
+
+	rc = start_engine(o, m, p);
+	if (rc != 0)
+		return rc;
+	lc = fuse_loop_cfg_create();
+	if (lc == NULL)
+		return -ENOMEM;
+	fuse_loop_cfg_set_clone_fd(lc, 1);
+	fuse_loop_cfg_set_max_threads(lc, 64);
+	rc = driver__inval_start(m->inval, se);
+	if (rc != 0) {
+		obs_log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
+		fuse_loop_cfg_destroy(lc);
+		return rc;
+	}
+	rc = driver__exit_guard_start(g, se, m->engine);
+	if (rc == 0 && *metrics_fd >= 0) {
+		/* The socket was bound before the fork; it is the server's. */
+		struct obs_view v;
+
+		driver__mount_view(m, &v);
+		rc = obs_metricsd_start(*metrics_fd, m->metrics, &v, &metricsd);
+		*metrics_fd = -1;
+		if (rc == 0)
+			obs_log(FS_LOG_INFO, "metrics at http://%s/metrics",
+				o->metrics);
+	}
+	if (rc != 0) {
+		obs_log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
+		driver__inval_stop(m->inval);
+		fuse_loop_cfg_destroy(lc);
+		return rc;
+	}
+	rc = fuse_session_loop_mt(se, lc);
+	/* The session has ended, and libfuse no longer says so: first the
+	 * mount's own flag, which every probe, listing and wait for
+	 * credentials still under way observes, and the guard, which bounds
+	 * the teardown from here (waking the reads it has not woken). */
+	driver__mount_end(m);
+	driver__exit_guard_ended(g);
+	driver__sizes_free(m->sizes);
+	m->sizes = NULL;
+	/* Before the engine goes: a scrape reads it. */
+	obs_metricsd_stop(metricsd);
+	/* A signal libfuse handles (TERM, INT, HUP) ends the session as an
+	 * unmount does: a clean end, not a failure. */
+	if (rc > 0) {
+		obs_log(FS_LOG_INFO, "unmounting %s on %s", o->mountpoint,
+			rc == SIGTERM  ? "SIGTERM"
+			: rc == SIGHUP ? "SIGHUP"
+			: rc == SIGINT ? "SIGINT"
+				       : "a signal");
+		rc = 0;
+	}
+	driver__inval_stop(m->inval); /* the session is destroyed next */
+	fuse_loop_cfg_destroy(lc);
+	return rc;
+}
