@@ -38,7 +38,7 @@ origin() {
 	case $KIND in
 	c)
 		o_start one --root "$T_TMP/www" --autoindex --one-at-a-time 5 \
-			--sndbuf 32768 --write-chunk 16384
+			--sndbuf 32768
 		;;
 	py)
 		rm -f "$T_TMP/py.port"

@@ -17,7 +17,7 @@ MiB=$((1024 * 1024))
 mkdir -p "$T_TMP/www" "$T_TMP/mnt"
 gen_file "$T_TMP/www/f.bin" $((32 * MiB)) 83
 o_start one --root "$T_TMP/www" --autoindex --one-at-a-time 5 \
-	--sndbuf 32768 --write-chunk 16384
+	--sndbuf 32768
 LOG=$T_TMP/pacefs.log
 if ! fg_mount "$LOG" -o "cache_dir=$T_TMP/cache" "$O_URL/" "$T_TMP/mnt"; then
 	t_fail "mount" "$(tail -n 3 "$LOG")"
