@@ -150,8 +150,8 @@ static int refuse_busy(struct conn *c, bool closing)
 	if (srv->refuse_ms)
 		origin__sleep_ns(srv->refuse_ms * NS_PER_MS);
 	origin__head_start(&h, 503);
-	origin__head_add(&h, "Content-Length: 0\r\nRetry-After: %" PRId64
-			     "\r\n",
+	origin__head_add(&h,
+			 "Content-Length: 0\r\nRetry-After: %" PRId64 "\r\n",
 			 srv->retry_after >= 0 ? srv->retry_after : 1);
 	origin__head_end(&h, closing);
 	return origin__head_send(c, &h, false);
