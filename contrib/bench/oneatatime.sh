@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # oneatatime.sh: a cold `cat` of one file through pacefs, rclone mount
 # (--vfs-cache-mode full) and httpdirfs (--cache), one system after the
-# other in each run, each on a new mount and cache, from an origin that serves one transfer at a time: a
-# request that arrives while a body is being sent gets, 5 ms later, 503
-# with Retry-After: 1 and an empty body on a connection kept open; no rate
-# cap, 32 KiB send buffers, 16 KiB writes. Prints each run and the
-# medians side by side, with the 503s each system was answered. Root and
-# /dev/fuse (it mounts).
+# other in each run, each on a new mount and cache, from an origin that
+# serves one transfer at a time: a request that arrives while a body is
+# being sent gets, 5 ms later, 503 with Retry-After: 1 and an empty body
+# on a connection kept open; no rate cap, 32 KiB send buffers written in
+# large sends. Prints each run and the medians side by side, with the
+# 503s each system was answered. Root and /dev/fuse (it mounts).
 #
 # Usage: contrib/bench/oneatatime.sh PACEFS_BINARY
 # Environment: ONE_RUNS (5), ONE_SIZE (bytes, 32 MiB), ONE_ORIGIN
-# ("c": pacefs-origin --one-at-a-time 5 beside the binary; "py":
-# contrib/bench/asyncorigin.py --one-at-a-time --latency 5, the same
-# behaviour in Python asyncio), ONE_SYSTEMS ("pacefs rclone httpdirfs").
+# ("c": pacefs-origin --one-at-a-time 5 --sndbuf 32768 beside the
+# binary; "py": contrib/bench/asyncorigin.py --one-at-a-time --latency 5
+# --sndbuf 32K, the same behaviour in Python asyncio, whose transport
+# sends what it buffered in sends as large as the socket takes),
+# ONE_SYSTEMS ("pacefs rclone httpdirfs").
 set -euo pipefail
 
 if [ $# -ne 1 ]; then
@@ -45,7 +47,7 @@ origin() {
 		/usr/bin/python3 "$T_ROOT/contrib/bench/asyncorigin.py" \
 			--root "$T_TMP/www" --port-file "$T_TMP/py.port" \
 			--log "$T_TMP/py.log" --autoindex --one-at-a-time \
-			--latency 5 --sndbuf 32K --write-chunk 16K \
+			--latency 5 --sndbuf 32K \
 			</dev/null >/dev/null 2>&1 &
 		t_track_pid $!
 		for _ in $(seq 1 100); do
