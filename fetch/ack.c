@@ -14,8 +14,8 @@
  * (CURLINFO_ACTIVESOCKET names the last connection a transfer left), so
  * the lanes' easy handles report every socket curl opens and closes
  * (CURLOPT_SOCKOPTFUNCTION, CURLOPT_CLOSESOCKETFUNCTION), and a slot finds
- * its own by the local port curl reports. Everything here runs on the
- * event thread, or in fetch_free once it has ended. */
+ * its own by the local and remote ports curl reports. Everything here
+ * runs on the event thread, or in fetch_free once it has ended. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
