@@ -26,7 +26,6 @@ CURLMcode fetch__slot_attach(struct fetch_slot *s)
 	CURLMcode mc = curl_multi_add_handle(s->f->multi, s->easy);
 
 	s->attached = mc == CURLM_OK;
-	s->ack_found = false; /* the next connection may be another */
 	return mc;
 }
 

@@ -313,11 +313,6 @@ struct fetch_slot {
 	 * comes, then the request is sent once more (auth_retried). */
 	struct fetch__cref *cref;
 	bool auth_retried;
-	/* The socket of the response under way, looked for (ack_found) at
-	 * its first body bytes since the attach (fetch/ack.c);
-	 * CURL_SOCKET_BAD: not found. */
-	curl_socket_t ack_fd;
-	bool ack_found;
 	uint64_t drain_until_ms; /* DRAINING: ended at this time at the
 				    latest (CLOCK_MONOTONIC) */
 	bool sent_creds; /* its last hop carried the headers or the key */

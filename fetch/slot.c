@@ -206,14 +206,12 @@ static bool slot_auth_status(struct fetch_slot *s)
 	return status == 400 || status == 401 || status == 403;
 }
 
-/* Acknowledges at once what the connection received (fetch/ack.c). */
+/* Acknowledges at once what the connection received (fetch/ack.c). The
+ * socket is looked for each time: curl may have moved the transfer to
+ * another connection (a reused one that the server had closed). */
 static void slot_quick_ack(struct fetch_slot *s)
 {
-	if (!s->ack_found) {
-		s->ack_fd = fetch__acks_find(&s->f->acks, s->easy);
-		s->ack_found = true;
-	}
-	fetch__ack_now(s->ack_fd);
+	fetch__ack_now(fetch__acks_find(&s->f->acks, s->easy));
 }
 
 size_t fetch__slot_on_body(char *buf, size_t size, size_t n, void *arg)
