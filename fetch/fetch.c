@@ -189,6 +189,10 @@ int fetch_new(const struct fetch_config *cfg, const struct fetch_hooks *hooks,
 	f->cur = calloc(cfg->max_lanes, sizeof(*f->cur));
 	if (f->multi == NULL || f->slots == NULL || f->cur == NULL)
 		goto out;
+	/* Each slot's connection, and those closing or failing to connect
+	 * beside them. */
+	if (fetch__acks_init(&f->acks, 4 * cfg->max_lanes + 8) != 0)
+		goto out;
 	{
 		bool ok;
 
@@ -217,6 +221,7 @@ int fetch_new(const struct fetch_config *cfg, const struct fetch_hooks *hooks,
 		}
 		curl_easy_setopt(s->easy, CURLOPT_BUFFERSIZE,
 				 FETCH_BUFFER_SIZE);
+		fetch__acks_setup(&f->acks, s->easy);
 		curl_easy_setopt(s->easy, CURLOPT_HEADERFUNCTION,
 				 fetch__slot_on_header);
 		curl_easy_setopt(s->easy, CURLOPT_HEADERDATA, s);
@@ -501,5 +506,6 @@ void fetch_free(struct fetch *f)
 	curl_slist_free_all(f->headers);
 	if (f->multi != NULL)
 		curl_multi_cleanup(f->multi);
+	fetch__acks_free(&f->acks);
 	free(f);
 }

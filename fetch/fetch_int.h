@@ -339,6 +339,31 @@ static inline bool fetch__slot_ahead(const struct fetch_slot *s)
 	return s->state == SLOT_AHEAD || s->state == SLOT_HELD;
 }
 
+/* The sockets curl opened for the lanes (fetch/ack.c), to find the one a
+ * transfer runs on. */
+struct fetch__sock {
+	curl_socket_t fd;
+	unsigned port; /* local; 0: not asked yet */
+	unsigned peer; /* remote */
+};
+
+struct fetch_acks {
+	struct fetch__sock *v;
+	uint32_t n, cap;
+};
+
+/* fetch/ack.c. acks_init sizes the table for cap sockets (-ENOMEM);
+ * acks_free frees it (curl's handles, whose callbacks use it, first).
+ * acks_setup makes easy report its sockets to a. acks_find returns the
+ * socket easy's transfer is on, or CURL_SOCKET_BAD when unknown. ack_now
+ * has fd acknowledge what it received at once (the kernel holds a lone
+ * segment's ACK for its timer), and does nothing for CURL_SOCKET_BAD. */
+int fetch__acks_init(struct fetch_acks *a, uint32_t cap);
+void fetch__acks_free(struct fetch_acks *a);
+void fetch__acks_setup(struct fetch_acks *a, CURL *easy);
+curl_socket_t fetch__acks_find(struct fetch_acks *a, CURL *easy);
+void fetch__ack_now(curl_socket_t fd);
+
 struct fetch {
 	struct fetch_config cfg;
 	struct fetch_hooks hooks;
@@ -346,6 +371,7 @@ struct fetch {
 	struct curl_slist *headers; /* the configured headers */
 	struct fetch_slot *slots;   /* 2 per lane */
 	struct fetch_slot **cur;    /* per lane: the slot of its open request */
+	struct fetch_acks acks; /* the lanes' sockets; event thread */
 	pthread_t thread;
 	bool started;
 	atomic_bool stop;

@@ -206,6 +206,14 @@ static bool slot_auth_status(struct fetch_slot *s)
 	return status == 400 || status == 401 || status == 403;
 }
 
+/* Acknowledges at once what the connection received (fetch/ack.c). The
+ * socket is looked for each time: curl may have moved the transfer to
+ * another connection (a reused one that the server had closed). */
+static void slot_quick_ack(struct fetch_slot *s)
+{
+	fetch__ack_now(fetch__acks_find(&s->f->acks, s->easy));
+}
+
 size_t fetch__slot_on_body(char *buf, size_t size, size_t n, void *arg)
 {
 	struct fetch_slot *s = arg;
@@ -213,6 +221,7 @@ size_t fetch__slot_on_body(char *buf, size_t size, size_t n, void *arg)
 	size_t len = size * n;
 	size_t take;
 
+	slot_quick_ack(s);
 	if (s->state == SLOT_DRAINING) {
 		/* Cut: the proxy finishes its slice, nobody wants the bytes. */
 		if (s->proxy >= 0)

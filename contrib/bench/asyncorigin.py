@@ -46,6 +46,8 @@ class Origin:
         self.autoindex = args.autoindex
         self.log = open(args.log, "a", buffering=1) if args.log else None
         self.quiet = args.quiet
+        self.one_at_a_time = args.one_at_a_time
+        self.sending = 0  # response bodies being written now
 
     def log_line(self, method, target, rng, status, sent):
         if self.log is None and self.quiet:
@@ -105,7 +107,20 @@ class Origin:
         closing = conn == "close" or (version == "HTTP/1.0"
                                       and conn != "keep-alive")
         rng = headers.get("range")
+        # --one-at-a-time: a request that arrives while another response's
+        # body is being written is refused after the latency, with an empty
+        # body and the connection kept.
+        refused = self.one_at_a_time and self.sending > 0
         await asyncio.sleep(self.latency)
+        if refused:
+            writer.write((f"HTTP/1.1 503 Service Unavailable\r\n"
+                          f"Server: asyncorigin\r\nDate: {now()}\r\n"
+                          f"Retry-After: 1\r\nContent-Length: 0\r\n"
+                          + ("Connection: close\r\n" if closing else "")
+                          + "\r\n").encode())
+            await writer.drain()
+            self.log_line(method, target, rng, 503, 0)
+            return not closing
         if method not in ("GET", "HEAD"):
             await self.send_status(writer, method, target, rng, 405, closing)
             return not closing
@@ -212,12 +227,17 @@ class Origin:
         writer.write((f"HTTP/1.1 {status} {reason}\r\n{common}{extra}"
                       f"Content-Length: {length}\r\n\r\n").encode())
         progress = [0]
+        body = method != "HEAD"
+        if body:
+            self.sending += 1
         try:
-            if method != "HEAD":
+            if body:
                 await self.send_body(writer, path, start, length, progress)
             else:
                 await writer.drain()
         finally:
+            if body:
+                self.sending -= 1
             # A client that closes mid-body (a cut range) is logged too,
             # with what was written, as pacefs-origin does.
             self.log_line(method, target, rng, status, progress[0])
@@ -255,6 +275,9 @@ def main():
                    help="SO_SNDBUF of each connection")
     p.add_argument("--write-chunk", type=parse_size, default=0,
                    help="bytes per paced write (default 64K)")
+    p.add_argument("--one-at-a-time", action="store_true",
+                   help="503 + Retry-After: 1 to a request that arrives "
+                   "while another body is being written")
     p.add_argument("--log")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--autoindex", action="store_true")

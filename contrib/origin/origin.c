@@ -135,6 +135,7 @@ static void usage(FILE *fp)
 	      "[--autoindex[=human]]\n"
 	      "         [--max-transfers N [--retry-after SECS "
 	      "[--hold-retry-after]]]\n"
+	      "         [--one-at-a-time MS [--retry-after SECS]]\n"
 	      "         [--require-header FILE]\n"
 	      "         [--s3 [--s3-region R] [--s3-keys FILE] "
 	      "[--s3-anonymous]\n"
@@ -186,6 +187,7 @@ int main(int argc, char **argv)
 		{"max-transfers", required_argument, NULL, 'M'},
 		{"retry-after", required_argument, NULL, 'A'},
 		{"hold-retry-after", no_argument, NULL, 'O'},
+		{"one-at-a-time", required_argument, NULL, 'T'},
 		{"require-header", required_argument, NULL, 'Q'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"autoindex", optional_argument, NULL, 'a'},
@@ -336,6 +338,15 @@ int main(int argc, char **argv)
 		}
 		case 'O':
 			server.hold_retry_after = true;
+			break;
+		case 'T':
+			if (origin__parse_u64(optarg, strlen(optarg),
+					      &server.refuse_ms) < 0 ||
+			    server.refuse_ms > 60000)
+				die("--one-at-a-time %s: want the refusal's "
+				    "delay in ms",
+				    optarg);
+			server.one_at_a_time = true;
 			break;
 		case 'Q':
 			server.require_path = optarg;

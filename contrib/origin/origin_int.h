@@ -110,6 +110,10 @@ struct server {
 				   every request for its Retry-After */
 	atomic_ullong held_until; /* CLOCK_MONOTONIC ns: refuse until then */
 	atomic_ullong transfers; /* file bodies being sent now */
+	bool one_at_a_time;	 /* --one-at-a-time: a request that arrives
+				    while a body is being sent gets 503 */
+	uint64_t refuse_ms;	 /* --one-at-a-time MS: the refusal's delay */
+	atomic_ullong sending;	 /* file bodies being written now */
 	struct s3_origin *s3;	 /* --s3: buckets, keys, SigV4 */
 	const char *require_path;   /* --require-header FILE; NULL: none */
 	pthread_mutex_t require_mu; /* guards what follows */

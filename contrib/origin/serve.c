@@ -138,6 +138,25 @@ static void hold_refusals(struct server *srv)
 				     (uint64_t)srv->retry_after * 1000000000u);
 }
 
+/* --one-at-a-time: the answer to a request that arrived while a body was
+ * being sent, after the refusal's delay: 503 with Retry-After (1 s unless
+ * --retry-after says otherwise) and an empty body, the connection kept, as
+ * a small asyncio server that serves one transfer at a time answers. */
+static int refuse_busy(struct conn *c, bool closing)
+{
+	struct server *srv = c->srv;
+	struct head h;
+
+	if (srv->refuse_ms)
+		origin__sleep_ns(srv->refuse_ms * NS_PER_MS);
+	origin__head_start(&h, 503);
+	origin__head_add(&h,
+			 "Content-Length: 0\r\nRetry-After: %" PRId64 "\r\n",
+			 srv->retry_after >= 0 ? srv->retry_after : 1);
+	origin__head_end(&h, closing);
+	return origin__head_send(c, &h, false);
+}
+
 /* Serves the parsed request rq; says in *after what the connection does
  * next. Returns 0 or a negative errno when the connection failed. */
 int origin__serve(struct conn *c, struct request *rq, enum after *after)
@@ -152,7 +171,8 @@ int origin__serve(struct conn *c, struct request *rq, enum after *after)
 		 rate = c->slow ? srv->slow_rate : srv->rate;
 	unsigned long long hits = 0;
 	enum range_result rr = RANGE_FULL;
-	bool head_only, closing = rq->want_close, counted = false;
+	bool head_only, closing = rq->want_close, counted = false,
+			sending = false;
 	int status = 0, rc;
 
 	*after = closing ? AFTER_CLOSE : AFTER_KEEP;
@@ -173,6 +193,14 @@ int origin__serve(struct conn *c, struct request *rq, enum after *after)
 		origin__log_request(srv, rq, 0, 0, "mute");
 		*after = AFTER_STALL;
 		rc = 0;
+		goto out;
+	}
+	/* Whether a body is being sent is decided when the request arrives,
+	 * not when it would be answered. */
+	if (srv->one_at_a_time && atomic_load(&srv->sending) > 0) {
+		applied = "one-at-a-time";
+		status = 503;
+		rc = refuse_busy(c, closing);
 		goto out;
 	}
 	if (srv->latency_ms)
@@ -372,6 +400,10 @@ int origin__serve(struct conn *c, struct request *rq, enum after *after)
 		}
 	}
 	origin__head_end(&h, closing);
+	if (body > 0) {
+		sending = true;
+		atomic_fetch_add(&srv->sending, 1);
+	}
 	/* slowfirst: the head goes at once, only the body waits. */
 	if (f && f->kind == FAULT_BIGHEADER && hits > f->skip) {
 		applied = "bigheader";
@@ -388,6 +420,8 @@ int origin__serve(struct conn *c, struct request *rq, enum after *after)
 out:
 	if (counted)
 		atomic_fetch_sub(&srv->transfers, 1);
+	if (sending)
+		atomic_fetch_sub(&srv->sending, 1);
 	if (status)
 		origin__log_request(srv, rq, status, sent, applied);
 	if (e.fd >= 0)

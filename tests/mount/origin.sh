@@ -455,6 +455,32 @@ case $codes in
 *) t_fail "--hold-retry-after" "no refusal during the slow transfer: '$codes'" ;;
 esac
 
+# --- --one-at-a-time ---------------------------------------------------------
+
+# While a body is being sent, any request (a HEAD too) gets, 50 ms later,
+# 503 with Retry-After: 1 and an empty body on a connection that stays
+# open; once the body is sent, the next one is served.
+o_start one --root "$WWW" --one-at-a-time 50 --rate 4M
+curl -sS -o /dev/null "$O_URL/eight.bin" &
+slow=$!
+sleep 0.3
+fetch busy -H 'Range: bytes=0-99' "$O_URL/f.bin"
+busy="$C_CODE $C_SIZE $C_TOTAL"
+fetch busyhead -I "$O_URL/f.bin"
+wait "$slow" || true
+fetch free -H 'Range: bytes=0-99' "$O_URL/f.bin"
+read -r code size total <<<"$busy"
+if [ "$code" = 503 ] && [ "$size" = 0 ] && between "$total" 0.05 1 &&
+	[ "$(hdr "$T_TMP/busy.head" Retry-After)" = 1 ] &&
+	[ "$(hdr "$T_TMP/busy.head" Content-Length)" = 0 ] &&
+	! grep -qi '^Connection: close' "$T_TMP/busy.head" &&
+	[ "$C_CODE" = 206 ] && grep -q ' 503 0 one-at-a-time' "$O_LOG"; then
+	t_pass "--one-at-a-time 50: 503 (Retry-After 1, empty, kept alive) after $total s during a transfer, 206 after it"
+else
+	t_fail "--one-at-a-time 50" "during: $busy, $(head -n 1 "$T_TMP/busy.head"); after: $C_CODE"
+fi
+t_eq "--one-at-a-time 50: a HEAD during a transfer" "$(head -n 1 "$T_TMP/busyhead.head" | awk '{ print $2 }')" 503
+
 # --- --fault-mix: a seeded draw per request, the same for the same seed ----
 
 # mix_run NAME SPEC: 60 requests in a row (each on a connection of its
