@@ -25,9 +25,9 @@ static int64_t mono_ms(void)
 	return (int64_t)(fs__now_ns() / 1000000u);
 }
 
-/* The child's side of fs__command_run: standard input /dev/null, standard output the
- * pipe, standard error pacefs's, nothing else (a descriptor pacefs or a
- * library left open, data.mdb or a socket, is none of its business), a
+/* The child's side of auth__command_run: standard input /dev/null, standard
+ * output the pipe, standard error pacefs's, nothing else (a descriptor pacefs
+ * or a library left open, data.mdb or a socket, is none of its business), a
  * process group of its own that pacefs kills, killed too when the thread
  * that started it ends. Only async-signal-safe calls: another thread may
  * have held a lock at the fork. */
@@ -68,12 +68,12 @@ static int reap(pid_t pid, bool kill_first)
 	return status;
 }
 
-int fs__command_run(const char *cmd, unsigned timeout_s,
-		    const atomic_bool *stopping, char **out, size_t *len,
-		    char *err, size_t errlen)
+int auth__command_run(const char *cmd, unsigned timeout_s,
+		      const atomic_bool *stopping, char **out, size_t *len,
+		      char *err, size_t errlen)
 {
 	int64_t deadline;
-	char *buf = malloc(FS_COMMAND_OUT_MAX + 1);
+	char *buf = malloc(AUTH_COMMAND_OUT_MAX + 1);
 	size_t got = 0;
 	int pfd[2] = {-1, -1}, status, rc = -EIO;
 	pid_t pid = -1, me = getpid();
@@ -119,7 +119,7 @@ int fs__command_run(const char *cmd, unsigned timeout_s,
 		/* A tenth of a second at most, so that an unmount is seen. */
 		if (poll(&p, 1, left < 100 ? (int)left : 100) <= 0)
 			continue;
-		n = read(pfd[0], buf + got, FS_COMMAND_OUT_MAX - got);
+		n = read(pfd[0], buf + got, AUTH_COMMAND_OUT_MAX - got);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -132,9 +132,9 @@ int fs__command_run(const char *cmd, unsigned timeout_s,
 		got += (size_t)n;
 		if (n == 0) {
 			done = true;
-		} else if (got == FS_COMMAND_OUT_MAX) {
+		} else if (got == AUTH_COMMAND_OUT_MAX) {
 			snprintf(err, errlen, "it printed more than %d bytes",
-				 FS_COMMAND_OUT_MAX);
+				 AUTH_COMMAND_OUT_MAX);
 			reap(pid, true);
 			pid = -1;
 			goto out;

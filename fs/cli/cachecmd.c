@@ -141,10 +141,10 @@ static const char *shown_identity(struct blob_info *bi)
 	if (id[0] == '\0')
 		return "(identity not recorded)";
 	if (nl != NULL) {
-		bool creds = strncmp(nl + 1, FS_IDENTITY_USERINFO,
-				     strlen(FS_IDENTITY_USERINFO)) == 0;
-		bool sig = strncmp(nl + 1, FS_IDENTITY_SIGNED,
-				   strlen(FS_IDENTITY_SIGNED)) == 0;
+		bool creds = strncmp(nl + 1, AUTH_IDENTITY_USERINFO,
+				     strlen(AUTH_IDENTITY_USERINFO)) == 0;
+		bool sig = strncmp(nl + 1, AUTH_IDENTITY_SIGNED,
+				   strlen(AUTH_IDENTITY_SIGNED)) == 0;
 
 		*nl = '\0';
 		/* The digest was longer than the words that replace it. */
@@ -277,11 +277,11 @@ static int resolve(const struct cache_id *ids, size_t n, const char *arg,
 			return 1;
 		}
 	}
-	/* A URL is stored under its identity (fs__url_identity); anything
+	/* A URL is stored under its identity (auth_url_identity); anything
 	 * else as given. */
 	if (strncmp(arg, "http://", 7) == 0 ||
 	    strncmp(arg, "https://", 8) == 0) {
-		char *s = fs__url_identity(arg);
+		char *s = auth_url_identity(arg);
 
 		if (s == NULL)
 			return 1;

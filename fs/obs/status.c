@@ -203,12 +203,12 @@ int obs_status_json(const struct obs_view *m, char *buf, size_t cap)
 	put(&o, "{\"version\":1,\"files\":[");
 	pthread_mutex_lock(&m->ns->mu);
 	for (uint32_t i = 0; i < m->ns->n; i++) {
-		const struct fs_node *n = m->ns->nodes[i];
+		const struct tree_node *n = m->ns->nodes[i];
 
 		/* Files in use only: the attribute holds 64 KiB at most. */
-		if (n->is_dir || n->gone || n->blob == FS_NO_BLOB)
+		if (n->is_dir || n->gone || n->blob == TREE_NO_BLOB)
 			continue;
-		fs__ns_path(m->ns, i, path, sizeof(path));
+		tree_ns_path(m->ns, i, path, sizeof(path));
 		put(&o, "%s{\"path\":", first ? "" : ",");
 		put_str(&o, path);
 		put(&o, ",\"size\":%" PRIu64 ",\"held\":%" PRIu64 ",\"state\":",

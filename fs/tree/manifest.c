@@ -179,9 +179,9 @@ static int check_path(struct mctx *c, const char *p, size_t len)
 	quote(p, len, q, sizeof(q));
 	if (memchr(p, '\0', len) != NULL)
 		return fail(c, "path", "%s contains a NUL byte", q);
-	if (len > FS_MANIFEST_PATH_MAX)
+	if (len > TREE_MANIFEST_PATH_MAX)
 		return fail(c, "path", "%s is %zu bytes long, over %d", q, len,
-			    FS_MANIFEST_PATH_MAX);
+			    TREE_MANIFEST_PATH_MAX);
 	if (p[0] == '/')
 		return fail(c, "path",
 			    "%s is absolute; paths are relative to the "
@@ -198,10 +198,10 @@ static int check_path(struct mctx *c, const char *p, size_t len)
 			return fail(c, "path", "%s has a \".\" component", q);
 		if (n == 2 && p[start] == '.' && p[start + 1] == '.')
 			return fail(c, "path", "%s has a \"..\" component", q);
-		if (n > FS_MANIFEST_NAME_MAX)
+		if (n > TREE_MANIFEST_NAME_MAX)
 			return fail(c, "path",
 				    "%s has a component of %zu bytes, over %d",
-				    q, n, FS_MANIFEST_NAME_MAX);
+				    q, n, TREE_MANIFEST_NAME_MAX);
 		start = end + 1;
 	}
 	return 0;
@@ -214,9 +214,9 @@ static int check_url(struct mctx *c, const char *field, const char *u,
 	size_t host;
 
 	quote(u, len, q, sizeof(q));
-	if (len > FS_MANIFEST_URL_MAX)
+	if (len > TREE_MANIFEST_URL_MAX)
 		return fail(c, field, "%s is %zu bytes long, over %d", q, len,
-			    FS_MANIFEST_URL_MAX);
+			    TREE_MANIFEST_URL_MAX);
 	if (len >= 7 && strncasecmp(u, "http://", 7) == 0)
 		host = 7;
 	else if (len >= 8 && strncasecmp(u, "https://", 8) == 0)
@@ -239,7 +239,7 @@ static int check_url(struct mctx *c, const char *field, const char *u,
 }
 
 static int parse_urls(struct mctx *c, const json_t *v,
-		      struct fs_manifest_entry *e)
+		      struct tree_manifest_entry *e)
 {
 	size_t n;
 
@@ -249,9 +249,9 @@ static int parse_urls(struct mctx *c, const json_t *v,
 	n = json_array_size(v);
 	if (n == 0)
 		return fail(c, "urls", "expected at least one URL, got none");
-	if (n > FS_MANIFEST_URLS_MAX)
+	if (n > TREE_MANIFEST_URLS_MAX)
 		return fail(c, "urls", "has %zu URLs, over %d", n,
-			    FS_MANIFEST_URLS_MAX);
+			    TREE_MANIFEST_URLS_MAX);
 	e->urls = calloc(n, sizeof(*e->urls));
 	if (e->urls == NULL)
 		return oom(c);
@@ -283,7 +283,7 @@ static int parse_urls(struct mctx *c, const json_t *v,
 }
 
 static int parse_size(struct mctx *c, const json_t *v,
-		      struct fs_manifest_entry *e)
+		      struct tree_manifest_entry *e)
 {
 	if (!json_is_integer(v))
 		return fail(c, "size", "expected an integer, got %s",
@@ -298,7 +298,7 @@ static int parse_size(struct mctx *c, const json_t *v,
 }
 
 static int parse_block_size(struct mctx *c, const json_t *v,
-			    struct fs_manifest_entry *e)
+			    struct tree_manifest_entry *e)
 {
 	json_int_t bs;
 
@@ -306,19 +306,20 @@ static int parse_block_size(struct mctx *c, const json_t *v,
 		return fail(c, "block_size", "expected an integer, got %s",
 			    type_name(v));
 	bs = json_integer_value(v);
-	if (bs < FS_MANIFEST_BLOCK_MIN || bs > FS_MANIFEST_BLOCK_MAX ||
+	if (bs < TREE_MANIFEST_BLOCK_MIN || bs > TREE_MANIFEST_BLOCK_MAX ||
 	    (bs & (bs - 1)) != 0)
 		return fail(c, "block_size",
 			    "expected a power of two from %u to %u, got "
 			    "%" JSON_INTEGER_FORMAT,
-			    FS_MANIFEST_BLOCK_MIN, FS_MANIFEST_BLOCK_MAX, bs);
+			    TREE_MANIFEST_BLOCK_MIN, TREE_MANIFEST_BLOCK_MAX,
+			    bs);
 	e->block_size = (uint32_t)bs;
 	return 0;
 }
 
 /* Needs size and block_size already parsed. */
 static int parse_block_sha256(struct mctx *c, const json_t *v,
-			      struct fs_manifest_entry *e)
+			      struct tree_manifest_entry *e)
 {
 	uint64_t want;
 	size_t n;
@@ -358,7 +359,7 @@ static int parse_block_sha256(struct mctx *c, const json_t *v,
 }
 
 static int parse_mode(struct mctx *c, const json_t *v,
-		      struct fs_manifest_entry *e)
+		      struct tree_manifest_entry *e)
 {
 	long long mode = 0;
 
@@ -452,17 +453,17 @@ static bool parse_rfc3339(const char *s, size_t len, int64_t *out)
 		return false;
 	}
 	if (p != end || mo < 1 || mo > 12 || d < 1 ||
-	    (unsigned)d > fs__month_days(y, (unsigned)mo) || h > 23 ||
+	    (unsigned)d > tree__month_days(y, (unsigned)mo) || h > 23 ||
 	    mi > 59 || sec > 60 || oh > 23 || om > 59)
 		return false;
-	t = fs__days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
+	t = tree__days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
 	    h * 3600 + mi * 60 + sec;
 	*out = t - sign * (oh * 3600 + om * 60);
 	return true;
 }
 
 static int parse_mtime(struct mctx *c, const json_t *v,
-		       struct fs_manifest_entry *e)
+		       struct tree_manifest_entry *e)
 {
 	if (json_is_integer(v)) {
 		e->mtime = json_integer_value(v);
@@ -496,7 +497,8 @@ static bool known(const char *key, const char *const *names, size_t n)
 
 /* Fills e from obj; on error e may hold allocations (freed with the
  * manifest). */
-static int parse_entry(struct mctx *c, json_t *obj, struct fs_manifest_entry *e)
+static int parse_entry(struct mctx *c, json_t *obj,
+		       struct tree_manifest_entry *e)
 {
 	const char *key;
 	json_t *v;
@@ -583,7 +585,7 @@ static int pkey_cmp(const void *a, const void *b)
  * directory. After sorting with pkey_cmp a path's duplicates and the
  * paths under it directly follow it, so checking neighbours suffices; of
  * all conflicts the one whose later entry comes first is reported. */
-static int check_tree(struct mctx *c, const struct fs_manifest *m)
+static int check_tree(struct mctx *c, const struct tree_manifest *m)
 {
 	struct pkey *k = malloc(m->nfiles * sizeof(*k));
 	uint32_t best = UINT32_MAX, bi = 0;
@@ -636,7 +638,7 @@ static int check_tree(struct mctx *c, const struct fs_manifest *m)
 	return rc;
 }
 
-static void entry_free(struct fs_manifest_entry *e)
+static void entry_free(struct tree_manifest_entry *e)
 {
 	free(e->path);
 	for (uint32_t i = 0; i < e->nurls; i++)
@@ -645,7 +647,7 @@ static void entry_free(struct fs_manifest_entry *e)
 	free(e->block_sha256);
 }
 
-void fs__manifest_free(struct fs_manifest *m)
+void tree_manifest_free(struct tree_manifest *m)
 {
 	if (m == NULL)
 		return;
@@ -656,11 +658,11 @@ void fs__manifest_free(struct fs_manifest *m)
 	m->nfiles = 0;
 }
 
-int fs__manifest_parse(const char *text, size_t len, struct fs_manifest *out,
-		       char *err, size_t errlen)
+int tree_manifest_parse(const char *text, size_t len, struct tree_manifest *out,
+			char *err, size_t errlen)
 {
 	struct mctx c = {.err = err, .errlen = errlen};
-	struct fs_manifest m = {0};
+	struct tree_manifest m = {0};
 	json_error_t jerr;
 	json_t *root, *v, *files;
 	const char *key;
@@ -751,14 +753,14 @@ int fs__manifest_parse(const char *text, size_t len, struct fs_manifest *out,
 out:
 	json_decref(root);
 	if (rc != 0)
-		fs__manifest_free(&m);
+		tree_manifest_free(&m);
 	else
 		*out = m;
 	return rc;
 }
 
-int fs__manifest_load(const char *path, struct fs_manifest *out, char *err,
-		      size_t errlen)
+int tree_manifest_load(const char *path, struct tree_manifest *out, char *err,
+		       size_t errlen)
 {
 	char msg[512];
 	char *buf = NULL;
@@ -781,8 +783,8 @@ int fs__manifest_load(const char *path, struct fs_manifest *out, char *err,
 			size_t ncap = cap == 0 ? 65536 : cap * 2;
 			char *nbuf;
 
-			if (ncap > FS_MANIFEST_FILE_MAX + 1u)
-				ncap = FS_MANIFEST_FILE_MAX + 1u;
+			if (ncap > TREE_MANIFEST_FILE_MAX + 1u)
+				ncap = TREE_MANIFEST_FILE_MAX + 1u;
 			nbuf = realloc(buf, ncap + 1);
 			if (nbuf == NULL) {
 				rc = -ENOMEM;
@@ -805,16 +807,16 @@ int fs__manifest_load(const char *path, struct fs_manifest *out, char *err,
 		if (got == 0)
 			break;
 		len += (size_t)got;
-		if (len > FS_MANIFEST_FILE_MAX) {
+		if (len > TREE_MANIFEST_FILE_MAX) {
 			rc = -EFBIG;
 			snprintf(err, errlen,
 				 "%s: larger than %u bytes, the most a "
 				 "manifest may have",
-				 path, FS_MANIFEST_FILE_MAX);
+				 path, TREE_MANIFEST_FILE_MAX);
 			goto out;
 		}
 	}
-	rc = fs__manifest_parse(buf, len, out, msg, sizeof(msg));
+	rc = tree_manifest_parse(buf, len, out, msg, sizeof(msg));
 	if (rc != 0)
 		snprintf(err, errlen, "%s: %s", path, msg);
 out:

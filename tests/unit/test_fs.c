@@ -558,7 +558,7 @@ static void name_from_url_refused(void)
 
 /* A file of 3 digest blocks of dblock bytes, each digest filled with
  * `fill`, and the whole-file digest all 0xab when has_sha256. */
-static void identity_node(struct fs_node *n, char **urls, uint8_t (*d)[32],
+static void identity_node(struct tree_node *n, char **urls, uint8_t (*d)[32],
 			  bool has_sha256, uint32_t dblock, uint8_t fill)
 {
 	memset(n, 0, sizeof(*n));
@@ -578,7 +578,7 @@ static void identity_forms(void)
 {
 	char *urls[] = {"http://h/f.bin"};
 	uint8_t d[3][32], list[32];
-	struct fs_node n;
+	struct tree_node n;
 	char *got, want[512], dhex[65];
 
 	for (int i = 0; i < 32; i++)
@@ -718,15 +718,15 @@ static void sources_identity(void)
 	const char *ab[] = {"http://h/a", "http://m1/a", "http://u:pw@m2/a"};
 	const char *ba[] = {"http://h/a", "http://u:pw@m2/a", "http://m1/a"};
 	const char *other[] = {"http://h/a", "http://m1/a"};
-	char *s1 = fs__sources_identity(one, 1);
-	char *s2 = fs__sources_identity(ab, 3);
-	char *s3 = fs__sources_identity(ba, 3);
-	char *s4 = fs__sources_identity(other, 2);
+	char *s1 = auth_sources_identity(one, 1);
+	char *s2 = auth_sources_identity(ab, 3);
+	char *s3 = auth_sources_identity(ba, 3);
+	char *s4 = auth_sources_identity(other, 2);
 
 	T_ASSERT(s1 != NULL && s2 != NULL && s3 != NULL && s4 != NULL);
 	T_EQ_STR(s1, "url:http://h/a");
-	T_ASSERT(strncmp(s2, "url:http://h/a\n" FS_IDENTITY_MIRRORS,
-			 15 + strlen(FS_IDENTITY_MIRRORS)) == 0);
+	T_ASSERT(strncmp(s2, "url:http://h/a\n" AUTH_IDENTITY_MIRRORS,
+			 15 + strlen(AUTH_IDENTITY_MIRRORS)) == 0);
 	T_EQ_STR(s2, s3);
 	T_ASSERT(strcmp(s2, s4) != 0);
 	T_ASSERT(strstr(s2, "pw") == NULL && strstr(s2, "m2") == NULL);
@@ -740,10 +740,10 @@ static void sources_identity(void)
  * and keeps two signatures apart. */
 static void signed_identity(void)
 {
-	char *s1 = fs__url_identity("http://h/a?X-Amz-Signature=s1&x=1");
-	char *s2 = fs__url_identity("http://h/a?X-Amz-Signature=s2&x=1");
+	char *s1 = auth_url_identity("http://h/a?X-Amz-Signature=s1&x=1");
+	char *s2 = auth_url_identity("http://h/a?X-Amz-Signature=s2&x=1");
 	const char *want =
-		"url:http://h/a?X-Amz-Signature=**&x=1\n" FS_IDENTITY_SIGNED;
+		"url:http://h/a?X-Amz-Signature=**&x=1\n" AUTH_IDENTITY_SIGNED;
 
 	T_ASSERT(s1 != NULL && s2 != NULL);
 	T_ASSERT(strncmp(s1, want, strlen(want)) == 0);
@@ -754,25 +754,25 @@ static void signed_identity(void)
 
 static void url_identity(void)
 {
-	char *plain = fs__url_identity("http://h/a?x=1");
-	char *u1 = fs__url_identity("http://u:p1@h/a?x=1");
-	char *u2 = fs__url_identity("http://u:p2@h/a?x=1");
+	char *plain = auth_url_identity("http://h/a?x=1");
+	char *u1 = auth_url_identity("http://u:p1@h/a?x=1");
+	char *u2 = auth_url_identity("http://u:p2@h/a?x=1");
 	char *long1, *long2, *url = malloc(20000);
 
 	/* Without userinfo: as it always was (caches keep their ids). */
 	T_EQ_STR(plain, "url:http://h/a?x=1");
 	/* With: no credential in it, and two credentials kept apart. */
 	T_ASSERT(strstr(u1, "p1") == NULL && strstr(u1, "u:") == NULL);
-	T_ASSERT(strncmp(u1, "url:http://h/a?x=1\n" FS_IDENTITY_USERINFO,
-			 19 + strlen(FS_IDENTITY_USERINFO)) == 0);
+	T_ASSERT(strncmp(u1, "url:http://h/a?x=1\n" AUTH_IDENTITY_USERINFO,
+			 19 + strlen(AUTH_IDENTITY_USERINFO)) == 0);
 	T_ASSERT(strcmp(u1, u2) != 0);
 	/* Never cut: URLs that differ after 10,000 bytes differ. */
 	memcpy(url, "http://h/?", 10);
 	memset(url + 10, 'x', 19000);
 	memcpy(url + 19010, "&f=a", 5);
-	long1 = fs__url_identity(url);
+	long1 = auth_url_identity(url);
 	url[19013] = 'b';
-	long2 = fs__url_identity(url);
+	long2 = auth_url_identity(url);
 	T_EQ_INT((int)strlen(long1), 4 + 19014);
 	T_ASSERT(strcmp(long1, long2) != 0);
 	free(plain);
@@ -1136,7 +1136,7 @@ static void metrics_documented(void)
 }
 
 /* A directory finds each of many children by name (through its table once
- * it has FS_NS_INDEX_MIN), refuses a second of one name, and paths build
+ * it has TREE_NS_INDEX_MIN), refuses a second of one name, and paths build
  * their directories once. */
 /* The metrics endpoint's connections, on a hand-driven clock: socket
  * pairs stand for them, and a connection the table closed reads as ended
@@ -1262,42 +1262,42 @@ static void metrics_conn_room(void)
 
 static void ns_many_children(void)
 {
-	struct fs_ns *ns;
+	struct tree_ns *ns;
 	uint32_t id, dir, first = 0;
 	char name[32];
 
-	T_EQ_INT(fs__ns_new(&ns), 0);
-	T_EQ_INT(fs__ns_add(ns, 0, "d", true, &dir), 0);
+	T_EQ_INT(tree_ns_new(&ns), 0);
+	T_EQ_INT(tree_ns_add(ns, 0, "d", true, &dir), 0);
 	for (uint32_t i = 0; i < 20000; i++) {
 		snprintf(name, sizeof(name), "f%05u.bin", i);
-		T_EQ_INT(fs__ns_add(ns, dir, name, false, &id), 0);
+		T_EQ_INT(tree_ns_add(ns, dir, name, false, &id), 0);
 		if (i == 0)
 			first = id;
 		/* Every name added so far, old and new, stays found. */
-		if (i % 997 == 0 || i == FS_NS_INDEX_MIN - 1 ||
-		    i == FS_NS_INDEX_MIN) {
-			T_EQ_U64(fs__ns_child(ns, dir, "f00000.bin"), first);
-			T_EQ_U64(fs__ns_child(ns, dir, name), id);
+		if (i % 997 == 0 || i == TREE_NS_INDEX_MIN - 1 ||
+		    i == TREE_NS_INDEX_MIN) {
+			T_EQ_U64(tree_ns_child(ns, dir, "f00000.bin"), first);
+			T_EQ_U64(tree_ns_child(ns, dir, name), id);
 		}
 	}
 	for (uint32_t i = 0; i < 20000; i++) {
 		snprintf(name, sizeof(name), "f%05u.bin", i);
-		id = fs__ns_child(ns, dir, name);
-		T_ASSERT(id != FS_NO_NODE);
-		T_EQ_STR(fs__ns_get(ns, id)->name, name);
+		id = tree_ns_child(ns, dir, name);
+		T_ASSERT(id != TREE_NO_NODE);
+		T_EQ_STR(tree_ns_get(ns, id)->name, name);
 	}
-	T_EQ_U64(fs__ns_child(ns, dir, "f20000.bin"), FS_NO_NODE);
-	T_EQ_U64(fs__ns_child(ns, dir, ""), FS_NO_NODE);
-	T_EQ_INT(fs__ns_add(ns, dir, "f12345.bin", false, &id), -EEXIST);
-	T_EQ_INT(fs__ns_add_path(ns, "d/f00001.bin/x", &id), -ENOTDIR);
+	T_EQ_U64(tree_ns_child(ns, dir, "f20000.bin"), TREE_NO_NODE);
+	T_EQ_U64(tree_ns_child(ns, dir, ""), TREE_NO_NODE);
+	T_EQ_INT(tree_ns_add(ns, dir, "f12345.bin", false, &id), -EEXIST);
+	T_EQ_INT(tree_ns_add_path(ns, "d/f00001.bin/x", &id), -ENOTDIR);
 	for (uint32_t i = 0; i < 100; i++) {
 		snprintf(name, sizeof(name), "a/b/c%u", i);
-		T_EQ_INT(fs__ns_add_path(ns, name, &id), 0);
+		T_EQ_INT(tree_ns_add_path(ns, name, &id), 0);
 	}
-	dir = fs__ns_child(ns, fs__ns_child(ns, 0, "a"), "b");
-	T_EQ_INT(fs__ns_get(ns, dir)->nchildren, 100);
-	T_ASSERT(fs__ns_child(ns, dir, "c99") != FS_NO_NODE);
-	fs__ns_free(ns);
+	dir = tree_ns_child(ns, tree_ns_child(ns, 0, "a"), "b");
+	T_EQ_INT(tree_ns_get(ns, dir)->nchildren, 100);
+	T_ASSERT(tree_ns_child(ns, dir, "c99") != TREE_NO_NODE);
+	tree_ns_free(ns);
 }
 
 /* An engine over a cache in a fresh directory, with one blob of `size`
@@ -1481,18 +1481,18 @@ static void s3_names(void)
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct fs_s3 s;
+		struct tree_s3 s;
 		char err[512] = "";
-		int rc = fs__s3_parse(cases[i].url, cases[i].endpoint,
-				      cases[i].region, "AWS_REGION",
-				      cases[i].addressing, &s, err,
-				      sizeof(err));
+		int rc = tree_s3_parse(cases[i].url, cases[i].endpoint,
+				       cases[i].region, "AWS_REGION",
+				       cases[i].addressing, &s, err,
+				       sizeof(err));
 
 		if (rc != cases[i].rc ||
 		    (cases[i].err != NULL && strstr(err, cases[i].err) == NULL))
 			T_FAIL("case %zu: %d '%s'", i, rc, err);
 		if (rc == 0)
-			fs__s3_free(&s);
+			tree_s3_free(&s);
 	}
 }
 
