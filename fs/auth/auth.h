@@ -27,7 +27,7 @@ struct auth_creds_config {
 	unsigned nheader_files;
 	char **headers; /* -o header=, sent first */
 	unsigned nheaders;
-	uid_t uid; /* who must own a header file */
+	uid_t uid;	    /* who must own a header file */
 	unsigned timeout_s; /* the most a command may run (-o read_timeout=) */
 	/* Where the thread's log lines go (obs/'s obs_log_hook); NULL:
 	 * nowhere. Called without the object's lock. */

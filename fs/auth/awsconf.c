@@ -36,8 +36,7 @@ static bool section_is(const char *s, const char *e, const char *name,
 	if (!config || strcmp(name, "default") == 0)
 		if (n == nl && memcmp(s, name, n) == 0)
 			return true;
-	if (!config || n < 8 || strncmp(s, "profile", 7) != 0 ||
-	    !blank(s[7]))
+	if (!config || n < 8 || strncmp(s, "profile", 7) != 0 || !blank(s[7]))
 		return false;
 	s += 8;
 	while (s < e && blank(*s))

@@ -39,7 +39,7 @@ struct creds_set {
 	char *id, *secret, *token;
 	char **headers; /* from files and the command */
 	unsigned nheaders;
-	int64_t expires; /* the command's Expiration; 0: none */
+	int64_t expires;  /* the command's Expiration; 0: none */
 	char source[160]; /* where the key came from; "" none */
 };
 
@@ -48,9 +48,9 @@ struct auth_creds {
 	struct fetch_auth *auth;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	bool stop;	  /* guarded by mu */
+	bool stop;	      /* guarded by mu */
 	atomic_bool stopping; /* stop, as a running command polls it */
-	uint64_t forced;  /* guarded by mu: a refused generation */
+	uint64_t forced;      /* guarded by mu: a refused generation */
 	pthread_t thread;
 	bool running;
 	char source[160]; /* guarded by mu, with has_key and expires: a reload
@@ -205,8 +205,7 @@ static int64_t mono_ms(void)
 
 /* One line for a key, secret or token holding a control byte; the value
  * is never quoted (it is a secret). */
-static int bad_value(const char *what, const char *v, char *err,
-		     size_t errlen)
+static int bad_value(const char *what, const char *v, char *err, size_t errlen)
 {
 	int c = auth_token_check(v);
 
@@ -256,7 +255,8 @@ static int parse_json(const char *text, size_t len, struct creds_set *s,
 		snprintf(err, errlen,
 			 "its Expiration %.40s is %s; refused (credentials "
 			 "must last more than %d s)",
-			 exp, s->expires <= now ? "in the past" : "within a minute",
+			 exp,
+			 s->expires <= now ? "in the past" : "within a minute",
 			 CREDS_EXPIRY_MARGIN_S);
 		goto out;
 	}
@@ -504,9 +504,8 @@ static int install(struct auth_creds *c, struct creds_set *s)
 {
 	unsigned n = c->cfg.nheaders + s->nheaders;
 	const char **all = calloc(n ? n : 1, sizeof(*all));
-	struct fetch_cred fc = {.s3_id = s->id,
-				.s3_secret = s->secret,
-				.s3_token = s->token};
+	struct fetch_cred fc = {
+		.s3_id = s->id, .s3_secret = s->secret, .s3_token = s->token};
 	uint64_t gen;
 
 	if (all == NULL)
@@ -610,7 +609,8 @@ static bool expiring(const struct auth_creds *c, int64_t now)
 }
 
 /* A line of the thread's, through the configuration's log hook. */
-#define creds_log(c, ...) fs__log_via((c)->cfg.log, (c)->cfg.log_ctx, __VA_ARGS__)
+#define creds_log(c, ...)                                                      \
+	fs__log_via((c)->cfg.log, (c)->cfg.log_ctx, __VA_ARGS__)
 
 static void *watcher(void *arg)
 {
@@ -645,8 +645,9 @@ static void *watcher(void *arg)
 		if (due && (refused || changed || expiring(c, now))) {
 			rc = load(c, &s, err, sizeof(err));
 			if (rc != 0) {
-				unsigned wait = c->fails < 8 ? 2u << c->fails
-							    : CREDS_BACKOFF_MAX_S;
+				unsigned wait = c->fails < 8
+							? 2u << c->fails
+							: CREDS_BACKOFF_MAX_S;
 
 				if (wait > CREDS_BACKOFF_MAX_S)
 					wait = CREDS_BACKOFF_MAX_S;
@@ -662,10 +663,11 @@ static void *watcher(void *arg)
 				if (rc == 0)
 					creds_log(c, FS_LOG_INFO,
 						  "credentials read again (%s)",
-						  changed   ? "a file changed"
-						  : refused ? "an origin refused "
-							      "them"
-							    : "they expire");
+						  changed ? "a file changed"
+						  : refused
+							  ? "an origin refused "
+							    "them"
+							  : "they expire");
 				else
 					creds_log(c, FS_LOG_ERR,
 						  "cannot use the credentials "
@@ -674,7 +676,8 @@ static void *watcher(void *arg)
 				creds_log(c, FS_LOG_ERR,
 					  "cannot read the credentials again: "
 					  "%s; next try in %" PRId64 " s",
-					  err, (c->retry_at - mono_ms()) / 1000);
+					  err,
+					  (c->retry_at - mono_ms()) / 1000);
 			}
 			if (rc != 0 && refused) {
 				/* The refused request then fails now, not
@@ -721,8 +724,7 @@ void auth_creds_free(struct auth_creds *c)
 
 bool auth_creds_changeable(const struct auth_creds *c)
 {
-	return c != NULL &&
-	       (c->npaths > 0 || c->cfg.auth_command != NULL);
+	return c != NULL && (c->npaths > 0 || c->cfg.auth_command != NULL);
 }
 
 const char *auth_creds_source(const struct auth_creds *c, char *buf, size_t cap)

@@ -47,8 +47,8 @@ const char *auth_header_owned(const char *h, size_t len)
 					    "Accept-Encoding", "Host"};
 	const char *colon = memchr(h, ':', len);
 
-	for (size_t i = 0; colon != NULL && i < sizeof(owned) / sizeof(owned[0]);
-	     i++)
+	for (size_t i = 0;
+	     colon != NULL && i < sizeof(owned) / sizeof(owned[0]); i++)
 		if ((size_t)(colon - h) == strlen(owned[i]) &&
 		    strncasecmp(h, owned[i], strlen(owned[i])) == 0)
 			return owned[i];
@@ -86,8 +86,8 @@ int auth_file_check(const char *path, const struct stat *st, uid_t uid,
 	 * commands it runs: no option accepts that. */
 	if ((m & (S_IWGRP | S_IWOTH)) != 0) {
 		who = (m & S_IWGRP) && (m & S_IWOTH) ? "group and others"
-		      : (m & S_IWGRP)		      ? "group"
-						      : "others";
+		      : (m & S_IWGRP)		     ? "group"
+						     : "others";
 		snprintf(err, errlen,
 			 "%s: mode %04o lets %s write to it%s; refused. "
 			 "chmod go-w it",

@@ -83,7 +83,8 @@ char *auth_sources_identity(const char *const *urls, uint32_t n)
 		others[i - 1] = urls[i];
 	qsort(others, n - 1, sizeof(*others), url_cmp);
 	for (uint32_t i = 0; i + 1 < n; i++)
-		if (EVP_DigestUpdate(ctx, others[i], strlen(others[i]) + 1) != 1)
+		if (EVP_DigestUpdate(ctx, others[i], strlen(others[i]) + 1) !=
+		    1)
 			goto out;
 	if (EVP_DigestFinal_ex(ctx, md, &mdlen) != 1)
 		goto out;

@@ -34,7 +34,7 @@ static inline unsigned tree__month_days(int64_t y, unsigned m)
 
 /* S3 (fs/tree/s3xml.c, libxml2). One entry of a ListObjectsV2 page. */
 struct tree_s3_item {
-	char *key;     /* decoded (encoding-type=url undone) */
+	char *key;	/* decoded (encoding-type=url undone) */
 	bool is_prefix; /* a CommonPrefixes entry: a directory */
 	uint64_t size;
 	bool has_mtime;

@@ -378,8 +378,7 @@ static void explain(const struct tree_s3 *s, const struct auth_creds *creds,
 			 "%s: bucket '%s' does not exist at %s (check the "
 			 "bucket's name, or -o endpoint=)",
 			 what, s->bucket, s->endpoint);
-	else if (region[0] != '\0' ||
-		 strcmp(code, "PermanentRedirect") == 0)
+	else if (region[0] != '\0' || strcmp(code, "PermanentRedirect") == 0)
 		snprintf(err, errlen,
 			 "%s: bucket '%s' is in another region%s%s%s than "
 			 "'%s': mount with -o region=%s",
@@ -411,8 +410,8 @@ static void explain(const struct tree_s3 *s, const struct auth_creds *creds,
 			 "auth_command=",
 			 what, status, code[0] ? " " : "", code);
 	else if (code[0] != '\0')
-		snprintf(err, errlen, "%s: HTTP %ld %s: %s", what, status,
-			 code, msg);
+		snprintf(err, errlen, "%s: HTTP %ld %s: %s", what, status, code,
+			 msg);
 	else
 		snprintf(err, errlen, "%s: HTTP %ld", what, status);
 }
@@ -550,8 +549,7 @@ static int list_page(struct listing *l, const struct fetch_config *fc,
 		snprintf(err, errlen,
 			 "%s: listing not done by its deadline (-o "
 			 "read_timeout=) after %u page%s, %u entries so far",
-			 l->what, l->pages, l->pages == 1 ? "" : "s",
-			 l->count);
+			 l->what, l->pages, l->pages == 1 ? "" : "s", l->count);
 	else if (rc == -ECANCELED)
 		snprintf(err, errlen,
 			 "%s: listing stopped after %u page%s: the mount is "

@@ -266,8 +266,7 @@ int tree__s3_page_parse(const char *xml, size_t len, struct tree_s3_page *out,
 			if (p.next_token == NULL)
 				rc = fs__errf(err, errlen, -ENOMEM,
 					      LISTING "out of memory");
-		} else if (named(c, "Contents") ||
-			   named(c, "CommonPrefixes")) {
+		} else if (named(c, "Contents") || named(c, "CommonPrefixes")) {
 			if (p.n == TREE_S3_PAGE_MAX) {
 				rc = fs__errf(err, errlen, -E2BIG,
 					      LISTING
@@ -334,7 +333,7 @@ int tree__s3_error_parse(const char *xml, size_t len, char *code,
 			    : named(c, "Message") ? message
 			    : named(c, "Region")  ? region
 						  : NULL;
-		size_t cap = buf == code ? codelen
+		size_t cap = buf == code      ? codelen
 			     : buf == message ? msglen
 					      : regionlen;
 		char *t;

@@ -69,12 +69,12 @@ struct tree_node {
  * is keyed with a random SipHash key (no names it could make collide). */
 struct tree_ns {
 	pthread_mutex_t mu;
-	pthread_cond_t listed;	/* a directory's listing ended (its waits
-				   on CLOCK_MONOTONIC) */
-	pthread_cond_t probed;	/* a file's probe ended (the same) */
+	pthread_cond_t listed;	  /* a directory's listing ended (its waits
+				     on CLOCK_MONOTONIC) */
+	pthread_cond_t probed;	  /* a file's probe ended (the same) */
 	struct tree_node **nodes; /* guarded by mu */
-	uint32_t n, cap;	/* guarded by mu */
-	uint64_t key[2];	/* SipHash key of the name tables */
+	uint32_t n, cap;	  /* guarded by mu */
+	uint64_t key[2];	  /* SipHash key of the name tables */
 };
 
 /* Creates a namespace holding the root directory. */
@@ -125,8 +125,8 @@ int tree_ns_add_path(struct tree_ns *ns, const char *path, uint32_t *out);
 #define TREE_MANIFEST_URL_MAX 8192	    /* bytes in one URL */
 #define TREE_MANIFEST_BLOCK_MIN 4096u	    /* smallest block_size */
 #define TREE_MANIFEST_BLOCK_MAX (64u << 20) /* largest block_size */
-#define TREE_MANIFEST_FILE_MAX (256u << 20) /* bytes tree_manifest_load reads  \
-					     */
+/* The most bytes tree_manifest_load reads. */
+#define TREE_MANIFEST_FILE_MAX (256u << 20)
 
 /* One file of a manifest. Everything is owned by the manifest. */
 struct tree_manifest_entry {
@@ -187,7 +187,7 @@ struct tree_index_entry {
 	uint64_t size;
 	bool has_mtime;
 	int64_t mtime; /* the listed time read as UTC, seconds */
-	/* An object store's listing (fs/tree/s3.c) says more; NULL otherwise. */
+	/* An object store's listing (tree/s3.c) says more; NULL otherwise. */
 	char *url;	/* where the entry is (a file's URL, a directory's
 			   listing), instead of an href of the page */
 	char *etag;	/* its validator, as listed */
@@ -213,7 +213,7 @@ void tree_dirindex_free(struct tree_index_entry *e, uint32_t n);
 /* An S3 source (fs/tree/s3.c): s3://BUCKET/KEY, or s3://BUCKET/PREFIX/ (and
  * s3://BUCKET) for a tree. */
 struct tree_s3 {
-	char *endpoint; /* "scheme://host[:port]" */
+	char *endpoint;	   /* "scheme://host[:port]" */
 	bool virtual_host; /* BUCKET.host, else host/BUCKET */
 	char region[64];
 	char *bucket;
