@@ -211,11 +211,11 @@ static int bad_value(const char *what, const char *v, char *err, size_t errlen)
 
 	if (c == 0)
 		return 0;
-	snprintf(err, errlen,
-		 "%s holds a control character (0x%02x); refused: a line "
-		 "break there would add a header to every request",
-		 what, (unsigned)c);
-	return -EINVAL;
+	return fs__errf(
+		err, errlen, -EINVAL,
+		"%s holds a control character (0x%02x); refused: a line "
+		"break there would add a header to every request",
+		what, (unsigned)c);
 }
 
 /* Reads a credential_process answer (JSON, Version 1) into s. */
@@ -232,7 +232,7 @@ static int parse_json(const char *text, size_t len, struct creds_set *s,
 	    json_unpack(j, "{s:s, s:s, s?s, s?s}", "AccessKeyId", &id,
 			"SecretAccessKey", &secret, "SessionToken", &token,
 			"Expiration", &exp) != 0) {
-		snprintf(err, errlen,
+		fs__errf(err, errlen, rc,
 			 "its JSON is not a credential_process answer (with "
 			 "AccessKeyId and SecretAccessKey strings)");
 		goto out;
@@ -243,7 +243,7 @@ static int parse_json(const char *text, size_t len, struct creds_set *s,
 		goto out;
 	s->expires = exp != NULL ? iso_time(exp) : 0;
 	if (exp != NULL && s->expires == 0) {
-		snprintf(err, errlen,
+		fs__errf(err, errlen, rc,
 			 "its Expiration '%.40s' is not a time as "
 			 "2026-11-30T13:17:25Z",
 			 exp);
@@ -252,7 +252,7 @@ static int parse_json(const char *text, size_t len, struct creds_set *s,
 	/* Credentials that expired, or expire before they could be used,
 	 * would have the command run again at once, and again. */
 	if (exp != NULL && s->expires <= now + CREDS_EXPIRY_MARGIN_S) {
-		snprintf(err, errlen,
+		fs__errf(err, errlen, rc,
 			 "its Expiration %.40s is %s; refused (credentials "
 			 "must last more than %d s)",
 			 exp,
@@ -295,8 +295,7 @@ static int from_command(struct auth_creds *c, const char *cmd, bool headers_too,
 
 	program_of(cmd, prog, sizeof(prog));
 	if (rc != 0) {
-		snprintf(err, errlen, "command '%s': %s", prog, why);
-		return rc;
+		return fs__errf(err, errlen, rc, "command '%s': %s", prog, why);
 	}
 	skip = strspn(text, " \t\r\n");
 	if (text[skip] == '{') {
@@ -310,7 +309,7 @@ static int from_command(struct auth_creds *c, const char *cmd, bool headers_too,
 			rc = add_headers(s, list, n);
 	}
 	if (rc != 0)
-		snprintf(err, errlen, "command '%s': %s", prog, why);
+		fs__errf(err, errlen, rc, "command '%s': %s", prog, why);
 	explicit_bzero(text, len);
 	free(text);
 	return rc;
@@ -368,15 +367,14 @@ static int read_aws_file(struct auth_creds *c, struct creds_set *s,
 	watch(c, path);
 	text = slurp(path, &st, &len);
 	if (text == NULL && errno == EINVAL) {
-		snprintf(err, errlen, "%s: not a regular file; refused", path);
-		return -EINVAL;
+		return fs__errf(err, errlen, -EINVAL,
+				"%s: not a regular file; refused", path);
 	}
 	if (text == NULL && errno == EFBIG) {
-		snprintf(err, errlen,
-			 "%s: larger than any credentials file (%u "
-			 "bytes at most); refused",
-			 path, (unsigned)CREDS_TEXT_MAX);
-		return -EFBIG;
+		return fs__errf(err, errlen, -EFBIG,
+				"%s: larger than any credentials file (%u "
+				"bytes at most); refused",
+				path, (unsigned)CREDS_TEXT_MAX);
 	}
 	if (text == NULL)
 		return 0;
@@ -454,7 +452,7 @@ static int find_key(struct auth_creds *c, struct creds_set *s, char *err,
 		rc = from_command(c, prof.credential_process, false, s, why,
 				  sizeof(why));
 		if (rc != 0)
-			snprintf(err, errlen, "%s in %s: %s", s->source,
+			fs__errf(err, errlen, rc, "%s in %s: %s", s->source,
 				 path[cp_file], why);
 	} else {
 		s->source[0] = '\0';
@@ -481,13 +479,15 @@ static int load(struct auth_creds *c, struct creds_set *s, char *err,
 		if (rc == 0)
 			rc = add_headers(s, list, n);
 		else
-			snprintf(err, errlen, "option header_file: %s", why);
+			fs__errf(err, errlen, rc, "option header_file: %s",
+				 why);
 	}
 	if (rc == 0 && c->cfg.auth_command != NULL) {
 		rc = from_command(c, c->cfg.auth_command, true, s, why,
 				  sizeof(why));
 		if (rc != 0)
-			snprintf(err, errlen, "option auth_command: %s", why);
+			fs__errf(err, errlen, rc, "option auth_command: %s",
+				 why);
 		else if (s->id != NULL)
 			snprintf(s->source, sizeof(s->source),
 				 "-o auth_command");
@@ -549,8 +549,7 @@ int auth_creds_new(const struct auth_creds_config *cfg, struct fetch_auth *auth,
 	int rc;
 
 	if (c == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return fs__errf(err, errlen, -ENOMEM, "out of memory");
 	}
 	c->cfg = *cfg;
 	c->auth = auth;
@@ -564,7 +563,7 @@ int auth_creds_new(const struct auth_creds_config *cfg, struct fetch_auth *auth,
 		rc = install(c, &s);
 		set_free(&s);
 		if (rc != 0)
-			snprintf(err, errlen, "out of memory");
+			fs__errf(err, errlen, rc, "out of memory");
 	}
 	if (rc != 0) {
 		auth_creds_free(c);

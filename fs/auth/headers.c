@@ -75,12 +75,12 @@ int auth_file_check(const char *path, const struct stat *st, uid_t uid,
 	const char *who;
 
 	if (st->st_uid != uid) {
-		snprintf(err, errlen,
-			 "%s: owned by uid %u, not by the user who mounts "
-			 "(uid %u); refused: its owner could change what it "
-			 "holds. chown it",
-			 path, (unsigned)st->st_uid, (unsigned)uid);
-		return -EACCES;
+		return fs__errf(
+			err, errlen, -EACCES,
+			"%s: owned by uid %u, not by the user who mounts "
+			"(uid %u); refused: its owner could change what it "
+			"holds. chown it",
+			path, (unsigned)st->st_uid, (unsigned)uid);
 	}
 	/* Others who may write it choose the secrets pacefs sends and the
 	 * commands it runs: no option accepts that. */
@@ -88,12 +88,12 @@ int auth_file_check(const char *path, const struct stat *st, uid_t uid,
 		who = (m & S_IWGRP) && (m & S_IWOTH) ? "group and others"
 		      : (m & S_IWGRP)		     ? "group"
 						     : "others";
-		snprintf(err, errlen,
-			 "%s: mode %04o lets %s write to it%s; refused. "
-			 "chmod go-w it",
-			 path, (unsigned)(m & 07777), who,
-			 (m & (S_IRGRP | S_IROTH)) ? " and read it" : "");
-		return -EACCES;
+		return fs__errf(err, errlen, -EACCES,
+				"%s: mode %04o lets %s write to it%s; refused. "
+				"chmod go-w it",
+				path, (unsigned)(m & 07777), who,
+				(m & (S_IRGRP | S_IROTH)) ? " and read it"
+							  : "");
 	}
 	if (kind == AUTH_FILE_COMMAND || (m & 077) == 0 ||
 	    (kind == AUTH_FILE_SECRETS && readable_ok))
@@ -101,15 +101,14 @@ int auth_file_check(const char *path, const struct stat *st, uid_t uid,
 	who = (m & 070) && (m & 07) ? "group and others"
 	      : (m & 070)	    ? "group"
 				    : "others";
-	snprintf(err, errlen,
-		 "%s: mode %04o lets %s %s its secrets; "
-		 "chmod 600 it%s",
-		 path, (unsigned)(m & 07777), who,
-		 (m & (S_IRGRP | S_IROTH)) ? "read" : "execute",
-		 kind == AUTH_FILE_SECRETS
-			 ? " (or mount with -o creds_readable)"
-			 : "");
-	return -EACCES;
+	return fs__errf(err, errlen, -EACCES,
+			"%s: mode %04o lets %s %s its secrets; "
+			"chmod 600 it%s",
+			path, (unsigned)(m & 07777), who,
+			(m & (S_IRGRP | S_IROTH)) ? "read" : "execute",
+			kind == AUTH_FILE_SECRETS
+				? " (or mount with -o creds_readable)"
+				: "");
 }
 
 void auth_headers_free(char **list, unsigned n)
@@ -144,25 +143,24 @@ int auth_headers_parse(const char *text, size_t len, char ***out, unsigned *n,
 			continue;
 		if (auth_header_check(s, l) != 0) {
 			/* The value is never quoted back: it is a secret. */
-			snprintf(err, errlen,
-				 "line %u: not 'Name: value' (a name of "
-				 "letters, digits and !#$%%&'*+-.^_`|~, a "
-				 "colon, then a value without control "
-				 "characters)",
-				 line);
-			rc = -EINVAL;
+			rc = fs__errf(err, errlen, -EINVAL,
+				      "line %u: not 'Name: value' (a name of "
+				      "letters, digits and !#$%%&'*+-.^_`|~, a "
+				      "colon, then a value without control "
+				      "characters)",
+				      line);
 			goto out;
 		}
 		if (auth_header_owned(s, l) != NULL) {
-			snprintf(err, errlen, "line %u: pacefs sets %s itself",
-				 line, auth_header_owned(s, l));
-			rc = -EINVAL;
+			rc = fs__errf(err, errlen, -EINVAL,
+				      "line %u: pacefs sets %s itself", line,
+				      auth_header_owned(s, l));
 			goto out;
 		}
 		if (count == AUTH_HEADERS_MAX) {
-			snprintf(err, errlen, "line %u: more than %d headers",
-				 line, AUTH_HEADERS_MAX);
-			rc = -EINVAL;
+			rc = fs__errf(err, errlen, -EINVAL,
+				      "line %u: more than %d headers", line,
+				      AUTH_HEADERS_MAX);
 			goto out;
 		}
 		grown = realloc(list, (count + 1) * sizeof(*list));
@@ -180,7 +178,7 @@ int auth_headers_parse(const char *text, size_t len, char ***out, unsigned *n,
 	}
 out:
 	if (rc == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
+		fs__errf(err, errlen, rc, "out of memory");
 	if (rc != 0) {
 		auth_headers_free(list, count);
 		return rc;
@@ -202,17 +200,16 @@ int auth_headers_load(const char *path, uid_t uid, char ***out, unsigned *n,
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
-		return rc;
+		return fs__errf(err, errlen, rc, "%s: %s", path, strerror(-rc));
 	}
 	if (fstat(fd, &st) != 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+		fs__errf(err, errlen, rc, "%s: %s", path, strerror(-rc));
 		goto out;
 	}
 	rc = -EACCES;
 	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file", path);
+		fs__errf(err, errlen, rc, "%s: not a regular file", path);
 		goto out;
 	}
 	/* Secrets in a file others can read, or replace, are no secrets. */
@@ -222,26 +219,26 @@ int auth_headers_load(const char *path, uid_t uid, char ***out, unsigned *n,
 		goto out;
 	if (st.st_size > AUTH_HEADER_FILE_MAX) {
 		rc = -EFBIG;
-		snprintf(err, errlen, "%s: larger than %d bytes", path,
+		fs__errf(err, errlen, rc, "%s: larger than %d bytes", path,
 			 AUTH_HEADER_FILE_MAX);
 		goto out;
 	}
 	text = malloc((size_t)st.st_size + 1);
 	if (text == NULL) {
 		rc = -ENOMEM;
-		snprintf(err, errlen, "%s: out of memory", path);
+		fs__errf(err, errlen, rc, "%s: out of memory", path);
 		goto out;
 	}
 	got = read(fd, text, (size_t)st.st_size + 1);
 	if (got < 0 || got > st.st_size) {
 		rc = got < 0 ? -errno : -EFBIG;
-		snprintf(err, errlen, "%s: %s", path,
+		fs__errf(err, errlen, rc, "%s: %s", path,
 			 got < 0 ? strerror(errno) : "it grew while read");
 		goto out;
 	}
 	rc = auth_headers_parse(text, (size_t)got, out, n, why, sizeof(why));
 	if (rc != 0)
-		snprintf(err, errlen, "%s: %s", path, why);
+		fs__errf(err, errlen, rc, "%s: %s", path, why);
 	explicit_bzero(text, (size_t)got);
 out:
 	free(text);

@@ -654,7 +654,8 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	err[0] = '\0';
 	if (fuse_opt_parse(&args, &s, opt_spec, opt_proc) != 0) {
 		if (err[0] == '\0')
-			snprintf(err, errlen, "cannot parse the options");
+			fs__errf(err, errlen, -EINVAL,
+				 "cannot parse the options");
 		goto fail;
 	}
 	/* With url_file the URL argument may be left out. */
@@ -663,13 +664,13 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 		out->mountpoint = out->url;
 		out->url = strdup("-");
 		if (out->url == NULL) {
-			snprintf(err, errlen, "out of memory");
+			fs__errf(err, errlen, -EINVAL, "out of memory");
 			goto fail;
 		}
 	}
 	if (!out->show_help && !out->show_version &&
 	    (out->url == NULL || out->mountpoint == NULL)) {
-		snprintf(err, errlen,
+		fs__errf(err, errlen, -EINVAL,
 			 "missing %s (usage: pacefs [options] URL MOUNTPOINT)",
 			 out->url == NULL ? "URL and MOUNTPOINT"
 					  : "MOUNTPOINT");

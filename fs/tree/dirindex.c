@@ -446,10 +446,9 @@ static int add(struct parser *ps, const char *name, bool is_dir,
 		struct tree_index_entry *ne;
 
 		if (ps->cap >= TREE_DIRINDEX_MAX) {
-			snprintf(ps->err, ps->errlen,
-				 "directory index: more than %u entries",
-				 TREE_DIRINDEX_MAX);
-			return -E2BIG;
+			return fs__errf(ps->err, ps->errlen, -E2BIG,
+					"directory index: more than %u entries",
+					TREE_DIRINDEX_MAX);
 		}
 		if (ncap > TREE_DIRINDEX_MAX)
 			ncap = TREE_DIRINDEX_MAX;
@@ -469,8 +468,8 @@ static int add(struct parser *ps, const char *name, bool is_dir,
 	*slot = e;
 	return 0;
 oom:
-	snprintf(ps->err, ps->errlen, "directory index: out of memory");
-	return -ENOMEM;
+	return fs__errf(ps->err, ps->errlen, -ENOMEM,
+			"directory index: out of memory");
 }
 
 struct order {
@@ -504,8 +503,8 @@ static int dedup(struct parser *ps)
 	if (o == NULL || drop == NULL) {
 		free(o);
 		free(drop);
-		snprintf(ps->err, ps->errlen, "directory index: out of memory");
-		return -ENOMEM;
+		return fs__errf(ps->err, ps->errlen, -ENOMEM,
+				"directory index: out of memory");
 	}
 	for (uint32_t i = 0; i < ps->n; i++) {
 		o[i].name = ps->e[i].name;
@@ -571,7 +570,7 @@ int tree_dirindex_parse(const char *html, size_t len,
 		const char *lt = memchr(ps.p, '<', (size_t)(ps.end - ps.p));
 		const char *href;
 		size_t hreflen;
-		struct tree_index_entry *e;
+		struct tree_index_entry *e = NULL;
 		bool is_dir;
 
 		if (lt == NULL)

@@ -95,8 +95,7 @@ static int failv(struct mctx *c, const char *prefix, const char *fmt,
 	char msg[512];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	snprintf(c->err, c->errlen, "%s: %s", prefix, msg);
-	return -EINVAL;
+	return fs__errf(c->err, c->errlen, -EINVAL, "%s: %s", prefix, msg);
 }
 
 /* An error about the manifest's top level ("files: ..."). */
@@ -137,8 +136,7 @@ static int fail(struct mctx *c, const char *field, const char *fmt, ...)
 
 static int oom(struct mctx *c)
 {
-	snprintf(c->err, c->errlen, "manifest: out of memory");
-	return -ENOMEM;
+	return fs__errf(c->err, c->errlen, -ENOMEM, "manifest: out of memory");
 }
 
 /* Reads a SHA-256 digest written as 64 hex digits. */
@@ -676,8 +674,8 @@ int tree_manifest_parse(const char *text, size_t len, struct tree_manifest *out,
 	if (root == NULL) {
 		if (json_error_code(&jerr) == json_error_out_of_memory)
 			return oom(&c);
-		snprintf(err, errlen, "line %d, column %d: %s", jerr.line,
-			 jerr.column, jerr.text);
+		fs__errf(err, errlen, -EINVAL, "line %d, column %d: %s",
+			 jerr.line, jerr.column, jerr.text);
 		/* jansson quotes the input near the error as it is: keep
 		 * the message on one line. */
 		for (char *p = err; errlen > 0 && *p != '\0'; p++)
@@ -770,9 +768,8 @@ int tree_manifest_load(const char *path, struct tree_manifest *out, char *err,
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: cannot open: %s", path,
-			 strerror(-rc));
-		return rc;
+		return fs__errf(err, errlen, rc, "%s: cannot open: %s", path,
+				strerror(-rc));
 	}
 	for (;;) {
 		ssize_t got;
@@ -788,7 +785,7 @@ int tree_manifest_load(const char *path, struct tree_manifest *out, char *err,
 			nbuf = realloc(buf, ncap + 1);
 			if (nbuf == NULL) {
 				rc = -ENOMEM;
-				snprintf(err, errlen, "%s: out of memory",
+				fs__errf(err, errlen, rc, "%s: out of memory",
 					 path);
 				goto out;
 			}
@@ -800,7 +797,7 @@ int tree_manifest_load(const char *path, struct tree_manifest *out, char *err,
 			continue;
 		if (got < 0) {
 			rc = -errno;
-			snprintf(err, errlen, "%s: cannot read: %s", path,
+			fs__errf(err, errlen, rc, "%s: cannot read: %s", path,
 				 strerror(-rc));
 			goto out;
 		}
@@ -809,7 +806,7 @@ int tree_manifest_load(const char *path, struct tree_manifest *out, char *err,
 		len += (size_t)got;
 		if (len > TREE_MANIFEST_FILE_MAX) {
 			rc = -EFBIG;
-			snprintf(err, errlen,
+			fs__errf(err, errlen, rc,
 				 "%s: larger than %u bytes, the most a "
 				 "manifest may have",
 				 path, TREE_MANIFEST_FILE_MAX);
@@ -818,7 +815,7 @@ int tree_manifest_load(const char *path, struct tree_manifest *out, char *err,
 	}
 	rc = tree_manifest_parse(buf, len, out, msg, sizeof(msg));
 	if (rc != 0)
-		snprintf(err, errlen, "%s: %s", path, msg);
+		fs__errf(err, errlen, rc, "%s: %s", path, msg);
 out:
 	free(buf);
 	close(fd);

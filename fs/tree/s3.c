@@ -358,10 +358,10 @@ static char *list_url(const struct tree_s3 *s, const char *prefix,
 }
 
 /* One line for an S3 error document (or a bare status), naming what to
- * fix. */
-static void explain(const struct tree_s3 *s, const struct auth_creds *creds,
-		    const char *what, long status, const char *body, size_t len,
-		    char *err, size_t errlen)
+ * fix; returns -EIO. */
+static int explain(const struct tree_s3 *s, const struct auth_creds *creds,
+		   const char *what, long status, const char *body, size_t len,
+		   char *err, size_t errlen)
 {
 	char code[64] = "", msg[256] = "", region[64] = "", srcbuf[160];
 	const char *src = auth_creds_source(creds, srcbuf, sizeof(srcbuf));
@@ -369,51 +369,56 @@ static void explain(const struct tree_s3 *s, const struct auth_creds *creds,
 	if (body != NULL && tree__s3_error_parse(body, len, code, sizeof(code),
 						 msg, sizeof(msg), region,
 						 sizeof(region)) == -EPROTO)
-		snprintf(err, errlen,
-			 "%s: HTTP %ld, and its error document declares a "
-			 "DTD (<!DOCTYPE>), which S3 never sends: not read",
-			 what, status);
-	else if (strcmp(code, "NoSuchBucket") == 0)
-		snprintf(err, errlen,
-			 "%s: bucket '%s' does not exist at %s (check the "
-			 "bucket's name, or -o endpoint=)",
-			 what, s->bucket, s->endpoint);
-	else if (region[0] != '\0' || strcmp(code, "PermanentRedirect") == 0)
-		snprintf(err, errlen,
-			 "%s: bucket '%s' is in another region%s%s%s than "
-			 "'%s': mount with -o region=%s",
-			 what, s->bucket, region[0] ? " ('" : "", region,
-			 region[0] ? "')" : "", s->region,
-			 region[0] ? region : "REGION");
-	else if (strcmp(code, "SignatureDoesNotMatch") == 0)
-		snprintf(err, errlen,
-			 "%s: the secret key is wrong for its access key "
-			 "(SignatureDoesNotMatch): check %s",
-			 what, src != NULL ? src : "the credentials");
-	else if (strcmp(code, "InvalidAccessKeyId") == 0)
-		snprintf(err, errlen,
-			 "%s: the access key is unknown at %s "
-			 "(InvalidAccessKeyId): check %s",
-			 what, s->endpoint,
-			 src != NULL ? src : "the credentials");
-	else if (strcmp(code, "ExpiredToken") == 0 ||
-		 strcmp(code, "InvalidToken") == 0)
-		snprintf(err, errlen,
-			 "%s: the session token is refused (%s): renew it "
-			 "in %s",
-			 what, code, src != NULL ? src : "the credentials");
-	else if (src == NULL && (status == 401 || status == 403))
-		snprintf(err, errlen,
-			 "%s: HTTP %ld%s%s and no AWS credentials were found: "
-			 "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
-			 "AWS_PROFILE (~/.aws/credentials), or -o "
-			 "auth_command=",
-			 what, status, code[0] ? " " : "", code);
-	else if (code[0] != '\0')
-		snprintf(err, errlen, "%s: HTTP %ld %s: %s", what, status, code,
-			 msg);
-	else
-		snprintf(err, errlen, "%s: HTTP %ld", what, status);
+		return fs__errf(
+			err, errlen, -EIO,
+			"%s: HTTP %ld, and its error document declares a "
+			"DTD (<!DOCTYPE>), which S3 never sends: not read",
+			what, status);
+	if (strcmp(code, "NoSuchBucket") == 0)
+		return fs__errf(
+			err, errlen, -EIO,
+			"%s: bucket '%s' does not exist at %s (check the "
+			"bucket's name, or -o endpoint=)",
+			what, s->bucket, s->endpoint);
+	if (region[0] != '\0' || strcmp(code, "PermanentRedirect") == 0)
+		return fs__errf(
+			err, errlen, -EIO,
+			"%s: bucket '%s' is in another region%s%s%s than "
+			"'%s': mount with -o region=%s",
+			what, s->bucket, region[0] ? " ('" : "", region,
+			region[0] ? "')" : "", s->region,
+			region[0] ? region : "REGION");
+	if (strcmp(code, "SignatureDoesNotMatch") == 0)
+		return fs__errf(
+			err, errlen, -EIO,
+			"%s: the secret key is wrong for its access key "
+			"(SignatureDoesNotMatch): check %s",
+			what, src != NULL ? src : "the credentials");
+	if (strcmp(code, "InvalidAccessKeyId") == 0)
+		return fs__errf(err, errlen, -EIO,
+				"%s: the access key is unknown at %s "
+				"(InvalidAccessKeyId): check %s",
+				what, s->endpoint,
+				src != NULL ? src : "the credentials");
+	if (strcmp(code, "ExpiredToken") == 0 ||
+	    strcmp(code, "InvalidToken") == 0)
+		return fs__errf(
+			err, errlen, -EIO,
+			"%s: the session token is refused (%s): renew it "
+			"in %s",
+			what, code, src != NULL ? src : "the credentials");
+	if (src == NULL && (status == 401 || status == 403))
+		return fs__errf(
+			err, errlen, -EIO,
+			"%s: HTTP %ld%s%s and no AWS credentials were found: "
+			"set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+			"AWS_PROFILE (~/.aws/credentials), or -o "
+			"auth_command=",
+			what, status, code[0] ? " " : "", code);
+	if (code[0] != '\0')
+		return fs__errf(err, errlen, -EIO, "%s: HTTP %ld %s: %s", what,
+				status, code, msg);
+	return fs__errf(err, errlen, -EIO, "%s: HTTP %ld", what, status);
 }
 
 /* Turns one listed item into a directory entry under prefix; false when
@@ -478,24 +483,24 @@ static int token_new(const char *what, const char *token, uint64_t *seen,
 	uint64_t h;
 
 	if (strlen(token) > TREE_S3_TOKEN_MAX) {
-		snprintf(err, errlen,
-			 "%s: listing stopped after %u pages: a "
-			 "NextContinuationToken of %zu bytes (at most %u)",
-			 what, pages, strlen(token), TREE_S3_TOKEN_MAX);
-		return -EIO;
+		return fs__errf(
+			err, errlen, -EIO,
+			"%s: listing stopped after %u pages: a "
+			"NextContinuationToken of %zu bytes (at most %u)",
+			what, pages, strlen(token), TREE_S3_TOKEN_MAX);
 	}
 	h = token_hash(token);
 	for (uint32_t i = 0; i < pages; i++)
 		if (seen[i] == h) {
 			/* pages tokens came before: this is page
 			 * pages + 1's. */
-			snprintf(err, errlen,
-				 "%s: listing stopped after %u pages: page %u "
-				 "sent the continuation token of page %u "
-				 "again%s (a listing that never ends)",
-				 what, pages + 1, pages + 1, i + 1,
-				 i + 1 == pages ? "" : ", a cycle");
-			return -EIO;
+			return fs__errf(
+				err, errlen, -EIO,
+				"%s: listing stopped after %u pages: page %u "
+				"sent the continuation token of page %u "
+				"again%s (a listing that never ends)",
+				what, pages + 1, pages + 1, i + 1,
+				i + 1 == pages ? "" : ", a cycle");
 		}
 	seen[pages] = h;
 	return 0;
@@ -527,11 +532,11 @@ static int list_page(struct listing *l, const struct fetch_config *fc,
 	int rc;
 
 	if (l->pages == TREE_S3_PAGES_MAX) {
-		snprintf(err, errlen,
-			 "%s: listing stopped after %u pages (at most %u), %u "
-			 "entries so far: the server does not end it",
-			 l->what, l->pages, TREE_S3_PAGES_MAX, l->count);
-		return -EIO;
+		return fs__errf(
+			err, errlen, -EIO,
+			"%s: listing stopped after %u pages (at most %u), %u "
+			"entries so far: the server does not end it",
+			l->what, l->pages, TREE_S3_PAGES_MAX, l->count);
 	}
 	if (l->pages > 0 && fc->deadline_ms != 0 &&
 	    fs__now_ns() / 1000000u >= fc->deadline_ms)
@@ -546,31 +551,32 @@ static int list_page(struct listing *l, const struct fetch_config *fc,
 		l->pages++;
 	}
 	if (rc == -ETIMEDOUT)
-		snprintf(err, errlen,
+		fs__errf(err, errlen, rc,
 			 "%s: listing not done by its deadline (-o "
 			 "read_timeout=) after %u page%s, %u entries so far",
 			 l->what, l->pages, l->pages == 1 ? "" : "s", l->count);
 	else if (rc == -ECANCELED)
-		snprintf(err, errlen,
+		fs__errf(err, errlen, rc,
 			 "%s: listing stopped after %u page%s: the mount is "
 			 "ending",
 			 l->what, l->pages, l->pages == 1 ? "" : "s");
 	else if (rc == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
+		fs__errf(err, errlen, rc, "out of memory");
 	else if (rc != 0)
-		snprintf(err, errlen, "%s: page %u: %s", l->what, l->pages,
+		fs__errf(err, errlen, rc, "%s: page %u: %s", l->what, l->pages,
 			 why);
 	if (rc != 0)
 		return rc;
 	if (status != 200) {
-		explain(l->s, creds, l->what, status, body, len, err, errlen);
+		rc = explain(l->s, creds, l->what, status, body, len, err,
+			     errlen);
 		free(body);
-		return -EIO;
+		return rc;
 	}
 	rc = tree__s3_page_parse(body, len, page, why, sizeof(why));
 	free(body);
 	if (rc != 0)
-		snprintf(err, errlen, "%s: %s", l->what, why);
+		fs__errf(err, errlen, rc, "%s: %s", l->what, why);
 	return rc;
 }
 
@@ -580,9 +586,8 @@ static int list_add(struct listing *l, struct tree_s3_page *page, char *err,
 		    size_t errlen)
 {
 	if (l->count + page->n > TREE_DIRINDEX_MAX) {
-		snprintf(err, errlen, "%s: more than %u entries", l->what,
-			 TREE_DIRINDEX_MAX);
-		return -E2BIG;
+		return fs__errf(err, errlen, -E2BIG, "%s: more than %u entries",
+				l->what, TREE_DIRINDEX_MAX);
 	}
 	if (l->count + page->n > l->cap) {
 		uint32_t ncap = l->cap ? l->cap : 1024;
@@ -592,8 +597,7 @@ static int list_add(struct listing *l, struct tree_s3_page *page, char *err,
 			ncap *= 2;
 		grown = realloc(l->ents, ncap * sizeof(*grown));
 		if (grown == NULL) {
-			snprintf(err, errlen, "out of memory");
-			return -ENOMEM;
+			return fs__errf(err, errlen, -ENOMEM, "out of memory");
 		}
 		l->ents = grown;
 		l->cap = ncap;
@@ -618,8 +622,7 @@ static int list_add(struct listing *l, struct tree_s3_page *page, char *err,
 			free(e->url);
 			free(e->etag);
 			free(e->identity);
-			snprintf(err, errlen, "out of memory");
-			return r;
+			return fs__errf(err, errlen, r, "out of memory");
 		}
 		if (r == 0)
 			l->count++;
@@ -640,8 +643,7 @@ int tree_s3_list(const struct tree_s3 *s, const struct fetch_config *fc,
 	snprintf(l.what, sizeof(l.what), "s3://%s/%s", s->bucket, l.prefix);
 	l.seen = malloc(TREE_S3_PAGES_MAX * sizeof(*l.seen));
 	if (l.seen == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return fs__errf(err, errlen, -ENOMEM, "out of memory");
 	}
 	do {
 		struct tree_s3_page page;
@@ -661,8 +663,8 @@ int tree_s3_list(const struct tree_s3 *s, const struct fetch_config *fc,
 	} while (rc == 0 && token != NULL && !first_only);
 	free(token);
 	free(l.seen);
-	if (l.skipped > 0 && rc == 0)
-		snprintf(err, errlen,
+	if (l.skipped > 0 && rc == 0) /* a warning: the listing stands */
+		fs__errf(err, errlen, 0,
 			 "%s: %u key%s left out that make%s no file name "
 			 "(empty, '.', '..', a NUL byte, a '/' inside "
 			 "or too long), e.g. '%s'",
@@ -697,7 +699,8 @@ void tree_s3_explain(const struct tree_s3 *s, const struct fetch_config *fc,
 	/* The bucket answers, with these credentials and this region:
 	 * the key is what is missing. */
 	if (rc == 0)
-		snprintf(err, errlen, "%s: no such key in bucket '%s' (at %s)",
-			 what, s->bucket, s->endpoint);
+		fs__errf(err, errlen, -ENOENT,
+			 "%s: no such key in bucket '%s' (at %s)", what,
+			 s->bucket, s->endpoint);
 	tree_dirindex_free(ents, n);
 }
