@@ -16,7 +16,7 @@ FS_CLI_SRCS := fs/cli/opts.c fs/cli/scrub.c fs/cli/urlfile.c \
 	fs/cli/statuscmd.c fs/cli/values.c
 FS_OBS_SRCS := fs/obs/log.c fs/obs/logjson.c fs/obs/metrics.c \
 	fs/obs/metrics_opt.c fs/obs/metricsd.c fs/obs/metricsconn.c \
-	fs/obs/status.c
+	fs/obs/status.c fs/obs/text.c
 FS_SRCS := fs/escape.c fs/decode.c fs/errline.c $(FS_DRIVER_SRCS) \
 	$(FS_CLI_SRCS) $(FS_OBS_SRCS) $(FS_ENGINE_SRCS) $(FS_TREE_SRCS) $(FS_AUTH_SRCS)
 $(BUILD)/libfs.a: $(FS_SRCS:%.c=$(BUILD)/%.o)
