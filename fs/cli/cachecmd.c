@@ -14,6 +14,7 @@
 
 #include "cache/cache.h"
 #include "fetch/fetch.h"
+#include "fs/base.h"
 #include "fs/cli/cli.h"
 #include "fs/cli/cli_int.h"
 #include "fs/auth/auth.h"
@@ -590,12 +591,11 @@ out:
 
 /* ---- prefetch ---- */
 
+/* Seconds on the one monotonic clock (fs__now_ns), for the progress
+ * line's rate. */
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)fs__now_ns() / 1e9;
 }
 
 static void progress(const char *path, uint64_t done, uint64_t size,
