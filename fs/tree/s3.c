@@ -136,6 +136,70 @@ static bool authority_ok(const char *h, const char *end)
 	return true;
 }
 
+/* The endpoint requests go to, into ep (cap bytes): -o endpoint= checked
+ * (scheme://host[:port], its trailing slashes dropped), else AWS's
+ * regional one. -EINVAL with one line in err. */
+static int endpoint_of(const char *endpoint, const char *region, char *ep,
+		       size_t cap, char *err, size_t errlen)
+{
+	char shown[600];
+	const char *host;
+	size_t n;
+
+	if (endpoint == NULL) {
+		snprintf(ep, cap, "https://s3.%s.amazonaws.com", region);
+		return 0;
+	}
+	if (strncmp(endpoint, "http://", 7) != 0 &&
+	    strncmp(endpoint, "https://", 8) != 0)
+		return fs__errf(err, errlen, -EINVAL,
+				"option endpoint: '%s' is not an http:// or "
+				"https:// URL",
+				fs__escape(endpoint, shown, sizeof(shown)));
+	snprintf(ep, cap, "%s", endpoint);
+	n = strlen(ep);
+	while (n > 0 && ep[n - 1] == '/')
+		ep[--n] = '\0';
+	host = strstr(ep, "://") + 3;
+	if (strlen(endpoint) >= cap || !authority_ok(host, ep + n))
+		return fs__errf(err, errlen, -EINVAL,
+				"option endpoint: '%s': give "
+				"scheme://host[:port] "
+				"only (a host name or address, no user, path, "
+				"query or '#')",
+				fs__escape(endpoint, shown, sizeof(shown)));
+	return 0;
+}
+
+/* Checks s's bucket against its addressing's rules; -EINVAL with one
+ * line in err naming the fix. */
+static int bucket_check(const struct tree_s3 *s, const char *url, char *err,
+			size_t errlen)
+{
+	char shown[600];
+
+	if (bucket_ok(s->bucket, s->virtual_host))
+		return 0;
+	fs__escape(s->bucket, shown, sizeof(shown));
+	if (s->virtual_host && bucket_ok(s->bucket, false))
+		return fs__errf(err, errlen, -EINVAL,
+				"URL '%s': bucket '%s' cannot go into a host "
+				"name "
+				"(virtual-hosted addressing takes 3 to 63 "
+				"lowercase letters, digits, '-' and '.'): "
+				"mount "
+				"with -o s3_addressing=path",
+				url, shown);
+	return fs__errf(err, errlen, -EINVAL,
+			"URL '%s': '%s' is no bucket name (%s)", url, shown,
+			s->virtual_host ? "3 to 63 lowercase "
+					  "letters, digits, '-' "
+					  "and '.'"
+					: "letters, digits, '.', "
+					  "'-' and '_', at "
+					  "most 255");
+}
+
 int tree_s3_parse(const char *url, const char *endpoint, const char *region,
 		  const char *region_from, const char *addressing,
 		  struct tree_s3 *out, char *err, size_t errlen)
@@ -169,36 +233,9 @@ int tree_s3_parse(const char *url, const char *endpoint, const char *region,
 			 "URL '%s': an empty path segment ('//')", url);
 		goto fail;
 	}
-	if (endpoint != NULL) {
-		const char *host;
-
-		if (strncmp(endpoint, "http://", 7) != 0 &&
-		    strncmp(endpoint, "https://", 8) != 0) {
-			fs__errf(err, errlen, -EINVAL,
-				 "option endpoint: '%s' is not an http:// or "
-				 "https:// URL",
-				 fs__escape(endpoint, shown, sizeof(shown)));
-			goto fail;
-		}
-		snprintf(ep, sizeof(ep), "%s", endpoint);
-		n = strlen(ep);
-		while (n > 0 && ep[n - 1] == '/')
-			ep[--n] = '\0';
-		host = strstr(ep, "://") + 3;
-		if (strlen(endpoint) >= sizeof(ep) ||
-		    !authority_ok(host, ep + n)) {
-			fs__errf(err, errlen, -EINVAL,
-				 "option endpoint: '%s': give "
-				 "scheme://host[:port] "
-				 "only (a host name or address, no user, path, "
-				 "query or '#')",
-				 fs__escape(endpoint, shown, sizeof(shown)));
-			goto fail;
-		}
-	} else {
-		snprintf(ep, sizeof(ep), "https://s3.%s.amazonaws.com",
-			 out->region);
-	}
+	if (endpoint_of(endpoint, out->region, ep, sizeof(ep), err, errlen) !=
+	    0)
+		goto fail;
 	out->endpoint = strdup(ep);
 	if (out->endpoint == NULL)
 		goto oom;
@@ -214,29 +251,8 @@ int tree_s3_parse(const char *url, const char *endpoint, const char *region,
 			 addressing);
 		goto fail;
 	}
-	if (!bucket_ok(out->bucket, out->virtual_host)) {
-		fs__escape(out->bucket, shown, sizeof(shown));
-		if (out->virtual_host && bucket_ok(out->bucket, false))
-			fs__errf(err, errlen, -EINVAL,
-				 "URL '%s': bucket '%s' cannot go into a host "
-				 "name "
-				 "(virtual-hosted addressing takes 3 to 63 "
-				 "lowercase letters, digits, '-' and '.'): "
-				 "mount "
-				 "with -o s3_addressing=path",
-				 url, shown);
-		else
-			fs__errf(err, errlen, -EINVAL,
-				 "URL '%s': '%s' is no bucket name (%s)", url,
-				 shown,
-				 out->virtual_host ? "3 to 63 lowercase "
-						     "letters, digits, '-' "
-						     "and '.'"
-						   : "letters, digits, '.', "
-						     "'-' and '_', at "
-						     "most 255");
+	if (bucket_check(out, url, err, errlen) != 0)
 		goto fail;
-	}
 	return 0;
 oom:
 	fs__errf(err, errlen, -EINVAL, "out of memory");
