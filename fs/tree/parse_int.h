@@ -1,4 +1,5 @@
-/* parse_int: what the tree's pure parsers share (dates, and the S3
+/* parse_int: what the tree's pure parsers share (dates, a manifest's
+ * entry and error lines that manifest.c and mentry.c share, and the S3
  * listing's pages that s3.c reads through s3xml.c); no file outside
  * fs/tree/ includes it (but the parsers' tests and fuzzers). */
 #ifndef FS_PARSE_INT_H
@@ -31,6 +32,47 @@ static inline unsigned tree__month_days(int64_t y, unsigned m)
 
 	return m == 2 && leap ? 29 : days[m - 1];
 }
+
+/* The manifest (JSON, jansson): tree/manifest.c reads the document and
+ * checks the paths together, tree/mentry.c parses one entry and writes
+ * the error lines. */
+struct json_t;
+struct tree_manifest_entry;
+
+/* Where a manifest's error line goes, and which entry is being checked
+ * (files[index]). */
+struct tree_mctx {
+	char *err;
+	size_t errlen;
+	uint32_t index;
+};
+
+/* Fills e from obj, entry c->index, checked against docs/manifest.md's
+ * rules for one entry. 0; -EINVAL with one line in c->err naming the
+ * entry and field; -ENOMEM. On error e may hold allocations, which the
+ * caller frees with the manifest. Thread-safe. */
+int tree__mentry_parse(struct tree_mctx *c, struct json_t *obj,
+		       struct tree_manifest_entry *e);
+
+/* Error lines, each written into c->err: "files[I].FIELD: ..." (a NULL
+ * field names the entry itself), "FIELD: ..." about the top level, and
+ * "manifest: out of memory". They return -EINVAL, -EINVAL and -ENOMEM. */
+int tree__mfail(struct tree_mctx *c, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int tree__mfail_top(struct tree_mctx *c, const char *field, const char *fmt,
+		    ...) __attribute__((format(printf, 3, 4)));
+int tree__moom(struct tree_mctx *c);
+
+/* s (len bytes) as a double-quoted, one-line C-style string in buf, cut
+ * with "..." past 80 bytes, so that an error stays readable whatever the
+ * manifest holds. Returns buf. */
+const char *tree__mquote(const char *s, size_t len, char *buf, size_t cap);
+
+/* What kind of JSON value v is, for errors ("an object", "null"). */
+const char *tree__json_type(const struct json_t *v);
+
+/* Whether key is one of names[0..n). */
+bool tree__mknown(const char *key, const char *const *names, size_t n);
 
 /* S3 (fs/tree/s3xml.c, libxml2). One entry of a ListObjectsV2 page. */
 struct tree_s3_item {

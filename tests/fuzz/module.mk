@@ -24,7 +24,8 @@ $(FUZZ_OBJ)/%.o: %.c
 		$(PKG_CFLAGS) -c $< -o $@
 
 $(BUILD)/fuzz/fuzz_manifest: $(FUZZ_OBJ)/tests/fuzz/fuzz_manifest.o \
-		$(FUZZ_OBJ)/fs/tree/manifest.o $(FUZZ_OBJ)/fs/decode.o \
+		$(FUZZ_OBJ)/fs/tree/manifest.o $(FUZZ_OBJ)/fs/tree/mentry.o \
+		$(FUZZ_OBJ)/fs/decode.o \
 		$(FUZZ_OBJ)/fs/errline.o $(FUZZ_OBJ)/fetch/url.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
 		$(shell $(PKG_CONFIG) --libs jansson libcurl 2>/dev/null)
