@@ -3,8 +3,8 @@
 FS_ENGINE_SRCS := fs/engine/engine.c fs/engine/blobs.c fs/engine/blocks.c \
 	fs/engine/transfers.c fs/engine/read.c fs/engine/verify.c \
 	fs/engine/counters.c
-FS_TREE_SRCS := fs/tree/ns.c fs/tree/manifest.c fs/tree/dirindex.c \
-	fs/tree/s3.c fs/tree/s3xml.c
+FS_TREE_SRCS := fs/tree/ns.c fs/tree/manifest.c fs/tree/mentry.c \
+	fs/tree/dirindex.c fs/tree/s3.c fs/tree/s3xml.c
 FS_AUTH_SRCS := fs/auth/creds.c fs/auth/command.c fs/auth/awsconf.c \
 	fs/auth/headers.c fs/auth/identity.c
 FS_DRIVER_SRCS := fs/driver/mount.c fs/driver/check.c \
@@ -16,7 +16,7 @@ FS_CLI_SRCS := fs/cli/opts.c fs/cli/scrub.c fs/cli/urlfile.c \
 	fs/cli/statuscmd.c fs/cli/values.c
 FS_OBS_SRCS := fs/obs/log.c fs/obs/logjson.c fs/obs/metrics.c \
 	fs/obs/metrics_opt.c fs/obs/metricsd.c fs/obs/metricsconn.c \
-	fs/obs/status.c
+	fs/obs/status.c fs/obs/text.c
 FS_SRCS := fs/escape.c fs/decode.c fs/errline.c $(FS_DRIVER_SRCS) \
 	$(FS_CLI_SRCS) $(FS_OBS_SRCS) $(FS_ENGINE_SRCS) $(FS_TREE_SRCS) $(FS_AUTH_SRCS)
 $(BUILD)/libfs.a: $(FS_SRCS:%.c=$(BUILD)/%.o)

@@ -160,6 +160,23 @@ gen_file() {
 	fi
 }
 
+# block_digests FILE [BS]: the SHA-256 of each BS-byte block of FILE (64 KiB
+# unless BS is given), as the items of a manifest's block_sha256 list:
+# "HEX","HEX",... With python3 when there is one, else dd and sha256sum.
+block_digests() {
+	local file=$1 bs=${2:-65536} n i
+	python3 - "$file" "$bs" <<'PY' 2>/dev/null && return 0
+import hashlib, sys
+d, bs = open(sys.argv[1], "rb").read(), int(sys.argv[2])
+print(",".join('"%s"' % hashlib.sha256(d[i:i + bs]).hexdigest()
+               for i in range(0, len(d), bs)))
+PY
+	n=$((($(stat -c %s "$file") + bs - 1) / bs))
+	for i in $(seq 0 $((n - 1))); do
+		dd if="$file" bs="$bs" skip="$i" count=1 2>/dev/null | sha256sum | cut -d' ' -f1
+	done | sed 's/.*/"&"/' | paste -sd, -
+}
+
 # --- ports and the origin ---------------------------------------------------
 
 # free_port: prints a loopback TCP port that nothing listens on right now.

@@ -34,6 +34,25 @@ $(BUILD)/tests/test_fs: $(BUILD)/tests/unit/test_fs.o $(BUILD)/libfs.a \
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
+# obs/'s insides: the log's limiter and JSON lines, the metrics, the
+# endpoint's connections; the man page is read from the source tree.
+TEST_BINS += $(BUILD)/tests/test_obs
+$(BUILD)/tests/unit/test_obs.o: ALL_CFLAGS += -DPACEFS_SRCDIR='"$(CURDIR)"'
+
+$(BUILD)/tests/test_obs: $(BUILD)/tests/unit/test_obs.o $(BUILD)/libfs.a \
+		$(BUILD)/libfetch.a $(BUILD)/libcache.a $(BUILD)/libpacing.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# The engine's blocks and drops from its insides, on an engine never
+# started: linked as test_engine is, with no driver, tree or auth.
+TEST_BINS += $(BUILD)/tests/test_blocks
+$(BUILD)/tests/test_blocks: $(BUILD)/tests/unit/test_blocks.o \
+		$(FS_ENGINE_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libfetch.a \
+		$(BUILD)/libcache.a $(BUILD)/libpacing.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libcurl lmdb libcrypto libxxhash 2>/dev/null)
+
 # The engine without a mount, against a pacefs-origin it starts: linked
 # with the engine's objects and the modules it joins alone (no libfuse),
 # which proves it needs nothing of the driver, the tree or auth.

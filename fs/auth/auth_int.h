@@ -9,7 +9,7 @@
 
 /* An AWS profile as ~/.aws/credentials and ~/.aws/config give it
  * (fs/auth/awsconf.c). Strings are owned; NULL when absent. */
-struct fs_aws_profile {
+struct auth_aws_profile {
 	char *access_key_id;
 	char *secret_access_key;
 	char *session_token;
@@ -22,15 +22,15 @@ struct fs_aws_profile {
  * NAME], or [default] for "default". Keys are case-insensitive, values
  * trimmed; '#' and ';' start comments. Fills what the section holds (a
  * later key wins) into *out, whose fields the caller frees with
- * fs__aws_profile_free (they may be set already: a field the text gives
+ * auth__aws_profile_free (they may be set already: a field the text gives
  * replaces it). Returns 1 when the section is there, 0 when not, -ENOMEM.
  * Thread-safe. */
-int fs__aws_profile_parse(const char *text, size_t len, const char *name,
-			  bool config, struct fs_aws_profile *out);
-void fs__aws_profile_free(struct fs_aws_profile *p);
+int auth__aws_profile_parse(const char *text, size_t len, const char *name,
+			    bool config, struct auth_aws_profile *out);
+void auth__aws_profile_free(struct auth_aws_profile *p);
 
 /* fs/auth/command.c. The most a command may print. */
-#define FS_COMMAND_OUT_MAX (256 * 1024)
+#define AUTH_COMMAND_OUT_MAX (256 * 1024)
 
 /* Runs cmd with /bin/sh, its output read whole into *out (NUL-terminated,
  * *len bytes; free() it, after wiping it), for at most timeout_s seconds
@@ -40,8 +40,8 @@ void fs__aws_profile_free(struct fs_aws_profile *p);
  * own, killed when the run ends and when the calling thread dies. Returns
  * 0, or -EIO with one line in err (it could not start, ran out of time,
  * printed too much, exited non-zero, or the mount ends). */
-int fs__command_run(const char *cmd, unsigned timeout_s,
-		    const atomic_bool *stopping, char **out, size_t *len,
-		    char *err, size_t errlen);
+int auth__command_run(const char *cmd, unsigned timeout_s,
+		      const atomic_bool *stopping, char **out, size_t *len,
+		      char *err, size_t errlen);
 
 #endif

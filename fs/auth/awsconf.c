@@ -36,8 +36,7 @@ static bool section_is(const char *s, const char *e, const char *name,
 	if (!config || strcmp(name, "default") == 0)
 		if (n == nl && memcmp(s, name, n) == 0)
 			return true;
-	if (!config || n < 8 || strncmp(s, "profile", 7) != 0 ||
-	    !blank(s[7]))
+	if (!config || n < 8 || strncmp(s, "profile", 7) != 0 || !blank(s[7]))
 		return false;
 	s += 8;
 	while (s < e && blank(*s))
@@ -59,8 +58,8 @@ static int set(char **field, const char *s, const char *e)
 	return 0;
 }
 
-int fs__aws_profile_parse(const char *text, size_t len, const char *name,
-			  bool config, struct fs_aws_profile *out)
+int auth__aws_profile_parse(const char *text, size_t len, const char *name,
+			    bool config, struct auth_aws_profile *out)
 {
 	const char *p = text, *end = text + len;
 	bool in = false, found = false;
@@ -116,7 +115,7 @@ int fs__aws_profile_parse(const char *text, size_t len, const char *name,
 	return found ? 1 : 0;
 }
 
-void fs__aws_profile_free(struct fs_aws_profile *p)
+void auth__aws_profile_free(struct auth_aws_profile *p)
 {
 	char **f[] = {&p->access_key_id, &p->secret_access_key,
 		      &p->session_token, &p->region, &p->credential_process};

@@ -25,9 +25,9 @@ static int64_t mono_ms(void)
 	return (int64_t)(fs__now_ns() / 1000000u);
 }
 
-/* The child's side of fs__command_run: standard input /dev/null, standard output the
- * pipe, standard error pacefs's, nothing else (a descriptor pacefs or a
- * library left open, data.mdb or a socket, is none of its business), a
+/* The child's side of auth__command_run: standard input /dev/null, standard
+ * output the pipe, standard error pacefs's, nothing else (a descriptor pacefs
+ * or a library left open, data.mdb or a socket, is none of its business), a
  * process group of its own that pacefs kills, killed too when the thread
  * that started it ends. Only async-signal-safe calls: another thread may
  * have held a lock at the fork. */
@@ -68,104 +68,112 @@ static int reap(pid_t pid, bool kill_first)
 	return status;
 }
 
-int fs__command_run(const char *cmd, unsigned timeout_s,
-		    const atomic_bool *stopping, char **out, size_t *len,
-		    char *err, size_t errlen)
+/* Reads the running command's output from fd into buf (*got bytes so
+ * far) until it closes it, polling stopping and the deadline. 0, or -EIO
+ * with one line in err: the caller then kills the command. */
+static int read_output(int fd, char *buf, size_t *got, int64_t deadline,
+		       unsigned timeout_s, const atomic_bool *stopping,
+		       char *err, size_t errlen)
+{
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int64_t left = deadline - mono_ms();
+		ssize_t n;
+
+		if (atomic_load(stopping))
+			return fs__errf(err, errlen, -EIO,
+					"the mount ends; it was killed");
+		if (left <= 0)
+			return fs__errf(err, errlen, -EIO,
+					"it did not finish within %u s (-o "
+					"read_timeout=); it was killed",
+					timeout_s);
+		/* A tenth of a second at most, so that an unmount is seen. */
+		if (poll(&p, 1, left < 100 ? (int)left : 100) <= 0)
+			continue;
+		n = read(fd, buf + *got, AUTH_COMMAND_OUT_MAX - *got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return fs__errf(err, errlen, -EIO,
+					"cannot read its output: %s",
+					strerror(errno));
+		if (n == 0)
+			return 0;
+		*got += (size_t)n;
+		if (*got == AUTH_COMMAND_OUT_MAX)
+			return fs__errf(err, errlen, -EIO,
+					"it printed more than %d bytes",
+					AUTH_COMMAND_OUT_MAX);
+	}
+}
+
+/* Waits for the command, whose output has ended, to exit, into *status.
+ * 0, or -EIO with one line in err (the mount ends, or the deadline
+ * passed): the caller then kills it. */
+static int await_exit(pid_t pid, int64_t deadline, unsigned timeout_s,
+		      const atomic_bool *stopping, int *status, char *err,
+		      size_t errlen)
+{
+	*status = -1;
+	while (waitpid(pid, status, WNOHANG) == 0) {
+		if (atomic_load(stopping))
+			return fs__errf(err, errlen, -EIO,
+					"the mount ends; it was killed");
+		if (mono_ms() >= deadline)
+			return fs__errf(err, errlen, -EIO,
+					"it closed its output but did not exit "
+					"within %u s (-o read_timeout=); it "
+					"was killed",
+					timeout_s);
+		poll(NULL, 0, 20);
+	}
+	return 0;
+}
+
+int auth__command_run(const char *cmd, unsigned timeout_s,
+		      const atomic_bool *stopping, char **out, size_t *len,
+		      char *err, size_t errlen)
 {
 	int64_t deadline;
-	char *buf = malloc(FS_COMMAND_OUT_MAX + 1);
+	char *buf = malloc(AUTH_COMMAND_OUT_MAX + 1);
 	size_t got = 0;
-	int pfd[2] = {-1, -1}, status, rc = -EIO;
+	int pfd[2] = {-1, -1}, status = -1, rc = -EIO;
 	pid_t pid = -1, me = getpid();
-	bool done = false;
 
 	if (timeout_s == 0)
 		timeout_s = 60;
 	deadline = mono_ms() + (int64_t)timeout_s * 1000;
 	if (buf == NULL || pipe2(pfd, O_CLOEXEC) != 0) {
-		snprintf(err, errlen, "cannot run it: %s", strerror(errno));
+		rc = fs__errf(err, errlen, -EIO, "cannot run it: %s",
+			      strerror(errno));
 		goto out;
 	}
 	pid = fork();
 	if (pid == 0)
 		child(cmd, pfd[1], me);
 	if (pid < 0) {
-		snprintf(err, errlen, "cannot run it: %s", strerror(errno));
+		rc = fs__errf(err, errlen, -EIO, "cannot run it: %s",
+			      strerror(errno));
 		goto out;
 	}
 	setpgid(pid, pid); /* no race with the child's own setpgid */
 	close(pfd[1]);
 	pfd[1] = -1;
-	while (!done) {
-		struct pollfd p = {.fd = pfd[0], .events = POLLIN};
-		int64_t left = deadline - mono_ms();
-		ssize_t n;
-
-		if (atomic_load(stopping)) {
-			snprintf(err, errlen, "the mount ends; it was killed");
-			reap(pid, true);
-			pid = -1;
-			goto out;
-		}
-		if (left <= 0) {
-			snprintf(err, errlen,
-				 "it did not finish within %u s (-o "
-				 "read_timeout=); it was killed",
-				 timeout_s);
-			reap(pid, true);
-			pid = -1;
-			goto out;
-		}
-		/* A tenth of a second at most, so that an unmount is seen. */
-		if (poll(&p, 1, left < 100 ? (int)left : 100) <= 0)
-			continue;
-		n = read(pfd[0], buf + got, FS_COMMAND_OUT_MAX - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			snprintf(err, errlen, "cannot read its output: %s",
-				 strerror(errno));
-			reap(pid, true);
-			pid = -1;
-			goto out;
-		}
-		got += (size_t)n;
-		if (n == 0) {
-			done = true;
-		} else if (got == FS_COMMAND_OUT_MAX) {
-			snprintf(err, errlen, "it printed more than %d bytes",
-				 FS_COMMAND_OUT_MAX);
-			reap(pid, true);
-			pid = -1;
-			goto out;
-		}
-	}
-	/* Its output ended: it exits now, or is killed at the deadline. */
-	status = -1;
-	while (waitpid(pid, &status, WNOHANG) == 0) {
-		if (atomic_load(stopping)) {
-			snprintf(err, errlen, "the mount ends; it was killed");
-			reap(pid, true);
-			pid = -1;
-			goto out;
-		}
-		if (mono_ms() >= deadline) {
-			snprintf(err, errlen,
-				 "it closed its output but did not exit "
-				 "within %u s (-o read_timeout=); it was "
-				 "killed",
-				 timeout_s);
-			reap(pid, true);
-			pid = -1;
-			goto out;
-		}
-		poll(NULL, 0, 20);
-	}
+	/* On a failure, out: kills the command and its group. */
+	rc = read_output(pfd[0], buf, &got, deadline, timeout_s, stopping, err,
+			 errlen);
+	if (rc == 0)
+		rc = await_exit(pid, deadline, timeout_s, stopping, &status,
+				err, errlen);
+	if (rc != 0)
+		goto out;
+	/* Its output ended and it exited: what is left of its group goes. */
 	kill(-pid, SIGKILL);
 	pid = -1;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		snprintf(err, errlen, "it exited with status %d",
-			 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		rc = fs__errf(err, errlen, -EIO, "it exited with status %d",
+			      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 		goto out;
 	}
 	buf[got] = '\0';

@@ -39,18 +39,18 @@ struct creds_set {
 	char *id, *secret, *token;
 	char **headers; /* from files and the command */
 	unsigned nheaders;
-	int64_t expires; /* the command's Expiration; 0: none */
+	int64_t expires;  /* the command's Expiration; 0: none */
 	char source[160]; /* where the key came from; "" none */
 };
 
-struct fs_creds {
-	struct fs_creds_config cfg;
+struct auth_creds {
+	struct auth_creds_config cfg;
 	struct fetch_auth *auth;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	bool stop;	  /* guarded by mu */
+	bool stop;	      /* guarded by mu */
 	atomic_bool stopping; /* stop, as a running command polls it */
-	uint64_t forced;  /* guarded by mu: a refused generation */
+	uint64_t forced;      /* guarded by mu: a refused generation */
 	pthread_t thread;
 	bool running;
 	char source[160]; /* guarded by mu, with has_key and expires: a reload
@@ -76,7 +76,7 @@ static void set_free(struct creds_set *s)
 		free(*f[i]);
 		*f[i] = NULL;
 	}
-	fs__headers_free(s->headers, s->nheaders);
+	auth_headers_free(s->headers, s->nheaders);
 	s->headers = NULL;
 	s->nheaders = 0;
 }
@@ -91,7 +91,7 @@ static int add_headers(struct creds_set *s, char **list, unsigned n)
 	}
 	grown = realloc(s->headers, (s->nheaders + n) * sizeof(*grown));
 	if (grown == NULL) {
-		fs__headers_free(list, n);
+		auth_headers_free(list, n);
 		return -ENOMEM;
 	}
 	memcpy(grown + s->nheaders, list, n * sizeof(*list));
@@ -168,7 +168,7 @@ out:
 }
 
 /* Notes path as one the watcher reads again when it changes. */
-static void watch(struct fs_creds *c, const char *path)
+static void watch(struct auth_creds *c, const char *path)
 {
 	struct stat st;
 
@@ -205,18 +205,17 @@ static int64_t mono_ms(void)
 
 /* One line for a key, secret or token holding a control byte; the value
  * is never quoted (it is a secret). */
-static int bad_value(const char *what, const char *v, char *err,
-		     size_t errlen)
+static int bad_value(const char *what, const char *v, char *err, size_t errlen)
 {
-	int c = fs__token_check(v);
+	int c = auth_token_check(v);
 
 	if (c == 0)
 		return 0;
-	snprintf(err, errlen,
-		 "%s holds a control character (0x%02x); refused: a line "
-		 "break there would add a header to every request",
-		 what, (unsigned)c);
-	return -EINVAL;
+	return fs__errf(
+		err, errlen, -EINVAL,
+		"%s holds a control character (0x%02x); refused: a line "
+		"break there would add a header to every request",
+		what, (unsigned)c);
 }
 
 /* Reads a credential_process answer (JSON, Version 1) into s. */
@@ -233,7 +232,7 @@ static int parse_json(const char *text, size_t len, struct creds_set *s,
 	    json_unpack(j, "{s:s, s:s, s?s, s?s}", "AccessKeyId", &id,
 			"SecretAccessKey", &secret, "SessionToken", &token,
 			"Expiration", &exp) != 0) {
-		snprintf(err, errlen,
+		fs__errf(err, errlen, rc,
 			 "its JSON is not a credential_process answer (with "
 			 "AccessKeyId and SecretAccessKey strings)");
 		goto out;
@@ -244,7 +243,7 @@ static int parse_json(const char *text, size_t len, struct creds_set *s,
 		goto out;
 	s->expires = exp != NULL ? iso_time(exp) : 0;
 	if (exp != NULL && s->expires == 0) {
-		snprintf(err, errlen,
+		fs__errf(err, errlen, rc,
 			 "its Expiration '%.40s' is not a time as "
 			 "2026-11-30T13:17:25Z",
 			 exp);
@@ -253,10 +252,11 @@ static int parse_json(const char *text, size_t len, struct creds_set *s,
 	/* Credentials that expired, or expire before they could be used,
 	 * would have the command run again at once, and again. */
 	if (exp != NULL && s->expires <= now + CREDS_EXPIRY_MARGIN_S) {
-		snprintf(err, errlen,
+		fs__errf(err, errlen, rc,
 			 "its Expiration %.40s is %s; refused (credentials "
 			 "must last more than %d s)",
-			 exp, s->expires <= now ? "in the past" : "within a minute",
+			 exp,
+			 s->expires <= now ? "in the past" : "within a minute",
 			 CREDS_EXPIRY_MARGIN_S);
 		goto out;
 	}
@@ -283,20 +283,19 @@ static void program_of(const char *cmd, char *out, size_t cap)
 
 /* Runs a command that prints header lines or a credential_process JSON;
  * err starts with the program it ran. */
-static int from_command(struct fs_creds *c, const char *cmd, bool headers_too,
+static int from_command(struct auth_creds *c, const char *cmd, bool headers_too,
 			struct creds_set *s, char *err, size_t errlen)
 {
 	char *text = NULL, why[256], prog[96];
 	char **list = NULL;
 	unsigned n = 0;
 	size_t len = 0, skip;
-	int rc = fs__command_run(cmd, c->cfg.timeout_s, &c->stopping, &text,
-				 &len, why, sizeof(why));
+	int rc = auth__command_run(cmd, c->cfg.timeout_s, &c->stopping, &text,
+				   &len, why, sizeof(why));
 
 	program_of(cmd, prog, sizeof(prog));
 	if (rc != 0) {
-		snprintf(err, errlen, "command '%s': %s", prog, why);
-		return rc;
+		return fs__errf(err, errlen, rc, "command '%s': %s", prog, why);
 	}
 	skip = strspn(text, " \t\r\n");
 	if (text[skip] == '{') {
@@ -305,12 +304,12 @@ static int from_command(struct fs_creds *c, const char *cmd, bool headers_too,
 		snprintf(why, sizeof(why), "it printed no JSON");
 		rc = -EINVAL;
 	} else {
-		rc = fs__headers_parse(text, len, &list, &n, why, sizeof(why));
+		rc = auth_headers_parse(text, len, &list, &n, why, sizeof(why));
 		if (rc == 0)
 			rc = add_headers(s, list, n);
 	}
 	if (rc != 0)
-		snprintf(err, errlen, "command '%s': %s", prog, why);
+		fs__errf(err, errlen, rc, "command '%s': %s", prog, why);
 	explicit_bzero(text, len);
 	free(text);
 	return rc;
@@ -347,13 +346,13 @@ static int key_from_env(struct creds_set *s, bool *found, char *err,
 
 /* Adds what the AWS file at path (f: 0 the credentials file, 1 the
  * config file) says of profile `name` to prof. A file that gives a
- * secret or a command must pass fs__file_check, and every key it gives
+ * secret or a command must pass auth_file_check, and every key it gives
  * the token check; the file that gives the key id is s's source, the one
  * that gives the credential_process *cp_file. A missing file is no
  * error. */
-static int read_aws_file(struct fs_creds *c, struct creds_set *s,
+static int read_aws_file(struct auth_creds *c, struct creds_set *s,
 			 const char *path, int f, const char *name,
-			 struct fs_aws_profile *prof, int *cp_file, char *err,
+			 struct auth_aws_profile *prof, int *cp_file, char *err,
 			 size_t errlen)
 {
 	bool had_secret = prof->secret_access_key != NULL;
@@ -368,32 +367,31 @@ static int read_aws_file(struct fs_creds *c, struct creds_set *s,
 	watch(c, path);
 	text = slurp(path, &st, &len);
 	if (text == NULL && errno == EINVAL) {
-		snprintf(err, errlen, "%s: not a regular file; refused", path);
-		return -EINVAL;
+		return fs__errf(err, errlen, -EINVAL,
+				"%s: not a regular file; refused", path);
 	}
 	if (text == NULL && errno == EFBIG) {
-		snprintf(err, errlen,
-			 "%s: larger than any credentials file (%u "
-			 "bytes at most); refused",
-			 path, (unsigned)CREDS_TEXT_MAX);
-		return -EFBIG;
+		return fs__errf(err, errlen, -EFBIG,
+				"%s: larger than any credentials file (%u "
+				"bytes at most); refused",
+				path, (unsigned)CREDS_TEXT_MAX);
 	}
 	if (text == NULL)
 		return 0;
-	found = fs__aws_profile_parse(text, len, name, f == 1, prof);
+	found = auth__aws_profile_parse(text, len, name, f == 1, prof);
 	explicit_bzero(text, len);
 	free(text);
 	if (found <= 0)
 		return found;
 	if ((!had_secret && prof->secret_access_key != NULL) ||
 	    (!had_token && prof->session_token != NULL))
-		rc = fs__file_check(path, &st, c->cfg.uid, FS_FILE_SECRETS,
-				    c->cfg.readable_ok, err, errlen);
+		rc = auth_file_check(path, &st, c->cfg.uid, AUTH_FILE_SECRETS,
+				     c->cfg.readable_ok, err, errlen);
 	if (!had_command && prof->credential_process != NULL)
 		*cp_file = f;
 	if (rc == 0 && !had_command && prof->credential_process != NULL)
-		rc = fs__file_check(path, &st, c->cfg.uid, FS_FILE_COMMAND,
-				    c->cfg.readable_ok, err, errlen);
+		rc = auth_file_check(path, &st, c->cfg.uid, AUTH_FILE_COMMAND,
+				     c->cfg.readable_ok, err, errlen);
 	if (rc == 0) {
 		snprintf(what, sizeof(what),
 			 "aws_access_key_id of profile '%.64s' in %.4000s",
@@ -422,12 +420,12 @@ static int read_aws_file(struct fs_creds *c, struct creds_set *s,
  * profile in the credentials file, then in the config file (keys or a
  * credential_process). None is no error: a public bucket needs none. A
  * file that gives a secret or a command must be the user's and written
- * by no one else (fs__file_check). */
-static int find_key(struct fs_creds *c, struct creds_set *s, char *err,
+ * by no one else (auth_file_check). */
+static int find_key(struct auth_creds *c, struct creds_set *s, char *err,
 		    size_t errlen)
 {
 	const char *name = profile_name();
-	struct fs_aws_profile prof = {0};
+	struct auth_aws_profile prof = {0};
 	char path[2][4096], why[256];
 	int rc, cp_file = 1;
 	bool from_env;
@@ -454,17 +452,17 @@ static int find_key(struct fs_creds *c, struct creds_set *s, char *err,
 		rc = from_command(c, prof.credential_process, false, s, why,
 				  sizeof(why));
 		if (rc != 0)
-			snprintf(err, errlen, "%s in %s: %s", s->source,
+			fs__errf(err, errlen, rc, "%s in %s: %s", s->source,
 				 path[cp_file], why);
 	} else {
 		s->source[0] = '\0';
 	}
-	fs__aws_profile_free(&prof);
+	auth__aws_profile_free(&prof);
 	return rc;
 }
 
 /* Loads every source once: the header files, the command, the AWS key. */
-static int load(struct fs_creds *c, struct creds_set *s, char *err,
+static int load(struct auth_creds *c, struct creds_set *s, char *err,
 		size_t errlen)
 {
 	char why[512];
@@ -476,18 +474,20 @@ static int load(struct fs_creds *c, struct creds_set *s, char *err,
 		unsigned n = 0;
 
 		watch(c, c->cfg.header_files[i]);
-		rc = fs__headers_load(c->cfg.header_files[i], c->cfg.uid, &list,
-				      &n, why, sizeof(why));
+		rc = auth_headers_load(c->cfg.header_files[i], c->cfg.uid,
+				       &list, &n, why, sizeof(why));
 		if (rc == 0)
 			rc = add_headers(s, list, n);
 		else
-			snprintf(err, errlen, "option header_file: %s", why);
+			fs__errf(err, errlen, rc, "option header_file: %s",
+				 why);
 	}
 	if (rc == 0 && c->cfg.auth_command != NULL) {
 		rc = from_command(c, c->cfg.auth_command, true, s, why,
 				  sizeof(why));
 		if (rc != 0)
-			snprintf(err, errlen, "option auth_command: %s", why);
+			fs__errf(err, errlen, rc, "option auth_command: %s",
+				 why);
 		else if (s->id != NULL)
 			snprintf(s->source, sizeof(s->source),
 				 "-o auth_command");
@@ -500,13 +500,12 @@ static int load(struct fs_creds *c, struct creds_set *s, char *err,
 }
 
 /* Hands s to fetch_auth with the -o header= headers first. */
-static int install(struct fs_creds *c, struct creds_set *s)
+static int install(struct auth_creds *c, struct creds_set *s)
 {
 	unsigned n = c->cfg.nheaders + s->nheaders;
 	const char **all = calloc(n ? n : 1, sizeof(*all));
-	struct fetch_cred fc = {.s3_id = s->id,
-				.s3_secret = s->secret,
-				.s3_token = s->token};
+	struct fetch_cred fc = {
+		.s3_id = s->id, .s3_secret = s->secret, .s3_token = s->token};
 	uint64_t gen;
 
 	if (all == NULL)
@@ -532,7 +531,7 @@ static int install(struct fs_creds *c, struct creds_set *s)
 
 static void on_expired(void *ctx, uint64_t gen)
 {
-	struct fs_creds *c = ctx;
+	struct auth_creds *c = ctx;
 
 	pthread_mutex_lock(&c->mu);
 	if (gen > c->forced)
@@ -541,17 +540,16 @@ static void on_expired(void *ctx, uint64_t gen)
 	pthread_mutex_unlock(&c->mu);
 }
 
-int fs__creds_new(const struct fs_creds_config *cfg, struct fetch_auth *auth,
-		  struct fs_creds **out, char *err, size_t errlen)
+int auth_creds_new(const struct auth_creds_config *cfg, struct fetch_auth *auth,
+		   struct auth_creds **out, char *err, size_t errlen)
 {
-	struct fs_creds *c = calloc(1, sizeof(*c));
+	struct auth_creds *c = calloc(1, sizeof(*c));
 	struct creds_set s;
 	pthread_condattr_t ca;
 	int rc;
 
 	if (c == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return fs__errf(err, errlen, -ENOMEM, "out of memory");
 	}
 	c->cfg = *cfg;
 	c->auth = auth;
@@ -565,10 +563,10 @@ int fs__creds_new(const struct fs_creds_config *cfg, struct fetch_auth *auth,
 		rc = install(c, &s);
 		set_free(&s);
 		if (rc != 0)
-			snprintf(err, errlen, "out of memory");
+			fs__errf(err, errlen, rc, "out of memory");
 	}
 	if (rc != 0) {
-		fs__creds_free(c);
+		auth_creds_free(c);
 		return rc;
 	}
 	fetch_auth_on_expired(auth, on_expired, c);
@@ -577,7 +575,7 @@ int fs__creds_new(const struct fs_creds_config *cfg, struct fetch_auth *auth,
 }
 
 /* True when a watched file is not what it was when last read. */
-static bool files_changed(struct fs_creds *c)
+static bool files_changed(struct auth_creds *c)
 {
 	bool changed = false;
 
@@ -598,7 +596,7 @@ static bool files_changed(struct fs_creds *c)
 
 /* A command's credentials are asked for again before they expire: a
  * minute before, or a quarter of their life for short ones. */
-static bool expiring(const struct fs_creds *c, int64_t now)
+static bool expiring(const struct auth_creds *c, int64_t now)
 {
 	int64_t margin = 60, life = c->expires - c->obtained;
 
@@ -610,11 +608,12 @@ static bool expiring(const struct fs_creds *c, int64_t now)
 }
 
 /* A line of the thread's, through the configuration's log hook. */
-#define creds_log(c, ...) fs__log_via((c)->cfg.log, (c)->cfg.log_ctx, __VA_ARGS__)
+#define creds_log(c, ...)                                                      \
+	fs__log_via((c)->cfg.log, (c)->cfg.log_ctx, __VA_ARGS__)
 
 static void *watcher(void *arg)
 {
-	struct fs_creds *c = arg;
+	struct auth_creds *c = arg;
 
 	pthread_mutex_lock(&c->mu);
 	while (!c->stop) {
@@ -645,8 +644,9 @@ static void *watcher(void *arg)
 		if (due && (refused || changed || expiring(c, now))) {
 			rc = load(c, &s, err, sizeof(err));
 			if (rc != 0) {
-				unsigned wait = c->fails < 8 ? 2u << c->fails
-							    : CREDS_BACKOFF_MAX_S;
+				unsigned wait = c->fails < 8
+							? 2u << c->fails
+							: CREDS_BACKOFF_MAX_S;
 
 				if (wait > CREDS_BACKOFF_MAX_S)
 					wait = CREDS_BACKOFF_MAX_S;
@@ -662,10 +662,11 @@ static void *watcher(void *arg)
 				if (rc == 0)
 					creds_log(c, FS_LOG_INFO,
 						  "credentials read again (%s)",
-						  changed   ? "a file changed"
-						  : refused ? "an origin refused "
-							      "them"
-							    : "they expire");
+						  changed ? "a file changed"
+						  : refused
+							  ? "an origin refused "
+							    "them"
+							  : "they expire");
 				else
 					creds_log(c, FS_LOG_ERR,
 						  "cannot use the credentials "
@@ -674,7 +675,8 @@ static void *watcher(void *arg)
 				creds_log(c, FS_LOG_ERR,
 					  "cannot read the credentials again: "
 					  "%s; next try in %" PRId64 " s",
-					  err, (c->retry_at - mono_ms()) / 1000);
+					  err,
+					  (c->retry_at - mono_ms()) / 1000);
 			}
 			if (rc != 0 && refused) {
 				/* The refused request then fails now, not
@@ -690,7 +692,7 @@ static void *watcher(void *arg)
 	return NULL;
 }
 
-int fs__creds_start(struct fs_creds *c)
+int auth_creds_start(struct auth_creds *c)
 {
 	int rc = pthread_create(&c->thread, NULL, watcher, c);
 
@@ -700,7 +702,7 @@ int fs__creds_start(struct fs_creds *c)
 	return 0;
 }
 
-void fs__creds_free(struct fs_creds *c)
+void auth_creds_free(struct auth_creds *c)
 {
 	if (c == NULL)
 		return;
@@ -719,18 +721,16 @@ void fs__creds_free(struct fs_creds *c)
 	free(c);
 }
 
-bool fs__creds_changeable(const struct fs_creds *c)
+bool auth_creds_changeable(const struct auth_creds *c)
 {
-	return c != NULL &&
-	       (c->npaths > 0 || c->cfg.auth_command != NULL);
+	return c != NULL && (c->npaths > 0 || c->cfg.auth_command != NULL);
 }
 
-const char *fs__creds_source(const struct fs_creds *c, char *buf,
-			     size_t cap)
+const char *auth_creds_source(const struct auth_creds *c, char *buf, size_t cap)
 {
 	/* The object does not change but for what a reload writes, which its
 	 * lock guards. */
-	struct fs_creds *m = (struct fs_creds *)c;
+	struct auth_creds *m = (struct auth_creds *)c;
 	const char *out = NULL;
 
 	if (c == NULL)
@@ -744,10 +744,10 @@ const char *fs__creds_source(const struct fs_creds *c, char *buf,
 	return out;
 }
 
-void fs__creds_region(const char *opt, char *out, size_t cap)
+void auth_creds_region(const char *opt, char *out, size_t cap)
 {
 	const char *v = opt;
-	struct fs_aws_profile prof = {0};
+	struct auth_aws_profile prof = {0};
 	char path[4096];
 	struct stat st;
 	size_t len = 0;
@@ -764,7 +764,8 @@ void fs__creds_region(const char *opt, char *out, size_t cap)
 	aws_path("AWS_CONFIG_FILE", "config", path, sizeof(path));
 	text = slurp(path, &st, &len);
 	if (text != NULL &&
-	    fs__aws_profile_parse(text, len, profile_name(), true, &prof) > 0 &&
+	    auth__aws_profile_parse(text, len, profile_name(), true, &prof) >
+		    0 &&
 	    prof.region != NULL)
 		snprintf(out, cap, "%s", prof.region);
 	else
@@ -772,5 +773,5 @@ void fs__creds_region(const char *opt, char *out, size_t cap)
 	if (text != NULL)
 		explicit_bzero(text, len);
 	free(text);
-	fs__aws_profile_free(&prof);
+	auth__aws_profile_free(&prof);
 }

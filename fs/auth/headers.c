@@ -19,7 +19,7 @@ static bool is_tchar(char c)
 	       (c >= '0' && c <= '9') || strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
-int fs__header_check(const char *h, size_t len)
+int auth_header_check(const char *h, size_t len)
 {
 	size_t i = 0;
 
@@ -38,7 +38,7 @@ int fs__header_check(const char *h, size_t len)
 	return 0;
 }
 
-const char *fs__header_owned(const char *h, size_t len)
+const char *auth_header_owned(const char *h, size_t len)
 {
 	/* A range, its validator, the bytes as stored (another
 	 * Accept-Encoding would get every range refused) and the host a
@@ -47,15 +47,15 @@ const char *fs__header_owned(const char *h, size_t len)
 					    "Accept-Encoding", "Host"};
 	const char *colon = memchr(h, ':', len);
 
-	for (size_t i = 0; colon != NULL && i < sizeof(owned) / sizeof(owned[0]);
-	     i++)
+	for (size_t i = 0;
+	     colon != NULL && i < sizeof(owned) / sizeof(owned[0]); i++)
 		if ((size_t)(colon - h) == strlen(owned[i]) &&
 		    strncasecmp(h, owned[i], strlen(owned[i])) == 0)
 			return owned[i];
 	return NULL;
 }
 
-int fs__token_check(const char *v)
+int auth_token_check(const char *v)
 {
 	for (size_t i = 0; v != NULL && v[i] != '\0'; i++) {
 		unsigned char c = (unsigned char)v[i];
@@ -67,50 +67,51 @@ int fs__token_check(const char *v)
 	return 0;
 }
 
-int fs__file_check(const char *path, const struct stat *st, uid_t uid,
-		   enum fs_file_kind kind, bool readable_ok, char *err,
-		   size_t errlen)
+int auth_file_check(const char *path, const struct stat *st, uid_t uid,
+		    enum auth_file_kind kind, bool readable_ok, char *err,
+		    size_t errlen)
 {
 	mode_t m = st->st_mode;
 	const char *who;
 
 	if (st->st_uid != uid) {
-		snprintf(err, errlen,
-			 "%s: owned by uid %u, not by the user who mounts "
-			 "(uid %u); refused: its owner could change what it "
-			 "holds. chown it",
-			 path, (unsigned)st->st_uid, (unsigned)uid);
-		return -EACCES;
+		return fs__errf(
+			err, errlen, -EACCES,
+			"%s: owned by uid %u, not by the user who mounts "
+			"(uid %u); refused: its owner could change what it "
+			"holds. chown it",
+			path, (unsigned)st->st_uid, (unsigned)uid);
 	}
 	/* Others who may write it choose the secrets pacefs sends and the
 	 * commands it runs: no option accepts that. */
 	if ((m & (S_IWGRP | S_IWOTH)) != 0) {
 		who = (m & S_IWGRP) && (m & S_IWOTH) ? "group and others"
-		      : (m & S_IWGRP)		      ? "group"
-						      : "others";
-		snprintf(err, errlen,
-			 "%s: mode %04o lets %s write to it%s; refused. "
-			 "chmod go-w it",
-			 path, (unsigned)(m & 07777), who,
-			 (m & (S_IRGRP | S_IROTH)) ? " and read it" : "");
-		return -EACCES;
+		      : (m & S_IWGRP)		     ? "group"
+						     : "others";
+		return fs__errf(err, errlen, -EACCES,
+				"%s: mode %04o lets %s write to it%s; refused. "
+				"chmod go-w it",
+				path, (unsigned)(m & 07777), who,
+				(m & (S_IRGRP | S_IROTH)) ? " and read it"
+							  : "");
 	}
-	if (kind == FS_FILE_COMMAND || (m & 077) == 0 ||
-	    (kind == FS_FILE_SECRETS && readable_ok))
+	if (kind == AUTH_FILE_COMMAND || (m & 077) == 0 ||
+	    (kind == AUTH_FILE_SECRETS && readable_ok))
 		return 0;
 	who = (m & 070) && (m & 07) ? "group and others"
 	      : (m & 070)	    ? "group"
 				    : "others";
-	snprintf(err, errlen, "%s: mode %04o lets %s %s its secrets; "
-		 "chmod 600 it%s",
-		 path, (unsigned)(m & 07777), who,
-		 (m & (S_IRGRP | S_IROTH)) ? "read" : "execute",
-		 kind == FS_FILE_SECRETS ? " (or mount with -o creds_readable)"
-					 : "");
-	return -EACCES;
+	return fs__errf(err, errlen, -EACCES,
+			"%s: mode %04o lets %s %s its secrets; "
+			"chmod 600 it%s",
+			path, (unsigned)(m & 07777), who,
+			(m & (S_IRGRP | S_IROTH)) ? "read" : "execute",
+			kind == AUTH_FILE_SECRETS
+				? " (or mount with -o creds_readable)"
+				: "");
 }
 
-void fs__headers_free(char **list, unsigned n)
+void auth_headers_free(char **list, unsigned n)
 {
 	for (unsigned i = 0; list != NULL && i < n; i++) {
 		/* They were secrets: do not leave them in freed memory. */
@@ -120,8 +121,8 @@ void fs__headers_free(char **list, unsigned n)
 	free(list);
 }
 
-int fs__headers_parse(const char *text, size_t len, char ***out, unsigned *n,
-		      char *err, size_t errlen)
+int auth_headers_parse(const char *text, size_t len, char ***out, unsigned *n,
+		       char *err, size_t errlen)
 {
 	char **list = NULL;
 	unsigned count = 0, line = 0;
@@ -140,27 +141,26 @@ int fs__headers_parse(const char *text, size_t len, char ***out, unsigned *n,
 			l--;
 		if (l == 0 || s[0] == '#')
 			continue;
-		if (fs__header_check(s, l) != 0) {
+		if (auth_header_check(s, l) != 0) {
 			/* The value is never quoted back: it is a secret. */
-			snprintf(err, errlen,
-				 "line %u: not 'Name: value' (a name of "
-				 "letters, digits and !#$%%&'*+-.^_`|~, a "
-				 "colon, then a value without control "
-				 "characters)",
-				 line);
-			rc = -EINVAL;
+			rc = fs__errf(err, errlen, -EINVAL,
+				      "line %u: not 'Name: value' (a name of "
+				      "letters, digits and !#$%%&'*+-.^_`|~, a "
+				      "colon, then a value without control "
+				      "characters)",
+				      line);
 			goto out;
 		}
-		if (fs__header_owned(s, l) != NULL) {
-			snprintf(err, errlen, "line %u: pacefs sets %s itself",
-				 line, fs__header_owned(s, l));
-			rc = -EINVAL;
+		if (auth_header_owned(s, l) != NULL) {
+			rc = fs__errf(err, errlen, -EINVAL,
+				      "line %u: pacefs sets %s itself", line,
+				      auth_header_owned(s, l));
 			goto out;
 		}
-		if (count == FS_HEADERS_MAX) {
-			snprintf(err, errlen, "line %u: more than %d headers",
-				 line, FS_HEADERS_MAX);
-			rc = -EINVAL;
+		if (count == AUTH_HEADERS_MAX) {
+			rc = fs__errf(err, errlen, -EINVAL,
+				      "line %u: more than %d headers", line,
+				      AUTH_HEADERS_MAX);
 			goto out;
 		}
 		grown = realloc(list, (count + 1) * sizeof(*list));
@@ -178,9 +178,9 @@ int fs__headers_parse(const char *text, size_t len, char ***out, unsigned *n,
 	}
 out:
 	if (rc == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
+		fs__errf(err, errlen, rc, "out of memory");
 	if (rc != 0) {
-		fs__headers_free(list, count);
+		auth_headers_free(list, count);
 		return rc;
 	}
 	*out = list;
@@ -188,8 +188,8 @@ out:
 	return 0;
 }
 
-int fs__headers_load(const char *path, uid_t uid, char ***out, unsigned *n,
-		     char *err, size_t errlen)
+int auth_headers_load(const char *path, uid_t uid, char ***out, unsigned *n,
+		      char *err, size_t errlen)
 {
 	char *text = NULL, why[256] = "";
 	struct stat st;
@@ -200,46 +200,45 @@ int fs__headers_load(const char *path, uid_t uid, char ***out, unsigned *n,
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
-		return rc;
+		return fs__errf(err, errlen, rc, "%s: %s", path, strerror(-rc));
 	}
 	if (fstat(fd, &st) != 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+		fs__errf(err, errlen, rc, "%s: %s", path, strerror(-rc));
 		goto out;
 	}
 	rc = -EACCES;
 	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file", path);
+		fs__errf(err, errlen, rc, "%s: not a regular file", path);
 		goto out;
 	}
 	/* Secrets in a file others can read, or replace, are no secrets. */
-	rc = fs__file_check(path, &st, uid, FS_FILE_HEADERS, false, err,
-			    errlen);
+	rc = auth_file_check(path, &st, uid, AUTH_FILE_HEADERS, false, err,
+			     errlen);
 	if (rc != 0)
 		goto out;
-	if (st.st_size > FS_HEADER_FILE_MAX) {
+	if (st.st_size > AUTH_HEADER_FILE_MAX) {
 		rc = -EFBIG;
-		snprintf(err, errlen, "%s: larger than %d bytes", path,
-			 FS_HEADER_FILE_MAX);
+		fs__errf(err, errlen, rc, "%s: larger than %d bytes", path,
+			 AUTH_HEADER_FILE_MAX);
 		goto out;
 	}
 	text = malloc((size_t)st.st_size + 1);
 	if (text == NULL) {
 		rc = -ENOMEM;
-		snprintf(err, errlen, "%s: out of memory", path);
+		fs__errf(err, errlen, rc, "%s: out of memory", path);
 		goto out;
 	}
 	got = read(fd, text, (size_t)st.st_size + 1);
 	if (got < 0 || got > st.st_size) {
 		rc = got < 0 ? -errno : -EFBIG;
-		snprintf(err, errlen, "%s: %s", path,
+		fs__errf(err, errlen, rc, "%s: %s", path,
 			 got < 0 ? strerror(errno) : "it grew while read");
 		goto out;
 	}
-	rc = fs__headers_parse(text, (size_t)got, out, n, why, sizeof(why));
+	rc = auth_headers_parse(text, (size_t)got, out, n, why, sizeof(why));
 	if (rc != 0)
-		snprintf(err, errlen, "%s: %s", path, why);
+		fs__errf(err, errlen, rc, "%s: %s", path, why);
 	explicit_bzero(text, (size_t)got);
 out:
 	free(text);

@@ -13,11 +13,11 @@
 #include "fs/auth/auth.h"
 #include "fs/base.h"
 
-char *fs__url_identity(const char *url)
+char *auth_url_identity(const char *url)
 {
 	bool userinfo = fetch_url_has_userinfo(url);
-	const char *mark =
-		userinfo ? "\n" FS_IDENTITY_USERINFO : "\n" FS_IDENTITY_SIGNED;
+	const char *mark = userinfo ? "\n" AUTH_IDENTITY_USERINFO
+				    : "\n" AUTH_IDENTITY_SIGNED;
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 	char *bare, *out;
@@ -58,9 +58,9 @@ static int url_cmp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-char *fs__sources_identity(const char *const *urls, uint32_t n)
+char *auth_sources_identity(const char *const *urls, uint32_t n)
 {
-	static const char mark[] = "\n" FS_IDENTITY_MIRRORS;
+	static const char mark[] = "\n" AUTH_IDENTITY_MIRRORS;
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 	const char **others = NULL;
@@ -68,7 +68,7 @@ char *fs__sources_identity(const char *const *urls, uint32_t n)
 	EVP_MD_CTX *ctx = NULL;
 	size_t len;
 
-	first = fs__url_identity(urls[0]);
+	first = auth_url_identity(urls[0]);
 	if (first == NULL || n <= 1)
 		return first;
 	/* A mirror's bytes are stored under the blob's identity: a mount of
@@ -83,7 +83,8 @@ char *fs__sources_identity(const char *const *urls, uint32_t n)
 		others[i - 1] = urls[i];
 	qsort(others, n - 1, sizeof(*others), url_cmp);
 	for (uint32_t i = 0; i + 1 < n; i++)
-		if (EVP_DigestUpdate(ctx, others[i], strlen(others[i]) + 1) != 1)
+		if (EVP_DigestUpdate(ctx, others[i], strlen(others[i]) + 1) !=
+		    1)
 			goto out;
 	if (EVP_DigestFinal_ex(ctx, md, &mdlen) != 1)
 		goto out;

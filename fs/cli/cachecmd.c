@@ -14,6 +14,7 @@
 
 #include "cache/cache.h"
 #include "fetch/fetch.h"
+#include "fs/base.h"
 #include "fs/cli/cli.h"
 #include "fs/cli/cli_int.h"
 #include "fs/auth/auth.h"
@@ -141,10 +142,10 @@ static const char *shown_identity(struct blob_info *bi)
 	if (id[0] == '\0')
 		return "(identity not recorded)";
 	if (nl != NULL) {
-		bool creds = strncmp(nl + 1, FS_IDENTITY_USERINFO,
-				     strlen(FS_IDENTITY_USERINFO)) == 0;
-		bool sig = strncmp(nl + 1, FS_IDENTITY_SIGNED,
-				   strlen(FS_IDENTITY_SIGNED)) == 0;
+		bool creds = strncmp(nl + 1, AUTH_IDENTITY_USERINFO,
+				     strlen(AUTH_IDENTITY_USERINFO)) == 0;
+		bool sig = strncmp(nl + 1, AUTH_IDENTITY_SIGNED,
+				   strlen(AUTH_IDENTITY_SIGNED)) == 0;
 
 		*nl = '\0';
 		/* The digest was longer than the words that replace it. */
@@ -277,11 +278,11 @@ static int resolve(const struct cache_id *ids, size_t n, const char *arg,
 			return 1;
 		}
 	}
-	/* A URL is stored under its identity (fs__url_identity); anything
+	/* A URL is stored under its identity (auth_url_identity); anything
 	 * else as given. */
 	if (strncmp(arg, "http://", 7) == 0 ||
 	    strncmp(arg, "https://", 8) == 0) {
-		char *s = fs__url_identity(arg);
+		char *s = auth_url_identity(arg);
 
 		if (s == NULL)
 			return 1;
@@ -590,12 +591,11 @@ out:
 
 /* ---- prefetch ---- */
 
+/* Seconds on the one monotonic clock (fs__now_ns), for the progress
+ * line's rate. */
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)fs__now_ns() / 1e9;
 }
 
 static void progress(const char *path, uint64_t done, uint64_t size,

@@ -43,7 +43,7 @@ static const char *clear_creds(const char *url, bool headers)
 }
 
 int cli_proxy_clear_check(const struct fs_opts *o,
-			  const struct fs_manifest *man,
+			  const struct tree_manifest *man,
 			  struct fetch_proxies *proxies, char *err,
 			  size_t errlen)
 {

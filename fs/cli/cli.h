@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 struct fs_opts;
-struct fs_manifest;
+struct tree_manifest;
 struct fetch_proxies;
 
 /* `pacefs status [-w] [--json] MOUNTPOINT` (argv[1] is "status"): prints
@@ -48,7 +48,7 @@ char *cli_default_cache_dir(char *err, size_t errlen);
  * Returns 0, or -EPERM with one line in err naming the URL, what would
  * be read, and the option that allows it. */
 int cli_proxy_clear_check(const struct fs_opts *o,
-			  const struct fs_manifest *man,
+			  const struct tree_manifest *man,
 			  struct fetch_proxies *proxies, char *err,
 			  size_t errlen);
 

@@ -9,7 +9,7 @@
 struct fs_opts;
 
 /* cli/urlfile.c. When the URL argument is "-", reads the URL from
- * -o url_file= (checked as a file of secrets: fs__file_check) or else
+ * -o url_file= (checked as a file of secrets: auth_file_check) or else
  * from standard input: its first line that is neither blank nor a '#'
  * comment becomes o->url, the others o's mirrors. A URL argument other
  * than "-" with url_file is refused. Returns 0 or a negative errno with

@@ -464,15 +464,15 @@ static int check_header(struct parse_state *s, const char *h)
 {
 	const char *colon = strchr(h, ':');
 
-	if (fs__header_check(h, strlen(h)) != 0)
+	if (auth_header_check(h, strlen(h)) != 0)
 		return fs__errf(s->err, s->errlen, -EINVAL,
 				"option header: '%.*s...' is not 'Name: "
 				"value' on one line",
 				(int)(colon != NULL ? colon - h : 20), h);
-	if (fs__header_owned(h, strlen(h)) != NULL)
+	if (auth_header_owned(h, strlen(h)) != NULL)
 		return fs__errf(s->err, s->errlen, -EINVAL,
 				"option header: pacefs sets %s itself",
-				fs__header_owned(h, strlen(h)));
+				auth_header_owned(h, strlen(h)));
 	return 0;
 }
 
@@ -483,10 +483,11 @@ static int check_header_file(struct parse_state *s, const char *path)
 	char **list = NULL, why[512];
 	unsigned n = 0;
 
-	if (fs__headers_load(path, geteuid(), &list, &n, why, sizeof(why)) != 0)
+	if (auth_headers_load(path, geteuid(), &list, &n, why, sizeof(why)) !=
+	    0)
 		return fs__errf(s->err, s->errlen, -EINVAL,
 				"option header_file: %s", why);
-	fs__headers_free(list, n);
+	auth_headers_free(list, n);
 	return 0;
 }
 
@@ -653,7 +654,8 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	err[0] = '\0';
 	if (fuse_opt_parse(&args, &s, opt_spec, opt_proc) != 0) {
 		if (err[0] == '\0')
-			snprintf(err, errlen, "cannot parse the options");
+			fs__errf(err, errlen, -EINVAL,
+				 "cannot parse the options");
 		goto fail;
 	}
 	/* With url_file the URL argument may be left out. */
@@ -662,13 +664,13 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 		out->mountpoint = out->url;
 		out->url = strdup("-");
 		if (out->url == NULL) {
-			snprintf(err, errlen, "out of memory");
+			fs__errf(err, errlen, -EINVAL, "out of memory");
 			goto fail;
 		}
 	}
 	if (!out->show_help && !out->show_version &&
 	    (out->url == NULL || out->mountpoint == NULL)) {
-		snprintf(err, errlen,
+		fs__errf(err, errlen, -EINVAL,
 			 "missing %s (usage: pacefs [options] URL MOUNTPOINT)",
 			 out->url == NULL ? "URL and MOUNTPOINT"
 					  : "MOUNTPOINT");
@@ -708,7 +710,7 @@ void fs_opts_free(struct fs_opts *o)
 	for (unsigned i = 0; i < o->nmirrors; i++)
 		free(o->mirrors[i]);
 	free(o->mirrors);
-	fs__headers_free(o->headers, o->nheaders);
+	auth_headers_free(o->headers, o->nheaders);
 	for (unsigned i = 0; i < o->nheader_files; i++)
 		free(o->header_files[i]);
 	free(o->header_files);

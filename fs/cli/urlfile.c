@@ -79,8 +79,8 @@ static int open_checked(const char *path, int *fd, char *err, size_t errlen)
 			      "option url_file: %s: not a regular file", path);
 		goto out;
 	}
-	rc = fs__file_check(path, &st, geteuid(), FS_FILE_HEADERS, false, err,
-			    errlen);
+	rc = auth_file_check(path, &st, geteuid(), AUTH_FILE_HEADERS, false,
+			     err, errlen);
 	if (rc != 0) {
 		char why[1024];
 

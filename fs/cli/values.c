@@ -19,16 +19,15 @@ int fs_name_check(const char *name, char *err, size_t errlen)
 {
 	if (name[0] == '\0' || strcmp(name, ".") == 0 ||
 	    strcmp(name, "..") == 0 || strchr(name, '/') != NULL) {
-		snprintf(err, errlen,
-			 "'%s' is not a usable file name (empty, '.', '..' "
-			 "or containing '/')",
-			 name);
-		return -EINVAL;
+		return fs__errf(
+			err, errlen, -EINVAL,
+			"'%s' is not a usable file name (empty, '.', '..' "
+			"or containing '/')",
+			name);
 	}
 	if (strlen(name) > NAME_MAX) {
-		snprintf(err, errlen, "file name longer than %d bytes",
-			 NAME_MAX);
-		return -EINVAL;
+		return fs__errf(err, errlen, -EINVAL,
+				"file name longer than %d bytes", NAME_MAX);
 	}
 	return 0;
 }
@@ -61,11 +60,11 @@ int fs_name_from_url(const char *url, char *out, size_t cap, char *err,
 				"a file name; use -o name=NAME",
 				url);
 	if (fs_name_check(out, err, errlen) != 0) {
-		snprintf(err, errlen,
-			 "URL %s: cannot derive a file name from its last "
-			 "path segment; use -o name=NAME",
-			 url);
-		return -EINVAL;
+		return fs__errf(
+			err, errlen, -EINVAL,
+			"URL %s: cannot derive a file name from its last "
+			"path segment; use -o name=NAME",
+			url);
 	}
 	return 0;
 }
@@ -137,7 +136,7 @@ char *cli_default_cache_dir(char *err, size_t errlen)
 	else if (home != NULL && home[0] == '/')
 		snprintf(buf, sizeof(buf), "%s/.cache/pacefs", home);
 	else {
-		snprintf(err, errlen,
+		fs__errf(err, errlen, -ENOENT,
 			 "no cache directory: neither XDG_CACHE_HOME nor HOME "
 			 "is set and uid %lu has no home directory; use -o "
 			 "cache_dir=DIR",
@@ -146,7 +145,7 @@ char *cli_default_cache_dir(char *err, size_t errlen)
 	}
 	dir = strdup(buf);
 	if (dir == NULL)
-		snprintf(err, errlen, "out of memory");
+		fs__errf(err, errlen, -ENOMEM, "out of memory");
 	return dir;
 }
 

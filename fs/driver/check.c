@@ -78,7 +78,7 @@ enum driver_mount_kind driver__mount_kind_of(const char *source)
 					     : DRIVER_MOUNT_URL;
 }
 
-/* Where the region fs__creds_region finds comes from, in its order, for
+/* Where the region auth_creds_region finds comes from, in its order, for
  * the line that refuses it. */
 static void region_source(const char *opt, char *out, size_t cap)
 {
@@ -104,16 +104,16 @@ static void region_source(const char *opt, char *out, size_t cap)
 /* Checks what the command line names before anything is done: the URLs,
  * the mountpoint, the file name, the cache directory. */
 int driver__check_inputs(struct fs_opts *o, enum driver_mount_kind kind,
-			 struct fs_s3 *s3, char *name, size_t cap)
+			 struct tree_s3 *s3, char *name, size_t cap)
 {
 	char err[1024], region[256], from[4200];
 	bool is_s3 = strncmp(o->url, "s3://", 5) == 0;
 
 	if (is_s3) {
-		fs__creds_region(o->region, region, sizeof(region));
+		auth_creds_region(o->region, region, sizeof(region));
 		region_source(o->region, from, sizeof(from));
-		if (fs__s3_parse(o->url, o->endpoint, region, from,
-				 o->s3_addressing, s3, err, sizeof(err)) != 0)
+		if (tree_s3_parse(o->url, o->endpoint, region, from,
+				  o->s3_addressing, s3, err, sizeof(err)) != 0)
 			return driver__fail("%s", err);
 		if (o->nmirrors > 0)
 			return driver__fail(

@@ -20,10 +20,10 @@
 #include "fs/tree/tree.h"
 
 struct fs_engine;
-struct fs_ns;
-struct fs_node;
-struct fs_s3;
-struct fs_creds;
+struct tree_ns;
+struct tree_node;
+struct tree_s3;
+struct auth_creds;
 struct fs_source;
 struct fuse_session;
 struct fuse_lowlevel_ops;
@@ -88,7 +88,7 @@ void driver__learned_free(struct driver_learned *l);
 
 /* What the FUSE operations see through fuse_req_userdata(). */
 struct driver_mount {
-	struct fs_ns *ns;
+	struct tree_ns *ns;
 	struct fs_engine *engine;
 	struct driver_inval *inval; /* the engine's inval hook queues here */
 	struct cache *cache;	    /* the engine's */
@@ -103,8 +103,8 @@ struct driver_mount {
 	uint64_t kernel_ahead; /* the kernel's readahead on this mount */
 	bool splice; /* reads of the cache's file are answered by splicing
 			its pages (set once, at FUSE's init) */
-	const struct fs_s3 *s3; /* an S3 tree: how its directories list */
-	const struct fs_creds *creds;
+	const struct tree_s3 *s3; /* an S3 tree: how its directories list */
+	const struct auth_creds *creds;
 	/* -o read_timeout=: how long a FUSE request may wait on the
 	 * network (a listing, a probe), as a read may. */
 	uint64_t read_timeout_ns;
@@ -158,15 +158,15 @@ void driver__mount_bound(const struct driver_mount *m, uint64_t deadline_ns,
 /* The cache identity of a file (docs/manifest.md, "The cache"): a content
  * identity when its block digests are checked before its bytes are cached
  * (driver__file_has_content_identity), shared by every file naming the same
- * digests; else that of its URLs (fs__sources_identity), never whichever
+ * digests; else that of its URLs (auth_sources_identity), never whichever
  * mirror answered. A new string (free() it); NULL when memory ran out. Caller
  * holds the namespace's mu. */
-char *driver__file_identity(const struct fs_node *n);
+char *driver__file_identity(const struct tree_node *n);
 
 /* True when node n's identity names its content: every block stored under
  * it passed the per-block digests the identity is made of. Caller holds
  * the namespace's mu. */
-bool driver__file_has_content_identity(const struct fs_node *n);
+bool driver__file_has_content_identity(const struct tree_node *n);
 
 /* Makes node i's blob ready to read: probes its URLs if it has never been,
  * adds its blob to the engine, by deadline_ns (fs__now_ns's clock; the
@@ -265,16 +265,16 @@ enum driver_mount_kind {
 struct driver_prepared {
 	enum driver_mount_kind kind;
 	char name[NAME_MAX + 1]; /* DRIVER_MOUNT_URL */
-	char *identity;		 /* DRIVER_MOUNT_URL: fs__url_identity */
+	char *identity;		 /* DRIVER_MOUNT_URL: auth_url_identity */
 	char **origins;		 /* where the headers may go */
 	size_t norigins;
 	char **urls; /* DRIVER_MOUNT_URL: the URL, then mirrors */
 	uint32_t nurls;
 	struct driver_learned learned; /* DRIVER_MOUNT_URL */
-	struct fs_manifest manifest;   /* DRIVER_MOUNT_MANIFEST */
-	struct fs_s3 s3;	 /* an s3:// source: bucket == NULL if not */
+	struct tree_manifest manifest; /* DRIVER_MOUNT_MANIFEST */
+	struct tree_s3 s3;	 /* an s3:// source: bucket == NULL if not */
 	struct fetch_auth *auth; /* credentials that change, or NULL */
-	struct fs_creds *creds;
+	struct auth_creds *creds;
 };
 
 /* check.c. Writes "pacefs: " and the line (every URL's userinfo removed,
@@ -292,7 +292,7 @@ enum driver_mount_kind driver__mount_kind_of(const char *source);
  * the CA file, the cache directory (its default set). 0, or 1 with the
  * line written (driver__fail). */
 int driver__check_inputs(struct fs_opts *o, enum driver_mount_kind kind,
-			 struct fs_s3 *s3, char *name, size_t cap);
+			 struct tree_s3 *s3, char *name, size_t cap);
 
 /* prepare.c. Opens the cache of o (engine: where its on_lost and
  * on_evicted hooks find the engine). On the terminal (quiet) a failure

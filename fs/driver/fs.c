@@ -34,7 +34,7 @@
  * ns->mu. */
 static bool node_attr(const struct driver_mount *m, uint32_t i, struct stat *st)
 {
-	const struct fs_node *n = fs__ns_get(m->ns, i);
+	const struct tree_node *n = tree_ns_get(m->ns, i);
 
 	if (n == NULL || n->gone)
 		return false;
@@ -118,10 +118,10 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	pthread_mutex_lock(&m->ns->mu);
-	child = fs__ns_child(m->ns, NODE_OF(parent), name);
-	is_dir = child != FS_NO_NODE && m->ns->nodes[child]->is_dir;
+	child = tree_ns_child(m->ns, NODE_OF(parent), name);
+	is_dir = child != TREE_NO_NODE && m->ns->nodes[child]->is_dir;
 	pthread_mutex_unlock(&m->ns->mu);
-	if (child == FS_NO_NODE) {
+	if (child == TREE_NO_NODE) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
@@ -164,11 +164,11 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
 	struct driver_mount *m = fuse_req_userdata(req);
-	const struct fs_node *n;
+	const struct tree_node *n;
 	int err = 0;
 
 	pthread_mutex_lock(&m->ns->mu);
-	n = fs__ns_get(m->ns, NODE_OF(ino));
+	n = tree_ns_get(m->ns, NODE_OF(ino));
 	if (n == NULL)
 		err = ENOENT;
 	else if (!n->is_dir)
@@ -199,7 +199,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	struct driver_mount *m = fuse_req_userdata(req);
-	const struct fs_node *d;
+	const struct tree_node *d;
 	size_t used = 0;
 	char *buf;
 	int rc;
@@ -223,10 +223,10 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	pthread_mutex_lock(&m->ns->mu);
-	d = fs__ns_get(m->ns, NODE_OF(ino));
+	d = tree_ns_get(m->ns, NODE_OF(ino));
 	/* Offsets: 0 ".", 1 "..", 2 + i the i-th child. */
 	for (off_t i = off; d != NULL && i < (off_t)d->nchildren + 2; i++) {
-		const struct fs_node *c = NULL;
+		const struct tree_node *c = NULL;
 		fuse_ino_t child = ino;
 		const char *name = ".";
 
@@ -253,13 +253,13 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(buf);
 }
 
-/* The blob of file node i once it is ready, or FS_NO_BLOB. */
+/* The blob of file node i once it is ready, or TREE_NO_BLOB. */
 static uint32_t node_blob(struct driver_mount *m, uint32_t i)
 {
 	uint32_t blob;
 
 	pthread_mutex_lock(&m->ns->mu);
-	blob = i < m->ns->n ? m->ns->nodes[i]->blob : FS_NO_BLOB;
+	blob = i < m->ns->n ? m->ns->nodes[i]->blob : TREE_NO_BLOB;
 	pthread_mutex_unlock(&m->ns->mu);
 	return blob;
 }
@@ -490,7 +490,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 static int xattr_value(struct driver_mount *m, uint32_t i, const char *name,
 		       char *buf, size_t cap)
 {
-	struct fs_node *n;
+	struct tree_node *n;
 	uint32_t blob;
 	int len = -ENODATA;
 
@@ -504,8 +504,8 @@ static int xattr_value(struct driver_mount *m, uint32_t i, const char *name,
 		return obs_status_json(&v, buf, cap);
 	}
 	pthread_mutex_lock(&m->ns->mu);
-	n = fs__ns_get(m->ns, i);
-	blob = n != NULL ? n->blob : FS_NO_BLOB;
+	n = tree_ns_get(m->ns, i);
+	blob = n != NULL ? n->blob : TREE_NO_BLOB;
 	if (n == NULL || n->is_dir) {
 		len = -ENODATA;
 	} else if (strcmp(name, "url") == 0) {
@@ -540,14 +540,14 @@ static int xattr_value(struct driver_mount *m, uint32_t i, const char *name,
 		return len;
 	if (strcmp(name, "cached") == 0)
 		len = snprintf(buf, cap, "%" PRIu64,
-			       blob == FS_NO_BLOB
+			       blob == TREE_NO_BLOB
 				       ? 0
 				       : fs__engine_held(m->engine, blob));
-	else if (strcmp(name, "etag") == 0 && blob != FS_NO_BLOB)
+	else if (strcmp(name, "etag") == 0 && blob != TREE_NO_BLOB)
 		len = fs__engine_validator(m->engine, blob, buf, cap);
 	else if (strcmp(name, "state") == 0)
 		len = snprintf(buf, cap, "%s",
-			       blob == FS_NO_BLOB
+			       blob == TREE_NO_BLOB
 				       ? "remote"
 				       : fs__engine_state(m->engine, blob));
 	return len;

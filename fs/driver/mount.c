@@ -132,7 +132,7 @@ static void mount_free(struct driver_mount *m, struct driver_exit_guard *g,
 	driver__inval_free(
 		m->inval); /* the engine queued into it until freed */
 	cache_close(m->cache);
-	fs__ns_free(m->ns);
+	tree_ns_free(m->ns);
 	fetch_proxies_free(m->fetch.proxies); /* after the engine's requests */
 	driver__exit_guard_stop(g);
 	if (metrics_fd >= 0)

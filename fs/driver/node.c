@@ -74,7 +74,7 @@ static struct timespec monotonic_ts(uint64_t deadline_ns)
 	return ts;
 }
 
-bool driver__file_has_content_identity(const struct fs_node *n)
+bool driver__file_has_content_identity(const struct tree_node *n)
 {
 	/* The cache checks every block against digest blocks that divide
 	 * it before it stores it; a larger digest block is checked only once
@@ -92,7 +92,7 @@ bool driver__file_has_content_identity(const struct fs_node *n)
  * names, whichever source sent them. A whole-file digest alone binds
  * nothing until the file is complete: such entries keep their source's
  * identity. A new string; NULL when memory ran out. */
-static char *content_identity(const struct fs_node *n)
+static char *content_identity(const struct tree_node *n)
 {
 	size_t cap = sizeof("sha256: block_sha256::") + 64 + 10 + 64;
 	uint8_t list[32];
@@ -114,13 +114,13 @@ static char *content_identity(const struct fs_node *n)
 	return buf;
 }
 
-char *driver__file_identity(const struct fs_node *n)
+char *driver__file_identity(const struct tree_node *n)
 {
 	if (n->identity != NULL)
 		return strdup(n->identity);
 	if (driver__file_has_content_identity(n))
 		return content_identity(n);
-	return fs__sources_identity((const char *const *)n->urls, n->nurls);
+	return auth_sources_identity((const char *const *)n->urls, n->nurls);
 }
 
 /* Copies what probing node i needs out of the namespace, so that the
@@ -152,12 +152,12 @@ static void node_copy_free(struct node_copy *c)
 
 static int node_copy(struct driver_mount *m, uint32_t i, struct node_copy *c)
 {
-	struct fs_node *n;
+	struct tree_node *n;
 	int rc = 0;
 
 	memset(c, 0, sizeof(*c));
 	pthread_mutex_lock(&m->ns->mu);
-	n = fs__ns_get(m->ns, i);
+	n = tree_ns_get(m->ns, i);
 	if (n == NULL || n->is_dir || n->nurls == 0) {
 		rc = n != NULL && n->is_dir ? -EISDIR : -ENOENT;
 		goto out;
@@ -177,7 +177,7 @@ static int node_copy(struct driver_mount *m, uint32_t i, struct node_copy *c)
 	c->has_size = n->has_size;
 	c->size = n->size;
 	c->blob = n->blob;
-	fs__ns_path(m->ns, i, c->name, sizeof(c->name));
+	tree_ns_path(m->ns, i, c->name, sizeof(c->name));
 	c->sha256 = n->has_sha256 ? n->sha256 : NULL;
 	c->dblock = n->dblock;
 	c->dblocks = (const uint8_t(*)[32])n->dblocks;
@@ -204,7 +204,7 @@ out:
 static int probe_claim(struct driver_mount *m, uint32_t i, const char *name,
 		       const struct timespec *until)
 {
-	struct fs_ns *ns = m->ns;
+	struct tree_ns *ns = m->ns;
 	int rc = 0;
 
 	pthread_mutex_lock(&ns->mu);
@@ -223,17 +223,17 @@ static int probe_claim(struct driver_mount *m, uint32_t i, const char *name,
 	return 0;
 }
 
-/* Ends this thread's probe of node i: the blob it readied (FS_NO_BLOB:
+/* Ends this thread's probe of node i: the blob it readied (TREE_NO_BLOB:
  * none) and the size it learned become the node's, and the threads
  * waiting to open it go on. */
 static void probe_release(struct driver_mount *m, uint32_t i, uint32_t blob,
 			  const struct driver_learned *l)
 {
-	struct fs_node *n;
+	struct tree_node *n;
 
 	pthread_mutex_lock(&m->ns->mu);
 	n = m->ns->nodes[i];
-	if (blob != FS_NO_BLOB) {
+	if (blob != TREE_NO_BLOB) {
 		n->blob = blob;
 		n->has_size = true;
 		n->size = l->size;
@@ -281,7 +281,7 @@ static int node_learn(struct driver_mount *m, struct node_copy *c,
 			"%s: cannot open: %s", c->name, err);
 		return rc == -ENOENT ? -ENOENT : -EIO;
 	}
-	if (c->blob == FS_NO_BLOB) {
+	if (c->blob == TREE_NO_BLOB) {
 		rc = fs__engine_blob_add(m->engine, c->name, l->size, &c->id,
 					 &c->blob);
 		if (rc == 0)
@@ -306,7 +306,7 @@ int driver__file_ready(struct driver_mount *m, uint32_t i, uint64_t deadline_ns)
 {
 	struct node_copy c;
 	struct driver_learned l = {0};
-	const struct fs_node *n;
+	const struct tree_node *n;
 	struct timespec until = monotonic_ts(deadline_ns);
 	uint32_t blob;
 	int rc;
@@ -314,10 +314,10 @@ int driver__file_ready(struct driver_mount *m, uint32_t i, uint64_t deadline_ns)
 	/* Every open asks: a file ready already needs no copy (nor the hash
 	 * over its block digests that its identity takes). */
 	pthread_mutex_lock(&m->ns->mu);
-	n = fs__ns_get(m->ns, i);
-	blob = n != NULL ? n->blob : FS_NO_BLOB;
+	n = tree_ns_get(m->ns, i);
+	blob = n != NULL ? n->blob : TREE_NO_BLOB;
 	pthread_mutex_unlock(&m->ns->mu);
-	if (blob != FS_NO_BLOB && fs__engine_blob_is_ready(m->engine, blob))
+	if (blob != TREE_NO_BLOB && fs__engine_blob_is_ready(m->engine, blob))
 		return 0;
 	rc = node_copy(m, i, &c);
 	if (rc != 0)
@@ -331,12 +331,13 @@ int driver__file_ready(struct driver_mount *m, uint32_t i, uint64_t deadline_ns)
 	pthread_mutex_lock(&m->ns->mu);
 	c.blob = m->ns->nodes[i]->blob;
 	pthread_mutex_unlock(&m->ns->mu);
-	if (c.blob != FS_NO_BLOB && fs__engine_blob_is_ready(m->engine, c.blob))
-		blob = FS_NO_BLOB; /* readied while this open waited */
+	if (c.blob != TREE_NO_BLOB &&
+	    fs__engine_blob_is_ready(m->engine, c.blob))
+		blob = TREE_NO_BLOB; /* readied while this open waited */
 	else if ((rc = node_learn(m, &c, deadline_ns, &l)) == 0)
 		blob = c.blob;
 	else
-		blob = FS_NO_BLOB;
+		blob = TREE_NO_BLOB;
 	probe_release(m, i, blob, &l);
 	driver__learned_free(&l);
 out:
@@ -381,10 +382,10 @@ static char *child_url(const char *base, const char *name, bool is_dir)
 /* A node for a listed entry, built outside the lock: most of a merge's
  * work is allocation, and none of it needs the namespace. NULL when
  * memory ran out. */
-static struct fs_node *entry_node(const char *base,
-				  const struct fs_index_entry *ent)
+static struct tree_node *entry_node(const char *base,
+				    const struct tree_index_entry *ent)
 {
-	struct fs_node *n = fs__node_new(ent->name, ent->is_dir);
+	struct tree_node *n = tree_node_new(ent->name, ent->is_dir);
 	char *url = n == NULL ? NULL
 		    : ent->url != NULL
 			    ? strdup(ent->url)
@@ -418,23 +419,24 @@ static struct fs_node *entry_node(const char *base,
 fail_url:
 	free(url);
 fail:
-	fs__node_free(n);
+	tree_node_free(n);
 	return NULL;
 }
 
 /* Adds or refreshes one listed entry under directory d, as seen by the
  * merge of generation gen: a new name links *fresh (which the tree then
  * owns: *fresh becomes NULL). Caller holds ns->mu. */
-static int merge_entry(struct fs_ns *ns, uint32_t d, uint32_t gen,
-		       const struct fs_index_entry *ent, struct fs_node **fresh)
+static int merge_entry(struct tree_ns *ns, uint32_t d, uint32_t gen,
+		       const struct tree_index_entry *ent,
+		       struct tree_node **fresh)
 {
-	uint32_t c = fs__ns_child(ns, d, ent->name);
-	struct fs_node *n;
+	uint32_t c = tree_ns_child(ns, d, ent->name);
+	struct tree_node *n;
 	int rc;
 
-	if (c == FS_NO_NODE) {
+	if (c == TREE_NO_NODE) {
 		(*fresh)->seen_gen = gen;
-		rc = fs__ns_link(ns, d, *fresh, &c);
+		rc = tree_ns_link(ns, d, *fresh, &c);
 		if (rc == 0)
 			*fresh = NULL;
 		return rc;
@@ -456,16 +458,16 @@ static int merge_entry(struct fs_ns *ns, uint32_t d, uint32_t gen,
  * longer lists as gone: a node the page still lists is never gone in
  * between. Caller holds the directory's listing (d->listing). */
 static int merge_page(struct driver_mount *m, uint32_t d, const char *base,
-		      const struct fs_index_entry *ents, uint32_t nents)
+		      const struct tree_index_entry *ents, uint32_t nents)
 {
-	struct fs_ns *ns = m->ns;
-	struct fs_node *batch[DRIVER_LIST_BATCH];
+	struct tree_ns *ns = m->ns;
+	struct tree_node *batch[DRIVER_LIST_BATCH];
 	uint32_t gen, done = 0;
 	int rc;
 
 	pthread_mutex_lock(&ns->mu);
 	gen = ++ns->nodes[d]->list_gen;
-	rc = fs__ns_reserve(ns, d, nents);
+	rc = tree_ns_reserve(ns, d, nents);
 	pthread_mutex_unlock(&ns->mu);
 	while (rc == 0 && done < nents) {
 		uint32_t n = nents - done > DRIVER_LIST_BATCH
@@ -488,7 +490,7 @@ static int merge_page(struct driver_mount *m, uint32_t d, const char *base,
 		/* The names that were there already: their nodes were not
 		 * needed. */
 		for (i = 0; i < built; i++)
-			fs__node_free(batch[i]);
+			tree_node_free(batch[i]);
 		done += n;
 		sched_yield();
 	}
@@ -497,7 +499,7 @@ static int merge_page(struct driver_mount *m, uint32_t d, const char *base,
 		pthread_mutex_lock(&ns->mu);
 		for (uint32_t end = i + DRIVER_LIST_BATCH;
 		     i < end && i < ns->nodes[d]->nchildren; i++) {
-			struct fs_node *c =
+			struct tree_node *c =
 				ns->nodes[ns->nodes[d]->children[i]];
 
 			c->gone = c->seen_gen != gen;
@@ -511,8 +513,8 @@ static int merge_page(struct driver_mount *m, uint32_t d, const char *base,
 int driver__dir_list(struct driver_mount *m, uint32_t d, bool fresh,
 		     uint64_t deadline_ns)
 {
-	struct fs_ns *ns = m->ns;
-	struct fs_index_entry *ents = NULL;
+	struct tree_ns *ns = m->ns;
+	struct tree_index_entry *ents = NULL;
 	struct timespec until = monotonic_ts(deadline_ns);
 	struct fetch_config fc;
 	uint32_t nents = 0;
@@ -535,7 +537,7 @@ int driver__dir_list(struct driver_mount *m, uint32_t d, bool fresh,
 	    (fresh || ns->nodes[d]->listed_ns == 0)) {
 		char path[PATH_MAX];
 
-		fs__ns_path(ns, d, path, sizeof(path));
+		tree_ns_path(ns, d, path, sizeof(path));
 		pthread_mutex_unlock(&ns->mu);
 		obs_log(FS_LOG_ERR,
 			"cannot list /%s: its listing by another request was "
@@ -561,8 +563,8 @@ int driver__dir_list(struct driver_mount *m, uint32_t d, bool fresh,
 	driver__mount_bound(m, deadline_ns, &fc);
 	if (m->s3 != NULL) {
 		err[0] = '\0';
-		rc = fs__s3_list(m->s3, &fc, m->creds, url, false, &ents,
-				 &nents, err, sizeof(err));
+		rc = tree_s3_list(m->s3, &fc, m->creds, url, false, &ents,
+				  &nents, err, sizeof(err));
 		if (rc == 0 && err[0] != '\0')
 			obs_log(FS_LOG_WARN, "%s", err);
 		final = rc == 0 ? strdup(url) : NULL;
@@ -572,8 +574,8 @@ int driver__dir_list(struct driver_mount *m, uint32_t d, bool fresh,
 		rc = fetch_get(&fc, url, DRIVER_LISTING_MAX, &page, &len,
 			       &final, err, sizeof(err));
 		if (rc == 0)
-			rc = fs__dirindex_parse(page, len, &ents, &nents, err,
-						sizeof(err));
+			rc = tree_dirindex_parse(page, len, &ents, &nents, err,
+						 sizeof(err));
 	}
 	if (rc != 0) {
 		obs_log(mount_stopping(m) ? FS_LOG_INFO : FS_LOG_ERR,
@@ -596,7 +598,7 @@ out:
 	ns->nodes[d]->listing = false;
 	pthread_cond_broadcast(&ns->listed);
 	pthread_mutex_unlock(&ns->mu);
-	fs__dirindex_free(ents, nents);
+	tree_dirindex_free(ents, nents);
 	free(page);
 	free(final);
 	free(url);

@@ -94,9 +94,9 @@ void driver__prepared_free(struct driver_prepared *p)
 		free(p->origins[i]);
 	free(p->origins);
 	driver__learned_free(&p->learned);
-	fs__manifest_free(&p->manifest);
-	fs__s3_free(&p->s3);
-	fs__creds_free(p->creds);
+	tree_manifest_free(&p->manifest);
+	tree_s3_free(&p->s3);
+	auth_creds_free(p->creds);
 	fetch_auth_free(p->auth);
 }
 
@@ -104,16 +104,16 @@ void driver__prepared_free(struct driver_prepared *p)
 static int make_creds(const struct fs_opts *o, struct driver_prepared *p,
 		      struct fetch_config *fc)
 {
-	struct fs_creds_config cc = {.s3 = p->s3.bucket != NULL,
-				     .readable_ok = o->creds_readable,
-				     .auth_command = o->auth_command,
-				     .header_files = o->header_files,
-				     .nheader_files = o->nheader_files,
-				     .headers = o->headers,
-				     .nheaders = o->nheaders,
-				     .uid = geteuid(),
-				     .timeout_s = o->read_timeout_s,
-				     .log = obs_log_hook};
+	struct auth_creds_config cc = {.s3 = p->s3.bucket != NULL,
+				       .readable_ok = o->creds_readable,
+				       .auth_command = o->auth_command,
+				       .header_files = o->header_files,
+				       .nheader_files = o->nheader_files,
+				       .headers = o->headers,
+				       .nheaders = o->nheaders,
+				       .uid = geteuid(),
+				       .timeout_s = o->read_timeout_s,
+				       .log = obs_log_hook};
 	char err[1024];
 	int rc;
 
@@ -122,7 +122,7 @@ static int make_creds(const struct fs_opts *o, struct driver_prepared *p,
 	rc = fetch_auth_new(cc.s3 ? p->s3.region : NULL, &p->auth);
 	if (rc != 0)
 		return driver__fail("out of memory");
-	rc = fs__creds_new(&cc, p->auth, &p->creds, err, sizeof(err));
+	rc = auth_creds_new(&cc, p->auth, &p->creds, err, sizeof(err));
 	if (rc != 0)
 		return driver__fail("%s", err);
 	fc->auth = p->auth;
@@ -165,7 +165,7 @@ static int header_origins(const struct fs_opts *o, struct fetch_config *fc,
 	if (o->nheaders == 0 && p->auth == NULL)
 		return 0;
 	if (p->s3.bucket != NULL) {
-		char *u = fs__s3_origin_url(&p->s3);
+		char *u = tree_s3_origin_url(&p->s3);
 		int rc = u != NULL ? add_origin(p, u)
 				   : driver__fail("out of memory");
 
@@ -198,9 +198,9 @@ static int prepare_s3_object(const struct fs_opts *o, struct fetch_config *fc,
 	char err[1024];
 	int rc;
 
-	p->urls[0] = fs__s3_object_url(&p->s3, p->s3.path);
+	p->urls[0] = tree_s3_object_url(&p->s3, p->s3.path);
 	p->nurls = 1;
-	p->identity = fs__s3_identity(&p->s3, p->s3.path);
+	p->identity = tree_s3_identity(&p->s3, p->s3.path);
 	if (p->urls[0] == NULL || p->identity == NULL)
 		return driver__fail("out of memory");
 	memset(&args, 0, sizeof(args));
@@ -212,8 +212,8 @@ static int prepare_s3_object(const struct fs_opts *o, struct fetch_config *fc,
 	args.object_store = true;
 	rc = driver__learn(fc, cache, &args, &p->learned, err, sizeof(err));
 	if (rc != 0 && strstr(err, ": HTTP ") != NULL)
-		fs__s3_explain(&p->s3, fc, p->creds, p->s3.path, err,
-			       sizeof(err));
+		tree_s3_explain(&p->s3, fc, p->creds, p->s3.path, err,
+				sizeof(err));
 	return rc != 0 ? driver__fail("%s", err) : 0;
 }
 
@@ -223,7 +223,7 @@ static int prepare_s3_object(const struct fs_opts *o, struct fetch_config *fc,
 static int prepare(const struct fs_opts *o, struct fetch_config *fc,
 		   struct cache *cache, struct driver_prepared *p)
 {
-	struct fs_index_entry *ents = NULL;
+	struct tree_index_entry *ents = NULL;
 	struct driver_learn_args args;
 	struct fetch_config b;
 	char err[1024], *page = NULL;
@@ -232,7 +232,7 @@ static int prepare(const struct fs_opts *o, struct fetch_config *fc,
 	int rc;
 
 	if (p->kind == DRIVER_MOUNT_MANIFEST) {
-		rc = fs__manifest_load(o->url, &p->manifest, err, sizeof(err));
+		rc = tree_manifest_load(o->url, &p->manifest, err, sizeof(err));
 		if (rc != 0)
 			return driver__fail("%s", err);
 	}
@@ -262,8 +262,8 @@ static int prepare(const struct fs_opts *o, struct fetch_config *fc,
 		for (unsigned i = 0; i < o->nmirrors; i++)
 			p->urls[i + 1] = o->mirrors[i];
 		p->nurls = o->nmirrors + 1;
-		p->identity = fs__sources_identity((const char *const *)p->urls,
-						   p->nurls);
+		p->identity = auth_sources_identity(
+			(const char *const *)p->urls, p->nurls);
 		if (p->identity == NULL)
 			return driver__fail("out of memory");
 		memset(&args, 0, sizeof(args));
@@ -279,23 +279,24 @@ static int prepare(const struct fs_opts *o, struct fetch_config *fc,
 		return 0; /* loaded above */
 	case DRIVER_MOUNT_INDEX:
 		if (p->s3.bucket != NULL) {
-			char *dir = fs__s3_dir_url(&p->s3, p->s3.path);
+			char *dir = tree_s3_dir_url(&p->s3, p->s3.path);
 
-			rc = dir == NULL ? -ENOMEM
-					 : fs__s3_list(&p->s3, fc, p->creds,
-						       dir, true, &ents, &nents,
-						       err, sizeof(err));
+			rc = dir == NULL
+				     ? -ENOMEM
+				     : tree_s3_list(&p->s3, fc, p->creds, dir,
+						    true, &ents, &nents, err,
+						    sizeof(err));
 			free(dir);
-			fs__dirindex_free(ents, nents);
+			tree_dirindex_free(ents, nents);
 			return rc != 0 ? driver__fail("%s", err) : 0;
 		}
 		rc = fetch_get(fc, o->url, 64u << 20, &page, &len, NULL, err,
 			       sizeof(err));
 		if (rc == 0)
-			rc = fs__dirindex_parse(page, len, &ents, &nents, err,
-						sizeof(err));
+			rc = tree_dirindex_parse(page, len, &ents, &nents, err,
+						 sizeof(err));
 		free(page);
-		fs__dirindex_free(ents, nents);
+		tree_dirindex_free(ents, nents);
 		return rc != 0 ? driver__fail("%s", err) : 0;
 	}
 	return 0;
@@ -345,7 +346,7 @@ int driver__prepare_mount(struct fs_opts *o, struct driver_mount *m,
 	cache_close(cache);
 	if (rc != 0)
 		return 1;
-	if (fs__ns_new(&m->ns) != 0)
+	if (tree_ns_new(&m->ns) != 0)
 		return driver__fail("out of memory");
 	m->uid = getuid();
 	m->gid = getgid();

@@ -23,17 +23,17 @@
 static int build_tree(struct driver_mount *m, const struct fs_opts *o,
 		      struct driver_prepared *p)
 {
-	struct fs_ns *ns = m->ns;
+	struct tree_ns *ns = m->ns;
 	uint32_t node;
 	int rc;
 
 	switch (p->kind) {
 	case DRIVER_MOUNT_URL: {
-		struct fs_node *n;
+		struct tree_node *n;
 		struct cache_id id;
 
 		cache_id_from_string(p->identity, &id);
-		rc = fs__ns_add(ns, 0, p->name, false, &node);
+		rc = tree_ns_add(ns, 0, p->name, false, &node);
 		if (rc != 0)
 			return rc;
 		n = ns->nodes[node];
@@ -63,10 +63,10 @@ static int build_tree(struct driver_mount *m, const struct fs_opts *o,
 	}
 	case DRIVER_MOUNT_MANIFEST:
 		for (uint32_t i = 0; i < p->manifest.nfiles; i++) {
-			struct fs_manifest_entry *me = &p->manifest.files[i];
-			struct fs_node *n;
+			struct tree_manifest_entry *me = &p->manifest.files[i];
+			struct tree_node *n;
 
-			rc = fs__ns_add_path(ns, me->path, &node);
+			rc = tree_ns_add_path(ns, me->path, &node);
 			if (rc != 0)
 				return rc;
 			n = ns->nodes[node];
@@ -93,7 +93,7 @@ static int build_tree(struct driver_mount *m, const struct fs_opts *o,
 	case DRIVER_MOUNT_INDEX:
 		ns->nodes[0]->list_url =
 			p->s3.bucket != NULL
-				? fs__s3_dir_url(&p->s3, p->s3.path)
+				? tree_s3_dir_url(&p->s3, p->s3.path)
 				: strdup(o->url);
 		return ns->nodes[0]->list_url != NULL ? 0 : -ENOMEM;
 	}
@@ -125,14 +125,14 @@ static void engine_config(const struct fs_opts *o, const struct driver_mount *m,
 	ec.chunk = o->chunk;
 	ec.inflight_max = o->inflight_max;
 	ec.kernel_ahead = m->kernel_ahead;
-	ec.creds_change = fs__creds_changeable(p->creds);
+	ec.creds_change = auth_creds_changeable(p->creds);
 	ec.fetch = m->fetch;
 	ec.max_blobs = p->kind == DRIVER_MOUNT_MANIFEST ? p->manifest.nfiles
 		       : p->kind == DRIVER_MOUNT_URL	? 1
 						     : DRIVER_INDEX_MAX_FILES;
 	ec.max_sources = p->kind == DRIVER_MOUNT_URL ? p->nurls
 			 : p->kind == DRIVER_MOUNT_MANIFEST
-				 ? p->manifest.nfiles * FS_MANIFEST_URLS_MAX
+				 ? p->manifest.nfiles * TREE_MANIFEST_URLS_MAX
 				 : DRIVER_INDEX_MAX_FILES;
 	if (ec.max_blobs == 0)
 		ec.max_blobs = 1;
@@ -166,7 +166,7 @@ static int start_engine(const struct fs_opts *o, struct driver_mount *m,
 	if (rc == 0)
 		rc = fs__engine_new(&ec, m->cache, &m->engine);
 	if (rc == 0 && p->creds != NULL)
-		rc = fs__creds_start(p->creds);
+		rc = auth_creds_start(p->creds);
 	if (rc != 0) {
 		obs_log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
 		return rc;

@@ -70,7 +70,7 @@ static void *prober(void *arg)
 	uint32_t id;
 
 	while (next_id(s, &id)) {
-		struct fs_node *n;
+		struct tree_node *n;
 		bool need;
 		int rc = 0;
 
@@ -121,20 +121,20 @@ static int reserve(struct driver_sizes *s, size_t k)
 
 /* The files of directory d that have no size, no probe under way or
  * queued, and no failed one: marked as queued. */
-static int unsized(struct fs_ns *ns, uint32_t d, uint32_t **ids, size_t *n)
+static int unsized(struct tree_ns *ns, uint32_t d, uint32_t **ids, size_t *n)
 {
-	const struct fs_node *dir;
+	const struct tree_node *dir;
 	uint32_t *v;
 
 	*ids = NULL;
 	*n = 0;
 	pthread_mutex_lock(&ns->mu);
-	dir = fs__ns_get(ns, d);
+	dir = tree_ns_get(ns, d);
 	v = dir != NULL && dir->nchildren > 0
 		    ? malloc(dir->nchildren * sizeof(*v))
 		    : NULL;
 	for (uint32_t i = 0; v != NULL && i < dir->nchildren; i++) {
-		const struct fs_node *c = ns->nodes[dir->children[i]];
+		const struct tree_node *c = ns->nodes[dir->children[i]];
 
 		if (c->is_dir || c->gone || c->has_size || c->probing ||
 		    c->size_queued || c->size_failed)
@@ -150,7 +150,7 @@ static int unsized(struct fs_ns *ns, uint32_t d, uint32_t **ids, size_t *n)
 }
 
 /* The n ids unsized() marked that were not queued after all. */
-static void unmark(struct fs_ns *ns, const uint32_t *ids, size_t n)
+static void unmark(struct tree_ns *ns, const uint32_t *ids, size_t n)
 {
 	pthread_mutex_lock(&ns->mu);
 	for (size_t i = 0; i < n; i++)

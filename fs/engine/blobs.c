@@ -208,7 +208,7 @@ int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
 	if (fs__engine_blob_is_ready(e, i))
 		return 0;
 	/* Slow (a read transaction over the blob's extents): without the
-	 * lock. Only the probing thread readies a blob (fs__node_ready). */
+	 * lock. Only the probing thread readies a blob (driver__file_ready). */
 	rc = cache_extents_each(e->cache, &b->id, extent_add, &x);
 	if (rc == 0 && queued > 0)
 		rc = extent_add(&x, 0, queued < b->size ? queued : b->size);

@@ -46,11 +46,11 @@ struct fs_engine_config {
 	uint64_t inflight_max; /* bytes requested and not yet received; 0:
 				  no cap but the lanes' */
 	uint64_t kernel_ahead; /* bytes the kernel reads ahead of readers */
-	bool creds_change; /* credentials can change (fs__creds_changeable):
+	bool creds_change; /* credentials can change (auth_creds_changeable):
 			      a refusal for them holds a source, with a
 			      backoff, instead of excluding it */
 	struct fetch_config fetch;
-	/* Where the engine's log lines go (the driver's fs__log_hook); NULL:
+	/* Where the engine's log lines go (obs/'s obs_log_hook); NULL:
 	 * nowhere. Called from any of its threads, with or without its lock:
 	 * it must not call the engine. */
 	void (*log)(void *ctx, enum fs_log_level level, const char *fmt,

@@ -481,126 +481,83 @@ void obs__metrics_walk(struct obs_metrics *mx,
 
 /* ---- writers ---- */
 
-/* A growing buffer; failed once memory ran out or it passed its limit. */
-struct text {
-	char *p;
-	size_t len, cap, limit;
-	bool failed;
+/* A document being written (obs/text.c's appender, growing up to its
+ * limit), and where the Prometheus text stands. */
+struct writer {
+	struct obs_text t;
 	const struct obs_metric_family *last;
 	const char *labels;
 };
 
-/* Makes room for need more bytes and a NUL; false once it cannot. */
-static bool room(struct text *t, size_t need)
-{
-	size_t cap = t->cap * 2 + need;
-	char *grown;
-
-	if (t->failed || need < t->cap - t->len)
-		return !t->failed;
-	grown = cap <= t->limit ? realloc(t->p, cap) : NULL;
-	if (grown == NULL) {
-		t->failed = true;
-		return false;
-	}
-	t->p = grown;
-	t->cap = cap;
-	return true;
-}
-
-static void add(struct text *t, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void add(struct text *t, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	do {
-		if (t->failed)
-			return;
-		va_start(ap, fmt);
-		n = vsnprintf(t->p + t->len, t->cap - t->len, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-			t->failed = true;
-	} while (n >= 0 && (size_t)n >= t->cap - t->len && room(t, (size_t)n));
-	if (!t->failed)
-		t->len += (size_t)n;
-}
-
-/* Appends s escaped by esc (obs__prom_escape, fs__json_escape). */
-static void add_escaped(struct text *t, const char *s,
-			size_t (*esc)(const char *, char *, size_t))
-{
-	if (room(t, esc(s, NULL, 0)))
-		t->len += esc(s, t->p + t->len, t->cap - t->len);
-}
-
-static void add_value(struct text *t, const struct obs_sample *s)
+static void add_value(struct obs_text *t, const struct obs_sample *s)
 {
 	if (s->real)
-		add(t, "%.9g", s->d);
+		obs__text_add(t, "%.9g", s->d);
 	else
-		add(t, "%" PRIu64, s->u);
+		obs__text_add(t, "%" PRIu64, s->u);
 }
 
 static void text_sample(void *ctx, const struct obs_sample *s)
 {
-	struct text *t = ctx;
+	struct writer *w = ctx;
+	struct obs_text *t = &w->t;
 
-	if (s->family != t->last) {
-		add(t, "# HELP %s %s\n# TYPE %s %s\n", s->family->name,
-		    s->family->help, s->family->name, s->family->type);
-		t->last = s->family;
+	if (s->family != w->last) {
+		obs__text_add(t, "# HELP %s %s\n# TYPE %s %s\n",
+			      s->family->name, s->family->help, s->family->name,
+			      s->family->type);
+		w->last = s->family;
 	}
-	add(t, "%s%s{%s", s->family->name, s->suffix, t->labels);
+	obs__text_add(t, "%s%s{%s", s->family->name, s->suffix, w->labels);
 	for (unsigned i = 0; i < s->nlabels; i++) {
-		add(t, ",%s=\"", s->key[i]);
-		add_escaped(t, s->value[i], obs__prom_escape);
-		add(t, "\"");
+		obs__text_add(t, ",%s=\"", s->key[i]);
+		obs__text_add_escaped(t, s->value[i], obs__prom_escape);
+		obs__text_add(t, "\"");
 	}
-	add(t, "} ");
+	obs__text_add(t, "} ");
 	add_value(t, s);
-	add(t, "\n");
+	obs__text_add(t, "\n");
 }
 
 static void json_sample(void *ctx, const struct obs_sample *s)
 {
-	struct text *t = ctx;
+	struct writer *w = ctx;
+	struct obs_text *t = &w->t;
 
-	add(t, "%s{\"name\":\"%s%s\",\"labels\":{", t->len > 1 ? "," : "",
-	    s->family->name, s->suffix);
+	obs__text_add(t, "%s{\"name\":\"%s%s\",\"labels\":{",
+		      t->len > 1 ? "," : "", s->family->name, s->suffix);
 	for (unsigned i = 0; i < s->nlabels; i++) {
-		add(t, "%s\"%s\":\"", i ? "," : "", s->key[i]);
-		add_escaped(t, s->value[i], fs__json_escape);
-		add(t, "\"");
+		obs__text_add(t, "%s\"%s\":\"", i ? "," : "", s->key[i]);
+		obs__text_add_escaped(t, s->value[i], fs__json_escape);
+		obs__text_add(t, "\"");
 	}
-	add(t, "},\"value\":");
+	obs__text_add(t, "},\"value\":");
 	add_value(t, s);
-	add(t, "}");
+	obs__text_add(t, "}");
 }
 
 static int write_all(struct obs_metrics *mx, const struct obs_metrics_now *now,
 		     bool json, size_t limit, char **out, size_t *len)
 {
-	struct text t = {.cap = 16384, .limit = limit, .labels = mx->labels};
+	struct writer w = {.t = {.cap = 16384, .limit = limit},
+			   .labels = mx->labels};
+	struct obs_text *t = &w.t;
 
-	t.p = malloc(t.cap);
-	if (t.p == NULL)
+	t->p = malloc(t->cap);
+	if (t->p == NULL)
 		return -ENOMEM;
-	t.p[0] = '\0';
+	t->p[0] = '\0';
 	if (json)
-		add(&t, "[");
-	obs__metrics_walk(mx, now, json ? json_sample : text_sample, &t);
+		obs__text_add(t, "[");
+	obs__metrics_walk(mx, now, json ? json_sample : text_sample, &w);
 	if (json)
-		add(&t, "]");
-	if (t.failed || t.len >= limit) {
-		free(t.p);
-		return t.failed && t.cap * 2 <= limit ? -ENOMEM : -ERANGE;
+		obs__text_add(t, "]");
+	if (t->failed || t->len >= limit) {
+		free(t->p);
+		return t->failed && t->cap * 2 <= limit ? -ENOMEM : -ERANGE;
 	}
-	*out = t.p;
-	*len = t.len;
+	*out = t->p;
+	*len = t->len;
 	return 0;
 }
 

@@ -60,8 +60,8 @@ int obs_metrics_addr_check(const char *spec, char *err, size_t errlen)
 	if (obs__metrics_addr_split(spec, host, sizeof(host), port,
 				    sizeof(port), &why))
 		return 0;
-	snprintf(err, errlen, "option metrics: '%s' %s", spec, why);
-	return -EINVAL;
+	return fs__errf(err, errlen, -EINVAL, "option metrics: '%s' %s", spec,
+			why);
 }
 
 /* ---- -o metrics_label= ---- */
@@ -97,34 +97,34 @@ int obs_metrics_label_check(const char *kv, char *const *prev, unsigned nprev,
 			klen = 0;
 	}
 	if (klen == 0 || (klen >= 2 && kv[0] == '_' && kv[1] == '_')) {
-		snprintf(err, errlen,
-			 "option metrics_label: '%s' is not NAME=VALUE with a "
-			 "name of letters, digits and '_' (not first a digit, "
-			 "not '__' first), e.g. site=lyon",
-			 kv);
-		return -EINVAL;
+		return fs__errf(
+			err, errlen, -EINVAL,
+			"option metrics_label: '%s' is not NAME=VALUE with a "
+			"name of letters, digits and '_' (not first a digit, "
+			"not '__' first), e.g. site=lyon",
+			kv);
 	}
 	for (int i = 0; ours[i] != NULL; i++)
 		if (strlen(ours[i]) == klen && memcmp(ours[i], kv, klen) == 0) {
-			snprintf(err, errlen,
-				 "option metrics_label: pacefs sets the label "
-				 "'%s' itself",
-				 ours[i]);
-			return -EINVAL;
+			return fs__errf(
+				err, errlen, -EINVAL,
+				"option metrics_label: pacefs sets the label "
+				"'%s' itself",
+				ours[i]);
 		}
 	for (unsigned i = 0; i < nprev; i++)
 		if (strncmp(prev[i], kv, klen + 1) == 0) {
-			snprintf(err, errlen,
-				 "option metrics_label: '%.*s' is given twice",
-				 (int)klen, kv);
-			return -EINVAL;
+			return fs__errf(
+				err, errlen, -EINVAL,
+				"option metrics_label: '%.*s' is given twice",
+				(int)klen, kv);
 		}
 	if (strlen(eq + 1) > 256 || !is_utf8(eq + 1)) {
-		snprintf(err, errlen,
-			 "option metrics_label: the value of '%.*s' is not "
-			 "UTF-8 of at most 256 bytes",
-			 (int)klen, kv);
-		return -EINVAL;
+		return fs__errf(
+			err, errlen, -EINVAL,
+			"option metrics_label: the value of '%.*s' is not "
+			"UTF-8 of at most 256 bytes",
+			(int)klen, kv);
 	}
 	return 0;
 }

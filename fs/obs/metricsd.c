@@ -92,14 +92,14 @@ int obs_metrics_listen(const char *spec, int *fd, char *err, size_t errlen)
 
 	if (!obs__metrics_addr_split(spec, host, sizeof(host), port,
 				     sizeof(port), &why)) {
-		snprintf(err, errlen, "option metrics: '%s' %s", spec, why);
-		return -EINVAL;
+		return fs__errf(err, errlen, -EINVAL, "option metrics: '%s' %s",
+				spec, why);
 	}
 	rc = getaddrinfo(host, port, &hints, &res);
 	if (rc != 0) {
-		snprintf(err, errlen, "option metrics: cannot resolve '%s': %s",
-			 host, gai_strerror(rc));
-		return -EINVAL;
+		return fs__errf(err, errlen, -EINVAL,
+				"option metrics: cannot resolve '%s': %s", host,
+				gai_strerror(rc));
 	}
 	/* The first address that takes it: a name may have several. */
 	rc = -EADDRNOTAVAIL;
@@ -120,9 +120,9 @@ int obs_metrics_listen(const char *spec, int *fd, char *err, size_t errlen)
 	}
 	freeaddrinfo(res);
 	if (rc < 0) {
-		snprintf(err, errlen, "option metrics: cannot listen on %s: %s",
-			 spec, strerror(-rc));
-		return rc;
+		return fs__errf(err, errlen, rc,
+				"option metrics: cannot listen on %s: %s", spec,
+				strerror(-rc));
 	}
 	*fd = rc;
 	return 0;

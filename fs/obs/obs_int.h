@@ -1,7 +1,8 @@
-/* obs_int: what the files of fs/obs/ share beneath obs.h: the log's
- * rate limit and JSON lines (obs/log.c, obs/logjson.c), the metrics'
- * families, samples and writers (obs/metrics.c), the endpoint's
- * connections (obs/metricsconn.c). No file outside fs/obs/ includes it
+/* obs_int: what the files of fs/obs/ share beneath obs.h: the appender
+ * its documents are written with (obs/text.c), the log's rate limit and
+ * JSON lines (obs/log.c, obs/logjson.c), the metrics' families, samples
+ * and writers (obs/metrics.c), the endpoint's connections
+ * (obs/metricsconn.c). No file outside fs/obs/ includes it
  * but the unit tests. */
 #ifndef FS_OBS_INT_H
 #define FS_OBS_INT_H
@@ -17,6 +18,28 @@
 #include "fs/base.h"
 #include "fs/engine/engine.h"
 #include "fs/obs/obs.h"
+
+/* ---- the appender (obs/text.c) ---- */
+
+/* A text being written: p holds len bytes and a NUL in cap. With limit
+ * 0, p is the caller's buffer of cap bytes and never grows; else p is
+ * malloc()ed (the caller frees it) and grows to at most limit bytes.
+ * failed: a piece did not fit, or memory ran out; what follows is
+ * dropped and the text is not to be used. */
+struct obs_text {
+	char *p;
+	size_t len, cap, limit;
+	bool failed;
+};
+
+/* Appends a printf-formatted piece, growing p as limit allows. */
+void obs__text_add(struct obs_text *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Appends s as esc writes it (fs__json_escape, obs__prom_escape: both
+ * return the length the whole needs, as snprintf does). */
+void obs__text_add_escaped(struct obs_text *t, const char *s,
+			   size_t (*esc)(const char *, char *, size_t));
 
 /* ---- the log's lines and rate limit ---- */
 

@@ -12,14 +12,14 @@
 #include "fs/tree/tree.h"
 
 /* The longest href looked at; longer ones cannot hold a name we keep. */
-#define HREF_MAX (FS_DIRINDEX_NAME_MAX * 12 + 16)
+#define HREF_MAX (TREE_DIRINDEX_NAME_MAX * 12 + 16)
 /* Tokens read after a link while looking for its time and size. */
 #define TAIL_TOKENS 8
 #define TOKEN_MAX 32
 
 struct parser {
 	const char *p, *end;
-	struct fs_index_entry *e;
+	struct tree_index_entry *e;
 	uint32_t n, cap;
 	char *err;
 	size_t errlen;
@@ -154,7 +154,7 @@ static size_t unescape_html(const char *s, size_t len, char *out, size_t cap)
 /* Turns an href into an entry's name and kind; false when it is not an
  * entry of this directory (parent, sort link, other path, scheme,
  * fragment, or a name that cannot be a file's). name has room for
- * FS_DIRINDEX_NAME_MAX + 1 bytes. */
+ * TREE_DIRINDEX_NAME_MAX + 1 bytes. */
 static bool href_name(const char *raw, size_t rawlen, char *name, bool *is_dir)
 {
 	char h[HREF_MAX];
@@ -192,7 +192,7 @@ static bool href_name(const char *raw, size_t rawlen, char *name, bool *is_dir)
 		return false;
 	/* An href is a URL path: '+' is itself; a NUL, an escaped '/' or a
 	 * name longer than a file's is no entry. */
-	if (fs__pct_decode(s, len, 0, name, FS_DIRINDEX_NAME_MAX + 1, &n) < 0)
+	if (fs__pct_decode(s, len, 0, name, TREE_DIRINDEX_NAME_MAX + 1, &n) < 0)
 		return false;
 	if (memchr(name, '/', n) != NULL)
 		return false;
@@ -281,9 +281,9 @@ static bool parse_date(const char *t, size_t n, int64_t *days)
 		return false;
 	}
 	if (m < 1 || m > 12 || d < 1 ||
-	    (unsigned)d > fs__month_days(y, (unsigned)m))
+	    (unsigned)d > tree__month_days(y, (unsigned)m))
 		return false;
-	*days = fs__days_from_civil(y, (unsigned)m, (unsigned)d);
+	*days = tree__days_from_civil(y, (unsigned)m, (unsigned)d);
 	return true;
 }
 
@@ -306,7 +306,7 @@ static bool parse_time(const char *t, size_t n, int64_t *secs)
 /* Reads a size column: exact bytes ("1234"), or a human size ("1.2M",
  * "12K", "3.5 GiB" parts) that is known but not exact, or "-". A number
  * over INT64_MAX is no file's size: left unknown, for the probe. */
-static void parse_size(const char *t, size_t n, struct fs_index_entry *e)
+static void parse_size(const char *t, size_t n, struct tree_index_entry *e)
 {
 	uint64_t v = 0;
 	size_t i = 0;
@@ -327,7 +327,7 @@ static void parse_size(const char *t, size_t n, struct fs_index_entry *e)
 
 /* Reads "DATE TIME SIZE" from the text after an entry's link, the shape
  * of every nginx and Apache fancy row; fills what it finds. */
-static void read_tail(struct parser *ps, struct fs_index_entry *e)
+static void read_tail(struct parser *ps, struct tree_index_entry *e)
 {
 	char tok[TOKEN_MAX];
 	size_t n;
@@ -437,22 +437,21 @@ static void skip_link_text(struct parser *ps)
 }
 
 static int add(struct parser *ps, const char *name, bool is_dir,
-	       struct fs_index_entry **slot)
+	       struct tree_index_entry **slot)
 {
-	struct fs_index_entry *e;
+	struct tree_index_entry *e;
 
 	if (ps->n == ps->cap) {
 		uint32_t ncap = ps->cap == 0 ? 64 : ps->cap * 2;
-		struct fs_index_entry *ne;
+		struct tree_index_entry *ne;
 
-		if (ps->cap >= FS_DIRINDEX_MAX) {
-			snprintf(ps->err, ps->errlen,
-				 "directory index: more than %u entries",
-				 FS_DIRINDEX_MAX);
-			return -E2BIG;
+		if (ps->cap >= TREE_DIRINDEX_MAX) {
+			return fs__errf(ps->err, ps->errlen, -E2BIG,
+					"directory index: more than %u entries",
+					TREE_DIRINDEX_MAX);
 		}
-		if (ncap > FS_DIRINDEX_MAX)
-			ncap = FS_DIRINDEX_MAX;
+		if (ncap > TREE_DIRINDEX_MAX)
+			ncap = TREE_DIRINDEX_MAX;
 		ne = realloc(ps->e, ncap * sizeof(*ne));
 		if (ne == NULL)
 			goto oom;
@@ -469,8 +468,8 @@ static int add(struct parser *ps, const char *name, bool is_dir,
 	*slot = e;
 	return 0;
 oom:
-	snprintf(ps->err, ps->errlen, "directory index: out of memory");
-	return -ENOMEM;
+	return fs__errf(ps->err, ps->errlen, -ENOMEM,
+			"directory index: out of memory");
 }
 
 struct order {
@@ -504,8 +503,8 @@ static int dedup(struct parser *ps)
 	if (o == NULL || drop == NULL) {
 		free(o);
 		free(drop);
-		snprintf(ps->err, ps->errlen, "directory index: out of memory");
-		return -ENOMEM;
+		return fs__errf(ps->err, ps->errlen, -ENOMEM,
+				"directory index: out of memory");
 	}
 	for (uint32_t i = 0; i < ps->n; i++) {
 		o[i].name = ps->e[i].name;
@@ -513,7 +512,7 @@ static int dedup(struct parser *ps)
 	}
 	qsort(o, ps->n, sizeof(*o), order_cmp);
 	for (uint32_t i = 0, first = 0; i < ps->n; i++) {
-		struct fs_index_entry *keep, *dup;
+		struct tree_index_entry *keep, *dup;
 
 		if (i == 0 || strcmp(o[i].name, o[first].name) != 0) {
 			first = i;
@@ -545,7 +544,7 @@ static int dedup(struct parser *ps)
 	return 0;
 }
 
-void fs__dirindex_free(struct fs_index_entry *e, uint32_t n)
+void tree_dirindex_free(struct tree_index_entry *e, uint32_t n)
 {
 	if (e == NULL)
 		return;
@@ -558,20 +557,20 @@ void fs__dirindex_free(struct fs_index_entry *e, uint32_t n)
 	free(e);
 }
 
-int fs__dirindex_parse(const char *html, size_t len,
-		       struct fs_index_entry **out, uint32_t *n, char *err,
-		       size_t errlen)
+int tree_dirindex_parse(const char *html, size_t len,
+			struct tree_index_entry **out, uint32_t *n, char *err,
+			size_t errlen)
 {
 	struct parser ps = {
 		.p = html, .end = html + len, .err = err, .errlen = errlen};
-	char name[FS_DIRINDEX_NAME_MAX + 1];
+	char name[TREE_DIRINDEX_NAME_MAX + 1];
 	int rc = 0;
 
 	while (ps.p < ps.end) {
 		const char *lt = memchr(ps.p, '<', (size_t)(ps.end - ps.p));
 		const char *href;
 		size_t hreflen;
-		struct fs_index_entry *e;
+		struct tree_index_entry *e = NULL;
 		bool is_dir;
 
 		if (lt == NULL)
@@ -602,7 +601,7 @@ int fs__dirindex_parse(const char *html, size_t len,
 	rc = dedup(&ps);
 out:
 	if (rc != 0) {
-		fs__dirindex_free(ps.e, ps.n);
+		tree_dirindex_free(ps.e, ps.n);
 		return rc;
 	}
 	if (ps.n == 0) {

@@ -1,13 +1,14 @@
-/* manifest: parses and checks a pacefs manifest (JSON, docs/manifest.md)
- * into a flat list of files, naming the entry and field of any error. */
+/* manifest: a pacefs manifest (JSON, docs/manifest.md) read and parsed
+ * into a flat list of files: the document's top level, each entry parsed
+ * on its own (tree/mentry.c), then the paths checked together (none
+ * twice, no file under a file), naming the entry and field of any
+ * error. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,540 +18,7 @@
 #include "fs/tree/parse_int.h"
 #include "fs/tree/tree.h"
 
-/* Where errors go, and which entry is being checked. */
-struct mctx {
-	char *err;
-	size_t errlen;
-	uint32_t index;
-};
-
-static const char *const entry_fields[] = {
-	"path",	      "urls",	      "size", "sha256",
-	"block_size", "block_sha256", "mode", "mtime",
-};
-
 static const char *const top_fields[] = {"version", "files"};
-
-static const char *type_name(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "an array";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-		return "an integer";
-	case JSON_REAL:
-		return "a real number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	case JSON_NULL:
-		return "null";
-	}
-	return "an unknown value";
-}
-
-/* Writes s (len bytes) into buf as a double-quoted, one-line C-style
- * string, cut with "..." past 80 bytes, so that an error stays readable
- * whatever the manifest holds. Returns buf. */
-static const char *quote(const char *s, size_t len, char *buf, size_t cap)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t o = 0, shown = len > 80 ? 80 : len;
-
-	if (cap < 16)
-		return "";
-	buf[o++] = '"';
-	for (size_t i = 0; i < shown && o + 8 < cap; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		if (ch == '"' || ch == '\\') {
-			buf[o++] = '\\';
-			buf[o++] = (char)ch;
-		} else if (ch < 0x20 || ch == 0x7f) {
-			buf[o++] = '\\';
-			buf[o++] = 'x';
-			buf[o++] = hex[ch >> 4];
-			buf[o++] = hex[ch & 15];
-		} else {
-			buf[o++] = (char)ch;
-		}
-	}
-	if (shown < len) {
-		memcpy(buf + o, "...", 3);
-		o += 3;
-	}
-	buf[o++] = '"';
-	buf[o] = '\0';
-	return buf;
-}
-
-/* Formats "PREFIX: message" into err; returns -EINVAL. */
-static int failv(struct mctx *c, const char *prefix, const char *fmt,
-		 va_list ap)
-{
-	char msg[512];
-
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	snprintf(c->err, c->errlen, "%s: %s", prefix, msg);
-	return -EINVAL;
-}
-
-/* An error about the manifest's top level ("files: ..."). */
-static int top_fail(struct mctx *c, const char *field, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int top_fail(struct mctx *c, const char *field, const char *fmt, ...)
-{
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	rc = failv(c, field, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
-/* An error about a field of entry c->index ("files[3].sha256: ..."); a
- * NULL field names the entry itself. */
-static int fail(struct mctx *c, const char *field, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(struct mctx *c, const char *field, const char *fmt, ...)
-{
-	char prefix[64];
-	va_list ap;
-	int rc;
-
-	if (field != NULL)
-		snprintf(prefix, sizeof(prefix), "files[%" PRIu32 "].%s",
-			 c->index, field);
-	else
-		snprintf(prefix, sizeof(prefix), "files[%" PRIu32 "]",
-			 c->index);
-	va_start(ap, fmt);
-	rc = failv(c, prefix, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
-static int oom(struct mctx *c)
-{
-	snprintf(c->err, c->errlen, "manifest: out of memory");
-	return -ENOMEM;
-}
-
-/* Reads a SHA-256 digest written as 64 hex digits. */
-static int parse_digest(struct mctx *c, const char *field, const json_t *v,
-			uint8_t out[32])
-{
-	const char *s;
-	size_t len, at;
-	int rc;
-
-	if (!json_is_string(v))
-		return fail(c, field,
-			    "expected a string of 64 hex digits, "
-			    "got %s",
-			    type_name(v));
-	s = json_string_value(v);
-	len = json_string_length(v);
-	rc = fs__unhex(s, len, out, 32, &at);
-	if (rc == -EINVAL)
-		return fail(c, field, "expected 64 hex digits, got %zu", len);
-	if (rc != 0) {
-		char q[32];
-
-		return fail(c, field,
-			    "expected 64 hex digits, got %s at position %zu",
-			    quote(s + at, 1, q, sizeof(q)), at);
-	}
-	return 0;
-}
-
-static int check_path(struct mctx *c, const char *p, size_t len)
-{
-	char q[200];
-	size_t start = 0;
-
-	if (len == 0)
-		return fail(c, "path", "is empty");
-	quote(p, len, q, sizeof(q));
-	if (memchr(p, '\0', len) != NULL)
-		return fail(c, "path", "%s contains a NUL byte", q);
-	if (len > FS_MANIFEST_PATH_MAX)
-		return fail(c, "path", "%s is %zu bytes long, over %d", q, len,
-			    FS_MANIFEST_PATH_MAX);
-	if (p[0] == '/')
-		return fail(c, "path",
-			    "%s is absolute; paths are relative to the "
-			    "mount's root",
-			    q);
-	while (start <= len) {
-		const char *slash = memchr(p + start, '/', len - start);
-		size_t end = slash != NULL ? (size_t)(slash - p) : len;
-		size_t n = end - start;
-
-		if (n == 0)
-			return fail(c, "path", "%s has an empty component", q);
-		if (n == 1 && p[start] == '.')
-			return fail(c, "path", "%s has a \".\" component", q);
-		if (n == 2 && p[start] == '.' && p[start + 1] == '.')
-			return fail(c, "path", "%s has a \"..\" component", q);
-		if (n > FS_MANIFEST_NAME_MAX)
-			return fail(c, "path",
-				    "%s has a component of %zu bytes, over %d",
-				    q, n, FS_MANIFEST_NAME_MAX);
-		start = end + 1;
-	}
-	return 0;
-}
-
-static int check_url(struct mctx *c, const char *field, const char *u,
-		     size_t len)
-{
-	char q[200];
-	size_t host;
-
-	quote(u, len, q, sizeof(q));
-	if (len > FS_MANIFEST_URL_MAX)
-		return fail(c, field, "%s is %zu bytes long, over %d", q, len,
-			    FS_MANIFEST_URL_MAX);
-	if (len >= 7 && strncasecmp(u, "http://", 7) == 0)
-		host = 7;
-	else if (len >= 8 && strncasecmp(u, "https://", 8) == 0)
-		host = 8;
-	else
-		return fail(c, field, "%s is not an http:// or https:// URL",
-			    q);
-	if (host == len || strchr("/?#", u[host]) != NULL)
-		return fail(c, field, "%s has no host", q);
-	for (size_t i = 0; i < len; i++) {
-		unsigned char ch = (unsigned char)u[i];
-
-		if (ch <= 0x20 || ch == 0x7f)
-			return fail(c, field,
-				    "%s has a space or control byte at "
-				    "position %zu; percent-encode it",
-				    q, i);
-	}
-	return 0;
-}
-
-static int parse_urls(struct mctx *c, const json_t *v,
-		      struct fs_manifest_entry *e)
-{
-	size_t n;
-
-	if (!json_is_array(v))
-		return fail(c, "urls", "expected an array of URLs, got %s",
-			    type_name(v));
-	n = json_array_size(v);
-	if (n == 0)
-		return fail(c, "urls", "expected at least one URL, got none");
-	if (n > FS_MANIFEST_URLS_MAX)
-		return fail(c, "urls", "has %zu URLs, over %d", n,
-			    FS_MANIFEST_URLS_MAX);
-	e->urls = calloc(n, sizeof(*e->urls));
-	if (e->urls == NULL)
-		return oom(c);
-	for (size_t i = 0; i < n; i++) {
-		const json_t *u = json_array_get(v, i);
-		char field[32];
-		size_t len;
-		int rc;
-
-		snprintf(field, sizeof(field), "urls[%zu]", i);
-		if (!json_is_string(u))
-			return fail(c, field, "expected a URL string, got %s",
-				    type_name(u));
-		len = json_string_length(u);
-		rc = check_url(c, field, json_string_value(u), len);
-		if (rc != 0)
-			return rc;
-		for (size_t j = 0; j < i; j++) {
-			if (strcmp(e->urls[j], json_string_value(u)) == 0)
-				return fail(c, field, "duplicates urls[%zu]",
-					    j);
-		}
-		e->urls[i] = strdup(json_string_value(u));
-		if (e->urls[i] == NULL)
-			return oom(c);
-		e->nurls = (uint32_t)(i + 1);
-	}
-	return 0;
-}
-
-static int parse_size(struct mctx *c, const json_t *v,
-		      struct fs_manifest_entry *e)
-{
-	if (!json_is_integer(v))
-		return fail(c, "size", "expected an integer, got %s",
-			    type_name(v));
-	if (json_integer_value(v) < 0)
-		return fail(c, "size",
-			    "must not be negative, got %" JSON_INTEGER_FORMAT,
-			    json_integer_value(v));
-	e->has_size = true;
-	e->size = (uint64_t)json_integer_value(v);
-	return 0;
-}
-
-static int parse_block_size(struct mctx *c, const json_t *v,
-			    struct fs_manifest_entry *e)
-{
-	json_int_t bs;
-
-	if (!json_is_integer(v))
-		return fail(c, "block_size", "expected an integer, got %s",
-			    type_name(v));
-	bs = json_integer_value(v);
-	if (bs < FS_MANIFEST_BLOCK_MIN || bs > FS_MANIFEST_BLOCK_MAX ||
-	    (bs & (bs - 1)) != 0)
-		return fail(c, "block_size",
-			    "expected a power of two from %u to %u, got "
-			    "%" JSON_INTEGER_FORMAT,
-			    FS_MANIFEST_BLOCK_MIN, FS_MANIFEST_BLOCK_MAX, bs);
-	e->block_size = (uint32_t)bs;
-	return 0;
-}
-
-/* Needs size and block_size already parsed. */
-static int parse_block_sha256(struct mctx *c, const json_t *v,
-			      struct fs_manifest_entry *e)
-{
-	uint64_t want;
-	size_t n;
-
-	if (!json_is_array(v))
-		return fail(c, "block_sha256",
-			    "expected an array of digests, got %s",
-			    type_name(v));
-	if (e->block_size == 0)
-		return fail(c, "block_sha256", "needs block_size");
-	if (!e->has_size)
-		return fail(c, "block_sha256", "needs size");
-	n = json_array_size(v);
-	want = e->size / e->block_size + (e->size % e->block_size != 0);
-	if (want != n)
-		return fail(c, "block_sha256",
-			    "expected %" PRIu64 " digests (size %" PRIu64
-			    " in blocks of %" PRIu32 "), got %zu",
-			    want, e->size, e->block_size, n);
-	if (n == 0)
-		return 0;
-	e->block_sha256 = malloc(n * sizeof(*e->block_sha256));
-	if (e->block_sha256 == NULL)
-		return oom(c);
-	for (size_t i = 0; i < n; i++) {
-		char field[40];
-		int rc;
-
-		snprintf(field, sizeof(field), "block_sha256[%zu]", i);
-		rc = parse_digest(c, field, json_array_get(v, i),
-				  e->block_sha256[i]);
-		if (rc != 0)
-			return rc;
-	}
-	e->nblocks = (uint32_t)n;
-	return 0;
-}
-
-static int parse_mode(struct mctx *c, const json_t *v,
-		      struct fs_manifest_entry *e)
-{
-	long long mode = 0;
-
-	if (json_is_integer(v)) {
-		mode = json_integer_value(v);
-	} else if (json_is_string(v)) {
-		const char *s = json_string_value(v);
-		size_t len = json_string_length(v);
-		char q[64];
-
-		if (len == 0 || len > 12 || strspn(s, "01234567") != len)
-			return fail(c, "mode",
-				    "%s is not an octal number like \"0444\"",
-				    quote(s, len, q, sizeof(q)));
-		for (size_t i = 0; i < len; i++)
-			mode = mode * 8 + (s[i] - '0');
-	} else {
-		return fail(c, "mode",
-			    "expected an octal string like \"0444\" or an "
-			    "integer, got %s",
-			    type_name(v));
-	}
-	if (mode < 0)
-		return fail(c, "mode", "must not be negative, got %lld", mode);
-	if ((mode & ~07777LL) != 0)
-		return fail(c, "mode",
-			    "%#llo has bits outside 07777; give permission "
-			    "bits only",
-			    (unsigned long long)mode);
-	e->has_mode = true;
-	e->mode = (uint32_t)mode;
-	return 0;
-}
-
-/* Reads exactly n digits at *p into *out; advances *p. */
-static bool digits(const char **p, const char *end, int n, int *out)
-{
-	int v = 0;
-
-	if (end - *p < n)
-		return false;
-	for (int i = 0; i < n; i++) {
-		char ch = (*p)[i];
-
-		if (ch < '0' || ch > '9')
-			return false;
-		v = v * 10 + (ch - '0');
-	}
-	*p += n;
-	*out = v;
-	return true;
-}
-
-/* Parses an RFC 3339 date-time ("2026-11-29T23:48:00Z", fraction and
- * offset allowed, 't', 'z' and a space separator too) into seconds since
- * the epoch; the fraction is dropped. */
-static bool parse_rfc3339(const char *s, size_t len, int64_t *out)
-{
-	const char *p = s, *end = s + len;
-	int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0;
-	int64_t t;
-
-	if (!digits(&p, end, 4, &y) || p == end || *p++ != '-' ||
-	    !digits(&p, end, 2, &mo) || p == end || *p++ != '-' ||
-	    !digits(&p, end, 2, &d) || p == end)
-		return false;
-	if (*p != 'T' && *p != 't' && *p != ' ')
-		return false;
-	p++;
-	if (!digits(&p, end, 2, &h) || p == end || *p++ != ':' ||
-	    !digits(&p, end, 2, &mi) || p == end || *p++ != ':' ||
-	    !digits(&p, end, 2, &sec) || p == end)
-		return false;
-	if (*p == '.') {
-		p++;
-		if (p == end || *p < '0' || *p > '9')
-			return false;
-		while (p < end && *p >= '0' && *p <= '9')
-			p++;
-	}
-	if (p == end)
-		return false;
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		sign = *p++ == '+' ? 1 : -1;
-		if (!digits(&p, end, 2, &oh) || p == end || *p++ != ':' ||
-		    !digits(&p, end, 2, &om))
-			return false;
-	} else {
-		return false;
-	}
-	if (p != end || mo < 1 || mo > 12 || d < 1 ||
-	    (unsigned)d > fs__month_days(y, (unsigned)mo) || h > 23 ||
-	    mi > 59 || sec > 60 || oh > 23 || om > 59)
-		return false;
-	t = fs__days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
-	    h * 3600 + mi * 60 + sec;
-	*out = t - sign * (oh * 3600 + om * 60);
-	return true;
-}
-
-static int parse_mtime(struct mctx *c, const json_t *v,
-		       struct fs_manifest_entry *e)
-{
-	if (json_is_integer(v)) {
-		e->mtime = json_integer_value(v);
-	} else if (json_is_string(v)) {
-		const char *s = json_string_value(v);
-		size_t len = json_string_length(v);
-		char q[64];
-
-		if (!parse_rfc3339(s, len, &e->mtime))
-			return fail(c, "mtime",
-				    "%s is not an RFC 3339 date-time like "
-				    "\"2026-11-29T23:48:00Z\"",
-				    quote(s, len, q, sizeof(q)));
-	} else {
-		return fail(c, "mtime",
-			    "expected seconds since the epoch or an RFC 3339 "
-			    "string, got %s",
-			    type_name(v));
-	}
-	e->has_mtime = true;
-	return 0;
-}
-
-static bool known(const char *key, const char *const *names, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(key, names[i]) == 0)
-			return true;
-	return false;
-}
-
-/* Fills e from obj; on error e may hold allocations (freed with the
- * manifest). */
-static int parse_entry(struct mctx *c, json_t *obj, struct fs_manifest_entry *e)
-{
-	const char *key;
-	json_t *v;
-	int rc;
-
-	if (!json_is_object(obj))
-		return fail(c, NULL, "expected an object, got %s",
-			    type_name(obj));
-	json_object_foreach(obj, key, v)
-	{
-		char q[100];
-
-		if (!known(key, entry_fields,
-			   sizeof(entry_fields) / sizeof(entry_fields[0])))
-			return fail(c, NULL,
-				    "unknown field %s; known are path, urls, "
-				    "size, sha256, block_size, block_sha256, "
-				    "mode, mtime",
-				    quote(key, strlen(key), q, sizeof(q)));
-	}
-
-	v = json_object_get(obj, "path");
-	if (v == NULL)
-		return fail(c, "path", "missing");
-	if (!json_is_string(v))
-		return fail(c, "path", "expected a string, got %s",
-			    type_name(v));
-	rc = check_path(c, json_string_value(v), json_string_length(v));
-	if (rc != 0)
-		return rc;
-	e->path = strdup(json_string_value(v));
-	if (e->path == NULL)
-		return oom(c);
-
-	v = json_object_get(obj, "urls");
-	if (v == NULL)
-		return fail(c, "urls", "missing");
-	rc = parse_urls(c, v, e);
-	if (rc == 0 && (v = json_object_get(obj, "size")) != NULL)
-		rc = parse_size(c, v, e);
-	if (rc == 0 && (v = json_object_get(obj, "sha256")) != NULL) {
-		rc = parse_digest(c, "sha256", v, e->sha256);
-		e->has_sha256 = rc == 0;
-	}
-	if (rc == 0 && (v = json_object_get(obj, "block_size")) != NULL)
-		rc = parse_block_size(c, v, e);
-	if (rc == 0 && (v = json_object_get(obj, "block_sha256")) != NULL)
-		rc = parse_block_sha256(c, v, e);
-	if (rc == 0 && (v = json_object_get(obj, "mode")) != NULL)
-		rc = parse_mode(c, v, e);
-	if (rc == 0 && (v = json_object_get(obj, "mtime")) != NULL)
-		rc = parse_mtime(c, v, e);
-	return rc;
-}
 
 struct pkey {
 	const char *path;
@@ -583,7 +51,7 @@ static int pkey_cmp(const void *a, const void *b)
  * directory. After sorting with pkey_cmp a path's duplicates and the
  * paths under it directly follow it, so checking neighbours suffices; of
  * all conflicts the one whose later entry comes first is reported. */
-static int check_tree(struct mctx *c, const struct fs_manifest *m)
+static int check_tree(struct tree_mctx *c, const struct tree_manifest *m)
 {
 	struct pkey *k = malloc(m->nfiles * sizeof(*k));
 	uint32_t best = UINT32_MAX, bi = 0;
@@ -591,7 +59,7 @@ static int check_tree(struct mctx *c, const struct fs_manifest *m)
 	int rc = 0;
 
 	if (k == NULL)
-		return oom(c);
+		return tree__moom(c);
 	for (uint32_t i = 0; i < m->nfiles; i++) {
 		k[i].path = m->files[i].path;
 		k[i].idx = i;
@@ -614,29 +82,30 @@ static int check_tree(struct mctx *c, const struct fs_manifest *m)
 		struct pkey a = k[bi], b = k[bi + 1];
 
 		c->index = best;
-		quote(a.path, strlen(a.path), q1, sizeof(q1));
-		quote(b.path, strlen(b.path), q2, sizeof(q2));
+		tree__mquote(a.path, strlen(a.path), q1, sizeof(q1));
+		tree__mquote(b.path, strlen(b.path), q2, sizeof(q2));
 		if (strcmp(a.path, b.path) == 0)
-			rc = fail(c, "path",
-				  "%s duplicates files[%" PRIu32 "].path", q1,
-				  a.idx);
+			rc = tree__mfail(c, "path",
+					 "%s duplicates files[%" PRIu32
+					 "].path",
+					 q1, a.idx);
 		else if (b.idx == best)
-			rc = fail(
+			rc = tree__mfail(
 				c, "path",
 				"%s puts a file under %s, which files[%" PRIu32
 				"].path names as a file",
 				q2, q1, a.idx);
 		else
-			rc = fail(c, "path",
-				  "%s is a file, but files[%" PRIu32
-				  "].path %s makes it a directory",
-				  q1, b.idx, q2);
+			rc = tree__mfail(c, "path",
+					 "%s is a file, but files[%" PRIu32
+					 "].path %s makes it a directory",
+					 q1, b.idx, q2);
 	}
 	free(k);
 	return rc;
 }
 
-static void entry_free(struct fs_manifest_entry *e)
+static void entry_free(struct tree_manifest_entry *e)
 {
 	free(e->path);
 	for (uint32_t i = 0; i < e->nurls; i++)
@@ -645,7 +114,7 @@ static void entry_free(struct fs_manifest_entry *e)
 	free(e->block_sha256);
 }
 
-void fs__manifest_free(struct fs_manifest *m)
+void tree_manifest_free(struct tree_manifest *m)
 {
 	if (m == NULL)
 		return;
@@ -656,16 +125,65 @@ void fs__manifest_free(struct fs_manifest *m)
 	m->nfiles = 0;
 }
 
-int fs__manifest_parse(const char *text, size_t len, struct fs_manifest *out,
-		       char *err, size_t errlen)
+/* Checks the document's top level (an object of version 1 and a files
+ * array of 1 to UINT32_MAX entries, nothing else) and finds the array. */
+static int top_check(struct tree_mctx *c, json_t *root, json_t **files)
 {
-	struct mctx c = {.err = err, .errlen = errlen};
-	struct fs_manifest m = {0};
-	json_error_t jerr;
-	json_t *root, *v, *files;
 	const char *key;
+	json_t *v;
 	size_t n;
-	int rc = 0;
+
+	if (!json_is_object(root))
+		return tree__mfail_top(c, "manifest",
+				       "expected a JSON object, got %s",
+				       tree__json_type(root));
+	json_object_foreach(root, key, v)
+	{
+		char q[100];
+
+		if (!tree__mknown(key, top_fields,
+				  sizeof(top_fields) / sizeof(top_fields[0])))
+			return tree__mfail_top(
+				c, "manifest",
+				"unknown field %s; known are version, files",
+				tree__mquote(key, strlen(key), q, sizeof(q)));
+	}
+	v = json_object_get(root, "version");
+	if (v == NULL)
+		return tree__mfail_top(c, "version",
+				       "missing; this format is 1");
+	if (json_is_integer(v) && json_integer_value(v) != 1)
+		return tree__mfail_top(c, "version",
+				       "expected 1, got %" JSON_INTEGER_FORMAT,
+				       json_integer_value(v));
+	if (!json_is_integer(v))
+		return tree__mfail_top(c, "version", "expected 1, got %s",
+				       tree__json_type(v));
+	*files = json_object_get(root, "files");
+	if (*files == NULL)
+		return tree__mfail_top(c, "files", "missing");
+	if (!json_is_array(*files))
+		return tree__mfail_top(c, "files", "expected an array, got %s",
+				       tree__json_type(*files));
+	n = json_array_size(*files);
+	if (n == 0)
+		return tree__mfail_top(c, "files",
+				       "expected at least one entry");
+	if (n > UINT32_MAX)
+		return tree__mfail_top(c, "files", "has %zu entries, too many",
+				       n);
+	return 0;
+}
+
+int tree_manifest_parse(const char *text, size_t len, struct tree_manifest *out,
+			char *err, size_t errlen)
+{
+	struct tree_mctx c = {.err = err, .errlen = errlen};
+	struct tree_manifest m = {0};
+	json_error_t jerr;
+	json_t *root, *files = NULL;
+	size_t n;
+	int rc;
 
 	root = json_loadb(text, len,
 			  JSON_REJECT_DUPLICATES | JSON_DECODE_ANY |
@@ -673,9 +191,9 @@ int fs__manifest_parse(const char *text, size_t len, struct fs_manifest *out,
 			  &jerr);
 	if (root == NULL) {
 		if (json_error_code(&jerr) == json_error_out_of_memory)
-			return oom(&c);
-		snprintf(err, errlen, "line %d, column %d: %s", jerr.line,
-			 jerr.column, jerr.text);
+			return tree__moom(&c);
+		fs__errf(err, errlen, -EINVAL, "line %d, column %d: %s",
+			 jerr.line, jerr.column, jerr.text);
 		/* jansson quotes the input near the error as it is: keep
 		 * the message on one line. */
 		for (char *p = err; errlen > 0 && *p != '\0'; p++)
@@ -683,67 +201,21 @@ int fs__manifest_parse(const char *text, size_t len, struct fs_manifest *out,
 				*p = '?';
 		return -EINVAL;
 	}
-	if (!json_is_object(root)) {
-		rc = top_fail(&c, "manifest", "expected a JSON object, got %s",
-			      type_name(root));
+	rc = top_check(&c, root, &files);
+	if (rc != 0)
 		goto out;
-	}
-	json_object_foreach(root, key, v)
-	{
-		char q[100];
-
-		if (!known(key, top_fields,
-			   sizeof(top_fields) / sizeof(top_fields[0]))) {
-			rc = top_fail(&c, "manifest",
-				      "unknown field %s; known are version, "
-				      "files",
-				      quote(key, strlen(key), q, sizeof(q)));
-			goto out;
-		}
-	}
-	v = json_object_get(root, "version");
-	if (v == NULL) {
-		rc = top_fail(&c, "version", "missing; this format is 1");
-		goto out;
-	}
-	if (!json_is_integer(v) || json_integer_value(v) != 1) {
-		if (json_is_integer(v))
-			rc = top_fail(&c, "version",
-				      "expected 1, got %" JSON_INTEGER_FORMAT,
-				      json_integer_value(v));
-		else
-			rc = top_fail(&c, "version", "expected 1, got %s",
-				      type_name(v));
-		goto out;
-	}
-	files = json_object_get(root, "files");
-	if (files == NULL) {
-		rc = top_fail(&c, "files", "missing");
-		goto out;
-	}
-	if (!json_is_array(files)) {
-		rc = top_fail(&c, "files", "expected an array, got %s",
-			      type_name(files));
-		goto out;
-	}
 	n = json_array_size(files);
-	if (n == 0) {
-		rc = top_fail(&c, "files", "expected at least one entry");
-		goto out;
-	}
-	if (n > UINT32_MAX) {
-		rc = top_fail(&c, "files", "has %zu entries, too many", n);
-		goto out;
-	}
 	m.files = calloc(n, sizeof(*m.files));
 	if (m.files == NULL) {
-		rc = oom(&c);
+		rc = tree__moom(&c);
 		goto out;
 	}
+	/* Each entry parsed on its own, then the paths checked together. */
 	for (size_t i = 0; i < n; i++) {
 		c.index = (uint32_t)i;
 		m.nfiles = (uint32_t)(i + 1);
-		rc = parse_entry(&c, json_array_get(files, i), &m.files[i]);
+		rc = tree__mentry_parse(&c, json_array_get(files, i),
+					&m.files[i]);
 		if (rc != 0)
 			goto out;
 	}
@@ -751,14 +223,14 @@ int fs__manifest_parse(const char *text, size_t len, struct fs_manifest *out,
 out:
 	json_decref(root);
 	if (rc != 0)
-		fs__manifest_free(&m);
+		tree_manifest_free(&m);
 	else
 		*out = m;
 	return rc;
 }
 
-int fs__manifest_load(const char *path, struct fs_manifest *out, char *err,
-		      size_t errlen)
+int tree_manifest_load(const char *path, struct tree_manifest *out, char *err,
+		       size_t errlen)
 {
 	char msg[512];
 	char *buf = NULL;
@@ -768,9 +240,8 @@ int fs__manifest_load(const char *path, struct fs_manifest *out, char *err,
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: cannot open: %s", path,
-			 strerror(-rc));
-		return rc;
+		return fs__errf(err, errlen, rc, "%s: cannot open: %s", path,
+				strerror(-rc));
 	}
 	for (;;) {
 		ssize_t got;
@@ -781,12 +252,12 @@ int fs__manifest_load(const char *path, struct fs_manifest *out, char *err,
 			size_t ncap = cap == 0 ? 65536 : cap * 2;
 			char *nbuf;
 
-			if (ncap > FS_MANIFEST_FILE_MAX + 1u)
-				ncap = FS_MANIFEST_FILE_MAX + 1u;
+			if (ncap > TREE_MANIFEST_FILE_MAX + 1u)
+				ncap = TREE_MANIFEST_FILE_MAX + 1u;
 			nbuf = realloc(buf, ncap + 1);
 			if (nbuf == NULL) {
 				rc = -ENOMEM;
-				snprintf(err, errlen, "%s: out of memory",
+				fs__errf(err, errlen, rc, "%s: out of memory",
 					 path);
 				goto out;
 			}
@@ -798,25 +269,25 @@ int fs__manifest_load(const char *path, struct fs_manifest *out, char *err,
 			continue;
 		if (got < 0) {
 			rc = -errno;
-			snprintf(err, errlen, "%s: cannot read: %s", path,
+			fs__errf(err, errlen, rc, "%s: cannot read: %s", path,
 				 strerror(-rc));
 			goto out;
 		}
 		if (got == 0)
 			break;
 		len += (size_t)got;
-		if (len > FS_MANIFEST_FILE_MAX) {
+		if (len > TREE_MANIFEST_FILE_MAX) {
 			rc = -EFBIG;
-			snprintf(err, errlen,
+			fs__errf(err, errlen, rc,
 				 "%s: larger than %u bytes, the most a "
 				 "manifest may have",
-				 path, FS_MANIFEST_FILE_MAX);
+				 path, TREE_MANIFEST_FILE_MAX);
 			goto out;
 		}
 	}
-	rc = fs__manifest_parse(buf, len, out, msg, sizeof(msg));
+	rc = tree_manifest_parse(buf, len, out, msg, sizeof(msg));
 	if (rc != 0)
-		snprintf(err, errlen, "%s: %s", path, msg);
+		fs__errf(err, errlen, rc, "%s: %s", path, msg);
 out:
 	free(buf);
 	close(fd);

@@ -12,7 +12,7 @@
 
 #include "fs/tree/tree.h"
 
-#define FS_NS_FIRST_CAP 64
+#define TREE_NS_FIRST_CAP 64
 
 static uint64_t rotl(uint64_t x, int b)
 {
@@ -68,24 +68,24 @@ static uint64_t name_hash(const uint64_t key[2], const char *name)
 }
 
 /* Puts child id into d's table (which has a free slot). */
-static void index_put(struct fs_ns *ns, struct fs_node *d, uint32_t id)
+static void index_put(struct tree_ns *ns, struct tree_node *d, uint32_t id)
 {
 	uint32_t mask = d->nindex - 1;
 	uint32_t s = (uint32_t)name_hash(ns->key, ns->nodes[id]->name) & mask;
 
-	while (d->index[s] != FS_NO_NODE)
+	while (d->index[s] != TREE_NO_NODE)
 		s = (s + 1) & mask;
 	d->index[s] = id;
 }
 
 /* Gives d a table of nslots (a power of two) holding its children. */
-static int index_build(struct fs_ns *ns, struct fs_node *d, uint32_t nslots)
+static int index_build(struct tree_ns *ns, struct tree_node *d, uint32_t nslots)
 {
 	uint32_t *table = malloc((size_t)nslots * sizeof(*table));
 
 	if (table == NULL)
 		return -ENOMEM;
-	memset(table, 0xff, (size_t)nslots * sizeof(*table)); /* FS_NO_NODE */
+	memset(table, 0xff, (size_t)nslots * sizeof(*table)); /* TREE_NO_NODE */
 	free(d->index);
 	d->index = table;
 	d->nindex = nslots;
@@ -94,7 +94,7 @@ static int index_build(struct fs_ns *ns, struct fs_node *d, uint32_t nslots)
 	return 0;
 }
 
-void fs__node_free(struct fs_node *n)
+void tree_node_free(struct tree_node *n)
 {
 	if (n == NULL)
 		return;
@@ -111,15 +111,15 @@ void fs__node_free(struct fs_node *n)
 	free(n);
 }
 
-int fs__ns_new(struct fs_ns **out)
+int tree_ns_new(struct tree_ns **out)
 {
-	struct fs_ns *ns = calloc(1, sizeof(*ns));
-	struct fs_node *root = calloc(1, sizeof(*root));
+	struct tree_ns *ns = calloc(1, sizeof(*ns));
+	struct tree_node *root = calloc(1, sizeof(*root));
 	pthread_condattr_t ca;
 
 	if (ns == NULL || root == NULL)
 		goto fail;
-	ns->nodes = calloc(FS_NS_FIRST_CAP, sizeof(*ns->nodes));
+	ns->nodes = calloc(TREE_NS_FIRST_CAP, sizeof(*ns->nodes));
 	root->name = strdup("");
 	if (ns->nodes == NULL || root->name == NULL)
 		goto fail;
@@ -142,12 +142,12 @@ int fs__ns_new(struct fs_ns **out)
 			     (uint64_t)getpid();
 		ns->key[1] = (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)ns;
 	}
-	ns->cap = FS_NS_FIRST_CAP;
+	ns->cap = TREE_NS_FIRST_CAP;
 	root->is_dir = true;
 	root->parent = 0;
 	root->mode = 0555;
 	root->mtime = -1;
-	root->blob = FS_NO_BLOB;
+	root->blob = TREE_NO_BLOB;
 	ns->nodes[0] = root;
 	ns->n = 1;
 	*out = ns;
@@ -156,16 +156,16 @@ fail:
 	if (ns != NULL)
 		free(ns->nodes);
 	free(ns);
-	fs__node_free(root);
+	tree_node_free(root);
 	return -ENOMEM;
 }
 
-void fs__ns_free(struct fs_ns *ns)
+void tree_ns_free(struct tree_ns *ns)
 {
 	if (ns == NULL)
 		return;
 	for (uint32_t i = 0; i < ns->n; i++)
-		fs__node_free(ns->nodes[i]);
+		tree_node_free(ns->nodes[i]);
 	free(ns->nodes);
 	pthread_cond_destroy(&ns->listed);
 	pthread_cond_destroy(&ns->probed);
@@ -173,33 +173,33 @@ void fs__ns_free(struct fs_ns *ns)
 	free(ns);
 }
 
-struct fs_node *fs__ns_get(struct fs_ns *ns, uint32_t i)
+struct tree_node *tree_ns_get(struct tree_ns *ns, uint32_t i)
 {
 	return i < ns->n ? ns->nodes[i] : NULL;
 }
 
-uint32_t fs__ns_child(struct fs_ns *ns, uint32_t dir, const char *name)
+uint32_t tree_ns_child(struct tree_ns *ns, uint32_t dir, const char *name)
 {
-	const struct fs_node *d = fs__ns_get(ns, dir);
+	const struct tree_node *d = tree_ns_get(ns, dir);
 
 	if (d == NULL || !d->is_dir)
-		return FS_NO_NODE;
+		return TREE_NO_NODE;
 	if (d->index != NULL) {
 		uint32_t mask = d->nindex - 1;
 		uint32_t s = (uint32_t)name_hash(ns->key, name) & mask;
 
-		for (; d->index[s] != FS_NO_NODE; s = (s + 1) & mask)
+		for (; d->index[s] != TREE_NO_NODE; s = (s + 1) & mask)
 			if (strcmp(ns->nodes[d->index[s]]->name, name) == 0)
 				return d->index[s];
-		return FS_NO_NODE;
+		return TREE_NO_NODE;
 	}
 	for (uint32_t i = 0; i < d->nchildren; i++) {
-		const struct fs_node *c = ns->nodes[d->children[i]];
+		const struct tree_node *c = ns->nodes[d->children[i]];
 
 		if (strcmp(c->name, name) == 0)
 			return d->children[i];
 	}
-	return FS_NO_NODE;
+	return TREE_NO_NODE;
 }
 
 /* Grows an array of uint32_t to hold one more. */
@@ -219,10 +219,10 @@ static int grow_u32(uint32_t **a, uint32_t n, uint32_t *cap)
 	return 0;
 }
 
-int fs__ns_reserve(struct fs_ns *ns, uint32_t dir, uint32_t total)
+int tree_ns_reserve(struct tree_ns *ns, uint32_t dir, uint32_t total)
 {
-	struct fs_node *d = fs__ns_get(ns, dir);
-	uint64_t slots = 4 * FS_NS_INDEX_MIN;
+	struct tree_node *d = tree_ns_get(ns, dir);
+	uint64_t slots = 4 * TREE_NS_INDEX_MIN;
 	uint64_t nodes;
 
 	if (d == NULL || !d->is_dir)
@@ -230,7 +230,7 @@ int fs__ns_reserve(struct fs_ns *ns, uint32_t dir, uint32_t total)
 	if (total <= d->nchildren)
 		return 0;
 	nodes = (uint64_t)ns->n + (total - d->nchildren);
-	if (nodes >= FS_NO_NODE)
+	if (nodes >= TREE_NO_NODE)
 		return -ENOSPC;
 	if (total > d->cap_children) {
 		uint32_t *grown =
@@ -242,7 +242,7 @@ int fs__ns_reserve(struct fs_ns *ns, uint32_t dir, uint32_t total)
 		d->cap_children = total;
 	}
 	if (nodes > ns->cap) {
-		struct fs_node **grown =
+		struct tree_node **grown =
 			realloc(ns->nodes, (size_t)nodes * sizeof(*grown));
 
 		if (grown == NULL)
@@ -250,9 +250,9 @@ int fs__ns_reserve(struct fs_ns *ns, uint32_t dir, uint32_t total)
 		ns->nodes = grown;
 		ns->cap = (uint32_t)nodes;
 	}
-	if (total < FS_NS_INDEX_MIN)
+	if (total < TREE_NS_INDEX_MIN)
 		return 0;
-	/* fs__ns_add keeps it at most half full: no rebuild up to total. */
+	/* tree_ns_add keeps it at most half full: no rebuild up to total. */
 	while (slots < 2 * ((uint64_t)total + 1))
 		slots *= 2;
 	if (slots > UINT32_MAX)
@@ -262,9 +262,9 @@ int fs__ns_reserve(struct fs_ns *ns, uint32_t dir, uint32_t total)
 	return index_build(ns, d, (uint32_t)slots);
 }
 
-struct fs_node *fs__node_new(const char *name, bool is_dir)
+struct tree_node *tree_node_new(const char *name, bool is_dir)
 {
-	struct fs_node *n = calloc(1, sizeof(*n));
+	struct tree_node *n = calloc(1, sizeof(*n));
 
 	if (n == NULL)
 		return NULL;
@@ -276,22 +276,22 @@ struct fs_node *fs__node_new(const char *name, bool is_dir)
 	n->is_dir = is_dir;
 	n->mode = is_dir ? 0555 : 0444;
 	n->mtime = -1;
-	n->blob = FS_NO_BLOB;
+	n->blob = TREE_NO_BLOB;
 	return n;
 }
 
-int fs__ns_link(struct fs_ns *ns, uint32_t dir, struct fs_node *n,
-		uint32_t *out)
+int tree_ns_link(struct tree_ns *ns, uint32_t dir, struct tree_node *n,
+		 uint32_t *out)
 {
-	struct fs_node *d = fs__ns_get(ns, dir);
+	struct tree_node *d = tree_ns_get(ns, dir);
 	uint32_t id = ns->n;
 
 	if (d == NULL || !d->is_dir)
 		return -ENOTDIR;
-	if (fs__ns_child(ns, dir, n->name) != FS_NO_NODE)
+	if (tree_ns_child(ns, dir, n->name) != TREE_NO_NODE)
 		return -EEXIST;
 	if (ns->n == ns->cap) {
-		struct fs_node **grown =
+		struct tree_node **grown =
 			realloc(ns->nodes, ns->cap * 2 * sizeof(*ns->nodes));
 
 		if (grown == NULL)
@@ -303,10 +303,10 @@ int fs__ns_link(struct fs_ns *ns, uint32_t dir, struct fs_node *n,
 		return -ENOMEM;
 	/* The table stays at most half full: twice the slots when the next
 	 * child would pass that. */
-	if (d->nchildren + 1 >= FS_NS_INDEX_MIN &&
+	if (d->nchildren + 1 >= TREE_NS_INDEX_MIN &&
 	    (d->index == NULL || (d->nchildren + 1) * 2 > d->nindex) &&
 	    index_build(ns, d,
-			d->index == NULL ? 4 * FS_NS_INDEX_MIN
+			d->index == NULL ? 4 * TREE_NS_INDEX_MIN
 					 : d->nindex * 2) != 0)
 		return -ENOMEM;
 	n->parent = dir;
@@ -319,21 +319,21 @@ int fs__ns_link(struct fs_ns *ns, uint32_t dir, struct fs_node *n,
 	return 0;
 }
 
-int fs__ns_add(struct fs_ns *ns, uint32_t dir, const char *name, bool is_dir,
-	       uint32_t *out)
+int tree_ns_add(struct tree_ns *ns, uint32_t dir, const char *name, bool is_dir,
+		uint32_t *out)
 {
-	struct fs_node *n = fs__node_new(name, is_dir);
+	struct tree_node *n = tree_node_new(name, is_dir);
 	int rc;
 
 	if (n == NULL)
 		return -ENOMEM;
-	rc = fs__ns_link(ns, dir, n, out);
+	rc = tree_ns_link(ns, dir, n, out);
 	if (rc != 0)
-		fs__node_free(n);
+		tree_node_free(n);
 	return rc;
 }
 
-int fs__ns_add_path(struct fs_ns *ns, const char *path, uint32_t *out)
+int tree_ns_add_path(struct tree_ns *ns, const char *path, uint32_t *out)
 {
 	char part[NAME_MAX + 1];
 	const char *p = path;
@@ -349,14 +349,14 @@ int fs__ns_add_path(struct fs_ns *ns, const char *path, uint32_t *out)
 			return -EINVAL;
 		memcpy(part, p, len);
 		part[len] = '\0';
-		child = fs__ns_child(ns, dir, part);
+		child = tree_ns_child(ns, dir, part);
 		if (slash == NULL) {
-			if (child != FS_NO_NODE)
+			if (child != TREE_NO_NODE)
 				return -EEXIST;
-			return fs__ns_add(ns, dir, part, false, out);
+			return tree_ns_add(ns, dir, part, false, out);
 		}
-		if (child == FS_NO_NODE) {
-			rc = fs__ns_add(ns, dir, part, true, &child);
+		if (child == TREE_NO_NODE) {
+			rc = tree_ns_add(ns, dir, part, true, &child);
 			if (rc != 0)
 				return rc;
 		} else if (!ns->nodes[child]->is_dir) {
@@ -367,7 +367,7 @@ int fs__ns_add_path(struct fs_ns *ns, const char *path, uint32_t *out)
 	}
 }
 
-void fs__ns_path(struct fs_ns *ns, uint32_t i, char *buf, size_t cap)
+void tree_ns_path(struct tree_ns *ns, uint32_t i, char *buf, size_t cap)
 {
 	uint32_t chain[256];
 	size_t depth = 0, used = 0;

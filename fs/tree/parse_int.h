@@ -1,4 +1,5 @@
-/* parse_int: what the tree's pure parsers share (dates, and the S3
+/* parse_int: what the tree's pure parsers share (dates, a manifest's
+ * entry and error lines that manifest.c and mentry.c share, and the S3
  * listing's pages that s3.c reads through s3xml.c); no file outside
  * fs/tree/ includes it (but the parsers' tests and fuzzers). */
 #ifndef FS_PARSE_INT_H
@@ -10,7 +11,7 @@
 
 /* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar
  * (m 1..12, d 1..31); the civil-date algorithm both parsers share. */
-static inline int64_t fs__days_from_civil(int64_t y, unsigned m, unsigned d)
+static inline int64_t tree__days_from_civil(int64_t y, unsigned m, unsigned d)
 {
 	int64_t era, yoe, doy, doe;
 
@@ -23,7 +24,7 @@ static inline int64_t fs__days_from_civil(int64_t y, unsigned m, unsigned d)
 }
 
 /* Days in month m (1..12) of year y. */
-static inline unsigned fs__month_days(int64_t y, unsigned m)
+static inline unsigned tree__month_days(int64_t y, unsigned m)
 {
 	static const unsigned char days[12] = {31, 28, 31, 30, 31, 30,
 					       31, 31, 30, 31, 30, 31};
@@ -32,9 +33,50 @@ static inline unsigned fs__month_days(int64_t y, unsigned m)
 	return m == 2 && leap ? 29 : days[m - 1];
 }
 
+/* The manifest (JSON, jansson): tree/manifest.c reads the document and
+ * checks the paths together, tree/mentry.c parses one entry and writes
+ * the error lines. */
+struct json_t;
+struct tree_manifest_entry;
+
+/* Where a manifest's error line goes, and which entry is being checked
+ * (files[index]). */
+struct tree_mctx {
+	char *err;
+	size_t errlen;
+	uint32_t index;
+};
+
+/* Fills e from obj, entry c->index, checked against docs/manifest.md's
+ * rules for one entry. 0; -EINVAL with one line in c->err naming the
+ * entry and field; -ENOMEM. On error e may hold allocations, which the
+ * caller frees with the manifest. Thread-safe. */
+int tree__mentry_parse(struct tree_mctx *c, struct json_t *obj,
+		       struct tree_manifest_entry *e);
+
+/* Error lines, each written into c->err: "files[I].FIELD: ..." (a NULL
+ * field names the entry itself), "FIELD: ..." about the top level, and
+ * "manifest: out of memory". They return -EINVAL, -EINVAL and -ENOMEM. */
+int tree__mfail(struct tree_mctx *c, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int tree__mfail_top(struct tree_mctx *c, const char *field, const char *fmt,
+		    ...) __attribute__((format(printf, 3, 4)));
+int tree__moom(struct tree_mctx *c);
+
+/* s (len bytes) as a double-quoted, one-line C-style string in buf, cut
+ * with "..." past 80 bytes, so that an error stays readable whatever the
+ * manifest holds. Returns buf. */
+const char *tree__mquote(const char *s, size_t len, char *buf, size_t cap);
+
+/* What kind of JSON value v is, for errors ("an object", "null"). */
+const char *tree__json_type(const struct json_t *v);
+
+/* Whether key is one of names[0..n). */
+bool tree__mknown(const char *key, const char *const *names, size_t n);
+
 /* S3 (fs/tree/s3xml.c, libxml2). One entry of a ListObjectsV2 page. */
-struct fs_s3_item {
-	char *key;     /* decoded (encoding-type=url undone) */
+struct tree_s3_item {
+	char *key;	/* decoded (encoding-type=url undone) */
 	bool is_prefix; /* a CommonPrefixes entry: a directory */
 	uint64_t size;
 	bool has_mtime;
@@ -45,19 +87,19 @@ struct fs_s3_item {
 };
 
 /* A parsed ListObjectsV2 page. */
-struct fs_s3_page {
-	struct fs_s3_item *items;
+struct tree_s3_page {
+	struct tree_s3_item *items;
 	uint32_t n;
 	bool truncated;
 	char *next_token; /* NextContinuationToken; NULL when none */
 };
 
 /* Most entries one page may list (S3 sends at most 1000). */
-#define FS_S3_PAGE_MAX 100000u
+#define TREE_S3_PAGE_MAX 100000u
 
-/* Most pages one listing reads: a directory of FS_DIRINDEX_MAX entries in
+/* Most pages one listing reads: a directory of TREE_DIRINDEX_MAX entries in
  * S3's pages of 1000, and some room. */
-#define FS_S3_PAGES_MAX (FS_DIRINDEX_MAX / 1000u + 64u)
+#define TREE_S3_PAGES_MAX (TREE_DIRINDEX_MAX / 1000u + 64u)
 
 /* Parses a ListObjectsV2 answer of len bytes (libxml2; nothing is
  * fetched). A document with a DTD (<!DOCTYPE>, which S3 never sends, and
@@ -65,18 +107,18 @@ struct fs_s3_page {
  * text children only: no entity is ever expanded. Keys are decoded when
  * the page says EncodingType url ('+' a space, %XX a byte); one that
  * decodes to a NUL is kept undecoded and marked no_name. Returns 0 with
- * *out (free with fs__s3_page_free), or -EINVAL (not such a document, a
+ * *out (free with tree__s3_page_free), or -EINVAL (not such a document, a
  * DTD, a size that is no number) or -ENOMEM with one line in err.
  * Thread-safe. */
-int fs__s3_page_parse(const char *xml, size_t len, struct fs_s3_page *out,
-		      char *err, size_t errlen);
-void fs__s3_page_free(struct fs_s3_page *p);
+int tree__s3_page_parse(const char *xml, size_t len, struct tree_s3_page *out,
+			char *err, size_t errlen);
+void tree__s3_page_free(struct tree_s3_page *p);
 
 /* Reads an S3 error document: its Code, Message and Region (empty when
  * absent), each cut to its buffer, text children only. -EINVAL when it is
  * no <Error>, -EPROTO when it declares a DTD (refused unread). */
-int fs__s3_error_parse(const char *xml, size_t len, char *code,
-		       size_t codelen, char *message, size_t msglen,
-		       char *region, size_t regionlen);
+int tree__s3_error_parse(const char *xml, size_t len, char *code,
+			 size_t codelen, char *message, size_t msglen,
+			 char *region, size_t regionlen);
 
 #endif

@@ -15,13 +15,13 @@
 #include "fs/tree/tree.h"
 
 /* The largest listing page read. */
-#define FS_S3_PAGE_BYTES (32u << 20)
+#define TREE_S3_PAGE_BYTES (32u << 20)
 
 /* The longest continuation token taken: S3's are a few hundred bytes, and
  * each goes into the next request's URL, encoded. */
-#define FS_S3_TOKEN_MAX 4096u
+#define TREE_S3_TOKEN_MAX 4096u
 
-void fs__s3_free(struct fs_s3 *s)
+void tree_s3_free(struct tree_s3 *s)
 {
 	if (s == NULL)
 		return;
@@ -136,9 +136,73 @@ static bool authority_ok(const char *h, const char *end)
 	return true;
 }
 
-int fs__s3_parse(const char *url, const char *endpoint, const char *region,
-		 const char *region_from, const char *addressing,
-		 struct fs_s3 *out, char *err, size_t errlen)
+/* The endpoint requests go to, into ep (cap bytes): -o endpoint= checked
+ * (scheme://host[:port], its trailing slashes dropped), else AWS's
+ * regional one. -EINVAL with one line in err. */
+static int endpoint_of(const char *endpoint, const char *region, char *ep,
+		       size_t cap, char *err, size_t errlen)
+{
+	char shown[600];
+	const char *host;
+	size_t n;
+
+	if (endpoint == NULL) {
+		snprintf(ep, cap, "https://s3.%s.amazonaws.com", region);
+		return 0;
+	}
+	if (strncmp(endpoint, "http://", 7) != 0 &&
+	    strncmp(endpoint, "https://", 8) != 0)
+		return fs__errf(err, errlen, -EINVAL,
+				"option endpoint: '%s' is not an http:// or "
+				"https:// URL",
+				fs__escape(endpoint, shown, sizeof(shown)));
+	snprintf(ep, cap, "%s", endpoint);
+	n = strlen(ep);
+	while (n > 0 && ep[n - 1] == '/')
+		ep[--n] = '\0';
+	host = strstr(ep, "://") + 3;
+	if (strlen(endpoint) >= cap || !authority_ok(host, ep + n))
+		return fs__errf(err, errlen, -EINVAL,
+				"option endpoint: '%s': give "
+				"scheme://host[:port] "
+				"only (a host name or address, no user, path, "
+				"query or '#')",
+				fs__escape(endpoint, shown, sizeof(shown)));
+	return 0;
+}
+
+/* Checks s's bucket against its addressing's rules; -EINVAL with one
+ * line in err naming the fix. */
+static int bucket_check(const struct tree_s3 *s, const char *url, char *err,
+			size_t errlen)
+{
+	char shown[600];
+
+	if (bucket_ok(s->bucket, s->virtual_host))
+		return 0;
+	fs__escape(s->bucket, shown, sizeof(shown));
+	if (s->virtual_host && bucket_ok(s->bucket, false))
+		return fs__errf(err, errlen, -EINVAL,
+				"URL '%s': bucket '%s' cannot go into a host "
+				"name "
+				"(virtual-hosted addressing takes 3 to 63 "
+				"lowercase letters, digits, '-' and '.'): "
+				"mount "
+				"with -o s3_addressing=path",
+				url, shown);
+	return fs__errf(err, errlen, -EINVAL,
+			"URL '%s': '%s' is no bucket name (%s)", url, shown,
+			s->virtual_host ? "3 to 63 lowercase "
+					  "letters, digits, '-' "
+					  "and '.'"
+					: "letters, digits, '.', "
+					  "'-' and '_', at "
+					  "most 255");
+}
+
+int tree_s3_parse(const char *url, const char *endpoint, const char *region,
+		  const char *region_from, const char *addressing,
+		  struct tree_s3 *out, char *err, size_t errlen)
 {
 	const char *b = url + 5, *slash;
 	char ep[512], shown[600];
@@ -169,36 +233,9 @@ int fs__s3_parse(const char *url, const char *endpoint, const char *region,
 			 "URL '%s': an empty path segment ('//')", url);
 		goto fail;
 	}
-	if (endpoint != NULL) {
-		const char *host;
-
-		if (strncmp(endpoint, "http://", 7) != 0 &&
-		    strncmp(endpoint, "https://", 8) != 0) {
-			fs__errf(err, errlen, -EINVAL,
-				 "option endpoint: '%s' is not an http:// or "
-				 "https:// URL",
-				 fs__escape(endpoint, shown, sizeof(shown)));
-			goto fail;
-		}
-		snprintf(ep, sizeof(ep), "%s", endpoint);
-		n = strlen(ep);
-		while (n > 0 && ep[n - 1] == '/')
-			ep[--n] = '\0';
-		host = strstr(ep, "://") + 3;
-		if (strlen(endpoint) >= sizeof(ep) ||
-		    !authority_ok(host, ep + n)) {
-			fs__errf(err, errlen, -EINVAL,
-				 "option endpoint: '%s': give "
-				 "scheme://host[:port] "
-				 "only (a host name or address, no user, path, "
-				 "query or '#')",
-				 fs__escape(endpoint, shown, sizeof(shown)));
-			goto fail;
-		}
-	} else {
-		snprintf(ep, sizeof(ep), "https://s3.%s.amazonaws.com",
-			 out->region);
-	}
+	if (endpoint_of(endpoint, out->region, ep, sizeof(ep), err, errlen) !=
+	    0)
+		goto fail;
 	out->endpoint = strdup(ep);
 	if (out->endpoint == NULL)
 		goto oom;
@@ -214,34 +251,13 @@ int fs__s3_parse(const char *url, const char *endpoint, const char *region,
 			 addressing);
 		goto fail;
 	}
-	if (!bucket_ok(out->bucket, out->virtual_host)) {
-		fs__escape(out->bucket, shown, sizeof(shown));
-		if (out->virtual_host && bucket_ok(out->bucket, false))
-			fs__errf(err, errlen, -EINVAL,
-				 "URL '%s': bucket '%s' cannot go into a host "
-				 "name "
-				 "(virtual-hosted addressing takes 3 to 63 "
-				 "lowercase letters, digits, '-' and '.'): "
-				 "mount "
-				 "with -o s3_addressing=path",
-				 url, shown);
-		else
-			fs__errf(err, errlen, -EINVAL,
-				 "URL '%s': '%s' is no bucket name (%s)", url,
-				 shown,
-				 out->virtual_host ? "3 to 63 lowercase "
-						     "letters, digits, '-' "
-						     "and '.'"
-						   : "letters, digits, '.', "
-						     "'-' and '_', at "
-						     "most 255");
+	if (bucket_check(out, url, err, errlen) != 0)
 		goto fail;
-	}
 	return 0;
 oom:
 	fs__errf(err, errlen, -EINVAL, "out of memory");
 fail:
-	fs__s3_free(out);
+	tree_s3_free(out);
 	return -EINVAL;
 }
 
@@ -263,7 +279,7 @@ static void encode(char *buf, size_t *n, const char *s, bool keep_slash)
 
 /* endpoint/bucket + "/" (path-style) or scheme://bucket.host + "/"
  * (virtual), then key encoded, then query; a new string. */
-static char *build(const struct fs_s3 *s, bool path_style, const char *key,
+static char *build(const struct tree_s3 *s, bool path_style, const char *key,
 		   const char *query)
 {
 	const char *host = strstr(s->endpoint, "://") + 3;
@@ -287,17 +303,17 @@ static char *build(const struct fs_s3 *s, bool path_style, const char *key,
 	return url;
 }
 
-char *fs__s3_object_url(const struct fs_s3 *s, const char *key)
+char *tree_s3_object_url(const struct tree_s3 *s, const char *key)
 {
 	return build(s, false, key, NULL);
 }
 
-char *fs__s3_origin_url(const struct fs_s3 *s)
+char *tree_s3_origin_url(const struct tree_s3 *s)
 {
 	return build(s, false, "", NULL);
 }
 
-char *fs__s3_identity(const struct fs_s3 *s, const char *key)
+char *tree_s3_identity(const struct tree_s3 *s, const char *key)
 {
 	char *url = build(s, true, key, NULL), *id;
 	size_t len;
@@ -312,7 +328,7 @@ char *fs__s3_identity(const struct fs_s3 *s, const char *key)
 	return id;
 }
 
-char *fs__s3_dir_url(const struct fs_s3 *s, const char *prefix)
+char *tree_s3_dir_url(const struct tree_s3 *s, const char *prefix)
 {
 	size_t len = strlen(s->bucket) + strlen(prefix) + 7;
 	char *u = malloc(len);
@@ -325,7 +341,7 @@ char *fs__s3_dir_url(const struct fs_s3 *s, const char *prefix)
 /* The ListObjectsV2 request for prefix after token (NULL: the first
  * page). Its query is in SigV4's canonical order and encoding, as curl
  * 7.88 signs the query as sent. A new string. */
-static char *list_url(const struct fs_s3 *s, const char *prefix,
+static char *list_url(const struct tree_s3 *s, const char *prefix,
 		      const char *token, const char *max_keys)
 {
 	size_t cap = 3 * strlen(prefix) + (token ? 3 * strlen(token) : 0) + 128;
@@ -358,69 +374,73 @@ static char *list_url(const struct fs_s3 *s, const char *prefix,
 }
 
 /* One line for an S3 error document (or a bare status), naming what to
- * fix. */
-static void explain(const struct fs_s3 *s, const struct fs_creds *creds,
-		    const char *what, long status, const char *body,
-		    size_t len, char *err, size_t errlen)
+ * fix; returns -EIO. */
+static int explain(const struct tree_s3 *s, const struct auth_creds *creds,
+		   const char *what, long status, const char *body, size_t len,
+		   char *err, size_t errlen)
 {
 	char code[64] = "", msg[256] = "", region[64] = "", srcbuf[160];
-	const char *src = fs__creds_source(creds, srcbuf, sizeof(srcbuf));
+	const char *src = auth_creds_source(creds, srcbuf, sizeof(srcbuf));
 
-	if (body != NULL &&
-	    fs__s3_error_parse(body, len, code, sizeof(code), msg,
-			       sizeof(msg), region, sizeof(region)) == -EPROTO)
-		snprintf(err, errlen,
-			 "%s: HTTP %ld, and its error document declares a "
-			 "DTD (<!DOCTYPE>), which S3 never sends: not read",
-			 what, status);
-	else if (strcmp(code, "NoSuchBucket") == 0)
-		snprintf(err, errlen,
-			 "%s: bucket '%s' does not exist at %s (check the "
-			 "bucket's name, or -o endpoint=)",
-			 what, s->bucket, s->endpoint);
-	else if (region[0] != '\0' ||
-		 strcmp(code, "PermanentRedirect") == 0)
-		snprintf(err, errlen,
-			 "%s: bucket '%s' is in another region%s%s%s than "
-			 "'%s': mount with -o region=%s",
-			 what, s->bucket, region[0] ? " ('" : "", region,
-			 region[0] ? "')" : "", s->region,
-			 region[0] ? region : "REGION");
-	else if (strcmp(code, "SignatureDoesNotMatch") == 0)
-		snprintf(err, errlen,
-			 "%s: the secret key is wrong for its access key "
-			 "(SignatureDoesNotMatch): check %s",
-			 what, src != NULL ? src : "the credentials");
-	else if (strcmp(code, "InvalidAccessKeyId") == 0)
-		snprintf(err, errlen,
-			 "%s: the access key is unknown at %s "
-			 "(InvalidAccessKeyId): check %s",
-			 what, s->endpoint,
-			 src != NULL ? src : "the credentials");
-	else if (strcmp(code, "ExpiredToken") == 0 ||
-		 strcmp(code, "InvalidToken") == 0)
-		snprintf(err, errlen,
-			 "%s: the session token is refused (%s): renew it "
-			 "in %s",
-			 what, code, src != NULL ? src : "the credentials");
-	else if (src == NULL && (status == 401 || status == 403))
-		snprintf(err, errlen,
-			 "%s: HTTP %ld%s%s and no AWS credentials were found: "
-			 "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
-			 "AWS_PROFILE (~/.aws/credentials), or -o "
-			 "auth_command=",
-			 what, status, code[0] ? " " : "", code);
-	else if (code[0] != '\0')
-		snprintf(err, errlen, "%s: HTTP %ld %s: %s", what, status,
-			 code, msg);
-	else
-		snprintf(err, errlen, "%s: HTTP %ld", what, status);
+	if (body != NULL && tree__s3_error_parse(body, len, code, sizeof(code),
+						 msg, sizeof(msg), region,
+						 sizeof(region)) == -EPROTO)
+		return fs__errf(
+			err, errlen, -EIO,
+			"%s: HTTP %ld, and its error document declares a "
+			"DTD (<!DOCTYPE>), which S3 never sends: not read",
+			what, status);
+	if (strcmp(code, "NoSuchBucket") == 0)
+		return fs__errf(
+			err, errlen, -EIO,
+			"%s: bucket '%s' does not exist at %s (check the "
+			"bucket's name, or -o endpoint=)",
+			what, s->bucket, s->endpoint);
+	if (region[0] != '\0' || strcmp(code, "PermanentRedirect") == 0)
+		return fs__errf(
+			err, errlen, -EIO,
+			"%s: bucket '%s' is in another region%s%s%s than "
+			"'%s': mount with -o region=%s",
+			what, s->bucket, region[0] ? " ('" : "", region,
+			region[0] ? "')" : "", s->region,
+			region[0] ? region : "REGION");
+	if (strcmp(code, "SignatureDoesNotMatch") == 0)
+		return fs__errf(
+			err, errlen, -EIO,
+			"%s: the secret key is wrong for its access key "
+			"(SignatureDoesNotMatch): check %s",
+			what, src != NULL ? src : "the credentials");
+	if (strcmp(code, "InvalidAccessKeyId") == 0)
+		return fs__errf(err, errlen, -EIO,
+				"%s: the access key is unknown at %s "
+				"(InvalidAccessKeyId): check %s",
+				what, s->endpoint,
+				src != NULL ? src : "the credentials");
+	if (strcmp(code, "ExpiredToken") == 0 ||
+	    strcmp(code, "InvalidToken") == 0)
+		return fs__errf(
+			err, errlen, -EIO,
+			"%s: the session token is refused (%s): renew it "
+			"in %s",
+			what, code, src != NULL ? src : "the credentials");
+	if (src == NULL && (status == 401 || status == 403))
+		return fs__errf(
+			err, errlen, -EIO,
+			"%s: HTTP %ld%s%s and no AWS credentials were found: "
+			"set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+			"AWS_PROFILE (~/.aws/credentials), or -o "
+			"auth_command=",
+			what, status, code[0] ? " " : "", code);
+	if (code[0] != '\0')
+		return fs__errf(err, errlen, -EIO, "%s: HTTP %ld %s: %s", what,
+				status, code, msg);
+	return fs__errf(err, errlen, -EIO, "%s: HTTP %ld", what, status);
 }
 
 /* Turns one listed item into a directory entry under prefix; false when
  * it makes no name (left out). */
-static int item_entry(const struct fs_s3 *s, const char *prefix,
-		      struct fs_s3_item *it, struct fs_index_entry *e)
+static int item_entry(const struct tree_s3 *s, const char *prefix,
+		      struct tree_s3_item *it, struct tree_index_entry *e)
 {
 	size_t pl = strlen(prefix), n;
 	const char *name;
@@ -432,7 +452,7 @@ static int item_entry(const struct fs_s3 *s, const char *prefix,
 	n = strlen(name);
 	if (it->is_prefix && n > 0 && name[n - 1] == '/')
 		n--;
-	if (n == 0 || n > FS_DIRINDEX_NAME_MAX || memchr(name, '/', n) ||
+	if (n == 0 || n > TREE_DIRINDEX_NAME_MAX || memchr(name, '/', n) ||
 	    (n == 1 && name[0] == '.') ||
 	    (n == 2 && name[0] == '.' && name[1] == '.'))
 		return 1;
@@ -441,14 +461,14 @@ static int item_entry(const struct fs_s3 *s, const char *prefix,
 		return -ENOMEM;
 	e->is_dir = it->is_prefix;
 	if (it->is_prefix) {
-		e->url = fs__s3_dir_url(s, it->key);
+		e->url = tree_s3_dir_url(s, it->key);
 	} else {
 		e->has_size = true;
 		e->size = it->size;
 		e->has_mtime = it->has_mtime;
 		e->mtime = it->mtime;
-		e->url = fs__s3_object_url(s, it->key);
-		e->identity = fs__s3_identity(s, it->key);
+		e->url = tree_s3_object_url(s, it->key);
+		e->identity = tree_s3_identity(s, it->key);
 		e->etag = it->etag;
 		it->etag = NULL;
 		if (e->identity == NULL)
@@ -478,25 +498,25 @@ static int token_new(const char *what, const char *token, uint64_t *seen,
 {
 	uint64_t h;
 
-	if (strlen(token) > FS_S3_TOKEN_MAX) {
-		snprintf(err, errlen,
-			 "%s: listing stopped after %u pages: a "
-			 "NextContinuationToken of %zu bytes (at most %u)",
-			 what, pages, strlen(token), FS_S3_TOKEN_MAX);
-		return -EIO;
+	if (strlen(token) > TREE_S3_TOKEN_MAX) {
+		return fs__errf(
+			err, errlen, -EIO,
+			"%s: listing stopped after %u pages: a "
+			"NextContinuationToken of %zu bytes (at most %u)",
+			what, pages, strlen(token), TREE_S3_TOKEN_MAX);
 	}
 	h = token_hash(token);
 	for (uint32_t i = 0; i < pages; i++)
 		if (seen[i] == h) {
 			/* pages tokens came before: this is page
 			 * pages + 1's. */
-			snprintf(err, errlen,
-				 "%s: listing stopped after %u pages: page %u "
-				 "sent the continuation token of page %u "
-				 "again%s (a listing that never ends)",
-				 what, pages + 1, pages + 1, i + 1,
-				 i + 1 == pages ? "" : ", a cycle");
-			return -EIO;
+			return fs__errf(
+				err, errlen, -EIO,
+				"%s: listing stopped after %u pages: page %u "
+				"sent the continuation token of page %u "
+				"again%s (a listing that never ends)",
+				what, pages + 1, pages + 1, i + 1,
+				i + 1 == pages ? "" : ", a cycle");
 		}
 	seen[pages] = h;
 	return 0;
@@ -504,10 +524,10 @@ static int token_new(const char *what, const char *token, uint64_t *seen,
 
 /* One listing under way: what it has gathered and what bounds it. */
 struct listing {
-	const struct fs_s3 *s;
+	const struct tree_s3 *s;
 	const char *prefix;
 	char what[600]; /* "s3://BUCKET/PREFIX", for error lines */
-	struct fs_index_entry *ents;
+	struct tree_index_entry *ents;
 	uint32_t count, cap, pages, skipped;
 	char skip_shown[160]; /* the first key left out, escaped */
 	uint64_t *seen;	      /* the tokens sent, hashed (token_new) */
@@ -518,8 +538,8 @@ struct listing {
  * (the caller's deadline, read_timeout), whatever the server answers.
  * Returns 0, or a negative errno with one line in err. */
 static int list_page(struct listing *l, const struct fetch_config *fc,
-		     const struct fs_creds *creds, const char *token,
-		     bool first_only, struct fs_s3_page *page, char *err,
+		     const struct auth_creds *creds, const char *token,
+		     bool first_only, struct tree_s3_page *page, char *err,
 		     size_t errlen)
 {
 	char *url, *body = NULL, why[1024];
@@ -527,12 +547,12 @@ static int list_page(struct listing *l, const struct fetch_config *fc,
 	long status = 0;
 	int rc;
 
-	if (l->pages == FS_S3_PAGES_MAX) {
-		snprintf(err, errlen,
-			 "%s: listing stopped after %u pages (at most %u), %u "
-			 "entries so far: the server does not end it",
-			 l->what, l->pages, FS_S3_PAGES_MAX, l->count);
-		return -EIO;
+	if (l->pages == TREE_S3_PAGES_MAX) {
+		return fs__errf(
+			err, errlen, -EIO,
+			"%s: listing stopped after %u pages (at most %u), %u "
+			"entries so far: the server does not end it",
+			l->what, l->pages, TREE_S3_PAGES_MAX, l->count);
 	}
 	if (l->pages > 0 && fc->deadline_ms != 0 &&
 	    fs__now_ns() / 1000000u >= fc->deadline_ms)
@@ -541,68 +561,66 @@ static int list_page(struct listing *l, const struct fetch_config *fc,
 				 first_only ? "max-keys=1&" : "")) == NULL)
 		rc = -ENOMEM;
 	else {
-		rc = fetch_get_any(fc, url, FS_S3_PAGE_BYTES, &body, &len,
+		rc = fetch_get_any(fc, url, TREE_S3_PAGE_BYTES, &body, &len,
 				   &status, why, sizeof(why));
 		free(url);
 		l->pages++;
 	}
 	if (rc == -ETIMEDOUT)
-		snprintf(err, errlen,
+		fs__errf(err, errlen, rc,
 			 "%s: listing not done by its deadline (-o "
 			 "read_timeout=) after %u page%s, %u entries so far",
-			 l->what, l->pages, l->pages == 1 ? "" : "s",
-			 l->count);
+			 l->what, l->pages, l->pages == 1 ? "" : "s", l->count);
 	else if (rc == -ECANCELED)
-		snprintf(err, errlen,
+		fs__errf(err, errlen, rc,
 			 "%s: listing stopped after %u page%s: the mount is "
 			 "ending",
 			 l->what, l->pages, l->pages == 1 ? "" : "s");
 	else if (rc == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
+		fs__errf(err, errlen, rc, "out of memory");
 	else if (rc != 0)
-		snprintf(err, errlen, "%s: page %u: %s", l->what, l->pages,
+		fs__errf(err, errlen, rc, "%s: page %u: %s", l->what, l->pages,
 			 why);
 	if (rc != 0)
 		return rc;
 	if (status != 200) {
-		explain(l->s, creds, l->what, status, body, len, err, errlen);
+		rc = explain(l->s, creds, l->what, status, body, len, err,
+			     errlen);
 		free(body);
-		return -EIO;
+		return rc;
 	}
-	rc = fs__s3_page_parse(body, len, page, why, sizeof(why));
+	rc = tree__s3_page_parse(body, len, page, why, sizeof(why));
 	free(body);
 	if (rc != 0)
-		snprintf(err, errlen, "%s: %s", l->what, why);
+		fs__errf(err, errlen, rc, "%s: %s", l->what, why);
 	return rc;
 }
 
 /* Adds page's entries to the listing; a key that makes no file name is
  * left out and counted. Returns 0, -E2BIG or -ENOMEM (one line in err). */
-static int list_add(struct listing *l, struct fs_s3_page *page, char *err,
+static int list_add(struct listing *l, struct tree_s3_page *page, char *err,
 		    size_t errlen)
 {
-	if (l->count + page->n > FS_DIRINDEX_MAX) {
-		snprintf(err, errlen, "%s: more than %u entries", l->what,
-			 FS_DIRINDEX_MAX);
-		return -E2BIG;
+	if (l->count + page->n > TREE_DIRINDEX_MAX) {
+		return fs__errf(err, errlen, -E2BIG, "%s: more than %u entries",
+				l->what, TREE_DIRINDEX_MAX);
 	}
 	if (l->count + page->n > l->cap) {
 		uint32_t ncap = l->cap ? l->cap : 1024;
-		struct fs_index_entry *grown;
+		struct tree_index_entry *grown;
 
 		while (ncap < l->count + page->n)
 			ncap *= 2;
 		grown = realloc(l->ents, ncap * sizeof(*grown));
 		if (grown == NULL) {
-			snprintf(err, errlen, "out of memory");
-			return -ENOMEM;
+			return fs__errf(err, errlen, -ENOMEM, "out of memory");
 		}
 		l->ents = grown;
 		l->cap = ncap;
 	}
 	for (uint32_t i = 0; i < page->n; i++) {
-		struct fs_s3_item *it = &page->items[i];
-		struct fs_index_entry *e = &l->ents[l->count];
+		struct tree_s3_item *it = &page->items[i];
+		struct tree_index_entry *e = &l->ents[l->count];
 		int r = item_entry(l->s, l->prefix, it, e);
 
 		if (r == 1 &&
@@ -620,8 +638,7 @@ static int list_add(struct listing *l, struct fs_s3_page *page, char *err,
 			free(e->url);
 			free(e->etag);
 			free(e->identity);
-			snprintf(err, errlen, "out of memory");
-			return r;
+			return fs__errf(err, errlen, r, "out of memory");
 		}
 		if (r == 0)
 			l->count++;
@@ -629,10 +646,10 @@ static int list_add(struct listing *l, struct fs_s3_page *page, char *err,
 	return 0;
 }
 
-int fs__s3_list(const struct fs_s3 *s, const struct fetch_config *fc,
-		const struct fs_creds *creds, const char *dir_url,
-		bool first_only, struct fs_index_entry **out, uint32_t *n,
-		char *err, size_t errlen)
+int tree_s3_list(const struct tree_s3 *s, const struct fetch_config *fc,
+		 const struct auth_creds *creds, const char *dir_url,
+		 bool first_only, struct tree_index_entry **out, uint32_t *n,
+		 char *err, size_t errlen)
 {
 	struct listing l = {.s = s,
 			    .prefix = dir_url + 5 + strlen(s->bucket) + 1};
@@ -640,13 +657,12 @@ int fs__s3_list(const struct fs_s3 *s, const struct fetch_config *fc,
 	int rc = 0;
 
 	snprintf(l.what, sizeof(l.what), "s3://%s/%s", s->bucket, l.prefix);
-	l.seen = malloc(FS_S3_PAGES_MAX * sizeof(*l.seen));
+	l.seen = malloc(TREE_S3_PAGES_MAX * sizeof(*l.seen));
 	if (l.seen == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return fs__errf(err, errlen, -ENOMEM, "out of memory");
 	}
 	do {
-		struct fs_s3_page page;
+		struct tree_s3_page page;
 
 		rc = list_page(&l, fc, creds, token, first_only, &page, err,
 			       errlen);
@@ -656,22 +672,22 @@ int fs__s3_list(const struct fs_s3 *s, const struct fetch_config *fc,
 		free(token);
 		token = page.truncated ? page.next_token : NULL;
 		page.next_token = NULL;
-		fs__s3_page_free(&page);
+		tree__s3_page_free(&page);
 		if (rc == 0 && token != NULL && !first_only)
 			rc = token_new(l.what, token, l.seen, l.pages - 1, err,
 				       errlen);
 	} while (rc == 0 && token != NULL && !first_only);
 	free(token);
 	free(l.seen);
-	if (l.skipped > 0 && rc == 0)
-		snprintf(err, errlen,
+	if (l.skipped > 0 && rc == 0) /* a warning: the listing stands */
+		fs__errf(err, errlen, 0,
 			 "%s: %u key%s left out that make%s no file name "
 			 "(empty, '.', '..', a NUL byte, a '/' inside "
 			 "or too long), e.g. '%s'",
 			 l.what, l.skipped, l.skipped == 1 ? "" : "s",
 			 l.skipped == 1 ? "s" : "", l.skip_shown);
 	if (rc != 0) {
-		fs__dirindex_free(l.ents, l.count);
+		tree_dirindex_free(l.ents, l.count);
 		return rc == -ENOMEM	  ? -ENOMEM
 		       : rc == -ETIMEDOUT ? -ETIMEDOUT
 					  : -EIO;
@@ -681,25 +697,26 @@ int fs__s3_list(const struct fs_s3 *s, const struct fetch_config *fc,
 	return 0;
 }
 
-void fs__s3_explain(const struct fs_s3 *s, const struct fetch_config *fc,
-		    const struct fs_creds *creds, const char *key, char *err,
-		    size_t errlen)
+void tree_s3_explain(const struct tree_s3 *s, const struct fetch_config *fc,
+		     const struct auth_creds *creds, const char *key, char *err,
+		     size_t errlen)
 {
-	struct fs_index_entry *ents = NULL;
+	struct tree_index_entry *ents = NULL;
 	uint32_t n = 0;
 	char what[600], *prefix;
 	int rc;
 
 	snprintf(what, sizeof(what), "s3://%s/%s", s->bucket, key);
-	prefix = fs__s3_dir_url(s, key);
+	prefix = tree_s3_dir_url(s, key);
 	if (prefix == NULL)
 		return;
-	rc = fs__s3_list(s, fc, creds, prefix, true, &ents, &n, err, errlen);
+	rc = tree_s3_list(s, fc, creds, prefix, true, &ents, &n, err, errlen);
 	free(prefix);
 	/* The bucket answers, with these credentials and this region:
 	 * the key is what is missing. */
 	if (rc == 0)
-		snprintf(err, errlen, "%s: no such key in bucket '%s' (at %s)",
-			 what, s->bucket, s->endpoint);
-	fs__dirindex_free(ents, n);
+		fs__errf(err, errlen, -ENOENT,
+			 "%s: no such key in bucket '%s' (at %s)", what,
+			 s->bucket, s->endpoint);
+	tree_dirindex_free(ents, n);
 }

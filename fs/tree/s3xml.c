@@ -105,10 +105,10 @@ static bool parse_iso(const char *s, int64_t *out)
 	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%7s", &y, &mo, &d, &h, &mi, &sec,
 		   tail) < 6 ||
 	    mo < 1 || mo > 12 || d < 1 ||
-	    (unsigned)d > fs__month_days(y, (unsigned)mo) || h > 23 ||
+	    (unsigned)d > tree__month_days(y, (unsigned)mo) || h > 23 ||
 	    mi > 59 || sec > 60 || h < 0 || mi < 0 || sec < 0)
 		return false;
-	*out = fs__days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
+	*out = tree__days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
 	       h * 3600 + mi * 60 + sec;
 	return true;
 }
@@ -129,7 +129,7 @@ static bool parse_size(const char *s, uint64_t *out)
 	return true;
 }
 
-void fs__s3_page_free(struct fs_s3_page *p)
+void tree__s3_page_free(struct tree_s3_page *p)
 {
 	if (p == NULL)
 		return;
@@ -146,7 +146,7 @@ void fs__s3_page_free(struct fs_s3_page *p)
 #define LISTING "ListObjectsV2: "
 
 /* Reads one Contents or CommonPrefixes element into it. */
-static int read_item(const xmlNode *e, bool url, struct fs_s3_item *it,
+static int read_item(const xmlNode *e, bool url, struct tree_s3_item *it,
 		     char *err, size_t errlen)
 {
 	bool is_prefix = named(e, "CommonPrefixes");
@@ -211,10 +211,10 @@ static int read_item(const xmlNode *e, bool url, struct fs_s3_item *it,
 	return 0;
 }
 
-int fs__s3_page_parse(const char *xml, size_t len, struct fs_s3_page *out,
-		      char *err, size_t errlen)
+int tree__s3_page_parse(const char *xml, size_t len, struct tree_s3_page *out,
+			char *err, size_t errlen)
 {
-	struct fs_s3_page p = {0};
+	struct tree_s3_page p = {0};
 	xmlDoc *doc;
 	const xmlNode *root;
 	uint32_t cap = 0;
@@ -266,9 +266,8 @@ int fs__s3_page_parse(const char *xml, size_t len, struct fs_s3_page *out,
 			if (p.next_token == NULL)
 				rc = fs__errf(err, errlen, -ENOMEM,
 					      LISTING "out of memory");
-		} else if (named(c, "Contents") ||
-			   named(c, "CommonPrefixes")) {
-			if (p.n == FS_S3_PAGE_MAX) {
+		} else if (named(c, "Contents") || named(c, "CommonPrefixes")) {
+			if (p.n == TREE_S3_PAGE_MAX) {
 				rc = fs__errf(err, errlen, -E2BIG,
 					      LISTING
 					      "more entries than a page holds");
@@ -276,7 +275,7 @@ int fs__s3_page_parse(const char *xml, size_t len, struct fs_s3_page *out,
 			}
 			if (p.n == cap) {
 				uint32_t ncap = cap != 0 ? cap * 2 : 64;
-				struct fs_s3_item *grown =
+				struct tree_s3_item *grown =
 					realloc(p.items, ncap * sizeof(*grown));
 
 				if (grown == NULL) {
@@ -299,16 +298,16 @@ int fs__s3_page_parse(const char *xml, size_t len, struct fs_s3_page *out,
 out:
 	xmlFreeDoc(doc);
 	if (rc != 0) {
-		fs__s3_page_free(&p);
+		tree__s3_page_free(&p);
 		return rc;
 	}
 	*out = p;
 	return 0;
 }
 
-int fs__s3_error_parse(const char *xml, size_t len, char *code,
-		       size_t codelen, char *message, size_t msglen,
-		       char *region, size_t regionlen)
+int tree__s3_error_parse(const char *xml, size_t len, char *code,
+			 size_t codelen, char *message, size_t msglen,
+			 char *region, size_t regionlen)
 {
 	xmlDoc *doc;
 	const xmlNode *root;
@@ -334,7 +333,7 @@ int fs__s3_error_parse(const char *xml, size_t len, char *code,
 			    : named(c, "Message") ? message
 			    : named(c, "Region")  ? region
 						  : NULL;
-		size_t cap = buf == code ? codelen
+		size_t cap = buf == code      ? codelen
 			     : buf == message ? msglen
 					      : regionlen;
 		char *t;

@@ -10,14 +10,14 @@
 #include <stdint.h>
 
 struct fetch_config;
-struct fs_creds;
+struct auth_creds;
 
-#define FS_NO_NODE UINT32_MAX
-#define FS_NO_BLOB UINT32_MAX
+#define TREE_NO_NODE UINT32_MAX
+#define TREE_NO_BLOB UINT32_MAX
 
 /* One directory or file of the mount. Fields are guarded by the
  * namespace's mu. */
-struct fs_node {
+struct tree_node {
 	char *name;
 	uint32_t parent; /* the root is its own parent */
 	bool is_dir;
@@ -29,8 +29,8 @@ struct fs_node {
 	uint32_t nchildren, cap_children;
 	uint32_t *index; /* children by name: an open-addressing table of
 			    nindex slots (a power of two, at most half
-			    full; FS_NO_NODE: free) once the directory has
-			    FS_NS_INDEX_MIN children; NULL before */
+			    full; TREE_NO_NODE: free) once the directory has
+			    TREE_NS_INDEX_MIN children; NULL before */
 	uint32_t nindex;
 	char *list_url;	    /* a directory-index mount's page for it */
 	uint64_t listed_ns; /* when that page was read; 0: never */
@@ -49,7 +49,7 @@ struct fs_node {
 	uint8_t (*dblocks)[32]; /* immutable once the tree is built */
 	uint32_t ndblocks;
 	uint32_t blob; /* the engine's blob once its size is known */
-	bool probing;  /* a thread is probing it (fs__node_ready) */
+	bool probing;  /* a thread is probing it (driver__file_ready) */
 	/* The driver's probers of the sizes a listing did not give
 	 * (driver/sizes.c): the node is in their queue, once at most; their
 	 * probe of it failed, and a listing queues it no more (a stat still
@@ -62,73 +62,74 @@ struct fs_node {
 
 /* Children a directory has before it gets a table by name: below, a scan
  * is as fast and costs no memory. */
-#define FS_NS_INDEX_MIN 16
+#define TREE_NS_INDEX_MIN 16
 
 /* The tree; node i is inode i + 1. Every lookup of a name is O(1): a
  * server lists as many names as it likes, and chooses them, so the table
  * is keyed with a random SipHash key (no names it could make collide). */
-struct fs_ns {
+struct tree_ns {
 	pthread_mutex_t mu;
-	pthread_cond_t listed;	/* a directory's listing ended (its waits
-				   on CLOCK_MONOTONIC) */
-	pthread_cond_t probed;	/* a file's probe ended (the same) */
-	struct fs_node **nodes; /* guarded by mu */
-	uint32_t n, cap;	/* guarded by mu */
-	uint64_t key[2];	/* SipHash key of the name tables */
+	pthread_cond_t listed;	  /* a directory's listing ended (its waits
+				     on CLOCK_MONOTONIC) */
+	pthread_cond_t probed;	  /* a file's probe ended (the same) */
+	struct tree_node **nodes; /* guarded by mu */
+	uint32_t n, cap;	  /* guarded by mu */
+	uint64_t key[2];	  /* SipHash key of the name tables */
 };
 
 /* Creates a namespace holding the root directory. */
-int fs__ns_new(struct fs_ns **out);
-void fs__ns_free(struct fs_ns *ns);
+int tree_ns_new(struct tree_ns **out);
+void tree_ns_free(struct tree_ns *ns);
 
 /* Node i, or NULL. Caller holds ns->mu; the pointer is valid while it
  * does. */
-struct fs_node *fs__ns_get(struct fs_ns *ns, uint32_t i);
+struct tree_node *tree_ns_get(struct tree_ns *ns, uint32_t i);
 
-/* The child of dir called name, or FS_NO_NODE. Caller holds ns->mu. */
-uint32_t fs__ns_child(struct fs_ns *ns, uint32_t dir, const char *name);
+/* The child of dir called name, or TREE_NO_NODE. Caller holds ns->mu. */
+uint32_t tree_ns_child(struct tree_ns *ns, uint32_t dir, const char *name);
 
 /* Makes room for dir to hold `total` children without growing its arrays
  * or its table by name again (a directory page's merge: one allocation,
  * and no rehash under the lock on the first listing). -ENOTDIR, -ENOMEM,
  * -ENOSPC (no inode numbers left). Caller holds ns->mu. */
-int fs__ns_reserve(struct fs_ns *ns, uint32_t dir, uint32_t total);
+int tree_ns_reserve(struct tree_ns *ns, uint32_t dir, uint32_t total);
 
 /* A new node called name, not in any tree yet (no lock needed), or NULL
- * when memory ran out; fs__node_free() frees one that is in none. */
-struct fs_node *fs__node_new(const char *name, bool is_dir);
-void fs__node_free(struct fs_node *n);
+ * when memory ran out; tree_node_free() frees one that is in none. */
+struct tree_node *tree_node_new(const char *name, bool is_dir);
+void tree_node_free(struct tree_node *n);
 
-/* Makes n (from fs__node_new) a child of dir: the tree owns it from then
+/* Makes n (from tree_node_new) a child of dir: the tree owns it from then
  * on. -EEXIST (a child of that name exists), -ENOTDIR, -ENOMEM: n is still
  * the caller's. Caller holds ns->mu. */
-int fs__ns_link(struct fs_ns *ns, uint32_t dir, struct fs_node *n,
-		uint32_t *out);
+int tree_ns_link(struct tree_ns *ns, uint32_t dir, struct tree_node *n,
+		 uint32_t *out);
 
 /* Adds a child to dir. -EEXIST, -ENOTDIR, -ENOMEM. Caller holds ns->mu. */
-int fs__ns_add(struct fs_ns *ns, uint32_t dir, const char *name, bool is_dir,
-	       uint32_t *out);
+int tree_ns_add(struct tree_ns *ns, uint32_t dir, const char *name, bool is_dir,
+		uint32_t *out);
 
 /* Writes node i's path relative to the root ("a/b/c"; "" for the root).
  * Caller holds ns->mu. */
-void fs__ns_path(struct fs_ns *ns, uint32_t i, char *buf, size_t cap);
+void tree_ns_path(struct tree_ns *ns, uint32_t i, char *buf, size_t cap);
 
 /* Adds the file at a relative path ("a/b/c"), making its directories.
  * -EEXIST when it is there, -ENOTDIR when a component is a file, -EINVAL
  * for an empty or too long component. Caller holds ns->mu. */
-int fs__ns_add_path(struct fs_ns *ns, const char *path, uint32_t *out);
+int tree_ns_add_path(struct tree_ns *ns, const char *path, uint32_t *out);
 
 /* Limits a manifest is checked against; see docs/manifest.md. */
-#define FS_MANIFEST_PATH_MAX 4096	  /* bytes in a whole path */
-#define FS_MANIFEST_NAME_MAX 255	  /* bytes in one path component */
-#define FS_MANIFEST_URLS_MAX 64		  /* urls of one entry */
-#define FS_MANIFEST_URL_MAX 8192	  /* bytes in one URL */
-#define FS_MANIFEST_BLOCK_MIN 4096u	  /* smallest block_size */
-#define FS_MANIFEST_BLOCK_MAX (64u << 20) /* largest block_size */
-#define FS_MANIFEST_FILE_MAX (256u << 20) /* bytes fs__manifest_load reads */
+#define TREE_MANIFEST_PATH_MAX 4096	    /* bytes in a whole path */
+#define TREE_MANIFEST_NAME_MAX 255	    /* bytes in one path component */
+#define TREE_MANIFEST_URLS_MAX 64	    /* urls of one entry */
+#define TREE_MANIFEST_URL_MAX 8192	    /* bytes in one URL */
+#define TREE_MANIFEST_BLOCK_MIN 4096u	    /* smallest block_size */
+#define TREE_MANIFEST_BLOCK_MAX (64u << 20) /* largest block_size */
+/* The most bytes tree_manifest_load reads. */
+#define TREE_MANIFEST_FILE_MAX (256u << 20)
 
 /* One file of a manifest. Everything is owned by the manifest. */
-struct fs_manifest_entry {
+struct tree_manifest_entry {
 	char *path;  /* relative, checked: no empty, "." or ".."
 			component, no NUL */
 	char **urls; /* http:// or https://, at least one */
@@ -148,36 +149,36 @@ struct fs_manifest_entry {
 
 /* A parsed manifest: the files in the order the manifest lists them, with
  * unique paths of which none is a directory of another. */
-struct fs_manifest {
-	struct fs_manifest_entry *files;
+struct tree_manifest {
+	struct tree_manifest_entry *files;
 	uint32_t nfiles;
 };
 
 /* Parses and checks a manifest of len bytes (need not be NUL-terminated).
- * Returns 0 and fills *out, which the caller frees with fs__manifest_free;
+ * Returns 0 and fills *out, which the caller frees with tree_manifest_free;
  * or returns -EINVAL (bad JSON or a broken rule) or -ENOMEM, writes one
  * line into err naming the entry index and the field ("files[3].sha256:
  * expected 64 hex digits, got 63") or, for JSON syntax, the line and
  * column, and leaves *out untouched. Thread-safe. */
-int fs__manifest_parse(const char *text, size_t len, struct fs_manifest *out,
-		       char *err, size_t errlen);
+int tree_manifest_parse(const char *text, size_t len, struct tree_manifest *out,
+			char *err, size_t errlen);
 
-/* Reads the file at path (at most FS_MANIFEST_FILE_MAX bytes) and parses
- * it as fs__manifest_parse does. Errors are as there, or the negative
+/* Reads the file at path (at most TREE_MANIFEST_FILE_MAX bytes) and parses
+ * it as tree_manifest_parse does. Errors are as there, or the negative
  * errno of open or read (-EFBIG when too large); the line in err starts
  * with the path. */
-int fs__manifest_load(const char *path, struct fs_manifest *out, char *err,
-		      size_t errlen);
+int tree_manifest_load(const char *path, struct tree_manifest *out, char *err,
+		       size_t errlen);
 
 /* Frees what the manifest owns and zeroes it; NULL is a no-op. */
-void fs__manifest_free(struct fs_manifest *m);
+void tree_manifest_free(struct tree_manifest *m);
 
 /* Most entries one index page may list, and the longest name kept. */
-#define FS_DIRINDEX_MAX 1048576u
-#define FS_DIRINDEX_NAME_MAX 255
+#define TREE_DIRINDEX_MAX 1048576u
+#define TREE_DIRINDEX_NAME_MAX 255
 
 /* One entry of an HTML directory index. */
-struct fs_index_entry {
+struct tree_index_entry {
 	char *name; /* percent-decoded, never "", ".", "..", nor holding '/'
 		       or NUL; no trailing slash */
 	bool is_dir;
@@ -186,7 +187,7 @@ struct fs_index_entry {
 	uint64_t size;
 	bool has_mtime;
 	int64_t mtime; /* the listed time read as UTC, seconds */
-	/* An object store's listing (fs/tree/s3.c) says more; NULL otherwise. */
+	/* An object store's listing (tree/s3.c) says more; NULL otherwise. */
 	char *url;	/* where the entry is (a file's URL, a directory's
 			   listing), instead of an href of the page */
 	char *etag;	/* its validator, as listed */
@@ -200,20 +201,19 @@ struct fs_index_entry {
  * other schemes) is skipped, and a name listed twice is kept once, in the
  * order of first appearance. Any input is accepted: a page without
  * entries gives n == 0 (and *out NULL). Returns 0, or -ENOMEM or -E2BIG
- * (more than FS_DIRINDEX_MAX entries) with one line in err and *out, *n
- * untouched. The caller frees *out with fs__dirindex_free. Thread-safe. */
-int fs__dirindex_parse(const char *html, size_t len,
-		       struct fs_index_entry **out, uint32_t *n, char *err,
-		       size_t errlen);
+ * (more than TREE_DIRINDEX_MAX entries) with one line in err and *out, *n
+ * untouched. The caller frees *out with tree_dirindex_free. Thread-safe. */
+int tree_dirindex_parse(const char *html, size_t len,
+			struct tree_index_entry **out, uint32_t *n, char *err,
+			size_t errlen);
 
 /* Frees n entries and their names; NULL is a no-op. */
-void fs__dirindex_free(struct fs_index_entry *e, uint32_t n);
-
+void tree_dirindex_free(struct tree_index_entry *e, uint32_t n);
 
 /* An S3 source (fs/tree/s3.c): s3://BUCKET/KEY, or s3://BUCKET/PREFIX/ (and
  * s3://BUCKET) for a tree. */
-struct fs_s3 {
-	char *endpoint; /* "scheme://host[:port]" */
+struct tree_s3 {
+	char *endpoint;	   /* "scheme://host[:port]" */
 	bool virtual_host; /* BUCKET.host, else host/BUCKET */
 	char region[64];
 	char *bucket;
@@ -231,43 +231,43 @@ struct fs_s3 {
  * '.', '-') when it goes into the host, or botocore's legacy names
  * (letters, digits, '.', '-', '_', 1 to 255) path-style. -EINVAL with one
  * line naming the field, its source and what to fix. */
-int fs__s3_parse(const char *url, const char *endpoint, const char *region,
-		 const char *region_from, const char *addressing,
-		 struct fs_s3 *out, char *err, size_t errlen);
-void fs__s3_free(struct fs_s3 *s);
+int tree_s3_parse(const char *url, const char *endpoint, const char *region,
+		  const char *region_from, const char *addressing,
+		  struct tree_s3 *out, char *err, size_t errlen);
+void tree_s3_free(struct tree_s3 *s);
 
 /* The URL requests for key go to; new strings (free() them), NULL when
  * memory ran out. */
-char *fs__s3_object_url(const struct fs_s3 *s, const char *key);
+char *tree_s3_object_url(const struct tree_s3 *s, const char *key);
 
 /* The cache identity of key: "s3:REGION:" + its path-style URL, never
  * what signs it. */
-char *fs__s3_identity(const struct fs_s3 *s, const char *key);
+char *tree_s3_identity(const struct tree_s3 *s, const char *key);
 
 /* A URL whose origin is the one requests go to: the credentials go there
  * and nowhere else. */
-char *fs__s3_origin_url(const struct fs_s3 *s);
+char *tree_s3_origin_url(const struct tree_s3 *s);
 
 /* The listing name of a directory: "s3://BUCKET/PREFIX". */
-char *fs__s3_dir_url(const struct fs_s3 *s, const char *prefix);
+char *tree_s3_dir_url(const struct tree_s3 *s, const char *prefix);
 
-/* Lists the directory dir_url (fs__s3_dir_url's form) with
+/* Lists the directory dir_url (tree_s3_dir_url's form) with
  * ListObjectsV2, '/' as delimiter, every page (only the first with
  * first_only): its objects with their sizes, ETags and dates, and its
  * common prefixes as directories. Keys that make no file name (empty,
  * ".", "..", a NUL byte, a '/' inside, too long) are left out, and on
  * success err then holds one warning line saying so (else it is left as
  * it was). -EIO with one line in err naming what to fix. */
-int fs__s3_list(const struct fs_s3 *s, const struct fetch_config *fc,
-		const struct fs_creds *creds, const char *dir_url,
-		bool first_only, struct fs_index_entry **out, uint32_t *n,
-		char *err, size_t errlen);
+int tree_s3_list(const struct tree_s3 *s, const struct fetch_config *fc,
+		 const struct auth_creds *creds, const char *dir_url,
+		 bool first_only, struct tree_index_entry **out, uint32_t *n,
+		 char *err, size_t errlen);
 
 /* Says, in err, why key cannot be read (after its probe failed): asks the
  * bucket for a one-key listing, whose error names the cause (no bucket, a
  * wrong region, secret or token), or finds the key missing. */
-void fs__s3_explain(const struct fs_s3 *s, const struct fetch_config *fc,
-		    const struct fs_creds *creds, const char *key, char *err,
-		    size_t errlen);
+void tree_s3_explain(const struct tree_s3 *s, const struct fetch_config *fc,
+		     const struct auth_creds *creds, const char *key, char *err,
+		     size_t errlen);
 
 #endif

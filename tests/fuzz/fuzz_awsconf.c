@@ -13,21 +13,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct fs_aws_profile p = {0};
+	struct auth_aws_profile p = {0};
 	bool config;
 	int rc;
 
 	if (size == 0)
 		return 0;
 	config = (data[0] & 1) != 0;
-	rc = fs__aws_profile_parse((const char *)data + 1, size - 1,
-				   (data[0] & 2) ? "default" : "dev", config,
-				   &p);
+	rc = auth__aws_profile_parse((const char *)data + 1, size - 1,
+				     (data[0] & 2) ? "default" : "dev", config,
+				     &p);
 	if (rc < 0 || rc > 1)
 		abort();
 	/* A second read over the first replaces, never leaks. */
-	if (fs__aws_profile_parse((const char *)data + 1, size - 1, "dev",
-				  !config, &p) < 0)
+	if (auth__aws_profile_parse((const char *)data + 1, size - 1, "dev",
+				    !config, &p) < 0)
 		abort();
 	if (rc == 0 && !config && (data[0] & 2) && p.region != NULL &&
 	    memchr(data + 1, '[', size - 1) == NULL)
@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				   p.credential_process};
 
 		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-			int c = fs__token_check(v[i]);
+			int c = auth_token_check(v[i]);
 
 			if (v[i] != NULL && strchr(v[i], '\n') != NULL)
 				abort();
@@ -50,6 +50,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 		}
 	}
-	fs__aws_profile_free(&p);
+	auth__aws_profile_free(&p);
 	return 0;
 }

@@ -1,4 +1,4 @@
-/* fuzz_dirindex: fs__dirindex_parse on any bytes; every entry it returns
+/* fuzz_dirindex: tree_dirindex_parse on any bytes; every entry it returns
  * must be a usable, unique file name. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,17 +10,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct fs_index_entry *e = NULL;
+	struct tree_index_entry *e = NULL;
 	uint32_t n = 0;
 	char err[256];
 
-	if (fs__dirindex_parse((const char *)data, size, &e, &n, err,
-			       sizeof(err)) != 0)
+	if (tree_dirindex_parse((const char *)data, size, &e, &n, err,
+				sizeof(err)) != 0)
 		abort(); /* only resource exhaustion may fail */
 	for (uint32_t i = 0; i < n; i++) {
 		size_t len = strlen(e[i].name);
 
-		if (len == 0 || len > FS_DIRINDEX_NAME_MAX ||
+		if (len == 0 || len > TREE_DIRINDEX_NAME_MAX ||
 		    strchr(e[i].name, '/') != NULL ||
 		    strcmp(e[i].name, ".") == 0 ||
 		    strcmp(e[i].name, "..") == 0 ||
@@ -31,6 +31,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (strcmp(e[i].name, e[j].name) == 0)
 				abort();
 	}
-	fs__dirindex_free(e, n);
+	tree_dirindex_free(e, n);
 	return 0;
 }

@@ -14,19 +14,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char **h = NULL, err[256] = "";
 	unsigned n = 0;
 
-	if (fs__headers_parse((const char *)data, size, &h, &n, err,
-			      sizeof(err)) != 0) {
+	if (auth_headers_parse((const char *)data, size, &h, &n, err,
+			       sizeof(err)) != 0) {
 		if (err[0] == '\0' || strchr(err, '\n') != NULL)
 			abort();
 		return 0;
 	}
-	if (n > FS_HEADERS_MAX)
+	if (n > AUTH_HEADERS_MAX)
 		abort();
 	for (unsigned i = 0; i < n; i++)
-		if (fs__header_check(h[i], strlen(h[i])) != 0 ||
-		    fs__header_owned(h[i], strlen(h[i])) != NULL ||
+		if (auth_header_check(h[i], strlen(h[i])) != 0 ||
+		    auth_header_owned(h[i], strlen(h[i])) != NULL ||
 		    strpbrk(h[i], "\r\n") != NULL)
 			abort();
-	fs__headers_free(h, n);
+	auth_headers_free(h, n);
 	return 0;
 }

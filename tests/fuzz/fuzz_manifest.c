@@ -1,4 +1,4 @@
-/* fuzz_manifest: fs__manifest_parse on any bytes; a manifest it accepts
+/* fuzz_manifest: tree_manifest_parse on any bytes; a manifest it accepts
  * must keep every promise fs/tree/tree.h makes about it. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,14 +9,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void check_entry(const struct fs_manifest_entry *e)
+static void check_entry(const struct tree_manifest_entry *e)
 {
 	size_t len = strlen(e->path);
 
-	if (len == 0 || len > FS_MANIFEST_PATH_MAX || e->path[0] == '/' ||
+	if (len == 0 || len > TREE_MANIFEST_PATH_MAX || e->path[0] == '/' ||
 	    e->path[len - 1] == '/' || strstr(e->path, "//") != NULL)
 		abort();
-	if (e->nurls == 0 || e->nurls > FS_MANIFEST_URLS_MAX)
+	if (e->nurls == 0 || e->nurls > TREE_MANIFEST_URLS_MAX)
 		abort();
 	for (uint32_t i = 0; i < e->nurls; i++)
 		if (strncasecmp(e->urls[i], "http", 4) != 0)
@@ -31,11 +31,11 @@ static void check_entry(const struct fs_manifest_entry *e)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct fs_manifest m;
+	struct tree_manifest m;
 	char err[256];
 
-	if (fs__manifest_parse((const char *)data, size, &m, err,
-			       sizeof(err)) != 0) {
+	if (tree_manifest_parse((const char *)data, size, &m, err,
+				sizeof(err)) != 0) {
 		if (strlen(err) == 0 || strchr(err, '\n') != NULL)
 			abort();
 		return 0;
@@ -44,6 +44,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	for (uint32_t i = 0; i < m.nfiles; i++)
 		check_entry(&m.files[i]);
-	fs__manifest_free(&m);
+	tree_manifest_free(&m);
 	return 0;
 }

@@ -13,12 +13,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct fs_s3_page p;
+	struct tree_s3_page p;
 	char err[256] = "", code[64], msg[256], region[64];
 	bool dtd = memmem(data, size, "<!DOCTYPE", 9) != NULL;
 
-	if (fs__s3_page_parse((const char *)data, size, &p, err,
-			      sizeof(err)) != 0) {
+	if (tree__s3_page_parse((const char *)data, size, &p, err,
+				sizeof(err)) != 0) {
 		if (err[0] == '\0' || strchr(err, '\n') != NULL)
 			abort();
 	} else {
@@ -29,10 +29,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    (p.items[i].is_prefix && p.items[i].etag != NULL) ||
 			    p.items[i].size > (uint64_t)INT64_MAX)
 				abort();
-		fs__s3_page_free(&p);
+		tree__s3_page_free(&p);
 	}
-	if (fs__s3_error_parse((const char *)data, size, code, sizeof(code),
-			       msg, sizeof(msg), region, sizeof(region)) == 0 &&
+	if (tree__s3_error_parse((const char *)data, size, code, sizeof(code),
+				 msg, sizeof(msg), region,
+				 sizeof(region)) == 0 &&
 	    (dtd || strlen(code) >= sizeof(code) ||
 	     strlen(region) >= sizeof(region)))
 		abort();

@@ -24,13 +24,17 @@ $(FUZZ_OBJ)/%.o: %.c
 		$(PKG_CFLAGS) -c $< -o $@
 
 $(BUILD)/fuzz/fuzz_manifest: $(FUZZ_OBJ)/tests/fuzz/fuzz_manifest.o \
-		$(FUZZ_OBJ)/fs/tree/manifest.o $(FUZZ_OBJ)/fs/decode.o
+		$(FUZZ_OBJ)/fs/tree/manifest.o $(FUZZ_OBJ)/fs/tree/mentry.o \
+		$(FUZZ_OBJ)/fs/decode.o \
+		$(FUZZ_OBJ)/fs/errline.o $(FUZZ_OBJ)/fetch/url.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
-		$(shell $(PKG_CONFIG) --libs jansson 2>/dev/null)
+		$(shell $(PKG_CONFIG) --libs jansson libcurl 2>/dev/null)
 
 $(BUILD)/fuzz/fuzz_dirindex: $(FUZZ_OBJ)/tests/fuzz/fuzz_dirindex.o \
-		$(FUZZ_OBJ)/fs/tree/dirindex.o $(FUZZ_OBJ)/fs/decode.o
-	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
+		$(FUZZ_OBJ)/fs/tree/dirindex.o $(FUZZ_OBJ)/fs/decode.o \
+		$(FUZZ_OBJ)/fs/errline.o $(FUZZ_OBJ)/fetch/url.o
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
+		$(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null)
 
 $(BUILD)/fuzz/fuzz_http: $(FUZZ_OBJ)/tests/fuzz/fuzz_http.o \
 		$(FUZZ_OBJ)/fetch/http.o
@@ -47,8 +51,10 @@ $(BUILD)/fuzz/fuzz_name: $(FUZZ_OBJ)/tests/fuzz/fuzz_name.o \
 		$(shell $(PKG_CONFIG) --libs fuse3 libcurl 2>/dev/null)
 
 $(BUILD)/fuzz/fuzz_headers: $(FUZZ_OBJ)/tests/fuzz/fuzz_headers.o \
-		$(FUZZ_OBJ)/fs/auth/headers.o
-	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
+		$(FUZZ_OBJ)/fs/auth/headers.o $(FUZZ_OBJ)/fs/errline.o \
+		$(FUZZ_OBJ)/fetch/url.o
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
+		$(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null)
 
 $(BUILD)/fuzz/fuzz_url: $(FUZZ_OBJ)/tests/fuzz/fuzz_url.o \
 		$(FUZZ_OBJ)/fetch/url.o
@@ -68,8 +74,10 @@ $(BUILD)/fuzz/fuzz_s3xml: $(FUZZ_OBJ)/tests/fuzz/fuzz_s3xml.o \
 		$(shell $(PKG_CONFIG) --libs libxml-2.0 libcurl 2>/dev/null)
 
 $(BUILD)/fuzz/fuzz_awsconf: $(FUZZ_OBJ)/tests/fuzz/fuzz_awsconf.o \
-		$(FUZZ_OBJ)/fs/auth/awsconf.o $(FUZZ_OBJ)/fs/auth/headers.o
-	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
+		$(FUZZ_OBJ)/fs/auth/awsconf.o $(FUZZ_OBJ)/fs/auth/headers.o \
+		$(FUZZ_OBJ)/fs/errline.o $(FUZZ_OBJ)/fetch/url.o
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \
+		$(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null)
 
 $(BUILD)/fuzz/fuzz_proxy: $(FUZZ_OBJ)/tests/fuzz/fuzz_proxy.o \
 		$(FUZZ_OBJ)/fetch/proxy.o $(FUZZ_OBJ)/fetch/url.o \

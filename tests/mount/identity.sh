@@ -26,15 +26,6 @@ H=$(sha256sum "$WWW/x.bin" | cut -d' ' -f1)
 origin_start "$WWW"
 FIRST=262144 # the first blocks, read before anything else
 
-# block_digests FILE: the manifest's block_sha256 list of FILE, 64 KiB blocks.
-block_digests() {
-	local n i
-	n=$(((SIZE + 65535) / 65536))
-	for i in $(seq 0 $((n - 1))); do
-		dd if="$1" bs=65536 skip="$i" count=1 2>/dev/null | sha256sum | cut -d' ' -f1
-	done | sed 's/.*/"&"/' | paste -sd, -
-}
-
 # manifest FILE URL [BLOCK_DIGESTS]: one entry f.bin naming $H.
 manifest() {
 	local blocks=

@@ -129,9 +129,7 @@ head -c "$SMALL" "$T_TMP/y.bin" >"$T_TMP/y.small"
 mkdir -p "$T_TMP/slow"
 cp "$T_TMP/y.small" "$T_TMP/slow/h.bin"
 o_start slow --root "$T_TMP/slow" --fault '/h.bin:rate:16K'
-DIGESTS=$(for i in 0 1 2 3; do
-	dd if="$T_TMP/x.small" bs=65536 skip="$i" count=1 2>/dev/null | sha256sum | cut -d' ' -f1
-done | sed 's/.*/"&"/' | paste -sd, -)
+DIGESTS=$(block_digests "$T_TMP/x.small")
 cat >"$T_TMP/m.json" <<EOF
 {"version": 1, "files": [{"path": "h.bin", "urls": ["$O_URL/h.bin"], "size": $SMALL,
  "block_size": 65536, "block_sha256": [$DIGESTS]}]}

@@ -215,13 +215,7 @@ if [ -n "$victim" ]; then
 	printf 'XXXXXXXX' | dd of="$victim" bs=1 seek=$((len - 4096)) conv=notrunc 2>/dev/null
 fi
 t_check "the tier's copy of a slice was damaged" test -n "$victim"
-blocks=$(python3 - "$WWW/blob.bin" <<-'EOF'
-	import hashlib, sys
-	d = open(sys.argv[1], "rb").read()
-	print(",".join('"%s"' % hashlib.sha256(d[i:i + 65536]).hexdigest()
-	               for i in range(0, len(d), 65536)))
-EOF
-)
+blocks=$(block_digests "$WWW/blob.bin")
 cat >"$T_TMP/m.json" <<-EOF
 	{"version": 1, "files": [{"path": "blob.bin", "urls": ["$ORIG/blob.bin"],
 	 "size": $SIZE, "block_size": 65536, "block_sha256": [$blocks]}]}

@@ -30,11 +30,11 @@
 #define BAD(json, msg)                                                         \
 	do {                                                                   \
 		char e_[512] = "";                                             \
-		struct fs_manifest m_;                                         \
-		int rc_ = fs__manifest_parse((json), strlen(json), &m_, e_,    \
-					     sizeof(e_));                      \
+		struct tree_manifest m_;                                       \
+		int rc_ = tree_manifest_parse((json), strlen(json), &m_, e_,   \
+					      sizeof(e_));                     \
 		if (rc_ == 0)                                                  \
-			fs__manifest_free(&m_);                                \
+			tree_manifest_free(&m_);                               \
 		T_EQ_INT(rc_, -EINVAL);                                        \
 		T_EQ_STR(e_, (msg));                                           \
 	} while (0)
@@ -43,11 +43,11 @@
 #define BAD_PREFIX(json, msg)                                                  \
 	do {                                                                   \
 		char e_[512] = "";                                             \
-		struct fs_manifest m_;                                         \
-		int rc_ = fs__manifest_parse((json), strlen(json), &m_, e_,    \
-					     sizeof(e_));                      \
+		struct tree_manifest m_;                                       \
+		int rc_ = tree_manifest_parse((json), strlen(json), &m_, e_,   \
+					      sizeof(e_));                     \
 		if (rc_ == 0)                                                  \
-			fs__manifest_free(&m_);                                \
+			tree_manifest_free(&m_);                               \
 		T_EQ_INT(rc_, -EINVAL);                                        \
 		if (strncmp(e_, (msg), strlen(msg)) != 0)                      \
 			T_FAIL("error \"%s\" does not start with \"%s\"", e_,  \
@@ -57,8 +57,8 @@
 #define GOOD(json, m)                                                          \
 	do {                                                                   \
 		char e_[512] = "";                                             \
-		int rc_ = fs__manifest_parse((json), strlen(json), (m), e_,    \
-					     sizeof(e_));                      \
+		int rc_ = tree_manifest_parse((json), strlen(json), (m), e_,   \
+					      sizeof(e_));                     \
 		if (rc_ != 0)                                                  \
 			T_FAIL("rejected: %s", e_);                            \
 		T_EQ_INT(rc_, 0);                                              \
@@ -66,8 +66,8 @@
 
 static void manifest_minimal(void)
 {
-	struct fs_manifest m;
-	const struct fs_manifest_entry *e;
+	struct tree_manifest m;
+	const struct tree_manifest_entry *e;
 
 	GOOD("{\"version\":1,\"files\":[{\"path\":\"a.bin\",\"urls\":"
 	     "[\"https://h/a.bin\"]}]}",
@@ -82,10 +82,10 @@ static void manifest_minimal(void)
 	T_EQ_INT(e->block_size, 0);
 	T_ASSERT(e->block_sha256 == NULL);
 	T_EQ_INT(e->nblocks, 0);
-	fs__manifest_free(&m);
+	tree_manifest_free(&m);
 	T_ASSERT(m.files == NULL && m.nfiles == 0);
-	fs__manifest_free(&m);
-	fs__manifest_free(NULL);
+	tree_manifest_free(&m);
+	tree_manifest_free(NULL);
 }
 
 static void manifest_full(void)
@@ -107,8 +107,8 @@ static void manifest_full(void)
 		0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef,
 		0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef};
 	static const uint8_t zero[32] = {0};
-	struct fs_manifest m;
-	const struct fs_manifest_entry *e;
+	struct tree_manifest m;
+	const struct tree_manifest_entry *e;
 
 	GOOD(json, &m);
 	T_EQ_INT(m.nfiles, 2);
@@ -137,7 +137,7 @@ static void manifest_full(void)
 	T_EQ_INT(e->block_size, 64 << 20);
 	T_EQ_INT(e->nblocks, 0);
 	T_ASSERT(e->block_sha256 == NULL);
-	fs__manifest_free(&m);
+	tree_manifest_free(&m);
 }
 
 static void manifest_json_syntax(void)
@@ -210,14 +210,14 @@ static void manifest_path_rules(void)
 	    "files[1].path: \"a\\x00b\" contains a NUL byte");
 	/* Names that only look special are fine. */
 	{
-		struct fs_manifest m;
+		struct tree_manifest m;
 
 		GOOD(WITH("{\"path\":\"...\\\\ "
 			  "x/.hidden/..a/\\u00fc\",\"urls\":"
 			  "[\"http://h/b\"]}"),
 		     &m);
 		T_EQ_STR(m.files[1].path, "...\\ x/.hidden/..a/\xc3\xbc");
-		fs__manifest_free(&m);
+		tree_manifest_free(&m);
 	}
 	/* 255-byte components and a 4096-byte path are the limits. */
 	memset(big, 'n', 255);
@@ -227,10 +227,10 @@ static void manifest_path_rules(void)
 		      "[\"http://h/b\"]}"),
 		 big);
 	{
-		struct fs_manifest m;
+		struct tree_manifest m;
 
 		GOOD(json, &m);
-		fs__manifest_free(&m);
+		tree_manifest_free(&m);
 	}
 	big[255] = 'n';
 	big[256] = '\0';
@@ -242,10 +242,10 @@ static void manifest_path_rules(void)
 	T_ASSERT(strstr(json, "nnn") != NULL);
 	{
 		char e[512];
-		struct fs_manifest m;
+		struct tree_manifest m;
 
-		T_EQ_INT(fs__manifest_parse(json, strlen(json), &m, e,
-					    sizeof(e)),
+		T_EQ_INT(tree_manifest_parse(json, strlen(json), &m, e,
+					     sizeof(e)),
 			 -EINVAL);
 		T_ASSERT(strstr(e, "...\" has a component of 256 bytes, over "
 				   "255") != NULL);
@@ -259,11 +259,11 @@ static void manifest_path_rules(void)
 		      "[\"http://h/b\"]}"),
 		 big);
 	{
-		struct fs_manifest m;
+		struct tree_manifest m;
 
 		GOOD(json, &m);
 		T_EQ_INT(strlen(m.files[1].path), 4096);
-		fs__manifest_free(&m);
+		tree_manifest_free(&m);
 	}
 	snprintf(json, sizeof(json),
 		 WITH("{\"path\":\"%sq\",\"urls\":"
@@ -271,10 +271,10 @@ static void manifest_path_rules(void)
 		 big);
 	{
 		char e[512];
-		struct fs_manifest m;
+		struct tree_manifest m;
 
-		T_EQ_INT(fs__manifest_parse(json, strlen(json), &m, e,
-					    sizeof(e)),
+		T_EQ_INT(tree_manifest_parse(json, strlen(json), &m, e,
+					     sizeof(e)),
 			 -EINVAL);
 		T_ASSERT(strncmp(e, "files[1].path: ", 15) == 0);
 		T_ASSERT(strstr(e, "is 4097 bytes long, over 4096") != NULL);
@@ -300,7 +300,7 @@ static void manifest_duplicates(void)
 
 static void manifest_file_and_directory(void)
 {
-	struct fs_manifest m;
+	struct tree_manifest m;
 
 	BAD("{\"version\":1,\"files\":["
 	    "{\"path\":\"d\",\"urls\":[\"http://h/1\"]},"
@@ -331,7 +331,7 @@ static void manifest_file_and_directory(void)
 	     &m);
 	T_EQ_INT(m.nfiles, 5);
 	T_EQ_STR(m.files[4].path, "a.b");
-	fs__manifest_free(&m);
+	tree_manifest_free(&m);
 }
 
 static void manifest_urls(void)
@@ -386,7 +386,7 @@ static void manifest_size(void)
 
 static void manifest_sha256(void)
 {
-	struct fs_manifest m;
+	struct tree_manifest m;
 
 	BAD(WITH("{\"path\":\"b\",\"urls\":[\"http://h/"
 		 "b\"],\"sha256\":\"" ZERO64 "0\"}"),
@@ -410,12 +410,12 @@ static void manifest_sha256(void)
 	     &m);
 	T_EQ_INT(m.files[1].sha256[0], 0xab);
 	T_EQ_INT(m.files[1].sha256[31], 0x89);
-	fs__manifest_free(&m);
+	tree_manifest_free(&m);
 }
 
 static void manifest_blocks(void)
 {
-	struct fs_manifest m;
+	struct tree_manifest m;
 
 	BAD(WITH("{\"path\":\"b\",\"urls\":[\"http://h/b\"],\"block_size\":"
 		 "5000}"),
@@ -462,29 +462,29 @@ static void manifest_blocks(void)
 	     &m);
 	T_EQ_INT(m.files[1].nblocks, 2);
 	T_EQ_INT(m.files[1].block_sha256[1][0], 0x01);
-	fs__manifest_free(&m);
+	tree_manifest_free(&m);
 	/* block_size alone is a hint and is kept. */
 	GOOD(WITH("{\"path\":\"b\",\"urls\":[\"http://h/b\"],\"block_size\":"
 		  "1048576}"),
 	     &m);
 	T_EQ_INT(m.files[1].block_size, 1048576);
-	fs__manifest_free(&m);
+	tree_manifest_free(&m);
 }
 
 static void manifest_mode(void)
 {
-	struct fs_manifest m;
+	struct tree_manifest m;
 
 	GOOD(WITH("{\"path\":\"b\",\"urls\":[\"http://h/"
 		  "b\"],\"mode\":\"644\"}"),
 	     &m);
 	T_EQ_INT(m.files[1].mode, 0644);
-	fs__manifest_free(&m);
+	tree_manifest_free(&m);
 	GOOD(WITH("{\"path\":\"b\",\"urls\":[\"http://h/b\"],\"mode\":"
 		  "\"07555\"}"),
 	     &m);
 	T_EQ_INT(m.files[1].mode, 07555);
-	fs__manifest_free(&m);
+	tree_manifest_free(&m);
 	BAD(WITH("{\"path\":\"b\",\"urls\":[\"http://h/b\"],\"mode\":"
 		 "\"0o444\"}"),
 	    "files[1].mode: \"0o444\" is not an octal number like \"0444\"");
@@ -534,7 +534,7 @@ static void manifest_mtime(void)
 	char json[512], want[256];
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-		struct fs_manifest m;
+		struct tree_manifest m;
 
 		snprintf(json, sizeof(json),
 			 WITH("{\"path\":\"b\",\"urls\":[\"http://h/b\"],"
@@ -543,7 +543,7 @@ static void manifest_mtime(void)
 		GOOD(json, &m);
 		T_ASSERT(m.files[1].has_mtime);
 		T_EQ_INT(m.files[1].mtime, good[i].want);
-		fs__manifest_free(&m);
+		tree_manifest_free(&m);
 	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(json, sizeof(json),
@@ -598,7 +598,7 @@ static const char *temp_file(const char *text)
 
 static void manifest_load(void)
 {
-	struct fs_manifest m;
+	struct tree_manifest m;
 	char err[512], want[600];
 	const char *path;
 	int rc;
@@ -606,16 +606,16 @@ static void manifest_load(void)
 	path = temp_file("{\"version\":1,\"files\":[{\"path\":\"a\",\"urls\":"
 			 "[\"http://h/a\"],\"size\":3}]}");
 	T_ASSERT(path != NULL);
-	rc = fs__manifest_load(path, &m, err, sizeof(err));
+	rc = tree_manifest_load(path, &m, err, sizeof(err));
 	unlink(path);
 	T_EQ_INT(rc, 0);
 	T_EQ_U64(m.files[0].size, 3);
-	fs__manifest_free(&m);
+	tree_manifest_free(&m);
 
 	path = temp_file("{\"version\":1,\"files\":[{\"path\":\"a\",\"urls\":"
 			 "[\"http://h/a\"],\"size\":-3}]}");
 	T_ASSERT(path != NULL);
-	rc = fs__manifest_load(path, &m, err, sizeof(err));
+	rc = tree_manifest_load(path, &m, err, sizeof(err));
 	snprintf(want, sizeof(want),
 		 "%s: files[0].size: must not be negative, got -3", path);
 	unlink(path);
@@ -624,17 +624,17 @@ static void manifest_load(void)
 
 	path = temp_file("{\n\"version\":1,\n\"files\":[\n}");
 	T_ASSERT(path != NULL);
-	rc = fs__manifest_load(path, &m, err, sizeof(err));
+	rc = tree_manifest_load(path, &m, err, sizeof(err));
 	snprintf(want, sizeof(want), "%s: line 4, column ", path);
 	unlink(path);
 	T_EQ_INT(rc, -EINVAL);
 	T_ASSERT(strncmp(err, want, strlen(want)) == 0);
 
-	rc = fs__manifest_load("/nonexistent/m.json", &m, err, sizeof(err));
+	rc = tree_manifest_load("/nonexistent/m.json", &m, err, sizeof(err));
 	T_EQ_INT(rc, -ENOENT);
 	T_EQ_STR(err, "/nonexistent/m.json: cannot open: No such file or "
 		      "directory");
-	rc = fs__manifest_load("/", &m, err, sizeof(err));
+	rc = tree_manifest_load("/", &m, err, sizeof(err));
 	T_EQ_INT(rc, -EISDIR);
 	T_ASSERT(strncmp(err, "/: cannot read: ", 16) == 0);
 }
@@ -643,7 +643,7 @@ static void manifest_load(void)
 static void manifest_doc_example(void)
 {
 	static char text[65536];
-	struct fs_manifest m;
+	struct tree_manifest m;
 	char err[512];
 	const char *start, *end;
 	size_t len;
@@ -658,8 +658,8 @@ static void manifest_doc_example(void)
 	start += 8;
 	end = strstr(start, "```");
 	T_ASSERT(end != NULL);
-	T_EQ_INT(fs__manifest_parse(start, (size_t)(end - start), &m, err,
-				    sizeof(err)),
+	T_EQ_INT(tree_manifest_parse(start, (size_t)(end - start), &m, err,
+				     sizeof(err)),
 		 0);
 	T_EQ_INT(m.nfiles, 3);
 	T_EQ_STR(m.files[0].path, "images/debian-12.7.0-amd64-netinst.iso");
@@ -667,7 +667,7 @@ static void manifest_doc_example(void)
 	T_EQ_INT(m.files[0].mode, 0444);
 	T_EQ_INT(m.files[1].nblocks, 3);
 	T_EQ_INT(m.files[1].mtime, 1795996080);
-	fs__manifest_free(&m);
+	tree_manifest_free(&m);
 }
 
 /* Bytes that are not a manifest are refused, never a crash; the buffer
@@ -690,11 +690,11 @@ static void manifest_garbage(void)
 	for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
 		size_t len = strlen(inputs[i]) + (i == 0 ? 3 : 0);
 		char *copy = malloc(len > 0 ? len : 1);
-		struct fs_manifest m;
+		struct tree_manifest m;
 
 		T_ASSERT(copy != NULL);
 		memcpy(copy, inputs[i], len);
-		T_EQ_INT(fs__manifest_parse(copy, len, &m, err, sizeof(err)),
+		T_EQ_INT(tree_manifest_parse(copy, len, &m, err, sizeof(err)),
 			 -EINVAL);
 		T_ASSERT(strchr(err, '\n') == NULL);
 		free(copy);
@@ -702,9 +702,9 @@ static void manifest_garbage(void)
 	/* A tiny err buffer is still written safely. */
 	{
 		char small[8];
-		struct fs_manifest m;
+		struct tree_manifest m;
 
-		T_EQ_INT(fs__manifest_parse("[]", 2, &m, small, sizeof(small)),
+		T_EQ_INT(tree_manifest_parse("[]", 2, &m, small, sizeof(small)),
 			 -EINVAL);
 		T_EQ_STR(small, "manifes");
 	}
@@ -746,7 +746,7 @@ static char *read_fixture(const char *name, size_t *len)
 }
 
 /* Checks e[0..n) against want (in order); returns false after a T_FAIL. */
-static bool same_entries(const struct fs_index_entry *e, uint32_t n,
+static bool same_entries(const struct tree_index_entry *e, uint32_t n,
 			 const struct want_entry *want, size_t nwant)
 {
 	if (n != nwant) {
@@ -786,7 +786,7 @@ static bool same_entries(const struct fs_index_entry *e, uint32_t n,
 static bool check_fixture(const char *name, const struct want_entry *want,
 			  size_t nwant)
 {
-	struct fs_index_entry *e = NULL;
+	struct tree_index_entry *e = NULL;
 	uint32_t n = 0;
 	char err[256];
 	size_t len;
@@ -797,13 +797,13 @@ static bool check_fixture(const char *name, const struct want_entry *want,
 		T_FAIL("cannot read tests/data/%s", name);
 		return false;
 	}
-	if (fs__dirindex_parse(html, len, &e, &n, err, sizeof(err)) != 0) {
+	if (tree_dirindex_parse(html, len, &e, &n, err, sizeof(err)) != 0) {
 		T_FAIL("%s: %s", name, err);
 		free(html);
 		return false;
 	}
 	ok = same_entries(e, n, want, nwant);
-	fs__dirindex_free(e, n);
+	tree_dirindex_free(e, n);
 	free(html);
 	return ok;
 }
@@ -861,20 +861,20 @@ static void dirindex_nginx_human(void)
 
 static void dirindex_nginx_empty(void)
 {
-	struct fs_index_entry *e = (struct fs_index_entry *)&e;
+	struct tree_index_entry *e = (struct tree_index_entry *)&e;
 	uint32_t n = 7;
 	char err[256];
 	size_t len;
 	char *html = read_fixture("nginx-autoindex-empty.html", &len);
 
 	T_ASSERT(html != NULL);
-	T_EQ_INT(fs__dirindex_parse(html, len, &e, &n, err, sizeof(err)), 0);
+	T_EQ_INT(tree_dirindex_parse(html, len, &e, &n, err, sizeof(err)), 0);
 	T_EQ_INT(n, 0);
 	T_ASSERT(e == NULL);
 	free(html);
-	T_EQ_INT(fs__dirindex_parse("", 0, &e, &n, err, sizeof(err)), 0);
+	T_EQ_INT(tree_dirindex_parse("", 0, &e, &n, err, sizeof(err)), 0);
 	T_EQ_INT(n, 0);
-	fs__dirindex_free(NULL, 0);
+	tree_dirindex_free(NULL, 0);
 }
 
 /* Apache prints bytes below 973 exactly and larger sizes as "1.2K". */
@@ -928,7 +928,7 @@ static void dirindex_apache_plain(void)
 static bool check_html(const char *html, const struct want_entry *want,
 		       size_t nwant)
 {
-	struct fs_index_entry *e = NULL;
+	struct tree_index_entry *e = NULL;
 	uint32_t n = 0;
 	char err[256];
 	size_t len = strlen(html);
@@ -938,13 +938,13 @@ static bool check_html(const char *html, const struct want_entry *want,
 	if (copy == NULL)
 		return false;
 	memcpy(copy, html, len);
-	if (fs__dirindex_parse(copy, len, &e, &n, err, sizeof(err)) != 0) {
+	if (tree_dirindex_parse(copy, len, &e, &n, err, sizeof(err)) != 0) {
 		T_FAIL("%s", err);
 		free(copy);
 		return false;
 	}
 	ok = same_entries(e, n, want, nwant);
-	fs__dirindex_free(e, n);
+	tree_dirindex_free(e, n);
 	free(copy);
 	return ok;
 }
@@ -1028,7 +1028,7 @@ static void dirindex_columns(void)
 		{"huge", false, -1, T1},	 {"d", true, -1, T1},
 		{"nextline", false, -1, 0},	 {"old", false, 5, -60},
 	};
-	struct fs_index_entry *e = NULL;
+	struct tree_index_entry *e = NULL;
 	uint32_t n = 0;
 	char err[256];
 	static const char max[] =
@@ -1039,14 +1039,15 @@ static void dirindex_columns(void)
 	T_ASSERT(check_html(html, want, sizeof(want) / sizeof(want[0])));
 	/* The largest off_t is a size; past it, no file's size: unknown,
 	 * for the probe to tell (a stat would show it negative). */
-	T_EQ_INT(fs__dirindex_parse(max, strlen(max), &e, &n, err, sizeof(err)),
-		 0);
+	T_EQ_INT(
+		tree_dirindex_parse(max, strlen(max), &e, &n, err, sizeof(err)),
+		0);
 	T_EQ_INT(n, 3);
 	T_ASSERT(e[0].has_size);
 	T_EQ_U64(e[0].size, INT64_MAX);
 	T_ASSERT(!e[1].has_size);
 	T_ASSERT(!e[2].has_size);
-	fs__dirindex_free(e, n);
+	tree_dirindex_free(e, n);
 }
 
 static void dirindex_duplicates(void)
@@ -1098,7 +1099,7 @@ static void dirindex_hostile(void)
 		"\xff\xfe<\xa0"
 		"a href=x>",
 	};
-	struct fs_index_entry *e;
+	struct tree_index_entry *e;
 	uint32_t n;
 	char err[256];
 	char *big;
@@ -1113,13 +1114,13 @@ static void dirindex_hostile(void)
 		for (size_t cut = 0; cut <= len; cut++) {
 			e = NULL;
 			n = 0;
-			T_EQ_INT(fs__dirindex_parse(copy, cut, &e, &n, err,
-						    sizeof(err)),
+			T_EQ_INT(tree_dirindex_parse(copy, cut, &e, &n, err,
+						     sizeof(err)),
 				 0);
 			for (uint32_t k = 0; k < n; k++)
 				T_ASSERT(e[k].name[0] != '\0' &&
 					 strchr(e[k].name, '/') == NULL);
-			fs__dirindex_free(e, n);
+			tree_dirindex_free(e, n);
 		}
 		free(copy);
 	}
@@ -1131,19 +1132,21 @@ static void dirindex_hostile(void)
 	memcpy(big + 9 + 256, "\">x</a>\n<a href=\"", 17);
 	memset(big + 9 + 256 + 17, 'm', 255);
 	memcpy(big + 9 + 256 + 17 + 255, "\">", 2);
-	T_EQ_INT(fs__dirindex_parse(big, 9 + 256 + 17 + 255 + 2, &e, &n, err,
-				    sizeof(err)),
+	T_EQ_INT(tree_dirindex_parse(big, 9 + 256 + 17 + 255 + 2, &e, &n, err,
+				     sizeof(err)),
 		 0);
 	T_EQ_INT(n, 1);
 	T_EQ_INT(strlen(e[0].name), 255);
-	fs__dirindex_free(e, n);
+	tree_dirindex_free(e, n);
 	/* A megabyte of one unclosed tag and one of '<' stay linear. */
 	memcpy(big, "<a href=\"", 9);
 	memset(big + 9, 'x', (1 << 20) - 9);
-	T_EQ_INT(fs__dirindex_parse(big, 1 << 20, &e, &n, err, sizeof(err)), 0);
+	T_EQ_INT(tree_dirindex_parse(big, 1 << 20, &e, &n, err, sizeof(err)),
+		 0);
 	T_EQ_INT(n, 0);
 	memset(big, '<', 1 << 20);
-	T_EQ_INT(fs__dirindex_parse(big, 1 << 20, &e, &n, err, sizeof(err)), 0);
+	T_EQ_INT(tree_dirindex_parse(big, 1 << 20, &e, &n, err, sizeof(err)),
+		 0);
 	T_EQ_INT(n, 0);
 	free(big);
 }
@@ -1153,7 +1156,7 @@ static void dirindex_many(void)
 {
 	size_t cap = 40000 * 64, o = 0;
 	char *html = malloc(cap);
-	struct fs_index_entry *e = NULL;
+	struct tree_index_entry *e = NULL;
 	uint32_t n = 0;
 	char err[256];
 
@@ -1163,13 +1166,13 @@ static void dirindex_many(void)
 				      "<a href=\"f%05d\">f</a> "
 				      "29-Nov-2026 23:48 %d\n",
 				      i, i);
-	T_EQ_INT(fs__dirindex_parse(html, o, &e, &n, err, sizeof(err)), 0);
+	T_EQ_INT(tree_dirindex_parse(html, o, &e, &n, err, sizeof(err)), 0);
 	free(html);
 	T_EQ_INT(n, 40000);
 	T_EQ_STR(e[0].name, "f00000");
 	T_EQ_STR(e[39999].name, "f39999");
 	T_EQ_U64(e[12345].size, 12345);
-	fs__dirindex_free(e, n);
+	tree_dirindex_free(e, n);
 }
 
 static void headers_parse(void)
@@ -1179,17 +1182,17 @@ static void headers_parse(void)
 	char **h = NULL, err[256];
 	unsigned n = 0;
 
-	T_EQ_INT(fs__headers_parse(text, sizeof(text) - 1, &h, &n, err,
-				   sizeof(err)),
+	T_EQ_INT(auth_headers_parse(text, sizeof(text) - 1, &h, &n, err,
+				    sizeof(err)),
 		 0);
 	T_EQ_INT(n, 3);
 	T_EQ_STR(h[0], "X-Token: s3cret");
 	T_EQ_STR(h[1], "Authorization:Bearer a b");
 	T_EQ_STR(h[2], "Empty:");
-	fs__headers_free(h, n);
-	T_EQ_INT(fs__headers_parse("", 0, &h, &n, err, sizeof(err)), 0);
+	auth_headers_free(h, n);
+	T_EQ_INT(auth_headers_parse("", 0, &h, &n, err, sizeof(err)), 0);
 	T_EQ_INT(n, 0);
-	fs__headers_free(h, n);
+	auth_headers_free(h, n);
 }
 
 static void headers_parse_refused(void)
@@ -1206,8 +1209,8 @@ static void headers_parse_refused(void)
 	unsigned n = 7;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		T_EQ_INT(fs__headers_parse(bad[i][0], strlen(bad[i][0]), &h, &n,
-					   err, sizeof(err)),
+		T_EQ_INT(auth_headers_parse(bad[i][0], strlen(bad[i][0]), &h,
+					    &n, err, sizeof(err)),
 			 -EINVAL);
 		if (strncmp(err, bad[i][1], strlen(bad[i][1])) != 0 ||
 		    strstr(err, "secret") != NULL || strchr(err, '\n'))
@@ -1215,9 +1218,9 @@ static void headers_parse_refused(void)
 	}
 	/* Untouched on failure. */
 	T_ASSERT(h == (char **)1 && n == 7);
-	T_EQ_INT(fs__header_check("X-A: a\tb", 8), 0);
-	T_EQ_INT(fs__header_check("X-A: a\nb", 8), -EINVAL);
-	T_EQ_INT(fs__header_check("X-A", 3), -EINVAL);
+	T_EQ_INT(auth_header_check("X-A: a\tb", 8), 0);
+	T_EQ_INT(auth_header_check("X-A: a\nb", 8), -EINVAL);
+	T_EQ_INT(auth_header_check("X-A", 3), -EINVAL);
 }
 
 /* The headers pacefs sets itself, in any case, from a header file; a
@@ -1234,19 +1237,19 @@ static void headers_owned(void)
 	unsigned n = 0;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		T_EQ_INT(fs__headers_parse(bad[i][0], strlen(bad[i][0]), &h, &n,
-					   err, sizeof(err)),
+		T_EQ_INT(auth_headers_parse(bad[i][0], strlen(bad[i][0]), &h,
+					    &n, err, sizeof(err)),
 			 -EINVAL);
 		T_EQ_STR(err, bad[i][1]);
 	}
-	T_ASSERT(fs__header_owned("Ranges: x", 9) == NULL);
-	T_ASSERT(fs__header_owned("X-Host: x", 9) == NULL);
-	T_EQ_STR(fs__header_owned("host:x", 6), "Host");
-	T_EQ_INT(fs__token_check("abc+/="), 0);
-	T_EQ_INT(fs__token_check(NULL), 0);
-	T_EQ_INT(fs__token_check("tok\r\nX-B: 1"), '\r');
-	T_EQ_INT(fs__token_check("a\tb"), '\t');
-	T_EQ_INT(fs__token_check("a\x7f"), 0x7f);
+	T_ASSERT(auth_header_owned("Ranges: x", 9) == NULL);
+	T_ASSERT(auth_header_owned("X-Host: x", 9) == NULL);
+	T_EQ_STR(auth_header_owned("host:x", 6), "Host");
+	T_EQ_INT(auth_token_check("abc+/="), 0);
+	T_EQ_INT(auth_token_check(NULL), 0);
+	T_EQ_INT(auth_token_check("tok\r\nX-B: 1"), '\r');
+	T_EQ_INT(auth_token_check("a\tb"), '\t');
+	T_EQ_INT(auth_token_check("a\x7f"), 0x7f);
 }
 
 /* The owner and mode rule, and that its message says what is allowed. */
@@ -1255,26 +1258,27 @@ static void file_check(void)
 	static const struct {
 		mode_t mode;
 		uid_t uid;
-		enum fs_file_kind kind;
+		enum auth_file_kind kind;
 		bool readable_ok;
 		const char *want; /* NULL: accepted */
 	} cases[] = {
-		{0600, 7, FS_FILE_HEADERS, false, NULL},
-		{0602, 7, FS_FILE_HEADERS, false,
-		 "f: mode 0602 lets others write to it; refused. chmod go-w it"},
-		{0620, 7, FS_FILE_SECRETS, true,
+		{0600, 7, AUTH_FILE_HEADERS, false, NULL},
+		{0602, 7, AUTH_FILE_HEADERS, false,
+		 "f: mode 0602 lets others write to it; refused. chmod go-w "
+		 "it"},
+		{0620, 7, AUTH_FILE_SECRETS, true,
 		 "f: mode 0620 lets group write to it; refused. chmod go-w it"},
-		{0666, 7, FS_FILE_COMMAND, true,
+		{0666, 7, AUTH_FILE_COMMAND, true,
 		 "f: mode 0666 lets group and others write to it and read it; "
 		 "refused. chmod go-w it"},
-		{0644, 7, FS_FILE_COMMAND, false, NULL},
-		{0644, 7, FS_FILE_SECRETS, true, NULL},
-		{0640, 7, FS_FILE_SECRETS, false,
+		{0644, 7, AUTH_FILE_COMMAND, false, NULL},
+		{0644, 7, AUTH_FILE_SECRETS, true, NULL},
+		{0640, 7, AUTH_FILE_SECRETS, false,
 		 "f: mode 0640 lets group read its secrets; chmod 600 it (or "
 		 "mount with -o creds_readable)"},
-		{0604, 7, FS_FILE_HEADERS, true,
+		{0604, 7, AUTH_FILE_HEADERS, true,
 		 "f: mode 0604 lets others read its secrets; chmod 600 it"},
-		{0600, 8, FS_FILE_COMMAND, false,
+		{0600, 8, AUTH_FILE_COMMAND, false,
 		 "f: owned by uid 8, not by the user who mounts (uid 7); "
 		 "refused: its owner could change what it holds. chown it"},
 	};
@@ -1286,8 +1290,8 @@ static void file_check(void)
 		int rc;
 
 		err[0] = '\0';
-		rc = fs__file_check("f", &st, 7, cases[i].kind,
-				    cases[i].readable_ok, err, sizeof(err));
+		rc = auth_file_check("f", &st, 7, cases[i].kind,
+				     cases[i].readable_ok, err, sizeof(err));
 		T_EQ_INT(rc, cases[i].want == NULL ? 0 : -EACCES);
 		if (cases[i].want != NULL)
 			T_EQ_STR(err, cases[i].want);
@@ -1310,15 +1314,15 @@ static void s3xml_dtd_refused(void)
 		"<?xml version=\"1.0\"?>\n<!DOCTYPE Error [<!ENTITY e \"x\">]>"
 		"<Error><Code>&e;</Code></Error>";
 	char err[256] = "", code[64], msg[64], region[64];
-	struct fs_s3_page p;
+	struct tree_s3_page p;
 
-	T_EQ_INT(fs__s3_page_parse(page, sizeof(page) - 1, &p, err,
-				   sizeof(err)),
+	T_EQ_INT(tree__s3_page_parse(page, sizeof(page) - 1, &p, err,
+				     sizeof(err)),
 		 -EINVAL);
 	T_ASSERT(strstr(err, "DTD") != NULL);
-	T_EQ_INT(fs__s3_error_parse(error, sizeof(error) - 1, code,
-				    sizeof(code), msg, sizeof(msg), region,
-				    sizeof(region)),
+	T_EQ_INT(tree__s3_error_parse(error, sizeof(error) - 1, code,
+				      sizeof(code), msg, sizeof(msg), region,
+				      sizeof(region)),
 		 -EPROTO);
 	T_EQ_STR(code, "");
 }
@@ -1329,15 +1333,15 @@ static void s3xml_text_children(void)
 		"<Contents><Key>d/a<!-- x -->b&amp;c</Key><Size>7</Size>"
 		"</Contents>");
 	char err[256] = "";
-	struct fs_s3_page p;
+	struct tree_s3_page p;
 
-	T_EQ_INT(fs__s3_page_parse(page, sizeof(page) - 1, &p, err,
-				   sizeof(err)),
+	T_EQ_INT(tree__s3_page_parse(page, sizeof(page) - 1, &p, err,
+				     sizeof(err)),
 		 0);
 	T_EQ_INT(p.n, 1);
 	T_EQ_STR(p.items[0].key, "d/ab&c");
 	T_EQ_INT(p.items[0].size, 7);
-	fs__s3_page_free(&p);
+	tree__s3_page_free(&p);
 }
 
 static void s3xml_nul_key(void)
@@ -1346,17 +1350,17 @@ static void s3xml_nul_key(void)
 		"<Contents><Key>d/bad%00key</Key><Size>1</Size></Contents>"
 		"<Contents><Key>d/go+od</Key><Size>2</Size></Contents>");
 	char err[256] = "";
-	struct fs_s3_page p;
+	struct tree_s3_page p;
 
-	T_EQ_INT(fs__s3_page_parse(page, sizeof(page) - 1, &p, err,
-				   sizeof(err)),
+	T_EQ_INT(tree__s3_page_parse(page, sizeof(page) - 1, &p, err,
+				     sizeof(err)),
 		 0);
 	T_EQ_INT(p.n, 2);
 	T_ASSERT(p.items[0].no_name);
 	T_EQ_STR(p.items[0].key, "d/bad%00key");
 	T_ASSERT(!p.items[1].no_name);
 	T_EQ_STR(p.items[1].key, "d/go od");
-	fs__s3_page_free(&p);
+	tree__s3_page_free(&p);
 }
 
 static const struct t_case cases[] = {
