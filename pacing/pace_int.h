@@ -245,6 +245,8 @@ struct group {
 				until its lane cap grows again */
 	uint64_t agg_tmp;    /* scratch for pace__measure */
 	uint32_t n_tmp;
+	uint32_t need_tmp; /* readers of its files with a read that waits on
+			      bytes no lane owns, as counted by the poll */
 	uint32_t lane_cap; /* AIMD: lanes allowed now */
 	uint64_t inc_at;   /* next additive increase */
 	/* Readers of its files that read from the start: how many read to
@@ -315,6 +317,8 @@ struct reader {
 	uint64_t last_wait_ns; /* it last waited at its cursor; 0: never */
 	uint64_t deficit;      /* deficit round robin credit, bytes */
 	uint32_t nl_tmp;       /* lanes serving it, as counted by the poll */
+	uint32_t nd_tmp;       /* of those, lanes serving its waiting reads */
+	bool need_tmp;	       /* a read of it waits on bytes no lane owns */
 };
 
 struct wait {
@@ -324,6 +328,9 @@ struct wait {
 	uint64_t off;
 	uint64_t end;
 	uint64_t begin_ns;
+	uint32_t key_tmp; /* its reader's lanes when the poll began: reads
+			     of readers holding fewer are served first */
+	bool capped_tmp;  /* held to its reader's share in this poll */
 };
 
 struct pace {
