@@ -59,6 +59,19 @@ struct fs_mount;
  * size. Counted in every sequential reader's lead. */
 #define FS_KERNEL_AHEAD (128u * 1024u)
 
+/* Threads the FUSE loop may run; a read that waits on the network holds
+ * one. */
+#define FS_THREADS 64
+
+/* Reads the kernel may have outstanding in the background (FUSE_INIT's
+ * max_background): its page-cache reads, readahead included, are all sent
+ * so, and a read that waits on the network holds its slot. At the
+ * kernel's default of 12, twelve readers of a file the origin sends
+ * slowly held every slot and another file's reads queued in the kernel
+ * behind them, whatever the scheduler gave them; below FS_THREADS, so
+ * that requests that do not wait (lookups, cached reads) find a thread. */
+#define FS_BACKGROUND 48
+
 /* The largest status document: an extended attribute's value limit. */
 #define FS_STATUS_MAX 65536
 

@@ -682,7 +682,7 @@ static int serve(struct fs_opts *o, struct fuse_session *se, struct fs_mount *m,
 	if (lc == NULL)
 		return -ENOMEM;
 	fuse_loop_cfg_set_clone_fd(lc, 1);
-	fuse_loop_cfg_set_max_threads(lc, 64);
+	fuse_loop_cfg_set_max_threads(lc, FS_THREADS);
 	rc = fs__inval_start(m->inval, se);
 	if (rc != 0) {
 		fs__log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
