@@ -92,6 +92,10 @@
 #define SAT_PCT 85
 /* A source this many times slower than the best one is a last resort. */
 #define SLOW_FACTOR 8
+/* A lane this many times slower than its group's per-connection peak
+ * trickles: its file is capped on its own (a path the origin sends far
+ * slower than the rest), and it says nothing of what the origin gives. */
+#define TRICKLE_FACTOR SLOW_FACTOR
 /* A lane this many times slower than the fastest lane of its own source
  * is a slow connection, not the source's pace: a read that waits on it
  * has the rest of its range given back (cut.c, lagging_lane). Not 2:
@@ -232,6 +236,8 @@ struct group {
 	uint64_t cap_est; /* aggregate rate when saturated */
 	bool saturated;	  /* more lanes did not add rate */
 	uint32_t n_ok;	  /* most lanes seen running at full rate */
+	uint32_t trickling; /* of its lanes, those that trickle
+			       (pace__measure), as of the last poll */
 	uint64_t fast;	  /* fastest lane of late (pace__lane_recv_rate),
 			     kept for FAST_KEEP_NS unless a faster one
 			     comes; a short request counts too */
