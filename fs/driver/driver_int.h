@@ -72,6 +72,13 @@ struct fs_mount;
  * that requests that do not wait (lookups, cached reads) find a thread. */
 #define FS_BACKGROUND 48
 
+/* Past this many background requests the kernel skips readahead that no
+ * reader waits for yet: the kernel's own threshold for 12. At 3/4 of
+ * FS_BACKGROUND the kernel sent more ahead of eight loader workers, and
+ * pacing read those reads as jumps: more requests and bytes pulled twice
+ * (tests/mount/readers.sh). */
+#define FS_CONGESTION 9
+
 /* The largest status document: an extended attribute's value limit. */
 #define FS_STATUS_MAX 65536
 

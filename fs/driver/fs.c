@@ -90,7 +90,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * fetched. */
 	conn->max_readahead = FS_KERNEL_AHEAD;
 	conn->max_background = FS_BACKGROUND;
-	conn->congestion_threshold = FS_BACKGROUND * 3 / 4;
+	conn->congestion_threshold = FS_CONGESTION;
 	/* Bytes read from the cache's file go to the kernel as its pages
 	 * (fuse_reply_data over the file): one copy fewer (README.md). */
 	m->splice = (conn->capable & FUSE_CAP_SPLICE_WRITE) != 0;
