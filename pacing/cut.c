@@ -12,25 +12,36 @@ static uint64_t lane_rate(const struct pace *p, const struct lane *l)
 	return l->nsamples ? l->rate : pace__expected_rate(p, l->source);
 }
 
-/* Gives lane l, a read-ahead lane of another reader, to a read that
- * waits, without pulling its bytes twice: the lane ends its request (its
- * queued range is not promoted: pace_on_done) and the read takes it then.
- * A closed connection loses what the origin sent past the new end, so
- * the end is lowered only for a request that has more than HANDOVER_NS
- * left at its rate, to what arrives in that time. Writes a SET_END when
- * the end moves (returns 1), else nothing (0). */
+/* Gives lane l, a lane of another reader, to a read that waits, without
+ * pulling its bytes twice: the lane ends its request (its queued range is
+ * not promoted: pace_on_done) and the read takes it then. A closed
+ * connection loses what the origin sent past the new end, so the end is
+ * lowered only for a request that has more than HANDOVER_NS left at its
+ * rate, to what arrives in that time, on a chunk boundary. A lane that
+ * trickles (a file its origin sends far slower than a chunk in
+ * HANDOVER_NS: a path capped on its own) would hold the read for many
+ * times that before it reached the boundary: it ends where what is on
+ * its wire ends (pace__lane_wire), off the boundary, within about a round
+ * trip. Writes a SET_END when the end moves (returns 1), else nothing
+ * (0). */
 int pace__hand_over(struct pace *p, struct lane *l, struct pace_action *a)
 {
 	uint64_t rate = lane_rate(p, l);
-	uint64_t cut = pace__align_up(
-		pace__sat_add(pace__max64(l->frontier, l->start),
-			      (uint64_t)((double)rate * (double)HANDOVER_NS /
-					 (double)SEC)),
-		p->cfg.align);
+	uint64_t from = pace__max64(l->frontier, l->start);
+	uint64_t reach =
+		(uint64_t)((double)rate * (double)HANDOVER_NS / (double)SEC);
+	uint64_t cut = pace__align_up(pace__sat_add(from, reach), p->cfg.align);
 
 	l->handover = true;
-	if (rate == 0 || cut >= l->end || l->end - cut < p->cfg.min_request)
+	if (rate == 0)
 		return 0;
+	if (cut - from > 2 * reach) {
+		cut = pace__sat_add(from, pace__max64(pace__lane_wire(p, l), 1));
+		if (cut >= l->end)
+			return 0;
+	} else if (cut >= l->end || l->end - cut < p->cfg.min_request) {
+		return 0;
+	}
 	pace__infl_sub(p, l->end - cut);
 	l->end = cut;
 	pace__emit(a, PACE_ACT_SET_END, p, l);

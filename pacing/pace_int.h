@@ -92,6 +92,10 @@
 #define SAT_PCT 85
 /* A source this many times slower than the best one is a last resort. */
 #define SLOW_FACTOR 8
+/* A lane this many times slower than its group's per-connection peak
+ * trickles: its file is capped on its own (a path the origin sends far
+ * slower than the rest), and it says nothing of what the origin gives. */
+#define TRICKLE_FACTOR SLOW_FACTOR
 /* A lane this many times slower than the fastest lane of its own source
  * is a slow connection, not the source's pace: a read that waits on it
  * has the rest of its range given back (cut.c, lagging_lane). Not 2:
@@ -232,6 +236,8 @@ struct group {
 	uint64_t cap_est; /* aggregate rate when saturated */
 	bool saturated;	  /* more lanes did not add rate */
 	uint32_t n_ok;	  /* most lanes seen running at full rate */
+	uint32_t trickling; /* of its lanes, those that trickle
+			       (pace__measure), as of the last poll */
 	uint64_t fast;	  /* fastest lane of late (pace__lane_recv_rate),
 			     kept for FAST_KEEP_NS unless a faster one
 			     comes; a short request counts too */
@@ -245,6 +251,8 @@ struct group {
 				until its lane cap grows again */
 	uint64_t agg_tmp;    /* scratch for pace__measure */
 	uint32_t n_tmp;
+	uint32_t need_tmp; /* readers of its files with a read that waits on
+			      bytes no lane owns, as counted by the poll */
 	uint32_t lane_cap; /* AIMD: lanes allowed now */
 	uint64_t inc_at;   /* next additive increase */
 	/* Readers of its files that read from the start: how many read to
@@ -315,6 +323,8 @@ struct reader {
 	uint64_t last_wait_ns; /* it last waited at its cursor; 0: never */
 	uint64_t deficit;      /* deficit round robin credit, bytes */
 	uint32_t nl_tmp;       /* lanes serving it, as counted by the poll */
+	uint32_t nd_tmp;       /* of those, lanes serving its waiting reads */
+	bool need_tmp;	       /* a read of it waits on bytes no lane owns */
 };
 
 struct wait {
@@ -324,6 +334,9 @@ struct wait {
 	uint64_t off;
 	uint64_t end;
 	uint64_t begin_ns;
+	uint32_t key_tmp; /* its reader's lanes when the poll began: reads
+			     of readers holding fewer are served first */
+	bool capped_tmp;  /* held to its reader's share in this poll */
 };
 
 struct pace {

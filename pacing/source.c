@@ -123,8 +123,20 @@ void pace__rate_update(struct pace *p, struct lane *l)
 		s->peak = l->level;
 }
 
+/* Lane l runs under 1/TRICKLE_FACTOR of its group's per-connection peak:
+ * a file of the origin capped on its own, beside faster ones. */
+static bool trickles(const struct group *g, const struct lane *l)
+{
+	return l->nsamples >= 2 && g->peak &&
+	       (double)l->rate * TRICKLE_FACTOR < (double)g->peak;
+}
+
 /* Lanes that together give much less than lanes x per-connection rate
- * mean the group's shaping cap is reached. */
+ * mean the group's shaping cap is reached. A lane that trickles is left
+ * out of the measure and of the lanes that add rate: twelve lanes of a
+ * file the origin sends at 8 KB/s each said every lane the origin had
+ * added rate, and beside a fast file's they would say the origin is
+ * saturated. */
 void pace__measure(struct pace *p)
 {
 	const struct pace_config *c = &p->cfg;
@@ -133,21 +145,28 @@ void pace__measure(struct pace *p)
 		struct lane *l = &p->lanes[i];
 		struct group *g;
 
-		if (!pace__lane_open(l))
-			continue;
-		pace__rate_update(p, l);
+		/* An idle lane's last group too: its trickling lanes are
+		 * gone. */
 		g = pace__group(p, &p->sources[l->source]);
 		g->agg_tmp = 0;
 		g->n_tmp = 0;
+		g->trickling = 0;
+		if (pace__lane_open(l))
+			pace__rate_update(p, l);
 	}
 	for (uint32_t i = 0; i < c->max_lanes; i++) {
 		struct lane *l = &p->lanes[i];
 		struct group *g;
 
-		if (!pace__lane_open(l) || l->nsamples < 2 ||
-		    l->state == LANE_COLLAPSED)
+		if (!pace__lane_open(l))
 			continue;
 		g = pace__group(p, &p->sources[l->source]);
+		if (trickles(g, l)) {
+			g->trickling++;
+			continue;
+		}
+		if (l->nsamples < 2 || l->state == LANE_COLLAPSED)
+			continue;
 		g->agg_tmp += l->rate;
 		g->n_tmp++;
 	}
@@ -183,7 +202,9 @@ void pace__measure(struct pace *p)
 		 * lanes grow one at a time as fast as the measured ones keep
 		 * their rate. */
 		if (fast_ok || (double)g->agg_tmp * 100 >= full * SAT_PCT)
-			g->n_ok = g->n_ok > g->lanes ? g->n_ok : g->lanes;
+			g->n_ok = g->n_ok > g->lanes - g->trickling
+					  ? g->n_ok
+					  : g->lanes - g->trickling;
 		g->n_tmp = 0; /* once per group */
 	}
 }
@@ -195,13 +216,15 @@ static double marginal_gain(const struct group *g, uint64_t best_peak)
 {
 	double gain =
 		(double)(g->peak ? g->peak : pace__max64(best_peak, 1) * 2);
-	double n = g->lanes, cap = g->saturated ? (double)g->cap_est : 1e30;
+	/* Lanes that trickle take nothing of what the origin gives. */
+	uint32_t lanes = g->lanes > g->trickling ? g->lanes - g->trickling : 0;
+	double n = lanes, cap = g->saturated ? (double)g->cap_est : 1e30;
 	double now, next;
 
 	/* Past the lane count seen at full rate the cap is unknown: probe
 	 * one lane at a time, valued at half. */
-	if (g->peak && !g->saturated && g->lanes >= g->n_ok) {
-		if (g->lanes > g->n_ok)
+	if (g->peak && !g->saturated && lanes >= g->n_ok) {
+		if (lanes > g->n_ok)
 			return 0;
 		gain *= 0.5;
 	}
@@ -210,7 +233,7 @@ static double marginal_gain(const struct group *g, uint64_t best_peak)
 	/* A saturated group keeps one lane beyond its cap's share, up to
 	 * the count seen at full rate: it covers the round trip between
 	 * one request and the next. */
-	if (next - now <= 0 && g->saturated && g->lanes <= g->n_ok)
+	if (next - now <= 0 && g->saturated && lanes <= g->n_ok)
 		return 1.0;
 	return next - now;
 }

@@ -39,6 +39,26 @@ struct driver_mount;
  * size. Counted in every sequential reader's lead. */
 #define DRIVER_KERNEL_AHEAD (128u * 1024u)
 
+/* Threads the FUSE loop may run; a read that waits on the network holds
+ * one. */
+#define DRIVER_THREADS 64
+
+/* Reads the kernel may have outstanding in the background (FUSE_INIT's
+ * max_background): its page-cache reads, readahead included, are all sent
+ * so, and a read that waits on the network holds its slot. At the
+ * kernel's default of 12, twelve readers of a file the origin sends
+ * slowly held every slot and another file's reads queued in the kernel
+ * behind them, whatever the scheduler gave them; below DRIVER_THREADS, so
+ * that requests that do not wait (lookups, cached reads) find a thread. */
+#define DRIVER_BACKGROUND 48
+
+/* Past this many background requests the kernel skips readahead that no
+ * reader waits for yet: the kernel's own threshold for 12. At 3/4 of
+ * DRIVER_BACKGROUND the kernel sent more ahead of eight loader workers,
+ * and pacing read those reads as jumps: more requests and bytes pulled
+ * twice (tests/mount/readers.sh). */
+#define DRIVER_CONGESTION 9
+
 /* Files a directory-index mount can hold (a bound on its tables). */
 #define DRIVER_INDEX_MAX_FILES 65536u
 

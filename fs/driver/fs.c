@@ -89,6 +89,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * ahead counts in each reader's lead, and pacing decides what is
 	 * fetched. */
 	conn->max_readahead = DRIVER_KERNEL_AHEAD;
+	conn->max_background = DRIVER_BACKGROUND;
+	conn->congestion_threshold = DRIVER_CONGESTION;
 	/* Bytes read from the cache's file go to the kernel as its pages
 	 * (fuse_reply_data over the file): one copy fewer (README.md). */
 	m->splice = (conn->capable & FUSE_CAP_SPLICE_WRITE) != 0;

@@ -207,7 +207,7 @@ int driver__serve(struct fs_opts *o, struct fuse_session *se,
 	if (lc == NULL)
 		return -ENOMEM;
 	fuse_loop_cfg_set_clone_fd(lc, 1);
-	fuse_loop_cfg_set_max_threads(lc, 64);
+	fuse_loop_cfg_set_max_threads(lc, DRIVER_THREADS);
 	rc = driver__inval_start(m->inval, se);
 	if (rc != 0) {
 		obs_log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));

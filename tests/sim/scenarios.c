@@ -667,6 +667,150 @@ static void sc_cold_1m(void)
 	cold_1m("cold_1m_burst", 256 * KIB);
 }
 
+/* ---- one slow file beside others of its origin: an origin that caps
+ * one path far below the rest (pacefs-origin's --fault PATH:rate:8K);
+ * every file is a source of its own in the origin's group, 16 lanes to
+ * the origin, as a mount has them. ---- */
+
+#define SLOW_RATE 8192.0 /* bytes/s a connection of the slow file */
+
+static void slow_origin(struct scenario *sc, const char *name, int nfast)
+{
+	base(sc, name);
+	sc->cfg.max_lanes = 32;
+	sc->cfg.lanes_per_source = 16;
+	sc->cfg.align = 64 * KIB;
+	sc->cfg.min_request = 64 * KIB;
+	sc->cfg.window_min = 256 * KIB;
+	sc->cfg.kernel_piece = 128 * KIB;
+	sc->limit = 300;
+	sc->nblob = 1 + nfast;
+	sc->size[0] = 64 * MIB;
+	sc->nsrc = 1 + nfast;
+	sc->src[0] = src(0, SLOW_RATE, 0, 0.001);
+	sc->src[0].group = 1;
+	for (int b = 1; b <= nfast; b++) {
+		sc->size[b] = 16 * MIB;
+		sc->src[b] = src(b, 100 * MB, 0, 0.001);
+		sc->src[b].group = 1;
+	}
+}
+
+/* A reader of the slow file at its own offset, reading `rsize` at a time
+ * until it has `total`. */
+static struct rd_spec slow_rd(int i, uint64_t rsize, uint64_t total)
+{
+	struct rd_spec r = seq(0, 0, rsize);
+
+	r.start = (uint64_t)i * 4 * MIB + 12345;
+	r.stop_after = total;
+	return r;
+}
+
+/* (a) Four readers of the slow file take every lane it can split their
+ * reads over; three readers of fast files of the same origin, opened
+ * once they do, read 16 MiB each and must take their lanes back: each
+ * done within 2 s (one lane at the fast rate needs 0.17 s; the old
+ * scheduler left them waiting for slow lanes to end, chunks at 8 KB/s),
+ * while the slow readers keep reading (no read after the first waits
+ * more than three times a 1 MiB read over four connections). */
+static bool judge_slow_fast(const struct scenario *sc, const struct figures *f,
+			    char *note, size_t n)
+{
+	double worst = 0, slow_wait = 0;
+	double slow_lim = 3 * (double)MIB / (4 * SLOW_RATE);
+	bool ok = true;
+
+	for (int i = 0; i < sc->nrd; i++) {
+		if (sc->rd[i].blob == 0) {
+			slow_wait = f->rd_max_wait[i] > slow_wait
+					    ? f->rd_max_wait[i]
+					    : slow_wait;
+			ok &= f->rd_done[i] > 0;
+			continue;
+		}
+		if (f->rd_done[i] == 0 ||
+		    f->rd_done[i] - sc->rd[i].open_at > worst)
+			worst = f->rd_done[i] == 0
+					? 1e9
+					: f->rd_done[i] - sc->rd[i].open_at;
+	}
+	snprintf(note, n,
+		 "fast files read in %.2f s at worst (<= 2); slow readers' "
+		 "longest wait %.1f s (<= %.0f)",
+		 worst, slow_wait, slow_lim);
+	return ok && worst <= 2 && slow_wait <= slow_lim;
+}
+
+static void sc_slow_fast(void)
+{
+	struct scenario sc;
+
+	slow_origin(&sc, "slow_beside_fast", 3);
+	sc.nrd = 7;
+	for (int i = 0; i < 4; i++)
+		sc.rd[i] = slow_rd(i, 1 * MIB, 2 * MIB);
+	for (int b = 1; b <= 3; b++) {
+		sc.rd[3 + b] = seq(b, 0, 128 * KIB);
+		sc.rd[3 + b].open_at = 5.0 + b;
+	}
+	named(&sc, judge_slow_fast);
+}
+
+/* (b) Twelve readers of the slow file at their own offsets, 64 KiB a
+ * read, hold every lane of the origin; a new reader of another file
+ * reads its first 1 MiB as the kernel hands it over (128 KiB pieces, each
+ * asked once the one before it is there). Its 1 MiB must come within
+ * three round trips plus its size over one lane, plus a round trip a
+ * piece, 0.1 s at least (the old scheduler: its read failed at the
+ * deadline); every slow reader keeps reading (no read after the first
+ * waits more than three 64 KiB reads over one connection). */
+#define NEW_PIECES 8
+static struct rd_step new_steps[NEW_PIECES];
+
+static bool judge_slow_new(const struct scenario *sc, const struct figures *f,
+			   char *note, size_t n)
+{
+	const struct src_spec *fs = &sc->src[1];
+	double rtt = 2 * fs->latency;
+	double lim = 3 * rtt + (double)MIB / fs->conn_rate + NEW_PIECES * rtt;
+	double took = f->step_end[NEW_PIECES - 1] - sc->rd[12].open_at;
+	double slow_wait = 0, slow_lim = 3 * (double)(64 * KIB) / SLOW_RATE;
+
+	if (lim < 0.1)
+		lim = 0.1;
+	for (int i = 0; i < 12; i++)
+		if (f->rd_max_wait[i] > slow_wait)
+			slow_wait = f->rd_max_wait[i];
+	if (f->step_end[NEW_PIECES - 1] == 0)
+		took = 1e9;
+	snprintf(note, n,
+		 "new reader's 1 MiB in %.1f ms (<= %.1f); slow readers' "
+		 "longest wait %.1f s (<= %.0f)",
+		 took * 1e3, lim * 1e3, slow_wait, slow_lim);
+	return took <= lim && slow_wait <= slow_lim;
+}
+
+static void sc_slow_new(void)
+{
+	struct scenario sc;
+
+	slow_origin(&sc, "slow_new_reader", 1);
+	sc.nrd = 13;
+	for (int i = 0; i < 12; i++)
+		sc.rd[i] = slow_rd(i, 64 * KIB, 256 * KIB);
+	for (int k = 0; k < NEW_PIECES; k++)
+		new_steps[k] = (struct rd_step){(uint64_t)k * 128 * KIB,
+						128 * KIB};
+	memset(&sc.rd[12], 0, sizeof(sc.rd[12]));
+	sc.rd[12].blob = 1;
+	sc.rd[12].kind = RD_SCRIPT;
+	sc.rd[12].script = new_steps;
+	sc.rd[12].nsteps = NEW_PIECES;
+	sc.rd[12].open_at = 10.0;
+	named(&sc, judge_slow_new);
+}
+
 /* ---- many readers: a dataset loader's workers, each reading files
  * whole one after another, over one far origin whose files are each a
  * source of their own. ---- */
@@ -942,6 +1086,8 @@ int main(int argc, char **argv)
 		sc_loader_grow();
 		sc_cold_1m();
 		sc_slow_lanes();
+		sc_slow_fast();
+		sc_slow_new();
 	}
 	for (int i = 0; i < nrandom + NREGRESS; i++) {
 		struct scenario sc;

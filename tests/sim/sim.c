@@ -294,9 +294,12 @@ int sim__run(const struct scenario *sc, struct figures *fig, char *err,
 				goto out;
 			}
 		}
-		for (int i = 0; i < sc->nrd; i++)
+		for (int i = 0; i < sc->nrd; i++) {
 			if (sc->rd[i].kind == RD_SEQ)
 				all_reading &= s->rd[i].open && !s->rd[i].done;
+			if (s->rd[i].done && s->fig.rd_done[i] == 0)
+				s->fig.rd_done[i] = s->t;
+		}
 		if (all_reading && all_t0 < 0) {
 			all_t0 = s->t;
 			memcpy(all_b0, s->consumed_by_blob, sizeof(all_b0));
@@ -315,11 +318,15 @@ int sim__run(const struct scenario *sc, struct figures *fig, char *err,
 			fetched += s->held[b].total;
 			consumed += s->consumed_by_blob[b];
 		}
-		for (int i = 0; i < sc->nrd; i++)
+		for (int i = 0; i < sc->nrd; i++) {
+			if (s->rd[i].done && s->fig.rd_done[i] == 0)
+				s->fig.rd_done[i] = s->t;
+			s->fig.rd_max_wait[i] = s->rd[i].max_wait_after_first;
 			if (s->rd[i].max_wait_after_first >
 			    s->fig.max_wait_after_first)
 				s->fig.max_wait_after_first =
 					s->rd[i].max_wait_after_first;
+		}
 		qsort(s->waits, s->nwaits, sizeof(double), cmp_double);
 		s->fig.done = s->t;
 		s->fig.ideal = sc->ideal;

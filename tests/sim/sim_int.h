@@ -163,6 +163,9 @@ struct figures {
 	int files;		/* RD_LOADER: blobs read whole */
 	double step_end[MAX_STEPS]; /* RD_SCRIPT: when each step's read
 				       ended (its bytes held) */
+	double rd_done[MAX_RD];	    /* when each reader finished; 0: not */
+	double rd_max_wait[MAX_RD]; /* each reader's longest wait after its
+				       first read */
 };
 
 struct sim {

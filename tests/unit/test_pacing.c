@@ -1420,6 +1420,70 @@ static void test_cold_split_short_rate(void)
 	pace_free(f.p);
 }
 
+/* Lanes are shared between readers, whatever file they read: one reader
+ * of a file its origin sends at a trickle holds every lane of the origin
+ * with its waiting read; a read of another file of the origin has the
+ * lane whose bytes that reader needs last handed over, ended at what is
+ * on its wire (not at the chunk boundary seconds away), and takes it
+ * when it ends. The slow reader keeps its other lanes. */
+static void test_fair_take_back(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t fblob, fsrc, frd, w, w2, victim = PACE_NONE;
+	uint64_t vstart = 0, vend = 0, vfront = 0;
+	const struct pace_action *a;
+
+	small_cfg(&c);
+	c.max_groups = 1;
+	T_EQ_INT(fix_init(&f, &c, 4 * MIB), 0);
+	T_EQ_INT(pace_blob_add(f.p, 4 * MIB, &fblob), 0);
+	T_EQ_INT(pace_source_add(f.p, fblob, PACE_CAPS_FULL, &fsrc), 0);
+	T_EQ_INT(pace_source_set_group(f.p, f.src, 0), 0);
+	T_EQ_INT(pace_source_set_group(f.p, fsrc, 0), 0);
+	T_EQ_INT(pace_reader_open(f.p, fblob, f.now, &frd), 0);
+	/* A cold 64 KiB read of the slow file, split over the 4 lanes. */
+	T_EQ_INT(pace_reader_read(f.p, f.rd, 1 * MIB, 64 * KIB, f.now), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 1 * MIB, 64 * KIB, f.now, &w), 0);
+	T_EQ_INT(fix_poll(&f), 4);
+	/* 800 B/s on each for a second: rates measured, seconds from the
+	 * end of their 4 KiB chunk. */
+	for (int t = 0; t < 10; t++) {
+		f.now += 100 * MS;
+		for (size_t i = 0; i < 4; i++)
+			pace_on_data(f.p, f.a[i].lane,
+				     f.a[i].start + (uint64_t)t * 80, 80,
+				     f.now);
+	}
+	for (size_t i = 0; i < 4; i++)
+		if (victim == PACE_NONE || f.a[i].start > vstart) {
+			victim = f.a[i].lane;
+			vstart = f.a[i].start;
+			vend = f.a[i].end;
+		}
+	vfront = vstart + 800;
+	/* A read of the other file: no lane idle, the origin at its cap. */
+	T_EQ_INT(pace_reader_read(f.p, frd, 0, 16 * KIB, f.now), 0);
+	T_EQ_INT(pace_wait_begin(f.p, frd, 0, 16 * KIB, f.now, &w2), 0);
+	T_EQ_INT(fix_poll(&f), 1);
+	a = fix_find(&f, PACE_ACT_SET_END);
+	T_ASSERT(a != NULL);
+	T_EQ_INT(a->lane, victim);
+	T_ASSERT(a->end > vfront);
+	T_ASSERT(a->end < vfront + 1 * KIB); /* its wire, not the chunk */
+	T_ASSERT(a->end < vend);
+	/* Once there, the lane goes to the other file's read. */
+	pace_on_data(f.p, victim, vfront, a->end - vfront, f.now);
+	T_EQ_INT(pace_on_done(f.p, victim, PACE_OUT_OK, 0, f.now), 0);
+	T_EQ_INT(fix_poll(&f), 1);
+	T_EQ_INT(f.a[0].kind, PACE_ACT_START);
+	T_EQ_INT(f.a[0].blob, fblob);
+	T_EQ_U64(f.a[0].start, 0);
+	pace_wait_end(f.p, w);
+	pace_wait_end(f.p, w2);
+	pace_free(f.p);
+}
+
 /* A lone refusal just after the source's last transfer is retried at
  * once (that transfer may still count at the origin); a second one before
  * a byte comes means the origin refuses this client: the source is held
@@ -1497,6 +1561,7 @@ static const struct t_case cases[] = {
 	{"lagging_cut", test_lagging_cut},
 	{"cold_split_short_rate", test_cold_split_short_rate},
 	{"throttle_lone_twice", test_throttle_lone_twice},
+	{"fair_take_back", test_fair_take_back},
 };
 
 int main(int argc, char **argv)
