@@ -344,7 +344,8 @@ static struct lane *fair_victim(struct pace *p, const struct wait *w,
 		const struct reader *r;
 
 		if (!pace__lane_open(l) || l->handover ||
-		    l->reader == w->reader || (capped && !frees_for(p, l, w->blob)))
+		    l->reader == w->reader ||
+		    (capped && !frees_for(p, l, w->blob)))
 			continue;
 		r = pace__reader_get(p, l->reader);
 		if (!r || r->nl_tmp < 2 || r->nl_tmp < mine + 2 ||
@@ -506,8 +507,7 @@ static struct group *blob_group(struct pace *p, uint32_t blob)
  * more lanes in this poll, idle or yielded (its first is never refused),
  * so that one reader's large read split over
  * every lane does not leave the others to take them back one by one. */
-static bool split_capped(struct pace *p, const struct wait *w,
-			 uint32_t taken)
+static bool split_capped(struct pace *p, const struct wait *w, uint32_t taken)
 {
 	const struct reader *r = pace__reader_get(p, w->reader);
 	const struct group *g = blob_group(p, w->blob);
@@ -560,6 +560,121 @@ static void count_needs(struct pace *p)
 	}
 }
 
+/* What serve_wait does after a step: go on, look at the read's bytes
+ * again, or end the poll (the action array is full). */
+enum serve_step {
+	SERVE_ON,
+	SERVE_AGAIN,
+	SERVE_FULL,
+};
+
+/* The lane that owns waiting read w's first missing byte (at or after
+ * a0), if its open request does, is hurried: cut when it lags its
+ * origin's other lanes, taken back when it collapsed or another source
+ * would outpace it (SERVE_AGAIN: those bytes are unowned now), or split
+ * where the bytes wanted lie far down its range. */
+static enum serve_step hurry_owner(struct pace *p, struct poll *o,
+				   const struct wait *w, uint64_t a0)
+{
+	const struct pace_config *c = &p->cfg;
+	struct blob *b = &p->blobs[w->blob];
+	uint64_t x, oend = 0;
+	struct lane *own;
+	bool hold = false;
+
+	x = pace__ranges_next_missing(&b->held, a0);
+	own = x < w->end ? owner_of(p, w->blob, x, &oend) : NULL;
+	if (own && o->n < o->cap &&
+	    pace__cut_lagging(p, own, x, &o->acts[o->n], &o->n))
+		p->stats.steals++;
+	/* Bytes in a queued range come right after that lane's open
+	 * request: nothing to hurry. */
+	if (!own || oend != own->end)
+		return SERVE_ON;
+	/* A read waits on a collapsed lane, or on one far slower than
+	 * another source would be: take its range back now (received
+	 * bytes are kept). */
+	if (!pace__caps_stream(p->sources[own->source].caps) &&
+	    (own->state == LANE_COLLAPSED ||
+	     pace__lane_outpaced(p, own, w, &hold))) {
+		struct source *os = &p->sources[own->source];
+
+		if (o->n == o->cap)
+			return SERVE_FULL;
+		/* A routed source's slow lane is its route's (a proxy
+		 * filling a miss): no hold. */
+		if (hold && own->state != LANE_COLLAPSED && !os->routed)
+			os->collapsed_until = pace__max64(
+				os->collapsed_until,
+				pace__sat_add(p->now, COLLAPSE_HOLD_NS));
+		pace__lane_cancel(p, own, true, &o->acts[o->n++]);
+		p->stats.reclaims++;
+		return SERVE_AGAIN;
+	}
+	/* The bytes wanted lie far down a lane's range: split them off
+	 * rather than wait for the lane to get there. A sequential reader's
+	 * lane brings them in order: only when it is more than two round
+	 * trips away from them. */
+	if (!pace__caps_stream(p->sources[own->source].caps) &&
+	    x >= own->frontier + 2 * c->min_request &&
+	    (!pace__wait_sequential(p, w, pace__reader_get(p, w->reader)) ||
+	     x - own->frontier > pace__lane_wire(p, own)) &&
+	    pace__align_down(x, c->align) > own->frontier &&
+	    pace__idle_lane(p) &&
+	    pace__pick_source(p, w->blob, true) != PACE_NONE) {
+		if (o->n == o->cap)
+			return SERVE_FULL;
+		pace__infl_sub(p, own->end - pace__align_down(x, c->align));
+		own->end = pace__align_down(x, c->align);
+		pace__emit(&o->acts[o->n++], PACE_ACT_SET_END, p, own);
+		p->stats.steals++;
+	}
+	return SERVE_ON;
+}
+
+/* No lane is idle for waiting read w (x its first unowned byte), or its
+ * sources are at their lane caps (`capped`: then only a lane of the same
+ * origin frees one for the read). A read at a cold position takes as
+ * many as its split needs, at once; a sequential reader's read has one
+ * handed over. Read-ahead yields first; then a reader holding more than
+ * its share hands one over (fair_victim). Returns false when the action
+ * array is full. */
+static bool take_lanes(struct pace *p, struct poll *o, struct wait *w,
+		       uint64_t x, bool capped, bool fair)
+{
+	for (uint32_t k = 0, need = pace__yields_wanted(p, w, x); k < need;
+	     k++) {
+		const struct reader *wr = pace__reader_get(p, w->reader);
+		bool urgent = !pace__wait_sequential(p, w, wr);
+		bool shared = false;
+		struct lane *l;
+
+		if (fair && split_capped(p, w, k)) {
+			w->capped_tmp = true;
+			break;
+		}
+		l = yield_victim(p, w, capped, urgent);
+		if (!l) {
+			l = fair_victim(p, w, capped, k);
+			shared = true;
+		}
+		if (!l)
+			break;
+		if (o->n == o->cap)
+			return false;
+		if (l->reader != PACE_NONE) {
+			p->readers[l->reader].nl_tmp--;
+			if (pace__lane_demand(l))
+				p->readers[l->reader].nd_tmp--;
+		}
+		if (urgent && !shared)
+			pace__lane_cancel(p, l, false, &o->acts[o->n++]);
+		else
+			o->n += (size_t)pace__hand_over(p, l, &o->acts[o->n]);
+	}
+	return true;
+}
+
 /* One waiting read: its missing bytes go to idle lanes, or read-ahead
  * yields a lane to it. */
 static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi, bool fair)
@@ -570,61 +685,15 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi, bool fair)
 
 	for (;;) {
 		uint64_t ge, x, e, want, lim,
-			oend = 0, a0 = pace__align_down(w->off, c->align);
+			a0 = pace__align_down(w->off, c->align);
+		enum serve_step step = hurry_owner(p, o, w, a0);
 		uint32_t src;
-		struct lane *l, *own;
-		bool hold = false;
+		struct lane *l;
 
-		x = pace__ranges_next_missing(&b->held, a0);
-		own = x < w->end ? owner_of(p, w->blob, x, &oend) : NULL;
-		if (own && o->n < o->cap &&
-		    pace__cut_lagging(p, own, x, &o->acts[o->n], &o->n))
-			p->stats.steals++;
-		/* Bytes in a queued range come right after that lane's open
-		 * request: nothing to hurry. */
-		if (own && oend != own->end)
-			own = NULL;
-		/* A read waits on a collapsed lane, or on one far slower
-		 * than another source would be: take its range back now
-		 * (received bytes are kept). */
-		if (own && !pace__caps_stream(p->sources[own->source].caps) &&
-		    (own->state == LANE_COLLAPSED ||
-		     pace__lane_outpaced(p, own, w, &hold))) {
-			struct source *os = &p->sources[own->source];
-
-			if (o->n == o->cap)
-				return false;
-			/* A routed source's slow lane is its route's (a
-			 * proxy filling a miss): no hold. */
-			if (hold && own->state != LANE_COLLAPSED && !os->routed)
-				os->collapsed_until = pace__max64(
-					os->collapsed_until,
-					pace__sat_add(p->now,
-						      COLLAPSE_HOLD_NS));
-			pace__lane_cancel(p, own, true, &o->acts[o->n++]);
-			p->stats.reclaims++;
+		if (step == SERVE_FULL)
+			return false;
+		if (step == SERVE_AGAIN)
 			continue;
-		}
-		/* The bytes wanted lie far down a lane's range: split them
-		 * off rather than wait for the lane to get there. A
-		 * sequential reader's lane brings them in order: only when
-		 * it is more than two round trips away from them. */
-		if (own && !pace__caps_stream(p->sources[own->source].caps) &&
-		    x >= own->frontier + 2 * c->min_request &&
-		    (!pace__wait_sequential(p, w,
-					    pace__reader_get(p, w->reader)) ||
-		     x - own->frontier > pace__lane_wire(p, own)) &&
-		    pace__align_down(x, c->align) > own->frontier &&
-		    pace__idle_lane(p) &&
-		    pace__pick_source(p, w->blob, true) != PACE_NONE) {
-			if (o->n == o->cap)
-				return false;
-			pace__infl_sub(
-				p, own->end - pace__align_down(x, c->align));
-			own->end = pace__align_down(x, c->align);
-			pace__emit(&o->acts[o->n++], PACE_ACT_SET_END, p, own);
-			p->stats.steals++;
-		}
 		x = pace__first_free(p, w->blob, a0, pace__wait_reach(p, w),
 				     &ge);
 		if (x >= pace__wait_reach(p, w))
@@ -666,45 +735,7 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi, bool fair)
 			o->yields--; /* a lane is already on its way */
 			break;
 		}
-		/* With the blob's sources at their lane caps, only a lane of
-		 * the same origin frees one for the read. A read at a cold
-		 * position takes as many as its split needs, at once; a
-		 * sequential reader's read has one handed over. Read-ahead
-		 * yields first; then a reader holding more than its share
-		 * hands one over (fair_victim). */
-		for (uint32_t k = 0, need = pace__yields_wanted(p, w, x);
-		     k < need; k++) {
-			const struct reader *wr =
-				pace__reader_get(p, w->reader);
-			bool urgent = !pace__wait_sequential(p, w, wr);
-			bool shared = false;
-
-			if (fair && split_capped(p, w, k)) {
-				w->capped_tmp = true;
-				break;
-			}
-			l = yield_victim(p, w, src == PACE_NONE, urgent);
-			if (!l) {
-				l = fair_victim(p, w, src == PACE_NONE, k);
-				shared = true;
-			}
-			if (!l)
-				break;
-			if (o->n == o->cap)
-				return false;
-			if (l->reader != PACE_NONE) {
-				p->readers[l->reader].nl_tmp--;
-				if (pace__lane_demand(l))
-					p->readers[l->reader].nd_tmp--;
-			}
-			if (urgent && !shared)
-				pace__lane_cancel(p, l, false,
-						  &o->acts[o->n++]);
-			else
-				o->n += (size_t)pace__hand_over(p, l,
-								&o->acts[o->n]);
-		}
-		break;
+		return take_lanes(p, o, w, x, src == PACE_NONE, fair);
 	}
 	return true;
 }
