@@ -395,6 +395,19 @@ static inline struct group *pace__group(const struct pace *p,
 	return &p->groups[s->group];
 }
 
+/* The group of the blob's first source, or NULL while it has none: the
+ * group whose lanes a request for the blob takes, and whose readers'
+ * habits a new reader of the blob is taken to share. */
+static inline struct group *pace__blob_group(const struct pace *p,
+					     uint32_t blob)
+{
+	const struct blob *b = &p->blobs[blob];
+
+	if (b->first_src == PACE_NONE)
+		return NULL;
+	return pace__group(p, &p->sources[b->first_src]);
+}
+
 /* Reader id, or NULL when it is not open. */
 static inline struct reader *pace__reader_get(const struct pace *p, uint32_t id)
 {

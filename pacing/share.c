@@ -191,16 +191,6 @@ static struct lane *fair_victim(struct pace *p, const struct wait *w,
 	return best;
 }
 
-/* The group whose lanes a request for blob takes: its first source's. */
-static struct group *blob_group(struct pace *p, uint32_t blob)
-{
-	const struct blob *b = &p->blobs[blob];
-
-	return b->first_src == PACE_NONE
-		       ? NULL
-		       : pace__group(p, &p->sources[b->first_src]);
-}
-
 /* Another reader of the same origin has a read that waits on bytes no
  * lane owns, and w's reader holds its share of the origin's lanes for its
  * own waiting reads already (with `taken` more promised to it): w takes no
@@ -210,7 +200,7 @@ static struct group *blob_group(struct pace *p, uint32_t blob)
 bool pace__split_capped(struct pace *p, const struct wait *w, uint32_t taken)
 {
 	const struct reader *r = pace__reader_get(p, w->reader);
-	const struct group *g = blob_group(p, w->blob);
+	const struct group *g = pace__blob_group(p, w->blob);
 	uint64_t held = (r ? r->nd_tmp : 0) + (uint64_t)taken;
 	uint32_t others;
 
@@ -237,7 +227,7 @@ void pace__count_needs(struct pace *p)
 			continue;
 		r = pace__reader_get(p, w->reader);
 		w->key_tmp = r ? r->nl_tmp : 0;
-		g = blob_group(p, w->blob);
+		g = pace__blob_group(p, w->blob);
 		if (g)
 			g->need_tmp = 0;
 		if (!r || r->need_tmp)
@@ -254,7 +244,7 @@ void pace__count_needs(struct pace *p)
 
 		if (!r->used || !r->need_tmp)
 			continue;
-		g = blob_group(p, r->blob);
+		g = pace__blob_group(p, r->blob);
 		if (g)
 			g->need_tmp++;
 	}
