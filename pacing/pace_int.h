@@ -230,26 +230,26 @@ struct lane {
  * one budget. A source put in no group is a group of its own (ids below
  * max_sources; named groups above). */
 struct group {
-	uint32_t lanes;	  /* lanes not idle on its sources */
-	uint64_t rate;	  /* per-connection rate, smoothed */
-	uint64_t peak;	  /* per-connection rate it can give, 0: unknown */
-	uint64_t cap_est; /* aggregate rate when saturated */
-	bool saturated;	  /* more lanes did not add rate */
-	uint32_t n_ok;	  /* most lanes seen running at full rate */
+	uint32_t lanes;	    /* lanes not idle on its sources */
+	uint64_t rate;	    /* per-connection rate, smoothed */
+	uint64_t peak;	    /* per-connection rate it can give, 0: unknown */
+	uint64_t cap_est;   /* aggregate rate when saturated */
+	bool saturated;	    /* more lanes did not add rate */
+	uint32_t n_ok;	    /* most lanes seen running at full rate */
 	uint32_t trickling; /* of its lanes, those that trickle
 			       (pace__measure), as of the last poll */
-	uint64_t fast;	  /* fastest lane of late (pace__lane_recv_rate),
-			     kept for FAST_KEEP_NS unless a faster one
-			     comes; a short request counts too */
+	uint64_t fast;	    /* fastest lane of late (pace__lane_recv_rate),
+			       kept for FAST_KEEP_NS unless a faster one
+			       comes; a short request counts too */
 	uint64_t fast_at;
-	uint64_t lat_est;    /* time to first byte, smoothed */
-	uint64_t short_rate; /* per-connection rate over whole requests too
-				short for a rate window, smoothed; 0: none */
+	uint64_t lat_est;     /* time to first byte, smoothed */
+	uint64_t short_rate;  /* per-connection rate over whole requests too
+				 short for a rate window, smoothed; 0: none */
 	uint64_t short_bytes; /* the bytes short_rate's samples spanned,
 				 smoothed */
-	bool no_queue;	     /* refused a request sent ahead: queue nothing
-				until its lane cap grows again */
-	uint64_t agg_tmp;    /* scratch for pace__measure */
+	bool no_queue;	      /* refused a request sent ahead: queue nothing
+				 until its lane cap grows again */
+	uint64_t agg_tmp;     /* scratch for pace__measure */
 	uint32_t n_tmp;
 	uint32_t need_tmp; /* readers of its files with a read that waits on
 			      bytes no lane owns, as counted by the poll */
@@ -393,6 +393,19 @@ static inline struct group *pace__group(const struct pace *p,
 					const struct source *s)
 {
 	return &p->groups[s->group];
+}
+
+/* The group of the blob's first source, or NULL while it has none: the
+ * group whose lanes a request for the blob takes, and whose readers'
+ * habits a new reader of the blob is taken to share. */
+static inline struct group *pace__blob_group(const struct pace *p,
+					     uint32_t blob)
+{
+	const struct blob *b = &p->blobs[blob];
+
+	if (b->first_src == PACE_NONE)
+		return NULL;
+	return pace__group(p, &p->sources[b->first_src]);
 }
 
 /* Reader id, or NULL when it is not open. */
@@ -557,6 +570,33 @@ struct poll {
 	bool starved;	 /* a waiting read found no lane or no budget: read-
 			    ahead starts nothing in this poll */
 };
+
+/* ---- lanes shared between readers (share.c) ---- */
+
+/* Counts the lanes serving each reader (nl_tmp, and nd_tmp for its
+ * waiting reads; a lane being handed over serves it no more), the readers
+ * reading ahead (p->nactive) and those with work, a lane or a waiting
+ * read (p->nwork). */
+void pace__count_lanes(struct pace *p);
+
+/* Marks the readers with a waiting read on bytes no lane owns (need_tmp)
+ * and counts them per group, and keys each wait by its reader's lanes
+ * (key_tmp), after pace__count_lanes. */
+void pace__count_needs(struct pace *p);
+
+/* Waiting read w takes no more lanes in this poll: another reader of its
+ * origin has a read that waits on bytes no lane owns, and w's reader
+ * holds its share of the origin's lanes for its waiting reads already,
+ * with `taken` more promised to it. */
+bool pace__split_capped(struct pace *p, const struct wait *w, uint32_t taken);
+
+/* No lane is idle for waiting read w, x its first unowned byte (or its
+ * blob's sources are at their lane caps: `capped`): read-ahead yields
+ * lanes to it, or a reader holding more than its share hands one over;
+ * `fair` stops at w's reader's share (pace__split_capped). Returns false
+ * when o's action array is full. */
+bool pace__take_lanes(struct pace *p, struct poll *o, struct wait *w,
+		      uint64_t x, bool capped, bool fair);
 
 /* ---- a waiting read's requests (demand.c) ---- */
 

@@ -180,191 +180,6 @@ static bool first_hold(const struct pace *p)
 	return false;
 }
 
-/* Counts the lanes serving each reader (nl_tmp, nd_tmp for its waiting
- * reads; lanes being handed over serve it no more), the readers reading
- * ahead (nactive) and those with work: a lane or a waiting read (nwork). */
-static void count_lanes(struct pace *p)
-{
-	uint32_t nactive = 0, nwork = 0;
-
-	for (uint32_t i = 0; i < p->n_readers; i++)
-		p->readers[i].nl_tmp = p->readers[i].nd_tmp = 0;
-	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
-		const struct lane *l = &p->lanes[i];
-
-		if (!pace__lane_open(l) || l->handover ||
-		    l->reader == PACE_NONE || l->reader >= p->n_readers)
-			continue;
-		p->readers[l->reader].nl_tmp++;
-		if (pace__lane_demand(l))
-			p->readers[l->reader].nd_tmp++;
-	}
-	for (uint32_t i = 0; i < p->n_waits; i++) {
-		const struct wait *w = &p->waits[i];
-
-		/* A waiting read counts its reader as one with work. */
-		if (w->used && w->reader != PACE_NONE &&
-		    p->readers[w->reader].nl_tmp == 0)
-			p->readers[w->reader].nl_tmp = UINT32_MAX;
-	}
-	for (uint32_t i = 0; i < p->n_readers; i++) {
-		struct reader *r = &p->readers[i];
-
-		if (r->used && r->seen && r->w > 0)
-			nactive++;
-		if (r->nl_tmp != 0)
-			nwork++;
-		if (r->nl_tmp == UINT32_MAX)
-			r->nl_tmp = 0;
-	}
-	p->nactive = nactive;
-	p->nwork = nwork;
-}
-
-/* The lanes one origin may have: the mount's and an origin's budget,
- * whichever is smaller; readers' shares are counted against it. */
-static uint32_t lane_budget(const struct pace *p)
-{
-	return p->cfg.max_lanes < p->cfg.lanes_per_source
-		       ? p->cfg.max_lanes
-		       : p->cfg.lanes_per_source;
-}
-
-/* Lanes each reader with work may have: the budget (of the mount, and of
- * an origin) shared among them. */
-static uint32_t lane_share(const struct pace *p)
-{
-	uint32_t n = p->nwork ? p->nwork : 1;
-
-	return (lane_budget(p) + n - 1) / n;
-}
-
-/* Lane l's end lets a request for blob start when no source of the blob
- * takes one now: l runs on a source of the same group as one of the
- * blob's (the files of one origin share its lanes), and that source is
- * held back by nothing but the lanes. */
-static bool frees_for(struct pace *p, const struct lane *l, uint32_t blob)
-{
-	struct source *s = &p->sources[l->source];
-	struct group *g = pace__group(p, s);
-	uint32_t src;
-
-	s->lanes--;
-	g->lanes--;
-	src = pace__pick_source(p, blob, true);
-	s->lanes++;
-	g->lanes++;
-	return src != PACE_NONE;
-}
-
-/* The lane to give a waiting read w when none is idle, among read-ahead
- * lanes not serving bytes of w and not being handed over already. For a
- * read at a cold position (`urgent`), which must overtake read-ahead, the
- * lane whose range lies furthest ahead of its reader's cursor, to be
- * cancelled. A sequential reader's read loses less by waiting a round
- * trip than other readers lose by bytes pulled twice: while its reader
- * has a lane, whose bytes keep coming, it takes none and waits for the
- * next lane to end; a reader with none takes one of a reader holding
- * more than its share of the lanes (or of no reader), else the lane of
- * another reader that ends soonest, handed over (hand_over), not
- * cancelled. With the blob's sources at their lane caps (`capped`), only
- * a lane of the same origin frees one. */
-static struct lane *yield_victim(struct pace *p, const struct wait *w,
-				 bool capped, bool urgent)
-{
-	const struct reader *wr = pace__reader_get(p, w->reader);
-	bool has_lane = wr && wr->nl_tmp > 0;
-	struct lane *best = NULL;
-	double best_key = 0;
-	uint32_t share = lane_share(p);
-	int best_rank = 0;
-
-	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
-		struct lane *l = &p->lanes[i];
-		bool own = l->reader != PACE_NONE && l->reader == w->reader;
-		double key;
-		int rank;
-
-		if (!pace__lane_open(l) || pace__lane_demand(l) ||
-		    l->handover || (capped && !frees_for(p, l, w->blob)))
-			continue;
-		if (l->blob == w->blob && l->frontier < w->end &&
-		    l->end > w->off)
-			continue;
-		if (pace__caps_stream(p->sources[l->source].caps))
-			continue; /* a whole-object stream cannot restart */
-		if (l->reader == PACE_NONE)
-			key = 1e30;
-		else if (l->frontier > p->readers[l->reader].cursor)
-			key = (double)(l->frontier -
-				       p->readers[l->reader].cursor);
-		else
-			key = 0;
-		if (urgent) {
-			rank = 0;
-		} else if (own || has_lane) {
-			continue;
-		} else if (l->reader == PACE_NONE ||
-			   p->readers[l->reader].nl_tmp > share) {
-			rank = 2;
-		} else {
-			/* Soonest to end first. */
-			rank = 1;
-			key = -(double)(l->end - l->frontier) /
-			      (double)pace__max64(l->rate, 1);
-		}
-		if (!best || rank > best_rank ||
-		    (rank == best_rank && key > best_key)) {
-			best = l;
-			best_key = key;
-			best_rank = rank;
-		}
-	}
-	return best;
-}
-
-/* Reads are shared between readers as lanes: when no read-ahead lane
- * can be given to waiting read w, a lane of the reader holding the most
- * lanes (another reader's waiting reads included), if that is more than
- * its share of the origin's lanes and at least two more than w's reader
- * holds with the `taken` already promised to it, so that lanes never go
- * back and forth; never a reader's last lane, so that each keeps reading.
- * Of that reader's lanes, the one whose bytes it needs last (the highest
- * start). Returns NULL when no reader holds that many. */
-static struct lane *fair_victim(struct pace *p, const struct wait *w,
-				bool capped, uint32_t taken)
-{
-	const struct reader *wr = pace__reader_get(p, w->reader);
-	uint32_t mine = (wr ? wr->nl_tmp : 0) + taken, most = 0;
-	uint64_t budget = lane_budget(p), nwork = p->nwork ? p->nwork : 1;
-	struct lane *best = NULL;
-
-	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
-		struct lane *l = &p->lanes[i];
-		const struct reader *r;
-
-		if (!pace__lane_open(l) || l->handover ||
-		    l->reader == w->reader || (capped && !frees_for(p, l, w->blob)))
-			continue;
-		r = pace__reader_get(p, l->reader);
-		if (!r || r->nl_tmp < 2 || r->nl_tmp < mine + 2 ||
-		    (uint64_t)r->nl_tmp * nwork <= budget)
-			continue;
-		if (l->blob == w->blob && l->frontier < w->end &&
-		    l->end > w->off)
-			continue;
-		if (pace__caps_stream(p->sources[l->source].caps))
-			continue; /* a whole-object stream cannot restart */
-		if (!best || r->nl_tmp > most ||
-		    (r->nl_tmp == most && l->reader == best->reader &&
-		     l->start > best->start)) {
-			best = l;
-			most = r->nl_tmp;
-		}
-	}
-	return best;
-}
-
 /* Some source of b takes requests now, lane counts aside: a waiting read
  * may make a read-ahead lane yield to it. */
 static bool blob_ready(const struct pace *p, const struct blob *b)
@@ -490,74 +305,76 @@ static bool yield_old_windows(struct pace *p, struct poll *o)
 	return true;
 }
 
-/* The group whose lanes a request for blob takes: its first source's. */
-static struct group *blob_group(struct pace *p, uint32_t blob)
+/* What serve_wait does after a step: go on, look at the read's bytes
+ * again, or end the poll (the action array is full). */
+enum serve_step {
+	SERVE_ON,
+	SERVE_AGAIN,
+	SERVE_FULL,
+};
+
+/* The lane that owns waiting read w's first missing byte (at or after
+ * a0), if its open request does, is hurried: cut when it lags its
+ * origin's other lanes, taken back when it collapsed or another source
+ * would outpace it (SERVE_AGAIN: those bytes are unowned now), or split
+ * where the bytes wanted lie far down its range. */
+static enum serve_step hurry_owner(struct pace *p, struct poll *o,
+				   const struct wait *w, uint64_t a0)
 {
-	const struct blob *b = &p->blobs[blob];
+	const struct pace_config *c = &p->cfg;
+	struct blob *b = &p->blobs[w->blob];
+	uint64_t x, oend = 0;
+	struct lane *own;
+	bool hold = false;
 
-	return b->first_src == PACE_NONE
-		       ? NULL
-		       : pace__group(p, &p->sources[b->first_src]);
-}
+	x = pace__ranges_next_missing(&b->held, a0);
+	own = x < w->end ? owner_of(p, w->blob, x, &oend) : NULL;
+	if (own && o->n < o->cap &&
+	    pace__cut_lagging(p, own, x, &o->acts[o->n], &o->n))
+		p->stats.steals++;
+	/* Bytes in a queued range come right after that lane's open
+	 * request: nothing to hurry. */
+	if (!own || oend != own->end)
+		return SERVE_ON;
+	/* A read waits on a collapsed lane, or on one far slower than
+	 * another source would be: take its range back now (received
+	 * bytes are kept). */
+	if (!pace__caps_stream(p->sources[own->source].caps) &&
+	    (own->state == LANE_COLLAPSED ||
+	     pace__lane_outpaced(p, own, w, &hold))) {
+		struct source *os = &p->sources[own->source];
 
-/* Another reader of the same origin has a read that waits on bytes no
- * lane owns, and w's reader holds its share of the origin's lanes for its
- * own waiting reads already (with `taken` more promised to it): w takes no
- * more lanes in this poll, idle or yielded (its first is never refused),
- * so that one reader's large read split over
- * every lane does not leave the others to take them back one by one. */
-static bool split_capped(struct pace *p, const struct wait *w,
-			 uint32_t taken)
-{
-	const struct reader *r = pace__reader_get(p, w->reader);
-	const struct group *g = blob_group(p, w->blob);
-	uint64_t held = (r ? r->nd_tmp : 0) + (uint64_t)taken;
-	uint32_t others;
-
-	if (!r || !g || held == 0)
-		return false;
-	others = g->need_tmp - (r->need_tmp && g->need_tmp ? 1 : 0);
-	return others > 0 && held * (others + 1) >= lane_budget(p);
-}
-
-/* Marks the readers with a waiting read on bytes no lane owns and counts
- * them per group (split_capped), and keys each wait by its reader's lanes
- * (serve_waits). */
-static void count_needs(struct pace *p)
-{
-	for (uint32_t i = 0; i < p->n_readers; i++)
-		p->readers[i].need_tmp = false;
-	for (uint32_t i = 0; i < p->n_waits; i++) {
-		struct wait *w = &p->waits[i];
-		struct reader *r;
-		struct group *g;
-		uint64_t ge, reach;
-
-		if (!w->used)
-			continue;
-		r = pace__reader_get(p, w->reader);
-		w->key_tmp = r ? r->nl_tmp : 0;
-		g = blob_group(p, w->blob);
-		if (g)
-			g->need_tmp = 0;
-		if (!r || r->need_tmp)
-			continue;
-		reach = pace__wait_reach(p, w);
-		r->need_tmp =
-			pace__first_free(p, w->blob,
-					 pace__align_down(w->off, p->cfg.align),
-					 reach, &ge) < reach;
+		if (o->n == o->cap)
+			return SERVE_FULL;
+		/* A routed source's slow lane is its route's (a proxy
+		 * filling a miss): no hold. */
+		if (hold && own->state != LANE_COLLAPSED && !os->routed)
+			os->collapsed_until = pace__max64(
+				os->collapsed_until,
+				pace__sat_add(p->now, COLLAPSE_HOLD_NS));
+		pace__lane_cancel(p, own, true, &o->acts[o->n++]);
+		p->stats.reclaims++;
+		return SERVE_AGAIN;
 	}
-	for (uint32_t i = 0; i < p->n_readers; i++) {
-		struct reader *r = &p->readers[i];
-		struct group *g;
-
-		if (!r->used || !r->need_tmp)
-			continue;
-		g = blob_group(p, r->blob);
-		if (g)
-			g->need_tmp++;
+	/* The bytes wanted lie far down a lane's range: split them off
+	 * rather than wait for the lane to get there. A sequential reader's
+	 * lane brings them in order: only when it is more than two round
+	 * trips away from them. */
+	if (!pace__caps_stream(p->sources[own->source].caps) &&
+	    x >= own->frontier + 2 * c->min_request &&
+	    (!pace__wait_sequential(p, w, pace__reader_get(p, w->reader)) ||
+	     x - own->frontier > pace__lane_wire(p, own)) &&
+	    pace__align_down(x, c->align) > own->frontier &&
+	    pace__idle_lane(p) &&
+	    pace__pick_source(p, w->blob, true) != PACE_NONE) {
+		if (o->n == o->cap)
+			return SERVE_FULL;
+		pace__infl_sub(p, own->end - pace__align_down(x, c->align));
+		own->end = pace__align_down(x, c->align);
+		pace__emit(&o->acts[o->n++], PACE_ACT_SET_END, p, own);
+		p->stats.steals++;
 	}
+	return SERVE_ON;
 }
 
 /* One waiting read: its missing bytes go to idle lanes, or read-ahead
@@ -570,61 +387,15 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi, bool fair)
 
 	for (;;) {
 		uint64_t ge, x, e, want, lim,
-			oend = 0, a0 = pace__align_down(w->off, c->align);
+			a0 = pace__align_down(w->off, c->align);
+		enum serve_step step = hurry_owner(p, o, w, a0);
 		uint32_t src;
-		struct lane *l, *own;
-		bool hold = false;
+		struct lane *l;
 
-		x = pace__ranges_next_missing(&b->held, a0);
-		own = x < w->end ? owner_of(p, w->blob, x, &oend) : NULL;
-		if (own && o->n < o->cap &&
-		    pace__cut_lagging(p, own, x, &o->acts[o->n], &o->n))
-			p->stats.steals++;
-		/* Bytes in a queued range come right after that lane's open
-		 * request: nothing to hurry. */
-		if (own && oend != own->end)
-			own = NULL;
-		/* A read waits on a collapsed lane, or on one far slower
-		 * than another source would be: take its range back now
-		 * (received bytes are kept). */
-		if (own && !pace__caps_stream(p->sources[own->source].caps) &&
-		    (own->state == LANE_COLLAPSED ||
-		     pace__lane_outpaced(p, own, w, &hold))) {
-			struct source *os = &p->sources[own->source];
-
-			if (o->n == o->cap)
-				return false;
-			/* A routed source's slow lane is its route's (a
-			 * proxy filling a miss): no hold. */
-			if (hold && own->state != LANE_COLLAPSED && !os->routed)
-				os->collapsed_until = pace__max64(
-					os->collapsed_until,
-					pace__sat_add(p->now,
-						      COLLAPSE_HOLD_NS));
-			pace__lane_cancel(p, own, true, &o->acts[o->n++]);
-			p->stats.reclaims++;
+		if (step == SERVE_FULL)
+			return false;
+		if (step == SERVE_AGAIN)
 			continue;
-		}
-		/* The bytes wanted lie far down a lane's range: split them
-		 * off rather than wait for the lane to get there. A
-		 * sequential reader's lane brings them in order: only when
-		 * it is more than two round trips away from them. */
-		if (own && !pace__caps_stream(p->sources[own->source].caps) &&
-		    x >= own->frontier + 2 * c->min_request &&
-		    (!pace__wait_sequential(p, w,
-					    pace__reader_get(p, w->reader)) ||
-		     x - own->frontier > pace__lane_wire(p, own)) &&
-		    pace__align_down(x, c->align) > own->frontier &&
-		    pace__idle_lane(p) &&
-		    pace__pick_source(p, w->blob, true) != PACE_NONE) {
-			if (o->n == o->cap)
-				return false;
-			pace__infl_sub(
-				p, own->end - pace__align_down(x, c->align));
-			own->end = pace__align_down(x, c->align);
-			pace__emit(&o->acts[o->n++], PACE_ACT_SET_END, p, own);
-			p->stats.steals++;
-		}
 		x = pace__first_free(p, w->blob, a0, pace__wait_reach(p, w),
 				     &ge);
 		if (x >= pace__wait_reach(p, w))
@@ -638,7 +409,7 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi, bool fair)
 		else if (e - x > budget_room(p))
 			e = x; /* the blob's unaligned tail must fit */
 		if (src != PACE_NONE && l && e > x) {
-			if (fair && split_capped(p, w, 0)) {
+			if (fair && pace__split_capped(p, w, 0)) {
 				w->capped_tmp = true;
 				break;
 			}
@@ -666,45 +437,7 @@ static bool serve_wait(struct pace *p, struct poll *o, uint32_t wi, bool fair)
 			o->yields--; /* a lane is already on its way */
 			break;
 		}
-		/* With the blob's sources at their lane caps, only a lane of
-		 * the same origin frees one for the read. A read at a cold
-		 * position takes as many as its split needs, at once; a
-		 * sequential reader's read has one handed over. Read-ahead
-		 * yields first; then a reader holding more than its share
-		 * hands one over (fair_victim). */
-		for (uint32_t k = 0, need = pace__yields_wanted(p, w, x);
-		     k < need; k++) {
-			const struct reader *wr =
-				pace__reader_get(p, w->reader);
-			bool urgent = !pace__wait_sequential(p, w, wr);
-			bool shared = false;
-
-			if (fair && split_capped(p, w, k)) {
-				w->capped_tmp = true;
-				break;
-			}
-			l = yield_victim(p, w, src == PACE_NONE, urgent);
-			if (!l) {
-				l = fair_victim(p, w, src == PACE_NONE, k);
-				shared = true;
-			}
-			if (!l)
-				break;
-			if (o->n == o->cap)
-				return false;
-			if (l->reader != PACE_NONE) {
-				p->readers[l->reader].nl_tmp--;
-				if (pace__lane_demand(l))
-					p->readers[l->reader].nd_tmp--;
-			}
-			if (urgent && !shared)
-				pace__lane_cancel(p, l, false,
-						  &o->acts[o->n++]);
-			else
-				o->n += (size_t)pace__hand_over(p, l,
-								&o->acts[o->n]);
-		}
-		break;
+		return pace__take_lanes(p, o, w, x, src == PACE_NONE, fair);
 	}
 	return true;
 }
@@ -725,7 +458,7 @@ static uint32_t oldest_wait(const struct pace *p)
 
 /* Serves the waits in order of their readers' lanes, fewest first, and
  * the oldest first among equals; with `fair` off, only those that
- * split_capped stopped. */
+ * pace__split_capped stopped. */
 static bool serve_levels(struct pace *p, struct poll *o, bool fair)
 {
 	uint32_t first = oldest_wait(p), nw = p->n_waits, level = 0;
@@ -758,11 +491,11 @@ static bool serve_levels(struct pace *p, struct poll *o, bool fair)
  * of another file beside readers of a slow one), and among those the
  * oldest wait first, then the others in slot order: every wait becomes
  * the oldest in its turn, so none starves, however the others come and
- * go. A read held to its reader's share (split_capped) takes what lanes
+ * go. A read held to its reader's share (pace__split_capped) takes what lanes
  * the others left in a second pass. */
 static bool serve_waits(struct pace *p, struct poll *o)
 {
-	count_needs(p);
+	pace__count_needs(p);
 	return serve_levels(p, o, true) && serve_levels(p, o, false);
 }
 
@@ -857,7 +590,7 @@ static bool queue_next(struct pace *p, struct poll *o)
 	const struct pace_config *c = &p->cfg;
 	uint32_t share;
 
-	count_lanes(p);
+	pace__count_lanes(p);
 	if (p->nactive == 0)
 		return true;
 	share = (c->max_lanes + p->nactive - 1) / p->nactive;
@@ -916,7 +649,7 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 	pace__tick(p, now_ns);
 	pace__measure(p);
 	p->infl = pace__inflight_sum(p);
-	count_lanes(p);
+	pace__count_lanes(p);
 	if (start_promoted(p, &o) && reclaim_stalled(p, &o) &&
 	    yield_old_windows(p, &o) && serve_waits(p, &o) &&
 	    steal_idle(p, &o, true) && read_ahead(p, &o) &&

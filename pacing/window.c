@@ -99,20 +99,9 @@ static uint64_t grow_limit(const struct pace *p, const struct reader *r)
 	return pace__max64(p->cfg.window_min, four);
 }
 
-/* The group of the blob's first source: whose readers' habits a new
- * reader of the blob is taken to share. */
-static struct group *blob_group(const struct pace *p, uint32_t blob)
-{
-	const struct blob *b = &p->blobs[blob];
-
-	if (b->first_src == PACE_NONE)
-		return NULL;
-	return pace__group(p, &p->sources[b->first_src]);
-}
-
 void pace__reader_judge(struct pace *p, const struct reader *r)
 {
-	struct group *g = blob_group(p, r->blob);
+	struct group *g = pace__blob_group(p, r->blob);
 
 	if (!g || !r->seen || !r->from_start || r->gen != 0)
 		return;
@@ -131,7 +120,7 @@ void pace__reader_judge(struct pace *p, const struct reader *r)
  * and the window's cap; 0 otherwise. */
 static uint64_t whole_window(const struct pace *p, const struct reader *r)
 {
-	const struct group *g = blob_group(p, r->blob);
+	const struct group *g = pace__blob_group(p, r->blob);
 	uint32_t n = g ? g->whole + g->part : 0;
 
 	if (n < WHOLE_MIN || (uint64_t)g->whole * 100 < (uint64_t)n * WHOLE_PCT)

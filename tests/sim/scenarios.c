@@ -579,11 +579,13 @@ static void sc_one_transfer(void)
 }
 
 /* One reader, cold, of a far origin where one connection in two runs at
- * 15% of the per-connection rate (issue 21: a small send buffer waiting
- * on late ACKs) while the others run at the full rate, and a lane's next
- * connection, after a cut or a cancel, may be either: as fast as
- * 8 whole-rate connections (8 curl ranges), 0.9 x at least. Lanes as a
- * mount's defaults (32, 16 per host). */
+ * 15% of the per-connection rate (a small send buffer waiting on late
+ * ACKs: docs/pacing.md, "Lanes that crawl beside fast ones", where one
+ * reader of a far origin got 24.9 MB/s to 8 curl ranges' 61.4) while
+ * the others run at the full rate, and a lane's next connection, after
+ * a cut or a cancel, may be either: as fast as 8 whole-rate connections
+ * (8 curl ranges), 0.9 x at least. Lanes as a mount's defaults (32, 16
+ * per host). */
 static bool judge_slow_lanes(const struct scenario *sc, const struct figures *f,
 			     char *note, size_t n)
 {

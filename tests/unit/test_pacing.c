@@ -1331,8 +1331,11 @@ static void lagging_run(struct fix *f, uint64_t slow_len, uint64_t *at)
 }
 
 /* A read that waits on a lane far slower than its source's fastest (a
- * slow connection, issue 21) cuts it at its frontier, and the rest goes
- * to the next lane that frees up; lanes at one rate are left alone. */
+ * slow connection beside fast ones of its origin: a small send buffer
+ * waiting on late ACKs, docs/pacing.md, "Lanes that crawl beside fast
+ * ones") cuts it at its frontier, and the rest goes to the next lane
+ * that frees up, rather than the reader moving at that lane's pace;
+ * lanes at one rate are left alone (a shaping cap slows them all). */
 static void test_lagging_cut(void)
 {
 	struct pace_config c;
