@@ -1,10 +1,13 @@
 /* test_fetch: the HTTP header parsers and the status classification that
  * decide whether a range response's bytes may be used. */
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "fetch/fetch.h"
 #include "fetch/fetch_int.h"
@@ -554,7 +557,124 @@ static void x_cache(void)
 	T_EQ_INT(fetch_parse_x_cache(NULL, NULL), 0);
 }
 
+/* The slot's diagram (fetch_int.h), arrow by arrow, written down again
+ * here so that a slip in either copy shows. */
+static const struct {
+	enum slot_state from, to;
+} slot_arrows[] = {
+	{SLOT_IDLE, SLOT_SENT},		{SLOT_IDLE, SLOT_REFUSED},
+	{SLOT_IDLE, SLOT_AHEAD},	{SLOT_AHEAD, SLOT_HELD},
+	{SLOT_AHEAD, SLOT_SENT},	{SLOT_HELD, SLOT_SENT},
+	{SLOT_HELD, SLOT_AHEAD},	{SLOT_SENT, SLOT_RECEIVING},
+	{SLOT_RECEIVING, SLOT_SENT},	{SLOT_SENT, SLOT_AUTH_WAIT},
+	{SLOT_AUTH_WAIT, SLOT_SENT},	{SLOT_AHEAD, SLOT_IDLE},
+	{SLOT_HELD, SLOT_IDLE},		{SLOT_SENT, SLOT_IDLE},
+	{SLOT_RECEIVING, SLOT_IDLE},	{SLOT_AUTH_WAIT, SLOT_IDLE},
+	{SLOT_REFUSED, SLOT_IDLE},	{SLOT_DRAINING, SLOT_IDLE},
+	{SLOT_SENT, SLOT_DRAINING},	{SLOT_RECEIVING, SLOT_DRAINING},
+};
+
+/* The last line the slot logged, and its level. */
+static char slot_logged[512];
+static int slot_logged_level = -1;
+
+static void slot_log(void *ctx, enum fetch_log_level level, const char *msg)
+{
+	(void)ctx;
+	slot_logged_level = (int)level;
+	snprintf(slot_logged, sizeof(slot_logged), "%s", msg);
+}
+
+static bool slot_arrow_drawn(enum slot_state from, enum slot_state to)
+{
+	for (size_t i = 0; i < sizeof(slot_arrows) / sizeof(slot_arrows[0]);
+	     i++)
+		if (slot_arrows[i].from == from && slot_arrows[i].to == to)
+			return true;
+	return false;
+}
+
+static void slot_diagram(void)
+{
+	for (int from = 0; from < SLOT_NSTATES; from++)
+		for (int to = 0; to < SLOT_NSTATES; to++) {
+			if (from == to)
+				continue;
+			if (fetch__slot_drawn(from, to) !=
+			    slot_arrow_drawn(from, to))
+				T_FAIL("%d -> %d: drawn %d, expected %d", from,
+				       to, fetch__slot_drawn(from, to),
+				       slot_arrow_drawn(from, to));
+		}
+	T_ASSERT(!fetch__slot_drawn(SLOT_NSTATES, SLOT_IDLE));
+	T_ASSERT(!fetch__slot_drawn(SLOT_IDLE, SLOT_NSTATES));
+}
+
+/* Every drawn arrow moves the slot and logs "from -> to" at debug level;
+ * staying put logs nothing. */
+static void slot_set_drawn(void)
+{
+	struct fetch f = {.hooks = {.log = slot_log}};
+	struct fetch_slot s = {.f = &f, .id = 3};
+
+	for (size_t i = 0; i < sizeof(slot_arrows) / sizeof(slot_arrows[0]);
+	     i++) {
+		s.state = slot_arrows[i].from;
+		slot_logged[0] = '\0';
+		slot_logged_level = -1;
+		T_EQ_INT(fetch__slot_set(&s, slot_arrows[i].to), 0);
+		T_EQ_INT(s.state, slot_arrows[i].to);
+		T_EQ_INT(slot_logged_level, FETCH_LOG_DEBUG);
+		T_ASSERT(strncmp(slot_logged, "lane 3: transfer ", 17) == 0);
+		T_ASSERT(strstr(slot_logged, " -> ") != NULL);
+	}
+	s.state = SLOT_AHEAD;
+	fetch__slot_set(&s, SLOT_HELD);
+	T_EQ_STR(slot_logged, "lane 3: transfer ahead -> held");
+	slot_logged[0] = '\0';
+	T_EQ_INT(fetch__slot_set(&s, SLOT_HELD), 0);
+	T_EQ_INT(s.state, SLOT_HELD);
+	T_EQ_STR(slot_logged, "");
+}
+
+/* An arrow the diagram does not draw is a bug: refused with an error
+ * line in a release build; in a strict build (PACEFS_STRICT, the
+ * sanitizer builds) the process aborts, seen here in a child. */
+static void slot_set_undrawn(void)
+{
+	struct fetch f = {.hooks = {.log = slot_log}};
+	struct fetch_slot s = {.f = &f, .id = 1, .state = SLOT_IDLE};
+#ifdef PACEFS_STRICT
+	int status = 0;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	T_ASSERT(pid >= 0);
+	if (pid == 0) {
+		fetch__slot_set(&s, SLOT_RECEIVING);
+		_exit(0);
+	}
+	T_EQ_INT(waitpid(pid, &status, 0), pid);
+	T_ASSERT(WIFSIGNALED(status));
+	T_EQ_INT(WTERMSIG(status), SIGABRT);
+	T_EQ_INT(s.state, SLOT_IDLE);
+#else
+	T_EQ_INT(fetch__slot_set(&s, SLOT_RECEIVING), -EINVAL);
+	T_EQ_INT(s.state, SLOT_IDLE);
+	T_EQ_INT(slot_logged_level, FETCH_LOG_ERR);
+	T_EQ_STR(slot_logged, "bug: lane 1: transfer idle -> receiving is not "
+			      "in the slot's diagram; refused");
+	s.state = SLOT_DRAINING;
+	T_EQ_INT(fetch__slot_set(&s, SLOT_SENT), -EINVAL);
+	T_EQ_INT(s.state, SLOT_DRAINING);
+#endif
+}
+
 static const struct t_case cases[] = {
+	{"slot_diagram", slot_diagram},
+	{"slot_set_drawn", slot_set_drawn},
+	{"slot_set_undrawn", slot_set_undrawn},
 	{"proxy_choice", proxy_choice},
 	{"proxy_stripes", proxy_stripes},
 	{"proxy_parse_errors", proxy_parse_errors},
