@@ -343,6 +343,23 @@ void fetch_text_vformat(char *buf, size_t cap, const char *fmt, va_list ap)
 	va_end(again);
 }
 
+int fetch_text_verrf(char *err, size_t errlen, int rc, const char *fmt,
+		     va_list ap)
+{
+	fetch_text_vformat(err, errlen, fmt, ap);
+	return rc;
+}
+
+int fetch_text_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	rc = fetch_text_verrf(err, errlen, rc, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
 int fetch__url_hop(const char *start, const char *target, char **out)
 {
 	/* The next request's URL: its query is sent as given. */
