@@ -2,6 +2,7 @@
  * decide whether a range response's bytes may be used. */
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,6 +287,64 @@ static void text_fit(void)
 		if ((unsigned char)*p == 0xa9)
 			T_EQ_INT((unsigned char)p[-1], 0xc3);
 	}
+}
+
+static void fmt_redacted(char *buf, size_t cap, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void fmt_redacted(char *buf, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fetch_text_vformat_redacted(buf, cap, fmt, ap);
+	va_end(ap);
+}
+
+/* A log line is redacted whole, then cut: a userinfo longer than the
+ * buffer leaves nothing of itself, and a signed value is masked. */
+static void text_redacted(void)
+{
+	char pass[1001], path[2001], buf[256];
+
+	memset(pass, 'p', sizeof(pass) - 1);
+	pass[sizeof(pass) - 1] = '\0';
+	memset(path, 'a', sizeof(path) - 1);
+	path[sizeof(path) - 1] = '\0';
+	fmt_redacted(buf, sizeof(buf), "probe %s: HTTP %d",
+		     "http://u:pw@h/x?X-Amz-Signature=abcdef", 403);
+	T_EQ_STR(buf, "probe http://h/x?X-Amz-Signature=***: HTTP 403");
+	fmt_redacted(buf, sizeof(buf), "probe http://u:%s@h/x: HTTP 404",
+		     pass);
+	T_EQ_STR(buf, "probe http://h/x: HTTP 404");
+	fmt_redacted(buf, sizeof(buf), "probe http://u:%s@h/%s: HTTP 404",
+		     pass, path);
+	T_ASSERT(strlen(buf) < sizeof(buf));
+	T_ASSERT(strncmp(buf, "probe http://h/aaa", 18) == 0);
+	T_ASSERT(strstr(buf, "pp") == NULL);
+	T_ASSERT(strstr(buf, " bytes left out ...] ") != NULL);
+	T_ASSERT(strcmp(buf + strlen(buf) - 10, ": HTTP 404") == 0);
+}
+
+/* The error-line helper returns the errno it is given, the line cut in
+ * its middle as fetch_text_vformat cuts it. */
+static void text_errf(void)
+{
+	char path[2001], buf[200];
+
+	memset(path, 'a', sizeof(path) - 1);
+	path[sizeof(path) - 1] = '\0';
+	T_EQ_INT(fetch_text_errf(buf, sizeof(buf), -EIO, "%s: HTTP %d",
+				 "http://h/x", 404),
+		 -EIO);
+	T_EQ_STR(buf, "http://h/x: HTTP 404");
+	T_EQ_INT(fetch_text_errf(buf, sizeof(buf), -ENOENT,
+				 "http://h/%s: HTTP 404", path),
+		 -ENOENT);
+	T_ASSERT(strlen(buf) < sizeof(buf));
+	T_ASSERT(strncmp(buf, "http://h/aaa", 12) == 0);
+	T_ASSERT(strstr(buf, " bytes left out ...] ") != NULL);
+	T_ASSERT(strcmp(buf + strlen(buf) - 10, ": HTTP 404") == 0);
 }
 
 static void url_shown(void)
@@ -681,6 +740,8 @@ static const struct t_case cases[] = {
 	{"x_cache", x_cache},
 	{"text_redact", text_redact},
 	{"text_fit", text_fit},
+	{"text_redacted", text_redacted},
+	{"text_errf", text_errf},
 	{"url_shown", url_shown},
 	{"url_hop", url_hop},
 	{"sends_headers", sends_headers},
