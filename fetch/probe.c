@@ -228,13 +228,29 @@ static int probe_judge(const struct fetch_config *cfg,
 	return fetch_text_errf(err, errlen, -EIO, "%s: HTTP %ld", shown, st);
 }
 
+/* Asks easy for the probe's range, bytes 0 to s->want - 1, into s's
+ * callbacks, within the caller's deadline (curl copies the range). */
+static void probe_setopt(const struct fetch_config *cfg, CURL *easy,
+			 struct probe_state *s)
+{
+	char range[48];
+
+	snprintf(range, sizeof(range), "0-%zu", s->want - 1);
+	curl_easy_setopt(easy, CURLOPT_RANGE, range);
+	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, probe_header);
+	curl_easy_setopt(easy, CURLOPT_HEADERDATA, s);
+	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_body);
+	curl_easy_setopt(easy, CURLOPT_WRITEDATA, s);
+	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
+			 fetch__bound_ms(cfg, cfg->connect_timeout_ms * 3));
+}
+
 /* One probe request; fetch_probe() retries it. */
 static int probe_once(const struct fetch_config *cfg, const char *url,
 		      bool no_cache, size_t first, struct fetch_probe *out,
 		      enum fetch_probe_error *kind, uint64_t *retry_after_ms,
 		      char *err, size_t errlen)
 {
-	char range[48];
 	struct probe_state s;
 	const struct fetch__head *h = &s.head;
 	char errbuf[CURL_ERROR_SIZE] = "", herr[512] = "";
@@ -267,14 +283,7 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 				     "%s: cannot set up curl options", shown);
 		goto out;
 	}
-	snprintf(range, sizeof(range), "0-%zu", s.want - 1);
-	curl_easy_setopt(easy, CURLOPT_RANGE, range);
-	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, probe_header);
-	curl_easy_setopt(easy, CURLOPT_HEADERDATA, &s);
-	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_body);
-	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &s);
-	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
-			 fetch__bound_ms(cfg, cfg->connect_timeout_ms * 3));
+	probe_setopt(cfg, easy, &s);
 	rc = fetch__perform(cfg, easy, url, headers, no_cache, probe_reset,
 			    probe_bad, &s, probe_errbody, &cc, &final,
 			    &out->status, herr, sizeof(herr));
