@@ -212,7 +212,7 @@ uint64_t fetch__now_ms(void);
 /*
  * A transfer's life on a slot. Every change goes through fetch__slot_set,
  * which logs it at debug level and refuses an arrow not drawn here (a bug:
- * slot_drawn in slot.c is this drawing as a table):
+ * slot_drawn in slotstate.c is this drawing as a table):
  *
  *   IDLE       -> SENT       fetch_lane_start: the lane's open request
  *   IDLE       -> REFUSED    the same with every proxy excluded: it ends,
@@ -396,9 +396,9 @@ void fetch__slot_detach(struct fetch_slot *s);
 void fetch__log(struct fetch *f, enum fetch_log_level level, const char *fmt,
 		...) __attribute__((format(printf, 3, 4)));
 
-/* One transfer on a slot (fetch/slot.c). Everything runs on the event
- * thread. on_header and on_body are the slot's curl callbacks;
- * fetch__slot_set moves slot s to state `to`, with a debug line
+/* One transfer on a slot (fetch/slot.c; its states, fetch/slotstate.c).
+ * Everything runs on the event thread. on_header and on_body are the
+ * slot's curl callbacks; fetch__slot_set moves slot s to state `to`, with a debug line
  * "lane N: transfer FROM -> TO"; staying where it is is no transition and
  * logs nothing. A transition the diagram above does not draw is a bug in
  * fetch/: built with PACEFS_STRICT (the sanitizer builds) it aborts, so

@@ -314,11 +314,10 @@ static void text_redacted(void)
 	fmt_redacted(buf, sizeof(buf), "probe %s: HTTP %d",
 		     "http://u:pw@h/x?X-Amz-Signature=abcdef", 403);
 	T_EQ_STR(buf, "probe http://h/x?X-Amz-Signature=***: HTTP 403");
-	fmt_redacted(buf, sizeof(buf), "probe http://u:%s@h/x: HTTP 404",
-		     pass);
+	fmt_redacted(buf, sizeof(buf), "probe http://u:%s@h/x: HTTP 404", pass);
 	T_EQ_STR(buf, "probe http://h/x: HTTP 404");
-	fmt_redacted(buf, sizeof(buf), "probe http://u:%s@h/%s: HTTP 404",
-		     pass, path);
+	fmt_redacted(buf, sizeof(buf), "probe http://u:%s@h/%s: HTTP 404", pass,
+		     path);
 	T_ASSERT(strlen(buf) < sizeof(buf));
 	T_ASSERT(strncmp(buf, "probe http://h/aaa", 18) == 0);
 	T_ASSERT(strstr(buf, "pp") == NULL);
@@ -621,16 +620,16 @@ static void x_cache(void)
 static const struct {
 	enum slot_state from, to;
 } slot_arrows[] = {
-	{SLOT_IDLE, SLOT_SENT},		{SLOT_IDLE, SLOT_REFUSED},
-	{SLOT_IDLE, SLOT_AHEAD},	{SLOT_AHEAD, SLOT_HELD},
-	{SLOT_AHEAD, SLOT_SENT},	{SLOT_HELD, SLOT_SENT},
-	{SLOT_HELD, SLOT_AHEAD},	{SLOT_SENT, SLOT_RECEIVING},
-	{SLOT_RECEIVING, SLOT_SENT},	{SLOT_SENT, SLOT_AUTH_WAIT},
-	{SLOT_AUTH_WAIT, SLOT_SENT},	{SLOT_AHEAD, SLOT_IDLE},
-	{SLOT_HELD, SLOT_IDLE},		{SLOT_SENT, SLOT_IDLE},
-	{SLOT_RECEIVING, SLOT_IDLE},	{SLOT_AUTH_WAIT, SLOT_IDLE},
-	{SLOT_REFUSED, SLOT_IDLE},	{SLOT_DRAINING, SLOT_IDLE},
-	{SLOT_SENT, SLOT_DRAINING},	{SLOT_RECEIVING, SLOT_DRAINING},
+	{SLOT_IDLE, SLOT_SENT},	     {SLOT_IDLE, SLOT_REFUSED},
+	{SLOT_IDLE, SLOT_AHEAD},     {SLOT_AHEAD, SLOT_HELD},
+	{SLOT_AHEAD, SLOT_SENT},     {SLOT_HELD, SLOT_SENT},
+	{SLOT_HELD, SLOT_AHEAD},     {SLOT_SENT, SLOT_RECEIVING},
+	{SLOT_RECEIVING, SLOT_SENT}, {SLOT_SENT, SLOT_AUTH_WAIT},
+	{SLOT_AUTH_WAIT, SLOT_SENT}, {SLOT_AHEAD, SLOT_IDLE},
+	{SLOT_HELD, SLOT_IDLE},	     {SLOT_SENT, SLOT_IDLE},
+	{SLOT_RECEIVING, SLOT_IDLE}, {SLOT_AUTH_WAIT, SLOT_IDLE},
+	{SLOT_REFUSED, SLOT_IDLE},   {SLOT_DRAINING, SLOT_IDLE},
+	{SLOT_SENT, SLOT_DRAINING},  {SLOT_RECEIVING, SLOT_DRAINING},
 };
 
 /* The last line the slot logged, and its level. */
