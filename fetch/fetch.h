@@ -464,6 +464,25 @@ void fetch_text_fit(char *buf, size_t cap, const char *whole);
  * survives a long URL. */
 void fetch_text_vformat(char *buf, size_t cap, const char *fmt, va_list ap);
 
+/* fetch_text_vformat with fetch_text_redact applied to the whole line
+ * before it is cut (so that a cut never leaves part of a userinfo or of a
+ * signed value behind); a line too long for buf whose whole could not be
+ * formatted (memory ran out) becomes "(a line too long to show)". What
+ * every log and terminal line of fs/ goes through. */
+void fetch_text_vformat_redacted(char *buf, size_t cap, const char *fmt,
+				 va_list ap);
+
+/* The one way a function of fetch/ (and, through fs__errf, of fs/) writes
+ * the error line its caller shows: formats it into err (errlen > 0
+ * bytes) as fetch_text_vformat does, cut in its middle when too long,
+ * and returns rc (a negative errno), so that a failing function says
+ * what went wrong and returns in one statement. fetch_text_verrf takes
+ * a va_list. */
+int fetch_text_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+int fetch_text_verrf(char *err, size_t errlen, int rc, const char *fmt,
+		     va_list ap) __attribute__((format(printf, 4, 0)));
+
 /* Credentials that change (fetch/auth.c). A fetch_auth holds the current
  * set; each request takes the set current when it starts (by reference:
  * a new set never changes a request under way). A request that the

@@ -211,7 +211,8 @@ uint64_t fetch__now_ms(void);
 
 /*
  * A transfer's life on a slot. Every change goes through fetch__slot_set,
- * which logs it at debug level:
+ * which logs it at debug level and refuses an arrow not drawn here (a bug:
+ * slot_drawn in slotstate.c is this drawing as a table):
  *
  *   IDLE       -> SENT       fetch_lane_start: the lane's open request
  *   IDLE       -> REFUSED    the same with every proxy excluded: it ends,
@@ -395,11 +396,18 @@ void fetch__slot_detach(struct fetch_slot *s);
 void fetch__log(struct fetch *f, enum fetch_log_level level, const char *fmt,
 		...) __attribute__((format(printf, 3, 4)));
 
-/* One transfer on a slot (fetch/slot.c). Everything runs on the event
- * thread. on_header and on_body are the slot's curl callbacks;
- * fetch__slot_set moves slot s to state `to` (the diagram above), with a
- * debug line. */
-void fetch__slot_set(struct fetch_slot *s, enum slot_state to);
+/* One transfer on a slot (fetch/slot.c; its states, fetch/slotstate.c).
+ * Everything runs on the event thread. on_header and on_body are the
+ * slot's curl callbacks; fetch__slot_set moves slot s to state `to`, with a debug line
+ * "lane N: transfer FROM -> TO"; staying where it is is no transition and
+ * logs nothing. A transition the diagram above does not draw is a bug in
+ * fetch/: built with PACEFS_STRICT (the sanitizer builds) it aborts, so
+ * that the tests catch it; otherwise it is logged as a bug (FETCH_LOG_ERR)
+ * and refused: the state stays and -EINVAL is returned. Returns 0 when
+ * the slot is in state `to`. fetch__slot_drawn says whether the diagram
+ * draws from -> to. */
+int fetch__slot_set(struct fetch_slot *s, enum slot_state to);
+bool fetch__slot_drawn(enum slot_state from, enum slot_state to);
 
 size_t fetch__slot_on_header(char *line, size_t size, size_t n, void *arg);
 size_t fetch__slot_on_body(char *buf, size_t size, size_t n, void *arg);

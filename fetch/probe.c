@@ -4,7 +4,6 @@
  * small document (a directory index). */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +17,7 @@
 struct probe_state {
 	CURL *easy;
 	struct fetch__head head;
-	size_t want; /* the bytes asked from 0: 1, or fetch_probe's first */
+	size_t want;   /* the bytes asked from 0: 1, or fetch_probe's first */
 	uint8_t *keep; /* want > 1: the bytes of a 206, want of them */
 	size_t body;
 	char errbody[1024]; /* the start of an error's body (S3's code) */
@@ -129,23 +128,32 @@ static const char *probe_errbody(void *arg)
 	return ((struct probe_state *)arg)->errbody;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-/* Every line names the URL; its userinfo is never shown. */
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fetch_text_vformat(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EIO;
-}
-
-/* url as shown: without its userinfo (free() it; NULL: memory ran out,
- * which the callers show as "?"). */
+/* Every error line (fetch_text_errf, -EIO unless said) names the URL as
+ * shown: without its userinfo (free() it; NULL: memory ran out, which
+ * the callers show as "?"). */
 #define SHOWN(u) ((u) != NULL ? (u) : "?")
+
+/* How a synchronous request that fetch__perform ran (its return rc, and
+ * herr) ended, unless an answer came to be judged: past the caller's
+ * bound (cfg->deadline_ms, cfg->stop), that bound's errno (-ETIMEDOUT,
+ * -ECANCELED) with "URL: which"; a redirect refused (rc), -EIO with
+ * "URL: herr"; else 0. An answer that came (answered) stands, however
+ * late. */
+static int perform_ended(const struct fetch_config *cfg, int rc, bool answered,
+			 const char *shown, const char *herr, char *err,
+			 size_t errlen)
+{
+	const char *why;
+	int bound = answered ? 0 : fetch__bound_check(cfg, &why);
+
+	if (bound != 0)
+		return fetch_text_errf(err, errlen, bound, "%s: %s", shown,
+				       why);
+	if (rc != 0)
+		return fetch_text_errf(err, errlen, -EIO, "%s: %s", shown,
+				       herr);
+	return 0;
+}
 
 /* Judges the head of a probe's answer (status out->status, head h): the
  * blob's size into out, or -EIO with one line in err and *kind saying
@@ -160,15 +168,17 @@ static int probe_judge(const struct fetch_config *cfg,
 
 	/* A range of encoded bytes is not a range of the blob. */
 	if (h->coding[0] != '\0' && st >= 200 && st < 300)
-		return fail(err, errlen,
-			    "%s: HTTP %ld with '%s' although identity was "
-			    "asked for; pacefs needs the bytes as stored",
-			    shown, st, h->coding);
+		return fetch_text_errf(
+			err, errlen, -EIO,
+			"%s: HTTP %ld with '%s' although identity was "
+			"asked for; pacefs needs the bytes as stored",
+			shown, st, h->coding);
 	if (st == 200 && h->cl_bad[0] != '\0')
-		return fail(err, errlen,
-			    "%s: HTTP 200 with Content-Length '%s', which is "
-			    "no size (at most %" PRIu64 ")",
-			    shown, h->cl_bad, FETCH_SIZE_MAX);
+		return fetch_text_errf(
+			err, errlen, -EIO,
+			"%s: HTTP 200 with Content-Length '%s', which is "
+			"no size (at most %" PRIu64 ")",
+			shown, h->cl_bad, FETCH_SIZE_MAX);
 	if (st == 200 && h->cl_seen && h->content_length == 0) {
 		/* An empty blob: some servers answer a range of it with an
 		 * empty 200 rather than a 416. */
@@ -176,10 +186,11 @@ static int probe_judge(const struct fetch_config *cfg,
 		return 0;
 	}
 	if (st == 200)
-		return fail(err, errlen,
-			    "%s: the server ignores Range requests (HTTP 200 "
-			    "to a range request); pacefs needs Range support",
-			    shown);
+		return fetch_text_errf(
+			err, errlen, -EIO,
+			"%s: the server ignores Range requests (HTTP 200 "
+			"to a range request); pacefs needs Range support",
+			shown);
 	if (st == 416 && h->cr_seen && h->cr_start == UINT64_MAX &&
 	    h->cr_total == 0) {
 		/* "bytes * /0": an empty blob. */
@@ -188,21 +199,23 @@ static int probe_judge(const struct fetch_config *cfg,
 	}
 	if (st == 206) {
 		if (!probe_range_ok(h, s->want))
-			return fail(err, errlen,
-				    "%s: HTTP 206 with Content-Range '%s', not "
-				    "'bytes 0-%zu/SIZE'",
-				    shown, h->cr_raw, s->want - 1);
+			return fetch_text_errf(
+				err, errlen, -EIO,
+				"%s: HTTP 206 with Content-Range '%s', not "
+				"'bytes 0-%zu/SIZE'",
+				shown, h->cr_raw, s->want - 1);
 		if (h->cr_total > FETCH_SIZE_MAX)
-			return fail(err, errlen,
-				    "%s: Content-Range total %" PRIu64
-				    " is over the largest file size (%" PRIu64
-				    ")",
-				    shown, h->cr_total, FETCH_SIZE_MAX);
+			return fetch_text_errf(
+				err, errlen, -EIO,
+				"%s: Content-Range total %" PRIu64
+				" is over the largest file size (%" PRIu64 ")",
+				shown, h->cr_total, FETCH_SIZE_MAX);
 		if (s->keep != NULL && s->body != h->cr_end + 1)
-			return fail(err, errlen,
-				    "%s: HTTP 206 of %zu bytes where "
-				    "Content-Range '%s' says %" PRIu64,
-				    shown, s->body, h->cr_raw, h->cr_end + 1);
+			return fetch_text_errf(
+				err, errlen, -EIO,
+				"%s: HTTP 206 of %zu bytes where "
+				"Content-Range '%s' says %" PRIu64,
+				shown, s->body, h->cr_raw, h->cr_end + 1);
 		out->size = h->cr_total;
 		return 0;
 	}
@@ -212,7 +225,24 @@ static int probe_judge(const struct fetch_config *cfg,
 			? FETCH_PROBE_UNREACHABLE
 			: FETCH_PROBE_REFUSED;
 	*retry_after_ms = h->retry_after_ms;
-	return fail(err, errlen, "%s: HTTP %ld", shown, st);
+	return fetch_text_errf(err, errlen, -EIO, "%s: HTTP %ld", shown, st);
+}
+
+/* Asks easy for the probe's range, bytes 0 to s->want - 1, into s's
+ * callbacks, within the caller's deadline (curl copies the range). */
+static void probe_setopt(const struct fetch_config *cfg, CURL *easy,
+			 struct probe_state *s)
+{
+	char range[48];
+
+	snprintf(range, sizeof(range), "0-%zu", s->want - 1);
+	curl_easy_setopt(easy, CURLOPT_RANGE, range);
+	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, probe_header);
+	curl_easy_setopt(easy, CURLOPT_HEADERDATA, s);
+	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_body);
+	curl_easy_setopt(easy, CURLOPT_WRITEDATA, s);
+	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
+			 fetch__bound_ms(cfg, cfg->connect_timeout_ms * 3));
 }
 
 /* One probe request; fetch_probe() retries it. */
@@ -221,17 +251,15 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 		      enum fetch_probe_error *kind, uint64_t *retry_after_ms,
 		      char *err, size_t errlen)
 {
-	char range[48];
 	struct probe_state s;
 	const struct fetch__head *h = &s.head;
 	char errbuf[CURL_ERROR_SIZE] = "", herr[512] = "";
 	char *shown = fetch_url_redacted(url), *final = NULL;
 	struct curl_slist *headers;
-	const char *why;
 	bool headers_ok;
 	CURL *easy;
 	CURLcode cc = CURLE_OK;
-	int rc, bound;
+	int rc;
 
 	fetch_probe_free(out);
 	memset(out, 0, sizeof(*out));
@@ -246,43 +274,32 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 	s.easy = easy;
 	if (easy == NULL || !headers_ok || shown == NULL ||
 	    (s.want > 1 && s.keep == NULL)) {
-		rc = fail(err, errlen, "%s: out of memory", SHOWN(shown));
+		rc = fetch_text_errf(err, errlen, -EIO, "%s: out of memory",
+				     SHOWN(shown));
 		goto out;
 	}
 	if (fetch__easy_setup(easy, cfg, errbuf) != CURLE_OK) {
-		rc = fail(err, errlen, "%s: cannot set up curl options", shown);
+		rc = fetch_text_errf(err, errlen, -EIO,
+				     "%s: cannot set up curl options", shown);
 		goto out;
 	}
-	snprintf(range, sizeof(range), "0-%zu", s.want - 1);
-	curl_easy_setopt(easy, CURLOPT_RANGE, range);
-	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, probe_header);
-	curl_easy_setopt(easy, CURLOPT_HEADERDATA, &s);
-	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_body);
-	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &s);
-	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
-			 fetch__bound_ms(cfg, cfg->connect_timeout_ms * 3));
+	probe_setopt(cfg, easy, &s);
 	rc = fetch__perform(cfg, easy, url, headers, no_cache, probe_reset,
 			    probe_bad, &s, probe_errbody, &cc, &final,
 			    &out->status, herr, sizeof(herr));
 	snprintf(out->etag, sizeof(out->etag), "%s", h->etag);
 	snprintf(out->last_modified, sizeof(out->last_modified), "%s",
 		 h->last_modified);
-	/* A probe that was answered stands, however late. */
-	bound = rc == 0 && (cc == CURLE_OK || cc == CURLE_WRITE_ERROR)
-			? 0
-			: fetch__bound_check(cfg, &why);
-	if (bound != 0) {
-		/* Past the caller's deadline, or the mount is ending: no
-		 * answer in time is an origin that cannot be reached. */
-		free(final);
-		*kind = FETCH_PROBE_UNREACHABLE;
-		fail(err, errlen, "%s: %s", shown, why);
-		rc = bound;
-		goto out;
-	}
+	rc = perform_ended(
+		cfg, rc, rc == 0 && (cc == CURLE_OK || cc == CURLE_WRITE_ERROR),
+		shown, herr, err, errlen);
 	if (rc != 0) {
-		/* A redirect refused is final: no retry. */
-		rc = fail(err, errlen, "%s: %s", shown, herr);
+		/* Past the caller's deadline, or the mount is ending: no
+		 * answer in time is an origin that cannot be reached. A
+		 * redirect refused is final: no retry. */
+		if (rc == -ETIMEDOUT || rc == -ECANCELED)
+			*kind = FETCH_PROBE_UNREACHABLE;
+		free(final);
 		goto out;
 	}
 	out->final_url = final;
@@ -290,10 +307,10 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 	if (cc != CURLE_OK && cc != CURLE_WRITE_ERROR) {
 		*kind = out->status == 0 ? FETCH_PROBE_UNREACHABLE
 					 : FETCH_PROBE_REFUSED;
-		rc = fail(err, errlen, "%s: %s", shown,
-			  herr[0]     ? herr
-			  : errbuf[0] ? errbuf
-				      : curl_easy_strerror(cc));
+		rc = fetch_text_errf(err, errlen, -EIO, "%s: %s", shown,
+				     herr[0]	 ? herr
+				     : errbuf[0] ? errbuf
+						 : curl_easy_strerror(cc));
 		goto out;
 	}
 	rc = probe_judge(cfg, &s, shown, out, kind, retry_after_ms, err,
@@ -334,8 +351,8 @@ void fetch_probe_free(struct fetch_probe *p)
 	p->nbody = 0;
 }
 
-int fetch_probe(const struct fetch_config *cfg, const char *url,
-		bool no_cache, size_t first, struct fetch_probe *out,
+int fetch_probe(const struct fetch_config *cfg, const char *url, bool no_cache,
+		size_t first, struct fetch_probe *out,
 		enum fetch_probe_error *kind, char *err, size_t errlen)
 {
 	uint64_t wait_ms = FETCH__PROBE_FIRST_WAIT_MS;
@@ -410,9 +427,9 @@ static size_t get_body(char *data, size_t size, size_t n, void *arg)
 	return len;
 }
 
-static int get_doc(const struct fetch_config *cfg, const char *url,
-		   size_t max, char **body, size_t *len, char **final,
-		   long *status_out, char *err, size_t errlen);
+static int get_doc(const struct fetch_config *cfg, const char *url, size_t max,
+		   char **body, size_t *len, char **final, long *status_out,
+		   char *err, size_t errlen);
 
 static const char *get_body_text(void *arg)
 {
@@ -433,28 +450,28 @@ int fetch_get_any(const struct fetch_config *cfg, const char *url, size_t max,
 }
 
 /* fetch_get, or with status set fetch_get_any. */
-static int get_doc(const struct fetch_config *cfg, const char *url,
-		   size_t max, char **body, size_t *len, char **final,
-		   long *status_out, char *err, size_t errlen)
+static int get_doc(const struct fetch_config *cfg, const char *url, size_t max,
+		   char **body, size_t *len, char **final, long *status_out,
+		   char *err, size_t errlen)
 {
 	struct get_state g = {.max = max};
 	char errbuf[CURL_ERROR_SIZE] = "", herr[512] = "";
 	char *shown = fetch_url_redacted(url), *last = NULL;
 	struct curl_slist *headers;
-	const char *why;
 	bool headers_ok;
 	long status = 0;
 	CURL *easy;
 	CURLcode cc = CURLE_OK;
-	int rc = 0, bound;
+	int rc = 0;
 
 	headers = fetch__headers(cfg, &headers_ok);
 	easy = curl_easy_init();
 	g.easy = easy;
 	if (easy == NULL || !headers_ok || shown == NULL ||
 	    fetch__easy_setup(easy, cfg, errbuf) != CURLE_OK) {
-		rc = fail(err, errlen, "%s: cannot set up a request",
-			  SHOWN(shown));
+		rc = fetch_text_errf(err, errlen, -EIO,
+				     "%s: cannot set up a request",
+				     SHOWN(shown));
 		goto out;
 	}
 	/* A document, parsed and never served: one a server encodes although
@@ -465,38 +482,33 @@ static int get_doc(const struct fetch_config *cfg, const char *url,
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &g);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
 			 fetch__bound_ms(cfg, cfg->connect_timeout_ms * 3));
-	rc = fetch__perform(cfg, easy, url, headers, false, get_reset, NULL,
-			    &g, get_body_text, &cc, &last, &status, herr,
+	rc = fetch__perform(cfg, easy, url, headers, false, get_reset, NULL, &g,
+			    get_body_text, &cc, &last, &status, herr,
 			    sizeof(herr));
-	/* A document that came whole stands, however late. */
-	bound = rc == 0 && cc == CURLE_OK ? 0 : fetch__bound_check(cfg, &why);
-	if (bound != 0) {
-		fail(err, errlen, "%s: %s", shown, why);
-		rc = bound;
+	rc = perform_ended(cfg, rc, rc == 0 && cc == CURLE_OK, shown, herr, err,
+			   errlen);
+	if (rc != 0)
 		goto out;
-	}
-	if (rc != 0) {
-		rc = fail(err, errlen, "%s: %s", shown, herr);
-		goto out;
-	}
 	if (status_out != NULL)
 		*status_out = status;
 	if (g.too_big)
-		rc = fail(err, errlen, "%s: larger than %zu bytes", shown, max);
+		rc = fetch_text_errf(err, errlen, -EIO,
+				     "%s: larger than %zu bytes", shown, max);
 	else if (cc != CURLE_OK)
-		rc = fail(err, errlen, "%s: %s", shown,
-			  herr[0]     ? herr
-			  : errbuf[0] ? errbuf
-				      : curl_easy_strerror(cc));
+		rc = fetch_text_errf(err, errlen, -EIO, "%s: %s", shown,
+				     herr[0]	 ? herr
+				     : errbuf[0] ? errbuf
+						 : curl_easy_strerror(cc));
 	else if (status != 200 && status_out == NULL)
-		rc = fail(err, errlen, "%s: HTTP %ld", shown, status);
+		rc = fetch_text_errf(err, errlen, -EIO, "%s: HTTP %ld", shown,
+				     status);
 out:
 	if (easy != NULL)
 		curl_easy_cleanup(easy);
 	curl_slist_free_all(headers);
 	free(shown);
 	if (rc == 0 && g.buf == NULL && (g.buf = strdup("")) == NULL)
-		rc = fail(err, errlen, "out of memory");
+		rc = fetch_text_errf(err, errlen, -EIO, "out of memory");
 	if (rc != 0) {
 		free(g.buf);
 		free(last);

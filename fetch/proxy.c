@@ -5,7 +5,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,19 +43,6 @@ struct fetch_proxies {
 static bool proxy_down(const struct proxy *p, uint64_t now_ms)
 {
 	return p->excluded || p->failed_until_ms > now_ms;
-}
-
-static int perr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int perr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
 }
 
 /* FNV-1a, then a finalizer: stable across machines and builds, so that
@@ -239,28 +225,30 @@ static int entry_add(struct fetch_proxies *list, const char *s, size_t n,
 
 	entry_shown(s, n, shown, sizeof(shown));
 	if (!is_direct(s, n) && !proxy_valid(s, n, why, sizeof(why)))
-		return perr(err, errlen, "option proxy: '%s': %s", shown, why);
+		return fetch_text_errf(err, errlen, -EINVAL,
+				       "option proxy: '%s': %s", shown, why);
 	for (uint32_t i = 0; i < list->n; i++)
 		if (strlen(list->p[i].url) == (is_direct(s, n) ? 0 : n) &&
 		    (is_direct(s, n) ||
 		     strncasecmp(list->p[i].url, s, n) == 0))
-			return perr(err, errlen,
-				    "option proxy: '%s' is listed twice",
-				    shown);
+			return fetch_text_errf(
+				err, errlen, -EINVAL,
+				"option proxy: '%s' is listed twice", shown);
 	if (list->n == FETCH_PROXIES_MAX)
-		return perr(err, errlen,
-			    "option proxy: more than %d proxies (at '%s')",
-			    FETCH_PROXIES_MAX, shown);
+		return fetch_text_errf(
+			err, errlen, -EINVAL,
+			"option proxy: more than %d proxies (at '%s')",
+			FETCH_PROXIES_MAX, shown);
 	p = &list->p[list->n];
 	p->url = is_direct(s, n) ? strdup("") : strndup(s, n);
 	if (p->url == NULL)
-		return perr(err, errlen, "out of memory");
+		return fetch_text_errf(err, errlen, -ENOMEM, "out of memory");
 	p->shown = is_direct(s, n) ? strdup("DIRECT")
 				   : fetch_url_redacted(p->url);
 	if (p->shown == NULL) {
 		free(p->url);
 		p->url = NULL;
-		return perr(err, errlen, "out of memory");
+		return fetch_text_errf(err, errlen, -ENOMEM, "out of memory");
 	}
 	if (strstr(p->url, "://") == NULL && strchr(p->shown, '@') != NULL) {
 		/* No scheme: fetch_url_redacted does not see the userinfo. */
@@ -283,14 +271,15 @@ int fetch_proxies_new(const char *spec, uint64_t reset_ms,
 	int rc = 0;
 
 	if (spec == NULL || spec[0] == '\0')
-		return perr(err, errlen, "option proxy: empty");
+		return fetch_text_errf(err, errlen, -EINVAL,
+				       "option proxy: empty");
 	if (strlen(spec) > FETCH_PROXY_SPEC_MAX)
-		return perr(err, errlen,
-			    "option proxy: longer than %d bytes",
-			    FETCH_PROXY_SPEC_MAX);
+		return fetch_text_errf(err, errlen, -EINVAL,
+				       "option proxy: longer than %d bytes",
+				       FETCH_PROXY_SPEC_MAX);
 	list = calloc(1, sizeof(*list));
 	if (list == NULL)
-		return perr(err, errlen, "out of memory");
+		return fetch_text_errf(err, errlen, -ENOMEM, "out of memory");
 	pthread_mutex_init(&list->mu, NULL);
 	list->reset_ms = reset_ms;
 	for (;; group++) {
@@ -302,10 +291,11 @@ int fetch_proxies_new(const char *spec, uint64_t reset_ms,
 
 		entry_shown(g, glen, gshown, sizeof(gshown));
 		if (glen == 0 || strspn(g, " \t") == glen) {
-			rc = perr(err, errlen,
-				  "option proxy: group %u is empty (nothing "
-				  "%s ';')",
-				  group + 1, group == 0 ? "before" : "after");
+			rc = fetch_text_errf(
+				err, errlen, -EINVAL,
+				"option proxy: group %u is empty (nothing "
+				"%s ';')",
+				group + 1, group == 0 ? "before" : "after");
 			goto out;
 		}
 		for (;;) {
@@ -320,11 +310,12 @@ int fetch_proxies_new(const char *spec, uint64_t reset_ms,
 			while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
 				n--;
 			if (n == 0) {
-				rc = perr(err, errlen,
-					  "option proxy: group %u ('%s'): an "
-					  "empty proxy %s '|'",
-					  group + 1, gshown,
-					  members == 0 ? "before" : "after");
+				rc = fetch_text_errf(
+					err, errlen, -EINVAL,
+					"option proxy: group %u ('%s'): an "
+					"empty proxy %s '|'",
+					group + 1, gshown,
+					members == 0 ? "before" : "after");
 				goto out;
 			}
 			direct |= is_direct(s, n);
@@ -337,10 +328,11 @@ int fetch_proxies_new(const char *spec, uint64_t reset_ms,
 			m += mlen + 1;
 		}
 		if (direct && members > 1) {
-			rc = perr(err, errlen,
-				  "option proxy: group %u ('%s'): DIRECT must "
-				  "be alone in its group",
-				  group + 1, gshown);
+			rc = fetch_text_errf(
+				err, errlen, -EINVAL,
+				"option proxy: group %u ('%s'): DIRECT must "
+				"be alone in its group",
+				group + 1, gshown);
 			goto out;
 		}
 		if (g[glen] == '\0')

@@ -35,16 +35,18 @@ bool fetch__is_redirect(CURL *easy)
 	return status >= 300 && status <= 399;
 }
 
-/* Writes "what: A -> B" with both URLs shown without userinfo. */
-static void hop_error(char *err, size_t errlen, const char *what, const char *a,
-		      const char *b)
+/* Writes "what: A -> B" with both URLs shown without userinfo into err;
+ * returns rc. */
+static int hop_error(char *err, size_t errlen, int rc, const char *what,
+		     const char *a, const char *b)
 {
 	char *ra = fetch_url_redacted(a), *rb = fetch_url_redacted(b);
 
-	snprintf(err, errlen, "%s: %s -> %s", what, ra != NULL ? ra : "?",
-		 rb != NULL ? rb : "?");
+	rc = fetch_text_errf(err, errlen, rc, "%s: %s -> %s", what,
+			     ra != NULL ? ra : "?", rb != NULL ? rb : "?");
 	free(ra);
 	free(rb);
+	return rc;
 }
 
 int fetch__redirect_next(CURL *easy, const char *start, const char *from,
@@ -57,19 +59,16 @@ int fetch__redirect_next(CURL *easy, const char *start, const char *from,
 		    CURLE_OK ||
 	    target == NULL)
 		return 1;
-	if (hops >= (unsigned)FETCH__MAX_REDIRS) {
-		hop_error(err, errlen, "too many redirects (over 8)", start,
-			  target);
-		return -ELOOP;
-	}
+	if (hops >= (unsigned)FETCH__MAX_REDIRS)
+		return hop_error(err, errlen, -ELOOP,
+				 "too many redirects (over 8)", start, target);
 	/* A secret given for https never travels in the clear, and a reader
 	 * never gets bytes an attacker on the path could have changed. */
 	if (strncasecmp(from, "https://", 8) == 0 &&
-	    strncasecmp(target, "https://", 8) != 0) {
-		hop_error(err, errlen, "refusing a redirect from https to http",
-			  from, target);
-		return -EPERM;
-	}
+	    strncasecmp(target, "https://", 8) != 0)
+		return hop_error(err, errlen, -EPERM,
+				 "refusing a redirect from https to http", from,
+				 target);
 	return fetch__url_hop(start, target, next);
 }
 
@@ -174,7 +173,8 @@ static int perform_hops(const struct fetch_config *cfg, CURL *easy,
 		if (rc != 0) {
 			free(hop);
 			if (rc == -ENOMEM)
-				snprintf(err, errlen, "out of memory");
+				return fetch_text_errf(err, errlen, rc,
+						       "out of memory");
 			return rc;
 		}
 		free(hop);

@@ -2,7 +2,6 @@
  * headers for its origin, proxy), the checks of the response's head and
  * body, redirects, retries through the next proxy, and requests held
  * while credentials are renewed. Runs on the event thread (fetch.c). */
-#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -15,27 +14,6 @@
 
 #include "fetch/fetch.h"
 #include "fetch/fetch_int.h"
-
-static const char *const slot_state_names[SLOT_NSTATES] = {
-	[SLOT_IDLE] = "idle",
-	[SLOT_AHEAD] = "ahead",
-	[SLOT_HELD] = "held",
-	[SLOT_SENT] = "sent",
-	[SLOT_RECEIVING] = "receiving",
-	[SLOT_AUTH_WAIT] = "waiting for credentials",
-	[SLOT_REFUSED] = "refused",
-	[SLOT_DRAINING] = "draining",
-};
-
-void fetch__slot_set(struct fetch_slot *s, enum slot_state to)
-{
-	assert(to < SLOT_NSTATES);
-	if (s->state == to)
-		return;
-	fetch__log(s->f, FETCH_LOG_DEBUG, "lane %u: transfer %s -> %s", s->id,
-		   slot_state_names[s->state], slot_state_names[to]);
-	s->state = to;
-}
 
 /* The slot's first URL as reasons show it: without userinfo, cut. */
 static const char *slot_shown(struct fetch_slot *s)

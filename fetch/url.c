@@ -326,7 +326,13 @@ void fetch_text_fit(char *buf, size_t cap, const char *whole)
 	snprintf(buf + head, cap - head, "%s%s", mark, whole + len - tail);
 }
 
-void fetch_text_vformat(char *buf, size_t cap, const char *fmt, va_list ap)
+/* fetch_text_vformat, and with redact fetch_text_vformat_redacted: the
+ * whole line is redacted before it is cut, so that a cut inside a long
+ * userinfo never leaves part of it behind; a redacted line too long for
+ * cap that cannot be formatted whole (memory ran out) is not shown cut
+ * unredacted but as "(a line too long to show)". */
+static void text_vformat(char *buf, size_t cap, const char *fmt, va_list ap,
+			 bool redact)
 {
 	va_list again;
 	char *whole;
@@ -334,13 +340,49 @@ void fetch_text_vformat(char *buf, size_t cap, const char *fmt, va_list ap)
 
 	va_copy(again, ap);
 	n = vsnprintf(buf, cap, fmt, ap);
-	if (n > 0 && (size_t)n >= cap &&
-	    (whole = malloc((size_t)n + 1)) != NULL) {
-		vsnprintf(whole, (size_t)n + 1, fmt, again);
-		fetch_text_fit(buf, cap, whole);
-		free(whole);
+	if (n >= 0 && (size_t)n >= cap) {
+		whole = malloc((size_t)n + 1);
+		if (whole != NULL) {
+			vsnprintf(whole, (size_t)n + 1, fmt, again);
+			if (redact)
+				fetch_text_redact(whole);
+			fetch_text_fit(buf, cap, whole);
+			free(whole);
+		} else if (redact) {
+			snprintf(buf, cap, "(a line too long to show)");
+		}
+	} else if (redact) {
+		fetch_text_redact(buf);
 	}
 	va_end(again);
+}
+
+void fetch_text_vformat(char *buf, size_t cap, const char *fmt, va_list ap)
+{
+	text_vformat(buf, cap, fmt, ap, false);
+}
+
+void fetch_text_vformat_redacted(char *buf, size_t cap, const char *fmt,
+				 va_list ap)
+{
+	text_vformat(buf, cap, fmt, ap, true);
+}
+
+int fetch_text_verrf(char *err, size_t errlen, int rc, const char *fmt,
+		     va_list ap)
+{
+	fetch_text_vformat(err, errlen, fmt, ap);
+	return rc;
+}
+
+int fetch_text_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	rc = fetch_text_verrf(err, errlen, rc, fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 int fetch__url_hop(const char *start, const char *target, char **out)

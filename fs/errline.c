@@ -1,6 +1,6 @@
 /* errline: the one way a function of fs/ writes the error line its
- * caller shows, cut as fetch/ cuts its lines, so that every room's
- * errors survive a long URL the same way. */
+ * caller shows: fetch/'s (fetch_text_errf), so that every room's errors,
+ * fetch/'s included, survive a long URL the same way. */
 #include <stdarg.h>
 
 #include "fetch/fetch.h"
@@ -11,7 +11,7 @@ int fs__errf(char *err, size_t errlen, int rc, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	fetch_text_vformat(err, errlen, fmt, ap);
+	rc = fetch_text_verrf(err, errlen, rc, fmt, ap);
 	va_end(ap);
 	return rc;
 }

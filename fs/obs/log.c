@@ -9,7 +9,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <syslog.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -266,26 +265,7 @@ void obs_log(enum fs_log_level level, const char *fmt, ...)
 
 void obs_format_shown(char *buf, size_t cap, const char *fmt, va_list ap)
 {
-	va_list again;
-	char *whole;
-	int n;
-
-	va_copy(again, ap);
-	n = vsnprintf(buf, cap, fmt, ap);
-	/* Redacted before it is cut, so that a cut inside a long userinfo
-	 * never leaves part of it behind. */
-	if (n >= 0 && (size_t)n >= cap &&
-	    (whole = malloc((size_t)n + 1)) != NULL) {
-		vsnprintf(whole, (size_t)n + 1, fmt, again);
-		fetch_text_redact(whole);
-		fetch_text_fit(buf, cap, whole);
-		free(whole);
-	} else if (n >= 0 && (size_t)n >= cap) {
-		snprintf(buf, cap, "(a line too long to show)");
-	} else {
-		fetch_text_redact(buf);
-	}
-	va_end(again);
+	fetch_text_vformat_redacted(buf, cap, fmt, ap);
 }
 
 void obs_log_cache(void *ctx, enum cache_log_level level, const char *msg)

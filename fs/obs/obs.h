@@ -61,7 +61,8 @@ void obs_log_fields_hook(void *ctx, enum fs_log_level level,
 			 va_list ap) __attribute__((format(printf, 4, 0)));
 
 /* vsnprintf into buf with every URL's userinfo removed (removed before a
- * long line is cut): what every log line and terminal line goes through. */
+ * long line is cut): what every log line and terminal line goes through.
+ * fetch_text_vformat_redacted is the one implementation. */
 void obs_format_shown(char *buf, size_t cap, const char *fmt, va_list ap);
 
 /* ---- what obs reads of a running mount ---- */

@@ -1,10 +1,14 @@
 /* test_fetch: the HTTP header parsers and the status classification that
  * decide whether a range response's bytes may be used. */
 #include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "fetch/fetch.h"
 #include "fetch/fetch_int.h"
@@ -285,6 +289,63 @@ static void text_fit(void)
 	}
 }
 
+static void fmt_redacted(char *buf, size_t cap, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void fmt_redacted(char *buf, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fetch_text_vformat_redacted(buf, cap, fmt, ap);
+	va_end(ap);
+}
+
+/* A log line is redacted whole, then cut: a userinfo longer than the
+ * buffer leaves nothing of itself, and a signed value is masked. */
+static void text_redacted(void)
+{
+	char pass[1001], path[2001], buf[256];
+
+	memset(pass, 'p', sizeof(pass) - 1);
+	pass[sizeof(pass) - 1] = '\0';
+	memset(path, 'a', sizeof(path) - 1);
+	path[sizeof(path) - 1] = '\0';
+	fmt_redacted(buf, sizeof(buf), "probe %s: HTTP %d",
+		     "http://u:pw@h/x?X-Amz-Signature=abcdef", 403);
+	T_EQ_STR(buf, "probe http://h/x?X-Amz-Signature=***: HTTP 403");
+	fmt_redacted(buf, sizeof(buf), "probe http://u:%s@h/x: HTTP 404", pass);
+	T_EQ_STR(buf, "probe http://h/x: HTTP 404");
+	fmt_redacted(buf, sizeof(buf), "probe http://u:%s@h/%s: HTTP 404", pass,
+		     path);
+	T_ASSERT(strlen(buf) < sizeof(buf));
+	T_ASSERT(strncmp(buf, "probe http://h/aaa", 18) == 0);
+	T_ASSERT(strstr(buf, "pp") == NULL);
+	T_ASSERT(strstr(buf, " bytes left out ...] ") != NULL);
+	T_ASSERT(strcmp(buf + strlen(buf) - 10, ": HTTP 404") == 0);
+}
+
+/* The error-line helper returns the errno it is given, the line cut in
+ * its middle as fetch_text_vformat cuts it. */
+static void text_errf(void)
+{
+	char path[2001], buf[200];
+
+	memset(path, 'a', sizeof(path) - 1);
+	path[sizeof(path) - 1] = '\0';
+	T_EQ_INT(fetch_text_errf(buf, sizeof(buf), -EIO, "%s: HTTP %d",
+				 "http://h/x", 404),
+		 -EIO);
+	T_EQ_STR(buf, "http://h/x: HTTP 404");
+	T_EQ_INT(fetch_text_errf(buf, sizeof(buf), -ENOENT,
+				 "http://h/%s: HTTP 404", path),
+		 -ENOENT);
+	T_ASSERT(strlen(buf) < sizeof(buf));
+	T_ASSERT(strncmp(buf, "http://h/aaa", 12) == 0);
+	T_ASSERT(strstr(buf, " bytes left out ...] ") != NULL);
+	T_ASSERT(strcmp(buf + strlen(buf) - 10, ": HTTP 404") == 0);
+}
+
 static void url_shown(void)
 {
 	char buf[16];
@@ -554,13 +615,132 @@ static void x_cache(void)
 	T_EQ_INT(fetch_parse_x_cache(NULL, NULL), 0);
 }
 
+/* The slot's diagram (fetch_int.h), arrow by arrow, written down again
+ * here so that a slip in either copy shows. */
+static const struct {
+	enum slot_state from, to;
+} slot_arrows[] = {
+	{SLOT_IDLE, SLOT_SENT},	     {SLOT_IDLE, SLOT_REFUSED},
+	{SLOT_IDLE, SLOT_AHEAD},     {SLOT_AHEAD, SLOT_HELD},
+	{SLOT_AHEAD, SLOT_SENT},     {SLOT_HELD, SLOT_SENT},
+	{SLOT_HELD, SLOT_AHEAD},     {SLOT_SENT, SLOT_RECEIVING},
+	{SLOT_RECEIVING, SLOT_SENT}, {SLOT_SENT, SLOT_AUTH_WAIT},
+	{SLOT_AUTH_WAIT, SLOT_SENT}, {SLOT_AHEAD, SLOT_IDLE},
+	{SLOT_HELD, SLOT_IDLE},	     {SLOT_SENT, SLOT_IDLE},
+	{SLOT_RECEIVING, SLOT_IDLE}, {SLOT_AUTH_WAIT, SLOT_IDLE},
+	{SLOT_REFUSED, SLOT_IDLE},   {SLOT_DRAINING, SLOT_IDLE},
+	{SLOT_SENT, SLOT_DRAINING},  {SLOT_RECEIVING, SLOT_DRAINING},
+};
+
+/* The last line the slot logged, and its level. */
+static char slot_logged[512];
+static int slot_logged_level = -1;
+
+static void slot_log(void *ctx, enum fetch_log_level level, const char *msg)
+{
+	(void)ctx;
+	slot_logged_level = (int)level;
+	snprintf(slot_logged, sizeof(slot_logged), "%s", msg);
+}
+
+static bool slot_arrow_drawn(enum slot_state from, enum slot_state to)
+{
+	for (size_t i = 0; i < sizeof(slot_arrows) / sizeof(slot_arrows[0]);
+	     i++)
+		if (slot_arrows[i].from == from && slot_arrows[i].to == to)
+			return true;
+	return false;
+}
+
+static void slot_diagram(void)
+{
+	for (int from = 0; from < SLOT_NSTATES; from++)
+		for (int to = 0; to < SLOT_NSTATES; to++) {
+			if (from == to)
+				continue;
+			if (fetch__slot_drawn(from, to) !=
+			    slot_arrow_drawn(from, to))
+				T_FAIL("%d -> %d: drawn %d, expected %d", from,
+				       to, fetch__slot_drawn(from, to),
+				       slot_arrow_drawn(from, to));
+		}
+	T_ASSERT(!fetch__slot_drawn(SLOT_NSTATES, SLOT_IDLE));
+	T_ASSERT(!fetch__slot_drawn(SLOT_IDLE, SLOT_NSTATES));
+}
+
+/* Every drawn arrow moves the slot and logs "from -> to" at debug level;
+ * staying put logs nothing. */
+static void slot_set_drawn(void)
+{
+	struct fetch f = {.hooks = {.log = slot_log}};
+	struct fetch_slot s = {.f = &f, .id = 3};
+
+	for (size_t i = 0; i < sizeof(slot_arrows) / sizeof(slot_arrows[0]);
+	     i++) {
+		s.state = slot_arrows[i].from;
+		slot_logged[0] = '\0';
+		slot_logged_level = -1;
+		T_EQ_INT(fetch__slot_set(&s, slot_arrows[i].to), 0);
+		T_EQ_INT(s.state, slot_arrows[i].to);
+		T_EQ_INT(slot_logged_level, FETCH_LOG_DEBUG);
+		T_ASSERT(strncmp(slot_logged, "lane 3: transfer ", 17) == 0);
+		T_ASSERT(strstr(slot_logged, " -> ") != NULL);
+	}
+	s.state = SLOT_AHEAD;
+	fetch__slot_set(&s, SLOT_HELD);
+	T_EQ_STR(slot_logged, "lane 3: transfer ahead -> held");
+	slot_logged[0] = '\0';
+	T_EQ_INT(fetch__slot_set(&s, SLOT_HELD), 0);
+	T_EQ_INT(s.state, SLOT_HELD);
+	T_EQ_STR(slot_logged, "");
+}
+
+/* An arrow the diagram does not draw is a bug: refused with an error
+ * line in a release build; in a strict build (PACEFS_STRICT, the
+ * sanitizer builds) the process aborts, seen here in a child. */
+static void slot_set_undrawn(void)
+{
+	struct fetch f = {.hooks = {.log = slot_log}};
+	struct fetch_slot s = {.f = &f, .id = 1, .state = SLOT_IDLE};
+#ifdef PACEFS_STRICT
+	int status = 0;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	T_ASSERT(pid >= 0);
+	if (pid == 0) {
+		fetch__slot_set(&s, SLOT_RECEIVING);
+		_exit(0);
+	}
+	T_EQ_INT(waitpid(pid, &status, 0), pid);
+	T_ASSERT(WIFSIGNALED(status));
+	T_EQ_INT(WTERMSIG(status), SIGABRT);
+	T_EQ_INT(s.state, SLOT_IDLE);
+#else
+	T_EQ_INT(fetch__slot_set(&s, SLOT_RECEIVING), -EINVAL);
+	T_EQ_INT(s.state, SLOT_IDLE);
+	T_EQ_INT(slot_logged_level, FETCH_LOG_ERR);
+	T_EQ_STR(slot_logged, "bug: lane 1: transfer idle -> receiving is not "
+			      "in the slot's diagram; refused");
+	s.state = SLOT_DRAINING;
+	T_EQ_INT(fetch__slot_set(&s, SLOT_SENT), -EINVAL);
+	T_EQ_INT(s.state, SLOT_DRAINING);
+#endif
+}
+
 static const struct t_case cases[] = {
+	{"slot_diagram", slot_diagram},
+	{"slot_set_drawn", slot_set_drawn},
+	{"slot_set_undrawn", slot_set_undrawn},
 	{"proxy_choice", proxy_choice},
 	{"proxy_stripes", proxy_stripes},
 	{"proxy_parse_errors", proxy_parse_errors},
 	{"x_cache", x_cache},
 	{"text_redact", text_redact},
 	{"text_fit", text_fit},
+	{"text_redacted", text_redacted},
+	{"text_errf", text_errf},
 	{"url_shown", url_shown},
 	{"url_hop", url_hop},
 	{"sends_headers", sends_headers},
