@@ -99,8 +99,11 @@ static double read_all(struct cache *c, const struct cache_id *id,
 	double t0 = now_s();
 
 	for (int i = 0; i < threads; i++) {
-		r[i] = (struct reader){.c = c, .id = *id, .size = size,
-				       .part = i, .nparts = threads,
+		r[i] = (struct reader){.c = c,
+				       .id = *id,
+				       .size = size,
+				       .part = i,
+				       .nparts = threads,
 				       .buf = malloc(READ_SIZE)};
 		pthread_create(&th[i], NULL, read_seq, &r[i]);
 	}

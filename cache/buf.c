@@ -35,8 +35,8 @@ void cache_buf_unref(struct cache_buf *b)
 {
 	/* Release, so that the last owner's free sees every use of the
 	 * bytes; acquire on the way to free. */
-	if (b && atomic_fetch_sub_explicit(&b->refs, 1,
-					   memory_order_acq_rel) == 1)
+	if (b &&
+	    atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1)
 		free(b);
 }
 

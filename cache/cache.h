@@ -109,8 +109,7 @@ struct cache_id {
 void cache_id_from_string(const char *identity, struct cache_id *out);
 
 /* Writes the id as 2 * CACHE_ID_LEN lowercase hex digits and a NUL. */
-void cache_id_to_hex(const struct cache_id *id,
-		     char out[2 * CACHE_ID_LEN + 1]);
+void cache_id_to_hex(const struct cache_id *id, char out[2 * CACHE_ID_LEN + 1]);
 
 /* The stored record of one blob. Zero-initialise it before filling it in:
  * cache_blob_put() writes every field. */
@@ -200,8 +199,8 @@ int cache_extents_each(struct cache *c, const struct cache_id *id,
  *    process (two puts never both find a digest block incomplete; two
  *    processes sharing the directory may), and the completing one reads
  *    and hashes the digest block's bytes, on the caller's thread. */
-int cache_block_put(struct cache *c, const struct cache_id *id,
-		    uint64_t index, const void *data, size_t len);
+int cache_block_put(struct cache *c, const struct cache_id *id, uint64_t index,
+		    const void *data, size_t len);
 
 /* ---- shared block buffers ---- */
 

@@ -216,8 +216,8 @@ static int ec_mark(struct ec *ec, uint64_t pgno, uint64_t count,
 			       "%s: the file is %" PRIu64 " bytes, its %s "
 			       "page %" PRIu64 " (+%" PRIu64 ") ends at byte "
 			       "%" PRIu64 ": truncated",
-			       ec->db, ec->fsize, what, pgno,
-			       count, (pgno + count) * ec->psize);
+			       ec->db, ec->fsize, what, pgno, count,
+			       (pgno + count) * ec->psize);
 	for (uint64_t p = pgno; p < pgno + count; p++) {
 		if (ec->seen[p / 8] & (1u << (p % 8)))
 			return ec_fail(ec, "%s: page %" PRIu64 " is used twice",
@@ -264,10 +264,9 @@ static int ec_tail_check(struct ec *ec)
 	qsort(ec->tail, ec->ntail, sizeof(*ec->tail), ec_u64_cmp);
 	for (size_t i = 1; i < ec->ntail; i++)
 		if (ec->tail[i] == ec->tail[i - 1])
-			return ec_fail(ec,
-				       "free list: page %" PRIu64
-				       " is used twice",
-				       ec->tail[i]);
+			return ec_fail(
+				ec, "free list: page %" PRIu64 " is used twice",
+				ec->tail[i]);
 	return 0;
 }
 

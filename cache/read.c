@@ -233,8 +233,9 @@ long cache_block_read(struct cache *c, const struct cache_id *id,
  * leaves it in the data file (fds) or copies it into p->buf. Returns 0,
  * -EBADMSG (a chunk failed: the block is bad), -EIO (shorter than p). */
 static int cache__piece_resolve(const struct cache *c,
-				const struct cache_id *id, struct cache_piece *p,
-				const MDB_val *v, bool fds, size_t *mapped)
+				const struct cache_id *id,
+				struct cache_piece *p, const MDB_val *v,
+				bool fds, size_t *mapped)
 {
 	const unsigned char *val = v->mv_data;
 	size_t blen, first, last, start, end;
@@ -310,8 +311,9 @@ int cache_blocks_serve(struct cache *c, const struct cache_id *id,
 	if (committed) {
 		rc = cache__rtxn_get(c, &txn);
 		if (rc) {
-			cache__log(c, CACHE_LOG_ERR, "%s: read block: begin: %s",
-				   c->dir, mdb_strerror(rc));
+			cache__log(c, CACHE_LOG_ERR,
+				   "%s: read block: begin: %s", c->dir,
+				   mdb_strerror(rc));
 			return cache__errno(rc);
 		}
 	}
@@ -330,7 +332,7 @@ int cache_blocks_serve(struct cache *c, const struct cache_id *id,
 			rc = cache__errno(rc);
 		} else {
 			rc = cache__piece_resolve(c, id, &p[i], &v, fds,
-						   &mapped);
+						  &mapped);
 			if (rc == -EBADMSG)
 				bad = p[i].index;
 			if (rc == -EIO)

@@ -23,10 +23,10 @@
 
 struct fetch_auth {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;	  /* a new set came */
-	struct fetch__cref *cur;  /* guarded by mu */
-	uint64_t gen;		  /* guarded by mu: bumped by each set */
-	char region[64];	  /* "": no SigV4 */
+	pthread_cond_t cv;	 /* a new set came */
+	struct fetch__cref *cur; /* guarded by mu */
+	uint64_t gen;		 /* guarded by mu: bumped by each set */
+	char region[64];	 /* "": no SigV4 */
 	void (*on_expired)(void *ctx, uint64_t gen);
 	void *ctx;
 };
@@ -274,10 +274,10 @@ CURLcode fetch__auth_apply(CURL *easy, const struct fetch__cref *r,
 
 bool fetch__auth_refused(long status, const char *body)
 {
-	static const char *const codes[] = {
-		"<Code>ExpiredToken</Code>", "<Code>InvalidToken</Code>",
-		"<Code>TokenRefreshRequired</Code>",
-		"<Code>RequestExpired</Code>"};
+	static const char *const codes[] = {"<Code>ExpiredToken</Code>",
+					    "<Code>InvalidToken</Code>",
+					    "<Code>TokenRefreshRequired</Code>",
+					    "<Code>RequestExpired</Code>"};
 
 	if (status == 401 || status == 403)
 		return true;

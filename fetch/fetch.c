@@ -215,7 +215,8 @@ int fetch_new(const struct fetch_config *cfg, const struct fetch_hooks *hooks,
 		s->easy = curl_easy_init();
 		if (s->easy == NULL)
 			goto out;
-		if (fetch__easy_setup(s->easy, &f->cfg, s->errbuf) != CURLE_OK) {
+		if (fetch__easy_setup(s->easy, &f->cfg, s->errbuf) !=
+		    CURLE_OK) {
 			rc = -EINVAL;
 			goto out;
 		}

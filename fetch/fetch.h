@@ -89,8 +89,8 @@ struct fetch_request_info {
 struct fetch_config {
 	uint32_t max_lanes;
 	long connect_timeout_ms;
-	const char *cafile;	    /* NULL: the system CA bundle */
-	bool insecure;		    /* skip TLS verification */
+	const char *cafile; /* NULL: the system CA bundle */
+	bool insecure;	    /* skip TLS verification */
 	/* The proxy list (-o proxy=, fetch_proxies_new), shared by every
 	 * request of the mount: probe, GET and lanes; borrowed for the
 	 * instance's life. NULL: curl's environment variables
@@ -157,9 +157,9 @@ struct fetch_target {
 	bool if_match; /* pin the validator with If-Match (a changed blob
 			  answers 412) rather than If-Range: object
 			  stores */
-	bool no_cache;	       /* send Cache-Control: no-cache: a cache on
-				  the way must ask the origin (bytes that
-				  failed their digest are fetched again) */
+	bool no_cache; /* send Cache-Control: no-cache: a cache on
+			  the way must ask the origin (bytes that
+			  failed their digest are fetched again) */
 };
 
 /*
@@ -226,19 +226,19 @@ struct fetch_proxy_info {
 	uint64_t retry_in_ms;
 	uint64_t requests; /* sent through it, retries included */
 	uint64_t failures;
-	uint64_t bytes;	   /* body bytes of range responses */
-	uint64_t hits;	   /* responses its X-Cache (or Age) said came from */
-	uint64_t misses;   /* its cache, or not */
-	uint64_t bad;	   /* answers refused (counted in failures too): a
-			      200 to a range, another Content-Range, size
-			      or validator than the origin's, an encoded or
-			      longer body, bytes failing their digest */
+	uint64_t bytes;	 /* body bytes of range responses */
+	uint64_t hits;	 /* responses its X-Cache (or Age) said came from */
+	uint64_t misses; /* its cache, or not */
+	uint64_t bad;	 /* answers refused (counted in failures too): a
+			    200 to a range, another Content-Range, size
+			    or validator than the origin's, an encoded or
+			    longer body, bytes failing their digest */
 };
 
 /* Entry i's state and counters at now_ms (CLOCK_MONOTONIC). Returns 0 or
  * -ENOENT past the end. */
-int fetch_proxies_info(struct fetch_proxies *list, uint32_t i,
-		       uint64_t now_ms, struct fetch_proxy_info *out);
+int fetch_proxies_info(struct fetch_proxies *list, uint32_t i, uint64_t now_ms,
+		       struct fetch_proxy_info *out);
 
 /* Marks entry i (not DIRECT) failed now, as a request it failed would:
  * for a lane through it that stalled or slowed to a fraction of its rate,
@@ -318,13 +318,13 @@ struct fetch_probe {
 	int64_t mtime;		 /* Last-Modified, seconds since the epoch;
 				    -1 if unknown */
 	long status;
-	char proxy_note[384];	 /* "" or, for the log: the last proxy
-				    whose answer was refused (a 200 to the
-				    range, another Content-Range) before
-				    the next route was asked */
-	uint8_t *body;		 /* the first nbody bytes of the blob, when
-				    more than one was asked (owned: see
-				    fetch_probe_free); NULL: none */
+	char proxy_note[384]; /* "" or, for the log: the last proxy
+				 whose answer was refused (a 200 to the
+				 range, another Content-Range) before
+				 the next route was asked */
+	uint8_t *body;	      /* the first nbody bytes of the blob, when
+				 more than one was asked (owned: see
+				 fetch_probe_free); NULL: none */
 	size_t nbody;
 };
 
@@ -352,14 +352,14 @@ enum fetch_probe_error {
  * has when it is shorter): a small file's probe brings its bytes in the
  * same round trip. no_cache (a revalidation: has the file changed?)
  * sends Cache-Control: no-cache, so that a cache on the way asks the
- * origin rather than answer with its copy. A 5xx or 429 answer is tried again a few times
- * (honouring a short Retry-After) before it counts. On failure writes a
- * one-line reason naming the URL and the cause into err and returns a
+ * origin rather than answer with its copy. A 5xx or 429 answer is tried again a
+ * few times (honouring a short Retry-After) before it counts. On failure writes
+ * a one-line reason naming the URL and the cause into err and returns a
  * negative errno; *kind says which class of failure it was; *out then owns
  * nothing. On success free out's strings with fetch_probe_free. Not for the
  * event thread. */
-int fetch_probe(const struct fetch_config *cfg, const char *url,
-		bool no_cache, size_t first, struct fetch_probe *out,
+int fetch_probe(const struct fetch_config *cfg, const char *url, bool no_cache,
+		size_t first, struct fetch_probe *out,
 		enum fetch_probe_error *kind, char *err, size_t errlen);
 
 /* Frees what a successful probe allocated; NULL-safe, idempotent. */

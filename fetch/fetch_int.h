@@ -296,17 +296,17 @@ struct fetch_slot {
 	/* Where this attempt's request ends: end, or through a proxy the
 	 * end of the stripe `from` is in (a piece; slot_piece_end). */
 	uint64_t asked_end;
-	uint64_t pos; /* next byte expected */
-	uint64_t from; /* where this attempt's range starts (a retry on
-			  another proxy starts at its chunk's start) */
-	uint64_t rx;   /* the next byte this attempt's body brings */
-	int proxy;     /* the entry of cfg.proxies in use; -1: none */
-	uint32_t tried; /* entries this request failed on */
-	uint32_t suspect; /* entries that named another version (after
-			     no-cache) while the next route was asked: a
-			     route that serves the pinned one makes theirs
-			     bad answers; the last route agreeing, a
-			     change */
+	uint64_t pos;	       /* next byte expected */
+	uint64_t from;	       /* where this attempt's range starts (a retry on
+				  another proxy starts at its chunk's start) */
+	uint64_t rx;	       /* the next byte this attempt's body brings */
+	int proxy;	       /* the entry of cfg.proxies in use; -1: none */
+	uint32_t tried;	       /* entries this request failed on */
+	uint32_t suspect;      /* entries that named another version (after
+				  no-cache) while the next route was asked: a
+				  route that serves the pinned one makes theirs
+				  bad answers; the last route agreeing, a
+				  change */
 	char suspect_why[160]; /* the last one's reason, for the log */
 	bool no_cache;	       /* Cache-Control: no-cache on this request */
 	struct fetch__head head; /* of the response under way */
@@ -317,7 +317,7 @@ struct fetch_slot {
 	char if_range[300];
 	struct curl_slist if_range_node; /* heads the shared header list */
 	char nocache[32];
-	struct curl_slist nocache_node;	 /* before it, when no_cache */
+	struct curl_slist nocache_node; /* before it, when no_cache */
 	char errbuf[CURL_ERROR_SIZE];
 	bool if_match; /* the validator goes in If-Match, not If-Range */
 	/* Credentials that change (cfg.auth): the set this request uses;
@@ -372,7 +372,7 @@ struct fetch {
 	struct curl_slist *headers; /* the configured headers */
 	struct fetch_slot *slots;   /* 2 per lane */
 	struct fetch_slot **cur;    /* per lane: the slot of its open request */
-	struct fetch_acks acks; /* the lanes' sockets; event thread */
+	struct fetch_acks acks;	    /* the lanes' sockets; event thread */
 	pthread_t thread;
 	bool started;
 	atomic_bool stop;
@@ -398,11 +398,11 @@ void fetch__log(struct fetch *f, enum fetch_log_level level, const char *fmt,
 
 /* One transfer on a slot (fetch/slot.c; its states, fetch/slotstate.c).
  * Everything runs on the event thread. on_header and on_body are the
- * slot's curl callbacks; fetch__slot_set moves slot s to state `to`, with a debug line
- * "lane N: transfer FROM -> TO"; staying where it is is no transition and
- * logs nothing. A transition the diagram above does not draw is a bug in
- * fetch/: built with PACEFS_STRICT (the sanitizer builds) it aborts, so
- * that the tests catch it; otherwise it is logged as a bug (FETCH_LOG_ERR)
+ * slot's curl callbacks; fetch__slot_set moves slot s to state `to`, with a
+ * debug line "lane N: transfer FROM -> TO"; staying where it is is no
+ * transition and logs nothing. A transition the diagram above does not draw is
+ * a bug in fetch/: built with PACEFS_STRICT (the sanitizer builds) it aborts,
+ * so that the tests catch it; otherwise it is logged as a bug (FETCH_LOG_ERR)
  * and refused: the state stays and -EINVAL is returned. Returns 0 when
  * the slot is in state `to`. fetch__slot_drawn says whether the diagram
  * draws from -> to. */
@@ -441,8 +441,7 @@ int fetch__slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc);
  * 0, without on_done; its delivered bytes stay delivered. Returns 1 when
  * the transfer is over, or with the outcome set (FETCH_TRANSIENT) when no
  * proxy is left. */
-int fetch__slot_next_piece(struct fetch *f, struct fetch_slot *s,
-			   CURLcode cc);
+int fetch__slot_next_piece(struct fetch *f, struct fetch_slot *s, CURLcode cc);
 
 /* How long a cut piece may drain: a proxy that is slow to finish it
  * costs a slot no longer. */
@@ -450,8 +449,8 @@ int fetch__slot_next_piece(struct fetch *f, struct fetch_slot *s,
 
 /* Ends the cut transfer of slot s at once, with fetch__slot_finish's
  * on_done (outcome o, reason why), and when s is its lane's open request
- * through a proxy (not down), mid-piece, sent or receiving, and the lane's other
- * slot is idle, leaves its piece draining (DRAINING, on the event
+ * through a proxy (not down), mid-piece, sent or receiving, and the lane's
+ * other slot is idle, leaves its piece draining (DRAINING, on the event
  * thread's later turns) and makes the other slot the lane's open one, so
  * that the proxy finishes the slice under way rather than dropping it
  * (nginx does, when its client goes: proxy_ignore_client_abort off).

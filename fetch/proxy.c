@@ -17,14 +17,14 @@
 #include "fetch/fetch_int.h"
 
 struct proxy {
-	char *url;     /* as given; "" for DIRECT (what CURLOPT_PROXY takes) */
-	char *shown;   /* without userinfo, for status and logs */
+	char *url;   /* as given; "" for DIRECT (what CURLOPT_PROXY takes) */
+	char *shown; /* without userinfo, for status and logs */
 	uint32_t group;
 	uint64_t hash; /* of the URL as given: the same on every machine */
 	/* guarded by fetch_proxies.mu */
 	uint64_t failed_until_ms; /* 0: not failed */
 	uint64_t failed_at_ms;
-	bool excluded;		  /* wrong bytes: never used again */
+	bool excluded; /* wrong bytes: never used again */
 	uint64_t requests, failures, bytes, hits, misses;
 	uint64_t bad; /* answers refused: wrong for the request, or bytes
 			 failing their digest */
@@ -87,9 +87,8 @@ static void entry_shown(const char *s, size_t n, char *buf, size_t cap)
 
 		/* The userinfo: from the scheme's end (or the start) to the
 		 * last '@', which goes too. */
-		if (at != NULL && c <= at && c >= (scheme != NULL && scheme <= at
-							   ? scheme
-							   : s))
+		if (at != NULL && c <= at &&
+		    c >= (scheme != NULL && scheme <= at ? scheme : s))
 			continue;
 		if (o >= 80) {
 			memcpy(buf + o, "...", 3);
@@ -125,8 +124,8 @@ static bool proxy_valid(const char *s, size_t n, char *why, size_t cap)
 		}
 	for (const char *q = s; q + 2 < end; q++) {
 		if (q[0] == ':' && q[1] == '/' && q[2] == '/') {
-			for (size_t i = 0; i < sizeof(schemes) / sizeof(*schemes);
-			     i++)
+			for (size_t i = 0;
+			     i < sizeof(schemes) / sizeof(*schemes); i++)
 				ok |= strlen(schemes[i]) == (size_t)(q - s) &&
 				      strncasecmp(s, schemes[i],
 						  (size_t)(q - s)) == 0;
@@ -229,8 +228,7 @@ static int entry_add(struct fetch_proxies *list, const char *s, size_t n,
 				       "option proxy: '%s': %s", shown, why);
 	for (uint32_t i = 0; i < list->n; i++)
 		if (strlen(list->p[i].url) == (is_direct(s, n) ? 0 : n) &&
-		    (is_direct(s, n) ||
-		     strncasecmp(list->p[i].url, s, n) == 0))
+		    (is_direct(s, n) || strncasecmp(list->p[i].url, s, n) == 0))
 			return fetch_text_errf(
 				err, errlen, -EINVAL,
 				"option proxy: '%s' is listed twice", shown);
@@ -243,8 +241,8 @@ static int entry_add(struct fetch_proxies *list, const char *s, size_t n,
 	p->url = is_direct(s, n) ? strdup("") : strndup(s, n);
 	if (p->url == NULL)
 		return fetch_text_errf(err, errlen, -ENOMEM, "out of memory");
-	p->shown = is_direct(s, n) ? strdup("DIRECT")
-				   : fetch_url_redacted(p->url);
+	p->shown =
+		is_direct(s, n) ? strdup("DIRECT") : fetch_url_redacted(p->url);
 	if (p->shown == NULL) {
 		free(p->url);
 		p->url = NULL;
@@ -539,8 +537,8 @@ int fetch_proxies_exclude(struct fetch_proxies *list, int i)
 	return first ? 1 : 0;
 }
 
-int fetch_proxies_info(struct fetch_proxies *list, uint32_t i,
-		       uint64_t now_ms, struct fetch_proxy_info *out)
+int fetch_proxies_info(struct fetch_proxies *list, uint32_t i, uint64_t now_ms,
+		       struct fetch_proxy_info *out)
 {
 	const struct proxy *p;
 

@@ -151,7 +151,7 @@ static int perform_hops(const struct fetch_config *cfg, CURL *easy,
 
 	for (unsigned hops = 0;; hops++) {
 		bool allowed = fetch__sends_headers(cfg, at);
-		struct curl_slist *list = !allowed	? NULL
+		struct curl_slist *list = !allowed	 ? NULL
 					  : cref != NULL ? cref->headers
 							 : headers;
 
@@ -201,7 +201,8 @@ int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
 			  arg, cc, final, err, errlen);
 	if (rc == 0)
 		curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, status);
-	if (rc == 0 && cref != NULL && fetch__auth_refused(*status, body(arg))) {
+	if (rc == 0 && cref != NULL &&
+	    fetch__auth_refused(*status, body(arg))) {
 		/* Refused for its credentials: once more with newer ones. */
 		uint64_t gen = cref->gen;
 
@@ -216,8 +217,7 @@ int fetch__perform(const struct fetch_config *cfg, CURL *easy, const char *url,
 		rc = perform_hops(cfg, easy, url, headers, cref, no_cache,
 				  reset, bad, arg, cc, final, err, errlen);
 		if (rc == 0)
-			curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE,
-					  status);
+			curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, status);
 	}
 	fetch__auth_put(cref);
 	return rc;

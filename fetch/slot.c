@@ -91,7 +91,7 @@ static void slot_blame(struct fetch_slot *s)
 			   "%s%s serves the pinned version",
 			   s->id, fetch__proxy_shown(list, i), s->suspect_why,
 			   fetch__proxy_is_direct(list, s->proxy) ? ""
-								   : "proxy ",
+								  : "proxy ",
 			   fetch__proxy_shown(list, s->proxy));
 	}
 }
@@ -233,8 +233,8 @@ size_t fetch__slot_on_body(char *buf, size_t size, size_t n, void *arg)
 		fetch__proxy_bytes(f->cfg.proxies, s->proxy, len);
 	if (s->rx < s->pos) {
 		/* A retry from its chunk's start: these were delivered. */
-		size_t skip = s->pos - s->rx < len ? (size_t)(s->pos - s->rx)
-						   : len;
+		size_t skip =
+			s->pos - s->rx < len ? (size_t)(s->pos - s->rx) : len;
 
 		s->rx += skip;
 		buf += skip;

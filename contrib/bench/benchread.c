@@ -329,8 +329,8 @@ static int cmd_positions(char **argv)
 		lat[i] = reader_pread(&r, at, MIB);
 		worst = lat[i] > worst ? lat[i] : worst;
 	}
-	printf("ok at70=%.6f at20=%.6f at90=%.6f worst=%.6f\n", lat[0],
-	       lat[1], lat[2], worst);
+	printf("ok at70=%.6f at20=%.6f at90=%.6f worst=%.6f\n", lat[0], lat[1],
+	       lat[2], worst);
 	return 0;
 }
 

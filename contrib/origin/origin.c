@@ -144,7 +144,8 @@ static void usage(FILE *fp)
 	      "fault kinds: stall:N reset:N status:CODE[:RETRY_AFTER] "
 	      "burst:CODE:K norange\n"
 	      "  badrange short:N etag-change:N content-change:N "
-	      "slowfirst:MS refuse mute rate:BYTES redirect:URL_PREFIX corrupt:N\n",
+	      "slowfirst:MS refuse mute rate:BYTES redirect:URL_PREFIX "
+	      "corrupt:N\n",
 	      fp);
 }
 

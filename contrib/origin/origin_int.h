@@ -79,12 +79,12 @@ struct server {
 	size_t root_len;
 	uint64_t rate; /* bytes per second per connection, 0: uncapped */
 	uint64_t latency_ms;
-	uint64_t sndbuf; /* --sndbuf: SO_SNDBUF of each connection; 0: the
-			    kernel's */
+	uint64_t sndbuf;      /* --sndbuf: SO_SNDBUF of each connection; 0: the
+				 kernel's */
 	uint64_t write_chunk; /* --write-chunk: bytes per paced write (the
 				 bucket's burst); 0: the default */
-	uint64_t slow_every; /* --slow-conns EVERY:RATE: every EVERY-th
-				connection sends at slow_rate; 0: none */
+	uint64_t slow_every;  /* --slow-conns EVERY:RATE: every EVERY-th
+				 connection sends at slow_rate; 0: none */
 	uint64_t slow_rate;
 	uint64_t uplink; /* --uplink: bytes per second over every connection
 			    together, 0: uncapped */
@@ -103,19 +103,19 @@ struct server {
 	FILE *log;	    /* guarded by log_mu; NULL: no request log */
 	char **log_headers; /* --log-header NAME: their values are logged */
 	size_t nlog_headers;
-	uint64_t max_transfers; /* --max-transfers: file bodies sent at once,
-				   503 beyond; 0: any */
-	int64_t retry_after;	/* --retry-after for those 503s; -1: none */
-	bool hold_retry_after;	/* --hold-retry-after: a refusal refuses
-				   every request for its Retry-After */
+	uint64_t max_transfers;	  /* --max-transfers: file bodies sent at once,
+				     503 beyond; 0: any */
+	int64_t retry_after;	  /* --retry-after for those 503s; -1: none */
+	bool hold_retry_after;	  /* --hold-retry-after: a refusal refuses
+				     every request for its Retry-After */
 	atomic_ullong held_until; /* CLOCK_MONOTONIC ns: refuse until then */
-	atomic_ullong transfers; /* file bodies being sent now */
-	bool one_at_a_time;	 /* --one-at-a-time: a request that arrives
-				    while a body is being sent gets 503 */
-	uint64_t refuse_ms;	 /* --one-at-a-time MS: the refusal's delay */
-	atomic_ullong sending;	 /* file bodies being written now */
-	struct s3_origin *s3;	 /* --s3: buckets, keys, SigV4 */
-	const char *require_path;   /* --require-header FILE; NULL: none */
+	atomic_ullong transfers;  /* file bodies being sent now */
+	bool one_at_a_time;	  /* --one-at-a-time: a request that arrives
+				     while a body is being sent gets 503 */
+	uint64_t refuse_ms;	  /* --one-at-a-time MS: the refusal's delay */
+	atomic_ullong sending;	  /* file bodies being written now */
+	struct s3_origin *s3;	  /* --s3: buckets, keys, SigV4 */
+	const char *require_path; /* --require-header FILE; NULL: none */
 	pthread_mutex_t require_mu; /* guards what follows */
 	struct stat require_st;	    /* of the file when it was read */
 	struct {

@@ -97,8 +97,8 @@ static void putf(struct text *t, const char *fmt, ...)
 	n = vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	if (n > 0)
-		put(t, buf, (size_t)n < sizeof(buf) ? (size_t)n
-						     : sizeof(buf) - 1);
+		put(t, buf,
+		    (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 }
 
 /* s with XML's special characters escaped; bytes XML 1.0 cannot carry
@@ -150,7 +150,8 @@ static void put_field(struct text *t, bool url, const char *s)
 		put_xml(t, s);
 }
 
-/* --- errors ---------------------------------------------------------------- */
+/* --- errors ----------------------------------------------------------------
+ */
 
 static int s3_error(struct s3_answer *a, int status, const char *code,
 		    const char *extra, const char *fmt, ...)
@@ -169,11 +170,14 @@ static bool hostile_error_entity;
  * document whose root is root. */
 static void put_entity_dtd(struct text *t, const char *root)
 {
-	putf(t, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		"<!DOCTYPE %s [<!ENTITY e \"",
+	putf(t,
+	     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	     "<!DOCTYPE %s [<!ENTITY e \"",
 	     root);
 	for (int i = 0; i < S3_ENTITY_BYTES / 64; i++)
-		put(t, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+		put(t,
+		    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		    "xxxxxx",
 		    64);
 	put(t, "\">]>\n", 5);
 }
@@ -200,8 +204,9 @@ static int s3_error(struct s3_answer *a, int status, const char *code,
 		putf(&t, "<Error><Code>%s</Code><Message>", code);
 		put_entity_uses(&t);
 	} else {
-		putf(&t, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-			 "<Error><Code>%s</Code><Message>",
+		putf(&t,
+		     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		     "<Error><Code>%s</Code><Message>",
 		     code);
 	}
 	put_xml(&t, msg);
@@ -225,7 +230,8 @@ static int answered(int rc)
 	return rc != 0 ? rc : 1;
 }
 
-/* --- keys ------------------------------------------------------------------ */
+/* --- keys ------------------------------------------------------------------
+ */
 
 /* Reads the keys file again when it changed (its inode, size or mtime), so
  * that a test rotates keys and tokens under a running mount. Caller holds
@@ -238,7 +244,8 @@ static void keys_reload(struct s3_origin *s)
 
 	if (s->cfg.keys_path == NULL || stat(s->cfg.keys_path, &st) != 0)
 		return;
-	if (st.st_ino == s->keys_st.st_ino && st.st_size == s->keys_st.st_size &&
+	if (st.st_ino == s->keys_st.st_ino &&
+	    st.st_size == s->keys_st.st_size &&
 	    st.st_mtim.tv_sec == s->keys_st.st_mtim.tv_sec &&
 	    st.st_mtim.tv_nsec == s->keys_st.st_mtim.tv_nsec)
 		return;
@@ -247,7 +254,8 @@ static void keys_reload(struct s3_origin *s)
 		return;
 	s->keys_st = st;
 	s->nkeys = 0;
-	while (fgets(line, sizeof(line), fp) != NULL && s->nkeys < S3_KEYS_MAX) {
+	while (fgets(line, sizeof(line), fp) != NULL &&
+	       s->nkeys < S3_KEYS_MAX) {
 		struct s3_key *k = &s->keys[s->nkeys];
 		int n;
 
@@ -539,15 +547,17 @@ static int check_auth(struct s3_origin *s, const struct s3_request *rq,
 	if (auth == NULL) {
 		if (s->cfg.anonymous)
 			return 0;
-		return answered(s3_error(a, 403, "AccessDenied", NULL, "Access Denied"));
+		return answered(s3_error(a, 403, "AccessDenied", NULL,
+					 "Access Denied"));
 	}
 	if (sscanf(auth,
 		   "AWS4-HMAC-SHA256 Credential=%127[^/]/%15[^/]/%63[^/]/"
 		   "%15[^/]/aws4_request, SignedHeaders=%511[^,], "
 		   "Signature=%79s",
 		   id, day, region, service, signed_h, given) != 6)
-		return answered(s3_error(a, 400, "AuthorizationHeaderMalformed", NULL,
-				"The authorization header is malformed"));
+		return answered(
+			s3_error(a, 400, "AuthorizationHeaderMalformed", NULL,
+				 "The authorization header is malformed"));
 	pthread_mutex_lock(&s->mu);
 	keys_reload(s);
 	for (size_t i = 0; i < s->nkeys && !found; i++)
@@ -557,9 +567,10 @@ static int check_auth(struct s3_origin *s, const struct s3_request *rq,
 		}
 	pthread_mutex_unlock(&s->mu);
 	if (!found)
-		return answered(s3_error(a, 403, "InvalidAccessKeyId", NULL,
-				"The AWS Access Key Id you provided does not "
-				"exist in our records."));
+		return answered(
+			s3_error(a, 403, "InvalidAccessKeyId", NULL,
+				 "The AWS Access Key Id you provided does not "
+				 "exist in our records."));
 	if (strcmp(region, s->region) != 0) {
 		snprintf(extra, sizeof(extra), "<Region>%s</Region>",
 			 s->region);
@@ -571,19 +582,21 @@ static int check_auth(struct s3_origin *s, const struct s3_request *rq,
 					 region, s->region));
 	}
 	if (sha == NULL)
-		return answered(s3_error(a, 400, "InvalidRequest", NULL,
-				"Missing required header for this request: "
-				"x-amz-content-sha256"));
+		return answered(
+			s3_error(a, 400, "InvalidRequest", NULL,
+				 "Missing required header for this request: "
+				 "x-amz-content-sha256"));
 	memset(&tm, 0, sizeof(tm));
 	if (date == NULL || strptime(date, "%Y%m%dT%H%M%SZ", &tm) == NULL ||
 	    strncmp(date, day, 8) != 0 || strcmp(service, "s3") != 0)
 		return answered(s3_error(a, 403, "AccessDenied", NULL,
-				"AWS authentication requires a valid "
-				"X-Amz-Date and credential scope"));
+					 "AWS authentication requires a valid "
+					 "X-Amz-Date and credential scope"));
 	if (llabs((long long)(timegm(&tm) - time(NULL))) > S3_SKEW_SECS)
-		return answered(s3_error(a, 403, "RequestTimeTooSkewed", NULL,
-				"The difference between the request time and "
-				"the current time is too large."));
+		return answered(
+			s3_error(a, 403, "RequestTimeTooSkewed", NULL,
+				 "The difference between the request time and "
+				 "the current time is too large."));
 	/* The fields botocore signs: the signed headers' values as they
 	 * came, several of one name joined by ','. */
 	for (p = signed_h; *p != '\0';) {
@@ -627,36 +640,41 @@ static int check_auth(struct s3_origin *s, const struct s3_request *rq,
 	put(&line, " ", 1);
 	put_hex(&line, date, strlen(date));
 	if (line.oom || hdrs.oom || line.len > S3_LINE_MAX) {
-		rc = answered(s3_error(a, 400, "RequestHeaderSectionTooLarge", NULL,
-			      "Your request header section exceeds the "
-			      "maximum allowed size."));
+		rc = answered(
+			s3_error(a, 400, "RequestHeaderSectionTooLarge", NULL,
+				 "Your request header section exceeds the "
+				 "maximum allowed size."));
 		goto out;
 	}
 	rc = verifier_ask(s, line.buf, sig, why, sizeof(why));
 	if (rc != 0) {
 		rc = answered(s3_error(a, 400, "InvalidRequest", NULL,
-			      "The signature could not be checked: %s", why));
+				       "The signature could not be checked: %s",
+				       why));
 		goto out;
 	}
 	if (strcmp(sig, given) != 0) {
-		rc = answered(s3_error(a, 403, "SignatureDoesNotMatch", NULL,
-			      "The request signature we calculated does not "
-			      "match the signature you provided. Check your "
-			      "key and signing method."));
+		rc = answered(
+			s3_error(a, 403, "SignatureDoesNotMatch", NULL,
+				 "The request signature we calculated does not "
+				 "match the signature you provided. Check your "
+				 "key and signing method."));
 		goto out;
 	}
 	/* A session's key needs its current token, signed. */
 	if (key.token[0] != '\0' && (token == NULL || !token_signed))
-		rc = answered(s3_error(a, 403, "InvalidToken", NULL,
-			      "The provided token is malformed or otherwise "
-			      "invalid."));
+		rc = answered(
+			s3_error(a, 403, "InvalidToken", NULL,
+				 "The provided token is malformed or otherwise "
+				 "invalid."));
 	else if (key.token[0] != '\0' && strcmp(token, key.token) != 0)
 		rc = answered(s3_error(a, 400, "ExpiredToken", NULL,
-			      "The provided token has expired."));
+				       "The provided token has expired."));
 	else if (key.token[0] == '\0' && token != NULL)
-		rc = answered(s3_error(a, 403, "InvalidToken", NULL,
-			      "The provided token is malformed or otherwise "
-			      "invalid."));
+		rc = answered(
+			s3_error(a, 403, "InvalidToken", NULL,
+				 "The provided token is malformed or otherwise "
+				 "invalid."));
 	else
 		rc = 0;
 out:
@@ -819,7 +837,8 @@ static int list_bucket(struct s3_origin *s, const char *bucket,
 	if (s->cfg.slow_list_ms > 0) {
 		struct timespec ts = {
 			.tv_sec = s->cfg.slow_list_ms / 1000,
-			.tv_nsec = (long)(s->cfg.slow_list_ms % 1000) * 1000000L};
+			.tv_nsec =
+				(long)(s->cfg.slow_list_ms % 1000) * 1000000L};
 
 		nanosleep(&ts, NULL);
 	}
@@ -857,7 +876,7 @@ static int list_bucket(struct s3_origin *s, const char *bucket,
 			max = (unsigned)v;
 	}
 	has_token = v2 && query_get(query, "continuation-token", token,
-				     sizeof(token));
+				    sizeof(token));
 	if (has_token && strncmp(token, "pacefs-", 7) == 0) {
 		/* A hostile mode's token: same-token starts again from the
 		 * first page; the others' pages after the first are
@@ -958,7 +977,8 @@ static int list_bucket(struct s3_origin *s, const char *bucket,
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S.000Z", &tm);
 		put(&body, "<Contents><Key>", 15);
 		put_key(s, &body, url, k);
-		putf(&body, "</Key><LastModified>%s</LastModified><ETag>", when);
+		putf(&body, "</Key><LastModified>%s</LastModified><ETag>",
+		     when);
 		put_xml(&body, etag);
 		putf(&body,
 		     "</ETag><Size>%" PRIu64 "</Size><StorageClass>STANDARD"
@@ -1008,12 +1028,14 @@ static int list_bucket(struct s3_origin *s, const char *bucket,
 			     token);
 		if (hostile_next[0] != '\0') {
 			putf(&t,
-			     "<NextContinuationToken>%s</NextContinuationToken>",
+			     "<NextContinuationToken>%s</"
+			     "NextContinuationToken>",
 			     hostile_next);
 		} else if (truncated) {
 			hex_encode(last, next, sizeof(next));
 			putf(&t,
-			     "<NextContinuationToken>%s</NextContinuationToken>",
+			     "<NextContinuationToken>%s</"
+			     "NextContinuationToken>",
 			     next);
 		}
 	} else if (truncated) {
@@ -1032,8 +1054,8 @@ static int list_bucket(struct s3_origin *s, const char *bucket,
 	a->body = t.buf;
 	a->len = t.len;
 	t.buf = NULL;
-	snprintf(a->code, sizeof(a->code), "%s", v2 ? "ListObjectsV2"
-						    : "ListObjects");
+	snprintf(a->code, sizeof(a->code), "%s",
+		 v2 ? "ListObjectsV2" : "ListObjects");
 out:
 	for (i = 0; i < ks.n; i++)
 		free(ks.k[i]);
@@ -1062,7 +1084,7 @@ int s3_origin_answer(struct s3_origin *s, const struct s3_request *rq,
 {
 	const char *host = header(rq, "host"), *query;
 	char path[PATH_MAX], bucket[256] = "", key[PATH_MAX] = "",
-	     bdir[PATH_MAX], full[PATH_MAX * 2];
+			     bdir[PATH_MAX], full[PATH_MAX * 2];
 	const char *k;
 	struct stat st;
 	size_t plen;
@@ -1073,11 +1095,12 @@ int s3_origin_answer(struct s3_origin *s, const struct s3_request *rq,
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
 	query = strchr(rq->target, '?');
-	plen = query != NULL ? (size_t)(query - rq->target) : strlen(rq->target);
+	plen = query != NULL ? (size_t)(query - rq->target)
+			     : strlen(rq->target);
 	if (rq->target[0] != '/' ||
 	    decode(rq->target, plen, false, path, sizeof(path)) != 0)
-		return s3_error(a, 400, "InvalidURI",
-				NULL, "Couldn't parse the specified URI.");
+		return s3_error(a, 400, "InvalidURI", NULL,
+				"Couldn't parse the specified URI.");
 	query = query != NULL ? query + 1 : "";
 	/* Virtual-hosted style: the bucket is the host's first label. */
 	if (host != NULL) {
@@ -1124,10 +1147,11 @@ int s3_origin_answer(struct s3_origin *s, const struct s3_request *rq,
 		if (strncmp(query, "location", 8) == 0) {
 			struct text t = {0};
 
-			putf(&t, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-				 "<LocationConstraint xmlns=\"http://s3."
-				 "amazonaws.com/doc/2006-03-01/\">%s"
-				 "</LocationConstraint>",
+			putf(&t,
+			     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+			     "<LocationConstraint xmlns=\"http://s3."
+			     "amazonaws.com/doc/2006-03-01/\">%s"
+			     "</LocationConstraint>",
 			     strcmp(s->region, "us-east-1") == 0 ? ""
 								 : s->region);
 			if (t.oom)

@@ -15,7 +15,7 @@
 #define ORIGIN_ETAG_FMT "\"%" PRIx64 "-%" PRIx64 "-%" PRIx64
 #define ORIGIN_ETAG_ARGS(st)                                                   \
 	(uint64_t)(st)->st_size,                                               \
-		(uint64_t)(st)->st_mtim.tv_sec * (uint64_t)1000000000 +               \
+		(uint64_t)(st)->st_mtim.tv_sec *(uint64_t)1000000000 +         \
 			(uint64_t)(st)->st_mtim.tv_nsec,                       \
 		(uint64_t)(st)->st_ino
 
@@ -63,7 +63,7 @@ struct s3_answer {
 	char path[PATH_MAX]; /* "/BUCKET/KEY", decoded, when status is 0 */
 	char *body;	     /* the XML document otherwise (free() it) */
 	size_t len;
-	char code[48];	     /* S3's error code or the operation, for the log */
+	char code[48]; /* S3's error code or the operation, for the log */
 };
 
 /* Starts the verifier and checks that it answers. Returns 0, or a negative

@@ -42,11 +42,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			if (v[i] != NULL && strchr(v[i], '\n') != NULL)
 				abort();
-			if (v[i] != NULL && (c != 0) !=
-			    (strpbrk(v[i], "\x01\x02\x03\x04\x05\x06\x07\x08"
-					   "\t\x0b\x0c\r\x0e\x0f\x10\x11\x12"
-					   "\x13\x14\x15\x16\x17\x18\x19\x1a"
-					   "\x1b\x1c\x1d\x1e\x1f\x7f") != NULL))
+			if (v[i] != NULL &&
+			    (c != 0) !=
+				    (strpbrk(v[i],
+					     "\x01\x02\x03\x04\x05\x06\x07\x08"
+					     "\t\x0b\x0c\r\x0e\x0f\x10\x11\x12"
+					     "\x13\x14\x15\x16\x17\x18\x19\x1a"
+					     "\x1b\x1c\x1d\x1e\x1f\x7f") !=
+				     NULL))
 				abort();
 		}
 	}

@@ -802,8 +802,8 @@ static void sc_slow_new(void)
 	for (int i = 0; i < 12; i++)
 		sc.rd[i] = slow_rd(i, 64 * KIB, 256 * KIB);
 	for (int k = 0; k < NEW_PIECES; k++)
-		new_steps[k] = (struct rd_step){(uint64_t)k * 128 * KIB,
-						128 * KIB};
+		new_steps[k] =
+			(struct rd_step){(uint64_t)k * 128 * KIB, 128 * KIB};
 	memset(&sc.rd[12], 0, sizeof(sc.rd[12]));
 	sc.rd[12].blob = 1;
 	sc.rd[12].kind = RD_SCRIPT;

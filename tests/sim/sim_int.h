@@ -43,14 +43,14 @@ struct src_spec {
 			   connection k when (i + k) % slow_every is
 			   slow_every - 1); 0: none */
 	double slow_frac;
-	uint64_t burst; /* each response's first `burst` bytes come at
-			   BURST_FACTOR times conn_rate, the rest at it: an
-			   origin that writes ahead into a send buffer or
-			   paces with a token bucket; 0: none */
+	uint64_t burst;	    /* each response's first `burst` bytes come at
+			       BURST_FACTOR times conn_rate, the rest at it: an
+			       origin that writes ahead into a send buffer or
+			       paces with a token bucket; 0: none */
 	bool hold_refusals; /* after a 503, refuses every request for its
 			       retry_after (each refusal starts it again) */
-	int group;	/* 0: a group of its own; k: the scheduler's group
-			   k - 1 (pace_source_set_group) */
+	int group;	    /* 0: a group of its own; k: the scheduler's group
+			       k - 1 (pace_source_set_group) */
 };
 
 enum rd_kind {
@@ -70,18 +70,18 @@ struct rd_step {
 struct rd_spec {
 	int blob;
 	enum rd_kind kind;
-	double rate;	   /* bytes/s consumed; 0: as fast as it can */
-	uint64_t rsize;	   /* bytes per read */
-	uint64_t start;	   /* first offset */
-	int nreads;	   /* random: reads to do */
-	double think;	   /* random: seconds between reads */
-	double seek_at;	   /* seq: seek once at this time (0: never) */
+	double rate;	/* bytes/s consumed; 0: as fast as it can */
+	uint64_t rsize; /* bytes per read */
+	uint64_t start; /* first offset */
+	int nreads;	/* random: reads to do */
+	double think;	/* random: seconds between reads */
+	double seek_at; /* seq: seek once at this time (0: never) */
 	uint64_t seek_to;
-	uint64_t seek_len; /* seq: the first read after it; 0: rsize */
+	uint64_t seek_len;   /* seq: the first read after it; 0: rsize */
 	uint64_t stop_after; /* seq: stops after consuming this; 0: the end */
 	const struct rd_step *script; /* RD_SCRIPT */
 	int nsteps;
-	double open_at;	   /* starts reading at this time */
+	double open_at; /* starts reading at this time */
 };
 
 struct scenario {
@@ -94,21 +94,21 @@ struct scenario {
 	struct src_spec src[MAX_SRC];
 	int nrd;
 	struct rd_spec rd[MAX_RD];
-	double ideal;	   /* seconds; 0: not reported */
-	double limit;	   /* seconds of simulated time before failing */
-	bool errors_ok;	   /* waits may fail (sources dead) */
-	bool no_pipeline;  /* the executor ignores QUEUE (sends nothing
-			      ahead), as an executor may: QUEUE is advisory */
+	double ideal;	  /* seconds; 0: not reported */
+	double limit;	  /* seconds of simulated time before failing */
+	bool errors_ok;	  /* waits may fail (sources dead) */
+	bool no_pipeline; /* the executor ignores QUEUE (sends nothing
+			     ahead), as an executor may: QUEUE is advisory */
 	uint64_t seed;
 };
 
 struct sim_lane {
 	bool active;
-	uint32_t src;	 /* index into scenario sources */
+	uint32_t src; /* index into scenario sources */
 	uint64_t start, pos, end;
 	double ready_at; /* first byte time */
 	double carry;
-	int fail;	 /* 0, or a pace_outcome to report at ready_at */
+	int fail; /* 0, or a pace_outcome to report at ready_at */
 	uint64_t retry_after;
 	/* A queued range, sent ahead when queued (a pipelining executor):
 	 * its first byte comes a latency after q_t, or right after the open
@@ -133,8 +133,8 @@ struct sim_rd {
 	uint64_t consumed;
 	double first_read_end;
 	double max_wait_after_first;
-	int step;		/* RD_SCRIPT: next step; RD_LOOKUP: page */
-	bool seek_read;	/* the read in flight is the first after the seek */
+	int step;	/* RD_SCRIPT: next step; RD_LOOKUP: page */
+	bool seek_read; /* the read in flight is the first after the seek */
 };
 
 struct figures {
@@ -142,25 +142,25 @@ struct figures {
 	uint64_t overfetch;
 	double p50, p99, max;
 	uint64_t requests, steals, reclaims;
-	double detect;		/* collapse detected after this long */
+	double detect; /* collapse detected after this long */
 	double max_wait_after_first;
-	double bw[MAX_BLOB];	/* per-blob bytes/s while every sequential
-				   reader read */
-	uint64_t max_req;	/* largest request of a random reader */
+	double bw[MAX_BLOB];	 /* per-blob bytes/s while every sequential
+				    reader read */
+	uint64_t max_req;	 /* largest request of a random reader */
 	double seek_start_delay; /* seek to START of the new position */
-	int yields_on_seek;	/* lanes cancelled or cut to their chunk's
-				   end while a seek waited */
-	double rand_max_wait;	/* longest wait of a random reader */
-	uint64_t cuts;		/* lane counts halved on 429/503 */
-	int n429;		/* requests answered 429 */
-	uint64_t inflight_max;	/* most bytes requested, not received */
-	uint64_t sent;		/* bytes the executor delivered */
-	uint64_t pulled;	/* sent, plus what was still requested at
-				   the end */
+	int yields_on_seek;	 /* lanes cancelled or cut to their chunk's
+				    end while a seek waited */
+	double rand_max_wait;	 /* longest wait of a random reader */
+	uint64_t cuts;		 /* lane counts halved on 429/503 */
+	int n429;		 /* requests answered 429 */
+	uint64_t inflight_max;	 /* most bytes requested, not received */
+	uint64_t sent;		 /* bytes the executor delivered */
+	uint64_t pulled;	 /* sent, plus what was still requested at
+				    the end */
 	uint64_t consumed;
-	double seek_read_wait;	/* the first read after the seek */
-	int lookups;		/* RD_LOOKUP lookups done */
-	int files;		/* RD_LOADER: blobs read whole */
+	double seek_read_wait;	    /* the first read after the seek */
+	int lookups;		    /* RD_LOOKUP lookups done */
+	int files;		    /* RD_LOADER: blobs read whole */
 	double step_end[MAX_STEPS]; /* RD_SCRIPT: when each step's read
 				       ended (its bytes held) */
 	double rd_done[MAX_RD];	    /* when each reader finished; 0: not */

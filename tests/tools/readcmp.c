@@ -59,11 +59,13 @@ static int side_open(struct side *s, const char *path, size_t bufsize)
 	s->buf = NULL;
 	s->fd = open(path, O_RDONLY);
 	if (s->fd < 0) {
-		fprintf(stderr, "readcmp: open %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "readcmp: open %s: %s\n", path,
+			strerror(errno));
 		return -errno;
 	}
 	if (fstat(s->fd, &st) != 0) {
-		fprintf(stderr, "readcmp: stat %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "readcmp: stat %s: %s\n", path,
+			strerror(errno));
 		return -errno;
 	}
 	s->size = (uint64_t)st.st_size;
@@ -179,8 +181,8 @@ static int run_seq(struct side *a, struct side *b, size_t bufsize)
 			break;
 	}
 	if (off != b->size) {
-		printf("readcmp: seq: read %" PRIu64 " bytes but size is %" PRIu64
-		       "\n",
+		printf("readcmp: seq: read %" PRIu64
+		       " bytes but size is %" PRIu64 "\n",
 		       off, b->size);
 		return 1;
 	}
@@ -255,13 +257,16 @@ static int run_random(struct side *a, struct side *b, uint64_t count,
 		if (kind < 6)
 			off = rng_below(&state, size + 1);
 		else if (kind < 8)
-			off = size - rng_below(&state, size < 8192 ? size + 1 : 8192);
+			off = size -
+			      rng_below(&state, size < 8192 ? size + 1 : 8192);
 		else
 			off = size + rng_below(&state, 4096);
 		if (rng_below(&state, 16) == 0)
 			len = 0;
 		else if (rng_below(&state, 2) == 0)
-			len = 1 + (size_t)rng_below(&state, 8192 < maxlen ? 8192 : maxlen);
+			len = 1 + (size_t)rng_below(&state, 8192 < maxlen
+								    ? 8192
+								    : maxlen);
 		else
 			len = 1 + (size_t)rng_below(&state, maxlen);
 		if (pread_cmp(a, b, off, len, "random", &bytes) != 0) {
@@ -282,7 +287,8 @@ static int run_random(struct side *a, struct side *b, uint64_t count,
 static int straddle_one(struct side *a, struct side *b, uint64_t bound,
 			uint64_t block, uint64_t *reads)
 {
-	const uint64_t dist[] = { 0, 1, 7, 4096, 65536, block / 2, block, block + 1 };
+	const uint64_t dist[] = {0,	1,	   7,	  4096,
+				 65536, block / 2, block, block + 1};
 	size_t nd = sizeof(dist) / sizeof(dist[0]);
 	size_t i, j;
 
@@ -296,8 +302,8 @@ static int straddle_one(struct side *a, struct side *b, uint64_t bound,
 			(*reads)++;
 			if (pread_cmp(a, b, bound - before, (size_t)len,
 				      "straddle", NULL) != 0) {
-				printf("readcmp: straddle: around boundary %" PRIu64
-				       " (block %" PRIu64 ")\n",
+				printf("readcmp: straddle: around boundary "
+				       "%" PRIu64 " (block %" PRIu64 ")\n",
 				       bound, block);
 				return 1;
 			}
@@ -309,8 +315,8 @@ static int straddle_one(struct side *a, struct side *b, uint64_t bound,
 static int run_straddle(struct side *a, struct side *b, uint64_t block)
 {
 	uint64_t last = b->size / block; /* last multiple inside or at EOF */
-	uint64_t picks[] = { 1, 2, 3, last / 2, last / 2 + 1, last - 1, last,
-			     last + 1 };
+	uint64_t picks[] = {1,	      2,    3,	     last / 2, last / 2 + 1,
+			    last - 1, last, last + 1};
 	size_t npicks = sizeof(picks) / sizeof(picks[0]);
 	uint64_t reads = 0;
 	size_t i, j;
@@ -339,7 +345,7 @@ static int run_straddle(struct side *a, struct side *b, uint64_t block)
 
 int main(int argc, char **argv)
 {
-	struct side a = { .fd = -1 }, b = { .fd = -1 };
+	struct side a = {.fd = -1}, b = {.fd = -1};
 	uint64_t n1 = 0, n2 = 0, n3 = 0;
 	enum mode mode;
 	size_t bufsize;
@@ -359,7 +365,8 @@ int main(int argc, char **argv)
 		mode = MODE_SEQ;
 	} else if (strcmp(argv[1], "random") == 0 && (argc == 6 || argc == 7)) {
 		n3 = READCMP_MAXLEN;
-		if (parse_u64(argv[4], &n1) != 0 || parse_u64(argv[5], &n2) != 0 ||
+		if (parse_u64(argv[4], &n1) != 0 ||
+		    parse_u64(argv[5], &n2) != 0 ||
 		    (argc == 7 && (parse_u64(argv[6], &n3) != 0 || n3 == 0))) {
 			usage();
 			return 2;

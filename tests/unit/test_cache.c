@@ -464,8 +464,9 @@ static int raw_meta_put(const char *dir, const char *name, uint32_t x)
 	MDB_env *env = NULL;
 	MDB_txn *txn = NULL;
 	MDB_dbi dbi;
-	unsigned char b[4] = {(unsigned char)(x >> 24), (unsigned char)(x >> 16),
-			      (unsigned char)(x >> 8), (unsigned char)x};
+	unsigned char b[4] = {(unsigned char)(x >> 24),
+			      (unsigned char)(x >> 16), (unsigned char)(x >> 8),
+			      (unsigned char)x};
 	MDB_val k = {.mv_size = strlen(name), .mv_data = (void *)name};
 	MDB_val v = {.mv_size = 4, .mv_data = b};
 	int rc;
@@ -715,8 +716,8 @@ static void *conc_reader(void *arg)
 		if (n > 0) {
 			uint64_t i = (uint64_t)rand_r(&seed) % n;
 			size_t off = (size_t)rand_r(&seed) % BS;
-			long r = cache_block_read(k->c, &k->id, i, off, got,
-						  BS);
+			long r =
+				cache_block_read(k->c, &k->id, i, off, got, BS);
 			fill(want, BS, i, 5);
 			if (r != (long)(BS - off) ||
 			    memcmp(got, want + off, BS - off) != 0)
@@ -1507,8 +1508,8 @@ static void test_record_v2(void)
 }
 
 /* Raw LMDB surgery on a closed cache: runs fn(env, txn, ctx). */
-static int raw_edit(const char *dir,
-		    int (*fn)(MDB_txn *txn, void *ctx), void *ctx)
+static int raw_edit(const char *dir, int (*fn)(MDB_txn *txn, void *ctx),
+		    void *ctx)
 {
 	MDB_env *env = NULL;
 	MDB_txn *txn = NULL;
@@ -2234,7 +2235,8 @@ static void test_node_overlap(void)
 		}
 		memcpy(&dsize, pg + at, 2);
 		memcpy(&nflags, pg + at + 4, 2);
-		if (nflags != 0 || dsize != 0) /* an empty value: any size fits */
+		if (nflags != 0 ||
+		    dsize != 0) /* an empty value: any size fits */
 			continue;
 		dsize = 64;
 		T_EQ_INT(fseek(f, (long)(p * 4096 + at), SEEK_SET), 0);
@@ -2499,9 +2501,8 @@ static uint8_t (*digests_of(const unsigned char *all, uint64_t size,
 	uint8_t(*d)[32] = calloc(n, 32);
 
 	for (uint64_t j = 0; j < n; j++)
-		sha256_of(all + j * dbs, size - j * dbs < dbs ? size - j * dbs
-							       : dbs,
-			  d[j]);
+		sha256_of(all + j * dbs,
+			  size - j * dbs < dbs ? size - j * dbs : dbs, d[j]);
 	return d;
 }
 
@@ -2532,16 +2533,11 @@ static void test_digests_sizes(void)
 		uint64_t size;
 		uint64_t victim; /* the block put with a flipped byte */
 	} cases[] = {
-		{4096, 3ull * BS + 5000, 1},
-		{4096, 3ull * BS + 5000, 3},
-		{BS / 4, 3ull * BS + 1000, 3},
-		{BS, 4ull * BS + 777, 2},
-		{BS, 4ull * BS + 777, 4},
-		{2 * BS, 5ull * BS, 3},
-		{2 * BS, 4ull * BS + 100, 4},
-		{4 * BS, 6ull * BS + 3000, 2},
-		{4 * BS, 6ull * BS + 3000, 6},
-		{4 * BS, 6ull * BS + 3000, 0},
+		{4096, 3ull * BS + 5000, 1},   {4096, 3ull * BS + 5000, 3},
+		{BS / 4, 3ull * BS + 1000, 3}, {BS, 4ull * BS + 777, 2},
+		{BS, 4ull * BS + 777, 4},      {2 * BS, 5ull * BS, 3},
+		{2 * BS, 4ull * BS + 100, 4},  {4 * BS, 6ull * BS + 3000, 2},
+		{4 * BS, 6ull * BS + 3000, 6}, {4 * BS, 6ull * BS + 3000, 0},
 	};
 	struct cache *c = NULL;
 
@@ -2887,7 +2883,8 @@ int main(int argc, char **argv)
 		cache_id_from_string(argv[3], &id);
 		return raw_edit(argv[2], bad_extent, &id) == 0 ? 0 : 1;
 	}
-	/* test_cache --check-against DIR IDENTITY FILE (tests/mount/crash.sh) */
+	/* test_cache --check-against DIR IDENTITY FILE (tests/mount/crash.sh)
+	 */
 	if (argc == 5 && strcmp(argv[1], "--check-against") == 0)
 		return check_against(argv[2], argv[3], argv[4]);
 	return T_RUN(argc, argv, cases);

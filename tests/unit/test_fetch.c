@@ -551,8 +551,9 @@ static void proxy_parse_errors(void)
 		{"", "empty"},
 		{";http://a:1", "group 1 is empty (nothing before ';')"},
 		{"http://a:1; ;DIRECT", "group 2 is empty"},
-		{"http://a:1| |http://b:2", "group 1 ('http://a:1| |http://b:2'): "
-					    "an empty proxy after '|'"},
+		{"http://a:1| |http://b:2",
+		 "group 1 ('http://a:1| |http://b:2'): "
+		 "an empty proxy after '|'"},
 		{"DIRECT|http://a:1", "DIRECT must be alone in its group"},
 		{"http://a:1;direct;DIRECT", "'DIRECT' is listed twice"},
 		{"gopher://a:1", "scheme 'gopher' is not http"},

@@ -186,10 +186,8 @@ static void test_demand_first(void)
 
 	small_cfg(&c);
 	T_EQ_INT(fix_init(&f, &c, 1 * MIB), 0);
-	T_EQ_INT(pace_reader_read(f.p, f.rd, 500 * KIB + 100, 1000, f.now),
-		 0);
-	T_EQ_INT(pace_wait_begin(f.p, f.rd, 500 * KIB + 100, 1000, f.now,
-				 &w),
+	T_EQ_INT(pace_reader_read(f.p, f.rd, 500 * KIB + 100, 1000, f.now), 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 500 * KIB + 100, 1000, f.now, &w),
 		 0);
 	T_EQ_INT(pace_wait_state(f.p, w, f.now), -EINPROGRESS);
 	T_EQ_INT(fix_poll(&f), 1);
@@ -251,7 +249,8 @@ static void test_read_one_call(void)
 		T_EQ_INT(pace_reader_window(f.p, f.rd, &after, &w1), 0);
 		T_EQ_U64(r.cursor, after);
 		T_EQ_U64(r.window, w1);
-		T_EQ_INT(r.moved, (w0 ? before + w0 : 0) != (w1 ? after + w1 : 0));
+		T_EQ_INT(r.moved,
+			 (w0 ? before + w0 : 0) != (w1 ? after + w1 : 0));
 		moved |= r.moved;
 	}
 	T_ASSERT(moved);
@@ -452,8 +451,7 @@ static void test_on_data_absolute(void)
 
 	small_cfg(&c);
 	T_EQ_INT(fix_init(&f, &c, 1 * MIB), 0);
-	T_EQ_INT(pace_wait_begin(f.p, f.rd, 100 * KIB, 16 * KIB, f.now, &w),
-		 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 100 * KIB, 16 * KIB, f.now, &w), 0);
 	T_EQ_INT(fix_poll(&f), 1);
 	T_EQ_U64(f.a[0].start, 100 * KIB);
 	T_EQ_U64(f.a[0].end, 116 * KIB);
@@ -461,8 +459,7 @@ static void test_on_data_absolute(void)
 	T_EQ_INT(pace_on_data(f.p, f.a[0].lane, 90 * KIB, 20 * KIB, f.now), 0);
 	T_EQ_U64(pace_held_bytes(f.p, f.blob), 10 * KIB);
 	/* Overlapping credits count once. */
-	T_EQ_INT(pace_on_data(f.p, f.a[0].lane, 105 * KIB, 10 * KIB, f.now),
-		 0);
+	T_EQ_INT(pace_on_data(f.p, f.a[0].lane, 105 * KIB, 10 * KIB, f.now), 0);
 	T_EQ_U64(pace_held_bytes(f.p, f.blob), 15 * KIB);
 	T_EQ_INT(pace_lane_info(f.p, f.a[0].lane, &li), 0);
 	T_ASSERT(li.busy);
@@ -684,8 +681,7 @@ static void test_deadline(void)
 	T_EQ_INT(fix_poll(&f), 1);
 	/* The read-ahead hold ends first, then the stall check is due. */
 	T_EQ_U64(pace_next_wake(f.p, f.now), f.now + c.first_hold_ns);
-	T_EQ_U64(pace_next_wake(f.p, f.now + c.first_hold_ns),
-		 f.now + 2 * SEC);
+	T_EQ_U64(pace_next_wake(f.p, f.now + c.first_hold_ns), f.now + 2 * SEC);
 	f.now += 5 * SEC - 1;
 	T_EQ_INT(pace_wait_state(f.p, w, f.now), -EINPROGRESS);
 	f.now += 1;
@@ -833,7 +829,7 @@ static void test_demand_yield(void)
 	{
 		struct pace_action first[2] = {f.a[0], f.a[1]};
 		uint32_t far = first[0].start > first[1].start ? first[0].lane
-								: first[1].lane;
+							       : first[1].lane;
 
 		T_EQ_INT(fix_poll(&f), 1);
 		T_EQ_INT(f.a[0].kind, PACE_ACT_CANCEL);
@@ -883,9 +879,9 @@ static void test_seek_yields(void)
 			pace_on_data(f.p, old[k].lane, old[k].start, 1 * KIB,
 				     f.now);
 		pace_reader_read(f.p, f.rd, 7 * MIB, 4 * KIB, f.now);
-		T_EQ_INT(pace_wait_begin(f.p, f.rd, 7 * MIB, 4 * KIB, f.now,
-					 &w),
-			 0);
+		T_EQ_INT(
+			pace_wait_begin(f.p, f.rd, 7 * MIB, 4 * KIB, f.now, &w),
+			0);
 		fix_poll(&f);
 		for (size_t k = 0; k < f.n; k++) {
 			for (size_t j = 0; j < busy; j++) {
@@ -933,8 +929,7 @@ static void test_blob_end_clamp(void)
 
 	small_cfg(&c);
 	T_EQ_INT(fix_init(&f, &c, 10 * KIB + 5), 0);
-	T_EQ_INT(pace_wait_begin(f.p, f.rd, 9 * KIB, 100 * KIB, f.now, &w),
-		 0);
+	T_EQ_INT(pace_wait_begin(f.p, f.rd, 9 * KIB, 100 * KIB, f.now, &w), 0);
 	T_EQ_INT(fix_poll(&f), 1);
 	T_EQ_U64(f.a[0].start, 8 * KIB);
 	T_EQ_U64(f.a[0].end, 10 * KIB + 5);
@@ -1066,8 +1061,7 @@ static void test_queue_dropped(void)
 		T_EQ_INT(fix_poll(&f), 1);
 		st = f.a[0];
 		off = queue_feed(&f, &st);
-		pace_on_data(f.p, st.lane, off, st.end - off - 16 * KIB,
-			     f.now);
+		pace_on_data(f.p, st.lane, off, st.end - off - 16 * KIB, f.now);
 		T_EQ_INT(fix_poll(&f), 1);
 		T_ASSERT(fix_find(&f, PACE_ACT_QUEUE) != NULL);
 		if (variant == 0) {
@@ -1080,8 +1074,8 @@ static void test_queue_dropped(void)
 			 * not the dropped queued range. */
 			T_EQ_U64(f.a[0].start, st.end - 16 * KIB);
 		} else {
-			pace_on_data(f.p, st.lane, st.end - 16 * KIB,
-				     16 * KIB, f.now);
+			pace_on_data(f.p, st.lane, st.end - 16 * KIB, 16 * KIB,
+				     f.now);
 			/* A seek far away: the queued range is not wanted. */
 			pace_reader_read(f.p, f.rd, 7 * MIB, 4 * KIB, f.now);
 			T_EQ_INT(pace_on_done(f.p, st.lane, PACE_OUT_OK, 0,
@@ -1274,8 +1268,8 @@ static void test_budget(void)
 	T_EQ_INT(pace_wait_begin(f.p, f.rd, 6 * MIB, 4 * KIB, f.now, &w), 0);
 	fix_poll(&f);
 	T_ASSERT(pace_inflight(f.p) <= 96 * KIB);
-	for (int i = 0; i < 4 && !pace_is_held(f.p, f.blob, 6 * MIB,
-						 6 * MIB + 4 * KIB);
+	for (int i = 0;
+	     i < 4 && !pace_is_held(f.p, f.blob, 6 * MIB, 6 * MIB + 4 * KIB);
 	     i++) {
 		struct pace_action a[64];
 		size_t k = f.n;
@@ -1283,8 +1277,8 @@ static void test_budget(void)
 		memcpy(a, f.a, sizeof(a));
 		for (size_t j = 0; j < k; j++) {
 			if (a[j].kind == PACE_ACT_CANCEL)
-				pace_on_done(f.p, a[j].lane,
-					     PACE_OUT_CANCELLED, 0, f.now);
+				pace_on_done(f.p, a[j].lane, PACE_OUT_CANCELLED,
+					     0, f.now);
 			else if (a[j].kind == PACE_ACT_START &&
 				 a[j].start >= 6 * MIB)
 				fix_serve(&f, &a[j]);
@@ -1376,7 +1370,8 @@ static void cold_samples(struct fix *f, uint64_t len)
 	T_EQ_INT(n, 4); /* a quarter on each lane */
 	f->now += 1 * MS;
 	for (size_t i = 0; i < n; i++)
-		pace_on_data(f->p, f->a[i].lane, f->a[i].start, 4 * KIB, f->now);
+		pace_on_data(f->p, f->a[i].lane, f->a[i].start, 4 * KIB,
+			     f->now);
 	f->now += 10000;
 	for (size_t i = 0; i < n; i++) {
 		pace_on_data(f->p, f->a[i].lane, f->a[i].start + 4 * KIB,

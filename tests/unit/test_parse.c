@@ -1228,9 +1228,11 @@ static void headers_parse_refused(void)
 static void headers_owned(void)
 {
 	static const char *const bad[][2] = {
-		{"X-A: 1\nrange: bytes=0-1\n", "line 2: pacefs sets Range itself"},
+		{"X-A: 1\nrange: bytes=0-1\n",
+		 "line 2: pacefs sets Range itself"},
 		{"IF-RANGE: \"e\"\n", "line 1: pacefs sets If-Range itself"},
-		{"Accept-Encoding: gzip\n", "line 1: pacefs sets Accept-Encoding itself"},
+		{"Accept-Encoding: gzip\n",
+		 "line 1: pacefs sets Accept-Encoding itself"},
 		{"\n#\nHost: x\n", "line 3: pacefs sets Host itself"},
 	};
 	char **h = NULL, err[256];
@@ -1300,9 +1302,9 @@ static void file_check(void)
 
 /* A ListObjectsV2 page around body (Contents and the like). */
 #define S3PAGE(body)                                                           \
-	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult>"      \
-	"<EncodingType>url</EncodingType><IsTruncated>false</IsTruncated>"     \
-	body "</ListBucketResult>"
+	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult>"       \
+	"<EncodingType>url</EncodingType><IsTruncated>false</"                 \
+	"IsTruncated>" body "</ListBucketResult>"
 
 static void s3xml_dtd_refused(void)
 {
@@ -1329,9 +1331,9 @@ static void s3xml_dtd_refused(void)
 
 static void s3xml_text_children(void)
 {
-	static const char page[] = S3PAGE(
-		"<Contents><Key>d/a<!-- x -->b&amp;c</Key><Size>7</Size>"
-		"</Contents>");
+	static const char page[] =
+		S3PAGE("<Contents><Key>d/a<!-- x -->b&amp;c</Key><Size>7</Size>"
+		       "</Contents>");
 	char err[256] = "";
 	struct tree_s3_page p;
 
