@@ -14,16 +14,16 @@
 
 /* An engine over a cache in a fresh directory, with one blob of `size`
  * bytes (index 0), not started: no transfer runs. Its log goes nowhere. */
-static int engine_fixture(char *dir, struct cache **c, struct fs_engine **e,
+static int engine_fixture(char *dir, struct cache **c, struct engine **e,
 			  uint64_t size)
 {
 	struct cache_config cc = {.dir = dir, .sync = CACHE_SYNC_NONE};
-	struct fs_engine_config ec = {.max_blobs = 1,
-				      .max_sources = 1,
-				      .lanes = 1,
-				      .read_timeout_s = 5,
-				      .stall_timeout_s = 5,
-				      .fetch = {.max_lanes = 1}};
+	struct engine_config ec = {.max_blobs = 1,
+				   .max_sources = 1,
+				   .lanes = 1,
+				   .read_timeout_s = 5,
+				   .stall_timeout_s = 5,
+				   .fetch = {.max_lanes = 1}};
 	struct cache_id id;
 	uint32_t b;
 	int rc;
@@ -35,18 +35,18 @@ static int engine_fixture(char *dir, struct cache **c, struct fs_engine **e,
 	if (rc == 0)
 		rc = cache_open(&cc, c);
 	if (rc == 0)
-		rc = fs__engine_new(&ec, *c, e);
+		rc = engine_new(&ec, *c, e);
 	cache_id_from_string("url:http://h/f", &id);
 	if (rc == 0)
-		rc = fs__engine_blob_add(*e, "f", size, &id, &b);
+		rc = engine_blob_add(*e, "f", size, &id, &b);
 	return rc;
 }
 
-static void engine_fixture_free(char *dir, struct cache *c, struct fs_engine *e)
+static void engine_fixture_free(char *dir, struct cache *c, struct engine *e)
 {
 	char cmd[128];
 
-	fs__engine_free(e);
+	engine_free(e);
 	cache_close(c);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
@@ -60,7 +60,7 @@ static void engine_drop_full_ranges(void)
 {
 	char dir[] = "/tmp/pacefs-test-drop.XXXXXX";
 	uint64_t size = 64 * CACHE_BLOCK_SIZE, k = 0;
-	struct fs_engine *e = NULL;
+	struct engine *e = NULL;
 	struct cache *c = NULL;
 
 	T_EQ_INT(engine_fixture(dir, &c, &e, size), 0);
@@ -68,16 +68,16 @@ static void engine_drop_full_ranges(void)
 	while (pace_blob_held(e->pace, 0, 4 * k, 4 * k + 3) == 0)
 		k++;
 	T_ASSERT(k > 10);
-	T_EQ_U64(fs__engine_held(e, 0), 3 * k);
+	T_EQ_U64(engine_held(e, 0), 3 * k);
 	/* A drop inside one range splits it: it does not fit. */
-	T_EQ_INT(engine__drop(e, 0, 41, 42, FS_DROP_GONE), 0);
-	T_EQ_U64(fs__engine_held(e, 0), 31); /* 10 whole ranges, and 40 */
+	T_EQ_INT(engine__drop(e, 0, 41, 42, ENGINE_DROP_GONE), 0);
+	T_EQ_U64(engine_held(e, 0), 31); /* 10 whole ranges, and 40 */
 	T_ASSERT(pace_is_held(e->pace, 0, 36, 39));
 	T_ASSERT(pace_is_held(e->pace, 0, 40, 41));
 	T_ASSERT(!pace_is_held(e->pace, 0, 44, 45));
 	/* Wrong bytes leave the cache too (none stored here: no error). */
-	T_EQ_INT(engine__drop(e, 0, 0, CACHE_BLOCK_SIZE, FS_DROP_WRONG), 0);
-	T_EQ_U64(fs__engine_held(e, 0), 0);
+	T_EQ_INT(engine__drop(e, 0, 0, CACHE_BLOCK_SIZE, ENGINE_DROP_WRONG), 0);
+	T_EQ_U64(engine_held(e, 0), 0);
 	engine_fixture_free(dir, c, e);
 }
 
@@ -87,9 +87,9 @@ static void engine_drop_full_ranges(void)
 static void engine_blocks_lru(void)
 {
 	char dir[] = "/tmp/pacefs-test-blocks.XXXXXX";
-	struct fs_engine *e = NULL;
+	struct engine *e = NULL;
 	struct cache *c = NULL;
-	struct fs_block *p;
+	struct engine_block *p;
 	uint32_t n;
 
 	T_EQ_INT(engine_fixture(dir, &c, &e, 1024 * CACHE_BLOCK_SIZE), 0);
@@ -98,8 +98,8 @@ static void engine_blocks_lru(void)
 	for (uint32_t i = 0; i < n; i++) {
 		p = engine__block_get(e, 0, i);
 		T_ASSERT(p != NULL);
-		T_EQ_INT(p->state, FS_BLOCK_FILLING);
-		p->state = FS_BLOCK_HANDING;
+		T_EQ_INT(p->state, ENGINE_BLOCK_FILLING);
+		p->state = ENGINE_BLOCK_HANDING;
 		engine__block_done(&e->blocks, p, i == 2);
 	}
 	T_ASSERT(engine__block_find(&e->blocks, 0, n) == NULL);
@@ -116,7 +116,7 @@ static void engine_blocks_lru(void)
 		 0);
 	p = engine__block_get(e, 0, 1001);
 	T_ASSERT(p != NULL && engine__block_find(&e->blocks, 0, 2) == NULL);
-	T_EQ_U64(fs__engine_held(e, 0), 0);
+	T_EQ_U64(engine_held(e, 0), 0);
 	/* A block being filled is found again, not remade. */
 	T_ASSERT(engine__block_get(e, 0, 1001) == p);
 	engine__block_free(&e->blocks, p);
@@ -131,16 +131,16 @@ static void engine_blocks_lru(void)
 static void engine_block_count(void)
 {
 	char dir[] = "/tmp/pacefs-test-count.XXXXXX";
-	struct fs_engine *e = NULL;
+	struct engine *e = NULL;
 	struct cache *c = NULL;
-	struct fs_block *p, *last;
+	struct engine_block *p, *last;
 
 	T_EQ_INT(engine_fixture(dir, &c, &e, 2 * CACHE_BLOCK_SIZE + 100), 0);
 	p = engine__block_get(e, 0, 0);
 	T_ASSERT(p != NULL);
 	T_EQ_INT(pace_blob_held(e->pace, 0, 0, 1000), 0);
 	T_ASSERT(!engine__block_credit(&e->blobs[0], p, 1000));
-	T_EQ_INT(engine__drop(e, 0, 10, 20, FS_DROP_GONE), 0);
+	T_EQ_INT(engine__drop(e, 0, 10, 20, ENGINE_DROP_GONE), 0);
 	T_EQ_U64(p->filled, 0);
 	T_ASSERT(!pace_is_held(e->pace, 0, 0, 10));
 	T_EQ_INT(pace_blob_held(e->pace, 0, 0, CACHE_BLOCK_SIZE), 0);
