@@ -247,10 +247,8 @@ int engine_blob_ready(struct engine *e, uint32_t i,
 		b->nsources++;
 	}
 	rc = extents_apply(e, i, &x);
-	if (rc == 0) {
-		engine__blob_set(e, i, ENGINE_BLOB_READY);
+	if (rc == 0 && engine__blob_set(e, i, ENGINE_BLOB_READY))
 		verify = engine__verify_due(e, i);
-	}
 out:
 	pthread_mutex_unlock(&e->mu);
 	if (verify)
@@ -277,14 +275,29 @@ static const char *const blob_state_names[ENGINE_BLOB_NSTATES] = {
 	[ENGINE_BLOB_DROPPED] = "dropped",
 };
 
-void engine__blob_set(struct engine *e, uint32_t b, enum engine_blob_state to)
+/* The diagram of engine_int.h: each state's one successor. */
+static const enum engine_blob_state blob_next[ENGINE_BLOB_NSTATES] = {
+	[ENGINE_BLOB_ADDED] = ENGINE_BLOB_READY,
+	[ENGINE_BLOB_READY] = ENGINE_BLOB_CHANGED,
+	[ENGINE_BLOB_CHANGED] = ENGINE_BLOB_DROPPED,
+	[ENGINE_BLOB_DROPPED] = ENGINE_BLOB_NSTATES, /* none */
+};
+
+bool engine__blob_set(struct engine *e, uint32_t b, enum engine_blob_state to)
 {
 	struct engine_blob *blob = &e->blobs[b];
 
 	assert(to < ENGINE_BLOB_NSTATES);
+	if (blob_next[blob->state] != to) {
+		engine__bug(e, "%s: blob: %s -> %s not drawn", blob->name,
+			    blob_state_names[blob->state],
+			    blob_state_names[to]);
+		return false;
+	}
 	engine__log(e, FS_LOG_DEBUG, "%s: %s -> %s", blob->name,
 		    blob_state_names[blob->state], blob_state_names[to]);
 	blob->state = to;
+	return true;
 }
 
 const char *engine__blob_name(struct engine *e, uint32_t b)

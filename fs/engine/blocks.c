@@ -3,6 +3,7 @@
  * used whole block, filled and counted until whole. Every function runs
  * under the engine's lock. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,8 +17,9 @@ static uint32_t bucket_of(const struct engine_blocks *bs, uint32_t blob,
 	return (uint32_t)(h >> 32) & (bs->nbuckets - 1);
 }
 
-int engine__blocks_init(struct engine_blocks *bs, uint32_t n)
+int engine__blocks_init(struct engine_blocks *bs, struct engine *e, uint32_t n)
 {
+	bs->e = e;
 	bs->v = calloc(n, sizeof(*bs->v));
 	bs->n = n;
 	bs->nbuckets = 1;
@@ -45,6 +47,45 @@ void engine__blocks_fini(struct engine_blocks *bs)
 		cache_buf_unref(bs->v[i].buf);
 	free(bs->v);
 	free(bs->buckets);
+}
+
+static const char *const block_state_names[] = {
+	[ENGINE_BLOCK_FREE] = "free",
+	[ENGINE_BLOCK_FILLING] = "filling",
+	[ENGINE_BLOCK_HANDING] = "handing",
+	[ENGINE_BLOCK_DONE] = "done",
+};
+
+/* The diagram of engine_int.h, the changes it draws. */
+static const bool block_drawn[][4] = {
+	[ENGINE_BLOCK_FREE] = {[ENGINE_BLOCK_FILLING] = true},
+	[ENGINE_BLOCK_FILLING] = {[ENGINE_BLOCK_HANDING] = true},
+	[ENGINE_BLOCK_HANDING] =
+		{[ENGINE_BLOCK_DONE] = true, [ENGINE_BLOCK_FREE] = true},
+	[ENGINE_BLOCK_DONE] =
+		{[ENGINE_BLOCK_FILLING] = true, [ENGINE_BLOCK_FREE] = true},
+};
+
+bool engine__block_set(struct engine_blocks *bs, struct engine_block *p,
+		       enum engine_block_state to)
+{
+	const struct engine *e = bs->e;
+	const char *name = e->blobs != NULL && p->blob < e->max_blobs &&
+					   e->blobs[p->blob].name != NULL
+				   ? e->blobs[p->blob].name
+				   : "?";
+
+	if (!block_drawn[p->state][to]) {
+		engine__bug(e, "%s: block %" PRIu64 ": %s -> %s not drawn",
+			    name, p->index, block_state_names[p->state],
+			    block_state_names[to]);
+		return false;
+	}
+	engine__log(e, FS_LOG_DEBUG, "%s: block %" PRIu64 ": %s -> %s", name,
+		    p->index, block_state_names[p->state],
+		    block_state_names[to]);
+	p->state = to;
+	return true;
 }
 
 static uint32_t slot_of(const struct engine_blocks *bs,
@@ -103,21 +144,16 @@ static void lru_append(struct engine_blocks *bs, struct engine_block *p)
 	bs->lru_tail = slot;
 }
 
-/* Takes p out of the hash and its list: it is about to be refilled or
- * freed. */
-static void unlink_block(struct engine_blocks *bs, struct engine_block *p)
-{
-	if (p->state == ENGINE_BLOCK_DONE)
-		lru_remove(bs, p);
-	hash_remove(bs, p);
-}
-
 void engine__block_free(struct engine_blocks *bs, struct engine_block *p)
 {
-	if (p->state == ENGINE_BLOCK_FREE)
+	bool whole_kept = p->state == ENGINE_BLOCK_DONE;
+
+	if (p->state == ENGINE_BLOCK_FREE ||
+	    !engine__block_set(bs, p, ENGINE_BLOCK_FREE))
 		return;
-	unlink_block(bs, p);
-	p->state = ENGINE_BLOCK_FREE;
+	if (whole_kept)
+		lru_remove(bs, p);
+	hash_remove(bs, p);
 	p->next = bs->free_head;
 	bs->free_head = slot_of(bs, p);
 }
@@ -140,9 +176,9 @@ static bool own_buffer(struct engine_block *p)
 	return true;
 }
 
+/* Block p, now FILLING, begins again from no bytes. */
 static void start_filling(struct engine_block *p)
 {
-	p->state = ENGINE_BLOCK_FILLING;
 	p->lost = false;
 	p->filled = 0;
 	p->source = PACE_NONE;
@@ -160,7 +196,8 @@ struct engine_block *engine__block_get(struct engine *e, uint32_t blob,
 
 	if (p != NULL) {
 		if (p->state == ENGINE_BLOCK_DONE) {
-			if (!own_buffer(p))
+			if (!own_buffer(p) ||
+			    !engine__block_set(bs, p, ENGINE_BLOCK_FILLING))
 				return NULL;
 			lru_remove(bs, p); /* fetched again */
 			start_filling(p);
@@ -170,7 +207,8 @@ struct engine_block *engine__block_get(struct engine *e, uint32_t blob,
 	if (bs->free_head != ENGINE_NO_BLOCK) {
 		slot = bs->free_head;
 		p = &bs->v[slot];
-		if (!own_buffer(p))
+		if (!own_buffer(p) ||
+		    !engine__block_set(bs, p, ENGINE_BLOCK_FILLING))
 			return NULL;
 		bs->free_head = p->next;
 	} else if (bs->lru_head != ENGINE_NO_BLOCK) {
@@ -184,7 +222,10 @@ struct engine_block *engine__block_get(struct engine *e, uint32_t blob,
 				e, p->blob, p->index * CACHE_BLOCK_SIZE,
 				engine__block_end(&e->blobs[p->blob], p->index),
 				ENGINE_DROP_GONE);
-		unlink_block(bs, p);
+		if (!engine__block_set(bs, p, ENGINE_BLOCK_FILLING))
+			return NULL;
+		lru_remove(bs, p);
+		hash_remove(bs, p);
 	} else {
 		return NULL;
 	}
@@ -256,9 +297,8 @@ void engine__blocks_forget(struct engine_blocks *bs,
 void engine__block_done(struct engine_blocks *bs, struct engine_block *p,
 			bool lost)
 {
-	if (p->state != ENGINE_BLOCK_HANDING)
+	if (!engine__block_set(bs, p, ENGINE_BLOCK_DONE))
 		return;
-	p->state = ENGINE_BLOCK_DONE;
 	p->lost |= lost;
 	lru_append(bs, p);
 }

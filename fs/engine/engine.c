@@ -99,7 +99,7 @@ int engine_new(const struct engine_config *cfg, struct cache *cache,
 	}
 	rc = pace_new(&pc, &e->pace);
 	if (rc == 0)
-		rc = engine__blocks_init(&e->blocks,
+		rc = engine__blocks_init(&e->blocks, e,
 					 cfg->lanes * ENGINE_BLOCKS_PER_LANE +
 						 ENGINE_BLOCKS_EXTRA);
 	if (rc != 0)
@@ -204,6 +204,21 @@ void engine__log_about(const struct engine *e, enum fs_log_level level,
 	else if (e->log != NULL)
 		e->log(e->log_ctx, level, fmt, ap);
 	va_end(ap);
+}
+
+void engine__bug(const struct engine *e, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	engine__log(e, FS_LOG_ERR, "bug: %s", line);
+#ifdef PACEFS_STRICT
+	fprintf(stderr, "pacefs: bug: %s\n", line);
+	abort();
+#endif
 }
 
 void engine__pages_inval(struct engine *e, uint32_t b, const char *name,

@@ -22,7 +22,10 @@ enum engine_drop {
 
 /*
  * A blob's life. Every change goes through engine__blob_set, which logs
- * it at debug level:
+ * it at debug level and refuses a change this diagram does not draw
+ * (engine__bug):
+ *
+ *   ADDED ----> READY ----> CHANGED ----> DROPPED
  *
  *   ADDED    -> READY     probed: its sources are known and the bytes the
  *                         cache holds are held (engine_blob_ready)
@@ -107,7 +110,31 @@ struct engine_blob {
 /* A block in memory: assembled from arriving bytes until whole, then kept
  * (least recently used first out) after it went to the cache, so that
  * readers close behind the transfers, and every reader while the cache
- * cannot store (a full disk), are served from here. */
+ * cannot store (a full disk), are served from here.
+ *
+ * Its life. Every change goes through engine__block_set, which logs it at
+ * debug level and refuses a change this diagram does not draw
+ * (engine__bug):
+ *
+ *   FREE ------> FILLING ------> HANDING ------> DONE
+ *    ^ ^            ^              |               | |
+ *    | |            +--------------|---------------+ |
+ *    | +---------------------------+                 |
+ *    +-----------------------------------------------+
+ *
+ *   FREE     -> FILLING   a slot of the free list takes a block's bytes
+ *                         (engine__block_get)
+ *   FILLING  -> HANDING   every byte credited: the transfer thread hands
+ *                         it to the cache outside the lock (take_bytes)
+ *   HANDING  -> DONE      the cache took it, or failed to (lost): kept
+ *                         in memory, least recently used first out
+ *   HANDING  -> FREE      it failed its block digest, or the cache could
+ *                         not take a block that must be checked first
+ *   DONE     -> FILLING   fetched again (its bytes were dropped), or its
+ *                         slot reused, least recently used, for another
+ *   DONE     -> FREE      its bytes were dropped as wrong or stale
+ *                         (engine__blocks_forget)
+ */
 enum engine_block_state {
 	ENGINE_BLOCK_FREE,
 	ENGINE_BLOCK_FILLING, /* bytes arriving; held bytes of it are readable
@@ -149,6 +176,7 @@ struct engine_blocks {
 	uint32_t nbuckets; /* a power of two */
 	uint32_t free_head;
 	uint32_t lru_head, lru_tail; /* oldest first */
+	struct engine *e;	     /* whose log hears its changes of state */
 };
 
 #define ENGINE_NO_BLOCK UINT32_MAX
@@ -267,7 +295,7 @@ uint64_t engine__block_end(const struct engine_blob *b, uint64_t index);
 
 /* ---- blocks.c; callers hold e->mu ---- */
 
-int engine__blocks_init(struct engine_blocks *bs, uint32_t n);
+int engine__blocks_init(struct engine_blocks *bs, struct engine *e, uint32_t n);
 void engine__blocks_fini(struct engine_blocks *bs);
 
 /* The in-memory block (blob, index) in any state but FREE, or NULL. */
@@ -324,11 +352,25 @@ void engine__block_touch(struct engine_blocks *bs, struct engine_block *p);
 /* Frees the block: its bytes are gone from memory. */
 void engine__block_free(struct engine_blocks *bs, struct engine_block *p);
 
+/* Moves block p to state `to` (the diagram above), with a debug line;
+ * false, and p unchanged, for a change the diagram does not draw (a bug:
+ * engine__bug). Moves it and nothing else: the lists and the hash are
+ * its callers'. */
+bool engine__block_set(struct engine_blocks *bs, struct engine_block *p,
+		       enum engine_block_state to);
+
 /* ---- engine.c ---- */
 
 /* A log line of engine e, through its log hook (nothing without one):
  * the engine never calls the driver's log. */
 #define engine__log(e, ...) fs__log_via((e)->log, (e)->log_ctx, __VA_ARGS__)
+
+/* A change of state a diagram does not draw: a bug. Logged as
+ * "bug: ..." at error level; in strict builds (PACEFS_STRICT, which the
+ * sanitizer build defines: Makefile) it also goes to stderr and aborts, so
+ * a test that takes one fails. Else the caller refuses the change. */
+void engine__bug(const struct engine *e, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* The same, for a line about what f names: through the log_fields hook
  * when there is one, else as engine__log. */
@@ -425,9 +467,10 @@ void engine__verify_spawn(struct engine *e, uint32_t b);
 
 /* ---- blobs.c ---- */
 
-/* Moves blob b to state `to` (the diagram above), with a debug line.
- * Caller holds e->mu. */
-void engine__blob_set(struct engine *e, uint32_t b, enum engine_blob_state to);
+/* Moves blob b to state `to` (the diagram above), with a debug line;
+ * false, and the blob unchanged, for a change the diagram does not draw
+ * (a bug: engine__bug). Caller holds e->mu. */
+bool engine__blob_set(struct engine *e, uint32_t b, enum engine_blob_state to);
 
 /* The blob's version is no longer served: CHANGED or DROPPED. */
 static inline bool engine__blob_changed(const struct engine_blob *b)

@@ -411,8 +411,7 @@ static int drop_changed(struct engine *e, uint32_t b)
 	bool first;
 
 	pthread_mutex_lock(&e->mu);
-	first = blob->state == ENGINE_BLOB_CHANGED;
-	if (first)
+	first = blob->state == ENGINE_BLOB_CHANGED &&
 		engine__blob_set(e, b, ENGINE_BLOB_DROPPED);
 	pthread_mutex_unlock(&e->mu);
 	if (first)

@@ -90,9 +90,9 @@ static uint32_t take_bytes(struct engine *e, uint32_t lane, uint32_t blob,
 				      : credited_end;
 
 		if (p == NULL || !engine__block_credit(b, p, to - from) ||
-		    ndone == ENGINE_DONE_MAX)
+		    ndone == ENGINE_DONE_MAX ||
+		    !engine__block_set(&e->blocks, p, ENGINE_BLOCK_HANDING))
 			continue;
-		p->state = ENGINE_BLOCK_HANDING;
 		done[ndone++] = p;
 	}
 	return ndone;
@@ -326,7 +326,8 @@ static void blob_changed(struct engine *e, uint32_t blob, uint32_t source,
 	if (engine__blob_changed(b) || b->nsources == 0 ||
 	    b->sources[0].pace_id != source)
 		return; /* a mirror: the scheduler excludes it */
-	engine__blob_set(e, blob, ENGINE_BLOB_CHANGED);
+	if (!engine__blob_set(e, blob, ENGINE_BLOB_CHANGED))
+		return;
 	/* Its reads fail from now on, also those the kernel would serve
 	 * from its cache. */
 	b->pages_stale = true;
