@@ -353,10 +353,14 @@ static bool req_interrupted(void *req)
  * the whole reply through a buffer it allocates. */
 #define DRIVER_SPLICE_MIN (2 * 4096u)
 
-/* Sends a read's pieces: from memory with one writev, or through a pipe
- * that takes the cache file's pages by reference. Returns 0: the request
- * is answered (a failure to send is libfuse's to log). */
-static int reply_pieces(void *ctx, struct cache_piece *p, size_t n)
+/* The one place a read is answered (op_read's own refusals and the
+ * engine's answer, engine_read_reply): err, a negative errno, with
+ * fuse_reply_err; else its pieces, from memory with one writev, or through
+ * a pipe that takes the cache file's pages by reference (the engine calls
+ * this under the cache's read transaction, which keeps them as they are).
+ * Returns 0: the request is answered (a failure to send is libfuse's to
+ * log). */
+static int read_reply(void *ctx, struct cache_piece *p, size_t n, int err)
 {
 	fuse_req_t req = ctx;
 	union {
@@ -368,6 +372,10 @@ static int reply_pieces(void *ctx, struct cache_piece *p, size_t n)
 	struct fuse_buf *bufs;
 	size_t last = n;
 
+	if (err != 0) {
+		fuse_reply_err(req, -err);
+		return 0;
+	}
 	if (n > ENGINE_REPLY_PIECES) {
 		fuse_reply_err(req, EIO);
 		return 0;
@@ -424,7 +432,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct driver_mount *m = fuse_req_userdata(req);
 	struct engine_read_reply rr = {
-		.reply = reply_pieces,
+		.reply = read_reply,
 		.ctx = req,
 		.fds = m->splice,
 		.cancelled = req_interrupted,
@@ -436,19 +444,18 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	(void)ino;
 	if (off < 0) {
-		fuse_reply_err(req, EINVAL);
+		read_reply(req, NULL, 0, -EINVAL);
 		return;
 	}
 	buf = thread_read_buf(size ? size : 1);
 	if (buf == NULL) {
-		fuse_reply_err(req, ENOMEM);
+		read_reply(req, NULL, 0, -ENOMEM);
 		return;
 	}
 	fuse_req_interrupt_func(req, on_interrupt, m->engine);
+	/* Answered through read_reply, once, whatever the outcome. */
 	n = engine_read(m->engine, FH_BLOB(fi->fh), FH_READER(fi->fh),
 			(uint64_t)off, size, buf, &rr);
-	if (n < 0)
-		fuse_reply_err(req, (int)-n);
 	if (m->metrics != NULL)
 		obs_metrics_read(m->metrics, fs__now_ns() - start, n < 0);
 }

@@ -140,13 +140,16 @@ void engine_close(struct engine *e, uint32_t b, uint32_t reader);
  * one piece. */
 #define ENGINE_REPLY_PIECES 64
 
-/* How a read is answered: reply(ctx, p, n) gets its bytes, in order, as
- * pieces (struct cache_piece: mem and len, or with fds, fd, pos and len:
- * bytes of the cache's file that stay as they are until reply returns).
- * It is called once if the read succeeds, never if it fails, and returns
- * 0. cancelled(arg) says whether the request was interrupted. */
+/* How a read is answered: reply(ctx, p, n, err) is called exactly once
+ * per engine_read, and is the one place the caller answers its request.
+ * A read that succeeds gives its bytes, in order, as pieces (err 0;
+ * struct cache_piece: mem and len, or with fds, fd, pos and len: bytes of
+ * the cache's file, under the cache's read transaction, that stay as
+ * they are until reply returns, so the reply can splice them); one that
+ * fails gives its negative errno (p NULL, n 0). It returns 0.
+ * cancelled(arg) says whether the request was interrupted. */
 struct engine_read_reply {
-	int (*reply)(void *ctx, struct cache_piece *p, size_t n);
+	int (*reply)(void *ctx, struct cache_piece *p, size_t n, int err);
 	void *ctx;
 	bool fds; /* the reply can send a file's bytes (splice) */
 	bool (*cancelled)(void *arg);
@@ -155,12 +158,12 @@ struct engine_read_reply {
 
 /* Reads up to len bytes at off of blob b for reader, waiting for missing
  * bytes (and, for a blob with block digests, for their digest blocks to
- * be checked), and hands them to rr->reply; buf (len bytes) is where
- * pieces are copied that are not referenced where they lie. Returns the
- * byte count (reply was called), or a negative errno (it was not): -EIO
- * when no source can serve or past the read deadline (logged), -EINTR
- * when rr->cancelled turns true while it waits (checked whenever the
- * waiting reads are woken: see engine_wake_readers). */
+ * be checked), and answers it through rr->reply, once: with its pieces,
+ * or with its error; buf (len bytes) is where pieces are copied that are
+ * not referenced where they lie. Returns the byte count, or the negative
+ * errno replied: -EIO when no source can serve or past the read deadline
+ * (logged), -EINTR when rr->cancelled turns true while it waits (checked
+ * whenever the waiting reads are woken: see engine_wake_readers). */
 long engine_read(struct engine *e, uint32_t b, uint32_t reader, uint64_t off,
 		 size_t len, char *buf, const struct engine_read_reply *rr);
 

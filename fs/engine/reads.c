@@ -22,6 +22,23 @@ struct pieces {
 	uint64_t in_memory; /* bytes of pieces memory held */
 };
 
+/* A read's answer under way: the caller's reply, and whether it was
+ * made (it is made once: the pieces, else the error). */
+struct answer {
+	const struct engine_read_reply *rr;
+	bool replied;
+};
+
+/* The cache's (and memory's) pieces of a read that succeeded, to the
+ * caller's reply. */
+static int answer_pieces(void *ctx, struct cache_piece *p, size_t n)
+{
+	struct answer *a = ctx;
+
+	a->replied = true;
+	return a->rr->reply(a->rr->ctx, p, n, 0);
+}
+
 int engine_open(struct engine *e, uint32_t b, uint64_t ino,
 		uint32_t *reader_out, bool *keep_cache)
 {
@@ -447,8 +464,9 @@ static int counted(struct engine *e, int rc, bool waited, uint64_t in_memory,
  * the cache meanwhile (no reply made). */
 static int read_once(struct engine *e, uint32_t b, uint32_t reader,
 		     uint64_t off, uint64_t end, char *buf, bool first,
-		     const struct engine_read_reply *rr)
+		     struct answer *a)
 {
+	const struct engine_read_reply *rr = a->rr;
 	struct engine_blob *blob = &e->blobs[b];
 	struct pace_read_result r = {.wait = PACE_NONE};
 	uint64_t now, stop = off;
@@ -499,7 +517,7 @@ static int read_once(struct engine *e, uint32_t b, uint32_t reader,
 	if (rc != 0)
 		return rc;
 	if (stop == end) {
-		rc = serve(e, b, &ps, rr->fds, rr->reply, rr->ctx);
+		rc = serve(e, b, &ps, rr->fds, answer_pieces, a);
 		pieces_release(&ps);
 		return counted(e, rc, waited, ps.in_memory, end - off);
 	}
@@ -513,7 +531,7 @@ static int read_once(struct engine *e, uint32_t b, uint32_t reader,
 		return rc;
 	whole = (struct cache_piece){
 		.len = (size_t)(end - off), .buf = buf, .mem = buf, .fd = -1};
-	return counted(e, rr->reply(rr->ctx, &whole, 1), waited, ps.in_memory,
+	return counted(e, answer_pieces(a, &whole, 1), waited, ps.in_memory,
 		       end - off);
 }
 
@@ -523,10 +541,11 @@ long engine_read(struct engine *e, uint32_t b, uint32_t reader, uint64_t off,
 	const struct engine_blob *blob = &e->blobs[b];
 	struct cache_piece none = {.buf = buf, .mem = buf, .fd = -1};
 	uint64_t end, tries, most, until = fs__now_ns() + e->read_timeout_ns;
+	struct answer a = {.rr = rr};
 	int rc = -EAGAIN;
 
 	if (off >= blob->size || len == 0)
-		return rr->reply(rr->ctx, &none, 1);
+		return answer_pieces(&a, &none, 1);
 	end = blob->size - off < len ? blob->size : off + len;
 	/* A block the cache lost after it was held is no longer held once
 	 * found missing, and fetched again. A try finds one such block, and
@@ -536,7 +555,7 @@ long engine_read(struct engine *e, uint32_t b, uint32_t reader, uint64_t off,
 	most = (end - 1) / CACHE_BLOCK_SIZE - off / CACHE_BLOCK_SIZE + 3;
 	for (tries = 0; rc == -EAGAIN && (tries < most || fs__now_ns() < until);
 	     tries++)
-		rc = read_once(e, b, reader, off, end, buf, tries == 0, rr);
+		rc = read_once(e, b, reader, off, end, buf, tries == 0, &a);
 	if (rc == -EAGAIN) {
 		engine__log(e, FS_LOG_ERR,
 			    "%s: bytes %" PRIu64 "-%" PRIu64
@@ -544,5 +563,7 @@ long engine_read(struct engine *e, uint32_t b, uint32_t reader, uint64_t off,
 			    blob->name, off, end - 1, tries);
 		rc = -EIO;
 	}
+	if (rc != 0 && !a.replied)
+		rr->reply(rr->ctx, NULL, 0, rc);
 	return rc != 0 ? rc : (long)(end - off);
 }

@@ -167,11 +167,16 @@ static void on_request(void *ctx, const struct fetch_request_info *r)
 struct got {
 	unsigned char *out;
 	size_t n, cap;
+	unsigned replies; /* a read is answered once, success or not */
 };
 
-static int take_reply(void *ctx, struct cache_piece *p, size_t n)
+static int take_reply(void *ctx, struct cache_piece *p, size_t n, int err)
 {
 	struct got *g = ctx;
+
+	g->replies++;
+	if (err != 0)
+		return 0; /* engine_read returns it too */
 
 	for (size_t i = 0; i < n; i++) {
 		if (g->n + p[i].len > g->cap)
@@ -240,7 +245,8 @@ static int engine_up(struct cache *cache, const char *url, const char *etag,
 }
 
 /* Reads [off, off + len) of blob 0 through a new reader; the byte count
- * or a negative errno; the bytes into g. */
+ * or a negative errno; the bytes into g. -EPROTO when the engine did not
+ * answer the read exactly once. */
 static long read_some(struct engine *e, uint64_t off, size_t len, struct got *g)
 {
 	struct engine_read_reply rr = {
@@ -254,6 +260,7 @@ static long read_some(struct engine *e, uint64_t off, size_t len, struct got *g)
 	if (buf == NULL)
 		return -ENOMEM;
 	g->n = 0;
+	g->replies = 0;
 	rc = engine_open(e, 0, 2, &reader, &keep);
 	if (rc != 0) {
 		free(buf);
@@ -262,7 +269,7 @@ static long read_some(struct engine *e, uint64_t off, size_t len, struct got *g)
 	n = engine_read(e, 0, reader, off, len, buf, &rr);
 	engine_close(e, 0, reader);
 	free(buf);
-	return n;
+	return g->replies == 1 ? n : -EPROTO;
 }
 
 /* What engine_cold_read sets up, and frees whatever its checks left. */
