@@ -157,23 +157,32 @@ static int failed_again(struct engine *e, uint32_t b, uint64_t off,
 	return -EIO;
 }
 
-/* Begins a wait for [start, end) of blob b by reader when some of it is
- * not held: *w gets the wait, or PACE_NONE when all is held. Caller holds
- * e->mu. */
-static int wait_begin(struct engine *e, uint32_t b, uint32_t reader,
-		      uint64_t start, uint64_t end, uint64_t now, uint32_t *w)
+/* Begins a wait for [start, end) of blob b by reader, some of which is
+ * not held (the caller asked): *w gets the wait. A range whose read just
+ * failed fails at once. Caller holds e->mu. */
+static int wait_missing(struct engine *e, uint32_t b, uint32_t reader,
+			uint64_t start, uint64_t end, uint64_t now, uint32_t *w)
 {
 	int rc;
 
-	*w = PACE_NONE;
-	if (pace_is_held(e->pace, b, start, end))
-		return 0;
 	if (failed_lately(e, b, start, end, now))
 		return failed_again(e, b, start, end);
 	rc = pace_wait_begin(e->pace, reader, start, end - start, now, w);
 	if (rc == 0)
 		fetch_wake(e->fetch); /* demand: the most urgent work */
 	return rc;
+}
+
+/* Begins a wait for [start, end) of blob b by reader when some of it is
+ * not held: *w gets the wait, or PACE_NONE when all is held. Caller holds
+ * e->mu. */
+static int wait_begin(struct engine *e, uint32_t b, uint32_t reader,
+		      uint64_t start, uint64_t end, uint64_t now, uint32_t *w)
+{
+	*w = PACE_NONE;
+	if (pace_is_held(e->pace, b, start, end))
+		return 0;
+	return wait_missing(e, b, reader, start, end, now, w);
 }
 
 /* Sleeps on the waiter's condition for a second at most: until its
@@ -264,8 +273,9 @@ static int wait_loop(struct engine *e, struct engine_waiter *wt, uint32_t b,
 			return 0;
 		case ENGINE_MISSING:
 			/* A unit not checked yet is waited for whole: held,
-			 * then checked as it is stored. */
-			rc = wait_begin(e, b, reader, from, to, now, &w);
+			 * then checked as it is stored. engine__ready just
+			 * found [from, to) not held: not asked again. */
+			rc = wait_missing(e, b, reader, from, to, now, &w);
 			if (rc != 0)
 				return rc;
 			wt->start = from;
