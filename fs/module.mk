@@ -1,7 +1,7 @@
 # fs: the FUSE driver, the engine, the tree and the credentials (one
 # folder each), and the pacefs binary; one library.
 FS_ENGINE_SRCS := fs/engine/engine.c fs/engine/blobs.c fs/engine/blocks.c \
-	fs/engine/transfers.c fs/engine/read.c fs/engine/verify.c \
+	fs/engine/transfers.c fs/engine/reads.c fs/engine/wholecheck.c \
 	fs/engine/counters.c
 FS_TREE_SRCS := fs/tree/ns.c fs/tree/manifest.c fs/tree/mentry.c \
 	fs/tree/dirindex.c fs/tree/s3.c fs/tree/s3xml.c

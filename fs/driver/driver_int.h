@@ -19,12 +19,12 @@
 #include "fs/base.h"
 #include "fs/tree/tree.h"
 
-struct fs_engine;
+struct engine;
 struct tree_ns;
 struct tree_node;
 struct tree_s3;
 struct auth_creds;
-struct fs_source;
+struct engine_source;
 struct fuse_session;
 struct fuse_lowlevel_ops;
 struct obs_metrics;
@@ -67,11 +67,11 @@ struct driver_mount;
 struct driver_learned {
 	uint64_t size;
 	int64_t mtime; /* -1: unknown */
-	struct fs_source *sources;
+	struct engine_source *sources;
 	uint32_t nsources;
 	bool offline;	 /* nothing answered; from the cache's record */
 	uint64_t queued; /* [0, queued) came with the probe and were put
-			    into the cache (fs__engine_blob_ready) */
+			    into the cache (engine_blob_ready) */
 };
 
 /* What driver__learn() is asked about one file. */
@@ -109,7 +109,7 @@ void driver__learned_free(struct driver_learned *l);
 /* What the FUSE operations see through fuse_req_userdata(). */
 struct driver_mount {
 	struct tree_ns *ns;
-	struct fs_engine *engine;
+	struct engine *engine;
 	struct driver_inval *inval; /* the engine's inval hook queues here */
 	struct cache *cache;	    /* the engine's */
 	struct fetch_config fetch;  /* for probes and directory pages */
@@ -244,7 +244,7 @@ struct driver_exit_guard {
 	struct fuse_session *se;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct fs_engine *engine; /* guarded by mu; NULL once it is freed */
+	struct engine *engine; /* guarded by mu; NULL once it is freed */
 	bool ended;	/* guarded by mu: the session loop returned (it resets
 			   what fuse_session_exited says) */
 	bool done;	/* guarded by mu: the shutdown finished */
@@ -255,7 +255,7 @@ struct driver_exit_guard {
 
 /* Starts the guard of session se, whose readers are engine's. */
 int driver__exit_guard_start(struct driver_exit_guard *g,
-			     struct fuse_session *se, struct fs_engine *engine);
+			     struct fuse_session *se, struct engine *engine);
 /* The session loop returned: from here on se may be freed. */
 void driver__exit_guard_ended(struct driver_exit_guard *g);
 /* Takes the mount down once, whether the main thread or the guard does. */
@@ -319,7 +319,7 @@ int driver__check_inputs(struct fs_opts *o, enum driver_mount_kind kind,
  * is one line with the cache's own detail; in the daemon the detail goes
  * to the log. 0, or 1 with the line written. */
 int driver__open_cache(const struct fs_opts *o, bool quiet,
-		       struct fs_engine **engine, struct cache **out);
+		       struct engine **engine, struct cache **out);
 
 /* prepare.c. Everything the mount needs before libfuse mounts it, in the
  * parent: libcurl, m's fetch configuration, credentials and proxies, the

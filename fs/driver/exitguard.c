@@ -46,7 +46,7 @@ static void *exit_guard_main(void *arg)
 	while (!g->done && !g->ended && !fuse_session_exited(g->se))
 		guard_wait(g, 250);
 	if (!g->done && g->engine != NULL)
-		fs__engine_wake_readers(g->engine);
+		engine_wake_readers(g->engine);
 	end = fs__now_ns() + (uint64_t)DRIVER_EXIT_GRACE_S * 1000000000u;
 	for (bool teardown = false; !g->done;) {
 		uint64_t now = fs__now_ns();
@@ -76,7 +76,7 @@ static void *exit_guard_main(void *arg)
 }
 
 int driver__exit_guard_start(struct driver_exit_guard *g,
-			     struct fuse_session *se, struct fs_engine *engine)
+			     struct fuse_session *se, struct engine *engine)
 {
 	pthread_condattr_t ca;
 	int rc;

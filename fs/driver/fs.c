@@ -283,7 +283,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	blob = node_blob(m, NODE_OF(ino));
-	rc = fs__engine_open(m->engine, blob, ino, &reader, &keep_cache);
+	rc = engine_open(m->engine, blob, ino, &reader, &keep_cache);
 	if (rc != 0) {
 		fuse_reply_err(req, rc == -ENOSPC ? EMFILE : -rc);
 		return;
@@ -334,7 +334,7 @@ static char *thread_read_buf(size_t size)
 static void on_interrupt(fuse_req_t req, void *data)
 {
 	(void)req;
-	fs__engine_wake_readers(data);
+	engine_wake_readers(data);
 }
 
 /* Interrupted by the reader, or the session ended (unmounted or
@@ -353,22 +353,30 @@ static bool req_interrupted(void *req)
  * the whole reply through a buffer it allocates. */
 #define DRIVER_SPLICE_MIN (2 * 4096u)
 
-/* Sends a read's pieces: from memory with one writev, or through a pipe
- * that takes the cache file's pages by reference. Returns 0: the request
- * is answered (a failure to send is libfuse's to log). */
-static int reply_pieces(void *ctx, struct cache_piece *p, size_t n)
+/* The one place a read is answered (op_read's own refusals and the
+ * engine's answer, engine_read_reply): err, a negative errno, with
+ * fuse_reply_err; else its pieces, from memory with one writev, or through
+ * a pipe that takes the cache file's pages by reference (the engine calls
+ * this under the cache's read transaction, which keeps them as they are).
+ * Returns 0: the request is answered (a failure to send is libfuse's to
+ * log). */
+static int read_reply(void *ctx, struct cache_piece *p, size_t n, int err)
 {
 	fuse_req_t req = ctx;
 	union {
 		struct fuse_bufvec v;
 		char room[sizeof(struct fuse_bufvec) +
-			  FS_REPLY_PIECES * sizeof(struct fuse_buf)];
+			  ENGINE_REPLY_PIECES * sizeof(struct fuse_buf)];
 	} bv;
-	struct iovec iov[FS_REPLY_PIECES];
+	struct iovec iov[ENGINE_REPLY_PIECES];
 	struct fuse_buf *bufs;
 	size_t last = n;
 
-	if (n > FS_REPLY_PIECES) {
+	if (err != 0) {
+		fuse_reply_err(req, -err);
+		return 0;
+	}
+	if (n > ENGINE_REPLY_PIECES) {
 		fuse_reply_err(req, EIO);
 		return 0;
 	}
@@ -423,8 +431,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct driver_mount *m = fuse_req_userdata(req);
-	struct fs_read_reply rr = {
-		.reply = reply_pieces,
+	struct engine_read_reply rr = {
+		.reply = read_reply,
 		.ctx = req,
 		.fds = m->splice,
 		.cancelled = req_interrupted,
@@ -436,19 +444,18 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	(void)ino;
 	if (off < 0) {
-		fuse_reply_err(req, EINVAL);
+		read_reply(req, NULL, 0, -EINVAL);
 		return;
 	}
 	buf = thread_read_buf(size ? size : 1);
 	if (buf == NULL) {
-		fuse_reply_err(req, ENOMEM);
+		read_reply(req, NULL, 0, -ENOMEM);
 		return;
 	}
 	fuse_req_interrupt_func(req, on_interrupt, m->engine);
-	n = fs__engine_read(m->engine, FH_BLOB(fi->fh), FH_READER(fi->fh),
-			    (uint64_t)off, size, buf, &rr);
-	if (n < 0)
-		fuse_reply_err(req, (int)-n);
+	/* Answered through read_reply, once, whatever the outcome. */
+	n = engine_read(m->engine, FH_BLOB(fi->fh), FH_READER(fi->fh),
+			(uint64_t)off, size, buf, &rr);
 	if (m->metrics != NULL)
 		obs_metrics_read(m->metrics, fs__now_ns() - start, n < 0);
 }
@@ -459,7 +466,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	struct driver_mount *m = fuse_req_userdata(req);
 
 	(void)ino;
-	fs__engine_close(m->engine, FH_BLOB(fi->fh), FH_READER(fi->fh));
+	engine_close(m->engine, FH_BLOB(fi->fh), FH_READER(fi->fh));
 	fuse_reply_err(req, 0);
 }
 
@@ -544,14 +551,14 @@ static int xattr_value(struct driver_mount *m, uint32_t i, const char *name,
 		len = snprintf(buf, cap, "%" PRIu64,
 			       blob == TREE_NO_BLOB
 				       ? 0
-				       : fs__engine_held(m->engine, blob));
+				       : engine_held(m->engine, blob));
 	else if (strcmp(name, "etag") == 0 && blob != TREE_NO_BLOB)
-		len = fs__engine_validator(m->engine, blob, buf, cap);
+		len = engine_validator(m->engine, blob, buf, cap);
 	else if (strcmp(name, "state") == 0)
 		len = snprintf(buf, cap, "%s",
 			       blob == TREE_NO_BLOB
 				       ? "remote"
-				       : fs__engine_state(m->engine, blob));
+				       : engine_state(m->engine, blob));
 	return len;
 }
 

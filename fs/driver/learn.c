@@ -28,7 +28,7 @@ void driver__learned_free(struct driver_learned *l)
  * probe asks the first `first` bytes, which go to *body (owned: see
  * fetch_probe_free) when body is not NULL. */
 static int probe_one(const struct fetch_config *fc, const char *url,
-		     bool revalidation, size_t first, struct fs_source *s,
+		     bool revalidation, size_t first, struct engine_source *s,
 		     uint64_t *size, int64_t *mtime, struct fetch_probe *body,
 		     enum fetch_probe_error *kind, char *err, size_t errlen)
 {
@@ -146,7 +146,7 @@ static void probe_sources(const struct fetch_config *fc,
 	char perr[1024];
 
 	for (uint32_t i = 0; i < a->nurls; i++) {
-		struct fs_source *s = &out->sources[out->nsources];
+		struct engine_source *s = &out->sources[out->nsources];
 		uint64_t size;
 		int64_t mtime;
 		int rc;
@@ -252,7 +252,7 @@ static int reconcile(struct cache *cache, const struct cache_id *id,
 /* Puts the whole of a small file that its probe brought (first->body,
  * from the first URL, whose validator is the blob's) into the cache as
  * its block 0: its length, which the blob is readied with as held
- * (fs__engine_blob_ready's queued), so that the file's first read is
+ * (engine_blob_ready's queued), so that the file's first read is
  * served without a request; 0 when there is none. Not waiting for the
  * commit: a read finds the block in the writer's queue. A failure only
  * costs that request. */

@@ -127,7 +127,7 @@ static void mount_free(struct driver_mount *m, struct driver_exit_guard *g,
 {
 	driver__exit_guard_forget_engine(g);
 	driver__sizes_free(m->sizes); /* when serve ended before its loop */
-	fs__engine_free(m->engine);   /* flushes the cache: nothing is queued */
+	engine_free(m->engine);	      /* flushes the cache: nothing is queued */
 	m->engine = NULL;	      /* after this, as on_lost reads it */
 	driver__inval_free(
 		m->inval); /* the engine queued into it until freed */

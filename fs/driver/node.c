@@ -282,20 +282,20 @@ static int node_learn(struct driver_mount *m, struct node_copy *c,
 		return rc == -ENOENT ? -ENOENT : -EIO;
 	}
 	if (c->blob == TREE_NO_BLOB) {
-		rc = fs__engine_blob_add(m->engine, c->name, l->size, &c->id,
-					 &c->blob);
+		rc = engine_blob_add(m->engine, c->name, l->size, &c->id,
+				     &c->blob);
 		if (rc == 0)
-			rc = fs__engine_blob_digests(m->engine, c->blob,
-						     c->sha256, c->dblock,
-						     c->dblocks, c->ndblocks);
+			rc = engine_blob_digests(m->engine, c->blob, c->sha256,
+						 c->dblock, c->dblocks,
+						 c->ndblocks);
 		if (rc != 0) {
 			obs_log(FS_LOG_ERR, "%s: cannot add its blob: %s",
 				c->name, strerror(-rc));
 			return rc;
 		}
 	}
-	rc = fs__engine_blob_ready(m->engine, c->blob, l->sources, l->nsources,
-				   l->queued);
+	rc = engine_blob_ready(m->engine, c->blob, l->sources, l->nsources,
+			       l->queued);
 	if (rc != 0)
 		obs_log(FS_LOG_ERR, "%s: cannot start its transfers: %s",
 			c->name, strerror(-rc));
@@ -317,7 +317,7 @@ int driver__file_ready(struct driver_mount *m, uint32_t i, uint64_t deadline_ns)
 	n = tree_ns_get(m->ns, i);
 	blob = n != NULL ? n->blob : TREE_NO_BLOB;
 	pthread_mutex_unlock(&m->ns->mu);
-	if (blob != TREE_NO_BLOB && fs__engine_blob_is_ready(m->engine, blob))
+	if (blob != TREE_NO_BLOB && engine_blob_is_ready(m->engine, blob))
 		return 0;
 	rc = node_copy(m, i, &c);
 	if (rc != 0)
@@ -331,8 +331,7 @@ int driver__file_ready(struct driver_mount *m, uint32_t i, uint64_t deadline_ns)
 	pthread_mutex_lock(&m->ns->mu);
 	c.blob = m->ns->nodes[i]->blob;
 	pthread_mutex_unlock(&m->ns->mu);
-	if (c.blob != TREE_NO_BLOB &&
-	    fs__engine_blob_is_ready(m->engine, c.blob))
+	if (c.blob != TREE_NO_BLOB && engine_blob_is_ready(m->engine, c.blob))
 		blob = TREE_NO_BLOB; /* readied while this open waited */
 	else if ((rc = node_learn(m, &c, deadline_ns, &l)) == 0)
 		blob = c.blob;

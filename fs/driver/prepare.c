@@ -29,7 +29,7 @@ static void keep_message(void *ctx, enum cache_log_level level, const char *msg)
 /* Opens the cache. On the terminal (`quiet`) a failure is one line with
  * the cache's own detail; in the daemon the detail goes to the log. */
 int driver__open_cache(const struct fs_opts *o, bool quiet,
-		       struct fs_engine **engine, struct cache **out)
+		       struct engine **engine, struct cache **out)
 {
 	const char *dir = o->cache_dir;
 	char detail[512] = "";
@@ -38,9 +38,9 @@ int driver__open_cache(const struct fs_opts *o, bool quiet,
 				  .sync = (enum cache_sync)o->cache_sync,
 				  .budget_bytes = o->cache_size,
 				  .log = obs_log_cache,
-				  .on_lost = fs__engine_on_lost,
+				  .on_lost = engine_on_lost,
 				  .lost_ctx = engine,
-				  .on_evicted = fs__engine_on_evicted,
+				  .on_evicted = engine_on_evicted,
 				  .evicted_ctx = engine};
 	int rc;
 

@@ -49,14 +49,14 @@ static int build_tree(struct driver_mount *m, const struct fs_opts *o,
 		n->mtime = p->learned.mtime;
 		n->has_sha256 = o->has_sha256;
 		memcpy(n->sha256, o->sha256, sizeof(n->sha256));
-		rc = fs__engine_blob_add(m->engine, p->name, n->size, &id,
-					 &n->blob);
+		rc = engine_blob_add(m->engine, p->name, n->size, &id,
+				     &n->blob);
 		if (rc == 0)
-			rc = fs__engine_blob_digests(
+			rc = engine_blob_digests(
 				m->engine, n->blob,
 				o->has_sha256 ? o->sha256 : NULL, 0, NULL, 0);
 		if (rc == 0)
-			rc = fs__engine_blob_ready(
+			rc = engine_blob_ready(
 				m->engine, n->blob, p->learned.sources,
 				p->learned.nsources, p->learned.queued);
 		return rc;
@@ -111,9 +111,9 @@ static void queue_inval(void *ctx, uint32_t b, const char *name, uint64_t ino,
  * learned; its inval_ctx is set once the invalidator exists. */
 static void engine_config(const struct fs_opts *o, const struct driver_mount *m,
 			  const struct driver_prepared *p,
-			  struct fs_engine_config *out)
+			  struct engine_config *out)
 {
-	struct fs_engine_config ec;
+	struct engine_config ec;
 
 	memset(&ec, 0, sizeof(ec));
 	ec.lanes = o->lanes;
@@ -149,7 +149,7 @@ static void engine_config(const struct fs_opts *o, const struct driver_mount *m,
 static int start_engine(const struct fs_opts *o, struct driver_mount *m,
 			struct driver_prepared *p)
 {
-	struct fs_engine_config ec;
+	struct engine_config ec;
 	int rc;
 
 	/* Blocks (64 KiB) and reads (1 MiB) are allocated and freed at a
@@ -164,7 +164,7 @@ static int start_engine(const struct fs_opts *o, struct driver_mount *m,
 	rc = driver__inval_new(ec.max_blobs, &m->inval);
 	ec.inval_ctx = m->inval;
 	if (rc == 0)
-		rc = fs__engine_new(&ec, m->cache, &m->engine);
+		rc = engine_new(&ec, m->cache, &m->engine);
 	if (rc == 0 && p->creds != NULL)
 		rc = auth_creds_start(p->creds);
 	if (rc != 0) {
@@ -178,7 +178,7 @@ static int start_engine(const struct fs_opts *o, struct driver_mount *m,
 	if (rc == 0)
 		rc = driver__sizes_new(m, o->host_lanes, &m->sizes);
 	if (rc == 0)
-		rc = fs__engine_start(m->engine);
+		rc = engine_start(m->engine);
 	if (rc != 0) {
 		obs_log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
 		return rc;

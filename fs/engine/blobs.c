@@ -9,10 +9,10 @@
 
 #include "fs/engine/engine_int.h"
 
-int fs__engine_blob_add(struct fs_engine *e, const char *name, uint64_t size,
-			const struct cache_id *id, uint32_t *out)
+int engine_blob_add(struct engine *e, const char *name, uint64_t size,
+		    const struct cache_id *id, uint32_t *out)
 {
-	struct fs_blob *b;
+	struct engine_blob *b;
 	uint32_t pace_id;
 	int rc;
 
@@ -42,11 +42,11 @@ out:
 	return rc;
 }
 
-int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
-			    const uint8_t *sha256, uint32_t dblock,
-			    const uint8_t (*dblocks)[32], uint32_t n)
+int engine_blob_digests(struct engine *e, uint32_t i, const uint8_t *sha256,
+			uint32_t dblock, const uint8_t (*dblocks)[32],
+			uint32_t n)
 {
-	struct fs_blob *b = &e->blobs[i];
+	struct engine_blob *b = &e->blobs[i];
 	uint64_t unit, nunits;
 	uint64_t *checked = NULL;
 	uint32_t *src = NULL;
@@ -84,7 +84,7 @@ int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
 		}
 		for (uint64_t u = 0; u < nunits; u++) {
 			src[u] = PACE_NONE;
-			proxy[u] = FS_PROXY_UNSET;
+			proxy[u] = ENGINE_PROXY_UNSET;
 		}
 	}
 	pthread_mutex_lock(&e->mu);
@@ -139,10 +139,9 @@ static int extent_add(void *arg, uint64_t start, uint64_t end)
  * holds whole is counted as checked (it passed its digests when it was
  * stored, or came from a mount that had none: the whole-blob digest, if
  * any, checks it). Caller holds e->mu. */
-static int extents_apply(struct fs_engine *e, uint32_t i,
-			 const struct extents *x)
+static int extents_apply(struct engine *e, uint32_t i, const struct extents *x)
 {
-	struct fs_blob *b = &e->blobs[i];
+	struct engine_blob *b = &e->blobs[i];
 	int rc = 0;
 
 	for (size_t k = 0; k < x->n && rc == 0; k++) {
@@ -154,12 +153,12 @@ static int extents_apply(struct fs_engine *e, uint32_t i,
 		/* A unit held in part came, in part, from who knows where:
 		 * a mismatch there blames no source. */
 		if (s % b->unit != 0) {
-			b->unit_src[s / b->unit] = FS_SRC_MIXED;
-			b->unit_proxy[s / b->unit] = FS_PROXY_MIXED;
+			b->unit_src[s / b->unit] = ENGINE_SRC_MIXED;
+			b->unit_proxy[s / b->unit] = ENGINE_PROXY_MIXED;
 		}
 		if (t % b->unit != 0 && t != b->size) {
-			b->unit_src[t / b->unit] = FS_SRC_MIXED;
-			b->unit_proxy[t / b->unit] = FS_PROXY_MIXED;
+			b->unit_src[t / b->unit] = ENGINE_SRC_MIXED;
+			b->unit_proxy[t / b->unit] = ENGINE_PROXY_MIXED;
 		}
 		s = (s + b->unit - 1) / b->unit * b->unit;
 		t = t == b->size ? t : t / b->unit * b->unit;
@@ -170,9 +169,9 @@ static int extents_apply(struct fs_engine *e, uint32_t i,
 }
 
 /* Puts scheduler source `id` in the group of url's origin (a new one
- * for an origin not seen yet, none once FS_ORIGINS_MAX are known). Caller
+ * for an origin not seen yet, none once ENGINE_ORIGINS_MAX are known). Caller
  * holds e->mu. */
-static int group_by_origin(struct fs_engine *e, uint32_t id, const char *url)
+static int group_by_origin(struct engine *e, uint32_t id, const char *url)
 {
 	char *origin = NULL;
 	uint32_t g;
@@ -184,7 +183,7 @@ static int group_by_origin(struct fs_engine *e, uint32_t id, const char *url)
 		if (strcmp(e->origins[g], origin) == 0)
 			break;
 	if (g == e->norigins) {
-		if (g == FS_ORIGINS_MAX) {
+		if (g == ENGINE_ORIGINS_MAX) {
 			free(origin);
 			return 0;
 		}
@@ -196,16 +195,16 @@ static int group_by_origin(struct fs_engine *e, uint32_t id, const char *url)
 	return rc;
 }
 
-int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
-			  struct fs_source *sources, uint32_t n,
-			  uint64_t queued)
+int engine_blob_ready(struct engine *e, uint32_t i,
+		      struct engine_source *sources, uint32_t n,
+		      uint64_t queued)
 {
-	struct fs_blob *b = &e->blobs[i];
+	struct engine_blob *b = &e->blobs[i];
 	struct extents x = {0};
 	bool verify = false;
 	int rc;
 
-	if (fs__engine_blob_is_ready(e, i))
+	if (engine_blob_is_ready(e, i))
 		return 0;
 	/* Slow (a read transaction over the blob's extents): without the
 	 * lock. Only the probing thread readies a blob (driver__file_ready). */
@@ -215,7 +214,7 @@ int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
 	if (rc != 0)
 		goto out_free;
 	pthread_mutex_lock(&e->mu);
-	if (b->state != FS_BLOB_ADDED)
+	if (b->state != ENGINE_BLOB_ADDED)
 		goto out;
 	b->sources = calloc(n ? n : 1, sizeof(*b->sources));
 	if (b->sources == NULL) {
@@ -223,7 +222,7 @@ int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
 		goto out;
 	}
 	for (uint32_t j = 0; j < n; j++) {
-		struct fs_source *s = &b->sources[j];
+		struct engine_source *s = &b->sources[j];
 		enum pace_caps caps = sources[j].validator != NULL
 					      ? PACE_CAPS_FULL
 					      : PACE_CAPS_NO_VALIDATOR;
@@ -248,10 +247,8 @@ int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
 		b->nsources++;
 	}
 	rc = extents_apply(e, i, &x);
-	if (rc == 0) {
-		engine__blob_set(e, i, FS_BLOB_READY);
+	if (rc == 0 && engine__blob_set(e, i, ENGINE_BLOB_READY))
 		verify = engine__verify_due(e, i);
-	}
 out:
 	pthread_mutex_unlock(&e->mu);
 	if (verify)
@@ -261,42 +258,57 @@ out_free:
 	return rc;
 }
 
-bool fs__engine_blob_is_ready(struct fs_engine *e, uint32_t i)
+bool engine_blob_is_ready(struct engine *e, uint32_t i)
 {
 	bool ready;
 
 	pthread_mutex_lock(&e->mu);
-	ready = e->blobs[i].state != FS_BLOB_ADDED;
+	ready = e->blobs[i].state != ENGINE_BLOB_ADDED;
 	pthread_mutex_unlock(&e->mu);
 	return ready;
 }
 
-static const char *const blob_state_names[FS_BLOB_NSTATES] = {
-	[FS_BLOB_ADDED] = "added",
-	[FS_BLOB_READY] = "ready",
-	[FS_BLOB_CHANGED] = "changed",
-	[FS_BLOB_DROPPED] = "dropped",
+static const char *const blob_state_names[ENGINE_BLOB_NSTATES] = {
+	[ENGINE_BLOB_ADDED] = "added",
+	[ENGINE_BLOB_READY] = "ready",
+	[ENGINE_BLOB_CHANGED] = "changed",
+	[ENGINE_BLOB_DROPPED] = "dropped",
 };
 
-void engine__blob_set(struct fs_engine *e, uint32_t b, enum fs_blob_state to)
-{
-	struct fs_blob *blob = &e->blobs[b];
+/* The diagram of engine_int.h: each state's one successor. */
+static const enum engine_blob_state blob_next[ENGINE_BLOB_NSTATES] = {
+	[ENGINE_BLOB_ADDED] = ENGINE_BLOB_READY,
+	[ENGINE_BLOB_READY] = ENGINE_BLOB_CHANGED,
+	[ENGINE_BLOB_CHANGED] = ENGINE_BLOB_DROPPED,
+	[ENGINE_BLOB_DROPPED] = ENGINE_BLOB_NSTATES, /* none */
+};
 
-	assert(to < FS_BLOB_NSTATES);
+bool engine__blob_set(struct engine *e, uint32_t b, enum engine_blob_state to)
+{
+	struct engine_blob *blob = &e->blobs[b];
+
+	assert(to < ENGINE_BLOB_NSTATES);
+	if (blob_next[blob->state] != to) {
+		engine__bug(e, "%s: blob: %s -> %s not drawn", blob->name,
+			    blob_state_names[blob->state],
+			    blob_state_names[to]);
+		return false;
+	}
 	engine__log(e, FS_LOG_DEBUG, "%s: %s -> %s", blob->name,
 		    blob_state_names[blob->state], blob_state_names[to]);
 	blob->state = to;
+	return true;
 }
 
-const char *engine__blob_name(struct fs_engine *e, uint32_t b)
+const char *engine__blob_name(struct engine *e, uint32_t b)
 {
 	return e->blobs[b].name;
 }
 
-const struct fs_source *engine__source_of(const struct fs_engine *e,
-					  uint32_t id)
+const struct engine_source *engine__source_of(const struct engine *e,
+					      uint32_t id)
 {
-	const struct fs_blob *b;
+	const struct engine_blob *b;
 
 	if (id >= e->nsource_map)
 		return NULL;
@@ -307,23 +319,23 @@ const struct fs_source *engine__source_of(const struct fs_engine *e,
 	return NULL;
 }
 
-const char *engine__source_url(const struct fs_engine *e, uint32_t id)
+const char *engine__source_url(const struct engine *e, uint32_t id)
 {
-	const struct fs_source *s = engine__source_of(e, id);
+	const struct engine_source *s = engine__source_of(e, id);
 
 	return s != NULL ? s->url : "(unknown source)";
 }
 
-static bool unit_checked(const struct fs_blob *b, uint64_t u)
+static bool unit_checked(const struct engine_blob *b, uint64_t u)
 {
 	return (b->checked[u / 64] >> (u % 64)) & 1;
 }
 
-enum engine_ready engine__ready(const struct fs_engine *e, uint32_t b,
+enum engine_ready engine__ready(const struct engine *e, uint32_t b,
 				uint64_t start, uint64_t end, uint64_t *from,
 				uint64_t *to)
 {
-	const struct fs_blob *blob = &e->blobs[b];
+	const struct engine_blob *blob = &e->blobs[b];
 
 	*from = start;
 	*to = end;
@@ -342,8 +354,8 @@ enum engine_ready engine__ready(const struct fs_engine *e, uint32_t b,
 	return ENGINE_READY;
 }
 
-void engine__blob_set_checked(struct fs_blob *b, uint64_t start, uint64_t end,
-			      bool checked)
+void engine__blob_set_checked(struct engine_blob *b, uint64_t start,
+			      uint64_t end, bool checked)
 {
 	if (b->unit == 0 || start >= end)
 		return;
@@ -353,7 +365,7 @@ void engine__blob_set_checked(struct fs_blob *b, uint64_t start, uint64_t end,
 		} else {
 			b->checked[u / 64] &= ~(1ull << (u % 64));
 			b->unit_src[u] = PACE_NONE;
-			b->unit_proxy[u] = FS_PROXY_UNSET;
+			b->unit_proxy[u] = ENGINE_PROXY_UNSET;
 		}
 	}
 }

@@ -2,16 +2,19 @@
  * `pacefs status`, read without holding its lock but for the lanes. */
 #include "fs/engine/engine_int.h"
 
-const char *const fs__read_from_names[FS_FROM_N] = {
-	[FS_FROM_MEMORY] = "memory",
-	[FS_FROM_CACHE] = "cache",
-	[FS_FROM_NETWORK] = "network",
+const char *const engine_read_from_names[ENGINE_FROM_N] = {
+	[ENGINE_FROM_MEMORY] = "memory",
+	[ENGINE_FROM_CACHE] = "cache",
+	[ENGINE_FROM_NETWORK] = "network",
 };
 
-const char *const fs__fault_names[FS_FAULT_N] = {
-	[FS_FAULT_TRANSIENT] = "transient", [FS_FAULT_THROTTLED] = "throttled",
-	[FS_FAULT_GONE] = "gone",	    [FS_FAULT_FATAL] = "fatal",
-	[FS_FAULT_LOCAL] = "local",	    [FS_FAULT_STALLED] = "stalled",
+const char *const engine_fault_names[ENGINE_FAULT_N] = {
+	[ENGINE_FAULT_TRANSIENT] = "transient",
+	[ENGINE_FAULT_THROTTLED] = "throttled",
+	[ENGINE_FAULT_GONE] = "gone",
+	[ENGINE_FAULT_FATAL] = "fatal",
+	[ENGINE_FAULT_LOCAL] = "local",
+	[ENGINE_FAULT_STALLED] = "stalled",
 };
 
 static uint64_t get(_Atomic uint64_t *c)
@@ -19,14 +22,14 @@ static uint64_t get(_Atomic uint64_t *c)
 	return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-void fs__engine_counters(struct fs_engine *e, struct fs_engine_counters *out)
+void engine_counters(struct engine *e, struct engine_counters *out)
 {
 	struct engine_stats *s = &e->stats;
 	struct pace_lane_info li;
 
-	for (int i = 0; i < FS_FROM_N; i++)
+	for (int i = 0; i < ENGINE_FROM_N; i++)
 		out->read_bytes[i] = get(&s->read_bytes[i]);
-	for (int i = 0; i < FS_FAULT_N; i++)
+	for (int i = 0; i < ENGINE_FAULT_N; i++)
 		out->faults[i] = get(&s->faults[i]);
 	out->hits = get(&s->hits);
 	out->misses = get(&s->misses);

@@ -14,17 +14,17 @@
 /* Blocks kept in memory: each lane fills one at a time, one left behind by
  * a cancelled or faulted lane waits for its remainder, and the rest keep
  * the most recently used whole blocks (8 lanes: 256 blocks, 16 MiB). */
-#define FS_BLOCKS_PER_LANE 16
-#define FS_BLOCKS_EXTRA 128
+#define ENGINE_BLOCKS_PER_LANE 16
+#define ENGINE_BLOCKS_EXTRA 128
 
-uint64_t engine__block_end(const struct fs_blob *b, uint64_t index)
+uint64_t engine__block_end(const struct engine_blob *b, uint64_t index)
 {
 	uint64_t end = (index + 1) * CACHE_BLOCK_SIZE;
 
 	return end < b->size ? end : b->size;
 }
 
-static void config_pacing(const struct fs_engine_config *cfg,
+static void config_pacing(const struct engine_config *cfg,
 			  uint64_t read_timeout_ns, struct pace_config *pc)
 {
 	pace_config_default(pc);
@@ -52,20 +52,20 @@ static void config_pacing(const struct fs_engine_config *cfg,
 	/* A window opens small: a reader that stops soon after it showed it
 	 * reads sequentially (one member of an archive) pulls little. */
 	pc->window_min = 4 * CACHE_BLOCK_SIZE > pc->align ? 4 * CACHE_BLOCK_SIZE
-							   : pc->align;
+							  : pc->align;
 	pc->stall_ns = (uint64_t)cfg->stall_timeout_s * 1000000000u;
 	if (cfg->retry_after_max_s != 0)
 		pc->retry_after_max_ns =
 			(uint64_t)cfg->retry_after_max_s * 1000000000u;
 	pc->max_blobs = cfg->max_blobs;
 	pc->max_sources = cfg->max_sources;
-	pc->max_groups = FS_ORIGINS_MAX;
+	pc->max_groups = ENGINE_ORIGINS_MAX;
 }
 
-int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
-		   struct fs_engine **out)
+int engine_new(const struct engine_config *cfg, struct cache *cache,
+	       struct engine **out)
 {
-	struct fs_engine *e;
+	struct engine *e;
 	struct pace_config pc;
 	struct fetch_hooks hooks;
 	pthread_condattr_t ca;
@@ -99,9 +99,9 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	}
 	rc = pace_new(&pc, &e->pace);
 	if (rc == 0)
-		rc = engine__blocks_init(&e->blocks,
-					 cfg->lanes * FS_BLOCKS_PER_LANE +
-						 FS_BLOCKS_EXTRA);
+		rc = engine__blocks_init(&e->blocks, e,
+					 cfg->lanes * ENGINE_BLOCKS_PER_LANE +
+						 ENGINE_BLOCKS_EXTRA);
 	if (rc != 0)
 		goto fail;
 	rc = -ENOMEM;
@@ -128,19 +128,19 @@ int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
 	*out = e;
 	return 0;
 fail:
-	fs__engine_free(e);
+	engine_free(e);
 	return rc;
 }
 
-int fs__engine_start(struct fs_engine *e)
+int engine_start(struct engine *e)
 {
 	return fetch_start(e->fetch);
 }
 
-static void blobs_free(struct fs_blob *blobs, uint32_t n)
+static void blobs_free(struct engine_blob *blobs, uint32_t n)
 {
 	for (uint32_t i = 0; blobs != NULL && i < n; i++) {
-		struct fs_blob *b = &blobs[i];
+		struct engine_blob *b = &blobs[i];
 
 		for (uint32_t j = 0; j < b->nsources; j++) {
 			free(b->sources[j].url);
@@ -155,7 +155,7 @@ static void blobs_free(struct fs_blob *blobs, uint32_t n)
 	free(blobs);
 }
 
-void fs__engine_free(struct fs_engine *e)
+void engine_free(struct engine *e)
 {
 	int rc;
 
@@ -193,7 +193,7 @@ void fs__engine_free(struct fs_engine *e)
 	free(e);
 }
 
-void engine__log_about(const struct fs_engine *e, enum fs_log_level level,
+void engine__log_about(const struct engine *e, enum fs_log_level level,
 		       const struct fs_log_fields *f, const char *fmt, ...)
 {
 	va_list ap;
@@ -206,7 +206,22 @@ void engine__log_about(const struct fs_engine *e, enum fs_log_level level,
 	va_end(ap);
 }
 
-void engine__pages_inval(struct fs_engine *e, uint32_t b, const char *name,
+void engine__bug(const struct engine *e, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	engine__log(e, FS_LOG_ERR, "bug: %s", line);
+#ifdef PACEFS_STRICT
+	fprintf(stderr, "pacefs: bug: %s\n", line);
+	abort();
+#endif
+}
+
+void engine__pages_inval(struct engine *e, uint32_t b, const char *name,
 			 uint64_t ino, uint64_t start, uint64_t end)
 {
 	if (e->inval != NULL)
@@ -216,13 +231,13 @@ void engine__pages_inval(struct fs_engine *e, uint32_t b, const char *name,
 /* ---- dropping held bytes ---- */
 
 static const char *const drop_why[] = {
-	[FS_DROP_GONE] = "no longer in the cache",
-	[FS_DROP_WRONG] = "wrong",
-	[FS_DROP_STALE] = "of an old version",
+	[ENGINE_DROP_GONE] = "no longer in the cache",
+	[ENGINE_DROP_WRONG] = "wrong",
+	[ENGINE_DROP_STALE] = "of an old version",
 };
 
-static void drop_failed(const struct fs_engine *e, const struct fs_blob *blob,
-			uint64_t start, uint64_t end, enum fs_drop why,
+static void drop_failed(const struct engine *e, const struct engine_blob *blob,
+			uint64_t start, uint64_t end, enum engine_drop why,
 			const char *step, int rc)
 {
 	engine__log(e, FS_LOG_ERR,
@@ -231,10 +246,10 @@ static void drop_failed(const struct fs_engine *e, const struct fs_blob *blob,
 		    strerror(-rc));
 }
 
-void engine__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
-			 uint64_t end, enum fs_drop why)
+void engine__drop_locked(struct engine *e, uint32_t b, uint64_t start,
+			 uint64_t end, enum engine_drop why)
 {
-	struct fs_blob *blob = &e->blobs[b];
+	struct engine_blob *blob = &e->blobs[b];
 	int rc;
 
 	if (end > blob->size)
@@ -260,14 +275,15 @@ void engine__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
 	engine__blob_set_checked(blob, start, end, false);
 	engine__blocks_forget(&e->blocks, blob, b, start, end, why);
 	engine__wake_blob(e, b);
-	if (why == FS_DROP_GONE)
+	if (why == ENGINE_DROP_GONE)
 		return;
-	if (why == FS_DROP_WRONG) {
+	if (why == ENGINE_DROP_WRONG) {
 		/* Fetched again past any cache on the way. */
-		struct fs_recheck *r =
-			&e->recheck[e->recheck_next++ % FS_RECHECK_MAX];
+		struct engine_recheck *r =
+			&e->recheck[e->recheck_next++ % ENGINE_RECHECK_MAX];
 
-		*r = (struct fs_recheck){.blob = b, .start = start, .end = end};
+		*r = (struct engine_recheck){
+			.blob = b, .start = start, .end = end};
 	}
 	/* They may have been served, and the kernel keeps what it was
 	 * served. */
@@ -275,10 +291,10 @@ void engine__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
 	engine__pages_inval(e, b, blob->name, blob->ino, start, end);
 }
 
-int engine__drop(struct fs_engine *e, uint32_t b, uint64_t start, uint64_t end,
-		 enum fs_drop why)
+int engine__drop(struct engine *e, uint32_t b, uint64_t start, uint64_t end,
+		 enum engine_drop why)
 {
-	struct fs_blob *blob = &e->blobs[b];
+	struct engine_blob *blob = &e->blobs[b];
 	uint64_t first, count;
 	int rc = 0;
 
@@ -287,9 +303,9 @@ int engine__drop(struct fs_engine *e, uint32_t b, uint64_t start, uint64_t end,
 	pthread_mutex_unlock(&e->mu);
 	if (end > blob->size)
 		end = blob->size;
-	if (why == FS_DROP_GONE || start >= end)
+	if (why == ENGINE_DROP_GONE || start >= end)
 		return 0;
-	if (why == FS_DROP_STALE || (start == 0 && end == blob->size)) {
+	if (why == ENGINE_DROP_STALE || (start == 0 && end == blob->size)) {
 		rc = cache_blob_drop(e->cache, &blob->id);
 	} else {
 		first = start / CACHE_BLOCK_SIZE;
@@ -302,11 +318,11 @@ int engine__drop(struct fs_engine *e, uint32_t b, uint64_t start, uint64_t end,
 	return rc;
 }
 
-bool engine__recheck(const struct fs_engine *e, uint32_t b, uint64_t start,
+bool engine__recheck(const struct engine *e, uint32_t b, uint64_t start,
 		     uint64_t end)
 {
-	for (uint32_t i = 0; i < FS_RECHECK_MAX; i++) {
-		const struct fs_recheck *r = &e->recheck[i];
+	for (uint32_t i = 0; i < ENGINE_RECHECK_MAX; i++) {
+		const struct engine_recheck *r = &e->recheck[i];
 
 		if (r->end != 0 && r->blob == b && start < r->end &&
 		    r->start < end)
@@ -317,13 +333,13 @@ bool engine__recheck(const struct fs_engine *e, uint32_t b, uint64_t start,
 
 /* A block the cache no longer has: served from memory while it is there,
  * else no longer held, so a read fetches it again. */
-static void block_gone(struct fs_engine *e, const struct cache_id *id,
+static void block_gone(struct engine *e, const struct cache_id *id,
 		       uint64_t index, int err)
 {
-	struct fs_block *p;
+	struct engine_block *p;
 
 	for (uint32_t i = 0; i < e->nblobs; i++) {
-		const struct fs_blob *b = &e->blobs[i];
+		const struct engine_blob *b = &e->blobs[i];
 
 		if (memcmp(b->id.b, id->b, sizeof(id->b)) != 0)
 			continue;
@@ -336,29 +352,28 @@ static void block_gone(struct fs_engine *e, const struct cache_id *id,
 				b->name, index, strerror(-err));
 		pthread_mutex_lock(&e->mu);
 		p = engine__block_find(&e->blocks, i, index);
-		if (p != NULL && p->state != FS_BLOCK_FILLING)
+		if (p != NULL && p->state != ENGINE_BLOCK_FILLING)
 			p->lost = true;
 		else
 			engine__drop_locked(e, i, index * CACHE_BLOCK_SIZE,
 					    engine__block_end(b, index),
-					    FS_DROP_GONE);
+					    ENGINE_DROP_GONE);
 		pthread_mutex_unlock(&e->mu);
 	}
 }
 
-void fs__engine_on_lost(void *ctx, const struct cache_id *id, uint64_t index,
-			int err)
+void engine_on_lost(void *ctx, const struct cache_id *id, uint64_t index,
+		    int err)
 {
-	struct fs_engine *e = *(struct fs_engine **)ctx;
+	struct engine *e = *(struct engine **)ctx;
 
 	if (e != NULL)
 		block_gone(e, id, index, err);
 }
 
-void fs__engine_on_evicted(void *ctx, const struct cache_id *id,
-			   uint64_t index)
+void engine_on_evicted(void *ctx, const struct cache_id *id, uint64_t index)
 {
-	struct fs_engine *e = *(struct fs_engine **)ctx;
+	struct engine *e = *(struct engine **)ctx;
 
 	if (e != NULL)
 		block_gone(e, id, index, 0);
@@ -366,54 +381,53 @@ void fs__engine_on_evicted(void *ctx, const struct cache_id *id,
 
 /* ---- the whole-blob check ---- */
 
-static const char *const verify_names[FS_VERIFY_NSTATES] = {
-	[FS_VERIFY_NONE] = "not checked",
-	[FS_VERIFY_RUNNING] = "being checked",
-	[FS_VERIFY_OK] = "checked",
-	[FS_VERIFY_FAILED] = "failed",
+static const char *const verify_names[ENGINE_VERIFY_NSTATES] = {
+	[ENGINE_VERIFY_NONE] = "not checked",
+	[ENGINE_VERIFY_RUNNING] = "being checked",
+	[ENGINE_VERIFY_OK] = "checked",
+	[ENGINE_VERIFY_FAILED] = "failed",
 };
 
 /* Moves blob's whole-blob check to `to` (the diagram in engine_int.h),
  * with a debug line. Caller holds e->mu. */
-static void verify_set(struct fs_engine *e, struct fs_blob *blob,
-		       enum fs_verify to)
+static void verify_set(struct engine *e, struct engine_blob *blob,
+		       enum engine_verify to)
 {
-	assert(to < FS_VERIFY_NSTATES);
+	assert(to < ENGINE_VERIFY_NSTATES);
 	engine__log(e, FS_LOG_DEBUG, "%s: whole-blob check: %s -> %s",
 		    blob->name, verify_names[blob->verify], verify_names[to]);
 	blob->verify = to;
 }
 
-bool engine__verify_due(struct fs_engine *e, uint32_t b)
+bool engine__verify_due(struct engine *e, uint32_t b)
 {
-	struct fs_blob *blob = &e->blobs[b];
+	struct engine_blob *blob = &e->blobs[b];
 
-	if (!blob->has_sha256 || blob->verify != FS_VERIFY_NONE ||
+	if (!blob->has_sha256 || blob->verify != ENGINE_VERIFY_NONE ||
 	    e->stopping || pace_held_bytes(e->pace, b) != blob->size)
 		return false;
-	verify_set(e, blob, FS_VERIFY_RUNNING);
+	verify_set(e, blob, ENGINE_VERIFY_RUNNING);
 	e->verifiers++;
 	return true;
 }
 
-const uint8_t *engine__blob_sha256(struct fs_engine *e, uint32_t b,
-				   uint64_t *size)
+const uint8_t *engine__blob_sha256(struct engine *e, uint32_t b, uint64_t *size)
 {
 	*size = e->blobs[b].size;
 	return e->blobs[b].sha256;
 }
 
-struct cache *engine__cache(struct fs_engine *e)
+struct cache *engine__cache(struct engine *e)
 {
 	return e->cache;
 }
 
-const struct cache_id *engine__blob_id(struct fs_engine *e, uint32_t b)
+const struct cache_id *engine__blob_id(struct engine *e, uint32_t b)
 {
 	return &e->blobs[b].id;
 }
 
-bool engine__stopping(struct fs_engine *e)
+bool engine__stopping(struct engine *e)
 {
 	bool stopping;
 
@@ -423,37 +437,38 @@ bool engine__stopping(struct fs_engine *e)
 	return stopping;
 }
 
-enum fs_verify engine__verify_result(struct fs_engine *e, uint32_t b,
-				     int outcome)
+enum engine_verify engine__verify_result(struct engine *e, uint32_t b,
+					 int outcome)
 {
-	struct fs_blob *blob = &e->blobs[b];
-	enum fs_verify v;
+	struct engine_blob *blob = &e->blobs[b];
+	enum engine_verify v;
 
 	pthread_mutex_lock(&e->mu);
 	if (outcome == 0) {
-		verify_set(e, blob, FS_VERIFY_OK);
+		verify_set(e, blob, ENGINE_VERIFY_OK);
 	} else if (outcome == -EBADMSG) {
 		blob->verify_failures++;
 		verify_set(e, blob,
-			   blob->verify_failures >= 2 ? FS_VERIFY_FAILED
-						      : FS_VERIFY_NONE);
+			   blob->verify_failures >= 2 ? ENGINE_VERIFY_FAILED
+						      : ENGINE_VERIFY_NONE);
 	} else {
 		/* tried again when complete */
-		verify_set(e, blob, FS_VERIFY_NONE);
+		verify_set(e, blob, ENGINE_VERIFY_NONE);
 	}
 	v = blob->verify;
 	pthread_mutex_unlock(&e->mu);
 	return v;
 }
 
-uint32_t engine__blame_routes(struct fs_engine *e, uint32_t b, char *names,
+uint32_t engine__blame_routes(struct engine *e, uint32_t b, char *names,
 			      size_t cap)
 {
 	struct fetch_proxy_info pi;
 	uint32_t via, n = 0;
 	size_t used = 0;
 
-	/* verify.c calls this once per whole-blob mismatch: counted here. */
+	/* wholecheck.c calls this once per whole-blob mismatch: counted here.
+	 */
 	engine__count(&e->stats.digest_blobs, 1);
 	pthread_mutex_lock(&e->mu);
 	via = e->blobs[b].via;
@@ -477,7 +492,7 @@ uint32_t engine__blame_routes(struct fs_engine *e, uint32_t b, char *names,
 	return n;
 }
 
-void engine__verify_exit(struct fs_engine *e)
+void engine__verify_exit(struct engine *e)
 {
 	pthread_mutex_lock(&e->mu);
 	e->verifiers--;
@@ -487,7 +502,7 @@ void engine__verify_exit(struct fs_engine *e)
 
 /* ---- what the engine shows ---- */
 
-uint64_t fs__engine_held(struct fs_engine *e, uint32_t b)
+uint64_t engine_held(struct engine *e, uint32_t b)
 {
 	uint64_t held;
 
@@ -497,20 +512,20 @@ uint64_t fs__engine_held(struct fs_engine *e, uint32_t b)
 	return held;
 }
 
-int fs__engine_validator(struct fs_engine *e, uint32_t b, char *buf,
-			 size_t cap)
+int engine_validator(struct engine *e, uint32_t b, char *buf, size_t cap)
 {
 	int len = -ENODATA;
 
 	pthread_mutex_lock(&e->mu);
 	if (b < e->nblobs && e->blobs[b].nsources > 0 &&
 	    e->blobs[b].sources[0].validator != NULL)
-		len = snprintf(buf, cap, "%s", e->blobs[b].sources[0].validator);
+		len = snprintf(buf, cap, "%s",
+			       e->blobs[b].sources[0].validator);
 	pthread_mutex_unlock(&e->mu);
 	return len;
 }
 
-const char *fs__engine_state(struct fs_engine *e, uint32_t b)
+const char *engine_state(struct engine *e, uint32_t b)
 {
 	const char *state = "remote";
 
@@ -524,12 +539,13 @@ const char *fs__engine_state(struct fs_engine *e, uint32_t b)
 	else if (pace_held_bytes(e->pace, b) > 0)
 		state = "partial";
 	else
-		state = e->blobs[b].state != FS_BLOB_ADDED ? "empty" : "remote";
+		state = e->blobs[b].state != ENGINE_BLOB_ADDED ? "empty"
+							       : "remote";
 	pthread_mutex_unlock(&e->mu);
 	return state;
 }
 
-void fs__engine_view(struct fs_engine *e, struct fs_engine_view *v)
+void engine_view(struct engine *e, struct engine_view *v)
 {
 	static const char *const modes[] = {
 		[PACE_READER_NEW] = "new",
@@ -540,19 +556,19 @@ void fs__engine_view(struct fs_engine *e, struct fs_engine_view *v)
 	struct pace_lane_info li;
 	struct pace_reader_info ri;
 	struct pace_source_info si;
-	const struct fs_source *s;
+	const struct engine_source *s;
 	uint64_t now;
 
 	v->nlanes = v->nreaders = v->nsources = 0;
 	pthread_mutex_lock(&e->mu);
 	now = fs__now_ns();
-	for (uint32_t l = 0; v->nlanes < v->cap_lanes &&
-			     pace_lane_info(e->pace, l, &li) == 0;
+	for (uint32_t l = 0;
+	     v->nlanes < v->cap_lanes && pace_lane_info(e->pace, l, &li) == 0;
 	     l++) {
 		if (!li.busy || li.blob >= e->nblobs)
 			continue;
 		s = engine__source_of(e, li.source);
-		v->lanes[v->nlanes++] = (struct fs_lane_view){
+		v->lanes[v->nlanes++] = (struct engine_lane_view){
 			l, e->blobs[li.blob].name, s != NULL ? s->url : NULL,
 			li};
 	}
@@ -561,24 +577,25 @@ void fs__engine_view(struct fs_engine *e, struct fs_engine_view *v)
 	     r++)
 		if (pace_reader_info(e->pace, r, now, &ri) == 0 &&
 		    ri.blob < e->nblobs)
-			v->readers[v->nreaders++] = (struct fs_reader_view){
+			v->readers[v->nreaders++] = (struct engine_reader_view){
 				r, e->blobs[ri.blob].name, modes[ri.mode], ri};
 	for (uint32_t b = 0; b < e->nblobs; b++)
-		for (uint32_t i = 0; i < e->blobs[b].nsources &&
-				     v->nsources < v->cap_sources;
+		for (uint32_t i = 0;
+		     i < e->blobs[b].nsources && v->nsources < v->cap_sources;
 		     i++) {
 			s = &e->blobs[b].sources[i];
-			if (pace_source_info(e->pace, s->pace_id, now, &si) != 0)
+			if (pace_source_info(e->pace, s->pace_id, now, &si) !=
+			    0)
 				continue;
-			v->sources[v->nsources++] = (struct fs_source_view){
+			v->sources[v->nsources++] = (struct engine_source_view){
 				s->url,
 				s->pace_id < e->nsource_map &&
 						e->src_refused[s->pace_id] != 0
 					? "refused: credentials"
-				: si.excluded		? "excluded"
-				: si.down		? "down"
-				: si.held_until > now	? "backing off"
-							: "ok",
+				: si.excluded	      ? "excluded"
+				: si.down	      ? "down"
+				: si.held_until > now ? "backing off"
+						      : "ok",
 				si.lanes, si.rate};
 		}
 	pthread_mutex_unlock(&e->mu);

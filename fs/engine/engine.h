@@ -15,25 +15,25 @@
 /*
  * Contract.
  *
- * struct fs_engine is opaque outside the engine's files (engine.c,
- * blobs.c, blocks.c, transfers.c, read.c, verify.c; engine_int.h). Every
+ * struct engine is opaque outside the engine's files (engine.c,
+ * blobs.c, blocks.c, transfers.c, reads.c, wholecheck.c; engine_int.h). Every
  * function here is thread-safe and takes the engine's lock itself; none is
- * called with it held. Blob indices are those fs__engine_blob_add() wrote; a
+ * called with it held. Blob indices are those engine_blob_add() wrote; a
  * string the engine returns (a name, a URL) is immutable and lives as long
  * as the engine. Errors are negative errno values; detail is logged.
  */
 
-struct fs_engine;
+struct engine;
 
 /* One source (URL) of a blob, as probed. */
-struct fs_source {
+struct engine_source {
 	char *url;	 /* final URL after redirects */
 	char *validator; /* strong ETag or Last-Modified, or NULL */
 	uint32_t pace_id;
 	bool if_match; /* an object store's: If-Match pins the validator */
 };
 
-struct fs_engine_config {
+struct engine_config {
 	uint32_t max_blobs;
 	uint32_t max_sources;
 	unsigned lanes;	     /* connections of the whole mount */
@@ -75,32 +75,32 @@ struct fs_engine_config {
 
 /* Creates the engine, with room for cfg->max_blobs blobs, over an open
  * cache (borrowed; must outlive the engine). */
-int fs__engine_new(const struct fs_engine_config *cfg, struct cache *cache,
-		   struct fs_engine **out);
+int engine_new(const struct engine_config *cfg, struct cache *cache,
+	       struct engine **out);
 
 /* Starts the transfer thread. */
-int fs__engine_start(struct fs_engine *e);
+int engine_start(struct engine *e);
 
 /* Stops transfers and the whole-blob checks, flushes the cache, frees the
- * engine. fs__engine_free(NULL) does nothing. */
-void fs__engine_free(struct fs_engine *e);
+ * engine. engine_free(NULL) does nothing. */
+void engine_free(struct engine *e);
 
 /* ---- blobs (blobs.c) ---- */
 
 /* Adds a blob of `size` bytes; writes its index. Its sources come with
- * fs__engine_blob_ready(). -ENOSPC when max_blobs are in use. */
-int fs__engine_blob_add(struct fs_engine *e, const char *name, uint64_t size,
-			const struct cache_id *id, uint32_t *out);
+ * engine_blob_ready(). -ENOSPC when max_blobs are in use. */
+int engine_blob_add(struct engine *e, const char *name, uint64_t size,
+		    const struct cache_id *id, uint32_t *out);
 
 /* Gives blob i the digests a manifest or -o sha256 names: the whole
  * blob's (sha256, or NULL) and per-block ones (dblocks[n] over blocks of
  * dblock bytes, or n == 0), which the cache then checks each block
  * against before it stores it (cache_blob_digests_set). Before
- * fs__engine_blob_ready. -EINVAL when the block digests do not cover
+ * engine_blob_ready. -EINVAL when the block digests do not cover
  * every byte. */
-int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
-			    const uint8_t *sha256, uint32_t dblock,
-			    const uint8_t (*dblocks)[32], uint32_t n);
+int engine_blob_digests(struct engine *e, uint32_t i, const uint8_t *sha256,
+			uint32_t dblock, const uint8_t (*dblocks)[32],
+			uint32_t n);
 
 /* Gives blob i its probed sources (their strings move in; the array stays
  * the caller's) and marks the bytes the cache holds as held (read from the
@@ -108,46 +108,48 @@ int fs__engine_blob_digests(struct fs_engine *e, uint32_t i,
  * put into the cache (cache_block_put) that may not be committed yet (a
  * read finds them in the writer's queue; a failed commit drops them as
  * any block's). Once only: a second call does nothing. */
-int fs__engine_blob_ready(struct fs_engine *e, uint32_t i,
-			  struct fs_source *sources, uint32_t n,
-			  uint64_t queued);
+int engine_blob_ready(struct engine *e, uint32_t i,
+		      struct engine_source *sources, uint32_t n,
+		      uint64_t queued);
 
-bool fs__engine_blob_is_ready(struct fs_engine *e, uint32_t i);
+bool engine_blob_is_ready(struct engine *e, uint32_t i);
 
 /* Bytes of blob b held (in memory or in the cache). */
-uint64_t fs__engine_held(struct fs_engine *e, uint32_t b);
+uint64_t engine_held(struct engine *e, uint32_t b);
 
 /* The validator of blob b's first source into buf; its length or
  * -ENODATA. */
-int fs__engine_validator(struct fs_engine *e, uint32_t b, char *buf,
-			 size_t cap);
+int engine_validator(struct engine *e, uint32_t b, char *buf, size_t cap);
 
 /* "remote" (not probed), "empty", "partial", "complete" or "changed". */
-const char *fs__engine_state(struct fs_engine *e, uint32_t b);
+const char *engine_state(struct engine *e, uint32_t b);
 
-/* ---- reads (read.c) ---- */
+/* ---- reads (reads.c) ---- */
 
 /* Opens a reader stream on blob b, the file of inode ino. *keep_cache
  * says whether the kernel may keep its cached pages of the file: false
  * once after bytes were dropped as wrong or stale. */
-int fs__engine_open(struct fs_engine *e, uint32_t b, uint64_t ino,
-		    uint32_t *reader_out, bool *keep_cache);
+int engine_open(struct engine *e, uint32_t b, uint64_t ino,
+		uint32_t *reader_out, bool *keep_cache);
 
 /* Closes a reader stream. */
-void fs__engine_close(struct fs_engine *e, uint32_t b, uint32_t reader);
+void engine_close(struct engine *e, uint32_t b, uint32_t reader);
 
 /* The most pieces a reply gets: one per block, so a FUSE read (max_pages,
  * 1 MiB: at most 17 blocks) fits; a longer read is copied and replied as
  * one piece. */
-#define FS_REPLY_PIECES 64
+#define ENGINE_REPLY_PIECES 64
 
-/* How a read is answered: reply(ctx, p, n) gets its bytes, in order, as
- * pieces (struct cache_piece: mem and len, or with fds, fd, pos and len:
- * bytes of the cache's file that stay as they are until reply returns).
- * It is called once if the read succeeds, never if it fails, and returns
- * 0. cancelled(arg) says whether the request was interrupted. */
-struct fs_read_reply {
-	int (*reply)(void *ctx, struct cache_piece *p, size_t n);
+/* How a read is answered: reply(ctx, p, n, err) is called exactly once
+ * per engine_read, and is the one place the caller answers its request.
+ * A read that succeeds gives its bytes, in order, as pieces (err 0;
+ * struct cache_piece: mem and len, or with fds, fd, pos and len: bytes of
+ * the cache's file, under the cache's read transaction, that stay as
+ * they are until reply returns, so the reply can splice them); one that
+ * fails gives its negative errno (p NULL, n 0). It returns 0.
+ * cancelled(arg) says whether the request was interrupted. */
+struct engine_read_reply {
+	int (*reply)(void *ctx, struct cache_piece *p, size_t n, int err);
 	void *ctx;
 	bool fds; /* the reply can send a file's bytes (splice) */
 	bool (*cancelled)(void *arg);
@@ -156,35 +158,33 @@ struct fs_read_reply {
 
 /* Reads up to len bytes at off of blob b for reader, waiting for missing
  * bytes (and, for a blob with block digests, for their digest blocks to
- * be checked), and hands them to rr->reply; buf (len bytes) is where
- * pieces are copied that are not referenced where they lie. Returns the
- * byte count (reply was called), or a negative errno (it was not): -EIO
- * when no source can serve or past the read deadline (logged), -EINTR
- * when rr->cancelled turns true while it waits (checked whenever the
- * waiting reads are woken: see fs__engine_wake_readers). */
-long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
-		     uint64_t off, size_t len, char *buf,
-		     const struct fs_read_reply *rr);
+ * be checked), and answers it through rr->reply, once: with its pieces,
+ * or with its error; buf (len bytes) is where pieces are copied that are
+ * not referenced where they lie. Returns the byte count, or the negative
+ * errno replied: -EIO when no source can serve or past the read deadline
+ * (logged), -EINTR when rr->cancelled turns true while it waits (checked
+ * whenever the waiting reads are woken: see engine_wake_readers). */
+long engine_read(struct engine *e, uint32_t b, uint32_t reader, uint64_t off,
+		 size_t len, char *buf, const struct engine_read_reply *rr);
 
 /* Wakes every waiting read (an interrupt arrived). */
-void fs__engine_wake_readers(struct fs_engine *e);
+void engine_wake_readers(struct engine *e);
 
 /* ---- the cache's callbacks (engine.c) ---- */
 
 /* The cache's on_lost callback: ctx points to the engine pointer (which
  * may still be NULL while the mount starts). The block stays readable
  * from memory while it is there; after that it is no longer held. */
-void fs__engine_on_lost(void *ctx, const struct cache_id *id, uint64_t index,
-			int err);
+void engine_on_lost(void *ctx, const struct cache_id *id, uint64_t index,
+		    int err);
 
 /* The cache's on_evicted callback, as on_lost without an error. */
-void fs__engine_on_evicted(void *ctx, const struct cache_id *id,
-			   uint64_t index);
+void engine_on_evicted(void *ctx, const struct cache_id *id, uint64_t index);
 
 /* ---- what status shows (engine.c) ---- */
 
 /* A running transfer. */
-struct fs_lane_view {
+struct engine_lane_view {
 	uint32_t lane;
 	const char *file;
 	const char *source; /* its URL, or NULL */
@@ -192,7 +192,7 @@ struct fs_lane_view {
 };
 
 /* An open reader. */
-struct fs_reader_view {
+struct engine_reader_view {
 	uint32_t reader;
 	const char *file;
 	const char *mode; /* "new", "random", "sequential", "paused" */
@@ -200,7 +200,7 @@ struct fs_reader_view {
 };
 
 /* A source of a ready blob. */
-struct fs_source_view {
+struct engine_source_view {
 	const char *url;
 	const char *state; /* "ok", "excluded", "down", "backing off" */
 	uint32_t lanes;
@@ -210,51 +210,51 @@ struct fs_source_view {
 /* What status shows, taken under one hold of the lock: the caller gives
  * the arrays and their capacities; at most that many of each are
  * written, and their counts set. */
-struct fs_engine_view {
-	struct fs_lane_view *lanes;
+struct engine_view {
+	struct engine_lane_view *lanes;
 	uint32_t cap_lanes, nlanes;
-	struct fs_reader_view *readers;
+	struct engine_reader_view *readers;
 	uint32_t cap_readers, nreaders;
-	struct fs_source_view *sources;
+	struct engine_source_view *sources;
 	uint32_t cap_sources, nsources;
 };
 
-void fs__engine_view(struct fs_engine *e, struct fs_engine_view *v);
+void engine_view(struct engine *e, struct engine_view *v);
 
 /* ---- what the metrics and status count (counters.c) ---- */
 
 /* Where the bytes a read was answered with came from (the kernel's page
  * cache answers reads that never reach the engine). */
-enum fs_read_from {
-	FS_FROM_MEMORY,	 /* blocks the engine held in memory */
-	FS_FROM_CACHE,	 /* the cache's file */
-	FS_FROM_NETWORK, /* the read waited for a transfer */
-	FS_FROM_N,
+enum engine_read_from {
+	ENGINE_FROM_MEMORY,  /* blocks the engine held in memory */
+	ENGINE_FROM_CACHE,   /* the cache's file */
+	ENGINE_FROM_NETWORK, /* the read waited for a transfer */
+	ENGINE_FROM_N,
 };
 
 /* How a transfer failed: fetch's outcomes, and a lane the scheduler
  * took back because it stalled or slowed to a fraction of its rate. */
-enum fs_fault {
-	FS_FAULT_TRANSIENT,
-	FS_FAULT_THROTTLED,
-	FS_FAULT_GONE,
-	FS_FAULT_FATAL,
-	FS_FAULT_LOCAL,
-	FS_FAULT_STALLED,
-	FS_FAULT_N,
+enum engine_fault {
+	ENGINE_FAULT_TRANSIENT,
+	ENGINE_FAULT_THROTTLED,
+	ENGINE_FAULT_GONE,
+	ENGINE_FAULT_FATAL,
+	ENGINE_FAULT_LOCAL,
+	ENGINE_FAULT_STALLED,
+	ENGINE_FAULT_N,
 };
 
 /* Their names in metrics, status and log fields: "memory", ...;
  * "transient", ... */
-extern const char *const fs__read_from_names[FS_FROM_N];
-extern const char *const fs__fault_names[FS_FAULT_N];
+extern const char *const engine_read_from_names[ENGINE_FROM_N];
+extern const char *const engine_fault_names[ENGINE_FAULT_N];
 
 /* The engine's counters since it started, and its gauges now. */
-struct fs_engine_counters {
-	uint64_t read_bytes[FS_FROM_N]; /* bytes replied to reads */
+struct engine_counters {
+	uint64_t read_bytes[ENGINE_FROM_N]; /* bytes replied to reads */
 	uint64_t hits;	 /* reads whose bytes were all held when they came */
 	uint64_t misses; /* reads that waited for a transfer */
-	uint64_t faults[FS_FAULT_N];
+	uint64_t faults[ENGINE_FAULT_N];
 	uint64_t retries;      /* ranges taken back to be asked again: after a
 				  transient fault, a throttle, a stall */
 	uint64_t refused;      /* transfers refused for their credentials */
@@ -269,6 +269,6 @@ struct fs_engine_counters {
 /* Reads the counters (atomics, without the lock) and the gauges of the
  * lanes (under one hold of the lock, O(lanes)). Allocates nothing;
  * thread-safe. */
-void fs__engine_counters(struct fs_engine *e, struct fs_engine_counters *out);
+void engine_counters(struct engine *e, struct engine_counters *out);
 
 #endif

@@ -1,5 +1,5 @@
 /* engine_int: what the engine's files (engine.c, blobs.c, blocks.c,
- * transfers.c, read.c, verify.c) share; no file outside fs/engine/
+ * transfers.c, reads.c, wholecheck.c) share; no file outside fs/engine/
  * includes it (but its unit tests). */
 #ifndef FS_ENGINE_INT_H
 #define FS_ENGINE_INT_H
@@ -11,33 +11,36 @@
 #include "pacing/pace.h"
 
 /* Why bytes stop being held (engine__drop). */
-enum fs_drop {
-	FS_DROP_GONE,  /* the cache no longer has them (evicted, lost, or
+enum engine_drop {
+	ENGINE_DROP_GONE,  /* the cache no longer has them (evicted, lost, or
 			  missing when read): fetched again when read */
-	FS_DROP_WRONG, /* they failed a digest: also evicted from the
+	ENGINE_DROP_WRONG, /* they failed a digest: also evicted from the
 			  cache, and the kernel's pages of them dropped */
-	FS_DROP_STALE, /* the origin serves another version: the blob's
+	ENGINE_DROP_STALE, /* the origin serves another version: the blob's
 			  cached bytes are dropped, and the kernel's pages */
 };
 
 /*
  * A blob's life. Every change goes through engine__blob_set, which logs
- * it at debug level:
+ * it at debug level and refuses a change this diagram does not draw
+ * (engine__bug):
+ *
+ *   ADDED ----> READY ----> CHANGED ----> DROPPED
  *
  *   ADDED    -> READY     probed: its sources are known and the bytes the
- *                         cache holds are held (fs__engine_blob_ready)
+ *                         cache holds are held (engine_blob_ready)
  *   READY    -> CHANGED   its first source serves another version: its
  *                         reads fail with EIO until a remount
  *   CHANGED  -> DROPPED   the first read since dropped its cached bytes
  *                         (a reader's thread: the transfer thread never
  *                         commits)
  */
-enum fs_blob_state {
-	FS_BLOB_ADDED,
-	FS_BLOB_READY,
-	FS_BLOB_CHANGED,
-	FS_BLOB_DROPPED,
-	FS_BLOB_NSTATES
+enum engine_blob_state {
+	ENGINE_BLOB_ADDED,
+	ENGINE_BLOB_READY,
+	ENGINE_BLOB_CHANGED,
+	ENGINE_BLOB_DROPPED,
+	ENGINE_BLOB_NSTATES
 };
 
 /*
@@ -53,45 +56,45 @@ enum fs_blob_state {
  *                         checked again once complete again
  *   RUNNING  -> FAILED    it did not match twice: its reads fail with EIO
  */
-enum fs_verify {
-	FS_VERIFY_NONE,	   /* not complete yet, or no digest */
-	FS_VERIFY_RUNNING, /* a thread is hashing it */
-	FS_VERIFY_OK,
-	FS_VERIFY_FAILED, /* failed twice: its reads fail with EIO */
-	FS_VERIFY_NSTATES
+enum engine_verify {
+	ENGINE_VERIFY_NONE,    /* not complete yet, or no digest */
+	ENGINE_VERIFY_RUNNING, /* a thread is hashing it */
+	ENGINE_VERIFY_OK,
+	ENGINE_VERIFY_FAILED, /* failed twice: its reads fail with EIO */
+	ENGINE_VERIFY_NSTATES
 };
 
 /* One file of the mount. Fields without a lock named are set before the
  * blob is ready and immutable after. */
-struct fs_blob {
+struct engine_blob {
 	char *name;
 	uint64_t size;
 	uint64_t ino; /* its file's inode once opened, 0 before; guarded by
 			 mu */
 	struct cache_id id;
-	struct fs_source *sources;
+	struct engine_source *sources;
 	uint32_t nsources;
-	enum fs_blob_state state; /* guarded by mu; engine__blob_set */
+	enum engine_blob_state state; /* guarded by mu; engine__blob_set */
 	bool has_sha256;
 	uint8_t sha256[32]; /* of the whole blob */
 	/* Block digests, checked by the cache as each block is stored. A
 	 * unit is what one check covers: a cache block, or a digest block
 	 * when those are larger. Only checked units are served. */
-	uint64_t unit;	    /* bytes; 0: no block digests */
+	uint64_t unit; /* bytes; 0: no block digests */
 	uint64_t nunits;
 	uint64_t *checked;  /* a bit per unit; guarded by mu */
 	uint32_t *unit_src; /* the scheduler's source that sent the unit's
 			       blocks since it was last dropped; PACE_NONE:
-			       none yet, FS_SRC_MIXED: several or unknown;
+			       none yet, ENGINE_SRC_MIXED: several or unknown;
 			       guarded by mu */
 	int *unit_proxy;    /* the proxy they all came through: -1 none,
-			       FS_PROXY_UNSET, FS_PROXY_MIXED (several, or
+			       ENGINE_PROXY_UNSET, ENGINE_PROXY_MIXED (several, or
 			       some through none); guarded by mu */
-	uint32_t via; /* the routes its bytes came through since its last
-			 whole-digest failure: bit i proxy entry i,
-			 FS_VIA_DIRECT no proxy; guarded by mu */
-	enum fs_verify verify;	  /* guarded by mu; verify_set */
-	uint32_t verify_failures; /* guarded by mu */
+	uint32_t via;	    /* the routes its bytes came through since its last
+			       whole-digest failure: bit i proxy entry i,
+			       ENGINE_VIA_DIRECT no proxy; guarded by mu */
+	enum engine_verify verify; /* guarded by mu; verify_set */
+	uint32_t verify_failures;  /* guarded by mu */
 	/* Bytes dropped as wrong or stale since the last open: its next open
 	 * must not keep the kernel's pages. A fact about the kernel's copy,
 	 * set by each such drop and cleared by each open, not a step of the
@@ -99,29 +102,53 @@ struct fs_blob {
 	bool pages_stale;
 };
 
-#define FS_VIA_DIRECT (1u << 31)
-#define FS_SRC_MIXED (PACE_NONE - 1)
-#define FS_PROXY_MIXED (-2)
-#define FS_PROXY_UNSET (-3)
+#define ENGINE_VIA_DIRECT (1u << 31)
+#define ENGINE_SRC_MIXED (PACE_NONE - 1)
+#define ENGINE_PROXY_MIXED (-2)
+#define ENGINE_PROXY_UNSET (-3)
 
 /* A block in memory: assembled from arriving bytes until whole, then kept
  * (least recently used first out) after it went to the cache, so that
  * readers close behind the transfers, and every reader while the cache
- * cannot store (a full disk), are served from here. */
-enum fs_block_state {
-	FS_BLOCK_FREE,
-	FS_BLOCK_FILLING, /* bytes arriving; held bytes of it are readable
+ * cannot store (a full disk), are served from here.
+ *
+ * Its life. Every change goes through engine__block_set, which logs it at
+ * debug level and refuses a change this diagram does not draw
+ * (engine__bug):
+ *
+ *   FREE ------> FILLING ------> HANDING ------> DONE
+ *    ^ ^            ^              |               | |
+ *    | |            +--------------|---------------+ |
+ *    | +---------------------------+                 |
+ *    +-----------------------------------------------+
+ *
+ *   FREE     -> FILLING   a slot of the free list takes a block's bytes
+ *                         (engine__block_get)
+ *   FILLING  -> HANDING   every byte credited: the transfer thread hands
+ *                         it to the cache outside the lock (take_bytes)
+ *   HANDING  -> DONE      the cache took it, or failed to (lost): kept
+ *                         in memory, least recently used first out
+ *   HANDING  -> FREE      it failed its block digest, or the cache could
+ *                         not take a block that must be checked first
+ *   DONE     -> FILLING   fetched again (its bytes were dropped), or its
+ *                         slot reused, least recently used, for another
+ *   DONE     -> FREE      its bytes were dropped as wrong or stale
+ *                         (engine__blocks_forget)
+ */
+enum engine_block_state {
+	ENGINE_BLOCK_FREE,
+	ENGINE_BLOCK_FILLING, /* bytes arriving; held bytes of it are readable
 			    unless the blob has block digests */
-	FS_BLOCK_HANDING, /* whole, being stored by the transfer thread
+	ENGINE_BLOCK_HANDING, /* whole, being stored by the transfer thread
 			    outside the lock */
-	FS_BLOCK_DONE,	  /* whole, and the cache has it or lost it */
+	ENGINE_BLOCK_DONE,    /* whole, and the cache has it or lost it */
 };
 
-struct fs_block {
-	enum fs_block_state state;
-	uint32_t source; /* the scheduler's source that wrote into it */
-	bool mixed;	 /* more than one source wrote into it */
-	int proxy;	 /* the proxy its bytes came through (-1: none) */
+struct engine_block {
+	enum engine_block_state state;
+	uint32_t source;  /* the scheduler's source that wrote into it */
+	bool mixed;	  /* more than one source wrote into it */
+	int proxy;	  /* the proxy its bytes came through (-1: none) */
 	bool proxy_mixed; /* through more than one (or some through none) */
 	bool lost; /* the cache failed to store it: memory holds the only copy,
 		      so its bytes stop being held when it leaves */
@@ -142,31 +169,32 @@ struct fs_block {
 /* The in-memory blocks: a hash by (blob, index), a free list, and the
  * whole blocks in least recently used order. Guarded by the engine's
  * mu. */
-struct fs_blocks {
-	struct fs_block *v;
+struct engine_blocks {
+	struct engine_block *v;
 	uint32_t n;
-	uint32_t *buckets; /* nbuckets heads of hash chains; FS_NO_BLOCK */
+	uint32_t *buckets; /* nbuckets heads of hash chains; ENGINE_NO_BLOCK */
 	uint32_t nbuckets; /* a power of two */
 	uint32_t free_head;
 	uint32_t lru_head, lru_tail; /* oldest first */
+	struct engine *e;	     /* whose log hears its changes of state */
 };
 
-#define FS_NO_BLOCK UINT32_MAX
+#define ENGINE_NO_BLOCK UINT32_MAX
 
 /* A read that failed (its deadline passed, or no source could serve it)
  * is remembered this long: the kernel asks again at once for what a
  * failed readahead covered, and without the memory each ask waited a whole
  * read_timeout more. A later read tries again. */
-#define FS_FAILED_MAX 16
-#define FS_FAILED_NS (1000u * 1000000u)
+#define ENGINE_FAILED_MAX 16
+#define ENGINE_FAILED_NS (1000u * 1000000u)
 
 /* Ranges whose bytes failed a digest lately: requests of them send
  * Cache-Control: no-cache, so that a cache on the way (a proxy's bad copy)
  * is replaced, not served again. */
-#define FS_RECHECK_MAX 16
+#define ENGINE_RECHECK_MAX 16
 
 /* Origins the scheduler measures as one server each. */
-#define FS_ORIGINS_MAX 64
+#define ENGINE_ORIGINS_MAX 64
 
 /* The running mount: scheduler, transfers and cache, under one lock. */
 /* A read that waits, on a condition of its own: what arrives for its
@@ -179,13 +207,13 @@ struct engine_waiter {
 	struct engine_waiter *prev, *next;
 };
 
-/* What fs__engine_counters reads: atomics that any thread adds to
+/* What engine_counters reads: atomics that any thread adds to
  * (engine__count), with or without the lock, so that a scrape never waits
  * for a read and a read never waits for a scrape. */
 struct engine_stats {
-	_Atomic uint64_t read_bytes[FS_FROM_N];
+	_Atomic uint64_t read_bytes[ENGINE_FROM_N];
 	_Atomic uint64_t hits, misses;
-	_Atomic uint64_t faults[FS_FAULT_N];
+	_Atomic uint64_t faults[ENGINE_FAULT_N];
 	_Atomic uint64_t retries, refused, digest_units, digest_blobs;
 	_Atomic uint64_t readers; /* opens less closes */
 };
@@ -195,16 +223,16 @@ static inline void engine__count(_Atomic uint64_t *c, uint64_t n)
 	atomic_fetch_add_explicit(c, n, memory_order_relaxed);
 }
 
-struct fs_engine {
+struct engine {
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* a whole-blob check ended (verifiers) */
 	struct engine_waiter *waiters; /* guarded by mu */
 	uint64_t waits, wakeups;       /* reads that waited, and the times one
 					  woke; guarded by mu */
-	struct pace *pace; /* guarded by mu */
+	struct pace *pace;	       /* guarded by mu */
 	struct fetch *fetch;
 	struct cache *cache;
-	/* The hooks of its configuration (fs_engine_config). */
+	/* The hooks of its configuration (engine_config). */
 	void (*log)(void *ctx, enum fs_log_level level, const char *fmt,
 		    va_list ap);
 	void (*log_fields)(void *ctx, enum fs_log_level level,
@@ -214,17 +242,18 @@ struct fs_engine {
 	void (*inval)(void *ctx, uint32_t b, const char *name, uint64_t ino,
 		      uint64_t start, uint64_t end);
 	void *inval_ctx;
-	struct fs_blob *blobs; /* max_blobs slots; the first nblobs in use */
-	uint32_t nblobs;       /* guarded by mu */
+	struct engine_blob
+		*blobs;	 /* max_blobs slots; the first nblobs in use */
+	uint32_t nblobs; /* guarded by mu */
 	uint32_t max_blobs;
-	struct fs_blocks blocks;  /* guarded by mu */
-	uint32_t *source_of_pace; /* pace source id -> blob index */
+	struct engine_blocks blocks; /* guarded by mu */
+	uint32_t *source_of_pace;    /* pace source id -> blob index */
 	/* The origins ("scheme://host:port") of the sources, each a group
 	 * of the scheduler (pace_source_set_group): one lane budget and
 	 * one measure of the server for all of its files. A source of an
-	 * origin past FS_ORIGINS_MAX is a group of its own. Guarded by
+	 * origin past ENGINE_ORIGINS_MAX is a group of its own. Guarded by
 	 * mu. */
-	char *origins[FS_ORIGINS_MAX];
+	char *origins[ENGINE_ORIGINS_MAX];
 	uint32_t norigins;
 	uint32_t nsource_map;
 	/* Per pace source id: requests refused for their credentials in a
@@ -241,51 +270,52 @@ struct fs_engine {
 	 * writes them, and reads them without the lock. PACE_NONE: idle. */
 	uint32_t *lane_blob;
 	uint32_t *lane_source;
-	uint32_t verifiers;	/* whole-blob checks running; guarded by mu */
-	bool stopping;		/* the engine is being freed; guarded by mu */
+	uint32_t verifiers; /* whole-blob checks running; guarded by mu */
+	bool stopping;	    /* the engine is being freed; guarded by mu */
 	/* Reads that just failed, so that the kernel's retry of the same
 	 * bytes fails at once; guarded by mu. */
-	struct fs_failed {
+	struct engine_failed {
 		uint32_t blob;
 		uint64_t start, end;
 		uint64_t at_ns; /* 0: unused */
-	} failed[FS_FAILED_MAX];
+	} failed[ENGINE_FAILED_MAX];
 	uint32_t failed_next;
 	struct fetch_proxies *proxies; /* -o proxy=, or NULL; borrowed */
 	/* Ranges fetched again past any cache; guarded by mu. */
-	struct fs_recheck {
+	struct engine_recheck {
 		uint32_t blob;
 		uint64_t start, end; /* end 0: unused */
-	} recheck[FS_RECHECK_MAX];
+	} recheck[ENGINE_RECHECK_MAX];
 	uint32_t recheck_next;
 	struct engine_stats stats;
 };
 
 /* The end of cache block `index` of b (its size for the last). */
-uint64_t engine__block_end(const struct fs_blob *b, uint64_t index);
+uint64_t engine__block_end(const struct engine_blob *b, uint64_t index);
 
 /* ---- blocks.c; callers hold e->mu ---- */
 
-int engine__blocks_init(struct fs_blocks *bs, uint32_t n);
-void engine__blocks_fini(struct fs_blocks *bs);
+int engine__blocks_init(struct engine_blocks *bs, struct engine *e, uint32_t n);
+void engine__blocks_fini(struct engine_blocks *bs);
 
 /* The in-memory block (blob, index) in any state but FREE, or NULL. */
-struct fs_block *engine__block_find(struct fs_blocks *bs, uint32_t blob,
-				    uint64_t index);
+struct engine_block *engine__block_find(struct engine_blocks *bs, uint32_t blob,
+					uint64_t index);
 
 /* Finds or makes the in-memory block (blob, index) for arriving bytes: a
  * free slot, else the least recently used whole block (whose bytes stop
  * being held if the cache lost them). A whole block found is filled
  * again. NULL when every slot is being filled or stored, or memory ran
  * out. */
-struct fs_block *engine__block_get(struct fs_engine *e, uint32_t blob,
-				   uint64_t index);
+struct engine_block *engine__block_get(struct engine *e, uint32_t blob,
+				       uint64_t index);
 
 /* Copies len bytes of blob offset off into block p (FILLING), which came
  * from the scheduler's source `source` through proxy entry `proxy` (-1:
  * none): a block written by several is mixed. */
-void engine__block_write(struct fs_block *p, uint64_t off, const uint8_t *src,
-			 size_t len, uint32_t source, int proxy);
+void engine__block_write(struct engine_block *p, uint64_t off,
+			 const uint8_t *src, size_t len, uint32_t source,
+			 int proxy);
 
 /* n bytes written into block p of blob b were credited to the scheduler
  * (pace_on_data took them): true when p is filling and now whole. A block
@@ -293,32 +323,41 @@ void engine__block_write(struct fs_block *p, uint64_t off, const uint8_t *src,
  * once (a request covers bytes not held, and a retry skips what was
  * delivered), and a drop into it starts its count again
  * (engine__blocks_forget). */
-bool engine__block_credit(const struct fs_blob *b, struct fs_block *p,
+bool engine__block_credit(const struct engine_blob *b, struct engine_block *p,
 			  uint64_t n);
 
 /* Widens [*start, *end) of blob b to the bounds of the blocks filling at
  * either end, before a drop: a block's count cannot lose only some of
  * its bytes. */
-void engine__blocks_widen(struct fs_blocks *bs, const struct fs_blob *blob,
-			  uint32_t b, uint64_t *start, uint64_t *end);
+void engine__blocks_widen(struct engine_blocks *bs,
+			  const struct engine_blob *blob, uint32_t b,
+			  uint64_t *start, uint64_t *end);
 
 /* Bytes [start, end) of blob b stop being held (engine__drop_locked): a
  * block filling there counts from none again, and for wrong or stale
  * bytes (why) the whole blocks there leave memory; a block being stored
  * is the transfer thread's, which frees it if it was wrong. */
-void engine__blocks_forget(struct fs_blocks *bs, const struct fs_blob *blob,
-			   uint32_t b, uint64_t start, uint64_t end,
-			   enum fs_drop why);
+void engine__blocks_forget(struct engine_blocks *bs,
+			   const struct engine_blob *blob, uint32_t b,
+			   uint64_t start, uint64_t end, enum engine_drop why);
 
 /* A whole block was stored (lost: the cache failed to): it joins the
  * least recently used list. */
-void engine__block_done(struct fs_blocks *bs, struct fs_block *p, bool lost);
+void engine__block_done(struct engine_blocks *bs, struct engine_block *p,
+			bool lost);
 
 /* A whole block was read: it becomes the most recently used. */
-void engine__block_touch(struct fs_blocks *bs, struct fs_block *p);
+void engine__block_touch(struct engine_blocks *bs, struct engine_block *p);
 
 /* Frees the block: its bytes are gone from memory. */
-void engine__block_free(struct fs_blocks *bs, struct fs_block *p);
+void engine__block_free(struct engine_blocks *bs, struct engine_block *p);
+
+/* Moves block p to state `to` (the diagram above), with a debug line;
+ * false, and p unchanged, for a change the diagram does not draw (a bug:
+ * engine__bug). Moves it and nothing else: the lists and the hash are
+ * its callers'. */
+bool engine__block_set(struct engine_blocks *bs, struct engine_block *p,
+		       enum engine_block_state to);
 
 /* ---- engine.c ---- */
 
@@ -326,15 +365,22 @@ void engine__block_free(struct fs_blocks *bs, struct fs_block *p);
  * the engine never calls the driver's log. */
 #define engine__log(e, ...) fs__log_via((e)->log, (e)->log_ctx, __VA_ARGS__)
 
+/* A change of state a diagram does not draw: a bug. Logged as
+ * "bug: ..." at error level; in strict builds (PACEFS_STRICT, which the
+ * sanitizer build defines: Makefile) it also goes to stderr and aborts, so
+ * a test that takes one fails. Else the caller refuses the change. */
+void engine__bug(const struct engine *e, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* The same, for a line about what f names: through the log_fields hook
  * when there is one, else as engine__log. */
-void engine__log_about(const struct fs_engine *e, enum fs_log_level level,
+void engine__log_about(const struct engine *e, enum fs_log_level level,
 		       const struct fs_log_fields *f, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 /* Has the kernel's pages of bytes [start, end) of blob b dropped, through
  * the inval hook (nothing without one). Caller holds e->mu. */
-void engine__pages_inval(struct fs_engine *e, uint32_t b, const char *name,
+void engine__pages_inval(struct engine *e, uint32_t b, const char *name,
 			 uint64_t ino, uint64_t start, uint64_t end);
 
 /* The one way held bytes [start, end) of blob b stop being held: the
@@ -348,99 +394,100 @@ void engine__pages_inval(struct fs_engine *e, uint32_t b, const char *name,
  * is right whatever the cache said). Without the engine's lock; WRONG and
  * STALE wait for a cache commit, so the transfer thread calls it only for
  * a digest block larger than a cache block. */
-int engine__drop(struct fs_engine *e, uint32_t b, uint64_t start, uint64_t end,
-		 enum fs_drop why);
+int engine__drop(struct engine *e, uint32_t b, uint64_t start, uint64_t end,
+		 enum engine_drop why);
 
 /* engine__drop's part under the lock: the scheduler, the in-memory
  * blocks (WRONG, STALE), the checked units, the kernel's pages. Caller
  * holds e->mu; the caller does the cache's part (or has nothing for it to
  * do: GONE). */
-void engine__drop_locked(struct fs_engine *e, uint32_t b, uint64_t start,
-			 uint64_t end, enum fs_drop why);
+void engine__drop_locked(struct engine *e, uint32_t b, uint64_t start,
+			 uint64_t end, enum engine_drop why);
 
 /* True when a request of [start, end) of blob b must send no-cache: its
  * bytes failed a digest lately (engine__drop_locked notes them). Caller holds
  * e->mu. */
-bool engine__recheck(const struct fs_engine *e, uint32_t b, uint64_t start,
+bool engine__recheck(const struct engine *e, uint32_t b, uint64_t start,
 		     uint64_t end);
 
 /* Whether blob b's whole-blob check should start now (complete, not
  * checked): marks it running. Caller holds e->mu, then calls
  * engine__verify_spawn without it. */
-bool engine__verify_due(struct fs_engine *e, uint32_t b);
+bool engine__verify_due(struct engine *e, uint32_t b);
 
 /* ---- engine.c: what the whole-blob check asks ---- */
 
 /* Blob b's whole-blob digest (32 bytes) and size, fixed once it is
  * ready. */
-const uint8_t *engine__blob_sha256(struct fs_engine *e, uint32_t b,
+const uint8_t *engine__blob_sha256(struct engine *e, uint32_t b,
 				   uint64_t *size);
 
-/* True once fs__engine_free began: a check stops. */
-bool engine__stopping(struct fs_engine *e);
+/* True once engine_free began: a check stops. */
+bool engine__stopping(struct engine *e);
 
 /* Records the outcome of blob b's check (0: the digest matched, -EBADMSG:
  * it did not, another errno: it could not be read, so it runs again when
  * the blob is next complete) and returns the check's new state. On a
  * mismatch the caller drops the bytes first (engine__drop). The thread
  * then ends with engine__verify_exit. */
-enum fs_verify engine__verify_result(struct fs_engine *e, uint32_t b,
-				     int outcome);
+enum engine_verify engine__verify_result(struct engine *e, uint32_t b,
+					 int outcome);
 
 /* Blob b's whole digest failed: excludes every proxy (-o proxy=) its
  * bytes came through since the last such call, for the mount's life (a
  * whole-blob digest cannot tell which one), and forgets the routes.
  * Returns how many it excluded now (0: the bytes came without a proxy, or
  * from the cache), with their names, comma-separated, in names. */
-uint32_t engine__blame_routes(struct fs_engine *e, uint32_t b, char *names,
+uint32_t engine__blame_routes(struct engine *e, uint32_t b, char *names,
 			      size_t cap);
 
 /* The engine's cache, and blob b's id in it. */
-struct cache *engine__cache(struct fs_engine *e);
-const struct cache_id *engine__blob_id(struct fs_engine *e, uint32_t b);
+struct cache *engine__cache(struct engine *e);
+const struct cache_id *engine__blob_id(struct engine *e, uint32_t b);
 
-/* A check's thread ends (fs__engine_free waits for them). */
-void engine__verify_exit(struct fs_engine *e);
+/* A check's thread ends (engine_free waits for them). */
+void engine__verify_exit(struct engine *e);
 
-/* ---- read.c ---- */
+/* ---- reads.c ---- */
 
 /* Copies held bytes [off, off + len) of blob b into buf, from memory or
  * the cache, whether their block digests were checked yet or not (the
  * whole-blob check reads through it); -EAGAIN when a block left the cache
  * since it was held (it is then no longer held). Without the engine's
  * lock. */
-int engine__copy_held(struct fs_engine *e, uint32_t b, uint64_t off, size_t len,
+int engine__copy_held(struct engine *e, uint32_t b, uint64_t off, size_t len,
 		      char *buf);
 
-/* ---- verify.c ---- */
+/* ---- wholecheck.c ---- */
 
 /* Runs the check of blob b (complete, marked running by
  * engine__verify_due) on a thread of its own. Without the engine's
  * lock. */
-void engine__verify_spawn(struct fs_engine *e, uint32_t b);
+void engine__verify_spawn(struct engine *e, uint32_t b);
 
 /* ---- blobs.c ---- */
 
-/* Moves blob b to state `to` (the diagram above), with a debug line.
- * Caller holds e->mu. */
-void engine__blob_set(struct fs_engine *e, uint32_t b, enum fs_blob_state to);
+/* Moves blob b to state `to` (the diagram above), with a debug line;
+ * false, and the blob unchanged, for a change the diagram does not draw
+ * (a bug: engine__bug). Caller holds e->mu. */
+bool engine__blob_set(struct engine *e, uint32_t b, enum engine_blob_state to);
 
 /* The blob's version is no longer served: CHANGED or DROPPED. */
-static inline bool engine__blob_changed(const struct fs_blob *b)
+static inline bool engine__blob_changed(const struct engine_blob *b)
 {
-	return b->state >= FS_BLOB_CHANGED;
+	return b->state >= ENGINE_BLOB_CHANGED;
 }
 
 /* Blob b's name (for log lines). */
-const char *engine__blob_name(struct fs_engine *e, uint32_t b);
+const char *engine__blob_name(struct engine *e, uint32_t b);
 
 /* The source the scheduler knows as `id`, or NULL. */
-const struct fs_source *engine__source_of(const struct fs_engine *e,
-					  uint32_t id);
+const struct engine_source *engine__source_of(const struct engine *e,
+					      uint32_t id);
 
 /* The URL of scheduler source `id` for a log line: "(unknown source)"
  * when there is none. */
-const char *engine__source_url(const struct fs_engine *e, uint32_t id);
+const char *engine__source_url(const struct engine *e, uint32_t id);
 
 /* Where bytes of a blob stand for a read (engine__ready). */
 enum engine_ready {
@@ -458,33 +505,33 @@ enum engine_ready {
  * range to wait for in [*from, *to): without block digests the read's,
  * else the first unit not checked, whole (only a whole unit is checked).
  * Caller holds e->mu. */
-enum engine_ready engine__ready(const struct fs_engine *e, uint32_t b,
+enum engine_ready engine__ready(const struct engine *e, uint32_t b,
 				uint64_t start, uint64_t end, uint64_t *from,
 				uint64_t *to);
 
 /* Marks the units inside [start, end) checked or not. Caller holds
  * e->mu. */
-void engine__blob_set_checked(struct fs_blob *b, uint64_t start, uint64_t end,
-			      bool checked);
+void engine__blob_set_checked(struct engine_blob *b, uint64_t start,
+			      uint64_t end, bool checked);
 
-/* ---- waiting reads (read.c); callers hold e->mu ---- */
+/* ---- waiting reads (reads.c); callers hold e->mu ---- */
 
 /* Wakes the reads waiting on bytes of blob b that [start, end) overlaps
  * and whose bytes the scheduler now holds all of. */
-void engine__wake_range(struct fs_engine *e, uint32_t b, uint64_t start,
+void engine__wake_range(struct engine *e, uint32_t b, uint64_t start,
 			uint64_t end);
 
 /* Wakes every read waiting on blob b: its state changed (a transfer
  * ended, bytes were dropped or checked, the blob changed). */
-void engine__wake_blob(struct fs_engine *e, uint32_t b);
+void engine__wake_blob(struct engine *e, uint32_t b);
 
 /* Wakes every waiting read of the mount (an interrupt, the session's
  * end). */
-void engine__wake_all(struct fs_engine *e);
+void engine__wake_all(struct engine *e);
 
 /* ---- transfers.c ---- */
 
 /* The hooks the fetch event thread calls. */
-void engine__transfers_hooks(struct fs_engine *e, struct fetch_hooks *h);
+void engine__transfers_hooks(struct engine *e, struct fetch_hooks *h);
 
 #endif

@@ -13,8 +13,8 @@
 
 /* Blocks one on_data call can complete: curl's largest write, in blocks,
  * and both partial ends. */
-#define FS_DONE_MAX (FETCH_BUFFER_BYTES / CACHE_BLOCK_SIZE + 2)
-#define FS_ACTIONS 32
+#define ENGINE_DONE_MAX (FETCH_BUFFER_BYTES / CACHE_BLOCK_SIZE + 2)
+#define ENGINE_ACTIONS 32
 
 static enum pace_outcome pace_outcome_of(enum fetch_outcome o)
 {
@@ -39,12 +39,12 @@ static enum pace_outcome pace_outcome_of(enum fetch_outcome o)
 
 /* Copies arriving bytes into blocks and credits them; collects the blocks
  * they completed into done[]. Caller holds e->mu. */
-static uint32_t take_bytes(struct fs_engine *e, uint32_t lane, uint32_t blob,
+static uint32_t take_bytes(struct engine *e, uint32_t lane, uint32_t blob,
 			   uint32_t source, int proxy, uint64_t off,
 			   const uint8_t *src, size_t len,
-			   struct fs_block **done)
+			   struct engine_block **done)
 {
-	const struct fs_blob *b = &e->blobs[blob];
+	const struct engine_blob *b = &e->blobs[blob];
 	uint64_t end = off + len, credited_end = off;
 	uint32_t ndone = 0;
 
@@ -53,7 +53,7 @@ static uint32_t take_bytes(struct fs_engine *e, uint32_t lane, uint32_t blob,
 	while (credited_end < end) {
 		uint64_t index = credited_end / CACHE_BLOCK_SIZE;
 		uint64_t stop = engine__block_end(b, index);
-		struct fs_block *p;
+		struct engine_block *p;
 
 		if (stop > end)
 			stop = end;
@@ -81,7 +81,8 @@ static uint32_t take_bytes(struct fs_engine *e, uint32_t lane, uint32_t blob,
 	 * bytes. */
 	for (uint64_t i = off / CACHE_BLOCK_SIZE;
 	     i * CACHE_BLOCK_SIZE < credited_end; i++) {
-		struct fs_block *p = engine__block_find(&e->blocks, blob, i);
+		struct engine_block *p =
+			engine__block_find(&e->blocks, blob, i);
 		uint64_t from =
 			i * CACHE_BLOCK_SIZE > off ? i * CACHE_BLOCK_SIZE : off;
 		uint64_t to = engine__block_end(b, i) < credited_end
@@ -89,9 +90,9 @@ static uint32_t take_bytes(struct fs_engine *e, uint32_t lane, uint32_t blob,
 				      : credited_end;
 
 		if (p == NULL || !engine__block_credit(b, p, to - from) ||
-		    ndone == FS_DONE_MAX)
+		    ndone == ENGINE_DONE_MAX ||
+		    !engine__block_set(&e->blocks, p, ENGINE_BLOCK_HANDING))
 			continue;
-		p->state = FS_BLOCK_HANDING;
 		done[ndone++] = p;
 	}
 	return ndone;
@@ -99,7 +100,7 @@ static uint32_t take_bytes(struct fs_engine *e, uint32_t lane, uint32_t blob,
 
 /* Folds the source and proxy of block p into its unit's; the unit's
  * source after, and its proxy in *proxy. Caller holds e->mu. */
-static uint32_t unit_source(struct fs_blob *b, const struct fs_block *p,
+static uint32_t unit_source(struct engine_blob *b, const struct engine_block *p,
 			    int *proxy)
 {
 	uint64_t k = p->index * CACHE_BLOCK_SIZE / b->unit;
@@ -107,11 +108,11 @@ static uint32_t unit_source(struct fs_blob *b, const struct fs_block *p,
 	int *x = &b->unit_proxy[k];
 
 	if (p->mixed || (*u != PACE_NONE && *u != p->source))
-		*u = FS_SRC_MIXED;
+		*u = ENGINE_SRC_MIXED;
 	else
 		*u = p->source;
-	if (p->proxy_mixed || (*x != FS_PROXY_UNSET && *x != p->proxy))
-		*x = FS_PROXY_MIXED;
+	if (p->proxy_mixed || (*x != ENGINE_PROXY_UNSET && *x != p->proxy))
+		*x = ENGINE_PROXY_MIXED;
 	else
 		*x = p->proxy;
 	*proxy = *x;
@@ -119,7 +120,7 @@ static uint32_t unit_source(struct fs_blob *b, const struct fs_block *p,
 }
 
 /* The name of proxy entry i, for log lines. */
-static const char *proxy_name(const struct fs_engine *e, int i)
+static const char *proxy_name(const struct engine *e, int i)
 {
 	struct fetch_proxy_info pi;
 
@@ -133,9 +134,9 @@ static const char *proxy_name(const struct fs_engine *e, int i)
  * they all came through is not used again, else the one source that sent
  * them all: a cache's copy may be what is wrong, so the source is not
  * blamed for what a proxy served. */
-static void unit_wrong(struct fs_engine *e, struct fs_block *p)
+static void unit_wrong(struct engine *e, struct engine_block *p)
 {
-	struct fs_blob *b = &e->blobs[p->blob];
+	struct engine_blob *b = &e->blobs[p->blob];
 	uint64_t u = p->index * CACHE_BLOCK_SIZE / b->unit;
 	uint64_t start = u * b->unit;
 	uint64_t end = start + b->unit < b->size ? start + b->unit : b->size;
@@ -147,19 +148,19 @@ static void unit_wrong(struct fs_engine *e, struct fs_block *p)
 	src = unit_source(b, p, &proxy);
 	if (proxy >= 0)
 		fetch_proxies_exclude(e->proxies, proxy);
-	else if (src != FS_SRC_MIXED)
+	else if (src != ENGINE_SRC_MIXED)
 		pace_source_exclude(e->pace, src);
 	engine__block_free(&e->blocks, p);
 	engine__count(&e->stats.digest_units, 1);
 	/* A unit of one cache block left nothing in the cache; a larger one
 	 * did (its other blocks), which only a commit removes. */
 	if (b->unit == CACHE_BLOCK_SIZE)
-		engine__drop_locked(e, blob, start, end, FS_DROP_WRONG);
+		engine__drop_locked(e, blob, start, end, ENGINE_DROP_WRONG);
 	pthread_mutex_unlock(&e->mu);
 	lf = (struct fs_log_fields){
 		.blob = b->name,
-		.source =
-			src == FS_SRC_MIXED ? NULL : engine__source_url(e, src),
+		.source = src == ENGINE_SRC_MIXED ? NULL
+						  : engine__source_url(e, src),
 		.start = start,
 		.end = end,
 		.error = "digest",
@@ -168,18 +169,18 @@ static void unit_wrong(struct fs_engine *e, struct fs_block *p)
 			  "%s: block %" PRIu64 " (bytes %" PRIu64 "-%" PRIu64
 			  ") from %s%s%s has SHA-256 other than its digest: %s",
 			  b->name, u, start, end - 1,
-			  src == FS_SRC_MIXED ? "several sources"
-					      : engine__source_url(e, src),
+			  src == ENGINE_SRC_MIXED ? "several sources"
+						  : engine__source_url(e, src),
 			  proxy >= 0 ? " through proxy " : "",
 			  proxy >= 0 ? proxy_name(e, proxy) : "",
 			  proxy >= 0 ? "the proxy is excluded and the bytes "
 				       "fetched again past any cache"
-			  : src == FS_SRC_MIXED
+			  : src == ENGINE_SRC_MIXED
 				  ? "its bytes are fetched again"
 				  : "the source is excluded and the bytes "
 				    "fetched again");
 	if (b->unit > CACHE_BLOCK_SIZE)
-		engine__drop(e, blob, start, end, FS_DROP_WRONG);
+		engine__drop(e, blob, start, end, ENGINE_DROP_WRONG);
 }
 
 /* After a put of block p of a unit larger than a cache block returned 0:
@@ -188,9 +189,9 @@ static void unit_wrong(struct fs_engine *e, struct fs_block *p)
  * now was there during the put. Counts the unit checked if so; a block
  * held but not found is no longer held (fetched again, and the unit
  * checked when it is stored). */
-static void unit_probe(struct fs_engine *e, uint32_t blob, uint64_t index)
+static void unit_probe(struct engine *e, uint32_t blob, uint64_t index)
 {
-	struct fs_blob *b = &e->blobs[blob];
+	struct engine_blob *b = &e->blobs[blob];
 	uint64_t per = b->unit / CACHE_BLOCK_SIZE;
 	uint64_t u = index / per, first = u * per;
 	uint64_t nblocks = (b->size + CACHE_BLOCK_SIZE - 1) / CACHE_BLOCK_SIZE;
@@ -201,12 +202,12 @@ static void unit_probe(struct fs_engine *e, uint32_t blob, uint64_t index)
 
 	pthread_mutex_lock(&e->mu);
 	for (uint64_t j = first; j < last && whole; j++) {
-		const struct fs_block *q =
+		const struct engine_block *q =
 			engine__block_find(&e->blocks, blob, j);
 
 		whole = pace_is_held(e->pace, blob, j * CACHE_BLOCK_SIZE,
 				     engine__block_end(b, j)) &&
-			(q == NULL || q->state == FS_BLOCK_DONE);
+			(q == NULL || q->state == ENGINE_BLOCK_DONE);
 	}
 	pthread_mutex_unlock(&e->mu);
 	for (uint64_t j = first; j < last && whole; j++) {
@@ -224,15 +225,16 @@ static void unit_probe(struct fs_engine *e, uint32_t blob, uint64_t index)
 		engine__wake_blob(e, blob);
 	} else if (gone != UINT64_MAX) {
 		engine__drop_locked(e, blob, gone * CACHE_BLOCK_SIZE,
-				    engine__block_end(b, gone), FS_DROP_GONE);
+				    engine__block_end(b, gone),
+				    ENGINE_DROP_GONE);
 	}
 	pthread_mutex_unlock(&e->mu);
 }
 
 /* Block p (HANDING) went to the cache with result rc. */
-static void stored(struct fs_engine *e, struct fs_block *p, int rc)
+static void stored(struct engine *e, struct engine_block *p, int rc)
 {
-	struct fs_blob *b = &e->blobs[p->blob];
+	struct engine_blob *b = &e->blobs[p->blob];
 	uint32_t blob = p->blob;
 	uint64_t index = p->index, start = index * CACHE_BLOCK_SIZE;
 	uint64_t end = engine__block_end(b, index);
@@ -251,7 +253,7 @@ static void stored(struct fs_engine *e, struct fs_block *p, int rc)
 	if (rc != 0 && b->unit != 0) {
 		/* Not known to be checked, so never served: fetched again. */
 		engine__block_free(&e->blocks, p);
-		engine__drop_locked(e, blob, start, end, FS_DROP_GONE);
+		engine__drop_locked(e, blob, start, end, ENGINE_DROP_GONE);
 		pthread_mutex_unlock(&e->mu);
 		return;
 	}
@@ -275,10 +277,10 @@ static void stored(struct fs_engine *e, struct fs_block *p, int rc)
 static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 		    size_t len)
 {
-	struct fs_engine *e = ctx;
-	struct fs_block *done[FS_DONE_MAX];
+	struct engine *e = ctx;
+	struct engine_block *done[ENGINE_DONE_MAX];
 	uint32_t blob = e->lane_blob[lane], ndone = 0;
-	const struct fs_blob *b;
+	const struct engine_blob *b;
 	bool verify = false;
 	int proxy;
 
@@ -289,7 +291,8 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 	pthread_mutex_lock(&e->mu);
 	/* Bytes of a version being dropped are never cached. */
 	if (!engine__blob_changed(b)) {
-		e->blobs[blob].via |= proxy >= 0 ? 1u << proxy : FS_VIA_DIRECT;
+		e->blobs[blob].via |=
+			proxy >= 0 ? 1u << proxy : ENGINE_VIA_DIRECT;
 		ndone = take_bytes(e, lane, blob, e->lane_source[lane], proxy,
 				   off, buf, len, done);
 		verify = engine__verify_due(e, blob);
@@ -299,7 +302,7 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 	if (verify)
 		engine__verify_spawn(e, blob);
 	for (uint32_t i = 0; i < ndone; i++) {
-		struct fs_block *p = done[i];
+		struct engine_block *p = done[i];
 		uint64_t bstart = p->index * CACHE_BLOCK_SIZE;
 
 		stored(e, p,
@@ -314,16 +317,17 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
  * says so only on an answer without a proxy or from the last route of
  * -o proxy= (a proxy's other version is its own bad answer, and the next
  * route is asked). Caller holds e->mu. */
-static void blob_changed(struct fs_engine *e, uint32_t blob, uint32_t source,
+static void blob_changed(struct engine *e, uint32_t blob, uint32_t source,
 			 const struct fetch_result *res,
 			 const struct fs_log_fields *lf)
 {
-	struct fs_blob *b = &e->blobs[blob];
+	struct engine_blob *b = &e->blobs[blob];
 
 	if (engine__blob_changed(b) || b->nsources == 0 ||
 	    b->sources[0].pace_id != source)
 		return; /* a mirror: the scheduler excludes it */
-	engine__blob_set(e, blob, FS_BLOB_CHANGED);
+	if (!engine__blob_set(e, blob, ENGINE_BLOB_CHANGED))
+		return;
 	/* Its reads fail from now on, also those the kernel would serve
 	 * from its cache. */
 	b->pages_stale = true;
@@ -344,7 +348,7 @@ static uint64_t ms_to_ns(uint64_t ms)
 /* What the scheduler did with a 429/503, for the log: held the source
  * (for Retry-After capped, or the backoff when that is longer), or only
  * lowered its lane cap while it serves its other lanes. */
-static void log_throttled(struct fs_engine *e, uint32_t lane,
+static void log_throttled(struct engine *e, uint32_t lane,
 			  const struct fetch_result *res, uint64_t hold_ms,
 			  uint32_t lane_cap, const struct fs_log_fields *lf)
 {
@@ -385,7 +389,7 @@ static uint64_t refused_hold_ns(uint8_t n)
  * the credentials thread read since; with static ones it is excluded as
  * ever. Either way status says "refused: credentials" until the source
  * answers otherwise. Caller holds e->mu. */
-static enum pace_outcome judge_refusal(struct fs_engine *e, uint32_t source,
+static enum pace_outcome judge_refusal(struct engine *e, uint32_t source,
 				       const struct fetch_result *res,
 				       uint64_t now, uint64_t *retry_ns)
 {
@@ -417,37 +421,37 @@ static enum pace_outcome judge_refusal(struct fs_engine *e, uint32_t source,
 	return PACE_OUT_THROTTLED;
 }
 
-/* The fault class of a transfer's end; FS_FAULT_N: none. */
-static enum fs_fault fault_of(enum fetch_outcome o)
+/* The fault class of a transfer's end; ENGINE_FAULT_N: none. */
+static enum engine_fault fault_of(enum fetch_outcome o)
 {
 	switch (o) {
 	case FETCH_TRANSIENT:
-		return FS_FAULT_TRANSIENT;
+		return ENGINE_FAULT_TRANSIENT;
 	case FETCH_THROTTLED:
-		return FS_FAULT_THROTTLED;
+		return ENGINE_FAULT_THROTTLED;
 	case FETCH_GONE:
-		return FS_FAULT_GONE;
+		return ENGINE_FAULT_GONE;
 	case FETCH_FATAL:
-		return FS_FAULT_FATAL;
+		return ENGINE_FAULT_FATAL;
 	case FETCH_LOCAL:
-		return FS_FAULT_LOCAL;
+		return ENGINE_FAULT_LOCAL;
 	case FETCH_OK:
 	case FETCH_CANCELLED:
 		break;
 	}
-	return FS_FAULT_N;
+	return ENGINE_FAULT_N;
 }
 
 /* Counts a transfer's end: its fault, a retry (the scheduler asks the
  * range of a transient fault or a throttle again), a refusal of the
  * credentials. */
-static void count_done(struct fs_engine *e, const struct fetch_result *res)
+static void count_done(struct engine *e, const struct fetch_result *res)
 {
-	enum fs_fault f = fault_of(res->outcome);
+	enum engine_fault f = fault_of(res->outcome);
 
-	if (f != FS_FAULT_N)
+	if (f != ENGINE_FAULT_N)
 		engine__count(&e->stats.faults[f], 1);
-	if (f == FS_FAULT_TRANSIENT || f == FS_FAULT_THROTTLED)
+	if (f == ENGINE_FAULT_TRANSIENT || f == ENGINE_FAULT_THROTTLED)
 		engine__count(&e->stats.retries, 1);
 	if (res->auth_refused)
 		engine__count(&e->stats.refused, 1);
@@ -456,22 +460,22 @@ static void count_done(struct fs_engine *e, const struct fetch_result *res)
 /* What lane's transfer that ended with res is about, for the log: its
  * file, its source, its range (before the scheduler forgets it), its
  * status and fault. Caller holds e->mu. */
-static void done_fields(struct fs_engine *e, uint32_t lane, uint32_t blob,
+static void done_fields(struct engine *e, uint32_t lane, uint32_t blob,
 			uint32_t source, const struct fetch_result *res,
 			struct fs_log_fields *lf)
 {
-	const struct fs_source *s = engine__source_of(e, source);
-	enum fs_fault f = fault_of(res->outcome);
+	const struct engine_source *s = engine__source_of(e, source);
+	enum engine_fault f = fault_of(res->outcome);
 	struct pace_lane_info li;
 
 	*lf = (struct fs_log_fields){
 		.blob = blob != PACE_NONE ? e->blobs[blob].name : NULL,
 		.source = s != NULL ? s->url : NULL,
 		.status = res->status,
-		.error = res->auth_refused   ? "credentials"
-			 : res->blob_changed ? "changed"
-			 : f != FS_FAULT_N   ? fs__fault_names[f]
-					     : NULL,
+		.error = res->auth_refused     ? "credentials"
+			 : res->blob_changed   ? "changed"
+			 : f != ENGINE_FAULT_N ? engine_fault_names[f]
+					       : NULL,
 	};
 	if (pace_lane_info(e->pace, lane, &li) == 0 && li.busy) {
 		lf->start = li.start;
@@ -481,7 +485,7 @@ static void done_fields(struct fs_engine *e, uint32_t lane, uint32_t blob,
 
 static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 {
-	struct fs_engine *e = ctx;
+	struct engine *e = ctx;
 	uint32_t blob = e->lane_blob[lane], source = e->lane_source[lane];
 	struct pace_source_info si;
 	struct fs_log_fields lf;
@@ -542,7 +546,7 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
  * longer for what its route did. A collapse is the scheduler's alone: a
  * routed source's lanes do not collapse, and with one route there is no
  * other to take. */
-static void lane_faulted(struct fs_engine *e, const struct pace_action *a)
+static void lane_faulted(struct engine *e, const struct pace_action *a)
 {
 	struct pace_lane_info li;
 	struct fs_log_fields lf;
@@ -578,11 +582,11 @@ static void lane_faulted(struct fs_engine *e, const struct pace_action *a)
 }
 
 /* Fills t with what action a requests from; NULL if its source is gone. */
-static const struct fs_source *action_target(const struct fs_engine *e,
-					     const struct pace_action *a,
-					     struct fetch_target *t)
+static const struct engine_source *action_target(const struct engine *e,
+						 const struct pace_action *a,
+						 struct fetch_target *t)
 {
-	const struct fs_source *s = engine__source_of(e, a->source);
+	const struct engine_source *s = engine__source_of(e, a->source);
 
 	if (s == NULL)
 		return NULL;
@@ -598,9 +602,9 @@ static const struct fs_source *action_target(const struct fs_engine *e,
 	return s;
 }
 
-static void run_action(struct fs_engine *e, const struct pace_action *a)
+static void run_action(struct engine *e, const struct pace_action *a)
 {
-	const struct fs_source *s;
+	const struct engine_source *s;
 	struct fetch_target t;
 	int rc;
 
@@ -638,7 +642,8 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 		engine__log(e, FS_LOG_DEBUG, "lane %u: cancelled", a->lane);
 		if (a->faulted) {
 			/* Taken back to be asked again. */
-			engine__count(&e->stats.faults[FS_FAULT_STALLED], 1);
+			engine__count(&e->stats.faults[ENGINE_FAULT_STALLED],
+				      1);
 			engine__count(&e->stats.retries, 1);
 			lane_faulted(e, a);
 		}
@@ -666,8 +671,8 @@ static void run_action(struct fs_engine *e, const struct pace_action *a)
 
 static long on_tick(void *ctx)
 {
-	struct fs_engine *e = ctx;
-	struct pace_action acts[FS_ACTIONS];
+	struct engine *e = ctx;
+	struct pace_action acts[ENGINE_ACTIONS];
 	uint64_t now, wake = UINT64_MAX;
 	size_t n;
 	int rounds = 0;
@@ -675,7 +680,7 @@ static long on_tick(void *ctx)
 	do {
 		pthread_mutex_lock(&e->mu);
 		now = fs__now_ns();
-		n = pace_poll(e->pace, now, acts, FS_ACTIONS);
+		n = pace_poll(e->pace, now, acts, ENGINE_ACTIONS);
 		if (n == 0)
 			wake = pace_next_wake(e->pace, now);
 		pthread_mutex_unlock(&e->mu);
@@ -699,12 +704,12 @@ static long on_tick(void *ctx)
 /* fetch's log lines, through the engine's log hook. */
 static void log_fetch(void *ctx, enum fetch_log_level level, const char *msg)
 {
-	struct fs_engine *e = ctx;
+	struct engine *e = ctx;
 
 	engine__log(e, (enum fs_log_level)level, "fetch: %s", msg);
 }
 
-void engine__transfers_hooks(struct fs_engine *e, struct fetch_hooks *h)
+void engine__transfers_hooks(struct engine *e, struct fetch_hooks *h)
 {
 	*h = (struct fetch_hooks){
 		.on_data = on_data,

@@ -321,7 +321,7 @@ void obs__metrics_now(const struct obs_view *m, struct obs_metrics_now *now)
 {
 	memset(now, 0, sizeof(*now));
 	if (m->engine != NULL) {
-		fs__engine_counters(m->engine, &now->engine);
+		engine_counters(m->engine, &now->engine);
 		now->has_engine = true;
 	}
 	if (m->cache != NULL && cache_stats_get(m->cache, &now->cache) == 0)
@@ -425,11 +425,11 @@ static void walk_proxies(struct walk *w, const struct fetch_proxy_info *pi,
 		}
 }
 
-static void walk_engine(struct walk *w, const struct fs_engine_counters *c)
+static void walk_engine(struct walk *w, const struct engine_counters *c)
 {
-	for (int i = 0; i < FS_FROM_N; i++)
+	for (int i = 0; i < ENGINE_FROM_N; i++)
 		emit(w, F_READ_BYTES, "", c->read_bytes[i], NULL, 1, "from",
-		     fs__read_from_names[i]);
+		     engine_read_from_names[i]);
 	emit(w, F_HITS, "", c->hits, NULL, 0);
 	emit(w, F_MISSES, "", c->misses, NULL, 0);
 }
@@ -440,7 +440,7 @@ void obs__metrics_walk(struct obs_metrics *mx,
 		       void *ctx)
 {
 	struct walk w = {.mx = mx, .fn = fn, .ctx = ctx};
-	const struct fs_engine_counters *c = &now->engine;
+	const struct engine_counters *c = &now->engine;
 	struct fetch_proxy_info pi[FETCH_PROXIES_MAX];
 	uint32_t npi = 0;
 
@@ -457,9 +457,9 @@ void obs__metrics_walk(struct obs_metrics *mx,
 	walk_hist(&w, F_FIRST_BYTE, &mx->first_bytes);
 	if (now->has_engine) {
 		emit(&w, F_READERS, "", c->readers, NULL, 0);
-		for (int i = 0; i < FS_FAULT_N; i++)
+		for (int i = 0; i < ENGINE_FAULT_N; i++)
 			emit(&w, F_FAULTS, "", c->faults[i], NULL, 1, "class",
-			     fs__fault_names[i]);
+			     engine_fault_names[i]);
 		emit(&w, F_RETRIES, "", c->retries, NULL, 0);
 		emit(&w, F_REFUSED, "", c->refused, NULL, 0);
 		emit(&w, F_DIGEST, "", c->digest_units, NULL, 1, "scope",

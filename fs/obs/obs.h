@@ -16,7 +16,7 @@
 #include "fetch/fetch.h"
 #include "fs/base.h"
 
-struct fs_engine;
+struct engine;
 struct tree_ns;
 struct obs_metrics;
 
@@ -51,7 +51,7 @@ void obs_vlog_about(enum fs_log_level level, const struct fs_log_fields *f,
 
 /* The cache's log callback (cache_config.log). */
 void obs_log_cache(void *ctx, enum cache_log_level level, const char *msg);
-/* The log hook of the engine (fs_engine_config.log) and of the
+/* The log hook of the engine (engine_config.log) and of the
  * credentials (auth_creds_config.log): their lines as obs_log's. */
 void obs_log_hook(void *ctx, enum fs_log_level level, const char *fmt,
 		  va_list ap) __attribute__((format(printf, 3, 0)));
@@ -72,7 +72,7 @@ void obs_format_shown(char *buf, size_t cap, const char *fmt, va_list ap);
  * start until it is freed). NULL where the mount has none. */
 struct obs_view {
 	struct tree_ns *ns; /* the status document's files */
-	struct fs_engine *engine;
+	struct engine *engine;
 	struct cache *cache;
 	struct fetch_proxies *proxies;
 	struct obs_metrics *metrics;

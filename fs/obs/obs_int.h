@@ -122,7 +122,7 @@ extern const struct obs_metric_family obs__metric_families[];
  * cache's stats (a read transaction), the proxy list. */
 struct obs_metrics_now {
 	bool has_engine;
-	struct fs_engine_counters engine;
+	struct engine_counters engine;
 	bool has_cache;
 	struct cache_stats cache;
 	struct fetch_proxies *proxies; /* borrowed; NULL: none */

@@ -40,10 +40,10 @@ static void put_url(struct obs_text *o, const char *url)
  * 64 KiB. */
 #define OBS_STATUS_ITEMS 512
 
-static void put_lanes(struct obs_text *o, const struct fs_engine_view *v)
+static void put_lanes(struct obs_text *o, const struct engine_view *v)
 {
 	for (uint32_t i = 0; i < v->nlanes; i++) {
-		const struct fs_lane_view *l = &v->lanes[i];
+		const struct engine_lane_view *l = &v->lanes[i];
 
 		obs__text_add(o, "%s{\"lane\":%u,\"file\":", i ? "," : "",
 			      l->lane);
@@ -68,10 +68,10 @@ static void put_lanes(struct obs_text *o, const struct fs_engine_view *v)
 	}
 }
 
-static void put_readers(struct obs_text *o, const struct fs_engine_view *v)
+static void put_readers(struct obs_text *o, const struct engine_view *v)
 {
 	for (uint32_t i = 0; i < v->nreaders; i++) {
-		const struct fs_reader_view *r = &v->readers[i];
+		const struct engine_reader_view *r = &v->readers[i];
 
 		obs__text_add(o, "%s{\"reader\":%" PRIu32 ",\"file\":",
 			      i ? "," : "", r->reader);
@@ -85,7 +85,7 @@ static void put_readers(struct obs_text *o, const struct fs_engine_view *v)
 	}
 }
 
-static void put_sources(struct obs_text *o, const struct fs_engine_view *v)
+static void put_sources(struct obs_text *o, const struct engine_view *v)
 {
 	for (uint32_t i = 0; i < v->nsources; i++) {
 		obs__text_add(o, "%s{\"url\":", i ? "," : "");
@@ -126,9 +126,9 @@ static void put_proxies(struct obs_text *o, struct fetch_proxies *proxies)
 
 /* The engine's lanes, readers and sources into *v (arrays of
  * OBS_STATUS_ITEMS each); false when memory ran out. */
-static bool engine_view(struct fs_engine *e, struct fs_engine_view *v)
+static bool view_take(struct engine *e, struct engine_view *v)
 {
-	*v = (struct fs_engine_view){
+	*v = (struct engine_view){
 		.lanes = calloc(OBS_STATUS_ITEMS, sizeof(*v->lanes)),
 		.readers = calloc(OBS_STATUS_ITEMS, sizeof(*v->readers)),
 		.sources = calloc(OBS_STATUS_ITEMS, sizeof(*v->sources)),
@@ -138,7 +138,7 @@ static bool engine_view(struct fs_engine *e, struct fs_engine_view *v)
 	};
 	if (v->lanes == NULL || v->readers == NULL || v->sources == NULL)
 		return false;
-	fs__engine_view(e, v);
+	engine_view(e, v);
 	return true;
 }
 
@@ -164,9 +164,9 @@ static void put_metrics(struct obs_text *o, const struct obs_view *m)
 int obs_status_json(const struct obs_view *m, char *buf, size_t cap)
 {
 	/* Written into the caller's buffer (limit 0: it never grows). */
-	struct fs_engine *e = m->engine;
+	struct engine *e = m->engine;
 	struct obs_text o = {.p = buf, .cap = cap};
-	struct fs_engine_view v;
+	struct engine_view v;
 	struct cache_stats cs;
 	char path[PATH_MAX];
 	bool first = true;
@@ -185,8 +185,8 @@ int obs_status_json(const struct obs_view *m, char *buf, size_t cap)
 		obs__text_add(&o,
 			      ",\"size\":%" PRIu64 ",\"held\":%" PRIu64
 			      ",\"state\":",
-			      n->size, fs__engine_held(e, n->blob));
-		put_str(&o, fs__engine_state(e, n->blob));
+			      n->size, engine_held(e, n->blob));
+		put_str(&o, engine_state(e, n->blob));
 		obs__text_add(&o, ",\"urls\":[");
 		for (uint32_t u = 0; u < n->nurls; u++) {
 			obs__text_add(&o, "%s", u ? "," : "");
@@ -196,7 +196,7 @@ int obs_status_json(const struct obs_view *m, char *buf, size_t cap)
 		first = false;
 	}
 	pthread_mutex_unlock(&m->ns->mu);
-	if (!engine_view(e, &v))
+	if (!view_take(e, &v))
 		o.failed = true; /* out of memory: the caller says so */
 	obs__text_add(&o, "],\"lanes\":[");
 	put_lanes(&o, &v);

@@ -167,11 +167,16 @@ static void on_request(void *ctx, const struct fetch_request_info *r)
 struct got {
 	unsigned char *out;
 	size_t n, cap;
+	unsigned replies; /* a read is answered once, success or not */
 };
 
-static int take_reply(void *ctx, struct cache_piece *p, size_t n)
+static int take_reply(void *ctx, struct cache_piece *p, size_t n, int err)
 {
 	struct got *g = ctx;
+
+	g->replies++;
+	if (err != 0)
+		return 0; /* engine_read returns it too */
 
 	for (size_t i = 0; i < n; i++) {
 		if (g->n + p[i].len > g->cap)
@@ -195,9 +200,9 @@ static bool never_cancelled(void *arg)
 /* An engine over cache with the blob at url (index 0), ready and started:
  * what the driver's open does, without its probe's record. */
 static int engine_up(struct cache *cache, const char *url, const char *etag,
-		     struct heard *heard, struct fs_engine **out)
+		     struct heard *heard, struct engine **out)
 {
-	struct fs_engine_config ec = {
+	struct engine_config ec = {
 		.max_blobs = 1,
 		.max_sources = 1,
 		.lanes = 2,
@@ -214,7 +219,7 @@ static int engine_up(struct cache *cache, const char *url, const char *etag,
 			  .request_ctx = heard},
 		.log = log_hook,
 	};
-	struct fs_source src = {0};
+	struct engine_source src = {0};
 	struct cache_id id;
 	char ident[256];
 	uint32_t b;
@@ -222,31 +227,30 @@ static int engine_up(struct cache *cache, const char *url, const char *etag,
 
 	snprintf(ident, sizeof(ident), "url:%s", url);
 	cache_id_from_string(ident, &id);
-	rc = fs__engine_new(&ec, cache, out);
+	rc = engine_new(&ec, cache, out);
 	if (rc != 0)
 		return rc;
 	src.url = strdup(url);
 	src.validator = etag != NULL ? strdup(etag) : NULL;
-	rc = fs__engine_blob_add(*out, "f.bin", BLOB_SIZE, &id, &b);
+	rc = engine_blob_add(*out, "f.bin", BLOB_SIZE, &id, &b);
 	if (rc == 0 && b != 0)
 		rc = -EINVAL;
 	if (rc == 0)
-		rc = fs__engine_blob_ready(*out, b, &src, 1, 0);
+		rc = engine_blob_ready(*out, b, &src, 1, 0);
 	if (rc == 0)
-		rc = fs__engine_start(*out);
+		rc = engine_start(*out);
 	free(src.url); /* NULL once moved in */
 	free(src.validator);
 	return rc;
 }
 
 /* Reads [off, off + len) of blob 0 through a new reader; the byte count
- * or a negative errno; the bytes into g. */
-static long engine_read(struct fs_engine *e, uint64_t off, size_t len,
-			struct got *g)
+ * or a negative errno; the bytes into g. -EPROTO when the engine did not
+ * answer the read exactly once. */
+static long read_some(struct engine *e, uint64_t off, size_t len, struct got *g)
 {
-	struct fs_read_reply rr = {.reply = take_reply,
-				   .ctx = g,
-				   .cancelled = never_cancelled};
+	struct engine_read_reply rr = {
+		.reply = take_reply, .ctx = g, .cancelled = never_cancelled};
 	char *buf = malloc(len);
 	uint32_t reader;
 	bool keep;
@@ -256,15 +260,16 @@ static long engine_read(struct fs_engine *e, uint64_t off, size_t len,
 	if (buf == NULL)
 		return -ENOMEM;
 	g->n = 0;
-	rc = fs__engine_open(e, 0, 2, &reader, &keep);
+	g->replies = 0;
+	rc = engine_open(e, 0, 2, &reader, &keep);
 	if (rc != 0) {
 		free(buf);
 		return rc;
 	}
-	n = fs__engine_read(e, 0, reader, off, len, buf, &rr);
-	fs__engine_close(e, 0, reader);
+	n = engine_read(e, 0, reader, off, len, buf, &rr);
+	engine_close(e, 0, reader);
 	free(buf);
-	return n;
+	return g->replies == 1 ? n : -EPROTO;
 }
 
 /* What engine_cold_read sets up, and frees whatever its checks left. */
@@ -274,7 +279,7 @@ struct fixture {
 	unsigned char *want;
 	struct got g;
 	struct cache *cache;
-	struct fs_engine *e;
+	struct engine *e;
 	struct heard heard;
 };
 
@@ -288,7 +293,7 @@ static void cold_read_checks(struct fixture *f)
 				  .connect_timeout_ms = 5000,
 				  .on_request = on_request,
 				  .request_ctx = &f->heard};
-	struct fs_engine_counters c;
+	struct engine_counters c;
 	struct fetch_probe pr;
 	enum fetch_probe_error kind;
 	char err[512], etag[256] = "";
@@ -323,28 +328,30 @@ static void cold_read_checks(struct fixture *f)
 	T_EQ_INT(engine_up(f->cache, f->o.url, etag[0] ? etag : NULL, &f->heard,
 			   &f->e),
 		 0);
-	T_EQ_U64(fs__engine_held(f->e, 0), 0);
-	T_EQ_INT(engine_read(f->e, off, len, &f->g), (long)len);
+	T_EQ_U64(engine_held(f->e, 0), 0);
+	T_EQ_INT(read_some(f->e, off, len, &f->g), (long)len);
 	T_EQ_U64(f->g.n, len);
 	T_EQ_MEM(f->g.out, f->want + off, len);
 	/* The last, short block; a read past the end gets what there is. */
-	T_EQ_INT(engine_read(f->e, tail, 65536, &f->g), 4321);
+	T_EQ_INT(read_some(f->e, tail, 65536, &f->g), 4321);
 	T_EQ_MEM(f->g.out, f->want + tail, 4321);
-	T_ASSERT(fs__engine_held(f->e, 0) >= len + 4321);
+	T_ASSERT(engine_held(f->e, 0) >= len + 4321);
 	/* Counted: two reads that waited, every byte of them from the
 	 * network; lanes' requests told to on_request, each a 206. */
-	fs__engine_counters(f->e, &c);
+	engine_counters(f->e, &c);
 	T_EQ_U64(c.misses, 2);
 	T_EQ_U64(c.hits, 0);
-	T_EQ_U64(c.read_bytes[FS_FROM_NETWORK], len + 4321);
-	T_EQ_U64(c.read_bytes[FS_FROM_MEMORY] + c.read_bytes[FS_FROM_CACHE], 0);
+	T_EQ_U64(c.read_bytes[ENGINE_FROM_NETWORK], len + 4321);
+	T_EQ_U64(c.read_bytes[ENGINE_FROM_MEMORY] +
+			 c.read_bytes[ENGINE_FROM_CACHE],
+		 0);
 	T_EQ_U64(c.readers, 0);
 	T_EQ_U64(c.lanes, 2);
-	T_EQ_U64(c.faults[FS_FAULT_TRANSIENT] + c.retries, 0);
+	T_EQ_U64(c.faults[ENGINE_FAULT_TRANSIENT] + c.retries, 0);
 	T_ASSERT(f->heard.lanes >= 2);
 	T_EQ_U64(f->heard.partial, f->heard.requests);
 	T_ASSERT(f->heard.bytes >= 1 + len + 4321);
-	fs__engine_free(f->e); /* flushes the cache */
+	engine_free(f->e); /* flushes the cache */
 	f->e = NULL;
 
 	/* The origin gone, the held bytes come from the cache alone. */
@@ -352,14 +359,14 @@ static void cold_read_checks(struct fixture *f)
 	T_EQ_INT(engine_up(f->cache, f->o.url, etag[0] ? etag : NULL, &f->heard,
 			   &f->e),
 		 0);
-	T_ASSERT(fs__engine_held(f->e, 0) >= len + 4321);
-	T_EQ_INT(engine_read(f->e, off, len, &f->g), (long)len);
+	T_ASSERT(engine_held(f->e, 0) >= len + 4321);
+	T_EQ_INT(read_some(f->e, off, len, &f->g), (long)len);
 	T_EQ_MEM(f->g.out, f->want + off, len);
 	/* A hit, from the cache's file: this engine's memory is new. */
-	fs__engine_counters(f->e, &c);
+	engine_counters(f->e, &c);
 	T_EQ_U64(c.hits, 1);
 	T_EQ_U64(c.misses, 0);
-	T_EQ_U64(c.read_bytes[FS_FROM_CACHE], len);
+	T_EQ_U64(c.read_bytes[ENGINE_FROM_CACHE], len);
 }
 
 /* A cold read fetches its bytes from the origin and gets them right; the
@@ -373,7 +380,7 @@ static void engine_cold_read(void)
 	char cmd[128];
 
 	cold_read_checks(&f);
-	fs__engine_free(f.e);
+	engine_free(f.e);
 	origin_stop(&f.o);
 	cache_close(f.cache);
 	if (strchr(f.dir, 'X') == NULL) {

@@ -173,7 +173,7 @@ static void metrics_text(void)
 	size_t len;
 	int families = 0;
 
-	now.engine.read_bytes[FS_FROM_NETWORK] = 4096;
+	now.engine.read_bytes[ENGINE_FROM_NETWORK] = 4096;
 	now.engine.lanes = 8;
 	T_EQ_INT(obs_metrics_new("/mnt/a\"b\nc", labels, 1, &mx), 0);
 	count_requests(mx);

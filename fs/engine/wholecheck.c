@@ -1,4 +1,4 @@
-/* verify: the whole-blob check: once every byte of a blob with a SHA-256
+/* wholecheck: the whole-blob check: once every byte of a blob with a SHA-256
  * (-o sha256, or a manifest's) is held, a thread of its own hashes it
  * through the engine; a mismatch drops its bytes everywhere, and a second
  * one fails its reads. Block digests are the cache's to check. */
@@ -12,29 +12,29 @@
 #include "fs/engine/engine_int.h"
 
 /* Bytes hashed per copy. */
-#define FS_VERIFY_CHUNK (1024u * 1024u)
+#define ENGINE_VERIFY_CHUNK (1024u * 1024u)
 
 struct verify_job {
-	struct fs_engine *e;
+	struct engine *e;
 	uint32_t b;
 };
 
 /* Hashes the blob as held; 0, -EAGAIN (a block went away: try later) or
  * -ECANCELED (the engine stops). */
-static int hash_blob(struct fs_engine *e, uint32_t b, uint64_t size,
+static int hash_blob(struct engine *e, uint32_t b, uint64_t size,
 		     uint8_t out[32])
 {
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	char *buf = malloc(FS_VERIFY_CHUNK);
+	char *buf = malloc(ENGINE_VERIFY_CHUNK);
 	int rc = -ENOMEM;
 
 	if (ctx == NULL || buf == NULL ||
 	    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
 		goto out;
-	for (uint64_t off = 0; off < size; off += FS_VERIFY_CHUNK) {
-		size_t len = size - off < FS_VERIFY_CHUNK
+	for (uint64_t off = 0; off < size; off += ENGINE_VERIFY_CHUNK) {
+		size_t len = size - off < ENGINE_VERIFY_CHUNK
 				     ? (size_t)(size - off)
-				     : FS_VERIFY_CHUNK;
+				     : ENGINE_VERIFY_CHUNK;
 
 		if (engine__stopping(e)) {
 			rc = -ECANCELED;
@@ -53,7 +53,7 @@ out:
 	return rc;
 }
 
-static void check_blob(struct fs_engine *e, uint32_t b)
+static void check_blob(struct engine *e, uint32_t b)
 {
 	const char *name = engine__blob_name(e, b);
 	uint64_t size;
@@ -61,7 +61,7 @@ static void check_blob(struct fs_engine *e, uint32_t b)
 	struct cache *cache = engine__cache(e);
 	const struct cache_id *id = engine__blob_id(e, b);
 	char got_hex[65], want_hex[65], proxies[512];
-	enum fs_verify v;
+	enum engine_verify v;
 	uint32_t blamed = 0;
 	uint8_t got[32];
 	int rc;
@@ -81,7 +81,7 @@ static void check_blob(struct fs_engine *e, uint32_t b)
 	 * served before the check); before the check's state changes, so
 	 * that no second check starts on bytes still held. */
 	if (rc == -EBADMSG)
-		engine__drop(e, b, 0, size, FS_DROP_WRONG);
+		engine__drop(e, b, 0, size, ENGINE_DROP_WRONG);
 	v = engine__verify_result(e, b, blamed > 0 ? -EAGAIN : rc);
 	if (rc == 0)
 		engine__log(e, FS_LOG_INFO, "%s: SHA-256 verified", name);
@@ -98,7 +98,7 @@ static void check_blob(struct fs_engine *e, uint32_t b)
 			e, FS_LOG_ERR,
 			"%s: SHA-256 of the whole blob is %s, not %s: %s", name,
 			fs__hex(got, 32, got_hex), fs__hex(want, 32, want_hex),
-			v == FS_VERIFY_FAILED
+			v == ENGINE_VERIFY_FAILED
 				? "again; its reads fail with EIO"
 				: "its bytes are dropped and fetched again");
 }
@@ -106,7 +106,7 @@ static void check_blob(struct fs_engine *e, uint32_t b)
 static void *verify_main(void *arg)
 {
 	struct verify_job *j = arg;
-	struct fs_engine *e = j->e;
+	struct engine *e = j->e;
 	uint32_t b = j->b;
 
 	free(j);
@@ -115,7 +115,7 @@ static void *verify_main(void *arg)
 	return NULL;
 }
 
-void engine__verify_spawn(struct fs_engine *e, uint32_t b)
+void engine__verify_spawn(struct engine *e, uint32_t b)
 {
 	struct verify_job *j = malloc(sizeof(*j));
 	pthread_attr_t attr;

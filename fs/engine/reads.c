@@ -1,4 +1,4 @@
-/* read: the engine's read path: a reader's read told to the scheduler and
+/* reads: the engine's read path: a reader's read told to the scheduler and
  * checked against what is held in one call, the wait for missing (or not
  * yet checked) bytes, and the copy: from memory under the lock, from the
  * cache without it. */
@@ -14,18 +14,35 @@
  * holds, by reference to their buffers; bytes of blocks still filling,
  * copied; and bytes the cache is to find. */
 struct pieces {
-	struct cache_piece p[FS_REPLY_PIECES];
-	struct cache_buf *ref[FS_REPLY_PIECES]; /* the buffer p[i].mem is in,
-						 or NULL */
+	struct cache_piece p[ENGINE_REPLY_PIECES];
+	struct cache_buf *ref[ENGINE_REPLY_PIECES]; /* the buffer p[i].mem is
+						 in, or NULL */
 	uint32_t n;
-	bool cached; /* some piece is the cache's to find */
+	bool cached;	    /* some piece is the cache's to find */
 	uint64_t in_memory; /* bytes of pieces memory held */
 };
 
-int fs__engine_open(struct fs_engine *e, uint32_t b, uint64_t ino,
-		    uint32_t *reader_out, bool *keep_cache)
+/* A read's answer under way: the caller's reply, and whether it was
+ * made (it is made once: the pieces, else the error). */
+struct answer {
+	const struct engine_read_reply *rr;
+	bool replied;
+};
+
+/* The cache's (and memory's) pieces of a read that succeeded, to the
+ * caller's reply. */
+static int answer_pieces(void *ctx, struct cache_piece *p, size_t n)
 {
-	struct fs_blob *blob = &e->blobs[b];
+	struct answer *a = ctx;
+
+	a->replied = true;
+	return a->rr->reply(a->rr->ctx, p, n, 0);
+}
+
+int engine_open(struct engine *e, uint32_t b, uint64_t ino,
+		uint32_t *reader_out, bool *keep_cache)
+{
+	struct engine_blob *blob = &e->blobs[b];
 	int rc;
 
 	pthread_mutex_lock(&e->mu);
@@ -43,7 +60,7 @@ int fs__engine_open(struct fs_engine *e, uint32_t b, uint64_t ino,
 	return rc;
 }
 
-void fs__engine_close(struct fs_engine *e, uint32_t b, uint32_t reader)
+void engine_close(struct engine *e, uint32_t b, uint32_t reader)
 {
 	pthread_mutex_lock(&e->mu);
 	pace_reader_close(e->pace, reader, fs__now_ns());
@@ -52,14 +69,14 @@ void fs__engine_close(struct fs_engine *e, uint32_t b, uint32_t reader)
 	cache_pin_set(e->cache, &e->blobs[b].id, reader, 0, 0);
 }
 
-void fs__engine_wake_readers(struct fs_engine *e)
+void engine_wake_readers(struct engine *e)
 {
 	pthread_mutex_lock(&e->mu);
 	engine__wake_all(e);
 	pthread_mutex_unlock(&e->mu);
 }
 
-void engine__wake_range(struct fs_engine *e, uint32_t b, uint64_t start,
+void engine__wake_range(struct engine *e, uint32_t b, uint64_t start,
 			uint64_t end)
 {
 	for (struct engine_waiter *w = e->waiters; w != NULL; w = w->next)
@@ -68,29 +85,29 @@ void engine__wake_range(struct fs_engine *e, uint32_t b, uint64_t start,
 			pthread_cond_signal(&w->cv);
 }
 
-void engine__wake_blob(struct fs_engine *e, uint32_t b)
+void engine__wake_blob(struct engine *e, uint32_t b)
 {
 	for (struct engine_waiter *w = e->waiters; w != NULL; w = w->next)
 		if (w->blob == b)
 			pthread_cond_signal(&w->cv);
 }
 
-void engine__wake_all(struct fs_engine *e)
+void engine__wake_all(struct engine *e)
 {
 	for (struct engine_waiter *w = e->waiters; w != NULL; w = w->next)
 		pthread_cond_signal(&w->cv);
 }
 
-/* True when a read of [off, end) of blob b failed less than FS_FAILED_NS
+/* True when a read of [off, end) of blob b failed less than ENGINE_FAILED_NS
  * ago. Caller holds e->mu. */
-static bool failed_lately(const struct fs_engine *e, uint32_t b, uint64_t off,
+static bool failed_lately(const struct engine *e, uint32_t b, uint64_t off,
 			  uint64_t end, uint64_t now)
 {
-	for (uint32_t i = 0; i < FS_FAILED_MAX; i++) {
-		const struct fs_failed *f = &e->failed[i];
+	for (uint32_t i = 0; i < ENGINE_FAILED_MAX; i++) {
+		const struct engine_failed *f = &e->failed[i];
 
 		if (f->at_ns != 0 && f->blob == b && off < f->end &&
-		    f->start < end && now - f->at_ns < FS_FAILED_NS)
+		    f->start < end && now - f->at_ns < ENGINE_FAILED_NS)
 			return true;
 	}
 	return false;
@@ -98,10 +115,11 @@ static bool failed_lately(const struct fs_engine *e, uint32_t b, uint64_t off,
 
 /* Remembers that a read of [off, end) of blob b failed, and says why.
  * Returns -EIO for it. Caller holds e->mu. */
-static int failed(struct fs_engine *e, uint32_t b, uint64_t off, uint64_t end,
+static int failed(struct engine *e, uint32_t b, uint64_t off, uint64_t end,
 		  uint64_t now, int why)
 {
-	struct fs_failed *f = &e->failed[e->failed_next++ % FS_FAILED_MAX];
+	struct engine_failed *f =
+		&e->failed[e->failed_next++ % ENGINE_FAILED_MAX];
 	struct fs_log_fields lf = {.blob = e->blobs[b].name,
 				   .start = off,
 				   .end = end,
@@ -129,7 +147,7 @@ static int failed(struct fs_engine *e, uint32_t b, uint64_t off, uint64_t end,
 /* A read of bytes whose read just failed fails at once: the application
  * sees one read_timeout, not one for the kernel's readahead and another
  * for its retry. Caller holds e->mu. */
-static int failed_again(struct fs_engine *e, uint32_t b, uint64_t off,
+static int failed_again(struct engine *e, uint32_t b, uint64_t off,
 			uint64_t end)
 {
 	engine__log(e, FS_LOG_DEBUG,
@@ -139,17 +157,14 @@ static int failed_again(struct fs_engine *e, uint32_t b, uint64_t off,
 	return -EIO;
 }
 
-/* Begins a wait for [start, end) of blob b by reader when some of it is
- * not held: *w gets the wait, or PACE_NONE when all is held. Caller holds
- * e->mu. */
-static int wait_begin(struct fs_engine *e, uint32_t b, uint32_t reader,
-		      uint64_t start, uint64_t end, uint64_t now, uint32_t *w)
+/* Begins a wait for [start, end) of blob b by reader, some of which is
+ * not held (the caller asked): *w gets the wait. A range whose read just
+ * failed fails at once. Caller holds e->mu. */
+static int wait_missing(struct engine *e, uint32_t b, uint32_t reader,
+			uint64_t start, uint64_t end, uint64_t now, uint32_t *w)
 {
 	int rc;
 
-	*w = PACE_NONE;
-	if (pace_is_held(e->pace, b, start, end))
-		return 0;
 	if (failed_lately(e, b, start, end, now))
 		return failed_again(e, b, start, end);
 	rc = pace_wait_begin(e->pace, reader, start, end - start, now, w);
@@ -158,10 +173,22 @@ static int wait_begin(struct fs_engine *e, uint32_t b, uint32_t reader,
 	return rc;
 }
 
+/* Begins a wait for [start, end) of blob b by reader when some of it is
+ * not held: *w gets the wait, or PACE_NONE when all is held. Caller holds
+ * e->mu. */
+static int wait_begin(struct engine *e, uint32_t b, uint32_t reader,
+		      uint64_t start, uint64_t end, uint64_t now, uint32_t *w)
+{
+	*w = PACE_NONE;
+	if (pace_is_held(e->pace, b, start, end))
+		return 0;
+	return wait_missing(e, b, reader, start, end, now, w);
+}
+
 /* Sleeps on the waiter's condition for a second at most: until its
  * bytes arrive, its blob's state changes or the read is interrupted (the
  * second bounds a deadline's lateness). Caller holds e->mu. */
-static uint64_t sleep_a_while(struct fs_engine *e, struct engine_waiter *wt,
+static uint64_t sleep_a_while(struct engine *e, struct engine_waiter *wt,
 			      uint64_t now)
 {
 	uint64_t until = now + 1000000000u;
@@ -177,8 +204,8 @@ static uint64_t sleep_a_while(struct fs_engine *e, struct engine_waiter *wt,
 
 /* Links waiter wt for [start, end) of blob b, on a condition of its own
  * (CLOCK_MONOTONIC, as the deadlines). Caller holds e->mu. */
-static void waiter_link(struct fs_engine *e, struct engine_waiter *wt,
-			uint32_t b, uint64_t start, uint64_t end)
+static void waiter_link(struct engine *e, struct engine_waiter *wt, uint32_t b,
+			uint64_t start, uint64_t end)
 {
 	pthread_condattr_t ca;
 
@@ -197,7 +224,7 @@ static void waiter_link(struct fs_engine *e, struct engine_waiter *wt,
 	e->waits++;
 }
 
-static void waiter_unlink(struct fs_engine *e, struct engine_waiter *wt)
+static void waiter_unlink(struct engine *e, struct engine_waiter *wt)
 {
 	if (wt->prev != NULL)
 		wt->prev->next = wt->next;
@@ -215,11 +242,11 @@ static void waiter_unlink(struct fs_engine *e, struct engine_waiter *wt)
  * caller's cancelled() says the read was interrupted, -EIO when the blob
  * changed, at the deadline or when no source can serve it. Caller holds
  * e->mu. */
-static int wait_loop(struct fs_engine *e, struct engine_waiter *wt, uint32_t b,
+static int wait_loop(struct engine *e, struct engine_waiter *wt, uint32_t b,
 		     uint32_t reader, uint64_t off, uint64_t end, uint32_t w,
 		     uint64_t now, bool (*cancelled)(void *), void *arg)
 {
-	const struct fs_blob *blob = &e->blobs[b];
+	const struct engine_blob *blob = &e->blobs[b];
 	uint64_t deadline = now + e->read_timeout_ns, from, to;
 	int rc;
 
@@ -234,7 +261,8 @@ static int wait_loop(struct fs_engine *e, struct engine_waiter *wt, uint32_t b,
 			pace_wait_end(e->pace, w);
 			w = PACE_NONE;
 			if (engine__blob_changed(blob))
-				return -EIO; /* logged once, where it was seen */
+				return -EIO; /* logged once, where it was seen
+					      */
 			if (rc == -EINPROGRESS)
 				return -EINTR;
 			if (rc != 0)
@@ -245,8 +273,9 @@ static int wait_loop(struct fs_engine *e, struct engine_waiter *wt, uint32_t b,
 			return 0;
 		case ENGINE_MISSING:
 			/* A unit not checked yet is waited for whole: held,
-			 * then checked as it is stored. */
-			rc = wait_begin(e, b, reader, from, to, now, &w);
+			 * then checked as it is stored. engine__ready just
+			 * found [from, to) not held: not asked again. */
+			rc = wait_missing(e, b, reader, from, to, now, &w);
 			if (rc != 0)
 				return rc;
 			wt->start = from;
@@ -266,7 +295,7 @@ static int wait_loop(struct fs_engine *e, struct engine_waiter *wt, uint32_t b,
 }
 
 /* wait_loop with a waiter of its own linked while it runs. */
-static int wait_ready(struct fs_engine *e, uint32_t b, uint32_t reader,
+static int wait_ready(struct engine *e, uint32_t b, uint32_t reader,
 		      uint64_t off, uint64_t end, uint32_t w, uint64_t now,
 		      bool (*cancelled)(void *), void *arg)
 {
@@ -286,21 +315,22 @@ static int wait_ready(struct fs_engine *e, uint32_t b, uint32_t reader,
 
 /* Gathers the pieces of [pos, end) of blob b into *ps, buf + (pos - base)
  * being where a piece's bytes go when they are copied; returns where it
- * stopped (end, or where FS_REPLY_PIECES pieces were gathered). A whole
+ * stopped (end, or where ENGINE_REPLY_PIECES pieces were gathered). A whole
  * block in memory is referenced, not copied: its bytes do not change
  * while it is shared. Caller holds e->mu. */
-static uint64_t gather(struct fs_engine *e, uint32_t b, uint64_t base,
+static uint64_t gather(struct engine *e, uint32_t b, uint64_t base,
 		       uint64_t pos, uint64_t end, char *buf, struct pieces *ps)
 {
-	const struct fs_blob *blob = &e->blobs[b];
+	const struct engine_blob *blob = &e->blobs[b];
 
 	ps->n = 0;
 	ps->cached = false;
 	ps->in_memory = 0;
-	while (pos < end && ps->n < FS_REPLY_PIECES) {
+	while (pos < end && ps->n < ENGINE_REPLY_PIECES) {
 		uint64_t index = pos / CACHE_BLOCK_SIZE;
 		uint64_t stop = engine__block_end(blob, index);
-		struct fs_block *p = engine__block_find(&e->blocks, b, index);
+		struct engine_block *p =
+			engine__block_find(&e->blocks, b, index);
 		struct cache_piece *c = &ps->p[ps->n];
 
 		if (stop > end)
@@ -313,7 +343,7 @@ static uint64_t gather(struct fs_engine *e, uint32_t b, uint64_t base,
 			.fd = -1,
 		};
 		ps->ref[ps->n] = NULL;
-		if (p != NULL && p->state != FS_BLOCK_FILLING) {
+		if (p != NULL && p->state != ENGINE_BLOCK_FILLING) {
 			c->mem = p->data + c->off;
 			ps->ref[ps->n] = cache_buf_ref(p->buf);
 			engine__block_touch(&e->blocks, p);
@@ -353,23 +383,24 @@ static int pieces_copy(void *ctx, struct cache_piece *p, size_t n)
  * (which must not be negative), or, without calling it, -EAGAIN when a
  * block has left the cache (it is then no longer held), another negative
  * errno (logged) when one cannot be read. */
-static int serve(struct fs_engine *e, uint32_t b, struct pieces *ps, bool fds,
+static int serve(struct engine *e, uint32_t b, struct pieces *ps, bool fds,
 		 int (*fn)(void *ctx, struct cache_piece *p, size_t n),
 		 void *ctx)
 {
-	const struct fs_blob *blob = &e->blobs[b];
+	const struct engine_blob *blob = &e->blobs[b];
 	uint64_t missing = 0;
 	int rc;
 
 	if (!ps->cached)
 		return fn(ctx, ps->p, ps->n);
-	rc = cache_blocks_serve(e->cache, &blob->id, ps->p, ps->n, fds, fn,
-				ctx, &missing);
+	rc = cache_blocks_serve(e->cache, &blob->id, ps->p, ps->n, fds, fn, ctx,
+				&missing);
 	if (rc == -ENOENT) {
 		/* Gone since it was held (a failed commit, an eviction by
 		 * another process, a failed checksum): fetch it again. */
 		engine__drop(e, b, missing * CACHE_BLOCK_SIZE,
-			     engine__block_end(blob, missing), FS_DROP_GONE);
+			     engine__block_end(blob, missing),
+			     ENGINE_DROP_GONE);
 		return -EAGAIN;
 	}
 	if (rc < 0)
@@ -380,7 +411,7 @@ static int serve(struct fs_engine *e, uint32_t b, struct pieces *ps, bool fds,
 	return rc;
 }
 
-int engine__copy_held(struct fs_engine *e, uint32_t b, uint64_t off, size_t len,
+int engine__copy_held(struct engine *e, uint32_t b, uint64_t off, size_t len,
 		      char *buf)
 {
 	uint64_t pos = off, end = off + len, stop;
@@ -401,25 +432,24 @@ int engine__copy_held(struct fs_engine *e, uint32_t b, uint64_t off, size_t len,
 /* The first read of a blob that changed on the origin drops its cached
  * bytes, from a reader's thread (never the transfer thread, which must
  * not commit). Returns -EIO for the read that asked. */
-static int drop_changed(struct fs_engine *e, uint32_t b)
+static int drop_changed(struct engine *e, uint32_t b)
 {
-	struct fs_blob *blob = &e->blobs[b];
+	struct engine_blob *blob = &e->blobs[b];
 	bool first;
 
 	pthread_mutex_lock(&e->mu);
-	first = blob->state == FS_BLOB_CHANGED;
-	if (first)
-		engine__blob_set(e, b, FS_BLOB_DROPPED);
+	first = blob->state == ENGINE_BLOB_CHANGED &&
+		engine__blob_set(e, b, ENGINE_BLOB_DROPPED);
 	pthread_mutex_unlock(&e->mu);
 	if (first)
-		engine__drop(e, b, 0, blob->size, FS_DROP_STALE);
+		engine__drop(e, b, 0, blob->size, ENGINE_DROP_STALE);
 	return -EIO;
 }
 
 /* Counts a read answered with len bytes (rc 0), of which in_memory
  * came from memory, the rest from the cache, unless it waited for a
  * transfer; returns rc. */
-static int counted(struct fs_engine *e, int rc, bool waited, uint64_t in_memory,
+static int counted(struct engine *e, int rc, bool waited, uint64_t in_memory,
 		   uint64_t len)
 {
 	struct engine_stats *s = &e->stats;
@@ -428,12 +458,12 @@ static int counted(struct fs_engine *e, int rc, bool waited, uint64_t in_memory,
 		return rc;
 	if (waited) {
 		engine__count(&s->misses, 1);
-		engine__count(&s->read_bytes[FS_FROM_NETWORK], len);
+		engine__count(&s->read_bytes[ENGINE_FROM_NETWORK], len);
 		return 0;
 	}
 	engine__count(&s->hits, 1);
-	engine__count(&s->read_bytes[FS_FROM_MEMORY], in_memory);
-	engine__count(&s->read_bytes[FS_FROM_CACHE], len - in_memory);
+	engine__count(&s->read_bytes[ENGINE_FROM_MEMORY], in_memory);
+	engine__count(&s->read_bytes[ENGINE_FROM_CACHE], len - in_memory);
 	return 0;
 }
 
@@ -442,11 +472,12 @@ static int counted(struct fs_engine *e, int rc, bool waited, uint64_t in_memory,
  * read waits if it must, and the pieces memory holds are gathered; then the
  * cache finds the others and the reply is made. -EAGAIN when a block left
  * the cache meanwhile (no reply made). */
-static int read_once(struct fs_engine *e, uint32_t b, uint32_t reader,
+static int read_once(struct engine *e, uint32_t b, uint32_t reader,
 		     uint64_t off, uint64_t end, char *buf, bool first,
-		     const struct fs_read_reply *rr)
+		     struct answer *a)
 {
-	struct fs_blob *blob = &e->blobs[b];
+	const struct engine_read_reply *rr = a->rr;
+	struct engine_blob *blob = &e->blobs[b];
 	struct pace_read_result r = {.wait = PACE_NONE};
 	uint64_t now, stop = off;
 	struct cache_piece whole;
@@ -459,7 +490,7 @@ static int read_once(struct fs_engine *e, uint32_t b, uint32_t reader,
 		pthread_mutex_unlock(&e->mu);
 		return drop_changed(e, b);
 	}
-	if (blob->verify == FS_VERIFY_FAILED) {
+	if (blob->verify == ENGINE_VERIFY_FAILED) {
 		pthread_mutex_unlock(&e->mu);
 		return -EIO; /* logged when the check failed */
 	}
@@ -496,7 +527,7 @@ static int read_once(struct fs_engine *e, uint32_t b, uint32_t reader,
 	if (rc != 0)
 		return rc;
 	if (stop == end) {
-		rc = serve(e, b, &ps, rr->fds, rr->reply, rr->ctx);
+		rc = serve(e, b, &ps, rr->fds, answer_pieces, a);
 		pieces_release(&ps);
 		return counted(e, rc, waited, ps.in_memory, end - off);
 	}
@@ -510,21 +541,21 @@ static int read_once(struct fs_engine *e, uint32_t b, uint32_t reader,
 		return rc;
 	whole = (struct cache_piece){
 		.len = (size_t)(end - off), .buf = buf, .mem = buf, .fd = -1};
-	return counted(e, rr->reply(rr->ctx, &whole, 1), waited, ps.in_memory,
+	return counted(e, answer_pieces(a, &whole, 1), waited, ps.in_memory,
 		       end - off);
 }
 
-long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
-		     uint64_t off, size_t len, char *buf,
-		     const struct fs_read_reply *rr)
+long engine_read(struct engine *e, uint32_t b, uint32_t reader, uint64_t off,
+		 size_t len, char *buf, const struct engine_read_reply *rr)
 {
-	const struct fs_blob *blob = &e->blobs[b];
+	const struct engine_blob *blob = &e->blobs[b];
 	struct cache_piece none = {.buf = buf, .mem = buf, .fd = -1};
 	uint64_t end, tries, most, until = fs__now_ns() + e->read_timeout_ns;
+	struct answer a = {.rr = rr};
 	int rc = -EAGAIN;
 
 	if (off >= blob->size || len == 0)
-		return rr->reply(rr->ctx, &none, 1);
+		return answer_pieces(&a, &none, 1);
 	end = blob->size - off < len ? blob->size : off + len;
 	/* A block the cache lost after it was held is no longer held once
 	 * found missing, and fetched again. A try finds one such block, and
@@ -534,7 +565,7 @@ long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 	most = (end - 1) / CACHE_BLOCK_SIZE - off / CACHE_BLOCK_SIZE + 3;
 	for (tries = 0; rc == -EAGAIN && (tries < most || fs__now_ns() < until);
 	     tries++)
-		rc = read_once(e, b, reader, off, end, buf, tries == 0, rr);
+		rc = read_once(e, b, reader, off, end, buf, tries == 0, &a);
 	if (rc == -EAGAIN) {
 		engine__log(e, FS_LOG_ERR,
 			    "%s: bytes %" PRIu64 "-%" PRIu64
@@ -542,5 +573,7 @@ long fs__engine_read(struct fs_engine *e, uint32_t b, uint32_t reader,
 			    blob->name, off, end - 1, tries);
 		rc = -EIO;
 	}
+	if (rc != 0 && !a.replied)
+		rr->reply(rr->ctx, NULL, 0, rc);
 	return rc != 0 ? rc : (long)(end - off);
 }
