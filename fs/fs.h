@@ -78,9 +78,9 @@ struct fs_opts {
 	unsigned listing_ttl_s;
 	unsigned attr_timeout_s;
 	unsigned entry_timeout_s;
-	int log_level;	      /* 0 error, 1 warning, 2 info, 3 debug */
-	int log_format;	      /* 0 text, 1 json (-o log_format=) */
-	char *metrics;	      /* -o metrics=ADDR:PORT; NULL: no endpoint */
+	int log_level;	       /* 0 error, 1 warning, 2 info, 3 debug */
+	int log_format;	       /* 0 text, 1 json (-o log_format=) */
+	char *metrics;	       /* -o metrics=ADDR:PORT; NULL: no endpoint */
 	char **metrics_labels; /* -o metrics_label=K=V, repeatable */
 	unsigned nmetrics_labels;
 	int64_t revalidate_s; /* -1: always; INT64_MAX: never */
