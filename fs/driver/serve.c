@@ -174,6 +174,11 @@ static int start_engine(const struct fs_opts *o, struct driver_mount *m,
 	pthread_mutex_lock(&m->ns->mu);
 	rc = build_tree(m, o, p);
 	pthread_mutex_unlock(&m->ns->mu);
+	/* The tree has taken what it keeps of the manifest (URLs, digests);
+	 * the rest, the entries and their paths, 150 B an entry, goes now
+	 * rather than at the unmount. */
+	if (p->kind == DRIVER_MOUNT_MANIFEST)
+		tree_manifest_free(&p->manifest);
 	/* As many probers as the origin may have connections. */
 	if (rc == 0)
 		rc = driver__sizes_new(m, o->host_lanes, &m->sizes);
