@@ -35,8 +35,6 @@ for run in $(seq 1 "$RUNS"); do
 	MNT=$T_TMP/mnt$run
 	mkdir -p "$MNT"
 	T_MOUNTS+=("$MNT")
-	sync
-	echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
 	cat "$T_TMP/m.json" >/dev/null # the manifest's read is not what is timed
 	start=$(date +%s%N)
 	"$T_TMP/pacefs" -f -o "cache_dir=$T_TMP/cache$run" "$T_TMP/m.json" "$MNT" \
