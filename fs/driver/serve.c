@@ -107,6 +107,21 @@ static void queue_inval(void *ctx, uint32_t b, const char *name, uint64_t ino,
 	driver__inval_queue(ctx, b, name, ino, start, end);
 }
 
+/* The URLs a manifest lists, all its files': the most sources the engine
+ * can have, since a file's blob is readied once, with at most its URLs
+ * (driver__learn). The engine's and the scheduler's tables are
+ * allocated for that many at the mount (245 B a source), so the bound
+ * is the exact one rather than TREE_MANIFEST_URLS_MAX a file
+ * (docs/fs-notes.md, "What a tree entry costs"). */
+static uint32_t manifest_urls(const struct driver_prepared *p)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < p->manifest.nfiles; i++)
+		n += p->manifest.files[i].nurls;
+	return n == 0 ? 1 : n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
 /* The engine's configuration from the options and what the parent
  * learned; its inval_ctx is set once the invalidator exists. */
 static void engine_config(const struct fs_opts *o, const struct driver_mount *m,
@@ -132,7 +147,7 @@ static void engine_config(const struct fs_opts *o, const struct driver_mount *m,
 						     : DRIVER_INDEX_MAX_FILES;
 	ec.max_sources = p->kind == DRIVER_MOUNT_URL ? p->nurls
 			 : p->kind == DRIVER_MOUNT_MANIFEST
-				 ? p->manifest.nfiles * TREE_MANIFEST_URLS_MAX
+				 ? manifest_urls(p)
 				 : DRIVER_INDEX_MAX_FILES;
 	if (ec.max_blobs == 0)
 		ec.max_blobs = 1;
@@ -174,6 +189,11 @@ static int start_engine(const struct fs_opts *o, struct driver_mount *m,
 	pthread_mutex_lock(&m->ns->mu);
 	rc = build_tree(m, o, p);
 	pthread_mutex_unlock(&m->ns->mu);
+	/* The tree has taken what it keeps of the manifest (URLs, digests);
+	 * the rest, the entries and their paths, 150 B an entry, goes now
+	 * rather than at the unmount. */
+	if (p->kind == DRIVER_MOUNT_MANIFEST)
+		tree_manifest_free(&p->manifest);
 	/* As many probers as the origin may have connections. */
 	if (rc == 0)
 		rc = driver__sizes_new(m, o->host_lanes, &m->sizes);

@@ -6,9 +6,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +21,109 @@
 #include "fs/tree/tree.h"
 
 static const char *const top_fields[] = {"version", "files"};
+
+/* The JSON document lives in mappings of its own (jansson's allocations
+ * bumped through them, its frees no-ops), unmapped at once when the parse
+ * ends. Freed into the heap instead, a large document's memory stayed
+ * resident in its free lists, where the daemon's large tables were then
+ * carved out of it and zeroed, and freeing it object by object took a
+ * walk of the whole document (docs/fs-notes.md, "What a tree entry
+ * costs"). Under AddressSanitizer jansson keeps malloc, so that a read
+ * past a string is still caught. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MJSON_ARENA 0
+#endif
+#endif
+#if !defined(MJSON_ARENA) && defined(__SANITIZE_ADDRESS__)
+#define MJSON_ARENA 0
+#endif
+#ifndef MJSON_ARENA
+#define MJSON_ARENA 1
+#endif
+
+#define MJSON_CHUNK ((size_t)64 << 20)
+#define MJSON_ALIGN ((size_t)16)
+
+struct mjson_chunk {
+	struct mjson_chunk *next;
+	size_t size, used; /* bytes, the header's included */
+};
+
+#define MJSON_HEAD                                                             \
+	((sizeof(struct mjson_chunk) + MJSON_ALIGN - 1) & ~(MJSON_ALIGN - 1))
+
+/* The chunks of the document being parsed on this thread; NULL: jansson
+ * allocates with malloc, as it does for every other caller. */
+static _Thread_local struct mjson_chunk **mjson_cur;
+static pthread_once_t mjson_once = PTHREAD_ONCE_INIT;
+
+static void *mjson_malloc(size_t n)
+{
+	struct mjson_chunk **head = mjson_cur, *c;
+	size_t size;
+
+	if (head == NULL)
+		return malloc(n);
+	if (n > SIZE_MAX / 2)
+		return NULL;
+	n = (n + MJSON_ALIGN - 1) & ~(MJSON_ALIGN - 1);
+	c = *head;
+	if (c != NULL && c->size - c->used >= n) {
+		c->used += n;
+		return (char *)c + c->used - n;
+	}
+	size = n + MJSON_HEAD > MJSON_CHUNK ? n + MJSON_HEAD : MJSON_CHUNK;
+	c = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c == MAP_FAILED)
+		return NULL;
+	c->size = size;
+	c->used = MJSON_HEAD + n;
+	if (size > MJSON_CHUNK && *head != NULL) {
+		/* A value of its own: the current chunk stays the one
+		 * allocations are bumped through. */
+		c->next = (*head)->next;
+		(*head)->next = c;
+	} else {
+		c->next = *head;
+		*head = c;
+	}
+	return (char *)c + MJSON_HEAD;
+}
+
+/* A pointer of the document is dropped with its chunk; any other (jansson
+ * used elsewhere on this thread meanwhile) is malloc's. */
+static void mjson_free(void *p)
+{
+	struct mjson_chunk **head = mjson_cur;
+
+	if (p == NULL)
+		return;
+	for (struct mjson_chunk *c = head != NULL ? *head : NULL; c != NULL;
+	     c = c->next)
+		if ((char *)p >= (char *)c && (char *)p < (char *)c + c->size)
+			return;
+	free(p);
+}
+
+/* Both behave as malloc and free for every document but the manifest's. */
+static void mjson_init(void)
+{
+	if (MJSON_ARENA)
+		json_set_alloc_funcs(mjson_malloc, mjson_free);
+}
+
+/* Unmaps the document's chunks. */
+static void mjson_drop(struct mjson_chunk *c)
+{
+	while (c != NULL) {
+		struct mjson_chunk *next = c->next;
+
+		munmap(c, c->size);
+		c = next;
+	}
+}
 
 struct pkey {
 	const char *path;
@@ -180,16 +285,22 @@ int tree_manifest_parse(const char *text, size_t len, struct tree_manifest *out,
 {
 	struct tree_mctx c = {.err = err, .errlen = errlen};
 	struct tree_manifest m = {0};
+	struct mjson_chunk *chunks = NULL;
 	json_error_t jerr;
 	json_t *root, *files = NULL;
 	size_t n;
 	int rc;
 
+	pthread_once(&mjson_once, mjson_init);
+	if (MJSON_ARENA)
+		mjson_cur = &chunks;
 	root = json_loadb(text, len,
 			  JSON_REJECT_DUPLICATES | JSON_DECODE_ANY |
 				  JSON_ALLOW_NUL,
 			  &jerr);
 	if (root == NULL) {
+		mjson_cur = NULL;
+		mjson_drop(chunks);
 		if (json_error_code(&jerr) == json_error_out_of_memory)
 			return tree__moom(&c);
 		fs__errf(err, errlen, -EINVAL, "line %d, column %d: %s",
@@ -221,7 +332,11 @@ int tree_manifest_parse(const char *text, size_t len, struct tree_manifest *out,
 	}
 	rc = check_tree(&c, &m);
 out:
-	json_decref(root);
+	mjson_cur = NULL;
+	if (chunks != NULL)
+		mjson_drop(chunks); /* the document, all at once */
+	else
+		json_decref(root);
 	if (rc != 0)
 		tree_manifest_free(&m);
 	else

@@ -30,3 +30,10 @@ $(BUILD)/tests/fetchq: $(BUILD)/tests/tools/fetchq.o $(BUILD)/libfetch.a
 $(BUILD)/tests/lockcount.so: tests/tools/lockcount.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 $(WARN) -O2 -fPIC -shared -o $@ $< -ldl
+
+# Not part of make check: what a manifest's tree costs, step by step
+# (docs/fs-notes.md, "What a tree entry costs").
+$(BUILD)/tests/treecost: $(BUILD)/tests/tools/treecost.o $(BUILD)/libfs.a \
+		$(BUILD)/libfetch.a $(BUILD)/libcache.a $(BUILD)/libpacing.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
