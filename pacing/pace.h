@@ -188,21 +188,75 @@ void pace_reader_close(struct pace *p, uint32_t reader, uint64_t now_ns);
 int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 		     uint64_t len, uint64_t now_ns);
 
+/* What a read is to do, as pace_read_step() and pace_read() answer. */
+enum pace_do {
+	PACE_DO_COPY, /* every byte asked is held: copy them (a wait passed
+			 in was served and has ended) */
+	PACE_DO_WAIT, /* some are not: wait on `wait`, pending, and pass it
+			 to the next pace_read_step() */
+	PACE_DO_FAIL, /* give up with `error`; no wait is left open */
+};
+
+struct pace_step {
+	enum pace_do what;
+	uint32_t wait; /* WAIT: the wait (pace_wait_*); else PACE_NONE */
+	bool begun;    /* WAIT: this call began it: demand for the caller to
+			  wake whoever runs pace_poll() */
+	int error;     /* FAIL: -ETIMEDOUT (its deadline passed) or -EIO (no
+			  source can serve it, or `again`) */
+	bool again;    /* FAIL: refused because a read of these bytes failed
+			  lately; no wait was begun */
+};
+
+/* A failed read is remembered this long: a read overlapping its bytes
+ * is refused (PACE_DO_FAIL, again) without a new wait. The kernel asks
+ * again at once for what a failed readahead covered; without the memory
+ * each ask waited a whole deadline more. A later read tries again. */
+#define PACE_FAILED_NS (1000ull * 1000000ull)
+
+/* What a read by reader of [off, off + len) of its blob is to do now, in
+ * one call; the caller acts on the answer and, after a WAIT, asks again
+ * when woken (bytes arrived, a transfer ended, or a second passed).
+ *
+ * `wait` is the wait the previous answer gave, or PACE_NONE. While it is
+ * pending the answer is WAIT, the same wait. When it failed (-ETIMEDOUT:
+ * deadline_ns passed; -EIO: every source excluded or down) the answer is
+ * FAIL with that error: the wait is ended and its range remembered as
+ * failed. When it was served it is ended and [off, off + len) is asked
+ * anew, as with no wait: COPY when every byte is held; FAIL -EIO (again)
+ * when a read overlapping them failed less than PACE_FAILED_NS ago;
+ * otherwise a wait begins for them (pace_wait_begin(): demand) and the
+ * answer is WAIT (begun), or FAIL when no source can serve it now.
+ *
+ * The range asked may differ from the wait's: a caller with a layer of
+ * its own over held bytes (the engine's block digests) asks for the bytes
+ * it needs next. Returns 0 with *out written, or -ENOENT (unknown reader
+ * or wait), -EINVAL, -ENOSPC (max_waits waits already), *out unwritten. */
+int pace_read_step(struct pace *p, uint32_t reader, uint64_t off, uint64_t len,
+		   uint32_t wait, uint64_t now_ns, struct pace_step *out);
+
+/* The caller gave up on reader's read of [off, off + len) by itself (its
+ * own deadline passed while the bytes were held but not yet usable to
+ * it): it is remembered as a failed wait's range is. Returns 0, -ENOENT
+ * or -EINVAL. */
+int pace_read_failed(struct pace *p, uint32_t reader, uint64_t off,
+		     uint64_t len, uint64_t now_ns);
+
 /* What pace_read() found. */
 struct pace_read_result {
-	bool held;	 /* every byte of the read is held: no wait began */
-	uint32_t wait;	 /* the wait it began (pace_wait_*), or PACE_NONE */
+	struct pace_step step; /* what the read is to do */
 	bool moved;	 /* the window's end moved (or it opened or closed):
 			    read-ahead may have room now */
 	uint64_t cursor; /* as pace_reader_window() after the read */
 	uint64_t window;
 };
 
-/* One call for a read of [off, off + len) by reader: pace_reader_read(),
- * then whether every byte is held, then, when not and `wait` is true,
- * pace_wait_begin() for it. A caller that does not wait (wait false) on
- * missing bytes gets out->wait == PACE_NONE. Errors as those calls'; the
- * read is counted even when the wait cannot begin. */
+/* A read's first question, in one call: pace_reader_read() for [off, off
+ * + len), then, when `wait` is true, pace_read_step() for those bytes
+ * with no wait yet. A caller that does not wait (wait false) gets COPY
+ * when every byte is held and otherwise WAIT with out->step.wait ==
+ * PACE_NONE: nothing begun, nothing refused. Errors as those calls'; the
+ * read is counted even when its step fails. */
 int pace_read(struct pace *p, uint32_t reader, uint64_t off, uint64_t len,
 	      bool wait, uint64_t now_ns, struct pace_read_result *out);
 

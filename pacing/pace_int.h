@@ -339,6 +339,20 @@ struct wait {
 	bool capped_tmp;  /* held to its reader's share in this poll */
 };
 
+/* Reads that failed lately (ask.c): their wait passed its deadline or no
+ * source could serve it, or the caller gave up on them
+ * (pace_read_failed). The kernel asks again at once for what a failed
+ * readahead covered; without the memory each ask waited a whole deadline
+ * more. A ring: the oldest is forgotten first. */
+#define PACE_FAILED_MAX 16
+
+struct failed {
+	bool used;
+	uint32_t blob;
+	uint64_t start, end;
+	uint64_t at_ns;
+};
+
 struct pace {
 	struct pace_config cfg;
 	uint64_t now;
@@ -357,6 +371,8 @@ struct pace {
 	uint32_t nwork;	  /* readers with a lane or a waiting read, as of
 			     the last poll */
 	struct pace_stats stats;
+	struct failed failed[PACE_FAILED_MAX];
+	uint32_t failed_next;
 };
 
 static inline uint64_t pace__min64(uint64_t a, uint64_t b)

@@ -330,13 +330,17 @@ int pace_read(struct pace *p, uint32_t reader, uint64_t off, uint64_t len,
 	out->cursor = r->cursor;
 	out->window = r->w;
 	out->moved = (r->w ? r->cursor + r->w : 0) != before;
-	out->wait = PACE_NONE;
+	if (wait)
+		return pace_read_step(p, reader, off, len, PACE_NONE, now_ns,
+				      &out->step);
 	size = p->blobs[r->blob].size;
-	out->held = pace_is_held(p, r->blob, pace__min64(off, size),
-				 pace__min64(off + len, size));
-	if (!out->held && wait)
-		rc = pace_wait_begin(p, reader, off, len, now_ns, &out->wait);
-	return rc;
+	out->step = (struct pace_step){
+		.what = pace_is_held(p, r->blob, pace__min64(off, size),
+				     pace__min64(off + len, size))
+				? PACE_DO_COPY
+				: PACE_DO_WAIT,
+		.wait = PACE_NONE};
+	return 0;
 }
 
 int pace_reader_window(const struct pace *p, uint32_t reader, uint64_t *cursor,

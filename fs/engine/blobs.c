@@ -331,27 +331,22 @@ static bool unit_checked(const struct engine_blob *b, uint64_t u)
 	return (b->checked[u / 64] >> (u % 64)) & 1;
 }
 
-enum engine_ready engine__ready(const struct engine *e, uint32_t b,
-				uint64_t start, uint64_t end, uint64_t *from,
-				uint64_t *to)
+bool engine__unchecked(const struct engine *e, uint32_t b, uint64_t start,
+		       uint64_t end, uint64_t *from, uint64_t *to)
 {
 	const struct engine_blob *blob = &e->blobs[b];
 
-	*from = start;
-	*to = end;
 	if (blob->unit == 0)
-		return pace_is_held(e->pace, b, start, end) ? ENGINE_READY
-							    : ENGINE_MISSING;
+		return false;
 	for (uint64_t u = start / blob->unit; u * blob->unit < end; u++) {
 		if (unit_checked(blob, u))
 			continue;
 		*from = u * blob->unit;
 		*to = *from + blob->unit < blob->size ? *from + blob->unit
 						      : blob->size;
-		return pace_is_held(e->pace, b, *from, *to) ? ENGINE_CHECKING
-							    : ENGINE_MISSING;
+		return true;
 	}
-	return ENGINE_READY;
+	return false;
 }
 
 void engine__blob_set_checked(struct engine_blob *b, uint64_t start,

@@ -181,13 +181,6 @@ struct engine_blocks {
 
 #define ENGINE_NO_BLOCK UINT32_MAX
 
-/* A read that failed (its deadline passed, or no source could serve it)
- * is remembered this long: the kernel asks again at once for what a
- * failed readahead covered, and without the memory each ask waited a whole
- * read_timeout more. A later read tries again. */
-#define ENGINE_FAILED_MAX 16
-#define ENGINE_FAILED_NS (1000u * 1000000u)
-
 /* Ranges whose bytes failed a digest lately: requests of them send
  * Cache-Control: no-cache, so that a cache on the way (a proxy's bad copy)
  * is replaced, not served again. */
@@ -272,14 +265,6 @@ struct engine {
 	uint32_t *lane_source;
 	uint32_t verifiers; /* whole-blob checks running; guarded by mu */
 	bool stopping;	    /* the engine is being freed; guarded by mu */
-	/* Reads that just failed, so that the kernel's retry of the same
-	 * bytes fails at once; guarded by mu. */
-	struct engine_failed {
-		uint32_t blob;
-		uint64_t start, end;
-		uint64_t at_ns; /* 0: unused */
-	} failed[ENGINE_FAILED_MAX];
-	uint32_t failed_next;
 	struct fetch_proxies *proxies; /* -o proxy=, or NULL; borrowed */
 	/* Ranges fetched again past any cache; guarded by mu. */
 	struct engine_recheck {
@@ -489,25 +474,16 @@ const struct engine_source *engine__source_of(const struct engine *e,
  * when there is none. */
 const char *engine__source_url(const struct engine *e, uint32_t id);
 
-/* Where bytes of a blob stand for a read (engine__ready). */
-enum engine_ready {
-	ENGINE_READY,	 /* held and, with block digests, checked: served */
-	ENGINE_MISSING,	 /* not all held: the scheduler is waited for */
-	ENGINE_CHECKING, /* held, but a unit's digests are not checked yet:
-			    its blocks are on their way to the cache, whose
-			    put checks them */
-};
-
-/* Whether [start, end) of blob b can be served now: the one answer a
- * read asks. Held is the scheduler's (pace_is_held), checked the blob's
- * units' (a bit each, set once the cache's put passed them, cleared by
- * every drop, so a checked unit is held). MISSING and CHECKING write the
- * range to wait for in [*from, *to): without block digests the read's,
- * else the first unit not checked, whole (only a whole unit is checked).
- * Caller holds e->mu. */
-enum engine_ready engine__ready(const struct engine *e, uint32_t b,
-				uint64_t start, uint64_t end, uint64_t *from,
-				uint64_t *to);
+/* The block-digest layer over held bytes: true when a unit of [start,
+ * end) of blob b is not checked yet, with the first such unit, whole, in
+ * [*from, *to) (only a whole unit is checked): the range a read asks the
+ * scheduler about next (pace_read_step), and, once held, waits on to be
+ * checked (its blocks are on their way to the cache, whose put checks
+ * them). A unit's bit is set once the cache's put passed it and cleared
+ * by every drop, so a checked unit is held. False without block digests
+ * or when every unit is checked. Caller holds e->mu. */
+bool engine__unchecked(const struct engine *e, uint32_t b, uint64_t start,
+		       uint64_t end, uint64_t *from, uint64_t *to);
 
 /* Marks the units inside [start, end) checked or not. Caller holds
  * e->mu. */

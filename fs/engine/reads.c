@@ -98,28 +98,11 @@ void engine__wake_all(struct engine *e)
 		pthread_cond_signal(&w->cv);
 }
 
-/* True when a read of [off, end) of blob b failed less than ENGINE_FAILED_NS
- * ago. Caller holds e->mu. */
-static bool failed_lately(const struct engine *e, uint32_t b, uint64_t off,
-			  uint64_t end, uint64_t now)
-{
-	for (uint32_t i = 0; i < ENGINE_FAILED_MAX; i++) {
-		const struct engine_failed *f = &e->failed[i];
-
-		if (f->at_ns != 0 && f->blob == b && off < f->end &&
-		    f->start < end && now - f->at_ns < ENGINE_FAILED_NS)
-			return true;
-	}
-	return false;
-}
-
-/* Remembers that a read of [off, end) of blob b failed, and says why.
- * Returns -EIO for it. Caller holds e->mu. */
+/* Logs why a read of [off, end) of blob b failed (pacing remembered it)
+ * and returns -EIO for it. Caller holds e->mu. */
 static int failed(struct engine *e, uint32_t b, uint64_t off, uint64_t end,
-		  uint64_t now, int why)
+		  int why)
 {
-	struct engine_failed *f =
-		&e->failed[e->failed_next++ % ENGINE_FAILED_MAX];
 	struct fs_log_fields lf = {.blob = e->blobs[b].name,
 				   .start = off,
 				   .end = end,
@@ -137,52 +120,23 @@ static int failed(struct engine *e, uint32_t b, uint64_t off, uint64_t end,
 				  "%s: read of bytes %" PRIu64 "-%" PRIu64
 				  " failed: no source can serve it",
 				  e->blobs[b].name, off, end - 1);
-	f->blob = b;
-	f->start = off;
-	f->end = end;
-	f->at_ns = now;
 	return -EIO;
 }
 
-/* A read of bytes whose read just failed fails at once: the application
+/* Acts on pacing's FAIL for [from, to) of a read of [off, end) of blob b:
+ * refused at once when a read of those bytes just failed (the application
  * sees one read_timeout, not one for the kernel's readahead and another
- * for its retry. Caller holds e->mu. */
-static int failed_again(struct engine *e, uint32_t b, uint64_t off,
-			uint64_t end)
+ * for its retry), else failed now. Returns -EIO. Caller holds e->mu. */
+static int act_fail(struct engine *e, uint32_t b, uint64_t off, uint64_t end,
+		    uint64_t from, uint64_t to, const struct pace_step *st)
 {
+	if (!st->again)
+		return failed(e, b, off, end, st->error);
 	engine__log(e, FS_LOG_DEBUG,
 		    "%s: read of bytes %" PRIu64 "-%" PRIu64
 		    " fails: a read of them just failed",
-		    e->blobs[b].name, off, end - 1);
+		    e->blobs[b].name, from, to - 1);
 	return -EIO;
-}
-
-/* Begins a wait for [start, end) of blob b by reader, some of which is
- * not held (the caller asked): *w gets the wait. A range whose read just
- * failed fails at once. Caller holds e->mu. */
-static int wait_missing(struct engine *e, uint32_t b, uint32_t reader,
-			uint64_t start, uint64_t end, uint64_t now, uint32_t *w)
-{
-	int rc;
-
-	if (failed_lately(e, b, start, end, now))
-		return failed_again(e, b, start, end);
-	rc = pace_wait_begin(e->pace, reader, start, end - start, now, w);
-	if (rc == 0)
-		fetch_wake(e->fetch); /* demand: the most urgent work */
-	return rc;
-}
-
-/* Begins a wait for [start, end) of blob b by reader when some of it is
- * not held: *w gets the wait, or PACE_NONE when all is held. Caller holds
- * e->mu. */
-static int wait_begin(struct engine *e, uint32_t b, uint32_t reader,
-		      uint64_t start, uint64_t end, uint64_t now, uint32_t *w)
-{
-	*w = PACE_NONE;
-	if (pace_is_held(e->pace, b, start, end))
-		return 0;
-	return wait_missing(e, b, reader, start, end, now, w);
 }
 
 /* Sleeps on the waiter's condition for a second at most: until its
@@ -235,80 +189,111 @@ static void waiter_unlink(struct engine *e, struct engine_waiter *wt)
 	pthread_cond_destroy(&wt->cv);
 }
 
-/* Waits until [off, end) of blob b is ready (engine__ready): w is the
- * wait already begun for it (PACE_NONE: none). The scheduler's wait says
- * only how a wait fails (no source, the deadline); whether the bytes can
- * be served is engine__ready's answer alone. Ends with -EINTR when the
- * caller's cancelled() says the read was interrupted, -EIO when the blob
- * changed, at the deadline or when no source can serve it. Caller holds
- * e->mu. */
+/* Asks pacing what a read of [off, end) of blob b by reader is to do,
+ * about the bytes it needs next: the first unit not checked yet (the
+ * engine's digest layer), else the read's. w is the wait the last answer
+ * gave. Writes the range asked in [*from, *to). Caller holds e->mu. */
+static int ask(struct engine *e, uint32_t b, uint32_t reader, uint64_t off,
+	       uint64_t end, uint32_t w, uint64_t now, uint64_t *from,
+	       uint64_t *to, struct pace_step *st)
+{
+	if (!engine__unchecked(e, b, off, end, from, to)) {
+		*from = off;
+		*to = end;
+	}
+	return pace_read_step(e->pace, reader, *from, *to - *from, w, now, st);
+}
+
+/* Acts on pacing's answers for a read of [off, end) of blob b until its
+ * bytes can be copied: st is the answer about [off, end), asked at now.
+ * COPY with every unit checked (or no block digests) is done; COPY of a
+ * range other than the first unit not checked asks about that unit; COPY
+ * of that unit waits for its check (the engine's own deadline bounds it);
+ * WAIT sleeps on the waiter's condition and asks again; FAIL fails. Ends
+ * with -EINTR when the caller's cancelled() says the read was
+ * interrupted, -EIO when the blob changed, at the deadline or when no
+ * source can serve it. Caller holds e->mu. */
 static int wait_loop(struct engine *e, struct engine_waiter *wt, uint32_t b,
-		     uint32_t reader, uint64_t off, uint64_t end, uint32_t w,
-		     uint64_t now, bool (*cancelled)(void *), void *arg)
+		     uint32_t reader, uint64_t off, uint64_t end,
+		     struct pace_step st, uint64_t now,
+		     bool (*cancelled)(void *), void *arg)
 {
 	const struct engine_blob *blob = &e->blobs[b];
-	uint64_t deadline = now + e->read_timeout_ns, from, to;
+	uint64_t deadline = now + e->read_timeout_ns, from = off, to = end;
+	uint64_t f, t;
+	bool asked_wait = false; /* st answers a wait passed in */
 	int rc;
 
 	for (;;) {
-		if (w != PACE_NONE) {
-			rc = pace_wait_state(e->pace, w, now);
-			if (rc == -EINPROGRESS && !engine__blob_changed(blob) &&
-			    !(cancelled != NULL && cancelled(arg))) {
-				now = sleep_a_while(e, wt, now);
+		if (asked_wait && engine__blob_changed(blob)) {
+			if (st.what == PACE_DO_WAIT)
+				pace_wait_end(e->pace, st.wait);
+			return -EIO; /* logged once, where it was seen */
+		}
+		switch (st.what) {
+		case PACE_DO_FAIL:
+			return act_fail(e, b, off, end, from, to, &st);
+		case PACE_DO_WAIT:
+			if (st.begun) {
+				fetch_wake(e->fetch); /* demand */
+				wt->start = from;
+				wt->end = to;
+			}
+			break;
+		case PACE_DO_COPY:
+			if (!engine__unchecked(e, b, off, end, &f, &t))
+				return 0;
+			if (f != from || t != to) {
+				/* Held, but a unit not checked yet is read
+				 * whole: held, then checked as it is
+				 * stored. */
+				rc = ask(e, b, reader, off, end, PACE_NONE, now,
+					 &from, &to, &st);
+				if (rc != 0)
+					return rc;
+				asked_wait = false;
 				continue;
 			}
-			pace_wait_end(e->pace, w);
-			w = PACE_NONE;
-			if (engine__blob_changed(blob))
-				return -EIO; /* logged once, where it was seen
-					      */
-			if (rc == -EINPROGRESS)
-				return -EINTR;
-			if (rc != 0)
-				return failed(e, b, off, end, now, rc);
+			break; /* held, its check to come */
 		}
-		switch (engine__ready(e, b, off, end, &from, &to)) {
-		case ENGINE_READY:
-			return 0;
-		case ENGINE_MISSING:
-			/* A unit not checked yet is waited for whole: held,
-			 * then checked as it is stored. engine__ready just
-			 * found [from, to) not held: not asked again. */
-			rc = wait_missing(e, b, reader, from, to, now, &w);
-			if (rc != 0)
-				return rc;
-			wt->start = from;
-			wt->end = to;
-			continue;
-		case ENGINE_CHECKING:
-			break;
+		if (engine__blob_changed(blob) ||
+		    (cancelled != NULL && cancelled(arg))) {
+			if (st.what == PACE_DO_WAIT)
+				pace_wait_end(e->pace, st.wait);
+			return engine__blob_changed(blob) ? -EIO : -EINTR;
 		}
-		if (engine__blob_changed(blob))
-			return -EIO;
-		if (cancelled != NULL && cancelled(arg))
-			return -EINTR;
-		if (now >= deadline)
-			return failed(e, b, off, end, now, -ETIMEDOUT);
+		if (st.what == PACE_DO_COPY && now >= deadline) {
+			pace_read_failed(e->pace, reader, off, end - off, now);
+			return failed(e, b, off, end, -ETIMEDOUT);
+		}
 		now = sleep_a_while(e, wt, now);
+		rc = ask(e, b, reader, off, end,
+			 st.what == PACE_DO_WAIT ? st.wait : PACE_NONE, now,
+			 &from, &to, &st);
+		if (rc != 0)
+			return rc;
+		asked_wait = true;
 	}
 }
 
-/* wait_loop with a waiter of its own linked while it runs. */
+/* wait_loop with a waiter of its own linked while it runs; st is
+ * pacing's answer about [off, end), asked at now. */
 static int wait_ready(struct engine *e, uint32_t b, uint32_t reader,
-		      uint64_t off, uint64_t end, uint32_t w, uint64_t now,
-		      bool (*cancelled)(void *), void *arg)
+		      uint64_t off, uint64_t end, const struct pace_step *st,
+		      uint64_t now, bool (*cancelled)(void *), void *arg)
 {
 	struct engine_waiter wt;
 	uint64_t from, to;
 	int rc;
 
-	/* Held already (most reads): no waiter to set up. */
-	if (w == PACE_NONE &&
-	    engine__ready(e, b, off, end, &from, &to) == ENGINE_READY)
+	/* Held and checked already (most reads): no waiter to set up. */
+	if (st->what == PACE_DO_COPY &&
+	    !engine__unchecked(e, b, off, end, &from, &to))
 		return 0;
+	if (st->what == PACE_DO_FAIL && st->again)
+		return act_fail(e, b, off, end, off, end, st);
 	waiter_link(e, &wt, b, off, end);
-	rc = wait_loop(e, &wt, b, reader, off, end, w, now, cancelled, arg);
+	rc = wait_loop(e, &wt, b, reader, off, end, *st, now, cancelled, arg);
 	waiter_unlink(e, &wt);
 	return rc;
 }
@@ -478,7 +463,7 @@ static int read_once(struct engine *e, uint32_t b, uint32_t reader,
 {
 	const struct engine_read_reply *rr = a->rr;
 	struct engine_blob *blob = &e->blobs[b];
-	struct pace_read_result r = {.wait = PACE_NONE};
+	struct pace_read_result r = {.step.wait = PACE_NONE};
 	uint64_t now, stop = off;
 	struct cache_piece whole;
 	struct pieces ps = {.n = 0};
@@ -495,29 +480,26 @@ static int read_once(struct engine *e, uint32_t b, uint32_t reader,
 		return -EIO; /* logged when the check failed */
 	}
 	now = fs__now_ns();
-	if (first) {
-		rc = pace_read(e->pace, reader, off, end - off,
-			       !failed_lately(e, b, off, end, now), now, &r);
-		if (rc == 0 && !r.held && r.wait == PACE_NONE)
-			rc = failed_again(e, b, off, end);
-		if (rc == 0 && r.wait != PACE_NONE) {
-			fetch_wake(e->fetch); /* demand */
-			/* The reader's window is not evicted while it reads
-			 * there, nor while it waits. */
-			cache_pin_set(e->cache, &blob->id, reader, off,
-				      r.cursor + r.window);
-		}
-	} else {
-		rc = wait_begin(e, b, reader, off, end, now, &r.wait);
-	}
-	waited = r.wait != PACE_NONE;
+	/* The one question of a try, about the read's bytes: the first try's
+	 * also tells the scheduler of the read. */
+	if (first)
+		rc = pace_read(e->pace, reader, off, end - off, true, now, &r);
+	else
+		rc = pace_read_step(e->pace, reader, off, end - off, PACE_NONE,
+				    now, &r.step);
+	waited = rc == 0 && r.step.what == PACE_DO_WAIT;
+	/* The reader's window is not evicted while it reads there, nor
+	 * while it waits. */
+	if (first && waited)
+		cache_pin_set(e->cache, &blob->id, reader, off,
+			      r.cursor + r.window);
 	if (rc == 0)
-		rc = wait_ready(e, b, reader, off, end, r.wait, now,
+		rc = wait_ready(e, b, reader, off, end, &r.step, now,
 				rr->cancelled, rr->arg);
 	if (rc == 0)
 		stop = gather(e, b, off, off, end, buf, &ps);
 	pthread_mutex_unlock(&e->mu);
-	if (first && r.wait == PACE_NONE) {
+	if (first && !waited) {
 		cache_pin_set(e->cache, &blob->id, reader, off,
 			      r.cursor + r.window);
 		/* Read-ahead may start where the window gained room. */

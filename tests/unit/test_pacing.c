@@ -219,22 +219,23 @@ static void test_read_one_call(void)
 	T_EQ_INT(fix_init(&f, &c, 4 * MIB), 0);
 	/* Missing: a wait begins, as pace_wait_begin's. */
 	T_EQ_INT(pace_read(f.p, f.rd, 0, 8 * KIB, true, f.now, &r), 0);
-	T_ASSERT(!r.held);
-	T_ASSERT(r.wait != PACE_NONE);
+	T_EQ_INT(r.step.what, PACE_DO_WAIT);
+	T_ASSERT(r.step.begun);
+	T_ASSERT(r.step.wait != PACE_NONE);
 	T_EQ_U64(r.cursor, 8 * KIB);
-	T_EQ_INT(pace_wait_state(f.p, r.wait, f.now), -EINPROGRESS);
+	T_EQ_INT(pace_wait_state(f.p, r.step.wait, f.now), -EINPROGRESS);
 	T_EQ_INT(fix_poll(&f), 1);
 	fix_serve(&f, &f.a[0]);
-	T_EQ_INT(pace_wait_state(f.p, r.wait, f.now), 0);
-	pace_wait_end(f.p, r.wait);
+	T_EQ_INT(pace_wait_state(f.p, r.step.wait, f.now), 0);
+	pace_wait_end(f.p, r.step.wait);
 	/* Held: no wait. */
 	T_EQ_INT(pace_read(f.p, f.rd, 8 * KIB, 4 * KIB, true, f.now, &r), 0);
-	T_ASSERT(r.held);
-	T_EQ_U64(r.wait, PACE_NONE);
+	T_EQ_INT(r.step.what, PACE_DO_COPY);
+	T_EQ_U64(r.step.wait, PACE_NONE);
 	/* Missing, and told not to wait: nothing begun. */
 	T_EQ_INT(pace_read(f.p, f.rd, 2 * MIB, 4 * KIB, false, f.now, &r), 0);
-	T_ASSERT(!r.held);
-	T_EQ_U64(r.wait, PACE_NONE);
+	T_EQ_INT(r.step.what, PACE_DO_WAIT);
+	T_EQ_U64(r.step.wait, PACE_NONE);
 	/* A sequential reader's window moves with its cursor; a read that
 	 * changes neither its end nor its length says so. */
 	pace_free(f.p);
@@ -258,6 +259,108 @@ static void test_read_one_call(void)
 	T_EQ_INT(pace_read(f.p, f.rd, 0, 4 * KIB, false, f.now, &r), 0);
 	T_ASSERT(!r.moved); /* a re-read behind the cursor */
 	T_EQ_INT(pace_read(f.p, 999, 0, 1, true, f.now, &r), -ENOENT);
+	pace_free(f.p);
+}
+
+/* pace_read_step: one question, one answer. Held bytes: COPY; missing:
+ * WAIT on a wait begun once and the same wait while it pends; served:
+ * COPY with the wait ended; past the deadline: FAIL -ETIMEDOUT; a read of
+ * bytes that failed lately: FAIL without a new wait, until PACE_FAILED_NS
+ * passed; a read the caller gave up on (pace_read_failed) likewise. */
+static void test_read_step(void)
+{
+	struct pace_config c;
+	struct pace_step st, st2;
+	struct fix f;
+	uint32_t w;
+
+	small_cfg(&c);
+	c.deadline_ns = 5 * SEC;
+	T_EQ_INT(fix_init(&f, &c, 4 * MIB), 0);
+	/* Missing: a wait begins, once. */
+	T_EQ_INT(pace_read_step(f.p, f.rd, 0, 8 * KIB, PACE_NONE, f.now, &st),
+		 0);
+	T_EQ_INT(st.what, PACE_DO_WAIT);
+	T_ASSERT(st.begun);
+	T_ASSERT(st.wait != PACE_NONE);
+	w = st.wait;
+	T_EQ_INT(f.p->n_waits, 1);
+	f.now += 10 * MS;
+	T_EQ_INT(pace_read_step(f.p, f.rd, 0, 8 * KIB, w, f.now, &st), 0);
+	T_EQ_INT(st.what, PACE_DO_WAIT);
+	T_ASSERT(!st.begun);
+	T_EQ_U64(st.wait, w);
+	T_EQ_INT(f.p->n_waits, 1);
+	/* Served: COPY, the wait ended. */
+	T_ASSERT(fix_poll(&f) >= 1);
+	fix_serve(&f, &f.a[0]);
+	T_EQ_INT(pace_read_step(f.p, f.rd, 0, 8 * KIB, w, f.now, &st), 0);
+	T_EQ_INT(st.what, PACE_DO_COPY);
+	T_EQ_U64(st.wait, PACE_NONE);
+	T_EQ_INT(pace_wait_state(f.p, w, f.now), -ENOENT);
+	/* Held, no wait: COPY, nothing begun. */
+	T_EQ_INT(pace_read_step(f.p, f.rd, 4 * KIB, 4 * KIB, PACE_NONE, f.now,
+				&st),
+		 0);
+	T_EQ_INT(st.what, PACE_DO_COPY);
+	T_EQ_INT(f.p->n_waits, 0);
+	/* Past the deadline: FAIL -ETIMEDOUT, the wait ended. */
+	T_EQ_INT(pace_read_step(f.p, f.rd, 2 * MIB, 4 * KIB, PACE_NONE, f.now,
+				&st),
+		 0);
+	T_EQ_INT(st.what, PACE_DO_WAIT);
+	w = st.wait;
+	f.now += 5 * SEC;
+	T_EQ_INT(pace_read_step(f.p, f.rd, 2 * MIB, 4 * KIB, w, f.now, &st), 0);
+	T_EQ_INT(st.what, PACE_DO_FAIL);
+	T_EQ_INT(st.error, -ETIMEDOUT);
+	T_ASSERT(!st.again);
+	T_EQ_U64(st.wait, PACE_NONE);
+	T_EQ_INT(f.p->n_waits, 0);
+	/* Failed lately: an overlapping read fails at once, no wait begun. */
+	T_EQ_INT(pace_read_step(f.p, f.rd, 2 * MIB + 2 * KIB, 8 * KIB,
+				PACE_NONE, f.now + 500 * MS, &st),
+		 0);
+	T_EQ_INT(st.what, PACE_DO_FAIL);
+	T_EQ_INT(st.error, -EIO);
+	T_ASSERT(st.again);
+	T_EQ_INT(f.p->n_waits, 0);
+	/* Bytes beside it are asked as ever... */
+	T_EQ_INT(pace_read_step(f.p, f.rd, 2 * MIB + 4 * KIB, 4 * KIB,
+				PACE_NONE, f.now + 500 * MS, &st2),
+		 0);
+	T_EQ_INT(st2.what, PACE_DO_WAIT);
+	pace_wait_end(f.p, st2.wait);
+	/* ...and the failed ones once PACE_FAILED_NS passed. */
+	f.now += PACE_FAILED_NS;
+	T_EQ_INT(pace_read_step(f.p, f.rd, 2 * MIB, 4 * KIB, PACE_NONE, f.now,
+				&st),
+		 0);
+	T_EQ_INT(st.what, PACE_DO_WAIT);
+	T_ASSERT(st.begun);
+	pace_wait_end(f.p, st.wait);
+	/* Given up by the caller: refused as a failed wait's range. */
+	T_EQ_INT(pace_read_failed(f.p, f.rd, 3 * MIB, 4 * KIB, f.now), 0);
+	T_EQ_INT(pace_read_step(f.p, f.rd, 3 * MIB, 4 * KIB, PACE_NONE, f.now,
+				&st),
+		 0);
+	T_EQ_INT(st.what, PACE_DO_FAIL);
+	T_ASSERT(st.again);
+	/* pace_read with wait true is the same question, the read counted. */
+	{
+		struct pace_read_result r;
+
+		T_EQ_INT(
+			pace_read(f.p, f.rd, 3 * MIB, 4 * KIB, true, f.now, &r),
+			0);
+		T_EQ_INT(r.step.what, PACE_DO_FAIL);
+		T_ASSERT(r.step.again);
+		T_EQ_U64(r.cursor, 3 * MIB + 4 * KIB);
+	}
+	T_EQ_INT(f.p->n_waits, 0);
+	T_EQ_INT(pace_read_step(f.p, 999, 0, 1, PACE_NONE, f.now, &st),
+		 -ENOENT);
+	T_EQ_INT(pace_read_step(f.p, f.rd, 0, 1, 77, f.now, &st), -ENOENT);
 	pace_free(f.p);
 }
 
@@ -1529,6 +1632,7 @@ static const struct t_case cases[] = {
 	{"config", test_config},
 	{"demand_first", test_demand_first},
 	{"read_one_call", test_read_one_call},
+	{"read_step", test_read_step},
 	{"readahead_window", test_readahead_window},
 	{"jump_after_stream", test_jump_after_stream},
 	{"window_first_poll", test_window_first_poll},
