@@ -284,27 +284,32 @@ for cap in default 8M; do
 done
 
 # An origin that serves one transfer at a time at 16 MB/s and answers 503
-# with Retry-After: 1 beyond: the transfer that is served is never stopped
-# and its successor starts at once, so 32 MiB come whole in about 2 s (the
-# 503s do not hold the whole source for their Retry-After).
+# with Retry-After: 1 beyond: the 503s lower the source's lanes to the one
+# served and never hold the whole source for their Retry-After, so the
+# successor of each transfer starts at once and 32 MiB come whole in about
+# 2 s. What is checked is that no hold happened (the log says each one);
+# the time only bounds the rest, with room for a loaded machine, where
+# this read took 2.2-5.0 s beside two CPU hogs with no hold.
 head -c $((32 * MiB)) "$WWW/play.bin" >"$T_TMP/one/f.bin"
 o_start one --root "$T_TMP/one" --max-transfers 1 --retry-after 1 --rate 16000000
 mkdir -p "$T_TMP/m4"
-if mount_pacefs -o "cache_dir=$T_TMP/c4" "$O_URL/f.bin" "$T_TMP/m4"; then
+if fg_mount "$T_TMP/one.log" -o "cache_dir=$T_TMP/c4" "$O_URL/f.bin" "$T_TMP/m4"; then
 	start=$(date +%s%N)
 	if timeout 60 cmp "$T_TMP/m4/f.bin" "$T_TMP/one/f.bin"; then
 		ms=$((($(date +%s%N) - start) / 1000000))
-		if [ "$ms" -le 4500 ]; then
-			t_pass "one transfer at a time, 503 beyond: 32 MiB correct in $ms ms"
+		holds=$(grep -c 'the source is held for' "$T_TMP/one.log" || true)
+		if [ "$holds" -eq 0 ] && [ "$ms" -le 8000 ]; then
+			t_pass "one transfer at a time, 503 beyond: 32 MiB correct in $ms ms, the source never held"
 		else
-			t_fail "one transfer at a time: 32 MiB" "took $ms ms"
+			t_fail "one transfer at a time: 32 MiB with no hold" \
+				"took $ms ms; $holds holds: $(grep -m 1 'the source is held for' "$T_TMP/one.log" | cut -c1-160)"
 		fi
 	else
 		t_fail "one transfer at a time: 32 MiB" "bytes differ or the read failed"
 	fi
 	umount_pacefs "$T_TMP/m4"
 else
-	t_fail "one transfer: mount" "$T_MOUNT_ERR"
+	t_fail "one transfer: mount" "$(tail -n 3 "$T_TMP/one.log")"
 fi
 
 # The same origin enforcing its Retry-After (--hold-retry-after: after a 503
