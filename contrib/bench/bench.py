@@ -1,0 +1,219 @@
+#!/usr/bin/python3
+"""The side-by-side benchmark (make bench, make bench-quick): pacefs, rclone
+mount and httpdirfs on the same files from the same origins, curl as the
+limit; records every result in OUT/results.json and writes OUT/README.md.
+
+  bench.py [--quick] [--only "seq_lo zip ..."] [--out DIR] BUILD/pacefs
+  bench.py report [DIR] [--readme]   the report again from DIR's results
+
+The runner is harness/, the workloads workloads/ (README.md says how to add
+one). Standard library only: it runs under Debian's /usr/bin/python3.
+"""
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+from harness import report, results, settings  # noqa: E402
+from harness.runner import Bench  # noqa: E402
+import workloads  # noqa: E402
+
+NEEDS = ("/usr/sbin/nginx", "rclone", "httpdirfs", "gnuplot", "curl", "fusermount3", "timeout",
+         "ffmpeg", "ffprobe", "/usr/bin/python3", "fio", "ss")
+
+
+class Interrupted(BaseException):
+    """SIGTERM or SIGHUP: leave as Ctrl-C does, through the cleanup."""
+
+
+def _on_signal(signum, frame):
+    raise Interrupted(signum)
+
+
+def _sh(cmd):
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, shell=isinstance(cmd, str))
+        return (r.stdout + r.stderr).strip().splitlines()[0] if (r.stdout + r.stderr).strip() else ""
+    except OSError:
+        return ""
+
+
+def _machine():
+    model = "unknown"
+    mem = 0
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal"):
+                mem = int(line.split()[1])
+    return f"{os.cpu_count()} CPUs ({model}), {mem / 1048576:.1f} GiB memory, Linux {os.uname().release}"
+
+
+def _commit():
+    c = _sh(["git", "-C", REPO, "rev-parse", "--short", "HEAD"]) or "unknown"
+    # others edit the tree: say when the binary may hold more than the commit
+    r = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--", "fs", "fetch", "cache", "pacing"],
+                       capture_output=True, text=True)
+    dirty = [ln[3:] for ln in r.stdout.splitlines()] if r.returncode == 0 else []
+    return c + (f" plus uncommitted changes in {', '.join(dirty)}" if dirty else "")
+
+
+def _loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def run(args):
+    quick = args.quick
+    only = (args.only if args.only is not None else os.environ.get("BENCH_ONLY", "")).split()
+    unknown = [n for n in only if n not in workloads.names()]
+    if unknown:
+        sys.exit(f"bench: unknown workload(s) {' '.join(unknown)}; there are: {' '.join(workloads.names())}")
+    missing = [n for n in NEEDS if not (os.path.exists(n) if n.startswith("/") else _which(n))]
+    if missing:
+        sys.exit(f"bench: {' '.join(missing)} missing; run contrib/install-deps.sh --bench")
+    pacefs = os.path.abspath(args.pacefs)
+    build = os.path.dirname(pacefs)
+    if not os.access(pacefs, os.X_OK) or not os.access(os.path.join(build, "pacefs-origin"), os.X_OK):
+        sys.exit(f"bench: {pacefs} or its pacefs-origin is not built; run make")
+    if not os.path.exists("/dev/fuse") or os.getuid() != 0:
+        sys.exit("bench: needs root and /dev/fuse (it mounts and drops the page cache)")
+    rel = os.path.relpath(build, REPO)
+    subprocess.run(["make", "-C", REPO, "--no-print-directory", f"BUILD={rel}", f"{rel}/bench/benchread"],
+                   check=True, stdout=subprocess.DEVNULL)
+    out = args.out or os.environ.get("BENCH_OUT") or (
+        os.path.join(build, "bench-quick") if quick else os.path.join(REPO, "docs", "bench"))
+    s, changed = settings.make(quick)
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGHUP, _on_signal)
+    b = Bench(REPO, build, s, settings.runs(quick), only, quick, changed)
+    rc = 0
+    try:
+        rc = _measure(b)
+    except (KeyboardInterrupt, Interrupted):
+        print("bench: interrupted", file=sys.stderr)
+        b.failed = True
+        rc = 130
+    except Exception:
+        traceback.print_exc()
+        b.failed = True
+        rc = 1
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        b.stop_all()
+        try:
+            if rc != 130 and b.res.records:
+                _write(b, out)
+        finally:
+            b.remove_workdir(keep=os.environ.get("BENCH_KEEP") == "1")
+    return rc
+
+
+def _which(n):
+    from shutil import which
+    return which(n)
+
+
+def _measure(b):
+    b.say(f"work directory {b.w}, {b.runs} run(s) per figure{' (quick)' if b.quick else ''}")
+    load0 = _loadavg()
+    meta = b.res.meta
+    meta.update(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), machine=_machine(),
+                versions="; ".join([_sh([b.pacefs, "-V"]), _sh(["rclone", "version"]),
+                                    _sh(["httpdirfs", "--version"]), _sh(["/usr/sbin/nginx", "-v"]),
+                                    _sh(["curl", "-V"])]),
+                commit=_commit())
+    b.say("generating files")
+    for m in workloads.MODULES:
+        if hasattr(m, "gen") and any(b.wanted(n) for n in m.WORKLOADS):
+            m.gen(b)
+    b.start_nginx()
+    b.wan = b.start_wan("wan")
+    b.wan2 = b.start_wan("wan2")
+    b.say(f"nginx {b.nginx.url}; WAN origins {b.wan.url} and {b.wan2.url} "
+          f"({b.s['WAN_LATENCY']} ms, {b.s['WAN_RATE']} B/s per connection)")
+    for m in workloads.MODULES:
+        for name, fn in m.WORKLOADS.items():
+            if not b.wanted(name):
+                continue
+            b.say(f"workload {name}")
+            try:
+                fn(b)
+            except (KeyboardInterrupt, Interrupted):
+                raise
+            except Exception:
+                # one workload's harness error costs that workload, not the run
+                traceback.print_exc()
+                b.failed = True
+                b.record(name, "pacefs", 0, f"failed: harness error in {name}: {sys.exc_info()[1]}")
+    secs = int(time.monotonic() - b.t0)
+    meta.update(secs=secs, drop_ok=int(b.drop_ok), load=f"{load0} at the start, {_loadavg()} at the end")
+    b.say(f"measurements done in {secs} s; writing the report")
+    return 1 if b.failed else 0
+
+
+def _write(b, out):
+    os.makedirs(os.path.join(out, "logs"), exist_ok=True)
+    b.res.save(out)
+    # the mounts' own logs, so that the report can be made again from OUT
+    import shutil
+    for s in ("pacefs", "rclone", "httpdirfs"):
+        src = b.path("logs", s + ".log")
+        if os.path.exists(src):
+            shutil.copy(src, os.path.join(out, "logs"))
+    _report(out, update=_full(b.res))
+    b.say(f"report: {out}/README.md")
+
+
+def _full(res):
+    """A full run: every workload, the full sizes, no knob changed."""
+    m = res.meta
+    return not m.get("quick") and not m.get("only") and not m.get("overrides")
+
+
+def _report(out, update):
+    res = results.load(out)
+    rep, targets = report.write(res, out)
+    if update:
+        rel = os.path.relpath(os.path.abspath(out), REPO)
+        if not report.update_readme(os.path.join(REPO, "README.md"), report.readme_block(rep, targets, rel)):
+            print("bench: README.md has no headline block to rewrite", file=sys.stderr)
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "report":
+        p = argparse.ArgumentParser(prog="bench.py report",
+                                    description="the report again from a folder's results.json (or a shell run's raw.tsv and settings.sh)")
+        p.add_argument("dir", nargs="?", default=os.path.join(REPO, "docs", "bench"))
+        p.add_argument("--readme", action="store_true",
+                       help="also rewrite README.md's headline block from these results (a full run's)")
+        a = p.parse_args(sys.argv[2:])
+        _report(a.dir, a.readme)
+        return 0
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="small data, one run: every workload in minutes")
+    p.add_argument("--only", help='a subset of the workloads, e.g. "seq_lo zip" (BENCH_ONLY)')
+    p.add_argument("--out", help="where results and the report go (BENCH_OUT; docs/bench, or BUILD/bench-quick with --quick)")
+    p.add_argument("--list", action="store_true", help="the workloads' names, then exit")
+    p.add_argument("pacefs", nargs="?", default=os.path.join(REPO, "build", "pacefs"))
+    a = p.parse_args()
+    if a.list:
+        print(" ".join(workloads.names()))
+        return 0
+    return run(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
