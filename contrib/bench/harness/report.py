@@ -281,7 +281,8 @@ def readme_block(rep, targets, rel):
              f"Headline of the last full run ({m.get('date', 'unknown')}, commit {m.get('commit', 'unknown')}; {m.get('machine', '').split(' (')[0]}, shared; medians of {rep.runs}; ratios from the same run; [the report]({rel}/README.md) lists every run and the noise):",
              "", "| workload | pacefs | rclone | httpdirfs | curl |", "| --- | ---: | ---: | ---: | ---: |"]
     lines += [rows[k] for k in order]
-    lines += ["", f"{met} of the {met + nmet + na + skip} targets were met in that run."
+    lines += ["", f"{met} of the {met + nmet + na} targets were met in that run"
+              + (f" ({skip} not run)" if skip else "") + "."
               + (f" Not met: {'; '.join(not_met)}." if not_met else ""), README_END]
     return "\n".join(lines)
 
