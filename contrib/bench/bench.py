@@ -25,8 +25,9 @@ from harness import report, results, settings  # noqa: E402
 from harness.runner import Bench  # noqa: E402
 import workloads  # noqa: E402
 
-NEEDS = ("/usr/sbin/nginx", "rclone", "httpdirfs", "gnuplot", "curl", "fusermount3", "timeout",
-         "ffmpeg", "ffprobe", "/usr/bin/python3", "fio", "ss")
+# What every run needs; a workload module's NEEDS adds its own (ffmpeg, fio).
+NEEDS = ("/usr/sbin/nginx", "rclone", "httpdirfs", "curl", "fusermount3", "timeout", "dd",
+         "/usr/bin/python3", "ss", "ldd")
 
 
 class Interrupted(BaseException):
@@ -80,9 +81,15 @@ def run(args):
     unknown = [n for n in only if n not in workloads.names()]
     if unknown:
         sys.exit(f"bench: unknown workload(s) {' '.join(unknown)}; there are: {' '.join(workloads.names())}")
-    missing = [n for n in NEEDS if not (os.path.exists(n) if n.startswith("/") else _which(n))]
+    needs = list(NEEDS)
+    for m in workloads.MODULES:
+        if not only or any(n in only for n in m.WORKLOADS):
+            needs += getattr(m, "NEEDS", ())
+    missing = [n for n in needs if not (os.path.exists(n) if n.startswith("/") else _which(n))]
     if missing:
         sys.exit(f"bench: {' '.join(missing)} missing; run contrib/install-deps.sh --bench")
+    if not _which("gnuplot"):
+        print("bench: no gnuplot: the report will have no plots", file=sys.stderr)
     pacefs = os.path.abspath(args.pacefs)
     build = os.path.dirname(pacefs)
     if not os.access(pacefs, os.X_OK) or not os.access(os.path.join(build, "pacefs-origin"), os.X_OK):
@@ -136,9 +143,21 @@ def _measure(b):
                                     _sh(["curl", "-V"])]),
                 commit=_commit())
     b.say("generating files")
+    broken = set()
     for m in workloads.MODULES:
         if hasattr(m, "gen") and any(b.wanted(n) for n in m.WORKLOADS):
-            m.gen(b)
+            try:
+                m.gen(b)
+            except (KeyboardInterrupt, Interrupted):
+                raise
+            except Exception as e:
+                # files that could not be made cost their workloads only
+                traceback.print_exc()
+                b.failed = True
+                for n in m.WORKLOADS:
+                    if b.wanted(n):
+                        broken.add(n)
+                        b.record(n, "pacefs", 0, f"failed: harness error making its files: {e}")
     b.start_nginx()
     b.wan = b.start_wan("wan")
     b.wan2 = b.start_wan("wan2")
@@ -146,7 +165,7 @@ def _measure(b):
           f"({b.s['WAN_LATENCY']} ms, {b.s['WAN_RATE']} B/s per connection)")
     for m in workloads.MODULES:
         for name, fn in m.WORKLOADS.items():
-            if not b.wanted(name):
+            if not b.wanted(name) or name in broken:
                 continue
             b.say(f"workload {name}")
             try:

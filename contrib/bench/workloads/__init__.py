@@ -14,6 +14,7 @@ through module-level names, every one optional but WORKLOADS:
   sections(rep)   the report's lines for its own section(s)
   plots(rep)      [(name, "width,height", gnuplot script)]
   caveats(rep)    bullet lines of the caveats
+  NEEDS       programs it runs beyond the runner's (checked before a run)
   NOISE       {record's workload name (fnmatch pattern): its figure} for the
               noise table
   readme_rows(rep)  {key: row} for the README's headline table (README_ROWS

@@ -82,6 +82,7 @@ def fio(b):
                         timeout=240)
 
 
+NEEDS = ("fio",)
 WORKLOADS = {"fio": fio}
 NOISE = {"fio_*": "mibps"}
 

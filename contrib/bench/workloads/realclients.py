@@ -120,6 +120,7 @@ def sqlite(b):
                                                s["DB_ROWS"], "@LOG@"])
 
 
+NEEDS = ("ffmpeg", "ffprobe")
 WORKLOADS = {"ffprobe": ffprobe, "ffss": ffss, "ffplay": ffplay, "zip": zip_, "sqlite": sqlite}
 NOISE = {"ffprobe": "secs", "ffss": "secs", "ffplay": "ss_secs", "zip": "secs", "sqlite": "per"}
 
