@@ -99,9 +99,16 @@ def run(args):
     rel = os.path.relpath(build, REPO)
     subprocess.run(["make", "-C", REPO, "--no-print-directory", f"BUILD={rel}", f"{rel}/bench/benchread"],
                    check=True, stdout=subprocess.DEVNULL)
-    out = args.out or os.environ.get("BENCH_OUT") or (
-        os.path.join(build, "bench-quick") if quick else os.path.join(REPO, "docs", "bench"))
     s, changed = settings.make(quick)
+    # docs/bench holds the last full run, which the README's table is made
+    # from: a part run goes beside the build unless told otherwise
+    if quick:
+        default = os.path.join(build, "bench-quick")
+    elif only or changed:
+        default = os.path.join(build, "bench")
+    else:
+        default = os.path.join(REPO, "docs", "bench")
+    out = args.out or os.environ.get("BENCH_OUT") or default
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGHUP, _on_signal)
     b = Bench(REPO, build, s, settings.runs(quick), only, quick, changed)
@@ -224,7 +231,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="small data, one run: every workload in minutes")
     p.add_argument("--only", help='a subset of the workloads, e.g. "seq_lo zip" (BENCH_ONLY)')
-    p.add_argument("--out", help="where results and the report go (BENCH_OUT; docs/bench, or BUILD/bench-quick with --quick)")
+    p.add_argument("--out", help="where results and the report go (BENCH_OUT; docs/bench for a full run, BUILD/bench-quick with --quick, BUILD/bench for a part)")
     p.add_argument("--list", action="store_true", help="the workloads' names, then exit")
     p.add_argument("pacefs", nargs="?", default=os.path.join(REPO, "build", "pacefs"))
     a = p.parse_args()

@@ -223,10 +223,10 @@ class Bench:
         return last
 
     def par(self, n, cmd_of, ok, timeout=TO_STEP):
-        """N commands at once (CMD_OF(k) the k-th), each within TIMEOUT; a
-        copy succeeds when it exits 0 and OK(its last line). Returns ("ok
-        secs=S", None) with S the wall time from the first start to the
-        last exit, or ("failed: copy K: why", None)."""
+        """N commands at once (CMD_OF(k) the k-th, its output in par.K), each
+        within TIMEOUT; a copy succeeds when it exits 0 and OK(its last
+        line). Returns ("ok" or "failed: copy K: why", S), S the wall time
+        from the first start to the last exit."""
         t0 = time.monotonic()
         ps = []
         for k in range(n):
