@@ -218,6 +218,28 @@ def _report(out, update):
             print("bench: README.md has no headline block to rewrite", file=sys.stderr)
 
 
+def _check(folder):
+    """Makes FOLDER's report again in a temporary folder and lists the table
+    rows of FOLDER/README.md it lacks (a report change that moved a figure);
+    rows of sections the old report did not have may be added."""
+    import shutil
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="bench-check.")
+    try:
+        report.write(results.load(folder), tmp)
+        with open(os.path.join(tmp, "README.md")) as f:
+            made = {ln for ln in f.read().splitlines() if ln.startswith("| ")}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    with open(os.path.join(folder, "README.md")) as f:
+        old = [ln for ln in f.read().splitlines() if ln.startswith("| ")]
+    lost = [ln for ln in old if ln not in made]
+    for ln in lost:
+        print(f"{folder}: not made again: {ln}")
+    print(f"{folder}: {len(old) - len(lost)} of {len(old)} table rows made again")
+    return 1 if lost else 0
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "report":
         p = argparse.ArgumentParser(prog="bench.py report",
@@ -225,7 +247,11 @@ def main():
         p.add_argument("dir", nargs="?", default=os.path.join(REPO, "docs", "bench"))
         p.add_argument("--readme", action="store_true",
                        help="also rewrite README.md's headline block from these results (a full run's)")
+        p.add_argument("--check", action="store_true",
+                       help="write nothing: say which table rows of DIR's README.md the report would not make again")
         a = p.parse_args(sys.argv[2:])
+        if a.check:
+            return _check(a.dir)
         _report(a.dir, a.readme)
         return 0
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -8,7 +8,7 @@ import hashlib
 import os
 import subprocess
 
-from harness.stats import MiB, f, g, label, minnum, mul, ratio, sub, yesno
+from harness.stats import MiB, awk, f, g, label, minnum, mul, num, ratio, sub, yesno
 
 CSYS = ("local", "pacefs", "rclone", "httpdirfs")
 NAMES = ("ffprobe", "ffss", "ffplay", "zip", "sqlite")
@@ -188,13 +188,14 @@ def targets(rep):
     # without a floor, the verdict is the reference's failure, not pacefs's
     if not rep.isnum(fl):
         dp = CJ["pacefs"]
-    from harness.stats import awk
     rows = [f"| ffmpeg -ss during playback (median of the jumps): pacefs - local <= (rclone - local) / 3, local being the fastest ffmpeg -ss on the local copy in any run, cold or during playback | pacefs {f(CJ['pacefs'], 1, '%.3f')} s, rclone {f(CJ['rclone'], 1, '%.3f')} s, local {f(fl, 1, '%.3f')} s: {f(dp, 1, '%.3f')} s vs {f(dr, 1, '%.3f')} s above the floor (cold, in a fresh mount: pacefs {f(CS['pacefs'], 1, '%.3f')} s, rclone {f(CS['rclone'], 1, '%.3f')} s, local {f(CS['local'], 1, '%.3f')} s) | {yesno('le', dp, mul(dr, awk(1 / 3)))} |"]
     zp = m("zip", "pacefs", "pulled")
     rows.append(f"| zip: one {S('ZIP_MEMBER_BYTES', 0) // 1024} KiB member, pulled <= 1.5 MiB, mount to unmount | pacefs {f(zp, MiB, '%.2f')} MiB (rclone {f(m('zip', 'rclone', 'pulled'), MiB, '%.2f')}, httpdirfs {f(m('zip', 'httpdirfs', 'pulled'), MiB, '%.2f')}) | {yesno('le', zp, 3 * MiB // 2)} |")
     qr = m("sqlite", "pacefs", "lookup_reqs")
     qn = rep.div(qr, S("SQL_N", 1))
-    per_rtt = rep.div(CQ["pacefs"], rep.rtt())
+    # a lookup's time in round trips; 0 without one, as the report has
+    # always printed it (the verdict beside it says why)
+    per_rtt = awk(num(CQ["pacefs"]) / rep.rtt())
     rows.append(f"| sqlite: <= 3 round trips per lookup on average (requests in the origin log during the lookups / lookups) | pacefs {f(qn, 1, '%.2f')} requests per lookup; {f(CQ['pacefs'], 0.001, '%.1f')} ms per lookup = {f(per_rtt, 1, '%.2f')} RTT | {yesno('le', qn, 3)} |")
     return rows
 
