@@ -39,11 +39,14 @@ def _on_signal(signum, frame):
 
 
 def _sh(cmd):
+    """The first line CMD prints, on stdout or stderr (in the order it
+    wrote them: httpdirfs says its version on stderr, then fusermount's)."""
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, shell=isinstance(cmd, str))
-        return (r.stdout + r.stderr).strip().splitlines()[0] if (r.stdout + r.stderr).strip() else ""
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     except OSError:
         return ""
+    lines = r.stdout.strip().splitlines()
+    return lines[0] if lines else ""
 
 
 def _machine():
@@ -109,6 +112,9 @@ def run(args):
     else:
         default = os.path.join(REPO, "docs", "bench")
     out = args.out or os.environ.get("BENCH_OUT") or default
+    # Ctrl-C raises KeyboardInterrupt even when a shell started us with
+    # SIGINT ignored (a background job); the cleanup then runs
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGHUP, _on_signal)
     b = Bench(REPO, build, s, settings.runs(quick), only, quick, changed)
