@@ -33,7 +33,7 @@ ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
 	$(WARN) $(CFLAGS) $(SANFLAGS) $(STRICTFLAGS) -I. -MMD -MP
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS) -pthread
 
-.PHONY: all check check-run demo install format clean deps bench deb fleet
+.PHONY: all check check-run demo install format clean deps bench bench-quick deb fleet
 all: $(BUILD)/pacefs $(BUILD)/pacefs-origin
 
 include pacing/module.mk
@@ -72,10 +72,19 @@ demo: deps
 	+$(MAKE) --no-print-directory all
 	contrib/demo.sh $(BUILD)/pacefs
 
+# The side-by-side bench (contrib/bench/README.md): the full run writes
+# docs/bench/ and the README's headline table, over two hours; the quick
+# one runs every workload on small data into $(BUILD)/bench-quick/ in
+# minutes. BENCH_ONLY="seq_lo zip ..." runs a subset.
 bench:
 	contrib/install-deps.sh --bench
-	+$(MAKE) --no-print-directory all
-	contrib/bench/run.sh $(BUILD)/pacefs
+	+$(MAKE) --no-print-directory all $(BENCH_TOOLS)
+	/usr/bin/python3 contrib/bench/bench.py $(BUILD)/pacefs
+
+bench-quick:
+	contrib/install-deps.sh --bench
+	+$(MAKE) --no-print-directory all $(BENCH_TOOLS)
+	/usr/bin/python3 contrib/bench/bench.py --quick $(BUILD)/pacefs
 
 # Sixteen machines in network namespaces behind a cache tier, about 4
 # minutes (tests/fleet/fleet.sh; FLEET_OUT=FILE keeps its table rows).
