@@ -614,3 +614,27 @@ t_on_signal() {
 
 trap t_cleanup EXIT
 trap t_on_signal INT TERM HUP
+
+# t_cmdline_pid ARG: the pid of a process one of whose arguments (after
+# the first) begins with ARG, such as a daemon by its mountpoint.
+t_cmdline_pid() {
+	local p
+	for p in /proc/[0-9]*; do
+		if tr "\\0" " " 2>/dev/null <"$p/cmdline" | grep -qF -- " $1"; then
+			echo "${p#/proc/}"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# t_cmdline_count CMDLINE: how many processes run exactly CMDLINE.
+t_cmdline_count() {
+	local p n=0
+	for p in /proc/[0-9]*; do
+		if [ "$(tr '\0' ' ' 2>/dev/null <"$p/cmdline")" = "$1 " ]; then
+			n=$((n + 1))
+		fi
+	done
+	echo "$n"
+}

@@ -73,17 +73,6 @@ mount_err() {
 }
 MOUNT_ENV=(PACEFS_UNUSED=1)
 
-# left CMDLINE: how many processes run exactly CMDLINE.
-left() {
-	local p n=0
-	for p in /proc/[0-9]*; do
-		if [ "$(tr '\0' ' ' 2>/dev/null <"$p/cmdline")" = "$1 " ]; then
-			n=$((n + 1))
-		fi
-	done
-	echo "$n"
-}
-
 # reap_left CMDLINE: kills, by pid, what this test's commands left running
 # (only where pacefs failed to).
 reap_left() {
@@ -218,7 +207,7 @@ mount_err "header_file a FIFO" "option header_file: $T_TMP/fifo: not a regular f
 mount_err "auth_command that hangs" "option auth_command: command 'sleep': it did not finish within 2 s" 8 \
 	-o "cache_dir=$T_TMP/c1,read_timeout=2,auth_command=sleep 1783" "$HTTP/big.bin" "$MNT"
 sleep 0.3
-t_eq "auth_command that hangs: no sleep left" "$(left "sleep 1783")" 0
+t_eq "auth_command that hangs: no sleep left" "$(t_cmdline_count "sleep 1783")" 0
 reap_left "sleep 1783"
 
 # A header file turned into a FIFO under a running mount: the reload is
@@ -269,16 +258,16 @@ if fg_mount "$T_TMP/hang.log" -o "cache_dir=$T_TMP/cache-hang,header_file=$HF,au
 	put "$HF" "X-Other: 2
 "
 	for _ in $(seq 1 40); do
-		[ "$(left "sleep 1784")" -eq 0 ] || break
+		[ "$(t_cmdline_count "sleep 1784")" -eq 0 ] || break
 		sleep 0.1
 	done
-	t_eq "hanging command: it runs" "$(left "sleep 1784")" 1
+	t_eq "hanging command: it runs" "$(t_cmdline_count "sleep 1784")" 1
 	umount_pacefs "$MNT"
 	gone=no
 	pid_gone "$FG_PID" 5 && gone=yes
 	t_eq "hanging command: the daemon exits within 5 s of the unmount" "$gone" yes
 	sleep 0.3
-	t_eq "hanging command: no sleep left" "$(left "sleep 1784")" 0
+	t_eq "hanging command: no sleep left" "$(t_cmdline_count "sleep 1784")" 0
 	reap_left "sleep 1784"
 	[ "$gone" = yes ] || kill -KILL "$FG_PID" 2>/dev/null || true
 	wait "$FG_PID" 2>/dev/null || true

@@ -280,22 +280,11 @@ for fault in mute stall; do
 	fi
 done
 
-# ncmd CMDLINE: how many processes run exactly CMDLINE.
-ncmd() {
-	local p n=0
-	for p in /proc/[0-9]*; do
-		if [ "$(tr '\0' ' ' 2>/dev/null <"$p/cmdline")" = "$1 " ]; then
-			n=$((n + 1))
-		fi
-	done
-	echo "$n"
-}
-
 # cmd_runs CMDLINE SECS: waits until CMDLINE runs, for at most SECS seconds.
 cmd_runs() {
 	local i
 	for i in $(seq 1 $(($2 * 20))); do
-		[ "$(ncmd "$1")" -eq 0 ] || return 0
+		[ "$(t_cmdline_count "$1")" -eq 0 ] || return 0
 		sleep 0.05
 	done
 	return 1
@@ -325,10 +314,10 @@ if mount_fg creds-list -o "auth_command=$T_TMP/token.sh" "$O_URL/"; then
 	if cmd_runs "sleep 1786" 10; then
 		net_end "$tag" TERM
 		for _ in $(seq 1 20); do
-			[ "$(ncmd "sleep 1786")" -eq 0 ] && break
+			[ "$(t_cmdline_count "sleep 1786")" -eq 0 ] && break
 			sleep 0.05
 		done
-		t_eq "$tag: the command is killed" "$(ncmd "sleep 1786")" 0
+		t_eq "$tag: the command is killed" "$(t_cmdline_count "sleep 1786")" 0
 	else
 		t_fail "$tag: the refused listing runs the command again" "$(tail -n 3 "$LOG")"
 		umount_pacefs "$MNT" || true
@@ -347,10 +336,10 @@ if mount_fg creds-probe -o "auth_command=$T_TMP/token.sh" "$O_URL/"; then
 	if cmd_runs "sleep 1786" 10; then
 		net_end "$tag" umount
 		for _ in $(seq 1 20); do
-			[ "$(ncmd "sleep 1786")" -eq 0 ] && break
+			[ "$(t_cmdline_count "sleep 1786")" -eq 0 ] && break
 			sleep 0.05
 		done
-		t_eq "$tag: the command is killed" "$(ncmd "sleep 1786")" 0
+		t_eq "$tag: the command is killed" "$(t_cmdline_count "sleep 1786")" 0
 	else
 		t_fail "$tag: the refused probes run the command again" "$(tail -n 3 "$LOG")"
 		umount_pacefs "$MNT" || true

@@ -47,18 +47,6 @@ shows() {
 	fi
 }
 
-# The pacefs process serving MNT: the one whose command line names it.
-mount_pid() {
-	local p
-	for p in /proc/[0-9]*; do
-		if tr "\\0" " " 2>/dev/null <"$p/cmdline" | grep -qF -- " $1"; then
-			echo "${p#/proc/}"
-			return 0
-		fi
-	done
-	return 1
-}
-
 # --- the URL as an argument, a JSON log at debug level.
 MNT=$T_TMP/mnt
 mkdir -p "$MNT"
@@ -138,7 +126,7 @@ printf '# a presigned URL\n%s\n' "$URL" >"$T_TMP/url"
 chmod 600 "$T_TMP/url"
 if mount_pacefs -o "cache_dir=$T_TMP/cache-file,url_file=$T_TMP/url" - "$MNT"; then
 	t_check "url_file: bytes" cmp "$MNT/f.bin" "$WWW/f.bin"
-	pid=$(mount_pid "$MNT" || true)
+	pid=$(t_cmdline_pid "$MNT" || true)
 	if [ -n "$pid" ]; then
 		tr '\0' ' ' <"/proc/$pid/cmdline" >"$T_TMP/cmdline-file"
 		leaks "url_file: the daemon's /proc/PID/cmdline" "$T_TMP/cmdline-file"
@@ -168,7 +156,7 @@ printf '%s\n' "$URL" | timeout 60 "$PACEFS" -o "cache_dir=$T_TMP/cache-stdin" - 
 	>/dev/null 2>"$T_TMP/stdin.err" || rc=$?
 if [ "$rc" -eq 0 ] && mount_wait "$MNT" "" 5; then
 	t_check "stdin: bytes" cmp "$MNT/f.bin" "$WWW/f.bin"
-	pid=$(mount_pid "$MNT" || true)
+	pid=$(t_cmdline_pid "$MNT" || true)
 	if [ -n "$pid" ]; then
 		tr '\0' ' ' <"/proc/$pid/cmdline" >"$T_TMP/cmdline-stdin"
 		t_eq "stdin: no URL among the daemon's arguments" \

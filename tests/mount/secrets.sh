@@ -31,18 +31,6 @@ leaks() {
 	t_eq "$1: no secret in it" "$n" 0
 }
 
-# The daemon of the mount at MNT: the process whose command line names it.
-daemon_pid() {
-	local p
-	for p in /proc/[0-9]*; do
-		if tr "\\0" " " 2>/dev/null <"$p/cmdline" | grep -qF -- " $1"; then
-			echo "${p#/proc/}"
-			return 0
-		fi
-	done
-	return 1
-}
-
 # --- a daemon mount, at debug level so that every request is logged.
 MNT=$T_TMP/mnt
 mkdir -p "$MNT"
@@ -54,7 +42,7 @@ fi
 t_check "bytes read through the mount" cmp "$MNT/f.bin" "$WWW/f.bin"
 t_eq "the origin got the header and the userinfo on every request" \
 	"$(awk -v t="$TOKEN" -v b="$BASIC" '$7 != t || $8 != b' "$T_TMP/o.log" | wc -l)" 0
-pid=$(daemon_pid "$MNT" || true)
+pid=$(t_cmdline_pid "$MNT" || true)
 if [ -n "$pid" ]; then
 	tr '\0' ' ' <"/proc/$pid/cmdline" >"$T_TMP/cmdline"
 	leaks "the daemon's /proc/PID/cmdline" "$T_TMP/cmdline"
