@@ -114,11 +114,16 @@ for _ in $(seq 1 150); do
 done
 echo "figures: read $SIZE bytes; the endpoint says $ours_bytes, Prometheus $prom_bytes;" \
 	"requests: the origin logged $origin_lines, the endpoint says $ours_requests, Prometheus $prom_requests"
+# The counter is what the mount answered the kernel, which is the
+# application's bytes unless the kernel asked for some again: pages it
+# read ahead are the first it reclaims, and a loaded machine (the sanitizer
+# step beside other work) once had it read 256 KiB of 24 MiB twice. Never
+# fewer; a few percent more.
 if [ -n "$prom_bytes" ] && awk -v p="$prom_bytes" -v s="$SIZE" \
-	'BEGIN { d = p - s; if (d < 0) d = -d; exit !(d <= s / 100) }'; then
-	t_pass "Prometheus's bytes read are the application's within 1 % ($prom_bytes of $SIZE)"
+	'BEGIN { exit !(p >= s && p - s <= s / 20) }'; then
+	t_pass "Prometheus's bytes read are the application's, or up to 5 % more ($prom_bytes of $SIZE)"
 else
-	t_fail "Prometheus's bytes read are the application's within 1 %" "got '$prom_bytes', read $SIZE"
+	t_fail "Prometheus's bytes read are the application's, or up to 5 % more" "got '$prom_bytes', read $SIZE"
 fi
 t_eq "Prometheus's request count is the origin's log" "$prom_requests" "$origin_lines"
 label=$(metric "$PROM" 'count(pacefs_read_bytes_total{site="check",mount="'"$MNT"'",from="network"})')
