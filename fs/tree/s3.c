@@ -533,6 +533,13 @@ struct listing {
 	uint64_t *seen;	      /* the tokens sent, hashed (token_new) */
 };
 
+/* True when fc's deadline (if any) is less than slack_ms away, or past. */
+static bool near_deadline(const struct fetch_config *fc, uint64_t slack_ms)
+{
+	return fc->deadline_ms != 0 &&
+	       fs__now_ns() / 1000000u + slack_ms >= fc->deadline_ms;
+}
+
 /* Fetches and parses the listing's next page (the one token names; the
  * first with NULL) into *page. A listing is bounded in pages and in time
  * (the caller's deadline, read_timeout), whatever the server answers.
@@ -554,8 +561,7 @@ static int list_page(struct listing *l, const struct fetch_config *fc,
 			"entries so far: the server does not end it",
 			l->what, l->pages, TREE_S3_PAGES_MAX, l->count);
 	}
-	if (l->pages > 0 && fc->deadline_ms != 0 &&
-	    fs__now_ns() / 1000000u >= fc->deadline_ms)
+	if (l->pages > 0 && near_deadline(fc, 0))
 		rc = -ETIMEDOUT;
 	else if ((url = list_url(l->s, l->prefix, token,
 				 first_only ? "max-keys=1&" : "")) == NULL)
@@ -565,6 +571,12 @@ static int list_page(struct listing *l, const struct fetch_config *fc,
 				   &status, why, sizeof(why));
 		free(url);
 		l->pages++;
+		/* A page the request's timeout cut, which the deadline
+		 * set, is the deadline too, though curl's clock may call
+		 * it a few ms before ours does. */
+		if (rc != 0 && rc != -ECANCELED && rc != -ENOMEM &&
+		    near_deadline(fc, 50))
+			rc = -ETIMEDOUT;
 	}
 	if (rc == -ETIMEDOUT)
 		fs__errf(err, errlen, rc,
