@@ -174,18 +174,18 @@ fi
 # as a piece shows a large read: one round trip and 1 MiB over the lanes.
 # Another process has read 4 KiB first, so that the mount's connections
 # are open, as in a mount in use.
-# cold_1m NAME LATENCY BOUND WHY: the slowest of the three reads from an
-# origin LATENCY ms away, 8 MB/s a connection, is at most BOUND ms.
-cold_1m() {
-	local name=$1 lat=$2 bound=$3 why=$4 worst
-	o_start "$name" --root "$WWW" --latency "$lat" --rate 8M
-	mkdir -p "$T_TMP/m-$name"
-	if ! mount_pacefs -o "cache_dir=$T_TMP/c-$name" "$O_URL/play.bin" "$T_TMP/m-$name"; then
-		t_fail "cold 1 MiB, $lat ms: mount" "$T_MOUNT_ERR"
-		return
+# cold_1m_once NAME TRY: one fresh mount and cache of play.bin from the
+# origin NAME started; prints the slowest of the three reads in ms, or
+# why it failed (exit 1).
+cold_1m_once() {
+	local name=$1 try=$2 mnt=$T_TMP/m-$1-$2 rc=0
+	mkdir -p "$mnt"
+	if ! mount_pacefs -o "cache_dir=$T_TMP/c-$name-$try" "$O_URL/play.bin" "$mnt"; then
+		echo "mount: $T_MOUNT_ERR"
+		return 1
 	fi
-	dd if="$T_TMP/m-$name/play.bin" of=/dev/null bs=4k count=1 skip=100 2>/dev/null || true
-	if python3 - "$T_TMP/m-$name/play.bin" "$WWW/play.bin" >"$T_TMP/cold.out" <<'PY'; then
+	dd if="$mnt/play.bin" of=/dev/null bs=4k count=1 skip=100 2>/dev/null || true
+	python3 - "$mnt/play.bin" "$WWW/play.bin" <<'PY' || rc=1
 import os, sys, time
 a = os.open(sys.argv[1], os.O_RDONLY)
 b = open(sys.argv[2], "rb")
@@ -201,16 +201,29 @@ for frac in (0.7, 0.2, 0.9):
         print("bytes differ at", pos); sys.exit(1)
 print("%.1f" % (worst * 1000))
 PY
-		worst=$(cat "$T_TMP/cold.out")
-		if awk -v w="$worst" -v b="$bound" 'BEGIN { exit !(w <= b) }'; then
-			t_pass "a new reader's cold 1 MiB at three positions, $lat ms away: bytes correct, the slowest in $worst ms (at most $bound)"
-		else
-			t_fail "a new reader's cold 1 MiB, $lat ms away" "the slowest took $worst ms (at most $bound): $why"
+	umount_pacefs "$mnt"
+	return "$rc"
+}
+# cold_1m NAME LATENCY BOUND WHY: the slowest of the three reads from an
+# origin LATENCY ms away, 8 MB/s a connection, is at most BOUND ms. What
+# the bound tells apart is a read asked of few connections, which misses
+# it every time; a loaded machine misses it now and then by a little, so
+# a miss is tried once more on a fresh mount and cache.
+cold_1m() {
+	local name=$1 lat=$2 bound=$3 why=$4 worst tries=""
+	o_start "$name" --root "$WWW" --latency "$lat" --rate 8M
+	for try in 1 2; do
+		if ! worst=$(cold_1m_once "$name" "$try"); then
+			t_fail "a new reader's cold 1 MiB, $lat ms away" "$worst"
+			return
 		fi
-	else
-		t_fail "a new reader's cold 1 MiB, $lat ms away" "$(cat "$T_TMP/cold.out")"
-	fi
-	umount_pacefs "$T_TMP/m-$name"
+		tries="$tries${tries:+, }$worst ms"
+		if awk -v w="$worst" -v b="$bound" 'BEGIN { exit !(w <= b) }'; then
+			t_pass "a new reader's cold 1 MiB at three positions, $lat ms away: bytes correct, the slowest in $tries (at most $bound)"
+			return
+		fi
+	done
+	t_fail "a new reader's cold 1 MiB, $lat ms away" "the slowest took $tries (at most $bound): $why"
 }
 # 100 ms away, so that the round trips, not a loaded machine, set the
 # time: about 120 ms, 800 a piece a round trip.
