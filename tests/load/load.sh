@@ -165,6 +165,14 @@ for _ in $(seq 1 20); do
 	[ "$(other_now)" -le $((other_before + FD_SLACK)) ] && break
 	sleep 0.25
 done
+# Read-ahead that was under way when the readers stopped still holds its
+# connections (a lane's request and the range queued behind it on a
+# second one): the sockets are counted once no lane is busy.
+for _ in $(seq 1 40); do
+	"$PACEFS" status --json "$MNT" 2>/dev/null |
+		python3 -c 'import json, sys; sys.exit(len(json.load(sys.stdin)["lanes"]) > 0)' && break
+	sleep 0.25
+done
 fds_after=$(fd_count)
 socks_after=$(sock_count)
 fuse_after=$(fuse_count)
