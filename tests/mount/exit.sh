@@ -290,6 +290,17 @@ cmd_runs() {
 	return 1
 }
 
+# cmd_gone CMDLINE SECS: waits until no process runs CMDLINE, for at most
+# SECS seconds.
+cmd_gone() {
+	local i
+	for i in $(seq 1 $(($2 * 20))); do
+		[ "$(t_cmdline_count "$1")" -eq 0 ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # Credentials refused while the command that gives new ones hangs: a
 # request refused waits for them (fetch's wait for a newer set) when the
 # mount ends. First a listing, the reader waiting (SIGTERM); then the
@@ -313,10 +324,7 @@ if mount_fg creds-list -o "auth_command=$T_TMP/token.sh" "$O_URL/"; then
 	LS=$!
 	if cmd_runs "sleep 1786" 10; then
 		net_end "$tag" TERM
-		for _ in $(seq 1 20); do
-			[ "$(t_cmdline_count "sleep 1786")" -eq 0 ] && break
-			sleep 0.05
-		done
+		cmd_gone "sleep 1786" 1 || true
 		t_eq "$tag: the command is killed" "$(t_cmdline_count "sleep 1786")" 0
 	else
 		t_fail "$tag: the refused listing runs the command again" "$(tail -n 3 "$LOG")"
@@ -335,10 +343,7 @@ if mount_fg creds-probe -o "auth_command=$T_TMP/token.sh" "$O_URL/"; then
 	ls "$MNT" >/dev/null
 	if cmd_runs "sleep 1786" 10; then
 		net_end "$tag" umount
-		for _ in $(seq 1 20); do
-			[ "$(t_cmdline_count "sleep 1786")" -eq 0 ] && break
-			sleep 0.05
-		done
+		cmd_gone "sleep 1786" 1 || true
 		t_eq "$tag: the command is killed" "$(t_cmdline_count "sleep 1786")" 0
 	else
 		t_fail "$tag: the refused probes run the command again" "$(tail -n 3 "$LOG")"
