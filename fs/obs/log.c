@@ -66,6 +66,12 @@ static bool handed_whole(const char *fmt)
 	return p > fmt && strcmp(p, ": %s") == 0;
 }
 
+/* The length of the authority at a (just past a URL's "://"). */
+static size_t authority_len(const char *a)
+{
+	return strcspn(a, "/?# \t\r\n\"'");
+}
+
 /* Where the authority of the first URL in text is: [*at, *at + return). */
 static size_t first_authority(const char *text, const char **at)
 {
@@ -74,7 +80,7 @@ static size_t first_authority(const char *text, const char **at)
 	if (p == NULL)
 		return 0;
 	*at = p + 3;
-	return strcspn(*at, "/?# \t\r\n\"'");
+	return authority_len(*at);
 }
 
 uint64_t obs__log_key(const char *fmt, const char *source, const char *msg)
@@ -104,7 +110,7 @@ uint64_t obs__log_key(const char *fmt, const char *source, const char *msg)
 
 			if (p[0] == ':' && p[1] == '/' && p[2] == '/') {
 				const char *a = p + 3;
-				size_t n = strcspn(a, "/?# \t\r\n\"'");
+				size_t n = authority_len(a);
 
 				for (size_t i = 0; i < n; i++)
 					h = FNV_STEP(h, a[i]);
