@@ -600,6 +600,9 @@ void pace__count_lanes(struct pace *p);
  * (key_tmp), after pace__count_lanes. */
 void pace__count_needs(struct pace *p);
 
+/* A read of reader `reader` waits on bytes no lane owns now. */
+bool pace__reader_unowned(struct pace *p, uint32_t reader);
+
 /* Waiting read w takes no more lanes in this poll: another reader of its
  * origin has a read that waits on bytes no lane owns, and w's reader
  * holds its share of the origin's lanes for its waiting reads already,

@@ -584,7 +584,9 @@ static bool read_ahead(struct pace *p, struct poll *o)
  * twice its source's latency plus QUEUE_LEAD_NS takes the next range of
  * its reader's window, on the same source, so that no round trip separates
  * two requests. A reader keeps no more than its share of the lanes, so
- * chaining never starves another reader of turns. */
+ * chaining never starves another reader of turns. A reader with a read
+ * waiting on bytes no lane owns queues nothing: the window lies past
+ * that read, and the lane, free at its end, goes to the read first. */
 static bool queue_next(struct pace *p, struct poll *o)
 {
 	const struct pace_config *c = &p->cfg;
@@ -607,7 +609,7 @@ static bool queue_next(struct pace *p, struct poll *o)
 		if (!pace__reader_live(p, l->reader, l->rgen))
 			continue;
 		r = &p->readers[l->reader];
-		if (r->nl_tmp > share)
+		if (r->nl_tmp > share || pace__reader_unowned(p, l->reader))
 			continue;
 		rate = l->nsamples ? l->rate : g->rate;
 		if (!rate || s->excluded || g->no_queue ||

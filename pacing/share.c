@@ -210,6 +210,25 @@ bool pace__split_capped(struct pace *p, const struct wait *w, uint32_t taken)
 	return others > 0 && held * (others + 1) >= lane_budget(p);
 }
 
+/* Waiting read w has bytes no lane owns. */
+static bool wait_unowned(struct pace *p, const struct wait *w)
+{
+	uint64_t ge, reach = pace__wait_reach(p, w);
+
+	return pace__first_free(p, w->blob,
+				pace__align_down(w->off, p->cfg.align), reach,
+				&ge) < reach;
+}
+
+bool pace__reader_unowned(struct pace *p, uint32_t reader)
+{
+	for (uint32_t i = 0; i < p->n_waits; i++)
+		if (p->waits[i].used && p->waits[i].reader == reader &&
+		    wait_unowned(p, &p->waits[i]))
+			return true;
+	return false;
+}
+
 /* Marks the readers with a waiting read on bytes no lane owns and counts
  * them per group (pace__split_capped), and keys each wait by its reader's
  * lanes (poll.c serves the waits of readers holding fewer first). */
@@ -221,7 +240,6 @@ void pace__count_needs(struct pace *p)
 		struct wait *w = &p->waits[i];
 		struct reader *r;
 		struct group *g;
-		uint64_t ge, reach;
 
 		if (!w->used)
 			continue;
@@ -232,11 +250,7 @@ void pace__count_needs(struct pace *p)
 			g->need_tmp = 0;
 		if (!r || r->need_tmp)
 			continue;
-		reach = pace__wait_reach(p, w);
-		r->need_tmp =
-			pace__first_free(p, w->blob,
-					 pace__align_down(w->off, p->cfg.align),
-					 reach, &ge) < reach;
+		r->need_tmp = wait_unowned(p, w);
 	}
 	for (uint32_t i = 0; i < p->n_readers; i++) {
 		struct reader *r = &p->readers[i];

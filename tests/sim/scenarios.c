@@ -1046,9 +1046,11 @@ static void random_scenario(struct scenario *sc, uint64_t seed)
 }
 
 /* Seeds past the default thousand, run with them as regression cases: a
- * read among others that come and go on one lane (2575), and scenarios no
- * scheduler can finish (the rest); docs/pacing.md says what each shows. */
-static const uint64_t regress_seeds[] = {2575, 5521, 5809, 6770, 7425, 9981};
+ * read among others that come and go on one lane (2575), a read whose
+ * lane queued read-ahead past it (5871), and scenarios no scheduler can
+ * finish (the rest); docs/pacing.md says what each shows. */
+static const uint64_t regress_seeds[] = {2575, 5521, 5809, 5871,
+					 6770, 7425, 9981};
 #define NREGRESS ((int)(sizeof(regress_seeds) / sizeof(regress_seeds[0])))
 
 int main(int argc, char **argv)
