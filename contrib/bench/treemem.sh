@@ -56,6 +56,9 @@ for run in $(seq 1 "$RUNS"); do
 	cmp "$MNT/train/n00000/img_00000000.JPEG" "$WWW/train/n00000/img_00000000.JPEG"
 	sleep 3
 	echo "run $run: 3 s later: VmRSS $(($(status_kb "$PID" VmRSS) / 1024)) MiB"
+	s0=$(date +%s%N)
+	"$T_TMP/pacefs" status "$MNT" | grep '^tree:' | sed "s/^/run $run: /"
+	echo "run $run: that status took $((($(date +%s%N) - s0) / 1000000)) ms"
 	if [ "${TREEMEM_GDB:-0}" = 1 ]; then
 		# malloc_stats() writes to the daemon's stderr, its log.
 		gdb -p "$PID" -batch -ex 'call (void)malloc_stats()' >/dev/null 2>&1 || true

@@ -160,6 +160,18 @@ static void render_cache(json_t *cache)
 	       disk);
 }
 
+/* The tree's entries and memory. */
+static void render_tree(json_t *tree)
+{
+	char bytes[32];
+
+	human(tree, "bytes", bytes, sizeof(bytes));
+	printf("tree: %" JSON_INTEGER_FORMAT " files, %" JSON_INTEGER_FORMAT
+	       " directories, %s of memory\n",
+	       json_integer_value(json_object_get(tree, "files")),
+	       json_integer_value(json_object_get(tree, "dirs")), bytes);
+}
+
 /* The sum of the values of samples named name whose label key (NULL:
  * any) is value. */
 static double metric_sum(json_t *metrics, const char *name, const char *key,
@@ -220,6 +232,7 @@ static void render_metrics(json_t *m)
 static void render(json_t *root)
 {
 	json_t *cache = json_object_get(root, "cache");
+	json_t *tree = json_object_get(root, "tree");
 	size_t i;
 	json_t *v;
 
@@ -243,6 +256,8 @@ static void render(json_t *root)
 	{
 		render_proxy(v);
 	}
+	if (tree != NULL)
+		render_tree(tree);
 	if (cache != NULL)
 		render_cache(cache);
 	if (json_object_get(root, "metrics") != NULL)

@@ -168,11 +168,13 @@ int obs_status_json(const struct obs_view *m, char *buf, size_t cap)
 	struct obs_text o = {.p = buf, .cap = cap};
 	struct engine_view v;
 	struct cache_stats cs;
+	struct tree_usage tu;
 	char path[PATH_MAX];
 	bool first = true;
 
 	obs__text_add(&o, "{\"version\":1,\"files\":[");
 	pthread_mutex_lock(&m->ns->mu);
+	tree_ns_usage(m->ns, &tu);
 	for (uint32_t i = 0; i < m->ns->n; i++) {
 		const struct tree_node *n = m->ns->nodes[i];
 
@@ -210,6 +212,10 @@ int obs_status_json(const struct obs_view *m, char *buf, size_t cap)
 	obs__text_add(&o, "],\"proxies\":[");
 	put_proxies(&o, m->proxies);
 	obs__text_add(&o, "]");
+	obs__text_add(&o,
+		      ",\"tree\":{\"files\":%" PRIu64 ",\"dirs\":%" PRIu64
+		      ",\"bytes\":%" PRIu64 "}",
+		      tu.files, tu.dirs, tu.bytes);
 	if (cache_stats_get(m->cache, &cs) == 0)
 		obs__text_add(&o,
 			      ",\"cache\":{\"blobs\":%" PRIu64

@@ -118,6 +118,19 @@ void tree_ns_path(struct tree_ns *ns, uint32_t i, char *buf, size_t cap);
  * for an empty or too long component. Caller holds ns->mu. */
 int tree_ns_add_path(struct tree_ns *ns, const char *path, uint32_t *out);
 
+/* What the tree holds: its entries (those gone from a re-read listing
+ * aside) and the heap bytes of its nodes, names, URLs and tables, as the
+ * allocator counts them (chunk headers included). */
+struct tree_usage {
+	uint64_t files;
+	uint64_t dirs;
+	uint64_t bytes;
+};
+
+/* Fills *u by a walk of every node (tree/usage.c): O(entries), as the
+ * status document's own walk. Caller holds ns->mu. */
+void tree_ns_usage(struct tree_ns *ns, struct tree_usage *u);
+
 /* Limits a manifest is checked against; see docs/manifest.md. */
 #define TREE_MANIFEST_PATH_MAX 4096	    /* bytes in a whole path */
 #define TREE_MANIFEST_NAME_MAX 255	    /* bytes in one path component */

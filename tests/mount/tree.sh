@@ -87,6 +87,14 @@ if "$PACEFS" status --json "$MNT" | grep -q '"files":\[{"path":'; then
 else
 	t_fail "pacefs status --json" "$("$PACEFS" status --json "$MNT" 2>&1 | head -c 300)"
 fi
+# The tree's entries: 9 files; the root, set, part0 and part1; its memory
+# a few KiB (a node is some 200 bytes, its name and URL beside it).
+tree=$("$PACEFS" status --json "$MNT" | python3 -c '
+import json, sys
+t = json.load(sys.stdin)["tree"]
+print(t["files"], t["dirs"], 2048 <= t["bytes"] <= 65536)')
+t_eq "pacefs status: the tree's files, directories and memory" "9 4 True" "$tree"
+t_check "pacefs status: a line for the tree" grep -q '^tree: 9 files, 4 directories, .* of memory$' "$T_TMP/status.out"
 umount_pacefs "$MNT"
 
 # --- bad manifests: one line naming the entry and the field, exit 1.
