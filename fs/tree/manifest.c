@@ -2,7 +2,9 @@
  * into a flat list of files: the document's top level, each entry parsed
  * on its own (tree/mentry.c), then the paths checked together (none
  * twice, no file under a file), naming the entry and field of any
- * error. */
+ * error. A manifest of the plain shape is parsed an entry at a time
+ * (tree/mstream.c); this file's whole-document parse takes any other,
+ * and says what is wrong with any that fails. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -22,9 +24,9 @@
 
 static const char *const top_fields[] = {"version", "files"};
 
-/* The JSON document lives in mappings of its own (jansson's allocations
- * bumped through them, its frees no-ops), unmapped at once when the parse
- * ends. Freed into the heap instead, a large document's memory stayed
+/* The whole document (parse_whole) lives in mappings of its own (jansson's
+ * allocations bumped through them, its frees no-ops), unmapped at once when the
+ * parse ends. Freed into the heap instead, a large document's memory stayed
  * resident in its free lists, where the daemon's large tables were then
  * carved out of it and zeroed, and freeing it object by object took a
  * walk of the whole document (docs/fs-notes.md, "What a tree entry
@@ -156,7 +158,7 @@ static int pkey_cmp(const void *a, const void *b)
  * directory. After sorting with pkey_cmp a path's duplicates and the
  * paths under it directly follow it, so checking neighbours suffices; of
  * all conflicts the one whose later entry comes first is reported. */
-static int check_tree(struct tree_mctx *c, const struct tree_manifest *m)
+int tree__manifest_check(struct tree_mctx *c, const struct tree_manifest *m)
 {
 	struct pkey *k = malloc(m->nfiles * sizeof(*k));
 	uint32_t best = UINT32_MAX, bi = 0;
@@ -280,8 +282,9 @@ static int top_check(struct tree_mctx *c, json_t *root, json_t **files)
 	return 0;
 }
 
-int tree_manifest_parse(const char *text, size_t len, struct tree_manifest *out,
-			char *err, size_t errlen)
+int tree__manifest_parse_whole(const char *text, size_t len,
+			       struct tree_manifest *out, char *err,
+			       size_t errlen)
 {
 	struct tree_mctx c = {.err = err, .errlen = errlen};
 	struct tree_manifest m = {0};
@@ -330,7 +333,7 @@ int tree_manifest_parse(const char *text, size_t len, struct tree_manifest *out,
 		if (rc != 0)
 			goto out;
 	}
-	rc = check_tree(&c, &m);
+	rc = tree__manifest_check(&c, &m);
 out:
 	mjson_cur = NULL;
 	if (chunks != NULL)
@@ -342,6 +345,22 @@ out:
 	else
 		*out = m;
 	return rc;
+}
+
+int tree_manifest_parse(const char *text, size_t len, struct tree_manifest *out,
+			char *err, size_t errlen)
+{
+	struct tree_manifest m = {0};
+	int rc = tree__manifest_stream(text, len, &m, err, errlen);
+
+	if (rc == 0) {
+		*out = m;
+		return 0;
+	}
+	tree_manifest_free(&m);
+	if (rc == -ENOMEM)
+		return rc;
+	return tree__manifest_parse_whole(text, len, out, err, errlen);
 }
 
 int tree_manifest_load(const char *path, struct tree_manifest *out, char *err,

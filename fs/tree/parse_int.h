@@ -37,6 +37,7 @@ static inline unsigned tree__month_days(int64_t y, unsigned m)
  * checks the paths together, tree/mentry.c parses one entry and writes
  * the error lines. */
 struct json_t;
+struct tree_manifest;
 struct tree_manifest_entry;
 
 /* Where a manifest's error line goes, and which entry is being checked
@@ -53,6 +54,26 @@ struct tree_mctx {
  * caller frees with the manifest. Thread-safe. */
 int tree__mentry_parse(struct tree_mctx *c, struct json_t *obj,
 		       struct tree_manifest_entry *e);
+
+/* Rejects a path listed twice and a file that another path uses as a
+ * directory, naming the later entry (tree/manifest.c). 0, -EINVAL,
+ * -ENOMEM. */
+int tree__manifest_check(struct tree_mctx *c, const struct tree_manifest *m);
+
+/* A manifest of the plain shape (an object of version 1 and a non-empty
+ * files array, nothing else) parsed an entry at a time, never holding
+ * the whole JSON document (tree/mstream.c): 0 with *m filled; 1 when the
+ * text is of another shape or any error was found, which
+ * tree__manifest_parse_whole then names; -ENOMEM. On non-zero *m may
+ * hold allocations: the caller frees it with tree_manifest_free. */
+int tree__manifest_stream(const char *text, size_t len, struct tree_manifest *m,
+			  char *err, size_t errlen);
+
+/* The whole document parsed at once and checked, as tree_manifest_parse
+ * promises (tree/manifest.c); every error line comes from here. */
+int tree__manifest_parse_whole(const char *text, size_t len,
+			       struct tree_manifest *out, char *err,
+			       size_t errlen);
 
 /* Error lines, each written into c->err: "files[I].FIELD: ..." (a NULL
  * field names the entry itself), "FIELD: ..." about the top level, and

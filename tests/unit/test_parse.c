@@ -153,6 +153,65 @@ static void manifest_json_syntax(void)
 		   "line 1, ");
 }
 
+/* The plain shape is parsed an entry at a time, whatever the order of
+ * its two keys and its whitespace; any other shape, and any error, is
+ * left to the whole-document parse (1), whose line is what the caller
+ * gets. */
+static void manifest_stream(void)
+{
+	static const char *const plain[] = {
+		"{\"version\":1,\"files\":[{\"path\":\"a\",\"urls\":["
+		"\"http://h/a\"],\"size\":3},{\"path\":\"b/c\",\"urls\":"
+		"[\"http://h/{\\\"]}\"]}]}",
+		" {\n \"files\" : [ {\"urls\":[\"http://h/a\"],\"path\":\"a\"} "
+		"] ,\r\n\t\"version\" : 1 } \n",
+	};
+	static const char *const other[] = {
+		"{\"version\":1,\"files\":[]}",
+		"{\"files\":[{\"path\":\"a\",\"urls\":[\"http://h/a\"]}]}",
+		"{\"version\":1,\"files\":[{\"path\":\"a\",\"urls\":["
+		"\"http://h/a\"]}],\"x\":0}",
+		"{\"version\":1.0,\"files\":[{\"path\":\"a\",\"urls\":["
+		"\"http://h/a\"]}]}",
+		"{\"version\":1,\"files\":[{\"path\":\"a\",\"urls\":["
+		"\"http://h/a\"]} {\"path\":\"b\",\"urls\":[\"http://h/b\"]}]}",
+		"{\"version\":1,\"files\":[{\"path\":\"a\",\"urls\":["
+		"\"http://h/a\"]}]} x",
+		"{\"version\":1,\"files\":[{\"path\":\"a\",\"urls\":["
+		"\"http://h/a\"]},{\"path\":\"a\",\"urls\":[\"http://h/b\"]}]}",
+		"{\"version\":1,\"files\":[{\"path\":\"a\",\"urls\":["
+		"\"http://h/a\"],\"size\":-1}]}",
+		"{\"version\":1,\"files\":[{\"path\":\"a\",\"urls\":["
+		"\"http://h/a\"],\"path\":\"b\"}]}",
+		"{\"vers\\u0000ion\":1,\"files\":[{\"path\":\"a\",\"urls\":["
+		"\"http://h/a\"]}]}",
+	};
+	struct tree_manifest m = {0};
+	char e[512];
+
+	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
+		T_EQ_INT(tree__manifest_stream(plain[i], strlen(plain[i]), &m,
+					       e, sizeof(e)),
+			 0);
+		T_ASSERT(m.nfiles >= 1);
+		T_EQ_STR(m.files[0].path, "a");
+		T_EQ_STR(m.files[0].urls[0], "http://h/a");
+		if (m.nfiles == 2)
+			T_EQ_STR(m.files[1].urls[0], "http://h/{\"]}");
+		tree_manifest_free(&m);
+	}
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+		T_EQ_INT(tree__manifest_stream(other[i], strlen(other[i]), &m,
+					       e, sizeof(e)),
+			 1);
+		tree_manifest_free(&m);
+	}
+	BAD("{\"version\":1,\"files\":[{\"path\":\"a\",\"urls\":["
+	    "\"http://h/a\"]},{\"path\":\"b\",\"urls\":[\"http://h/b\"],"
+	    "\"size\":-3}]}",
+	    "files[1].size: must not be negative, got -3");
+}
+
 static void manifest_top_level(void)
 {
 	BAD("[1]", "manifest: expected a JSON object, got an array");
@@ -1376,6 +1435,7 @@ static const struct t_case cases[] = {
 	{"manifest_minimal", manifest_minimal},
 	{"manifest_full", manifest_full},
 	{"manifest_json_syntax", manifest_json_syntax},
+	{"manifest_stream", manifest_stream},
 	{"manifest_top_level", manifest_top_level},
 	{"manifest_entry_shape", manifest_entry_shape},
 	{"manifest_path_rules", manifest_path_rules},

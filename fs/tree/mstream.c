@@ -1,0 +1,208 @@
+/* mstream: a manifest parsed one entry at a time. The document's top level
+ * and the files array are walked in place, without building them; each
+ * entry is one small jansson document, parsed and checked
+ * (tree/mentry.c), then freed. A manifest of a million entries so never
+ * holds the whole JSON tree (840 bytes an entry) at once.
+ *
+ * Only the plain shape takes this path: an object of version 1 and a
+ * non-empty files array, no other key, nothing twice. Anything else, and
+ * any error at all, is left to the whole-document parse (manifest.c), so
+ * that every error line, and which error wins when there are several, is
+ * what that parse says (it builds the document only up to the error). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "fs/tree/parse_int.h"
+#include "fs/tree/tree.h"
+
+/* The flags of the whole-document parse, for every piece. */
+#define MSTREAM_JSON_FLAGS                                                     \
+	(JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL)
+
+static const char *ws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	return p;
+}
+
+/* Past the string that starts at p (a '"'), or NULL when it does not end.
+ * Its contents are jansson's to check, in the piece it belongs to. */
+static const char *skip_string(const char *p, const char *end)
+{
+	for (p++; p < end; p++) {
+		if (*p == '\\')
+			p++;
+		else if (*p == '"')
+			return p + 1;
+	}
+	return NULL;
+}
+
+/* Past the value that starts at p: a string, an object or array (nested
+ * brackets counted, strings skipped), or a bare word up to the next
+ * delimiter. NULL when the text ends first. The value's own syntax is
+ * checked by whoever parses its piece. */
+static const char *skip_value(const char *p, const char *end)
+{
+	size_t depth = 0;
+
+	if (p >= end)
+		return NULL;
+	if (*p == '"')
+		return skip_string(p, end);
+	if (*p != '{' && *p != '[') {
+		while (p < end && strchr(",]} \t\n\r", *p) == NULL)
+			p++;
+		return p;
+	}
+	while (p < end) {
+		if (*p == '"') {
+			p = skip_string(p, end);
+			if (p == NULL)
+				return NULL;
+			continue;
+		}
+		if (*p == '{' || *p == '[')
+			depth++;
+		else if ((*p == '}' || *p == ']') && --depth == 0)
+			return p + 1;
+		p++;
+	}
+	return NULL;
+}
+
+/* The piece [p, q) as a jansson value, or NULL (a syntax error, or out of
+ * memory: the whole-document parse tells which). */
+static json_t *piece(const char *p, const char *q)
+{
+	json_error_t jerr;
+
+	return json_loadb(p, (size_t)(q - p), MSTREAM_JSON_FLAGS, &jerr);
+}
+
+/* The top-level key at p, known and not seen before: 'v' for version,
+ * 'f' for files, 0 for anything else. */
+static char top_key(const char *p, const char *q)
+{
+	json_t *k = piece(p, q);
+	const char *s = json_string_value(k);
+	char which = 0;
+
+	if (s != NULL && strlen(s) == json_string_length(k))
+		which = strcmp(s, "version") == 0 ? 'v'
+			: strcmp(s, "files") == 0 ? 'f'
+						  : 0;
+	json_decref(k);
+	return which;
+}
+
+/* The files array at p: counts its entries into *n and returns the end
+ * of the array, or NULL when it is not a plain non-empty array. */
+static const char *walk_files(const char *p, const char *end, size_t *n)
+{
+	*n = 0;
+	if (p >= end || *p != '[')
+		return NULL;
+	p = ws(p + 1, end);
+	if (p < end && *p == ']')
+		return NULL; /* empty: the whole parse says so */
+	for (;;) {
+		p = skip_value(p, end);
+		if (p == NULL)
+			return NULL;
+		(*n)++;
+		p = ws(p, end);
+		if (p < end && *p == ']')
+			return p + 1;
+		if (p >= end || *p != ',')
+			return NULL;
+		p = ws(p + 1, end);
+	}
+}
+
+/* Walks the top level: finds the files array (*files, its entries in
+ * *n). false when the document is not of the plain shape. */
+static bool walk_top(const char *text, size_t len, const char **files,
+		     size_t *n)
+{
+	const char *end = text + len, *p = ws(text, end), *q;
+	bool seen_v = false, seen_f = false;
+
+	if (p >= end || *p != '{')
+		return false;
+	p = ws(p + 1, end);
+	for (;;) {
+		char key;
+
+		if (p >= end || *p != '"')
+			return false;
+		q = skip_string(p, end);
+		if (q == NULL)
+			return false;
+		key = top_key(p, q);
+		p = ws(q, end);
+		if (key == 0 || (key == 'v' && seen_v) ||
+		    (key == 'f' && seen_f) || p >= end || *p != ':')
+			return false;
+		p = ws(p + 1, end);
+		if (key == 'f') {
+			seen_f = true;
+			*files = p;
+			q = walk_files(p, end, n);
+		} else {
+			json_t *v;
+
+			seen_v = true;
+			q = skip_value(p, end);
+			v = q != NULL ? piece(p, q) : NULL;
+			if (!json_is_integer(v) || json_integer_value(v) != 1)
+				q = NULL;
+			json_decref(v);
+		}
+		if (q == NULL)
+			return false;
+		p = ws(q, end);
+		if (p < end && *p == '}')
+			break;
+		if (p >= end || *p != ',')
+			return false;
+		p = ws(p + 1, end);
+	}
+	return seen_v && seen_f && ws(p + 1, end) == end && *n <= UINT32_MAX;
+}
+
+int tree__manifest_stream(const char *text, size_t len, struct tree_manifest *m,
+			  char *err, size_t errlen)
+{
+	struct tree_mctx c = {.err = err, .errlen = errlen};
+	const char *files = NULL, *end = text + len, *p;
+	size_t n = 0;
+	int rc = 0;
+
+	if (!walk_top(text, len, &files, &n))
+		return 1;
+	m->files = calloc(n, sizeof(*m->files));
+	if (m->files == NULL)
+		return tree__moom(&c);
+	m->nfiles = 0;
+	p = ws(files + 1, end);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const char *q = skip_value(p, end);
+		json_t *obj = piece(p, q);
+
+		if (obj == NULL)
+			return 1;
+		c.index = (uint32_t)i;
+		m->nfiles = (uint32_t)(i + 1);
+		rc = tree__mentry_parse(&c, obj, &m->files[i]);
+		json_decref(obj);
+		p = ws(ws(q, end) + 1, end); /* past the ',' */
+	}
+	if (rc == 0)
+		rc = tree__manifest_check(&c, m);
+	return rc == -ENOMEM ? rc : rc != 0 ? 1 : 0;
+}
