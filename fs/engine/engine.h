@@ -102,6 +102,14 @@ int engine_blob_digests(struct engine *e, uint32_t i, const uint8_t *sha256,
 			uint32_t dblock, const uint8_t (*dblocks)[32],
 			uint32_t n);
 
+/* Gives blob i the regions a manifest names for it (r[0..n), at most
+ * CACHE_REGIONS_MAX used, each cut to its size): the byte ranges its
+ * readers need at open, asked together when it is opened while they are
+ * not held. Regions the cache remembers for its validator take their
+ * place. Before engine_blob_ready; copies them. Returns 0, -ENOMEM. */
+int engine_blob_regions(struct engine *e, uint32_t i,
+			const struct cache_region *r, size_t n);
+
 /* Gives blob i its probed sources (their strings move in; the array stays
  * the caller's) and marks the bytes the cache holds as held (read from the
  * cache without the engine's lock), and [0, queued) too: bytes the caller
