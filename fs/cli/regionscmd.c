@@ -80,7 +80,7 @@ static int clear(struct cache *c, char **args, int nargs)
 	bool all = nargs == 1 && strcmp(args[0], "--all") == 0;
 	int rc, status = 0;
 
-	if (nargs == 0 || (!all && nargs > 0 && strcmp(args[0], "--all") == 0)) {
+	if (nargs == 0 || (!all && strcmp(args[0], "--all") == 0)) {
 		fprintf(stderr, "pacefs: cache: usage: pacefs cache regions "
 				"clear BLOB...|--all\n");
 		return 2;

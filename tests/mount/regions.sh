@@ -3,7 +3,8 @@
 # remembered beside the cache; once its bytes are evicted, a reader that
 # opens it again (a chain of dependent reads, as a database's first lookup
 # makes) finds them asked together at open: its reads take about one round
-# trip of the far origin, not one each, for no more bytes. `pacefs cache
+# trip of the far origin, not one each, for no more bytes; so does a
+# reader on a fresh cache whose manifest carries them. `pacefs cache
 # regions` lists and clears them; a new version of the file drops them.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
@@ -85,6 +86,23 @@ t_eq "cold: a round trip a read (${COLD_MS} ms)" "$((COLD_MS >= 5 * LAT))" 1
 t_eq "remembered: about one round trip for all (${MS} ms)" "$((MS < 3 * LAT))" 1
 t_eq "remembered: no more requests (${REQS} vs ${COLD_REQS})" "$((REQS <= COLD_REQS))" 1
 t_eq "remembered: no more bytes (${BYTES} vs ${COLD_BYTES})" \
+	"$((BYTES <= COLD_BYTES + COLD_BYTES / 4))" 1
+
+# Another machine: a fresh cache, the regions carried by a manifest's
+# entry ("regions": [[offset, length], ...]).
+pairs=$(regions | awk 'NR > 2 && NF == 1 { split($1, r, "-");
+	printf "%s[%d,%d]", n++ ? "," : "", r[1], r[2] - r[1] + 1 }')
+printf '{"version":1,"files":[{"path":"data.bin","urls":["%s"],"regions":[%s]}]}\n' \
+	"$URL" "$pairs" >"$T_TMP/m.json"
+CACHE_KEEP=$CACHE
+CACHE=$T_TMP/cache-other
+URL=$T_TMP/m.json
+run manifest
+CACHE=$CACHE_KEEP
+URL=$O_URL/data.bin
+echo "chain on a fresh cache with a manifest's regions: ${MS} ms, ${REQS} requests, ${BYTES} B"
+t_eq "manifest: about one round trip for all (${MS} ms)" "$((MS < 3 * LAT))" 1
+t_eq "manifest: no more bytes (${BYTES} vs ${COLD_BYTES})" \
 	"$((BYTES <= COLD_BYTES + COLD_BYTES / 4))" 1
 
 # A new version: its regions are dropped at its first open, not asked
