@@ -1,6 +1,6 @@
 /* engine_int: what the engine's files (engine.c, blobs.c, blocks.c,
- * transfers.c, reads.c, wholecheck.c) share; no file outside fs/engine/
- * includes it (but its unit tests). */
+ * transfers.c, reads.c, wholecheck.c, regions.c) share; no file outside
+ * fs/engine/ includes it (but its unit tests). */
 #ifndef FS_ENGINE_INT_H
 #define FS_ENGINE_INT_H
 
