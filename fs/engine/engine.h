@@ -17,11 +17,11 @@
  *
  * struct engine is opaque outside the engine's files (engine.c,
  * blobs.c, blocks.c, transfers.c, reads.c, wholecheck.c, regions.c;
- * engine_int.h). Every
- * function here is thread-safe and takes the engine's lock itself; none is
- * called with it held. Blob indices are those engine_blob_add() wrote; a
- * string the engine returns (a name, a URL) is immutable and lives as long
- * as the engine. Errors are negative errno values; detail is logged.
+ * engine_int.h). Every function here is thread-safe and takes the
+ * engine's lock itself; none is called with it held. Blob indices are
+ * those engine_blob_add() wrote; a string the engine returns (a name, a
+ * URL) is immutable and lives as long as the engine. Errors are negative
+ * errno values; detail is logged.
  */
 
 struct engine;
