@@ -11,6 +11,9 @@ set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 t_require_mount
 t_require_origin
+if [ ! -x /usr/bin/python3 ]; then
+	t_skip_all "/usr/bin/python3 is missing (contrib/install-deps.sh installs it)"
+fi
 
 MiB=1048576
 LAT=100 # ms the origin waits before each answer: its round trip
