@@ -383,6 +383,47 @@ int cache_blob_held(struct cache *c, const struct cache_id *id,
 int cache_compact(const struct cache_config *cfg, uint64_t *before,
 		  uint64_t *after);
 
+/* ---- remembered regions ---- */
+
+/* The byte ranges a blob's first reader needed at open (a header, an
+ * index, a footer), kept in a table of their own beside the blob: they
+ * outlive its blocks (eviction, cache_blob_drop, `pacefs cache evict`),
+ * so that a later open whose bytes are not held can ask for them all at
+ * once. They describe one version of the blob: `validator` is the one
+ * they were recorded under, and a reader that finds another drops them
+ * (cache_regions_drop). At most CACHE_REGIONS_MAX, each start < end. */
+#define CACHE_REGIONS_MAX 32
+
+struct cache_region {
+	uint64_t start, end; /* bytes [start, end) */
+};
+
+struct cache_regions {
+	char validator[CACHE_VALIDATOR_MAX]; /* NUL-terminated; "" none */
+	struct cache_region r[CACHE_REGIONS_MAX];
+	size_t n;
+};
+
+/* Replaces the regions of blob id (synchronously committed). Returns 0,
+ * -EINVAL (n 0 or over CACHE_REGIONS_MAX, an empty region, a validator
+ * not terminated), -ENOSPC, -EIO. */
+int cache_regions_put(struct cache *c, const struct cache_id *id,
+		      const struct cache_regions *rg);
+
+/* Reads the regions of blob id. Returns 0, -ENOENT (none; also a
+ * damaged entry, which is logged and dropped), -EIO. */
+int cache_regions_get(struct cache *c, const struct cache_id *id,
+		      struct cache_regions *out);
+
+/* Forgets the regions of blob id (synchronously committed). Returns 0,
+ * -ENOENT (none), -EIO. */
+int cache_regions_drop(struct cache *c, const struct cache_id *id);
+
+/* The ids of every blob with regions, in key order, as a malloc'd array
+ * the caller frees (a blob may have regions and no record). Returns 0
+ * (with *n possibly 0 and *ids NULL), -ENOMEM, -EIO. */
+int cache_regions_ids(struct cache *c, struct cache_id **ids, size_t *n);
+
 /* Whole-cache figures for status and `pacefs cache`. */
 struct cache_stats {
 	uint64_t blobs;

@@ -35,6 +35,7 @@ struct cache {
 	MDB_env *env;
 	MDB_dbi dbi_meta, dbi_blobs, dbi_extents, dbi_blocks;
 	MDB_dbi dbi_access, dbi_lru;
+	MDB_dbi dbi_regions; /* regions.c */
 	char *dir;
 	void (*log)(void *ctx, enum cache_log_level level, const char *msg);
 	void *log_ctx;

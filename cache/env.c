@@ -316,6 +316,10 @@ static int cache__schema(struct cache *c)
 		rc = mdb_dbi_open(txn, "access", MDB_CREATE, &c->dbi_access);
 	if (rc == 0)
 		rc = mdb_dbi_open(txn, "lru", MDB_CREATE, &c->dbi_lru);
+	/* Added within format 3: a build that does not know it leaves it
+	 * alone, and one that does creates it empty. */
+	if (rc == 0)
+		rc = mdb_dbi_open(txn, "regions", MDB_CREATE, &c->dbi_regions);
 	if (rc)
 		goto out;
 	step = "write meta";
@@ -457,7 +461,7 @@ static int cache__env_open(struct cache *c, uint64_t map_size,
 	*step = "set map size";
 	rc = mdb_env_set_mapsize(c->env, (size_t)map_size);
 	if (rc == 0)
-		rc = mdb_env_set_maxdbs(c->env, 6);
+		rc = mdb_env_set_maxdbs(c->env, 7);
 	if (rc == 0)
 		rc = mdb_env_set_maxreaders(c->env, CACHE__MAXREADERS);
 	if (rc == 0) {

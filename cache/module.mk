@@ -1,7 +1,8 @@
 # cache: the LMDB sparse-range cache.
 CACHE_SRCS := cache/env.c cache/writer.c cache/extent.c cache/evict.c \
 	cache/read.c cache/verify.c cache/record.c cache/compact.c \
-	cache/blocksum.c cache/envcheck.c cache/dirmode.c cache/buf.c
+	cache/blocksum.c cache/envcheck.c cache/dirmode.c cache/buf.c \
+	cache/regions.c
 $(BUILD)/libcache.a: $(CACHE_SRCS:%.c=$(BUILD)/%.o)
 
 # The block-size benchmark: every cache source and bench.c built once per

@@ -2,7 +2,7 @@
 # folder each), and the pacefs binary; one library.
 FS_ENGINE_SRCS := fs/engine/engine.c fs/engine/blobs.c fs/engine/blocks.c \
 	fs/engine/transfers.c fs/engine/reads.c fs/engine/wholecheck.c \
-	fs/engine/counters.c
+	fs/engine/counters.c fs/engine/regions.c
 FS_TREE_SRCS := fs/tree/ns.c fs/tree/manifest.c fs/tree/mentry.c \
 	fs/tree/dirindex.c fs/tree/s3.c fs/tree/s3xml.c fs/tree/usage.c \
 	fs/tree/mstream.c
@@ -13,7 +13,7 @@ FS_DRIVER_SRCS := fs/driver/mount.c fs/driver/check.c \
 	fs/driver/sizes.c fs/driver/learn.c fs/driver/inval.c \
 	fs/driver/exitguard.c
 FS_CLI_SRCS := fs/cli/opts.c fs/cli/scrub.c fs/cli/urlfile.c \
-	fs/cli/clearproxy.c fs/cli/cachecmd.c \
+	fs/cli/clearproxy.c fs/cli/cachecmd.c fs/cli/regionscmd.c \
 	fs/cli/statuscmd.c fs/cli/values.c
 FS_OBS_SRCS := fs/obs/log.c fs/obs/logjson.c fs/obs/metrics.c \
 	fs/obs/metrics_opt.c fs/obs/metricsd.c fs/obs/metricsconn.c \

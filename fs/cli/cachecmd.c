@@ -1,5 +1,5 @@
-/* cachecmd: `pacefs cache ls|stat|verify|evict|gc` to inspect and tend a
- * cache directory, and `pacefs prefetch` to pull files of a mount into it. */
+/* cachecmd: `pacefs cache ls|stat|verify|evict|gc|regions` to inspect and tend
+ * a cache directory, and `pacefs prefetch` to pull files of a mount into it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -44,9 +44,16 @@ static void cache_usage(FILE *f)
 		"fault)\n"
 		"  evict BLOB...|--all\n"
 		"                   drop blobs (BLOB: a URL, an identity or "
-		"an id prefix)\n"
+		"an id prefix);\n"
+		"                   their remembered regions stay\n"
 		"  gc               compact the cache file (only when no "
 		"mount uses it)\n"
+		"  regions [clear BLOB...|--all]\n"
+		"                   the byte ranges each file's first reader "
+		"needed at open,\n"
+		"                   asked together when it is opened with "
+		"them evicted;\n"
+		"                   clear forgets them\n"
 		"\n"
 		"DIR defaults to the mount's default: $XDG_CACHE_HOME/pacefs, "
 		"else\n"
@@ -253,8 +260,8 @@ static bool is_hex_prefix(const char *s)
 
 /* Resolves BLOB (a URL, an identity string, or an id prefix of at least 4
  * hex digits) to the id of a stored blob. Returns 0, or 1 with a message. */
-static int resolve(const struct cache_id *ids, size_t n, const char *arg,
-		   struct cache_id *out)
+int cli__cache_resolve(const struct cache_id *ids, size_t n, const char *arg,
+		       struct cache_id *out)
 {
 	char hex[2 * CACHE_ID_LEN + 1];
 	struct cache_id id;
@@ -404,7 +411,9 @@ static int cmd_verify(struct cache *c, char **args, int nargs)
 	if (nargs > 0) {
 		todo = calloc((size_t)nargs, sizeof(*todo));
 		for (int i = 0; todo && i < nargs; i++) {
-			if (resolve(ids, n, args[i], &todo[ntodo]) != 0)
+			struct cache_id *t = &todo[ntodo];
+
+			if (cli__cache_resolve(ids, n, args[i], t) != 0)
 				status = 1;
 			else
 				ntodo++;
@@ -454,7 +463,7 @@ static int cmd_evict(struct cache *c, char **args, int nargs)
 		struct cache_id id;
 		char hex[2 * CACHE_ID_LEN + 1];
 
-		if (resolve(ids, n, args[i], &id) != 0) {
+		if (cli__cache_resolve(ids, n, args[i], &id) != 0) {
 			status = 1;
 			continue;
 		}
@@ -561,7 +570,8 @@ int cli_cache_command(int argc, char **argv)
 		goto out;
 	}
 	if (strcmp(sub, "ls") != 0 && strcmp(sub, "stat") != 0 &&
-	    strcmp(sub, "verify") != 0 && strcmp(sub, "evict") != 0) {
+	    strcmp(sub, "verify") != 0 && strcmp(sub, "evict") != 0 &&
+	    strcmp(sub, "regions") != 0) {
 		fprintf(stderr, "pacefs: cache: unknown command '%s'\n", sub);
 		cache_usage(stderr);
 		goto out;
@@ -580,6 +590,8 @@ int cli_cache_command(int argc, char **argv)
 		status = cmd_stat(c, dir);
 	else if (strcmp(sub, "verify") == 0)
 		status = cmd_verify(c, args, nargs);
+	else if (strcmp(sub, "regions") == 0)
+		status = cli__cache_regions(c, args, nargs);
 	else
 		status = cmd_evict(c, args, nargs);
 	cache_close(c);

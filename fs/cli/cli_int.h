@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 struct fs_opts;
+struct cache;
+struct cache_id;
 
 /* cli/urlfile.c. When the URL argument is "-", reads the URL from
  * -o url_file= (checked as a file of secrets: auth_file_check) or else
@@ -19,5 +21,15 @@ int cli__url_read(struct fs_opts *o, char *err, size_t errlen);
 /* cli/values.c. Writes n bytes as "512 B", "1.5 KiB", "12.0 MiB", ...;
  * returns buf. */
 const char *cli__human_size(uint64_t n, char *buf, size_t cap);
+
+/* cli/cachecmd.c. Resolves BLOB (a URL, an identity string, or an id
+ * prefix of at least 4 hex digits) to one of ids[0..n). Returns 0, or 1
+ * with a message on stderr. */
+int cli__cache_resolve(const struct cache_id *ids, size_t n, const char *arg,
+		       struct cache_id *out);
+
+/* cli/regionscmd.c. `pacefs cache regions [clear BLOB...|--all]`: lists
+ * the regions c remembers, or forgets them. Returns the exit status. */
+int cli__cache_regions(struct cache *c, char **args, int nargs);
 
 #endif

@@ -140,6 +140,8 @@ struct node_copy {
 	uint32_t dblock;
 	const uint8_t (*dblocks)[32];
 	uint32_t ndblocks;
+	const uint64_t (*regions)[2]; /* the node's, immutable */
+	uint32_t nregions;
 };
 
 static void node_copy_free(struct node_copy *c)
@@ -182,6 +184,8 @@ static int node_copy(struct driver_mount *m, uint32_t i, struct node_copy *c)
 	c->dblock = n->dblock;
 	c->dblocks = (const uint8_t(*)[32])n->dblocks;
 	c->ndblocks = n->ndblocks;
+	c->regions = (const uint64_t(*)[2])n->regions;
+	c->nregions = n->nregions;
 	c->identity = driver__file_identity(n);
 	c->content = driver__file_has_content_identity(n);
 	c->object_store = n->etag != NULL;
@@ -245,6 +249,23 @@ static void probe_release(struct driver_mount *m, uint32_t i, uint32_t blob,
 	pthread_mutex_unlock(&m->ns->mu);
 }
 
+/* Gives the engine the regions the manifest names for c's blob, as
+ * [start, end) ranges. */
+static int node_regions(struct driver_mount *m, const struct node_copy *c)
+{
+	struct cache_region r[TREE_MANIFEST_REGIONS_MAX];
+	uint32_t n = c->nregions < TREE_MANIFEST_REGIONS_MAX
+			     ? c->nregions
+			     : TREE_MANIFEST_REGIONS_MAX;
+
+	if (n == 0)
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		r[i] = (struct cache_region){
+			c->regions[i][0], c->regions[i][0] + c->regions[i][1]};
+	return engine_blob_regions(m->engine, c->blob, r, n);
+}
+
 /* Probes the file of c and readies its blob (c->blob, added when it has
  * none); what the probe learned in *l. */
 static int node_learn(struct driver_mount *m, struct node_copy *c,
@@ -288,6 +309,8 @@ static int node_learn(struct driver_mount *m, struct node_copy *c,
 			rc = engine_blob_digests(m->engine, c->blob, c->sha256,
 						 c->dblock, c->dblocks,
 						 c->ndblocks);
+		if (rc == 0)
+			rc = node_regions(m, c);
 		if (rc != 0) {
 			obs_log(FS_LOG_ERR, "%s: cannot add its blob: %s",
 				c->name, strerror(-rc));

@@ -84,6 +84,10 @@ static int build_tree(struct driver_mount *m, const struct fs_opts *o,
 			n->ndblocks = me->nblocks;
 			me->block_sha256 = NULL;
 			me->nblocks = 0;
+			n->regions = me->regions;
+			n->nregions = me->nregions;
+			me->regions = NULL;
+			me->nregions = 0;
 			if (me->has_mode)
 				n->mode = me->mode;
 			if (me->has_mtime)

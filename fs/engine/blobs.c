@@ -201,11 +201,13 @@ int engine_blob_ready(struct engine *e, uint32_t i,
 {
 	struct engine_blob *b = &e->blobs[i];
 	struct extents x = {0};
+	struct cache_regions *rg = NULL;
 	bool verify = false;
 	int rc;
 
 	if (engine_blob_is_ready(e, i))
 		return 0;
+	engine__regions_load(e, i, n > 0 ? sources[0].validator : NULL, &rg);
 	/* Slow (a read transaction over the blob's extents): without the
 	 * lock. Only the probing thread readies a blob (driver__file_ready). */
 	rc = cache_extents_each(e->cache, &b->id, extent_add, &x);
@@ -247,6 +249,10 @@ int engine_blob_ready(struct engine *e, uint32_t i,
 		b->nsources++;
 	}
 	rc = extents_apply(e, i, &x);
+	if (rc == 0) {
+		engine__regions_install(e, i, rg);
+		rg = NULL;
+	}
 	if (rc == 0 && engine__blob_set(e, i, ENGINE_BLOB_READY))
 		verify = engine__verify_due(e, i);
 out:
@@ -255,6 +261,7 @@ out:
 		engine__verify_spawn(e, i);
 out_free:
 	free(x.v);
+	free(rg);
 	return rc;
 }
 

@@ -151,6 +151,7 @@ static void blobs_free(struct engine_blob *blobs, uint32_t n)
 		free(b->checked);
 		free(b->unit_src);
 		free(b->unit_proxy);
+		free(b->regions.rg);
 	}
 	free(blobs);
 }

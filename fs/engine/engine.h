@@ -16,11 +16,12 @@
  * Contract.
  *
  * struct engine is opaque outside the engine's files (engine.c,
- * blobs.c, blocks.c, transfers.c, reads.c, wholecheck.c; engine_int.h). Every
- * function here is thread-safe and takes the engine's lock itself; none is
- * called with it held. Blob indices are those engine_blob_add() wrote; a
- * string the engine returns (a name, a URL) is immutable and lives as long
- * as the engine. Errors are negative errno values; detail is logged.
+ * blobs.c, blocks.c, transfers.c, reads.c, wholecheck.c, regions.c;
+ * engine_int.h). Every function here is thread-safe and takes the
+ * engine's lock itself; none is called with it held. Blob indices are
+ * those engine_blob_add() wrote; a string the engine returns (a name, a
+ * URL) is immutable and lives as long as the engine. Errors are negative
+ * errno values; detail is logged.
  */
 
 struct engine;
@@ -101,6 +102,14 @@ int engine_blob_add(struct engine *e, const char *name, uint64_t size,
 int engine_blob_digests(struct engine *e, uint32_t i, const uint8_t *sha256,
 			uint32_t dblock, const uint8_t (*dblocks)[32],
 			uint32_t n);
+
+/* Gives blob i the regions a manifest names for it (r[0..n), at most
+ * CACHE_REGIONS_MAX used, each cut to its size): the byte ranges its
+ * readers need at open, asked together when it is opened while they are
+ * not held. Regions the cache remembers for its validator take their
+ * place. Before engine_blob_ready; copies them. Returns 0, -ENOMEM. */
+int engine_blob_regions(struct engine *e, uint32_t i,
+			const struct cache_region *r, size_t n);
 
 /* Gives blob i its probed sources (their strings move in; the array stays
  * the caller's) and marks the bytes the cache holds as held (read from the

@@ -1,6 +1,6 @@
 /* engine_int: what the engine's files (engine.c, blobs.c, blocks.c,
- * transfers.c, reads.c, wholecheck.c) share; no file outside fs/engine/
- * includes it (but its unit tests). */
+ * transfers.c, reads.c, wholecheck.c, regions.c) share; no file outside
+ * fs/engine/ includes it (but its unit tests). */
 #ifndef FS_ENGINE_INT_H
 #define FS_ENGINE_INT_H
 
@@ -66,6 +66,44 @@ enum engine_verify {
 
 /* One file of the mount. Fields without a lock named are set before the
  * blob is ready and immutable after. */
+/* The regions of a blob (regions.c): the byte ranges its first reader
+ * needed at open, recorded once and remembered in the cache beside it,
+ * or given by a manifest; asked together when a later open finds them
+ * not held.
+ *
+ *   NONE --> RECORDING --> SAVING --> KNOWN
+ *     |                                 ^
+ *     +---------------------------------+  (remembered, or a manifest's)
+ */
+enum engine_regions_state {
+	ENGINE_REGIONS_NONE,	  /* none known: the next open records */
+	ENGINE_REGIONS_RECORDING, /* reads since the first open are added */
+	ENGINE_REGIONS_SAVING,	  /* recorded: to be stored, outside the lock */
+	ENGINE_REGIONS_KNOWN,	  /* known: each open asks those not held */
+};
+
+/* A first open's reads are recorded for this long, this many reads and
+ * this many bytes at most (the record stops at the first that would
+ * pass a bound); reads closer than a cache block are one region. Files
+ * below ENGINE_REGIONS_MIN_SIZE are not recorded (their first request
+ * covers them), nor records of a single region (a sequential reader,
+ * which read-ahead serves; a lone region costs one round trip anyway). */
+#define ENGINE_REGIONS_WINDOW_NS (2000ull * 1000000ull)
+#define ENGINE_REGIONS_READS 64u
+#define ENGINE_REGIONS_BYTES (8ull << 20)
+#define ENGINE_REGIONS_MIN_SIZE (1ull << 20)
+/* Waits begun for remembered regions and not yet ended, over the engine. */
+#define ENGINE_PREFETCH_MAX 128u
+
+struct engine_regions {
+	enum engine_regions_state state;
+	bool from_manifest;	  /* rg came from a manifest, not the cache */
+	uint64_t began_ns;	  /* RECORDING: the first open */
+	uint32_t reads;		  /* RECORDING: reads added */
+	uint64_t bytes;		  /* RECORDING: bytes of rg */
+	struct cache_regions *rg; /* NULL until recorded or known */
+};
+
 struct engine_blob {
 	char *name;
 	uint64_t size;
@@ -100,6 +138,7 @@ struct engine_blob {
 	 * set by each such drop and cleared by each open, not a step of the
 	 * blob's life; guarded by mu. */
 	bool pages_stale;
+	struct engine_regions regions; /* regions.c; guarded by mu */
 };
 
 #define ENGINE_VIA_DIRECT (1u << 31)
@@ -273,6 +312,10 @@ struct engine {
 	} recheck[ENGINE_RECHECK_MAX];
 	uint32_t recheck_next;
 	struct engine_stats stats;
+	/* Waits begun for remembered regions (regions.c), ended by the
+	 * transfer thread once served or failed; guarded by mu. */
+	uint32_t prefetch[ENGINE_PREFETCH_MAX];
+	uint32_t nprefetch;
 };
 
 /* The end of cache block `index` of b (its size for the last). */
@@ -509,5 +552,42 @@ void engine__wake_all(struct engine *e);
 
 /* The hooks the fetch event thread calls. */
 void engine__transfers_hooks(struct engine *e, struct fetch_hooks *h);
+
+/* ---- remembered regions (regions.c) ---- */
+
+/* Reads blob i's remembered regions from the cache (without the lock),
+ * dropping them when they were recorded under another validator than
+ * `validator` (NULL: none); *out gets them, malloc'd, or NULL. */
+void engine__regions_load(struct engine *e, uint32_t i, const char *validator,
+			  struct cache_regions **out);
+
+/* Installs what engine__regions_load found (taking rg), else keeps a
+ * manifest's, else leaves the blob to record. Caller holds e->mu. */
+void engine__regions_install(struct engine *e, uint32_t i,
+			     struct cache_regions *rg);
+
+/* An open of blob b by reader: begins a wait for each known region not
+ * held, or starts recording. Returns whether a wait began (demand: wake
+ * the transfer thread). Caller holds e->mu. */
+bool engine__regions_open(struct engine *e, uint32_t b, uint32_t reader,
+			  uint64_t now);
+
+/* A read of [off, end) of blob b, added to its record while one runs.
+ * Returns whether the record just ended (engine__regions_save, after the
+ * lock). Caller holds e->mu. */
+bool engine__regions_read(struct engine *e, uint32_t b, uint64_t off,
+			  uint64_t end, uint64_t now);
+
+/* A close of blob b: ends its record, if one runs. Returns as
+ * engine__regions_read. Caller holds e->mu. */
+bool engine__regions_close(struct engine *e, uint32_t b);
+
+/* Stores the record of blob b that ended, in the cache (a synchronous
+ * commit): called without the lock. */
+void engine__regions_save(struct engine *e, uint32_t b);
+
+/* Ends the waits for regions that were served or failed. Caller holds
+ * e->mu. */
+void engine__regions_sweep(struct engine *e, uint64_t now);
 
 #endif

@@ -27,6 +27,7 @@ struct pieces {
 struct answer {
 	const struct engine_read_reply *rr;
 	bool replied;
+	bool save_regions; /* the blob's record of regions ended */
 };
 
 /* The cache's (and memory's) pieces of a read that succeeded, to the
@@ -43,11 +44,17 @@ int engine_open(struct engine *e, uint32_t b, uint64_t ino,
 		uint32_t *reader_out, bool *keep_cache)
 {
 	struct engine_blob *blob = &e->blobs[b];
+	uint64_t now;
+	bool asked = false;
 	int rc;
 
 	pthread_mutex_lock(&e->mu);
-	rc = pace_reader_open(e->pace, b, fs__now_ns(), reader_out);
+	now = fs__now_ns();
+	rc = pace_reader_open(e->pace, b, now, reader_out);
 	if (rc == 0) {
+		/* Its remembered regions not held are asked now, before
+		 * the application's reads arrive. */
+		asked = engine__regions_open(e, b, *reader_out, now);
 		blob->ino = ino;
 		/* The kernel's pages were right when it read them unless
 		 * bytes were dropped since: then this open drops them all,
@@ -57,14 +64,21 @@ int engine_open(struct engine *e, uint32_t b, uint64_t ino,
 		engine__count(&e->stats.readers, 1);
 	}
 	pthread_mutex_unlock(&e->mu);
+	if (asked)
+		fetch_wake(e->fetch); /* demand */
 	return rc;
 }
 
 void engine_close(struct engine *e, uint32_t b, uint32_t reader)
 {
+	bool save;
+
 	pthread_mutex_lock(&e->mu);
 	pace_reader_close(e->pace, reader, fs__now_ns());
+	save = engine__regions_close(e, b);
 	pthread_mutex_unlock(&e->mu);
+	if (save)
+		engine__regions_save(e, b);
 	atomic_fetch_sub_explicit(&e->stats.readers, 1, memory_order_relaxed);
 	cache_pin_set(e->cache, &e->blobs[b].id, reader, 0, 0);
 }
@@ -482,9 +496,10 @@ static int read_once(struct engine *e, uint32_t b, uint32_t reader,
 	now = fs__now_ns();
 	/* The one question of a try, about the read's bytes: the first try's
 	 * also tells the scheduler of the read. */
-	if (first)
+	if (first) {
+		a->save_regions = engine__regions_read(e, b, off, end, now);
 		rc = pace_read(e->pace, reader, off, end - off, true, now, &r);
-	else
+	} else
 		rc = pace_read_step(e->pace, reader, off, end - off, PACE_NONE,
 				    now, &r.step);
 	waited = rc == 0 && r.step.what == PACE_DO_WAIT;
@@ -557,5 +572,8 @@ long engine_read(struct engine *e, uint32_t b, uint32_t reader, uint64_t off,
 	}
 	if (rc != 0 && !a.replied)
 		rr->reply(rr->ctx, NULL, 0, rc);
+	/* A synchronous commit: after the reply. */
+	if (a.save_regions)
+		engine__regions_save(e, b);
 	return rc != 0 ? rc : (long)(end - off);
 }

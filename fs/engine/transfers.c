@@ -680,6 +680,7 @@ static long on_tick(void *ctx)
 	do {
 		pthread_mutex_lock(&e->mu);
 		now = fs__now_ns();
+		engine__regions_sweep(e, now);
 		n = pace_poll(e->pace, now, acts, ENGINE_ACTIONS);
 		if (n == 0)
 			wake = pace_next_wake(e->pace, now);

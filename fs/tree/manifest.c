@@ -219,6 +219,7 @@ static void entry_free(struct tree_manifest_entry *e)
 		free(e->urls[i]);
 	free(e->urls);
 	free(e->block_sha256);
+	free(e->regions);
 }
 
 void tree_manifest_free(struct tree_manifest *m)

@@ -18,8 +18,8 @@
 #include "fs/tree/tree.h"
 
 static const char *const entry_fields[] = {
-	"path",	      "urls",	      "size", "sha256",
-	"block_size", "block_sha256", "mode", "mtime",
+	"path",		"urls", "size",	 "sha256",  "block_size",
+	"block_sha256", "mode", "mtime", "regions",
 };
 
 const char *tree__json_type(const json_t *v)
@@ -355,6 +355,65 @@ static int parse_block_sha256(struct tree_mctx *c, const json_t *v,
 	return 0;
 }
 
+/* One [offset, length] pair of regions[i]: integers, length > 0, within
+ * size when the entry gives one (size parsed first). */
+static int parse_region(struct tree_mctx *c, size_t i, const json_t *v,
+			const struct tree_manifest_entry *e, uint64_t out[2])
+{
+	char field[40];
+	json_int_t off, len;
+
+	snprintf(field, sizeof(field), "regions[%zu]", i);
+	if (!json_is_array(v) || json_array_size(v) != 2 ||
+	    !json_is_integer(json_array_get(v, 0)) ||
+	    !json_is_integer(json_array_get(v, 1)))
+		return tree__mfail(c, field,
+				   "expected [offset, length], two integers");
+	off = json_integer_value(json_array_get(v, 0));
+	len = json_integer_value(json_array_get(v, 1));
+	if (off < 0 || len <= 0 || (uint64_t)off > UINT64_MAX - (uint64_t)len)
+		return tree__mfail(c, field,
+				   "expected an offset >= 0 and a length > 0");
+	if (e->has_size && (uint64_t)off + (uint64_t)len > e->size)
+		return tree__mfail(c, field,
+				   "ends at %" PRIu64 ", past size %" PRIu64,
+				   (uint64_t)off + (uint64_t)len, e->size);
+	out[0] = (uint64_t)off;
+	out[1] = (uint64_t)len;
+	return 0;
+}
+
+/* Needs size already parsed. */
+static int parse_regions(struct tree_mctx *c, const json_t *v,
+			 struct tree_manifest_entry *e)
+{
+	size_t n;
+
+	if (!json_is_array(v))
+		return tree__mfail(c, "regions",
+				   "expected an array of [offset, length], "
+				   "got %s",
+				   tree__json_type(v));
+	n = json_array_size(v);
+	if (n > TREE_MANIFEST_REGIONS_MAX)
+		return tree__mfail(c, "regions", "at most %d, got %zu",
+				   TREE_MANIFEST_REGIONS_MAX, n);
+	if (n == 0)
+		return 0;
+	e->regions = malloc(n * sizeof(*e->regions));
+	if (e->regions == NULL)
+		return tree__moom(c);
+	for (size_t i = 0; i < n; i++) {
+		int rc = parse_region(c, i, json_array_get(v, i), e,
+				      e->regions[i]);
+
+		if (rc != 0)
+			return rc;
+	}
+	e->nregions = (uint32_t)n;
+	return 0;
+}
+
 static int parse_mode(struct tree_mctx *c, const json_t *v,
 		      struct tree_manifest_entry *e)
 {
@@ -519,7 +578,7 @@ int tree__mentry_parse(struct tree_mctx *c, json_t *obj,
 				c, NULL,
 				"unknown field %s; known are path, urls, "
 				"size, sha256, block_size, block_sha256, "
-				"mode, mtime",
+				"mode, mtime, regions",
 				tree__mquote(key, strlen(key), q, sizeof(q)));
 	}
 
@@ -554,5 +613,7 @@ int tree__mentry_parse(struct tree_mctx *c, json_t *obj,
 		rc = parse_mode(c, v, e);
 	if (rc == 0 && (v = json_object_get(obj, "mtime")) != NULL)
 		rc = parse_mtime(c, v, e);
+	if (rc == 0 && (v = json_object_get(obj, "regions")) != NULL)
+		rc = parse_regions(c, v, e);
 	return rc;
 }

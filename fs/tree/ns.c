@@ -103,6 +103,7 @@ void tree_node_free(struct tree_node *n)
 	free(n->index);
 	free(n->list_url);
 	free(n->dblocks);
+	free(n->regions);
 	free(n->etag);
 	free(n->identity);
 	for (uint32_t i = 0; i < n->nurls; i++)

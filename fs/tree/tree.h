@@ -48,6 +48,10 @@ struct tree_node {
 	uint32_t dblock;	/* block_sha256's block size; 0: none */
 	uint8_t (*dblocks)[32]; /* immutable once the tree is built */
 	uint32_t ndblocks;
+	/* A manifest's regions: [offset, length] pairs read at open;
+	 * immutable once the tree is built. */
+	uint64_t (*regions)[2];
+	uint32_t nregions;
 	uint32_t blob; /* the engine's blob once its size is known */
 	bool probing;  /* a thread is probing it (driver__file_ready) */
 	/* The driver's probers of the sizes a listing did not give
@@ -138,6 +142,7 @@ void tree_ns_usage(struct tree_ns *ns, struct tree_usage *u);
 #define TREE_MANIFEST_URL_MAX 8192	    /* bytes in one URL */
 #define TREE_MANIFEST_BLOCK_MIN 4096u	    /* smallest block_size */
 #define TREE_MANIFEST_BLOCK_MAX (64u << 20) /* largest block_size */
+#define TREE_MANIFEST_REGIONS_MAX 32	    /* regions of one entry */
 /* The most bytes tree_manifest_load reads. */
 #define TREE_MANIFEST_FILE_MAX (256u << 20)
 
@@ -154,6 +159,8 @@ struct tree_manifest_entry {
 	uint32_t block_size;	     /* 0 when absent */
 	uint8_t (*block_sha256)[32]; /* nblocks digests, or NULL */
 	uint32_t nblocks;	     /* ceil(size / block_size) when present */
+	uint64_t (*regions)[2];	     /* [offset, length] pairs, or NULL */
+	uint32_t nregions;
 	bool has_mode;
 	uint32_t mode; /* permission bits only (& 07777) */
 	bool has_mtime;

@@ -2819,6 +2819,75 @@ static int check_against(const char *dir, const char *identity,
 	return bad ? 1 : 0;
 }
 
+/* Remembered regions outlive the blob's blocks and record, are read
+ * back as put under their validator, replaced whole, listed, dropped;
+ * bad ones are refused; they survive a reopen. */
+static void test_regions(void)
+{
+	struct cache *c = NULL;
+	struct cache_id id, other, *ids = NULL;
+	struct cache_blob_record rec = {.size = 100ull * BS};
+	struct cache_regions rg = {.n = 3}, got, bad = {.n = 1};
+	size_t n = 0;
+
+	tmp_make();
+	cache_id_from_string("url:regions", &id);
+	cache_id_from_string("url:regions-other", &other);
+	snprintf(rg.validator, sizeof(rg.validator), "\"etag-1\"");
+	rg.r[0] = (struct cache_region){0, 4096};
+	rg.r[1] = (struct cache_region){50 * BS, 52 * BS};
+	rg.r[2] = (struct cache_region){100 * BS - 100, 100 * BS};
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	T_EQ_INT(cache_regions_get(c, &id, &got), -ENOENT);
+	T_EQ_INT(cache_regions_drop(c, &id), -ENOENT);
+	T_EQ_INT(cache_blob_put(c, &id, &rec), 0);
+	T_EQ_INT(put_block(c, &id, 0, BS), 0);
+	T_EQ_INT(cache_regions_put(c, &id, &rg), 0);
+	/* Refused: an empty region, none at all, too many. */
+	bad.r[0] = (struct cache_region){10, 10};
+	T_EQ_INT(cache_regions_put(c, &other, &bad), -EINVAL);
+	bad.n = 0;
+	T_EQ_INT(cache_regions_put(c, &other, &bad), -EINVAL);
+	bad.n = CACHE_REGIONS_MAX + 1;
+	T_EQ_INT(cache_regions_put(c, &other, &bad), -EINVAL);
+	/* The blob's bytes and record go; its regions stay. */
+	T_EQ_INT(cache_flush(c), 0);
+	T_EQ_INT(cache_blob_drop(c, &id), 0);
+	T_EQ_INT(cache_regions_get(c, &id, &got), 0);
+	T_EQ_STR(got.validator, "\"etag-1\"");
+	T_EQ_U64(got.n, 3);
+	for (size_t i = 0; i < 3; i++) {
+		T_EQ_U64(got.r[i].start, rg.r[i].start);
+		T_EQ_U64(got.r[i].end, rg.r[i].end);
+	}
+	T_EQ_INT(cache_regions_get(c, &other, &got), -ENOENT);
+	cache_close(c);
+	c = NULL;
+	/* Across a reopen; a put replaces them whole. */
+	T_EQ_INT(open_at(tmpdir, &c), 0);
+	T_EQ_INT(cache_regions_get(c, &id, &got), 0);
+	T_EQ_U64(got.n, 3);
+	rg.n = 1;
+	rg.validator[0] = '\0';
+	T_EQ_INT(cache_regions_put(c, &id, &rg), 0);
+	T_EQ_INT(cache_regions_put(c, &other, &rg), 0);
+	T_EQ_INT(cache_regions_get(c, &id, &got), 0);
+	T_EQ_U64(got.n, 1);
+	T_EQ_STR(got.validator, "");
+	T_EQ_INT(cache_regions_ids(c, &ids, &n), 0);
+	T_EQ_U64(n, 2);
+	free(ids);
+	T_EQ_INT(cache_regions_drop(c, &id), 0);
+	T_EQ_INT(cache_regions_get(c, &id, &got), -ENOENT);
+	T_EQ_INT(cache_regions_get(c, &other, &got), 0);
+	T_EQ_INT(cache_regions_ids(c, &ids, &n), 0);
+	T_EQ_U64(n, 1);
+	T_ASSERT(memcmp(ids[0].b, other.b, CACHE_ID_LEN) == 0);
+	free(ids);
+	cache_close(c);
+	tmp_remove();
+}
+
 static const struct t_case cases[] = {
 	{"id", test_id},
 	{"open_reopen", test_open_reopen},
@@ -2862,6 +2931,7 @@ static const struct t_case cases[] = {
 	{"kill9_budget", test_kill9_budget},
 	{"put_buf", test_put_buf},
 	{"serve", test_serve},
+	{"regions", test_regions},
 };
 
 int main(int argc, char **argv)

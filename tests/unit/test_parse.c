@@ -237,7 +237,7 @@ static void manifest_entry_shape(void)
 	BAD(WITH("null"), "files[1]: expected an object, got null");
 	BAD(WITH("{\"path\":\"b\",\"urls\":[\"http://h/b\"],\"sha265\":\"\"}"),
 	    "files[1]: unknown field \"sha265\"; known are path, urls, size, "
-	    "sha256, block_size, block_sha256, mode, mtime");
+	    "sha256, block_size, block_sha256, mode, mtime, regions");
 	BAD(WITH("{\"urls\":[\"http://h/b\"]}"), "files[1].path: missing");
 	BAD(WITH("{\"path\":\"b\"}"), "files[1].urls: missing");
 }
@@ -441,6 +441,43 @@ static void manifest_size(void)
 	    "files[1].size: expected an integer, got a string");
 	BAD(WITH("{\"path\":\"b\",\"urls\":[\"http://h/b\"],\"size\":1.5}"),
 	    "files[1].size: expected an integer, got a real number");
+}
+
+/* regions: [offset, length] pairs, checked against size, at most 32. */
+static void manifest_regions(void)
+{
+	struct tree_manifest m;
+	char big[2048];
+	size_t o;
+
+	BAD(WITH("{\"path\":\"b\",\"urls\":[\"http://h/b\"],\"regions\":3}"),
+	    "files[1].regions: expected an array of [offset, length], got an "
+	    "integer");
+	BAD(WITH("{\"path\":\"b\",\"urls\":[\"http://h/b\"],"
+		 "\"regions\":[[0,10],[5]]}"),
+	    "files[1].regions[1]: expected [offset, length], two integers");
+	BAD(WITH("{\"path\":\"b\",\"urls\":[\"http://h/b\"],"
+		 "\"regions\":[[0,0]]}"),
+	    "files[1].regions[0]: expected an offset >= 0 and a length > 0");
+	BAD(WITH("{\"path\":\"b\",\"urls\":[\"http://h/b\"],\"size\":100,"
+		 "\"regions\":[[0,10],[96,5]]}"),
+	    "files[1].regions[1]: ends at 101, past size 100");
+	o = (size_t)snprintf(big, sizeof(big), "%s",
+			     "{\"version\":1,\"files\":[{\"path\":\"b\","
+			     "\"urls\":[\"http://h/b\"],\"regions\":[");
+	for (int i = 0; i < 33; i++)
+		o += (size_t)snprintf(big + o, sizeof(big) - o, "%s[%d,1]",
+				      i ? "," : "", i);
+	snprintf(big + o, sizeof(big) - o, "]}]}");
+	BAD(big, "files[0].regions: at most 32, got 33");
+	GOOD(WITH("{\"path\":\"b\",\"urls\":[\"http://h/b\"],\"size\":100,"
+		  "\"regions\":[[0,10],[90,10]]}"),
+	     &m);
+	T_EQ_U64(m.files[1].nregions, 2);
+	T_EQ_U64(m.files[1].regions[1][0], 90);
+	T_EQ_U64(m.files[1].regions[1][1], 10);
+	T_EQ_U64(m.files[0].nregions, 0);
+	tree_manifest_free(&m);
 }
 
 static void manifest_sha256(void)
@@ -1443,6 +1480,7 @@ static const struct t_case cases[] = {
 	{"manifest_file_and_directory", manifest_file_and_directory},
 	{"manifest_urls", manifest_urls},
 	{"manifest_size", manifest_size},
+	{"manifest_regions", manifest_regions},
 	{"manifest_sha256", manifest_sha256},
 	{"manifest_blocks", manifest_blocks},
 	{"manifest_mode", manifest_mode},
