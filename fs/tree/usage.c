@@ -15,7 +15,8 @@ static uint64_t node_bytes(const struct tree_node *n)
 {
 	uint64_t b = chunk(n) + chunk(n->name) + chunk(n->children) +
 		     chunk(n->index) + chunk(n->list_url) + chunk(n->dblocks) +
-		     chunk(n->etag) + chunk(n->identity) + chunk(n->urls);
+		     chunk(n->etag) + chunk(n->identity) + chunk(n->urls) +
+		     chunk(n->regions);
 
 	for (uint32_t i = 0; i < n->nurls; i++)
 		b += chunk(n->urls[i]);

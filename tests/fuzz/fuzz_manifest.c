@@ -47,7 +47,11 @@ static void check_same(const struct tree_manifest_entry *a,
 	    memcmp(a->sha256, b->sha256, sizeof(a->sha256)) != 0 ||
 	    a->block_size != b->block_size || a->nblocks != b->nblocks ||
 	    a->has_mode != b->has_mode || a->mode != b->mode ||
-	    a->has_mtime != b->has_mtime || a->mtime != b->mtime)
+	    a->has_mtime != b->has_mtime || a->mtime != b->mtime ||
+	    a->nregions != b->nregions ||
+	    (a->nregions > 0 &&
+	     memcmp(a->regions, b->regions,
+		    (size_t)a->nregions * sizeof(a->regions[0])) != 0))
 		abort();
 	for (uint32_t i = 0; i < a->nurls; i++)
 		if (!same_str(a->urls[i], b->urls[i]))
