@@ -28,7 +28,7 @@ KNOBS = {
     "WAN_LATENCY": (20, 20, None, "ms before every response of the WAN-like origin"),
     "NEAR_RATE": (100000000, 100000000, None, "bytes/s a connection of the near origin (a loose cap: an object store in the reader's region)"),
     "NEAR_LATENCY": (2, 2, None, "ms before every response of the near origin"),
-    "SEQ_NEAR_SIZE": (256 * MiB, 64 * MiB, None, "near sequential: the loopback file (seq.bin), from the near origin"),
+    "SEQ_NEAR_SIZE": (256 * MiB, 64 * MiB, None, "the near origin's cold sequential file (near.bin)"),
     "RANDOM_N_LO": (200, 50, None, "random 4 KiB reads on loopback"),
     "RANDOM_N_WAN": (100, 20, None, "random 4 KiB reads on the WAN origin"),
     "PLAYER_RATE": (4000000, 4000000, None, "the player's bytes/s"),
