@@ -21,8 +21,11 @@ PKGS=(
 
 # Only make bench needs these: the competitors, the plotting and the real
 # clients it runs through each mount (ffmpeg/ffprobe, Python's zipfile and
-# sqlite3), and fio for mountpoint-s3's read jobs.
-BENCH_PKGS=(rclone httpdirfs gnuplot-nox procps ffmpeg python3 fio)
+# sqlite3), fio for mountpoint-s3's read jobs, and the data clients: GDAL
+# and h5py reading a COG and an HDF5 file, squashfuse mounting an image
+# that mksquashfs makes.
+BENCH_PKGS=(rclone httpdirfs gnuplot-nox procps ffmpeg python3 fio
+	gdal-bin python3-gdal python3-h5py squashfs-tools squashfuse)
 
 case "${1:-}" in
 "") ;;

@@ -103,12 +103,14 @@ class Bench:
         # binary relinked mid-run would mix two versions in one report.
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         for src in (os.path.join(build, "pacefs"), os.path.join(build, "pacefs-origin"),
-                    os.path.join(build, "bench", "benchread"), os.path.join(here, "clients.py")):
+                    os.path.join(build, "bench", "benchread"), os.path.join(here, "clients.py"),
+                    os.path.join(here, "dataclients.py")):
             shutil.copy2(src, os.path.join(self.w, "bin"))
         self.pacefs = self.bin("pacefs")
         self.origin_bin = self.bin("pacefs-origin")
         self.br = self.bin("benchread")
         self.cl = ["/usr/bin/python3", self.bin("clients.py")]
+        self.dcl = ["/usr/bin/python3", self.bin("dataclients.py")]
         open(os.path.join(self.w, "rclone.conf"), "w").close()
         self.res = Results({"settings": dict(settings), "runs": runs, "quick": quick,
                             "only": sorted(self.only), "overrides": changed,
@@ -276,6 +278,14 @@ class Bench:
         return self.start_origin(name, "--root", root or self.www, "--quiet",
                                  "--rate", str(self.s["WAN_RATE"]),
                                  "--latency", str(self.s["WAN_LATENCY"]), "--autoindex")
+
+    def start_near(self, name, root=None):
+        """pacefs-origin over ROOT (www) a round trip of NEAR_LATENCY ms
+        away with a loose per-connection cap (NEAR_RATE: an object store
+        in the reader's own region) and a listing."""
+        return self.start_origin(name, "--root", root or self.www, "--quiet",
+                                 "--rate", str(self.s["NEAR_RATE"]),
+                                 "--latency", str(self.s["NEAR_LATENCY"]), "--autoindex")
 
     def start_tier(self, name):
         from .servers import tier_start

@@ -272,7 +272,7 @@ def label(sys):
 
 
 def oname(o):
-    return "WAN origin" if o == "wan" else "loopback nginx"
+    return {"wan": "WAN origin", "near": "near origin"}.get(o, "loopback nginx")
 
 
 def conns_cell(fig, wl, sys):

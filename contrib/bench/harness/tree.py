@@ -16,15 +16,17 @@ def origin_of(b, o, folder):
     nginx's URL/FOLDER; on the WAN a pacefs-origin of its own with the WAN
     caps rooted at the folder (httpdirfs asks for a folder's listing without
     the trailing slash, which nginx redirects and pacefs-origin answers with
-    a 404), started at the first call."""
+    a 404), started at the first call; the near origin likewise, with the
+    near caps."""
     if o == "lo":
         ng = b.nginx
         return Origin(f"{ng.url}/{folder}", ng.log, ng.proc)
-    if o != "wan":
-        raise ValueError(f"unknown origin {o} (wan or lo)")
-    key = "wan_" + folder
+    if o not in ("wan", "near"):
+        raise ValueError(f"unknown origin {o} (wan, near or lo)")
+    key = f"{o}_{folder}"
     if key not in b.folder_origins:
-        b.folder_origins[key] = b.start_wan(key, os.path.join(b.www, folder))
+        start = b.start_wan if o == "wan" else b.start_near
+        b.folder_origins[key] = start(key, os.path.join(b.www, folder))
     return b.folder_origins[key]
 
 

@@ -1,7 +1,8 @@
 """Sequential reads: cold on loopback nginx, then in the same mount the warm
 re-read, then a remount over the same cache read in full (seq_lo); cold
-from the WAN-like origin (seq_wan) and from a WAN origin with small send
-buffers (seq_wan_smallbuf); curl and dd as the limits.
+from the WAN-like origin (seq_wan), from a WAN origin with small send
+buffers (seq_wan_smallbuf) and from a near origin (seq_near: a round trip
+of 2 ms, a loose cap); curl and dd as the limits.
 """
 from harness import limits
 from harness.runner import SYSTEMS
@@ -15,6 +16,8 @@ def gen(b):
         b.need("wan.bin", b.s["SEQ_WAN_SIZE"])
     if b.wanted("seq_wan_smallbuf"):
         b.need("smallbuf.bin", b.s["SMALLBUF_SIZE"])
+    if b.wanted("seq_near"):
+        b.need("near.bin", b.s["SEQ_NEAR_SIZE"])
 
 
 def seq_lo(b):
@@ -106,9 +109,21 @@ def seq_wan_smallbuf(b):
         b.stop_server(o)
 
 
-WORKLOADS = {"seq_lo": seq_lo, "seq_wan": seq_wan, "seq_wan_smallbuf": seq_wan_smallbuf}
+def seq_near(b):
+    """Cold sequential from an origin NEAR_LATENCY ms away with a loose
+    per-connection cap (NEAR_RATE), between loopback and the far WAN:
+    where a reader's window must open within a few round trips."""
+    o = b.start_near("near")
+    try:
+        _cold_seq(b, "seq_near", o, "near.bin", b.s["SEQ_NEAR_SIZE"])
+    finally:
+        b.stop_server(o)
+
+
+WORKLOADS = {"seq_lo": seq_lo, "seq_wan": seq_wan, "seq_wan_smallbuf": seq_wan_smallbuf,
+             "seq_near": seq_near}
 NOISE = {"seq_lo": "mbps", "seq_wan": "mbps", "warm": "mbps", "remount": "mbps",
-         "seq_wan_smallbuf": "mbps"}
+         "seq_wan_smallbuf": "mbps", "seq_near": "mbps"}
 
 
 # --- report -----------------------------------------------------------------
@@ -198,6 +213,15 @@ def sections(rep):
         for s in ("pacefs", "rclone", "httpdirfs", "curl8"):
             x = fig.med("seq_wan_smallbuf", s, "mbps")
             out.append(f"| {label(s)} | {f(x, 1, '%.1f')} | {fig.vals('seq_wan_smallbuf', s, 'mbps', 1, '%.1f')} | {ratio(pm, x)} | {f(fig.med('seq_wan_smallbuf', s, 'pulled'), MiB, '%.1f')} |")
+        out.append("")
+    if fig.has("seq_near"):
+        out += ["## Cold sequential read, near origin", "",
+                f"pacefs-origin `--latency {S('NEAR_LATENCY', '')} --rate {S('NEAR_RATE', '')}`: a round trip of {S('NEAR_LATENCY', '')} ms and {g(S('NEAR_RATE', 0), 1e6, '%.0f')} MB/s a connection (an object store in the reader's own region), between loopback and the far WAN origin; {S('SEQ_NEAR_SIZE', 0) // MiB} MiB, MB/s, and pacefs against each.", "",
+                "| system | MB/s | runs | pacefs is | pulled MiB | requests |", "| --- | ---: | --- | ---: | ---: | ---: |"]
+        pm = fig.med("seq_near", "pacefs", "mbps")
+        for s in ("pacefs", "rclone", "httpdirfs", "curl1", "curl8"):
+            x = fig.med("seq_near", s, "mbps")
+            out.append(f"| {label(s)} | {f(x, 1, '%.1f')} | {fig.vals('seq_near', s, 'mbps', 1, '%.1f')} | {ratio(pm, x)} | {f(fig.med('seq_near', s, 'pulled'), MiB, '%.1f')} | {g(fig.med('seq_near', s, 'reqs'), 1, '%.0f')} |")
         out.append("")
     out += [f"## Warm re-read and full read after remount (loopback, {S('SEQ_LO_SIZE') // MiB} MiB)", "",
            "Warm: the same mount reads the file again right after the cold read (page cache not dropped). Remount: unmount, drop the page cache, mount over the same cache directory, read in full.", "",
