@@ -90,6 +90,7 @@ void pace__lane_start(struct pace *p, struct lane *l, uint32_t blob,
 	l->nsamples = 0;
 	l->was_queued = false;
 	l->handover = false;
+	l->fill = false;
 	l->q = false;
 	pace__lane_set(p, l, LANE_REQUESTED);
 	pace__infl_add(p, e - x);
