@@ -112,6 +112,10 @@ void pace__fill_read(struct pace *p, struct reader *r, uint64_t off,
 	s = pace__align_down(pace__min64(off, b->size), p->cfg.align);
 	e = pace__min64(pace__align_up(pace__sat_add(off, len), p->cfg.align),
 			b->size);
+	if (e > s && b->unread.cap &&
+	    pace__ranges_remove(&b->unread, s, e, &removed) == 0)
+		p->stats.fill_read += removed;
+	removed = 0;
 	/* A read in filled bytes counts the whole stretch filled around
 	 * it as read: the neighbourhood did what it was fetched for (it
 	 * saved the read its round trip), whatever the read's size. */
@@ -122,10 +126,8 @@ void pace__fill_read(struct pace *p, struct reader *r, uint64_t off,
 		e = pace__max64(e, b->spec.v[i].e);
 	}
 	if (e > s && b->spec.cap &&
-	    pace__ranges_remove(&b->spec, s, e, &removed) == 0 && removed) {
+	    pace__ranges_remove(&b->spec, s, e, &removed) == 0)
 		r->spec_used += removed;
-		p->stats.fill_read += removed;
-	}
 	r->recent[r->nrecent % FILL_RECENT] = off;
 	r->nrecent++;
 }
@@ -142,9 +144,9 @@ void pace__fill_jump(struct pace *p, struct reader *r)
 	/* Renewed once the cursor is half way there. */
 	if (r->spec_end > r->cursor && r->spec_end - r->cursor >= want / 2)
 		return;
-	end = pace__min64(pace__align_up(pace__sat_add(r->cursor, want),
-					 p->cfg.align),
-			  size);
+	end = pace__min64(
+		pace__align_up(pace__sat_add(r->cursor, want), p->cfg.align),
+		size);
 	if (end <= r->cursor)
 		return;
 	r->spec_end = end;
@@ -158,9 +160,9 @@ uint64_t pace__fill_tail(const struct pace *p, const struct wait *w)
 
 	if (!pace__fill_on(p) || w->end >= size)
 		return w->end;
-	near = pace__max64(4 * p->cfg.min_request,
-			   pace__min64(pace__fill_price(p, w->blob),
-				       FILL_TAIL_MAX));
+	near = pace__max64(
+		4 * p->cfg.min_request,
+		pace__min64(pace__fill_price(p, w->blob), FILL_TAIL_MAX));
 	return size - w->end <= near ? size : w->end;
 }
 
@@ -181,10 +183,9 @@ static bool next_range(struct pace *p, const struct reader *r, uint64_t price,
 	if (half >= p->cfg.align) {
 		for (uint32_t i = 0; i < n; i++) {
 			uint64_t c = pace__align_down(
-				pace__min64(
-					r->recent[(r->nrecent - 1 - i) %
-						  FILL_RECENT],
-					size),
+				pace__min64(r->recent[(r->nrecent - 1 - i) %
+						      FILL_RECENT],
+					    size),
 				p->cfg.align);
 
 			lo[k] = c;
@@ -192,9 +193,9 @@ static bool next_range(struct pace *p, const struct reader *r, uint64_t price,
 			lo[k] = c > half ? c - half : 0;
 			hi[k++] = c;
 		}
-		lo[k] = size > half ? pace__align_down(size - half,
-						       p->cfg.align)
-				    : 0;
+		lo[k] = size > half
+				? pace__align_down(size - half, p->cfg.align)
+				: 0;
 		hi[k++] = size;
 		lo[k] = 0;
 		hi[k++] = pace__min64(half, size);
@@ -211,10 +212,11 @@ static bool next_range(struct pace *p, const struct reader *r, uint64_t price,
 			continue;
 		*x = pace__first_free(p, r->blob, lo[i], hi[i], &g);
 		if (*x < hi[i]) {
-			*ge = pace__min64(g, hi[i] == size ? size
-							   : pace__align_up(
-								     hi[i],
-								     p->cfg.align));
+			*ge = pace__min64(
+				g,
+				hi[i] == size
+					? size
+					: pace__align_up(hi[i], p->cfg.align));
 			return true;
 		}
 	}
@@ -264,9 +266,9 @@ static bool fill_one(struct pace *p, struct poll *o, uint32_t ri)
 		return false;
 	/* A piece a connection brings in two round trips: its lane is free
 	 * again within about one for a read that comes. */
-	piece = pace__align_up((uint64_t)((double)rate * (double)rtt * 2.0 /
-					  (double)SEC),
-			       c->align);
+	piece = pace__align_up(
+		(uint64_t)((double)rate * (double)rtt * 2.0 / (double)SEC),
+		c->align);
 	e = pace__request_end(p, b, x, piece, ge, ge);
 	e = pace__budget_fit(p, x, e);
 	if (e <= x)
@@ -280,8 +282,10 @@ static bool fill_one(struct pace *p, struct poll *o, uint32_t ri)
 	 * for a waiting read counts whole among the bytes never read. */
 	r->spec_got += e - x;
 	p->stats.fill_bytes += e - x;
-	if (b->spec.cap)
+	if (b->spec.cap) {
 		(void)pace__ranges_add(&b->spec, x, e, NULL);
+		(void)pace__ranges_add(&b->unread, x, e, NULL);
+	}
 	return true;
 }
 

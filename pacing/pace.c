@@ -123,6 +123,7 @@ void pace_free(struct pace *p)
 		if (p->blobs[i].used) {
 			pace__ranges_fini(&p->blobs[i].held);
 			pace__ranges_fini(&p->blobs[i].spec);
+			pace__ranges_fini(&p->blobs[i].unread);
 		}
 	free(p->lanes);
 	free(p->sources);
@@ -210,8 +211,13 @@ int pace_blob_add(struct pace *p, uint64_t size, uint32_t *blob_out)
 	rc = pace__ranges_init(&b->held, cap);
 	if (rc)
 		return rc;
-	/* No set of unread fills without the fill: none is kept. */
-	if (pace__fill_on(p) && pace__ranges_init(&b->spec, FILL_SPANS) != 0) {
+	/* The fill's sets of unread bytes (none without the fill): a span
+	 * of unread fills sits between two chunks, so a small file needs
+	 * few. */
+	cap = (uint32_t)pace__min64(blocks / 2 + 2, FILL_SPANS);
+	if (pace__fill_on(p) && (pace__ranges_init(&b->spec, cap) != 0 ||
+				 pace__ranges_init(&b->unread, cap) != 0)) {
+		pace__ranges_fini(&b->spec);
 		pace__ranges_fini(&b->held);
 		return -ENOMEM;
 	}

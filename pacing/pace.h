@@ -410,8 +410,7 @@ struct pace_stats {
 	uint64_t throttle_cuts; /* a source's lane count halved on 429/503 */
 	uint64_t inflight_max;	/* most bytes requested and not received */
 	uint64_t fill_bytes;	/* bytes asked speculatively (fill) */
-	uint64_t fill_read;	/* of those, bytes read since (a read counts
-				   the stretch filled around it);
+	uint64_t fill_read;	/* of those, bytes read since (whole chunks);
 				   fill_bytes - fill_read: never read */
 };
 

@@ -299,8 +299,11 @@ struct blob {
 	uint32_t first_src;
 	uint32_t n_src;
 	uint32_t n_excluded;
-	uint32_t pinned;	  /* the one source of a no-validator blob */
-	struct pace__ranges spec; /* fetched by the fill, not read yet */
+	uint32_t pinned; /* the one source of a no-validator blob */
+	/* Asked by the fill and not read yet: `spec` as a reader's history
+	 * counts them (a read takes the stretch around it), `unread` as
+	 * the mount's counters do (a read takes its chunks). */
+	struct pace__ranges spec, unread;
 };
 
 struct reader {

@@ -35,7 +35,8 @@ static void cluster_script(void)
 		uint64_t centre = (uint64_t)(i / 8) * MIB + 512 * KIB;
 		uint64_t d = sim__rnd64(&rng) % (768 * KIB);
 
-		cluster_steps[i].off = (centre - 384 * KIB + d) & ~(4 * KIB - 1);
+		cluster_steps[i].off =
+			(centre - 384 * KIB + d) & ~(4 * KIB - 1);
 		cluster_steps[i].len = 16 * KIB;
 	}
 }
@@ -65,7 +66,9 @@ static bool judge_cluster(const struct scenario *sc, const struct figures *f,
 	bool on = sc->cfg.fill_max != 0;
 	double lim = on ? 0.5 : 1.5;
 
-	snprintf(note, n, "32 clustered reads in %.2f s (<= %.2f), pulled %.2f MiB (<= 4)",
+	snprintf(note, n,
+		 "32 clustered reads in %.2f s (<= %.2f), pulled %.2f MiB (<= "
+		 "4)",
 		 f->done, lim, (double)f->pulled / MIB);
 	return f->done <= lim && f->pulled <= 4 * MIB;
 }
@@ -85,7 +88,8 @@ static bool judge_chain(const struct scenario *sc, const struct figures *f,
 	bool on = sc->cfg.fill_max != 0;
 	double lim = on ? 0.6 : 2.0;
 
-	snprintf(note, n, "48 headers in %.2f s (<= %.2f), pulled %.2f MiB (<= %.2f)",
+	snprintf(note, n,
+		 "48 headers in %.2f s (<= %.2f), pulled %.2f MiB (<= %.2f)",
 		 f->done, lim, (double)f->pulled / MIB,
 		 (double)sc->size[0] / MIB);
 	return f->done <= lim && f->pulled <= sc->size[0];
