@@ -28,7 +28,11 @@ bool pace__fill_on(const struct pace *p)
 }
 
 /* Per-connection rate and round trip of the blob's first source's
- * origin; false while either is unknown. */
+ * origin; false while either is unknown. Before a rate window closed,
+ * the rate of short requests stands for it, trusted to twice the bytes
+ * they carried in a round trip: an origin that sends a response's first
+ * tens of KiB at once and paces the rest shows short requests at many
+ * times its rate (demand.c's split_least trusts it as far). */
 static bool link_of(const struct pace *p, uint32_t blob, uint64_t *rate,
 		    uint64_t *rtt)
 {
@@ -40,10 +44,14 @@ static bool link_of(const struct pace *p, uint32_t blob, uint64_t *rate,
 		return false;
 	g = pace__group(p, &p->sources[b->first_src]);
 	r = pace__expected_rate(p, b->first_src);
-	if (!r)
-		r = g->short_rate;
-	*rate = r;
 	*rtt = g->lat_est;
+	if (!r && g->lat_est) {
+		double cap = 2.0 * (double)g->short_bytes * (double)SEC /
+			     (double)g->lat_est;
+
+		r = (double)g->short_rate > cap ? (uint64_t)cap : g->short_rate;
+	}
+	*rate = r;
 	return r && g->lat_est;
 }
 
@@ -103,6 +111,33 @@ static uint64_t worth(const struct pace *p, const struct reader *r,
 	return pace__align_down((uint64_t)v, p->cfg.align);
 }
 
+/* Reader r read the chunks [s, e). A read in filled bytes saved its
+ * round trip whatever its size: it counts the stretch filled around it
+ * as read, up to what one neighbourhood is worth now (half of it each
+ * side), so that a reader whose reads land at random in a file largely
+ * filled cannot talk itself into more. */
+static void spec_hit(struct pace *p, struct reader *r, uint64_t s, uint64_t e)
+{
+	struct blob *b = &p->blobs[r->blob];
+	uint64_t half = worth(p, r, pace__fill_price(p, r->blob), 1.0) / 2;
+	uint64_t lo = s, hi = e, removed = 0;
+	bool hit = false;
+
+	if (!b->spec.cap)
+		return;
+	for (uint32_t i = 0; i < b->spec.n; i++) {
+		if (b->spec.v[i].e <= s || b->spec.v[i].s >= e)
+			continue;
+		hit = true;
+		lo = pace__min64(lo, pace__max64(b->spec.v[i].s,
+						 s > half ? s - half : 0));
+		hi = pace__max64(hi, pace__min64(b->spec.v[i].e,
+						 pace__sat_add(e, half)));
+	}
+	if (hit && pace__ranges_remove(&b->spec, lo, hi, &removed) == 0)
+		r->spec_used += removed;
+}
+
 void pace__fill_read(struct pace *p, struct reader *r, uint64_t off,
 		     uint64_t len)
 {
@@ -115,19 +150,7 @@ void pace__fill_read(struct pace *p, struct reader *r, uint64_t off,
 	if (e > s && b->unread.cap &&
 	    pace__ranges_remove(&b->unread, s, e, &removed) == 0)
 		p->stats.fill_read += removed;
-	removed = 0;
-	/* A read in filled bytes counts the whole stretch filled around
-	 * it as read: the neighbourhood did what it was fetched for (it
-	 * saved the read its round trip), whatever the read's size. */
-	for (uint32_t i = 0; e > s && i < b->spec.n; i++) {
-		if (b->spec.v[i].e <= s || b->spec.v[i].s >= e)
-			continue;
-		s = pace__min64(s, b->spec.v[i].s);
-		e = pace__max64(e, b->spec.v[i].e);
-	}
-	if (e > s && b->spec.cap &&
-	    pace__ranges_remove(&b->spec, s, e, &removed) == 0)
-		r->spec_used += removed;
+	spec_hit(p, r, s, e);
 	r->recent[r->nrecent % FILL_RECENT] = off;
 	r->nrecent++;
 }
@@ -175,12 +198,17 @@ static bool next_range(struct pace *p, const struct reader *r, uint64_t price,
 		       uint64_t *x, uint64_t *ge)
 {
 	const struct blob *b = &p->blobs[r->blob];
-	uint64_t half = worth(p, r, price, 1.0) / 2, size = b->size;
+	uint64_t nb = worth(p, r, price, 1.0), size = b->size;
+	/* Two thirds of a neighbourhood lie past its read: formats are
+	 * read forward more often than back (a chain of headers, a record
+	 * and the next). */
+	uint64_t fwd = pace__align_up(nb * 2 / 3, p->cfg.align),
+		 back = nb > fwd ? nb - fwd : 0, half = nb / 2;
 	uint32_t n = pace__min64(r->nrecent, FILL_RECENT);
 	uint64_t lo[FILL_RECENT * 2 + 3], hi[FILL_RECENT * 2 + 3];
 	uint32_t k = 0;
 
-	if (half >= p->cfg.align) {
+	if (nb >= 2 * p->cfg.align) {
 		for (uint32_t i = 0; i < n; i++) {
 			uint64_t c = pace__align_down(
 				pace__min64(r->recent[(r->nrecent - 1 - i) %
@@ -189,8 +217,8 @@ static bool next_range(struct pace *p, const struct reader *r, uint64_t price,
 				p->cfg.align);
 
 			lo[k] = c;
-			hi[k++] = pace__min64(pace__sat_add(c, half), size);
-			lo[k] = c > half ? c - half : 0;
+			hi[k++] = pace__min64(pace__sat_add(c, fwd), size);
+			lo[k] = c > back ? c - back : 0;
 			hi[k++] = c;
 		}
 		lo[k] = size > half
