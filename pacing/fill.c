@@ -11,6 +11,10 @@
 #define FILL_PRIOR_USED (256 * KIB)
 #define FILL_PRIOR_GOT (512 * KIB)
 
+/* A reader that has paid fewer round trips than this is young: a
+ * neighbourhood is worth less to it (near_rtts). */
+#define FILL_YOUNG_RTTS 4
+
 /* A reader that has not read for this long has stopped: no fill. */
 #define FILL_IDLE_NS (1 * SEC)
 
@@ -189,6 +193,37 @@ uint64_t pace__fill_tail(const struct pace *p, const struct wait *w)
 	return size - w->end <= near ? size : w->end;
 }
 
+/* Round trips a neighbourhood saves: one, the next read near it, for a
+ * reader that has paid FILL_YOUNG_RTTS round trips; a quarter for each
+ * before that. A reader that just began may be done soon (a member of
+ * an archive: its directory, its header, its bytes). */
+static double near_rtts(const struct reader *r)
+{
+	return r->rtts >= FILL_YOUNG_RTTS ? 1.0
+					  : (double)r->rtts / FILL_YOUNG_RTTS;
+}
+
+/* What the rest of r's file is worth: each round trip r paid so far
+ * stands for one it would pay again, and a byte of the rest is as
+ * likely to be read as its history says, or as the share of the file
+ * its recent reads span, if more: a reader scattered over a small file
+ * reads somewhere in it next. */
+static uint64_t rest_worth(const struct pace *p, const struct reader *r,
+			   uint64_t price)
+{
+	uint64_t size = p->blobs[r->blob].size, lo = UINT64_MAX, hi = 0;
+	uint32_t n = pace__min64(r->nrecent, FILL_RECENT);
+	double c = chance(r), spread, v;
+
+	for (uint32_t i = 0; i < n; i++) {
+		lo = pace__min64(lo, r->recent[i]);
+		hi = pace__max64(hi, r->recent[i]);
+	}
+	spread = n > 1 && size ? (double)(hi - lo) / (double)size : 0;
+	v = (spread > c ? spread : c) * (double)r->rtts * (double)price;
+	return v > (double)(UINT64_MAX / 2) ? UINT64_MAX / 2 : (uint64_t)v;
+}
+
 /* The next range to fill for r, its first unowned missing byte in *x and
  * that gap's end (bounded by the region) in *ge: around its recent
  * reads, the latest first, then its file's ends, then the whole file
@@ -198,7 +233,7 @@ static bool next_range(struct pace *p, const struct reader *r, uint64_t price,
 		       uint64_t *x, uint64_t *ge)
 {
 	const struct blob *b = &p->blobs[r->blob];
-	uint64_t nb = worth(p, r, price, 1.0), size = b->size;
+	uint64_t nb = worth(p, r, price, near_rtts(r)), size = b->size;
 	/* Two thirds of a neighbourhood lie past its read: formats are
 	 * read forward more often than back (a chain of headers, a record
 	 * and the next). */
@@ -229,7 +264,7 @@ static bool next_range(struct pace *p, const struct reader *r, uint64_t price,
 		hi[k++] = pace__min64(half, size);
 	}
 	if (size <= p->cfg.fill_max &&
-	    worth(p, r, price, (double)r->rtts) >= size - b->held.total) {
+	    rest_worth(p, r, price) >= size - b->held.total) {
 		lo[k] = 0;
 		hi[k++] = size;
 	}

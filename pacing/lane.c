@@ -59,6 +59,7 @@ void pace__emit(struct pace_action *a, enum pace_action_kind k,
 	a->start = l->start;
 	a->end = l->end;
 	a->faulted = false;
+	a->fill = false;
 }
 
 void pace__lane_start(struct pace *p, struct lane *l, uint32_t blob,
