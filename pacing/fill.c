@@ -5,9 +5,9 @@
 #include "pacing/pace_int.h"
 
 /* A reader with no history is taken to read FILL_PRIOR_USED of every
- * FILL_PRIOR_GOT fetched for it (a quarter): its first neighbourhood is
- * a quarter of a round trip's price, and a few unread ones teach it that
- * speculation does not pay. */
+ * FILL_PRIOR_GOT fetched for it (a half), a prior worth half a MiB of
+ * fills: a few unread neighbourhoods teach it that speculation does not
+ * pay. */
 #define FILL_PRIOR_USED (256 * KIB)
 #define FILL_PRIOR_GOT (512 * KIB)
 
@@ -96,7 +96,7 @@ uint64_t pace__fill_price(const struct pace *p, uint32_t blob)
 }
 
 /* The chance, in [0, 1], that a byte fetched speculatively for r is
- * read: what its own history says, a quarter before it has any. */
+ * read: what its own history says, a half before it has any. */
 static double chance(const struct reader *r)
 {
 	return (double)(r->spec_used + FILL_PRIOR_USED) /

@@ -80,7 +80,8 @@ static void step(struct fix *f)
 						   f->now + RTT};
 				if (a[i].fill) {
 					f->fill_starts++;
-					f->fill_started += a[i].end - a[i].start;
+					f->fill_started +=
+						a[i].end - a[i].start;
 				}
 			} else if (a[i].kind == PACE_ACT_SET_END) {
 				l->end = a[i].end;
@@ -112,8 +113,7 @@ static void step(struct fix *f)
 
 /* Reader rd reads [off, off + len) and waits for it; the milliseconds it
  * waited (0: every byte was held). */
-static uint64_t rd_read(struct fix *f, uint32_t rd, uint64_t off,
-			uint64_t len)
+static uint64_t rd_read(struct fix *f, uint32_t rd, uint64_t off, uint64_t len)
 {
 	struct pace_read_result r;
 	struct pace_step s;
@@ -174,10 +174,11 @@ static void test_neighbourhood(void)
 			T_ASSERT(rd_read(&f, rd, first[i], 4 * KIB) >= 20);
 		idle(&f, 100);
 		for (int i = 0; i < 8; i++)
-			waited += rd_read(&f, rd,
-					  first[i / 2] + (i % 2 ? 128 * KIB : 0) -
-						  (i % 2 ? 0 : 128 * KIB),
-					  4 * KIB);
+			waited +=
+				rd_read(&f, rd,
+					first[i / 2] + (i % 2 ? 128 * KIB : 0) -
+						(i % 2 ? 0 : 128 * KIB),
+					4 * KIB);
 		if (on) {
 			T_EQ_U64(waited, 0);
 			T_ASSERT(f.fill_starts > 0);
@@ -280,13 +281,11 @@ static void test_tail_and_jump(void)
 	T_EQ_INT(fix_init(&f, &c, 64 * MIB), 0);
 	learn_link(&f);
 	T_EQ_INT(pace_reader_open(f.p, f.blob, f.now, &rd), 0);
-	T_ASSERT(rd_read(&f, rd, 64 * MIB - 200 * KIB, 4 * KIB) !=
-		 UINT64_MAX);
+	T_ASSERT(rd_read(&f, rd, 64 * MIB - 200 * KIB, 4 * KIB) != UINT64_MAX);
 	idle(&f, 30);
 	T_ASSERT(pace_is_held(f.p, f.blob, 64 * MIB - 200 * KIB, 64 * MIB));
 	T_ASSERT(rd_read(&f, rd, 20 * MIB, 64 * KIB) != UINT64_MAX);
-	T_ASSERT(rd_read(&f, rd, 20 * MIB + 64 * KIB, 64 * KIB) !=
-		 UINT64_MAX);
+	T_ASSERT(rd_read(&f, rd, 20 * MIB + 64 * KIB, 64 * KIB) != UINT64_MAX);
 	T_EQ_INT(pace_reader_window(f.p, rd, &cur, &w), 0);
 	T_ASSERT(w >= c.align);
 	idle(&f, 60);
