@@ -352,11 +352,35 @@ static bool fill_one(struct pace *p, struct poll *o, uint32_t ri)
 	return true;
 }
 
+/* Some reader reading ahead has bytes of its window to ask for that
+ * read-ahead left in this poll (its turn's credit ran out): the lanes
+ * are its before they are the fill's. A window parked until its cursor
+ * moves wants nothing. */
+static bool ahead_wanting(struct pace *p)
+{
+	for (uint32_t i = 0; i < p->n_readers; i++) {
+		const struct reader *r = &p->readers[i];
+		uint64_t x, ge, wend;
+		uint32_t src;
+
+		if (!r->used || !r->seen || r->w == 0 || r->spec_fill)
+			continue;
+		x = pace__window_gap(p, r, &ge, &wend);
+		if (x >= wend)
+			continue;
+		src = pace__pick_source(p, r->blob, false);
+		if (src != PACE_NONE &&
+		    pace__window_end(p, r, src, x, ge, wend) > x)
+			return true;
+	}
+	return false;
+}
+
 bool pace__fill(struct pace *p, struct poll *o)
 {
 	bool any = true;
 
-	if (!pace__fill_on(p) || o->starved)
+	if (!pace__fill_on(p) || o->starved || ahead_wanting(p))
 		return true;
 	/* Round robin over readers, a request each per turn. */
 	for (int round = 0; any && round < 64; round++) {
