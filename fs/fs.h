@@ -35,6 +35,10 @@ int fs_main(int argc, char **argv);
 #define FS_INFLIGHT_MIN (8u * 1024u * 1024u)
 #define FS_INFLIGHT_DEFAULT (32u * 1024u * 1024u)
 
+/* -o speculate=: a scattered reader's file up to this size may be
+ * fetched whole on idle lanes (docs/pacing.md, "Speculative fill"). */
+#define FS_SPECULATE_DEFAULT (64u * 1024u * 1024u)
+
 struct fs_opts {
 	char *url;	/* the URL, a URL ending in '/', or a manifest's path;
 			   "-" until cli__url_read reads it */
@@ -75,6 +79,8 @@ struct fs_opts {
 				  many bytes, aligned (a power of two) */
 	uint64_t inflight_max; /* bytes requested and not yet received, over
 				  the mount */
+	uint64_t speculate;    /* speculative fill: files up to this size
+				  whole; 0: off */
 	unsigned listing_ttl_s;
 	unsigned attr_timeout_s;
 	unsigned entry_timeout_s;

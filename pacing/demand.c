@@ -96,6 +96,8 @@ uint64_t pace__wait_reach(const struct pace *p, const struct wait *w)
 
 	if (!r)
 		return w->end;
+	if (r->w == 0 && pace__fill_tail(p, w) > w->end)
+		return pace__fill_tail(p, w);
 	if (!r->evident && r->spec_end > w->end)
 		return r->spec_end;
 	if (wait_reopened(r)) {

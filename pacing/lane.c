@@ -59,6 +59,7 @@ void pace__emit(struct pace_action *a, enum pace_action_kind k,
 	a->start = l->start;
 	a->end = l->end;
 	a->faulted = false;
+	a->fill = false;
 }
 
 void pace__lane_start(struct pace *p, struct lane *l, uint32_t blob,
@@ -90,6 +91,7 @@ void pace__lane_start(struct pace *p, struct lane *l, uint32_t blob,
 	l->nsamples = 0;
 	l->was_queued = false;
 	l->handover = false;
+	l->fill = false;
 	l->q = false;
 	pace__lane_set(p, l, LANE_REQUESTED);
 	pace__infl_add(p, e - x);

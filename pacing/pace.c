@@ -55,6 +55,7 @@ void pace_config_default(struct pace_config *cfg)
 	cfg->jitter_pct = 25;
 	cfg->first_hold_ns = 1000000ull;
 	cfg->seed = 0x9e3779b97f4a7c15ull;
+	cfg->fill_max = 64 * MIB;
 }
 
 int pace_config_check(const struct pace_config *cfg, const char **field)
@@ -119,8 +120,11 @@ void pace_free(struct pace *p)
 	if (!p)
 		return;
 	for (uint32_t i = 0; i < p->n_blobs; i++)
-		if (p->blobs[i].used)
+		if (p->blobs[i].used) {
 			pace__ranges_fini(&p->blobs[i].held);
+			pace__ranges_fini(&p->blobs[i].spec);
+			pace__ranges_fini(&p->blobs[i].unread);
+		}
 	free(p->lanes);
 	free(p->sources);
 	free(p->groups);
@@ -207,6 +211,16 @@ int pace_blob_add(struct pace *p, uint64_t size, uint32_t *blob_out)
 	rc = pace__ranges_init(&b->held, cap);
 	if (rc)
 		return rc;
+	/* The fill's sets of unread bytes (none without the fill): a span
+	 * of unread fills sits between two chunks, so a small file needs
+	 * few. */
+	cap = (uint32_t)pace__min64(blocks / 2 + 2, FILL_SPANS);
+	if (pace__fill_on(p) && (pace__ranges_init(&b->spec, cap) != 0 ||
+				 pace__ranges_init(&b->unread, cap) != 0)) {
+		pace__ranges_fini(&b->spec);
+		pace__ranges_fini(&b->held);
+		return -ENOMEM;
+	}
 	b->used = true;
 	b->size = size;
 	b->first_src = PACE_NONE;
@@ -369,6 +383,7 @@ int pace_wait_begin(struct pace *p, uint32_t reader, uint64_t off, uint64_t len,
 	if (r->w && r->had_window && off + len >= r->cursor &&
 	    off <= r->cursor + r->w)
 		pace__window_waited(p, r);
+	r->rtts++;
 	w = &p->waits[id];
 	w->used = true;
 	w->reader = reader;

@@ -84,6 +84,8 @@ struct pace_action {
 	uint64_t end;
 	bool faulted; /* CANCEL only: the lane stalled or collapsed (its
 			 source's or its route's fault), not a yield */
+	bool fill;    /* START only: speculative fill, bytes no reader asked
+			 for (the lowest kind of work; it yields first) */
 };
 
 struct pace_config {
@@ -136,6 +138,11 @@ struct pace_config {
 				   while a waiting read's request has not
 				   had its first byte; 0: no wait */
 	uint64_t seed;		/* seeds that randomness (deterministic) */
+	uint64_t fill_max;	/* speculative fill for scattered readers, on
+				   idle lanes: a file up to this size may be
+				   filled whole (neighbourhoods and ends for
+				   any); 0 turns speculation off (a metered
+				   link) */
 };
 
 /* Defaults suitable for a mount; the caller may override fields. */
@@ -402,6 +409,9 @@ struct pace_stats {
 	uint64_t reclaims;	/* ranges taken back from stalled lanes */
 	uint64_t throttle_cuts; /* a source's lane count halved on 429/503 */
 	uint64_t inflight_max;	/* most bytes requested and not received */
+	uint64_t fill_bytes;	/* bytes asked speculatively (fill) */
+	uint64_t fill_read;	/* of those, bytes read since (whole chunks);
+				   fill_bytes - fill_read: never read */
 };
 
 void pace_stats_get(const struct pace *p, struct pace_stats *out);

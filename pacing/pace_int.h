@@ -109,6 +109,11 @@
 #define FAST_MIN_NS (100ull * 1000000ull)
 #define FAST_KEEP_NS (1 * SEC)
 
+/* Speculative fill: the reads of a scattered reader it fills around. */
+#define FILL_RECENT 4
+/* Intervals a blob's set of unread filled bytes may hold. */
+#define FILL_SPANS 256
+
 /* ---- the range set (ranges.c) ---- */
 
 /* A set of bytes as sorted, disjoint, non-touching [s, e) intervals, in an
@@ -203,6 +208,7 @@ struct lane {
 	bool handover;	 /* its end was lowered so that a read of another
 			    reader that waits takes the lane when it ends:
 			    it is given nothing more */
+	bool fill;	 /* speculative fill (fill.c): serves no reader */
 	uint64_t start;
 	uint64_t frontier; /* one past the highest byte credited */
 	uint64_t end;
@@ -294,6 +300,10 @@ struct blob {
 	uint32_t n_src;
 	uint32_t n_excluded;
 	uint32_t pinned; /* the one source of a no-validator blob */
+	/* Asked by the fill and not read yet: `spec` as a reader's history
+	 * counts them (a read takes the stretch around it), `unread` as
+	 * the mount's counters do (a read takes its chunks). */
+	struct pace__ranges spec, unread;
 };
 
 struct reader {
@@ -325,6 +335,14 @@ struct reader {
 	uint32_t nl_tmp;       /* lanes serving it, as counted by the poll */
 	uint32_t nd_tmp;       /* of those, lanes serving its waiting reads */
 	bool need_tmp;	       /* a read of it waits on bytes no lane owns */
+	/* Its history for the fill (fill.c): bytes fetched speculatively
+	 * for it, of those it read, round trips it paid (reads that
+	 * waited), and where its last reads began. */
+	uint64_t spec_got, spec_used;
+	uint32_t rtts;
+	bool spec_fill; /* spec_end was set by pace__fill_jump */
+	uint32_t nrecent;
+	uint64_t recent[FILL_RECENT];
 };
 
 struct wait {
@@ -635,6 +653,36 @@ uint64_t pace__demand_share(const struct pace *p, const struct wait *w,
 
 /* Lanes read-ahead should yield to waiting read w when none is idle. */
 uint32_t pace__yields_wanted(struct pace *p, const struct wait *w, uint64_t x);
+
+/* ---- speculative fill (fill.c) ---- */
+
+/* Speculation is on (fill_max not 0). */
+bool pace__fill_on(const struct pace *p);
+
+/* What a round trip costs on the blob's origin, in bytes: what its idle
+ * lanes (and those filling) move in one, rate x round trip x lanes; 0
+ * while the rate or the round trip is not measured. */
+uint64_t pace__fill_price(const struct pace *p, uint32_t blob);
+
+/* Reader r reads [off, off + len): filled chunks it reads count for its
+ * history; the read is one of its recent ones. */
+void pace__fill_read(struct pace *p, struct reader *r, uint64_t off,
+		     uint64_t len);
+
+/* Reader r jumped and reads on sequentially where it landed, with no
+ * window yet: its reads to come are fetched ahead (spec_end, its window
+ * until its run is evident) as far as the price of a round trip says
+ * they are worth, and that reach follows its cursor. */
+void pace__fill_jump(struct pace *p, struct reader *r);
+
+/* Where a waiting read's bytes end when it ends near its file's end:
+ * the file's end; otherwise w->end. */
+uint64_t pace__fill_tail(const struct pace *p, const struct wait *w);
+
+/* The fill phase of a poll: idle lanes of origins with lanes to spare
+ * fetch what scattered readers are likely to read next. Returns false
+ * when o's action array is full. */
+bool pace__fill(struct pace *p, struct poll *o);
 
 /* ---- shortening and taking back lanes (cut.c) ---- */
 

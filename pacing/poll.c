@@ -655,7 +655,7 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 	if (start_promoted(p, &o) && reclaim_stalled(p, &o) &&
 	    yield_old_windows(p, &o) && serve_waits(p, &o) &&
 	    steal_idle(p, &o, true) && read_ahead(p, &o) &&
-	    steal_idle(p, &o, false))
+	    steal_idle(p, &o, false) && pace__fill(p, &o))
 		queue_next(p, &o);
 	return o.n;
 }

@@ -246,6 +246,7 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 	if (len > UINT64_MAX - off)
 		return -EINVAL;
 	pace__tick(p, now_ns);
+	pace__fill_read(p, r, off, len);
 	end = off + len;
 	prev_cursor = r->cursor;
 	r->had_window = r->w > 0;
@@ -272,6 +273,7 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 		r->last_run = r->seen ? r->cursor - r->run_start : 0;
 		r->run_start = off;
 		r->spec_end = 0;
+		r->spec_fill = false;
 		if (r->seen)
 			r->gen++;
 		r->seen = true;
@@ -306,6 +308,8 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 		window_update(p, r);
 	else if (r->w == 0 || r->spec_end != 0)
 		speculate(p, r, off, len, prev_cursor, seq);
+	if (!r->evident && seq && end > prev_cursor)
+		pace__fill_jump(p, r);
 	r->last_len = len;
 	if (r->from_start && r->gen == 0 && r->run == 0 && r->w > 0)
 		r->w = pace__max64(r->w, whole_window(p, r));

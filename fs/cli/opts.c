@@ -155,6 +155,7 @@ _Static_assert(CACHE_SYNC_FULL == 0 && CACHE_SYNC_META == 1 &&
 static int check_header(struct parse_state *s, const char *h);
 static int check_header_file(struct parse_state *s, const char *path);
 static int check_proxy(struct parse_state *s, const char *v);
+static int read_speculate(struct parse_state *s, const char *v);
 static int read_sha256(struct parse_state *s, const char *v);
 static int read_revalidate(struct parse_state *s, const char *v);
 static int check_metrics(struct parse_state *s, const char *v);
@@ -237,6 +238,10 @@ static const struct opt_def opt_table[] = {
 	OPT_OTHER("revalidate", read_revalidate, "POLICY",
 		  "always (default), never, or SECONDS since the\n"
 		  "origin last confirmed a file"),
+	OPT_OTHER("speculate", read_speculate, "SIZE|off",
+		  "scattered readers' likely next bytes are fetched\n"
+		  "on idle lanes, a file up to SIZE whole (default:\n"
+		  "64M); off: no speculative byte (a metered link)"),
 	OPT_OTHER("sha256", read_sha256, "HEX",
 		  "the blob's SHA-256, checked once it is all held"),
 	OPT_UINT("listing_ttl", listing_ttl_s, 0, YEAR_S, "SECS",
@@ -522,6 +527,21 @@ static int read_sha256(struct parse_state *s, const char *v)
 	return 0;
 }
 
+/* off (0), or the size up to which a file may be filled whole. */
+static int read_speculate(struct parse_state *s, const char *v)
+{
+	uint64_t n;
+
+	if (strcmp(v, "off") == 0)
+		n = 0;
+	else if (fs_parse_size(v, &n) != 0)
+		return fs__errf(s->err, s->errlen, -EINVAL,
+				"option speculate: '%s' is not off or a size",
+				v);
+	s->o->speculate = n;
+	return 0;
+}
+
 /* always, never, or the seconds a confirmed record is trusted. */
 static int read_revalidate(struct parse_state *s, const char *v)
 {
@@ -642,6 +662,7 @@ int fs_opts_parse(int argc, char **argv, struct fs_opts *out, char *err,
 	out->readahead_ms = FS_READAHEAD_MS;
 	out->chunk = FS_CHUNK_MIN;
 	out->inflight_max = FS_INFLIGHT_DEFAULT;
+	out->speculate = FS_SPECULATE_DEFAULT;
 	out->proxy_reset_s = FETCH_PROXY_RESET_MS / 1000;
 	out->listing_ttl_s = 60;
 	out->log_level = 2; /* info */

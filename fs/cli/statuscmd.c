@@ -199,6 +199,7 @@ static double metric_sum(json_t *metrics, const char *name, const char *key,
 static void render_metrics(json_t *m)
 {
 	char net[32], mem[32], cache[32], got[32];
+	double spec, unread;
 
 	cli__human_size((uint64_t)metric_sum(m, "pacefs_read_bytes_total",
 					     "from", "network"),
@@ -225,6 +226,12 @@ static void render_metrics(json_t *m)
 	       metric_sum(m, "pacefs_http_requests_total", "status", "2xx"),
 	       got, metric_sum(m, "pacefs_transfer_faults_total", NULL, NULL),
 	       metric_sum(m, "pacefs_transfer_retries_total", NULL, NULL));
+	spec = metric_sum(m, "pacefs_speculative_bytes_total", NULL, NULL);
+	unread = spec - metric_sum(m, "pacefs_speculative_read_bytes_total",
+				   NULL, NULL);
+	cli__human_size((uint64_t)spec, got, sizeof(got));
+	cli__human_size((uint64_t)(unread > 0 ? unread : 0), net, sizeof(net));
+	printf("speculation: %s asked, %s never read\n", got, net);
 }
 
 /* The status document as people read it: one section per array, in the

@@ -143,6 +143,7 @@ static void engine_config(const struct fs_opts *o, const struct driver_mount *m,
 	ec.readahead_ms = o->readahead_ms;
 	ec.chunk = o->chunk;
 	ec.inflight_max = o->inflight_max;
+	ec.speculate = o->speculate;
 	ec.kernel_ahead = m->kernel_ahead;
 	ec.creds_change = auth_creds_changeable(p->creds);
 	ec.fetch = m->fetch;

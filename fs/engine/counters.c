@@ -26,6 +26,7 @@ void engine_counters(struct engine *e, struct engine_counters *out)
 {
 	struct engine_stats *s = &e->stats;
 	struct pace_lane_info li;
+	struct pace_stats ps;
 
 	for (int i = 0; i < ENGINE_FROM_N; i++)
 		out->read_bytes[i] = get(&s->read_bytes[i]);
@@ -46,5 +47,8 @@ void engine_counters(struct engine *e, struct engine_counters *out)
 		if (pace_lane_info(e->pace, l, &li) == 0 && li.busy)
 			out->lanes_busy++;
 	out->inflight = pace_inflight(e->pace);
+	pace_stats_get(e->pace, &ps);
+	out->spec_bytes = ps.fill_bytes;
+	out->spec_read = ps.fill_read;
 	pthread_mutex_unlock(&e->mu);
 }

@@ -49,6 +49,7 @@ static void config_pacing(const struct engine_config *cfg,
 	/* A memory cap: read-ahead shrinks to fit, and a waiting read takes
 	 * its room from read-ahead. */
 	pc->budget_bytes = cfg->inflight_max;
+	pc->fill_max = cfg->speculate;
 	/* A window opens small: a reader that stops soon after it showed it
 	 * reads sequentially (one member of an archive) pulls little. */
 	pc->window_min = 4 * CACHE_BLOCK_SIZE > pc->align ? 4 * CACHE_BLOCK_SIZE

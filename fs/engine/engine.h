@@ -47,6 +47,7 @@ struct engine_config {
 	uint64_t inflight_max; /* bytes requested and not yet received; 0:
 				  no cap but the lanes' */
 	uint64_t kernel_ahead; /* bytes the kernel reads ahead of readers */
+	uint64_t speculate;    /* speculative fill (pace_config.fill_max) */
 	bool creds_change; /* credentials can change (auth_creds_changeable):
 			      a refusal for them holds a source, with a
 			      backoff, instead of excluding it */
@@ -273,6 +274,8 @@ struct engine_counters {
 	uint32_t lanes;	       /* configured */
 	uint32_t lanes_busy;   /* with a transfer now */
 	uint64_t inflight;     /* bytes requested and not yet received */
+	uint64_t spec_bytes;   /* bytes asked speculatively (fill) */
+	uint64_t spec_read;    /* of those, bytes read since */
 };
 
 /* Reads the counters (atomics, without the lock) and the gauges of the

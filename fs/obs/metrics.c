@@ -78,6 +78,8 @@ enum family {
 	F_LANES,
 	F_LANES_BUSY,
 	F_INFLIGHT,
+	F_SPEC_BYTES,
+	F_SPEC_READ,
 	F_CACHE_BYTES,
 	F_CACHE_BUDGET,
 	F_EVICTIONS,
@@ -135,6 +137,12 @@ const struct obs_metric_family obs__metric_families[] = {
 			  "Lanes with a transfer now."},
 	[F_INFLIGHT] = {"pacefs_inflight_bytes", "gauge",
 			"Bytes requested and not yet received."},
+	[F_SPEC_BYTES] = {"pacefs_speculative_bytes_total", "counter",
+			  "Bytes asked speculatively for scattered readers "
+			  "(-o speculate=)."},
+	[F_SPEC_READ] = {"pacefs_speculative_read_bytes_total", "counter",
+			 "Of the bytes asked speculatively, those read since; "
+			 "the rest were never read."},
 	[F_CACHE_BYTES] = {"pacefs_cache_bytes", "gauge",
 			   "Block bytes the cache holds (every file of the "
 			   "cache directory)."},
@@ -469,6 +477,8 @@ void obs__metrics_walk(struct obs_metrics *mx,
 		emit(&w, F_LANES, "", c->lanes, NULL, 0);
 		emit(&w, F_LANES_BUSY, "", c->lanes_busy, NULL, 0);
 		emit(&w, F_INFLIGHT, "", c->inflight, NULL, 0);
+		emit(&w, F_SPEC_BYTES, "", c->spec_bytes, NULL, 0);
+		emit(&w, F_SPEC_READ, "", c->spec_read, NULL, 0);
 	}
 	if (now->has_cache) {
 		emit(&w, F_CACHE_BYTES, "", now->cache.bytes, NULL, 0);

@@ -88,16 +88,26 @@ static void lane_end(struct sim *s, uint32_t lane, enum pace_outcome o,
 	pace_on_done(s->p, lane, o, retry, s->now);
 }
 
-/* Is [a, e) of blob bi inside some reader's window, or some wait? */
-static bool allowed(struct sim *s, int bi, uint64_t a, uint64_t e)
+/* Is [a, e) of blob bi inside some reader's window, or some wait (one
+ * that ends near its file's end reaches the end), or speculative fill
+ * (`fill`: with speculation on, for an open reader of the blob)? */
+static bool allowed(struct sim *s, int bi, uint64_t a, uint64_t e, bool fill)
 {
 	for (int i = 0; i < s->sc->nrd; i++) {
 		struct sim_rd *r = &s->rd[i];
-		uint64_t cur, w;
+		uint64_t cur, w, size = s->sc->size[bi];
+		/* pacing/fill.c: 4 MiB, or 4 min_requests if more. */
+		uint64_t near = 4 * s->sc->cfg.min_request > 4 * MIB
+					? 4 * s->sc->cfg.min_request
+					: 4 * MIB;
+		bool tail = s->sc->cfg.fill_max != 0 &&
+			    r->off + r->len + near >= size;
 
 		if (r->blob != bi || !r->open)
 			continue;
-		if (r->waiting && a < r->off + r->len &&
+		if (fill && s->sc->cfg.fill_max != 0)
+			return true;
+		if (r->waiting && (a < r->off + r->len || tail) &&
 		    a + s->sc->cfg.align > r->off)
 			return true;
 		if (pace_reader_window(s->p, r->id, &cur, &w) == 0 &&
@@ -153,7 +163,7 @@ static int do_actions(struct sim *s, const struct pace_action *a, size_t n)
 						 ",%" PRIu64 ") has held bytes",
 						 a[k].start, a[k].end);
 			if (ss->caps == PACE_CAPS_FULL &&
-			    !allowed(s, bi, a[k].start, a[k].end))
+			    !allowed(s, bi, a[k].start, a[k].end, a[k].fill))
 				return sim__fail(s,
 						 "window: [%" PRIu64 ",%" PRIu64
 						 ") outside every window",
@@ -243,7 +253,7 @@ static int do_actions(struct sim *s, const struct pace_action *a, size_t n)
 					       a[k].end))
 				return sim__fail(s, "refetch: queued range has "
 						    "held bytes");
-			if (!allowed(s, bi, a[k].start, a[k].end))
+			if (!allowed(s, bi, a[k].start, a[k].end, a[k].fill))
 				return sim__fail(s,
 						 "window: queued range outside "
 						 "every window");

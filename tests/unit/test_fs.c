@@ -230,6 +230,43 @@ static void opts_chunk_and_proxy(void)
 	}
 }
 
+/* -o speculate=: a size, or off (0); 64M when not given; anything else
+ * refused naming the option. */
+static void opts_speculate(void)
+{
+	static const struct {
+		const char *arg;
+		uint64_t want;
+	} good[] = {{"speculate=off", 0},
+		    {"speculate=0", 0},
+		    {"speculate=16M", 16ull * 1024 * 1024}};
+	char arg[64], err[256];
+	struct fs_opts o;
+
+	{
+		char *argv[] = {"pacefs", "http://h/x", "/m"};
+
+		T_EQ_INT(parse(&o, err, sizeof(err), 3, argv), 0);
+		T_EQ_U64(o.speculate, 64ull * 1024 * 1024);
+		fs_opts_free(&o);
+	}
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		char *argv[] = {"pacefs", "-o", arg, "http://h/x", "/m"};
+
+		snprintf(arg, sizeof(arg), "%s", good[i].arg);
+		T_EQ_INT(parse(&o, err, sizeof(err), 5, argv), 0);
+		T_EQ_U64(o.speculate, good[i].want);
+		fs_opts_free(&o);
+	}
+	{
+		char *argv[] = {"pacefs", "-o", "speculate=never", "http://h/x",
+				"/m"};
+
+		T_EQ_INT(parse(&o, err, sizeof(err), 5, argv), -EINVAL);
+		T_ASSERT(strstr(err, "option speculate: 'never'") != NULL);
+	}
+}
+
 /* -o sha256=: 64 hex digits of either case, refused naming the count or
  * the first byte that is no digit. */
 static void opts_sha256(void)
@@ -1004,6 +1041,7 @@ static const struct t_case cases[] = {
 	{"opts_errors_name_the_option", opts_errors_name_the_option},
 	{"opts_chunk_and_proxy", opts_chunk_and_proxy},
 	{"opts_sha256", opts_sha256},
+	{"opts_speculate", opts_speculate},
 	{"man_lists_the_options", man_lists_the_options},
 	{"readme_lists_the_options", readme_lists_the_options},
 	{"name_from_url", name_from_url},

@@ -1,0 +1,399 @@
+/* fill: speculative fill for scattered readers on idle lanes, priced by
+ * what a round trip costs: around recent reads, then the file's ends,
+ * then a small file's rest; and what a reader's history says of it. */
+#include "pacing/pace.h"
+#include "pacing/pace_int.h"
+
+/* A reader with no history is taken to read FILL_PRIOR_USED of every
+ * FILL_PRIOR_GOT fetched for it (a half), a prior worth half a MiB of
+ * fills: a few unread neighbourhoods teach it that speculation does not
+ * pay. */
+#define FILL_PRIOR_USED (256 * KIB)
+#define FILL_PRIOR_GOT (512 * KIB)
+
+/* A reader that has paid fewer round trips than this is young: a
+ * neighbourhood is worth less to it (near_rtts). */
+#define FILL_YOUNG_RTTS 4
+
+/* A reader that has not read for this long has stopped: no fill. */
+#define FILL_IDLE_NS (1 * SEC)
+
+/* The fill leaves this share (1/n) of an origin's lanes to reads that
+ * come, one lane at least. */
+#define FILL_RESERVE_DIV 4
+
+/* A read that ends this close to its file's end (in round trips' worth
+ * of the link, a few chunks at least) fetches to the end. */
+#define FILL_TAIL_MAX (4 * MIB)
+
+bool pace__fill_on(const struct pace *p)
+{
+	return p->cfg.fill_max != 0;
+}
+
+/* Per-connection rate and round trip of the blob's first source's
+ * origin; false while either is unknown. Before a rate window closed,
+ * the rate of short requests stands for it, trusted to twice the bytes
+ * they carried in a round trip: an origin that sends a response's first
+ * tens of KiB at once and paces the rest shows short requests at many
+ * times its rate (demand.c's split_least trusts it as far). */
+static bool link_of(const struct pace *p, uint32_t blob, uint64_t *rate,
+		    uint64_t *rtt)
+{
+	const struct blob *b = &p->blobs[blob];
+	const struct group *g;
+	uint64_t r;
+
+	if (b->first_src == PACE_NONE)
+		return false;
+	g = pace__group(p, &p->sources[b->first_src]);
+	r = pace__expected_rate(p, b->first_src);
+	*rtt = g->lat_est;
+	if (!r && g->lat_est) {
+		double cap = 2.0 * (double)g->short_bytes * (double)SEC /
+			     (double)g->lat_est;
+
+		r = (double)g->short_rate > cap ? (uint64_t)cap : g->short_rate;
+	}
+	*rate = r;
+	return r && g->lat_est;
+}
+
+/* Lanes of the blob's origin free for speculation now: idle, or filling
+ * already (the fill gives them back first), within its lane cap. */
+static uint32_t lanes_spare(const struct pace *p, uint32_t blob)
+{
+	const struct blob *b = &p->blobs[blob];
+	const struct group *g;
+	uint32_t idle = 0, fill = 0, cap, busy;
+
+	if (b->first_src == PACE_NONE)
+		return 0;
+	g = pace__group(p, &p->sources[b->first_src]);
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
+		const struct lane *l = &p->lanes[i];
+
+		idle += l->state == LANE_IDLE;
+		fill += pace__lane_open(l) && l->fill;
+	}
+	cap = pace__min64(g->lane_cap, p->cfg.lanes_per_source);
+	busy = g->lanes > fill ? g->lanes - fill : 0;
+	cap = cap > busy ? cap - busy : 0;
+	return pace__min64(idle + fill, cap);
+}
+
+uint64_t pace__fill_price(const struct pace *p, uint32_t blob)
+{
+	uint64_t rate, rtt;
+	double price;
+
+	if (!link_of(p, blob, &rate, &rtt))
+		return 0;
+	price = (double)rate * (double)rtt / (double)SEC *
+		(double)lanes_spare(p, blob);
+	return price > (double)UINT64_MAX / 2 ? UINT64_MAX / 2
+					      : (uint64_t)price;
+}
+
+/* The chance, in [0, 1], that a byte fetched speculatively for r is
+ * read: what its own history says, a half before it has any. */
+static double chance(const struct reader *r)
+{
+	return (double)(r->spec_used + FILL_PRIOR_USED) /
+	       (double)(r->spec_got + FILL_PRIOR_GOT);
+}
+
+/* Bytes worth fetching for r that save `rtts` round trips if read:
+ * chance x round trips saved x price, on whole chunks. */
+static uint64_t worth(const struct pace *p, const struct reader *r,
+		      uint64_t price, double rtts)
+{
+	double v = chance(r) * rtts * (double)price;
+
+	if (v > (double)(UINT64_MAX / 2))
+		return UINT64_MAX / 2;
+	return pace__align_down((uint64_t)v, p->cfg.align);
+}
+
+/* Reader r read the chunks [s, e). A read in filled bytes saved its
+ * round trip whatever its size: it counts the stretch filled around it
+ * as read, up to what one neighbourhood is worth now (half of it each
+ * side), so that a reader whose reads land at random in a file largely
+ * filled cannot talk itself into more. */
+static void spec_hit(struct pace *p, struct reader *r, uint64_t s, uint64_t e)
+{
+	struct blob *b = &p->blobs[r->blob];
+	uint64_t half = worth(p, r, pace__fill_price(p, r->blob), 1.0) / 2;
+	uint64_t lo = s, hi = e, removed = 0;
+	bool hit = false;
+
+	if (!b->spec.cap)
+		return;
+	for (uint32_t i = 0; i < b->spec.n; i++) {
+		if (b->spec.v[i].e <= s || b->spec.v[i].s >= e)
+			continue;
+		hit = true;
+		lo = pace__min64(lo, pace__max64(b->spec.v[i].s,
+						 s > half ? s - half : 0));
+		hi = pace__max64(hi, pace__min64(b->spec.v[i].e,
+						 pace__sat_add(e, half)));
+	}
+	if (hit && pace__ranges_remove(&b->spec, lo, hi, &removed) == 0)
+		r->spec_used += removed;
+}
+
+void pace__fill_read(struct pace *p, struct reader *r, uint64_t off,
+		     uint64_t len)
+{
+	struct blob *b = &p->blobs[r->blob];
+	uint64_t s, e, removed = 0;
+
+	s = pace__align_down(pace__min64(off, b->size), p->cfg.align);
+	e = pace__min64(pace__align_up(pace__sat_add(off, len), p->cfg.align),
+			b->size);
+	if (e > s && b->unread.cap &&
+	    pace__ranges_remove(&b->unread, s, e, &removed) == 0)
+		p->stats.fill_read += removed;
+	spec_hit(p, r, s, e);
+	r->recent[r->nrecent % FILL_RECENT] = off;
+	r->nrecent++;
+}
+
+void pace__fill_jump(struct pace *p, struct reader *r)
+{
+	uint64_t size = p->blobs[r->blob].size, want, end;
+
+	if (!pace__fill_on(p) || (r->spec_end != 0 && !r->spec_fill))
+		return; /* a large read's pieces (speculate) */
+	want = worth(p, r, pace__fill_price(p, r->blob), 1.0);
+	if (want < p->cfg.align)
+		return;
+	/* Renewed once the cursor is half way there. */
+	if (r->spec_end > r->cursor && r->spec_end - r->cursor >= want / 2)
+		return;
+	end = pace__min64(
+		pace__align_up(pace__sat_add(r->cursor, want), p->cfg.align),
+		size);
+	if (end <= r->cursor)
+		return;
+	r->spec_end = end;
+	r->spec_fill = true;
+	r->w = end - r->cursor;
+}
+
+uint64_t pace__fill_tail(const struct pace *p, const struct wait *w)
+{
+	uint64_t size = p->blobs[w->blob].size, near;
+
+	if (!pace__fill_on(p) || w->end >= size)
+		return w->end;
+	near = pace__max64(
+		4 * p->cfg.min_request,
+		pace__min64(pace__fill_price(p, w->blob), FILL_TAIL_MAX));
+	return size - w->end <= near ? size : w->end;
+}
+
+/* Round trips a neighbourhood saves: one, the next read near it, for a
+ * reader that has paid FILL_YOUNG_RTTS round trips; a quarter for each
+ * before that. A reader that just began may be done soon (a member of
+ * an archive: its directory, its header, its bytes). */
+static double near_rtts(const struct reader *r)
+{
+	return r->rtts >= FILL_YOUNG_RTTS ? 1.0
+					  : (double)r->rtts / FILL_YOUNG_RTTS;
+}
+
+/* What the rest of r's file is worth: each round trip r paid so far
+ * stands for one it would pay again, and a byte of the rest is as
+ * likely to be read as its history says, or as the share of the file
+ * its recent reads span, if more: a reader scattered over a small file
+ * reads somewhere in it next. */
+static uint64_t rest_worth(const struct pace *p, const struct reader *r,
+			   uint64_t price)
+{
+	uint64_t size = p->blobs[r->blob].size, lo = UINT64_MAX, hi = 0;
+	uint32_t n = pace__min64(r->nrecent, FILL_RECENT);
+	double c = chance(r), spread, v;
+
+	for (uint32_t i = 0; i < n; i++) {
+		lo = pace__min64(lo, r->recent[i]);
+		hi = pace__max64(hi, r->recent[i]);
+	}
+	spread = n > 1 && size ? (double)(hi - lo) / (double)size : 0;
+	v = (spread > c ? spread : c) * (double)r->rtts * (double)price;
+	return v > (double)(UINT64_MAX / 2) ? UINT64_MAX / 2 : (uint64_t)v;
+}
+
+/* The next range to fill for r, its first unowned missing byte in *x and
+ * that gap's end (bounded by the region) in *ge: around its recent
+ * reads, the latest first, then its file's ends, then the whole file
+ * when it is small and the reader's round trips so far make it worth
+ * its missing bytes. False when nothing is worth fetching. */
+static bool next_range(struct pace *p, const struct reader *r, uint64_t price,
+		       uint64_t *x, uint64_t *ge)
+{
+	const struct blob *b = &p->blobs[r->blob];
+	uint64_t nb = worth(p, r, price, near_rtts(r)), size = b->size;
+	/* Two thirds of a neighbourhood lie past its read: formats are
+	 * read forward more often than back (a chain of headers, a record
+	 * and the next). */
+	uint64_t fwd = pace__align_up(nb * 2 / 3, p->cfg.align),
+		 back = nb > fwd ? nb - fwd : 0, half = nb / 2;
+	uint32_t n = pace__min64(r->nrecent, FILL_RECENT);
+	uint64_t lo[FILL_RECENT * 2 + 3], hi[FILL_RECENT * 2 + 3];
+	uint32_t k = 0;
+
+	if (nb >= 2 * p->cfg.align) {
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t c = pace__align_down(
+				pace__min64(r->recent[(r->nrecent - 1 - i) %
+						      FILL_RECENT],
+					    size),
+				p->cfg.align);
+
+			lo[k] = c;
+			hi[k++] = pace__min64(pace__sat_add(c, fwd), size);
+			lo[k] = c > back ? c - back : 0;
+			hi[k++] = c;
+		}
+		lo[k] = size > half
+				? pace__align_down(size - half, p->cfg.align)
+				: 0;
+		hi[k++] = size;
+		lo[k] = 0;
+		hi[k++] = pace__min64(half, size);
+	}
+	if (size <= p->cfg.fill_max &&
+	    rest_worth(p, r, price) >= size - b->held.total) {
+		lo[k] = 0;
+		hi[k++] = size;
+	}
+	for (uint32_t i = 0; i < k; i++) {
+		uint64_t g;
+
+		if (lo[i] >= hi[i])
+			continue;
+		*x = pace__first_free(p, r->blob, lo[i], hi[i], &g);
+		if (*x < hi[i]) {
+			*ge = pace__min64(
+				g,
+				hi[i] == size
+					? size
+					: pace__align_up(hi[i], p->cfg.align));
+			return true;
+		}
+	}
+	return false;
+}
+
+/* A reader the fill serves: open, reading scattered (no window), read
+ * lately, and with no read waiting on bytes no lane owns. */
+static bool fill_reader(struct pace *p, uint32_t ri)
+{
+	const struct reader *r = &p->readers[ri];
+	const struct blob *b;
+
+	if (!r->used || !r->seen || r->w != 0 || !r->nrecent)
+		return false;
+	if (p->now - r->last_read_ns >= FILL_IDLE_NS)
+		return false;
+	b = &p->blobs[r->blob];
+	if (b->first_src == PACE_NONE || b->held.total >= b->size)
+		return false;
+	return !pace__reader_unowned(p, ri);
+}
+
+/* Starts one fill request for reader ri on an idle lane; false when
+ * there is nothing to start for it. */
+static bool fill_one(struct pace *p, struct poll *o, uint32_t ri)
+{
+	const struct pace_config *c = &p->cfg;
+	struct reader *r = &p->readers[ri];
+	struct blob *b = &p->blobs[r->blob];
+	const struct group *g = pace__blob_group(p, r->blob);
+	uint64_t price, x, ge, e, rate, rtt, piece;
+	uint32_t src, reserve, cap;
+	struct lane *l = pace__idle_lane(p);
+
+	if (!l || !g || !link_of(p, r->blob, &rate, &rtt))
+		return false;
+	cap = pace__min64(g->lane_cap, c->lanes_per_source);
+	reserve = pace__max64(cap / FILL_RESERVE_DIV, 1);
+	if (g->lanes + reserve >= cap)
+		return false;
+	price = pace__fill_price(p, r->blob);
+	if (!next_range(p, r, price, &x, &ge))
+		return false;
+	src = pace__pick_source(p, r->blob, false);
+	if (src == PACE_NONE || p->sources[src].caps != PACE_CAPS_FULL)
+		return false;
+	/* A piece a connection brings in two round trips: its lane is free
+	 * again within about one for a read that comes. */
+	piece = pace__align_up(
+		(uint64_t)((double)rate * (double)rtt * 2.0 / (double)SEC),
+		c->align);
+	e = pace__request_end(p, b, x, piece, ge, ge);
+	e = pace__budget_fit(p, x, e);
+	if (e <= x)
+		return false;
+	pace__lane_start(p, l, r->blob, src, x, e, PACE_NONE, PACE_NONE,
+			 &o->acts[o->n]);
+	l->fill = true;
+	o->acts[o->n++].fill = true;
+	/* Counted when asked: a read that comes before the bytes, and
+	 * waits on them, used them as much as one after. A fill cancelled
+	 * for a waiting read counts whole among the bytes never read. */
+	r->spec_got += e - x;
+	p->stats.fill_bytes += e - x;
+	if (b->spec.cap) {
+		(void)pace__ranges_add(&b->spec, x, e, NULL);
+		(void)pace__ranges_add(&b->unread, x, e, NULL);
+	}
+	return true;
+}
+
+/* Some reader reading ahead has bytes of its window to ask for that
+ * read-ahead left in this poll (its turn's credit ran out): the lanes
+ * are its before they are the fill's. A window parked until its cursor
+ * moves wants nothing. */
+static bool ahead_wanting(struct pace *p)
+{
+	for (uint32_t i = 0; i < p->n_readers; i++) {
+		const struct reader *r = &p->readers[i];
+		uint64_t x, ge, wend;
+		uint32_t src;
+
+		if (!r->used || !r->seen || r->w == 0 || r->spec_fill)
+			continue;
+		x = pace__window_gap(p, r, &ge, &wend);
+		if (x >= wend)
+			continue;
+		src = pace__pick_source(p, r->blob, false);
+		if (src != PACE_NONE &&
+		    pace__window_end(p, r, src, x, ge, wend) > x)
+			return true;
+	}
+	return false;
+}
+
+bool pace__fill(struct pace *p, struct poll *o)
+{
+	bool any = true;
+
+	if (!pace__fill_on(p) || o->starved || ahead_wanting(p))
+		return true;
+	/* Round robin over readers, a request each per turn. */
+	for (int round = 0; any && round < 64; round++) {
+		any = false;
+		for (uint32_t k = 0; k < p->n_readers; k++) {
+			uint32_t ri = (p->rr + k) % p->n_readers;
+
+			if (!fill_reader(p, ri))
+				continue;
+			if (o->n == o->cap)
+				return false;
+			any |= fill_one(p, o, ri);
+		}
+	}
+	return true;
+}
