@@ -63,15 +63,34 @@ static bool reader_short(const struct pace *p, const struct lane *l)
 
 /* The bytes past lane l's frontier that its origin may have sent already
  * (in flight, in socket buffers): two round trips of its rate, CUT_MIN_NS
- * at least. Lowering its end below them pulls them twice. */
+ * at least. Lowering its end below them pulls them twice.
+ *
+ * Its rate is the lane's own, except where the client is the slow part:
+ * its group's short whole requests (group.short_rate: what a connection
+ * carries once bytes flow, trusted up to twice the bytes they carried)
+ * ran more than LAG_FACTOR times faster than its fastest lane of late
+ * (group.fast; none lasted FAST_MIN_NS). A fast link with the daemon's
+ * CPU busy takes bytes much more slowly than its connections bring them:
+ * the origin has put the rest of the request in the socket buffers, and
+ * on loopback a lane cut 128 KiB past its start (a read waiting there,
+ * hurry_owner) pulled its whole request twice. A slow connection beside
+ * fast ones of a far origin keeps its own rate: short requests there run
+ * at the connections' rate. */
 uint64_t pace__lane_wire(const struct pace *p, const struct lane *l)
 {
 	const struct group *g = pace__group(p, &p->sources[l->source]);
 	uint64_t rate =
 		l->nsamples ? l->rate : pace__expected_rate(p, l->source);
 	uint64_t t = pace__max64(2 * g->lat_est, CUT_MIN_NS);
+	uint64_t own = (uint64_t)((double)rate * (double)t / (double)SEC);
+	double conn;
 
-	return (uint64_t)((double)rate * (double)t / (double)SEC);
+	if ((double)g->short_rate <= (double)g->fast * LAG_FACTOR)
+		return own;
+	conn = (double)g->short_rate * (double)t / (double)SEC;
+	if (conn > 2.0 * (double)g->short_bytes)
+		conn = 2.0 * (double)g->short_bytes;
+	return pace__max64(own, (uint64_t)conn);
 }
 
 /* Steal to equalise: idle lane t takes the tail of the busy range that
