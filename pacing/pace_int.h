@@ -640,6 +640,9 @@ uint32_t pace__yields_wanted(struct pace *p, const struct wait *w, uint64_t x);
 
 /* Bytes the origin may have sent past lane l's frontier already. */
 uint64_t pace__lane_wire(const struct pace *p, const struct lane *l);
+/* The same for splitting l's range: at its group's short requests' rate
+ * where the client, not the connection, is the slow part. */
+uint64_t pace__lane_sent(const struct pace *p, const struct lane *l);
 
 /* Hands lane l over to a waiting read at the end of what is on its wire;
  * returns the actions written to a. */
