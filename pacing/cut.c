@@ -74,6 +74,34 @@ uint64_t pace__lane_wire(const struct pace *p, const struct lane *l)
 	return (uint64_t)((double)rate * (double)t / (double)SEC);
 }
 
+/* The same for splitting lane l's range (a steal, a read waiting far down
+ * it), where the client may be the slow part: when its group's short
+ * whole requests (group.short_rate: what a connection carries once bytes
+ * flow, trusted up to twice the bytes they carried) ran more than
+ * LAG_FACTOR times faster than its fastest lane of late (group.fast), at
+ * their rate. A fast link with the daemon's CPU busy takes bytes far more
+ * slowly than its connections bring them: the origin has put the rest of
+ * the request in the socket buffers, and on loopback a lane split 128 KiB
+ * past its start, for a read waiting there, pulled its whole request
+ * twice. A far origin's short requests run at its connections' rate. Not
+ * for a hand-over or a lagging lane's cut (pace__lane_wire): there the
+ * lane's connection is the slow part (a file its origin caps on its own),
+ * and waiting for a trickle's "wire" held a read for seconds. */
+uint64_t pace__lane_sent(const struct pace *p, const struct lane *l)
+{
+	const struct group *g = pace__group(p, &p->sources[l->source]);
+	uint64_t t = pace__max64(2 * g->lat_est, CUT_MIN_NS);
+	uint64_t own = pace__lane_wire(p, l);
+	double conn;
+
+	if ((double)g->short_rate <= (double)g->fast * LAG_FACTOR)
+		return own;
+	conn = (double)g->short_rate * (double)t / (double)SEC;
+	if (conn > 2.0 * (double)g->short_bytes)
+		conn = 2.0 * (double)g->short_bytes;
+	return pace__max64(own, (uint64_t)conn);
+}
+
 /* Steal to equalise: idle lane t takes the tail of the busy range that
  * will finish last (a collapsed lane first), split by the two rates so
  * both end together, past the victim's frontier, never emptying it and
@@ -157,7 +185,7 @@ int pace__steal(struct pace *p, struct lane *t, struct pace_action *a,
 	/* Not below what the origin has sent already. */
 	split = pace__max64(split,
 			    pace__align_up(pace__sat_add(v->frontier,
-							 pace__lane_wire(p, v)),
+							 pace__lane_sent(p, v)),
 					   c->align));
 	/* The taker's part must outlast its round trip several times over,
 	 * or the request costs more than it saves. */

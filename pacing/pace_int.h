@@ -688,6 +688,9 @@ bool pace__fill(struct pace *p, struct poll *o);
 
 /* Bytes the origin may have sent past lane l's frontier already. */
 uint64_t pace__lane_wire(const struct pace *p, const struct lane *l);
+/* The same for splitting l's range: at its group's short requests' rate
+ * where the client, not the connection, is the slow part. */
+uint64_t pace__lane_sent(const struct pace *p, const struct lane *l);
 
 /* Hands lane l over to a waiting read at the end of what is on its wire;
  * returns the actions written to a. */

@@ -363,7 +363,7 @@ static enum serve_step hurry_owner(struct pace *p, struct poll *o,
 	if (!pace__caps_stream(p->sources[own->source].caps) &&
 	    x >= own->frontier + 2 * c->min_request &&
 	    (!pace__wait_sequential(p, w, pace__reader_get(p, w->reader)) ||
-	     x - own->frontier > pace__lane_wire(p, own)) &&
+	     x - own->frontier > pace__lane_sent(p, own)) &&
 	    pace__align_down(x, c->align) > own->frontier &&
 	    pace__idle_lane(p) &&
 	    pace__pick_source(p, w->blob, true) != PACE_NONE) {

@@ -7,14 +7,18 @@
 #include <string.h>
 
 /* A window shares the budget with the other readers reading ahead: no
- * larger than budget / readers (window_min at least). */
+ * larger than twice budget / readers (window_min at least). Twice: the
+ * budget counts bytes in flight and a window holds bytes arrived too, and
+ * every request is fitted to the budget's room anyway (pace__budget_fit).
+ * At one share, eight readers under 32 MiB had 4 MiB windows, refilled a
+ * quarter at a time: six requests an 8 MiB shard. */
 static uint64_t budget_window(const struct pace *p, uint64_t w)
 {
 	uint64_t share;
 
 	if (!p->cfg.budget_bytes)
 		return w;
-	share = p->cfg.budget_bytes / pace__max64(p->nactive, 1);
+	share = 2 * p->cfg.budget_bytes / pace__max64(p->nactive, 1);
 	return pace__max64(pace__min64(w, share), p->cfg.window_min);
 }
 
@@ -163,6 +167,23 @@ static void consume(struct pace *p, struct reader *r, uint64_t bytes)
 	r->last_read_ns = p->now;
 }
 
+/* The window a sequential reader opens at: window_min, or, for a reader
+ * whose run starts at its file's start, eight times what the run has read
+ * (its first read counted: grow_limit's bound) up to seq_min (the run any
+ * other reader must show first), so that its second request asks what
+ * doubling from window_min reached only requests later: a loader's shard
+ * on a fast link grew 256 KiB, 512 KiB, 1 MiB, ... a round trip a step
+ * (docs/pacing.md, "A new reader on a fast link"). */
+static uint64_t opening(const struct pace *p, const struct reader *r)
+{
+	uint64_t read = r->cursor - r->run_start;
+
+	if (!r->from_start || r->gen != 0 || read > UINT64_MAX / 8)
+		return p->cfg.window_min;
+	return pace__max64(p->cfg.window_min,
+			   pace__min64(8 * read, p->cfg.seq_min));
+}
+
 /* The window of a sequential reader after a read: it opens at
  * window_min once the run is evident, grows by doubling every W/2
  * consumed up to its target, and shrinks to the target when the reader
@@ -177,7 +198,7 @@ static void window_update(struct pace *p, struct reader *r)
 	uint64_t held_lead;
 
 	if (r->w == 0) {
-		r->w = pace__min64(c->window_min, target);
+		r->w = pace__min64(opening(p, r), target);
 		r->grow_run = 0;
 		return;
 	}
@@ -416,12 +437,17 @@ uint64_t pace__window_gap(struct pace *p, const struct reader *r,
 				*wend, gap_end);
 }
 
-/* About REQUEST_TIME_NS at the source's rate, else a quarter of the
- * window. */
+/* About REQUEST_TIME_NS at the source's rate; before a rate window has
+ * measured it, at the rate its group's short whole requests showed (on a
+ * fast link every request is short, and its rate stayed unknown: each
+ * request was a quarter of the window, which grew a request at a time);
+ * with neither, a quarter of the window. */
 uint64_t pace__request_want(const struct pace *p, uint32_t src, uint64_t w)
 {
 	uint64_t r = pace__expected_rate(p, src);
 
+	if (!r)
+		r = pace__group(p, &p->sources[src])->short_rate;
 	if (!r)
 		return w / 4;
 	return (uint64_t)((double)r * (double)REQUEST_TIME_NS / (double)SEC);

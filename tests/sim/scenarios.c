@@ -903,6 +903,71 @@ static void sc_loader_grow(void)
 	named(&sc, judge_loader);
 }
 
+/* A loader with the mount's settings: 32 lanes, 16 to the origin, two
+ * kernel readahead windows of 128 KiB, 32 MiB in flight at most (a
+ * window is at most twice its share of that). reqs_max requests a shard
+ * at most, pulled at most 1.02 x, done within slack x the lanes' ideal. */
+static double loader_reqs_max, loader_slack;
+
+static bool judge_loader_mount(const struct scenario *sc,
+			       const struct figures *f, char *note, size_t n)
+{
+	double per = (double)f->requests / sc->nblob;
+
+	snprintf(note, n,
+		 "%d files, %.2f requests each (<= %.1f), %.1f MB/s (%.2f x "
+		 "ideal, <= %.2f), pulled %.3f x read",
+		 f->files, per, loader_reqs_max,
+		 (double)f->consumed / f->done / MB, f->done / sc->ideal,
+		 loader_slack,
+		 (double)f->pulled / (double)pace__max64(f->consumed, 1));
+	return per <= loader_reqs_max && f->done <= sc->ideal * loader_slack &&
+	       f->pulled <= f->consumed + f->consumed / 50;
+}
+
+static void loader_mount(struct scenario *sc, const char *name)
+{
+	loader(sc, name, 48, 8 * MIB, 8);
+	sc->cfg.max_lanes = 32;
+	sc->cfg.lanes_per_source = 16;
+	sc->cfg.kernel_ahead = 256 * KIB;
+	sc->cfg.budget_bytes = 32 * MIB;
+}
+
+/* The far origin (8 MB/s a connection, 20 ms). Its steals, which even
+ * the lanes' ends out, cost about one request a shard: 4.5 at most. */
+static void sc_loader_mount(void)
+{
+	struct scenario sc;
+
+	loader_mount(&sc, "loader_shards/mount");
+	sc.ideal = 48.0 * 8 * MIB / (16 * 8 * MB) + 0.02;
+	loader_reqs_max = 4.5;
+	loader_slack = 1.15;
+	named(&sc, judge_loader_mount);
+}
+
+/* A fast link (nginx on loopback): a round trip is a millisecond (the
+ * simulator's step) and a connection brings 50 MB/s. A new reader must
+ * reach the link at once: at most 4 requests a shard. The simulated lanes
+ * each add rate, where on loopback the daemon's CPU is the bound: larger
+ * requests under the 32 MiB in flight keep fewer of them busy, and the
+ * time is within 1.3 x what 16 full lanes would take. */
+static void sc_loader_fast(void)
+{
+	struct scenario sc;
+
+	loader_mount(&sc, "loader_fast");
+	for (int b = 0; b < sc.nblob; b++) {
+		sc.src[b] = src(b, 50 * MB, 0, 0.001);
+		sc.src[b].group = 1;
+	}
+	sc.ideal = 48.0 * 8 * MIB / (16 * 50 * MB) + 0.001;
+	loader_reqs_max = 4;
+	loader_slack = 1.3;
+	named(&sc, judge_loader_mount);
+}
+
 /* Resume: held bytes are never requested (checked on every START), and
  * every byte that was not held is sent exactly once. */
 static bool judge_resume(const struct scenario *sc, const struct figures *f,
@@ -1112,6 +1177,8 @@ int main(int argc, char **argv)
 		sc_one_transfer();
 		sc_loader_shards();
 		sc_loader_grow();
+		sc_loader_mount();
+		sc_loader_fast();
 		sc_cold_1m();
 		sc_slow_lanes();
 		sc_slow_fast();

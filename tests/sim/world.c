@@ -197,9 +197,9 @@ static int do_actions(struct sim *s, const struct pace_action *a, size_t n)
 			s->requests++;
 			if (getenv("SIM_STARTS"))
 				fprintf(stderr,
-					"t=%.3f START lane %u [%" PRIu64
+					"t=%.3f START lane %u blob %u [%" PRIu64
 					" +%" PRIu64 "K)\n",
-					s->t, a[k].lane, a[k].start,
+					s->t, a[k].lane, a[k].blob, a[k].start,
 					(a[k].end - a[k].start) / 1024);
 			{
 				bool pre = !s->sc->no_pipeline && l->q &&
