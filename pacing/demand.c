@@ -138,8 +138,7 @@ uint64_t pace__demand_share(const struct pace *p, const struct wait *w,
 		lanes = pace__min64(p->cfg.max_lanes, p->cfg.lanes_per_source);
 		n = (uint32_t)pace__max64(p->nactive, 1);
 		share = (uint32_t)pace__max64((lanes + n - 1) / n, 1);
-		want = pace__min64(pace__request_want(p, src, r->w),
-				   r->w / share);
+		want = pace__min64(pace__request_want(p, src, r), r->w / share);
 		return pace__max64(left, want);
 	}
 	left = pace__wait_reach(p, w) - x;

@@ -33,10 +33,7 @@ bool pace__fill_on(const struct pace *p)
 
 /* Per-connection rate and round trip of the blob's first source's
  * origin; false while either is unknown. Before a rate window closed,
- * the rate of short requests stands for it, trusted to twice the bytes
- * they carried in a round trip: an origin that sends a response's first
- * tens of KiB at once and paces the rest shows short requests at many
- * times its rate (demand.c's split_least trusts it as far). */
+ * the rate of short requests stands for it (pace__short_rate). */
 static bool link_of(const struct pace *p, uint32_t blob, uint64_t *rate,
 		    uint64_t *rtt)
 {
@@ -49,12 +46,8 @@ static bool link_of(const struct pace *p, uint32_t blob, uint64_t *rate,
 	g = pace__group(p, &p->sources[b->first_src]);
 	r = pace__expected_rate(p, b->first_src);
 	*rtt = g->lat_est;
-	if (!r && g->lat_est) {
-		double cap = 2.0 * (double)g->short_bytes * (double)SEC /
-			     (double)g->lat_est;
-
-		r = (double)g->short_rate > cap ? (uint64_t)cap : g->short_rate;
-	}
+	if (!r)
+		r = pace__short_rate(g);
 	*rate = r;
 	return r && g->lat_est;
 }

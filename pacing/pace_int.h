@@ -522,6 +522,13 @@ static inline bool pace__caps_stream(enum pace_caps c)
  * whose next lane adds no rate. */
 uint32_t pace__pick_source(struct pace *p, uint32_t blob, bool urgent);
 
+/* The per-connection rate g's short whole requests showed, trusted to
+ * twice the bytes they carried in a round trip (0 while the round trip
+ * is unknown): an origin that sends a response's first tens of KiB at
+ * once and paces the rest shows short requests at many times its rate
+ * (demand.c's split_least trusts them as far). */
+uint64_t pace__short_rate(const struct group *g);
+
 /* Per-connection rate a new lane on source src is expected to reach. */
 uint64_t pace__expected_rate(const struct pace *p, uint32_t src);
 
@@ -584,9 +591,9 @@ uint64_t pace__request_end(const struct pace *p, const struct blob *b,
 			   uint64_t x, uint64_t want, uint64_t gap_end,
 			   uint64_t lim);
 
-/* Read-ahead request length for a lane on src of a reader with window w
- * (window.c). */
-uint64_t pace__request_want(const struct pace *p, uint32_t src, uint64_t w);
+/* Read-ahead request length for a lane on src of reader r (window.c). */
+uint64_t pace__request_want(const struct pace *p, uint32_t src,
+			    const struct reader *r);
 
 /* Lowers the end of a request [x, e) to fit the byte budget. */
 uint64_t pace__budget_fit(const struct pace *p, uint64_t x, uint64_t e);

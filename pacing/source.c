@@ -305,6 +305,16 @@ uint32_t pace__pick_source(struct pace *p, uint32_t blob, bool urgent)
 	return best;
 }
 
+uint64_t pace__short_rate(const struct group *g)
+{
+	double cap;
+
+	if (!g->lat_est)
+		return 0;
+	cap = 2.0 * (double)g->short_bytes * (double)SEC / (double)g->lat_est;
+	return (double)g->short_rate > cap ? (uint64_t)cap : g->short_rate;
+}
+
 uint64_t pace__expected_rate(const struct pace *p, uint32_t src)
 {
 	const struct source *s = &p->sources[src];

@@ -438,19 +438,23 @@ uint64_t pace__window_gap(struct pace *p, const struct reader *r,
 }
 
 /* About REQUEST_TIME_NS at the source's rate; before a rate window has
- * measured it, at the rate its group's short whole requests showed (on a
- * fast link every request is short, and its rate stayed unknown: each
- * request was a quarter of the window, which grew a request at a time);
- * with neither, a quarter of the window. */
-uint64_t pace__request_want(const struct pace *p, uint32_t src, uint64_t w)
+ * measured it, for a reader whose run began at its file's start, at the
+ * rate its group's short whole requests showed, as far as it is trusted
+ * (pace__short_rate: on a fast link every request is short, and its rate
+ * stayed unknown: each request was a quarter of the window, which grew a
+ * request at a time); else a quarter of the window. A reader that jumped
+ * (a zip member, a header) keeps the quarter: its read-ahead past what
+ * it wants is bytes never read. */
+uint64_t pace__request_want(const struct pace *p, uint32_t src,
+			    const struct reader *r)
 {
-	uint64_t r = pace__expected_rate(p, src);
+	uint64_t rate = pace__expected_rate(p, src);
 
-	if (!r)
-		r = pace__group(p, &p->sources[src])->short_rate;
-	if (!r)
-		return w / 4;
-	return (uint64_t)((double)r * (double)REQUEST_TIME_NS / (double)SEC);
+	if (!rate && r->from_start)
+		rate = pace__short_rate(pace__group(p, &p->sources[src]));
+	if (!rate)
+		return r->w / 4;
+	return (uint64_t)((double)rate * (double)REQUEST_TIME_NS / (double)SEC);
 }
 
 uint64_t pace__window_end(struct pace *p, const struct reader *r, uint32_t src,
@@ -460,7 +464,7 @@ uint64_t pace__window_end(struct pace *p, const struct reader *r, uint32_t src,
 	const struct blob *b = &p->blobs[r->blob];
 	uint64_t e;
 
-	uint64_t want = pace__request_want(p, src, r->w);
+	uint64_t want = pace__request_want(p, src, r);
 	/* A request of at least a quarter of the window (or of a full
 	 * request): a slow reader's window refills in a few requests, not
 	 * one per block its cursor passes. */
