@@ -325,6 +325,8 @@ struct reader {
 	uint32_t nl_tmp;       /* lanes serving it, as counted by the poll */
 	uint32_t nd_tmp;       /* of those, lanes serving its waiting reads */
 	bool need_tmp;	       /* a read of it waits on bytes no lane owns */
+	bool plan; /* a read plan's: never reads, its window is set once
+		      (pace_reader_plan) and served after every other's */
 };
 
 struct wait {

@@ -115,6 +115,8 @@ static int subcommand(int argc, char **argv)
 		return cli_cache_command(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "prefetch") == 0)
 		return cli_prefetch_command(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "plan") == 0)
+		return cli_plan_command(argc, argv);
 	return -1;
 }
 

@@ -157,6 +157,16 @@ static void engine_config(const struct fs_opts *o, const struct driver_mount *m,
 	*out = ec;
 }
 
+/* Whether libfuse was given allow_other: every user may then read the
+ * mount, and set a read plan on it. */
+static bool allow_other(const struct fs_opts *o)
+{
+	for (int k = 0; k < o->fuse_args.argc; k++)
+		if (strstr(o->fuse_args.argv[k], "allow_other") != NULL)
+			return true;
+	return false;
+}
+
 /* In the daemon, before the session serves: opens the cache, starts the
  * engine (with the log and inval hooks), the credentials' thread and the
  * sizes' probers, and builds the tree. 0, a negative errno (logged), or
@@ -199,6 +209,17 @@ static int start_engine(const struct fs_opts *o, struct driver_mount *m,
 		rc = driver__sizes_new(m, o->host_lanes, &m->sizes);
 	if (rc == 0)
 		rc = engine_start(m->engine);
+	if (rc == 0)
+		rc = driver__plan_set_new(m, o->readahead_ms, &m->plans);
+	if (rc == 0) {
+		rc = driver__plan_listen(m->plans, allow_other(o));
+		/* Without the socket the mount serves; plans are refused. */
+		if (rc != 0)
+			obs_log(FS_LOG_WARN,
+				"no control socket for read plans: %s",
+				strerror(-rc));
+		rc = 0;
+	}
 	if (rc != 0) {
 		obs_log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
 		return rc;
@@ -261,6 +282,8 @@ int driver__serve(struct fs_opts *o, struct fuse_session *se,
 	driver__exit_guard_ended(g);
 	driver__sizes_free(m->sizes);
 	m->sizes = NULL;
+	driver__plan_set_free(m->plans);
+	m->plans = NULL;
 	/* Before the engine goes: a scrape reads it. */
 	obs_metricsd_stop(metricsd);
 	/* A signal libfuse handles (TERM, INT, HUP) ends the session as an

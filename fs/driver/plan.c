@@ -1,0 +1,271 @@
+/* plan: read plans, the files an application said it will open next, in
+ * order; their cursor follows the application's opens, and the files
+ * within a window past it are fetched ahead as read-ahead of the third
+ * kind (pace_reader_plan), by a few threads that make each file ready
+ * (its probe) and open a plan reader on it. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/driver/driver_int.h"
+#include "fs/driver/plan_int.h"
+#include "fs/engine/engine.h"
+#include "fs/obs/obs.h"
+#include "fs/tree/tree.h"
+
+#define SEC 1000000000ull
+
+int driver__plan_set_new(struct driver_mount *m, uint64_t lead_ms,
+			 struct driver_plans **out)
+{
+	struct driver_plans *s = calloc(1, sizeof(*s));
+
+	*out = NULL;
+	if (s == NULL)
+		return -ENOMEM;
+	s->m = m;
+	s->lead_ns = lead_ms * 1000000ull;
+	s->listen_fd = -1;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	for (uint32_t k = 0; k < DRIVER_PLAN_THREADS; k++) {
+		if (pthread_create(&s->threads[k], NULL, driver__plan_worker,
+				   s) != 0)
+			break;
+		s->nthreads++;
+	}
+	*out = s;
+	return 0;
+}
+
+void driver__plan_free(struct driver_plan *p)
+{
+	if (p == NULL)
+		return;
+	free(p->nodes);
+	free(p->ranges);
+	free(p->done);
+	free(p);
+}
+
+/* Takes hint h out of its plan; its reader, if any, is written to *close
+ * for the caller to close after the lock. Caller holds s->mu. */
+static void hint_drop(struct driver_plans *s, struct driver_plan_hint *h,
+		      struct driver_plan_hint *closing, uint32_t *nclosing)
+{
+	if (h->state == DRIVER_HINT_OPEN && closing != NULL)
+		closing[(*nclosing)++] = *h;
+	if (h->state == DRIVER_HINT_PENDING) {
+		h->plan = NULL; /* its thread closes what it opens */
+		return;
+	}
+	h->state = DRIVER_HINT_FREE;
+	s->nhints--;
+}
+
+static void close_hints(struct driver_plans *s,
+			const struct driver_plan_hint *closing, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++)
+		engine_close(s->m->engine, closing[k].blob, closing[k].reader);
+}
+
+/* Drops every hint of plan p (cleared, replaced or abandoned). Caller
+ * holds s->mu; closing has room for DRIVER_PLAN_HINTS. */
+static void plan_unhint(struct driver_plans *s, struct driver_plan *p,
+			struct driver_plan_hint *closing, uint32_t *nclosing)
+{
+	for (uint32_t k = 0; k < DRIVER_PLAN_HINTS; k++) {
+		struct driver_plan_hint *h = &s->hints[k];
+
+		if (h->state != DRIVER_HINT_FREE && h->plan == p)
+			hint_drop(s, h, closing, nclosing);
+	}
+}
+
+int driver__plan_install(struct driver_plans *s, struct driver_plan *p,
+			 char *err, size_t errcap)
+{
+	struct driver_plan_hint *closing = NULL;
+	struct driver_plan *old = NULL;
+	uint32_t nclosing = 0, slot = DRIVER_PLANS_MAX;
+	int rc = 0;
+
+	closing = calloc(DRIVER_PLAN_HINTS, sizeof(*closing));
+	if (closing == NULL)
+		return -ENOMEM;
+	pthread_mutex_lock(&s->mu);
+	for (uint32_t k = 0; k < DRIVER_PLANS_MAX; k++) {
+		struct driver_plan *q = s->plans[k];
+
+		if (q != NULL && strcmp(q->name, p->name) == 0) {
+			slot = k;
+			break;
+		}
+		if (q == NULL && slot == DRIVER_PLANS_MAX)
+			slot = k;
+	}
+	if (slot == DRIVER_PLANS_MAX) {
+		snprintf(err, errcap, "%u plans already on this mount",
+			 DRIVER_PLANS_MAX);
+		rc = -ENOSPC;
+	} else if (s->plans[slot] == NULL && p->n == 0) {
+		snprintf(err, errcap, "no plan '%s' on this mount", p->name);
+		rc = -ENOENT;
+	} else if (s->plans[slot] != NULL &&
+		   s->plans[slot]->uid != p->uid) {
+		snprintf(err, errcap,
+			 "plan '%s' was set by uid %u: only that user may "
+			 "replace or clear it",
+			 p->name, (unsigned)s->plans[slot]->uid);
+		rc = -EPERM;
+	} else {
+		old = s->plans[slot];
+		if (old != NULL)
+			plan_unhint(s, old, closing, &nclosing);
+		/* An install of no entries is a clear. */
+		s->plans[slot] = p->n ? p : NULL;
+		pthread_cond_broadcast(&s->cv);
+	}
+	pthread_mutex_unlock(&s->mu);
+	close_hints(s, closing, nclosing);
+	free(closing);
+	if (rc == 0) {
+		driver__plan_free(old);
+		if (p->n == 0)
+			driver__plan_free(p);
+	}
+	return rc;
+}
+
+/* Files a plan fetches ahead of its cursor: its consumption (files a
+ * second) over the mount's readahead seconds, as a reader's window is
+ * sized, within DRIVER_PLAN_AHEAD_MIN and _MAX. */
+static uint64_t plan_ahead(const struct driver_plans *s,
+			   const struct driver_plan *p)
+{
+	double want = p->rate * (double)s->lead_ns / (double)SEC;
+
+	if (want < DRIVER_PLAN_AHEAD_MIN)
+		return DRIVER_PLAN_AHEAD_MIN;
+	if (want > DRIVER_PLAN_AHEAD_MAX)
+		return DRIVER_PLAN_AHEAD_MAX;
+	return (uint64_t)want;
+}
+
+static bool is_done(const struct driver_plan *p, uint64_t i)
+{
+	return (p->done[i / 8] >> (i % 8)) & 1;
+}
+
+/* An open matched entry i of p at now: counted, the cursor moved past
+ * the entries opened, and past those left more than a window behind
+ * (a worker that skipped a file must not hold the window back). */
+static void plan_consume(const struct driver_plans *s, struct driver_plan *p,
+			 uint64_t i, uint64_t now)
+{
+	uint64_t ahead = plan_ahead(s, p);
+
+	p->done[i / 8] |= (uint8_t)(1u << (i % 8));
+	p->opened++;
+	p->misses = 0;
+	if (p->abandoned)
+		obs_log(FS_LOG_INFO, "plan '%s': followed again", p->name);
+	p->abandoned = false;
+	p->last_ns = now;
+	while (p->cursor < p->n &&
+	       (is_done(p, p->cursor) || p->cursor + ahead < i)) {
+		if (!is_done(p, p->cursor))
+			p->skipped++;
+		p->cursor++;
+	}
+	if (p->next < p->cursor)
+		p->next = p->cursor;
+	/* Consumption over at least a second, pauses included. */
+	p->rate_n++;
+	if (p->rate_t0 == 0) {
+		p->rate_t0 = now;
+	} else if (now - p->rate_t0 >= SEC) {
+		double r = (double)p->rate_n * (double)SEC /
+			   (double)(now - p->rate_t0);
+
+		p->rate = p->rate > 0 ? (p->rate + r) / 2 : r;
+		p->rate_t0 = now;
+		p->rate_n = 0;
+	}
+}
+
+/* Whether p's window [cursor, next + slack) holds node, not yet opened;
+ * its index in *at. */
+static bool plan_find(const struct driver_plans *s,
+		      const struct driver_plan *p, uint32_t node, uint64_t *at)
+{
+	uint64_t end = p->next + plan_ahead(s, p) / 2 + DRIVER_PLAN_AHEAD_MIN;
+
+	if (end > p->n)
+		end = p->n;
+	for (uint64_t i = p->cursor; i < end; i++)
+		if (p->nodes[i] == node && !is_done(p, i)) {
+			*at = i;
+			return true;
+		}
+	return false;
+}
+
+void driver__plan_opened(struct driver_plans *s, uint32_t node)
+{
+	struct driver_plan_hint closing[DRIVER_PLANS_MAX + 1];
+	struct driver_plan_hint *many = NULL;
+	uint32_t nclosing = 0, nmany = 0;
+	uint64_t now = fs__now_ns();
+
+	if (s == NULL)
+		return;
+	pthread_mutex_lock(&s->mu);
+	for (uint32_t k = 0; k < DRIVER_PLANS_MAX; k++) {
+		struct driver_plan *p = s->plans[k];
+		uint64_t at;
+
+		if (p == NULL)
+			continue;
+		if (plan_find(s, p, node, &at)) {
+			plan_consume(s, p, at, now);
+			continue;
+		}
+		/* Another plan's file, or another program's: a plan is
+		 * abandoned once opens that miss it outnumber its window
+		 * twice over with no open that matched. */
+		p->misses++;
+		if (!p->abandoned &&
+		    p->misses > 2 * plan_ahead(s, p) + DRIVER_PLAN_AHEAD_MIN) {
+			p->abandoned = true;
+			obs_log(FS_LOG_WARN,
+				"plan '%s': abandoned at entry %" PRIu64
+				" of %" PRIu64 " (%" PRIu64
+				" opens matched none of it): read-ahead "
+				"along it stops",
+				p->name, p->cursor, p->n, p->misses);
+			if (many == NULL)
+				many = calloc(DRIVER_PLAN_HINTS, sizeof(*many));
+			if (many != NULL)
+				plan_unhint(s, p, many, &nmany);
+		}
+	}
+	/* The application's reader takes over the file: the plan's reader
+	 * goes (what it asked is on the wire or held). */
+	for (uint32_t k = 0; k < DRIVER_PLAN_HINTS; k++) {
+		struct driver_plan_hint *h = &s->hints[k];
+
+		if (h->state == DRIVER_HINT_OPEN && h->node == node &&
+		    nclosing < DRIVER_PLANS_MAX + 1)
+			hint_drop(s, h, closing, &nclosing);
+	}
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	close_hints(s, closing, nclosing);
+	close_hints(s, many, nmany);
+	free(many);
+}
