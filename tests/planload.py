@@ -7,7 +7,8 @@ compares every file's bytes with the same path under WWW, and prints
 
 usage: planload.py MNT WWW LIST WORKERS [--plan NAME] [--pause AFTER:SECS]
 --plan hands the list to the mount first (pacefs_plan.plan); --pause has
-worker 0 (use one worker) stop for SECS after AFTER files."""
+worker 0 (use one worker) stop for SECS after AFTER files, creating the
+file $PLANLOAD_PAUSE_MARK (if set) as it stops."""
 import multiprocessing
 import os
 import sys
@@ -22,6 +23,8 @@ def worker(k, nw, mnt, www, paths, pause, out):
     bad = 0
     for i in range(k, len(paths), nw):
         if pause and k == 0 and i == pause[0] * nw:
+            if os.environ.get("PLANLOAD_PAUSE_MARK"):
+                open(os.environ["PLANLOAD_PAUSE_MARK"], "w").close()
             time.sleep(pause[1])
         with open(os.path.join(mnt, paths[i]), "rb") as f:
             got = f.read()

@@ -23,8 +23,8 @@ static int connect_mount(const char *mnt)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	char name[sizeof(a.sun_path)];
-	ssize_t n = getxattr(mnt, "user.pacefs.control", name,
-			     sizeof(name) - 1);
+	ssize_t n =
+		getxattr(mnt, "user.pacefs.control", name, sizeof(name) - 1);
 	int fd;
 
 	if (n <= 1 || name[0] != '@') {

@@ -137,6 +137,7 @@ struct driver_mount {
 				       serves them */
 	struct driver_sizes *sizes;  /* probes the unsized files of a listing */
 	struct driver_plans *plans;  /* read plans and their control socket */
+	bool allow_other; /* -o allow_other: every user may read the mount */
 	/* Set once the session's loop returned (driver__mount_end), never
 	 * cleared: libfuse's loop resets what fuse_session_exited says as
 	 * it returns, and the probers, joined after it, must still see the

@@ -115,8 +115,7 @@ int driver__plan_install(struct driver_plans *s, struct driver_plan *p,
 	} else if (s->plans[slot] == NULL && p->n == 0) {
 		snprintf(err, errcap, "no plan '%s' on this mount", p->name);
 		rc = -ENOENT;
-	} else if (s->plans[slot] != NULL &&
-		   s->plans[slot]->uid != p->uid) {
+	} else if (s->plans[slot] != NULL && s->plans[slot]->uid != p->uid) {
 		snprintf(err, errcap,
 			 "plan '%s' was set by uid %u: only that user may "
 			 "replace or clear it",
@@ -141,11 +140,8 @@ int driver__plan_install(struct driver_plans *s, struct driver_plan *p,
 	return rc;
 }
 
-/* Files a plan fetches ahead of its cursor: its consumption (files a
- * second) over the mount's readahead seconds, as a reader's window is
- * sized, within DRIVER_PLAN_AHEAD_MIN and _MAX. */
-static uint64_t plan_ahead(const struct driver_plans *s,
-			   const struct driver_plan *p)
+uint64_t driver__plan_ahead(const struct driver_plans *s,
+			    const struct driver_plan *p)
 {
 	double want = p->rate * (double)s->lead_ns / (double)SEC;
 
@@ -154,6 +150,15 @@ static uint64_t plan_ahead(const struct driver_plans *s,
 	if (want > DRIVER_PLAN_AHEAD_MAX)
 		return DRIVER_PLAN_AHEAD_MAX;
 	return (uint64_t)want;
+}
+
+bool driver__plan_paused(const struct driver_plan *p, uint64_t now)
+{
+	uint64_t gap = DRIVER_PLAN_PAUSE_NS;
+
+	if (p->rate > 0 && (double)SEC * 4 / p->rate > (double)gap)
+		gap = (uint64_t)((double)SEC * 4 / p->rate);
+	return p->opened > 0 && now - p->last_ns > gap;
 }
 
 static bool is_done(const struct driver_plan *p, uint64_t i)
@@ -167,7 +172,7 @@ static bool is_done(const struct driver_plan *p, uint64_t i)
 static void plan_consume(const struct driver_plans *s, struct driver_plan *p,
 			 uint64_t i, uint64_t now)
 {
-	uint64_t ahead = plan_ahead(s, p);
+	uint64_t ahead = driver__plan_ahead(s, p);
 
 	p->done[i / 8] |= (uint8_t)(1u << (i % 8));
 	p->opened++;
@@ -184,11 +189,15 @@ static void plan_consume(const struct driver_plans *s, struct driver_plan *p,
 	}
 	if (p->next < p->cursor)
 		p->next = p->cursor;
-	/* Consumption over at least a second, pauses included. */
+	/* Consumption over a second, pauses included. */
 	p->rate_n++;
 	if (p->rate_t0 == 0) {
 		p->rate_t0 = now;
-	} else if (now - p->rate_t0 >= SEC) {
+	} else if (now - p->rate_t0 >= SEC ||
+		   (p->rate == 0 && now - p->rate_t0 >= SEC / 4)) {
+		/* The first sample is shorter: until it closes the window
+		 * is DRIVER_PLAN_AHEAD_MIN files, which a fast loader
+		 * outruns. */
 		double r = (double)p->rate_n * (double)SEC /
 			   (double)(now - p->rate_t0);
 
@@ -200,10 +209,11 @@ static void plan_consume(const struct driver_plans *s, struct driver_plan *p,
 
 /* Whether p's window [cursor, next + slack) holds node, not yet opened;
  * its index in *at. */
-static bool plan_find(const struct driver_plans *s,
-		      const struct driver_plan *p, uint32_t node, uint64_t *at)
+static bool plan_find(const struct driver_plans *s, const struct driver_plan *p,
+		      uint32_t node, uint64_t *at)
 {
-	uint64_t end = p->next + plan_ahead(s, p) / 2 + DRIVER_PLAN_AHEAD_MIN;
+	uint64_t end =
+		p->next + driver__plan_ahead(s, p) / 2 + DRIVER_PLAN_AHEAD_MIN;
 
 	if (end > p->n)
 		end = p->n;
@@ -240,7 +250,8 @@ void driver__plan_opened(struct driver_plans *s, uint32_t node)
 		 * twice over with no open that matched. */
 		p->misses++;
 		if (!p->abandoned &&
-		    p->misses > 2 * plan_ahead(s, p) + DRIVER_PLAN_AHEAD_MIN) {
+		    p->misses > 2 * driver__plan_ahead(s, p) +
+					DRIVER_PLAN_AHEAD_MIN) {
 			p->abandoned = true;
 			obs_log(FS_LOG_WARN,
 				"plan '%s': abandoned at entry %" PRIu64

@@ -12,14 +12,15 @@
 
 struct driver_mount;
 
-#define DRIVER_PLANS_MAX 16	  /* plans on one mount */
-#define DRIVER_PLAN_NAME_MAX 63	  /* [A-Za-z0-9._-], "default" when none */
-#define DRIVER_PLAN_HINTS 128	  /* plan readers open at once */
-#define DRIVER_PLAN_THREADS 16	  /* threads making planned files ready */
-#define DRIVER_PLAN_AHEAD_MIN 16  /* files ahead before a rate is known */
-#define DRIVER_PLAN_AHEAD_MAX 4096 /* files ahead at most */
+#define DRIVER_PLANS_MAX 16	       /* plans on one mount */
+#define DRIVER_PLAN_NAME_MAX 63	       /* [A-Za-z0-9._-], "default" when none */
+#define DRIVER_PLAN_HINTS 128	       /* plan readers open at once */
+#define DRIVER_PLAN_THREADS 16	       /* threads making planned files ready */
+#define DRIVER_PLAN_AHEAD_MIN 16       /* files ahead before a rate is known */
+#define DRIVER_PLAN_AHEAD_MAX 4096     /* files ahead at most */
 #define DRIVER_PLAN_FIRST (8ull << 20) /* a large file's first bytes */
 #define DRIVER_PLAN_CONNS 8	       /* control connections at once */
+#define DRIVER_PLAN_PAUSE_NS (500ull * 1000000ull) /* no open: paused */
 
 /* A byte range of a plan's entry; len 0: the whole file. */
 struct driver_plan_range {
@@ -63,11 +64,11 @@ struct driver_plans {
 	uint64_t lead_ns; /* -o readahead= */
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* a plan changed, an open moved a cursor, stop */
-	struct driver_plan *plans[DRIVER_PLANS_MAX];	   /* guarded by mu */
+	struct driver_plan *plans[DRIVER_PLANS_MAX];	  /* guarded by mu */
 	struct driver_plan_hint hints[DRIVER_PLAN_HINTS]; /* guarded by mu */
-	uint32_t nhints;				   /* guarded by mu */
-	uint32_t rr;					   /* guarded by mu */
-	bool stop;					   /* guarded by mu */
+	uint32_t nhints;				  /* guarded by mu */
+	uint32_t rr;					  /* guarded by mu */
+	bool stop;					  /* guarded by mu */
 	pthread_t threads[DRIVER_PLAN_THREADS];
 	uint32_t nthreads;
 	/* The control socket (plansock.c). */
@@ -89,6 +90,17 @@ void driver__plan_free(struct driver_plan *p);
  * another uid's, -ENOSPC: too many plans, -ENOENT: nothing to clear). */
 int driver__plan_install(struct driver_plans *s, struct driver_plan *p,
 			 char *err, size_t errcap);
+
+/* Files p fetches ahead of its cursor: its consumption (files opened a
+ * second) over the mount's readahead seconds, as a reader's window is
+ * sized, within DRIVER_PLAN_AHEAD_MIN and _MAX. Caller holds s->mu. */
+uint64_t driver__plan_ahead(const struct driver_plans *s,
+			    const struct driver_plan *p);
+
+/* Whether p's loader has paused: no open for DRIVER_PLAN_PAUSE_NS, or for
+ * four files' time at its rate if longer. Nothing more is fetched ahead
+ * until it opens again. Caller holds s->mu. */
+bool driver__plan_paused(const struct driver_plan *p, uint64_t now);
 
 /* The threads that fetch along the plans (planahead.c). */
 void *driver__plan_worker(void *arg);

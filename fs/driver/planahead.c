@@ -20,19 +20,6 @@
 
 #define SEC 1000000000ull
 
-/* The same rule as plan.c's: files ahead of the cursor. */
-static uint64_t ahead_files(const struct driver_plans *s,
-			    const struct driver_plan *p)
-{
-	double want = p->rate * (double)s->lead_ns / (double)SEC;
-
-	if (want < DRIVER_PLAN_AHEAD_MIN)
-		return DRIVER_PLAN_AHEAD_MIN;
-	if (want > DRIVER_PLAN_AHEAD_MAX)
-		return DRIVER_PLAN_AHEAD_MAX;
-	return (uint64_t)want;
-}
-
 static bool entry_done(const struct driver_plan *p, uint64_t i)
 {
 	return (p->done[i / 8] >> (i % 8)) & 1;
@@ -44,6 +31,7 @@ static struct driver_plan_hint *take_next(struct driver_plans *s,
 					  struct driver_plan_range *range)
 {
 	struct driver_plan_hint *h = NULL;
+	uint64_t now = fs__now_ns();
 
 	if (s->nhints >= DRIVER_PLAN_HINTS)
 		return NULL;
@@ -52,9 +40,11 @@ static struct driver_plan_hint *take_next(struct driver_plans *s,
 		struct driver_plan *p = s->plans[pi];
 		uint64_t end;
 
-		if (p == NULL || p->abandoned)
+		/* A paused loader's window is what was fetched when it
+		 * paused: nothing more is asked until it opens again. */
+		if (p == NULL || p->abandoned || driver__plan_paused(p, now))
 			continue;
-		end = p->cursor + ahead_files(s, p);
+		end = p->cursor + driver__plan_ahead(s, p);
 		while (p->next < p->n && p->next < end &&
 		       entry_done(p, p->next))
 			p->next++;
@@ -68,9 +58,8 @@ static struct driver_plan_hint *take_next(struct driver_plans *s,
 		h->state = DRIVER_HINT_PENDING;
 		h->plan = p;
 		h->node = p->nodes[p->next];
-		*range = p->ranges != NULL
-				 ? p->ranges[p->next]
-				 : (struct driver_plan_range){0, 0};
+		*range = p->ranges != NULL ? p->ranges[p->next]
+					   : (struct driver_plan_range){0, 0};
 		p->next++;
 		s->nhints++;
 		s->rr = (pi + 1) % DRIVER_PLANS_MAX;
@@ -229,7 +218,7 @@ static const char *plan_state(const struct driver_plan *p, uint64_t now)
 		return "done";
 	if (p->opened == 0)
 		return "waiting";
-	if (now - p->last_ns > SEC)
+	if (driver__plan_paused(p, now))
 		return "paused";
 	return "following";
 }
@@ -262,12 +251,12 @@ int driver__plan_status_json(void *arg, char *buf, size_t cap)
 			     ",\"skipped\":%" PRIu64 ",\"state\":\"%s\","
 			     "\"rate_milli\":%" PRIu64 ",\"window\":%" PRIu64
 			     ",\"ahead_files\":%" PRIu64
-			     ",\"ahead_bytes\":%" PRIu64 ",\"ahead_ms\":%" PRIu64
-			     "}",
+			     ",\"ahead_bytes\":%" PRIu64
+			     ",\"ahead_ms\":%" PRIu64 "}",
 			     first ? "" : ",", p->name, (unsigned)p->uid, p->n,
 			     p->cursor, p->opened, p->skipped,
 			     plan_state(p, now), (uint64_t)(p->rate * 1000.0),
-			     ahead_files(s, p), files, bytes, ms);
+			     driver__plan_ahead(s, p), files, bytes, ms);
 		if (w < 0 || (size_t)w >= cap - used) {
 			pthread_mutex_unlock(&s->mu);
 			return -ERANGE;

@@ -36,6 +36,7 @@ struct conn {
 	char sep; /* '\n' or '\0' */
 	struct driver_plan *p;
 	uint64_t missing;
+	uint64_t entries; /* of the plan installed */
 	char shown[MISSING_SHOWN][256];
 	char err[512];
 };
@@ -256,15 +257,14 @@ static void conn_answer(struct conn *c, int rc, bool set)
 		used = (size_t)snprintf(out, sizeof(out), "error: %s\n",
 					c->err[0] ? c->err : strerror(-rc));
 	else if (set)
-		used = (size_t)snprintf(
-			out, sizeof(out),
-			"ok %" PRIu64 " entries, %" PRIu64 " missing\n",
-			c->p != NULL ? c->p->n : 0, c->missing);
+		used = (size_t)snprintf(out, sizeof(out),
+					"ok %" PRIu64 " entries, %" PRIu64
+					" missing\n",
+					c->entries, c->missing);
 	else
 		used = (size_t)snprintf(out, sizeof(out), "ok cleared\n");
-	for (uint64_t k = 0; k < c->missing && k < MISSING_SHOWN &&
-			     used < sizeof(out);
-	     k++)
+	for (uint64_t k = 0;
+	     k < c->missing && k < MISSING_SHOWN && used < sizeof(out); k++)
 		used += (size_t)snprintf(out + used, sizeof(out) - used,
 					 "missing: %s\n", c->shown[k]);
 	if (used > sizeof(out))
@@ -311,6 +311,7 @@ static int conn_serve(struct conn *c, bool *set)
 			" missing",
 			c->p->name, *set ? "set" : "cleared", (unsigned)c->uid,
 			*set ? c->p->n : 0, c->missing);
+		c->entries = c->p->n;
 		c->p = NULL; /* the mount's now, or freed (a clear) */
 	}
 	return rc;

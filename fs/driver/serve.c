@@ -157,16 +157,6 @@ static void engine_config(const struct fs_opts *o, const struct driver_mount *m,
 	*out = ec;
 }
 
-/* Whether libfuse was given allow_other: every user may then read the
- * mount, and set a read plan on it. */
-static bool allow_other(const struct fs_opts *o)
-{
-	for (int k = 0; k < o->fuse_args.argc; k++)
-		if (strstr(o->fuse_args.argv[k], "allow_other") != NULL)
-			return true;
-	return false;
-}
-
 /* In the daemon, before the session serves: opens the cache, starts the
  * engine (with the log and inval hooks), the credentials' thread and the
  * sizes' probers, and builds the tree. 0, a negative errno (logged), or
@@ -212,7 +202,7 @@ static int start_engine(const struct fs_opts *o, struct driver_mount *m,
 	if (rc == 0)
 		rc = driver__plan_set_new(m, o->readahead_ms, &m->plans);
 	if (rc == 0) {
-		rc = driver__plan_listen(m->plans, allow_other(o));
+		rc = driver__plan_listen(m->plans, m->allow_other);
 		/* Without the socket the mount serves; plans are refused. */
 		if (rc != 0)
 			obs_log(FS_LOG_WARN,
