@@ -158,6 +158,12 @@ void *driver__plan_worker(void *arg)
 			continue;
 		}
 		h = take_next(s, &range);
+		if (h == NULL && s->nhints == 0) {
+			/* Nothing to watch: an install, an open or the end
+			 * wakes it. */
+			pthread_cond_wait(&s->cv, &s->mu);
+			continue;
+		}
 		if (h == NULL) {
 			/* Held bytes are noticed within a poll's time. */
 			struct timespec ts;

@@ -163,6 +163,12 @@ static int conn_entry(struct conn *c, char *e)
 		c->missing++;
 		return 0;
 	}
+	if (c->p->n >= DRIVER_PLAN_ENTRIES_MAX) {
+		snprintf(c->err, sizeof(c->err),
+			 "a plan holds %llu entries at most",
+			 (unsigned long long)DRIVER_PLAN_ENTRIES_MAX);
+		return -E2BIG;
+	}
 	rc = plan_grow(c->p, tab != NULL);
 	if (rc != 0)
 		return rc;
