@@ -150,9 +150,11 @@ struct driver_mount {
 struct driver_plans;
 
 /* The mount's read plans, with no plan yet, and the threads that fetch
- * along them (lead_ms: -o readahead=, the window's time). 0 or -ENOMEM. */
+ * along them (lead_ms: -o readahead=, the window's time; threads: as many
+ * as the origin may have connections, each probing one file at a time,
+ * at most DRIVER_PLAN_THREADS). 0 or -ENOMEM. */
 int driver__plan_set_new(struct driver_mount *m, uint64_t lead_ms,
-			 struct driver_plans **out);
+			 uint32_t threads, struct driver_plans **out);
 
 /* Binds the control socket (an abstract Unix socket, named by
  * driver__plan_socket) and starts accepting plans; allow_other: the

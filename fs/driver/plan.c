@@ -19,7 +19,7 @@
 #define SEC 1000000000ull
 
 int driver__plan_set_new(struct driver_mount *m, uint64_t lead_ms,
-			 struct driver_plans **out)
+			 uint32_t threads, struct driver_plans **out)
 {
 	struct driver_plans *s = calloc(1, sizeof(*s));
 
@@ -31,7 +31,7 @@ int driver__plan_set_new(struct driver_mount *m, uint64_t lead_ms,
 	s->listen_fd = -1;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
-	for (uint32_t k = 0; k < DRIVER_PLAN_THREADS; k++) {
+	for (uint32_t k = 0; k < threads && k < DRIVER_PLAN_THREADS; k++) {
 		if (pthread_create(&s->threads[k], NULL, driver__plan_worker,
 				   s) != 0)
 			break;

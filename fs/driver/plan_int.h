@@ -20,7 +20,7 @@ struct driver_mount;
 #define DRIVER_PLAN_AHEAD_MAX 4096     /* files ahead at most */
 #define DRIVER_PLAN_FIRST (8ull << 20) /* a large file's first bytes */
 #define DRIVER_PLAN_CONNS 8	       /* control connections at once */
-#define DRIVER_PLAN_ENTRIES_MAX (1ull << 26) /* 256 MiB of node numbers */
+#define DRIVER_PLAN_ENTRIES_MAX (1ull << 26)	   /* 256 MiB of node numbers */
 #define DRIVER_PLAN_PAUSE_NS (500ull * 1000000ull) /* no open: paused */
 
 /* A byte range of a plan's entry; len 0: the whole file. */
