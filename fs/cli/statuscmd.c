@@ -230,12 +230,12 @@ static void render_metrics(json_t *m)
 /* A read plan: its name and owner, its cursor, what is held ahead. */
 static void render_plan(json_t *v)
 {
-	char name[256], state[64], bytes[32];
+	char name[256], state[64], bytes[32], at[PATH_MAX * 4];
 	uint64_t ms =
 		(uint64_t)json_integer_value(json_object_get(v, "ahead_ms"));
 
 	human(v, "ahead_bytes", bytes, sizeof(bytes));
-	printf("plan %s (uid %lld): %s, at %lld of %lld, %lld files (%s) "
+	printf("plan %s (uid %lld): %s, at %lld of %lld (%s), %lld files (%s) "
 	       "ahead, %" PRIu64 ".%01" PRIu64 " s at %.1f files/s, window "
 	       "%lld files\n",
 	       shown(v, "name", name, sizeof(name)),
@@ -243,6 +243,7 @@ static void render_plan(json_t *v)
 	       shown(v, "state", state, sizeof(state)),
 	       json_integer_value(json_object_get(v, "cursor")),
 	       json_integer_value(json_object_get(v, "length")),
+	       shown(v, "cursor_path", at, sizeof(at)),
 	       json_integer_value(json_object_get(v, "ahead_files")), bytes,
 	       ms / 1000, ms % 1000 / 100,
 	       (double)json_integer_value(json_object_get(v, "rate_milli")) /

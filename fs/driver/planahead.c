@@ -6,6 +6,7 @@
  * every waiting read. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,6 +217,22 @@ static void plan_held_ahead(struct driver_plans *s, const struct driver_plan *p,
 	}
 }
 
+/* The path of the file at p's cursor, as the inside of a JSON string;
+ * "" when the plan is done. Caller holds s->mu. */
+static void cursor_path(struct driver_plans *s, const struct driver_plan *p,
+			char *out, size_t cap)
+{
+	char path[PATH_MAX];
+
+	path[0] = '\0';
+	if (p->cursor < p->n) {
+		pthread_mutex_lock(&s->m->ns->mu);
+		tree_ns_path(s->m->ns, p->nodes[p->cursor], path, sizeof(path));
+		pthread_mutex_unlock(&s->m->ns->mu);
+	}
+	fs__json_escape(path, out, cap);
+}
+
 static const char *plan_state(const struct driver_plan *p, uint64_t now)
 {
 	if (p->abandoned)
@@ -243,24 +260,27 @@ int driver__plan_status_json(void *arg, char *buf, size_t cap)
 	for (uint32_t k = 0; k < DRIVER_PLANS_MAX; k++) {
 		const struct driver_plan *p = s->plans[k];
 		uint64_t files, bytes, ms;
+		char at[PATH_MAX * 2];
 		int w;
 
 		if (p == NULL)
 			continue;
 		plan_held_ahead(s, p, &files, &bytes);
+		cursor_path(s, p, at, sizeof(at));
 		ms = p->rate > 0 ? (uint64_t)((double)files * 1000.0 / p->rate)
 				 : 0;
 		/* Names are [A-Za-z0-9._-]: nothing to escape. */
 		w = snprintf(buf + used, cap - used,
 			     "%s{\"name\":\"%s\",\"uid\":%u,\"length\":%" PRIu64
-			     ",\"cursor\":%" PRIu64 ",\"opened\":%" PRIu64
-			     ",\"skipped\":%" PRIu64 ",\"state\":\"%s\","
+			     ",\"cursor\":%" PRIu64 ",\"cursor_path\":\"%s\""
+			     ",\"opened\":%" PRIu64 ",\"skipped\":%" PRIu64
+			     ",\"state\":\"%s\","
 			     "\"rate_milli\":%" PRIu64 ",\"window\":%" PRIu64
 			     ",\"ahead_files\":%" PRIu64
 			     ",\"ahead_bytes\":%" PRIu64
 			     ",\"ahead_ms\":%" PRIu64 "}",
 			     first ? "" : ",", p->name, (unsigned)p->uid, p->n,
-			     p->cursor, p->opened, p->skipped,
+			     p->cursor, at, p->opened, p->skipped,
 			     plan_state(p, now), (uint64_t)(p->rate * 1000.0),
 			     driver__plan_ahead(s, p), files, bytes, ms);
 		if (w < 0 || (size_t)w >= cap - used) {
