@@ -21,18 +21,19 @@ __all__ = ["plan", "clear", "PlannedSampler", "PlanError"]
 _CHUNK = 1 << 16
 
 
-class PlanError(OSError):
-    """The mount refused the plan (the message says why)."""
+class PlanError(Exception):
+    """The mount refused the request, or is no pacefs mount with read
+    plans (the message says why)."""
 
 
 def _connect(mountpoint):
     try:
         name = os.getxattr(mountpoint, "user.pacefs.control")
     except OSError as e:
-        raise PlanError(e.errno, "%s: not a pacefs mount with read plans"
-                        % mountpoint) from e
+        raise PlanError("%s: not a pacefs mount with read plans (%s)"
+                        % (mountpoint, e.strerror)) from e
     if not name.startswith(b"@"):
-        raise PlanError(0, "%s: unexpected control name" % mountpoint)
+        raise PlanError("%s: unexpected control name" % mountpoint)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(b"\0" + name[1:])
     return s
@@ -81,8 +82,8 @@ def _request(mountpoint, op, name, entries=()):
         s.close()
     text = out.decode("utf-8", "replace")
     if not text.startswith("ok"):
-        raise PlanError(0, text.strip() or "no answer from the mount")
-    return text
+        raise PlanError(text.strip() or "no answer from the mount")
+    return text.strip()
 
 
 def plan(mountpoint, paths, name=None):

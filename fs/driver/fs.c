@@ -607,9 +607,15 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	}
 	if (ino == FUSE_ROOT_ID) {
 		static const char status[] = XATTR_PREFIX "status";
+		static const char plans[] =
+			XATTR_PREFIX "plans\0" XATTR_PREFIX "control";
 
 		memcpy(names + used, status, sizeof(status));
 		used += sizeof(status);
+		if (driver__plan_socket(m->plans)[0] != '\0') {
+			memcpy(names + used, plans, sizeof(plans));
+			used += sizeof(plans);
+		}
 	}
 	if (size == 0)
 		fuse_reply_xattr(req, used);
