@@ -281,7 +281,7 @@ static void conn_answer(struct conn *c, int rc, bool set)
 /* One request, whole: the header, the list, the plan installed. */
 static int conn_serve(struct conn *c, bool *set)
 {
-	char op[8];
+	char op[8], name[DRIVER_PLAN_NAME_MAX + 1];
 	char *buf = NULL;
 	int rc;
 
@@ -310,15 +310,19 @@ static int conn_serve(struct conn *c, bool *set)
 		if (c->p->done == NULL)
 			return -ENOMEM;
 	}
+	/* Once installed the plan is the mount's (a clear's is freed at
+	 * once, a set's may be replaced by another request): what the log
+	 * and the answer say is taken before. */
+	snprintf(name, sizeof(name), "%s", c->p->name);
+	c->entries = c->p->n;
 	rc = driver__plan_install(c->s, c->p, c->err, sizeof(c->err));
 	if (rc == 0) {
+		c->p = NULL;
 		obs_log(FS_LOG_INFO,
 			"plan '%s' %s by uid %u: %" PRIu64 " entries, %" PRIu64
 			" missing",
-			c->p->name, *set ? "set" : "cleared", (unsigned)c->uid,
-			*set ? c->p->n : 0, c->missing);
-		c->entries = c->p->n;
-		c->p = NULL; /* the mount's now, or freed (a clear) */
+			name, *set ? "set" : "cleared", (unsigned)c->uid,
+			c->entries, c->missing);
 	}
 	return rc;
 }
