@@ -235,7 +235,8 @@ static void render_plan(json_t *v)
 		(uint64_t)json_integer_value(json_object_get(v, "ahead_ms"));
 
 	human(v, "ahead_bytes", bytes, sizeof(bytes));
-	printf("plan %s (uid %lld): %s, at %lld of %lld (%s), %lld files (%s) "
+	shown(v, "cursor_path", at, sizeof(at));
+	printf("plan %s (uid %lld): %s, at %lld of %lld%s%s%s, %lld files (%s) "
 	       "ahead, %" PRIu64 ".%01" PRIu64 " s at %.1f files/s, window "
 	       "%lld files\n",
 	       shown(v, "name", name, sizeof(name)),
@@ -243,7 +244,7 @@ static void render_plan(json_t *v)
 	       shown(v, "state", state, sizeof(state)),
 	       json_integer_value(json_object_get(v, "cursor")),
 	       json_integer_value(json_object_get(v, "length")),
-	       shown(v, "cursor_path", at, sizeof(at)),
+	       at[0] ? " (" : "", at, at[0] ? ")" : "",
 	       json_integer_value(json_object_get(v, "ahead_files")), bytes,
 	       ms / 1000, ms % 1000 / 100,
 	       (double)json_integer_value(json_object_get(v, "rate_milli")) /

@@ -3,10 +3,12 @@
 # every response, 8 MB/s a connection), 32 KiB files: plain Python worker
 # processes (tests/planload.py) read the files in a shuffled order, every
 # byte compared, faster with the order handed to the mount first than
-# without; a paused loader's plan fetches little more from a second into
-# the pause; a plan the opens stop matching is abandoned, says so, and
-# stops; another uid can neither replace nor clear it; a 100,000-entry
-# plan streams in; paths that do not exist are reported by name.
+# without; two loaders' plans at once follow each its own; a paused
+# loader's plan fetches little more from a second into the pause; a plan
+# the opens stop matching is abandoned, says so, and stops; another uid
+# can neither replace nor clear it; a 100,000-entry plan streams in and
+# costs the daemon little memory; paths that do not exist are reported
+# by name.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
@@ -67,6 +69,25 @@ if grep -q '"name":"job","uid":0,"length":200,"cursor":200' <<<"$st"; then
 	t_pass "status shows the plan consumed: $(grep -o '"plans":\[[^]]*' <<<"$st" | cut -c1-200)"
 else
 	t_fail "status shows the plan" "$(cut -c1-300 <<<"$st")"
+fi
+
+# Two loaders at once, each with its plan (the ranks of a distributed
+# sampler): each plan follows its own loader's opens, the other's opens
+# abandon neither.
+mount_fresh
+head -n 200 "$T_TMP/list" >"$T_TMP/r0"
+tail -n 200 "$T_TMP/list" >"$T_TMP/r1"
+o0=$(timeout 60 "$PY" "$LOAD" "$T_TMP/mnt" "$WWW" "$T_TMP/r0" 2 --plan r0 2>&1) &
+p0=$!
+o1=$(timeout 60 "$PY" "$LOAD" "$T_TMP/mnt" "$WWW" "$T_TMP/r1" 2 --plan r1 2>&1) || true
+wait "$p0" || true
+st=$("$PACEFS" status "$T_TMP/mnt" 2>&1 || true)
+if grep -q 'plan r0 (uid 0): done, at 200 of 200' <<<"$st" &&
+	grep -q 'plan r1 (uid 0): done, at 200 of 200' <<<"$st" &&
+	! grep -q abandoned "$T_TMP/mount.log"; then
+	t_pass "two plans at once, each followed to its end: $(grep 'plan r' <<<"$st" | cut -c1-60 | tr '\n' ' ')"
+else
+	t_fail "two plans at once" "$st; $(grep abandoned "$T_TMP/mount.log" | head -n 1)"
 fi
 
 # 2. One worker pauses 4 s after 200 files: from a second into the pause
@@ -157,8 +178,12 @@ fi
 # then paths that do not exist, named in the answer, and a plan of none.
 for ((k = 0; k < 250; k++)); do tr '\n' '\0' <"$T_TMP/list"; done >"$T_TMP/big"
 r5=0
+rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$FG_PID/status")
 o5=$("$PACEFS" plan -0 --name big "$MNT" - <"$T_TMP/big" 2>&1) || r5=$?
+rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/$FG_PID/status")
+o5="$o5 (RSS +$(((rss1 - rss0) / 1024)) MiB)"
 if [ "$r5" -eq 0 ] && grep -q 'ok 100000 entries, 0 missing' <<<"$o5" &&
+	[ $((rss1 - rss0)) -le $((8 * 1024)) ] &&
 	"$PACEFS" status --json "$MNT" | grep -q '"name":"big","uid":0,"length":100000'; then
 	t_pass "a 100,000-entry plan streamed: $o5"
 else
