@@ -57,7 +57,9 @@ struct driver_plan_hint {
 	enum driver_hint_state state;
 	struct driver_plan *plan; /* NULL: its plan went while PENDING */
 	uint32_t node, blob, reader;
-	uint64_t want; /* held bytes at which it is fetched */
+	uint64_t want; /* bytes of its blob held at which it is fetched (its
+			  range's length: a range past 0 is not told
+			  from other held bytes) */
 };
 
 struct driver_plans {

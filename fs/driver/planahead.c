@@ -119,7 +119,7 @@ static void hint_start(struct driver_plans *s, struct driver_plan_hint *h,
 	if (len > size - range.off)
 		len = size - range.off;
 	if (blob != TREE_NO_BLOB && len > 0 &&
-	    engine_held(m->engine, blob) < range.off + len)
+	    engine_held(m->engine, blob) < len)
 		opened = engine_plan_open(m->engine, blob, range.off, len,
 					  &reader) == 0;
 	pthread_mutex_lock(&s->mu);
@@ -127,7 +127,7 @@ static void hint_start(struct driver_plans *s, struct driver_plan_hint *h,
 		h->state = DRIVER_HINT_OPEN;
 		h->blob = blob;
 		h->reader = reader;
-		h->want = range.off + len;
+		h->want = len;
 		opened = false;
 	} else {
 		h->state = DRIVER_HINT_FREE;

@@ -29,6 +29,9 @@ done
 for ((i = 0; i < 100; i++)); do
 	head -c 32768 /dev/urandom >"$WWW/b/g-$i.bin"
 done
+mkdir -p "$WWW/c"
+head -c $((12 * 1048576)) /dev/urandom >"$WWW/c/big1"
+head -c $((12 * 1048576)) /dev/urandom >"$WWW/c/big2"
 (cd "$WWW" && ls a | sed 's|^|a/|' | shuf) >"$T_TMP/list"
 o_start far --root "$WWW" --latency 20 --rate 8M --autoindex
 
@@ -199,6 +202,28 @@ if [ "$r6" -eq 0 ] && grep -q 'ok 2 entries, 2 missing' <<<"$o6" &&
 	t_pass "paths that do not exist are trimmed and named: $(tr '\n' ' ' <<<"$o6"); $o7"
 else
 	t_fail "bad paths reported" "$r6 $o6; $r7 $o7"
+fi
+
+# 6. Large files: the first 8 MiB of one, the range given of the other,
+# fetched ahead before any open (read-ahead by plan readers), and no more.
+printf 'c/big1\nc/big2\t1048576+2097152\n' | "$PACEFS" plan --name large "$MNT" - >/dev/null || true
+cached() {
+	getfattr --absolute-names --only-values -n user.pacefs.cached "$1" 2>/dev/null || echo 0
+}
+for ((i = 0; i < 100; i++)); do
+	c1=$(cached "$MNT/c/big1")
+	c2=$(cached "$MNT/c/big2")
+	[ "$c1" -ge $((8 * 1048576)) ] && [ "$c2" -ge $((2 * 1048576)) ] && break
+	sleep 0.1
+done
+sleep 0.5
+c1=$(cached "$MNT/c/big1")
+c2=$(cached "$MNT/c/big2")
+if [ "$c1" -eq $((8 * 1048576)) ] && [ "$c2" -eq $((2 * 1048576)) ] &&
+	cmp -s "$MNT/c/big2" "$WWW/c/big2"; then
+	t_pass "large files ahead of their opens: 8 MiB of one, the 2 MiB range of the other, bytes compared"
+else
+	t_fail "large files ahead of their opens" "held $c1 and $c2 bytes"
 fi
 umount_pacefs "$MNT"
 if grep -qiE 'assert|segfault|abort' "$T_TMP/mount.log"; then
