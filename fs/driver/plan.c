@@ -86,6 +86,21 @@ static void plan_unhint(struct driver_plans *s, struct driver_plan *p,
 	}
 }
 
+bool driver__plan_owner(struct driver_plans *s, const char *name, uid_t *uid)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&s->mu);
+	for (uint32_t k = 0; k < DRIVER_PLANS_MAX && !found; k++)
+		if (s->plans[k] != NULL &&
+		    strcmp(s->plans[k]->name, name) == 0) {
+			*uid = s->plans[k]->uid;
+			found = true;
+		}
+	pthread_mutex_unlock(&s->mu);
+	return found;
+}
+
 int driver__plan_install(struct driver_plans *s, struct driver_plan *p,
 			 char *err, size_t errcap)
 {

@@ -87,6 +87,9 @@ struct driver_plans {
 /* Frees a plan not installed (or just taken out). NULL-safe. */
 void driver__plan_free(struct driver_plan *p);
 
+/* Whether a plan of that name is on the mount, and its owner's uid. */
+bool driver__plan_owner(struct driver_plans *s, const char *name, uid_t *uid);
+
 /* Installs p under its name, replacing a plan of that name set by the
  * same uid; an empty p clears it. Takes p on success (an empty one is
  * freed); on error p stays the caller's and err says why (-EPERM:

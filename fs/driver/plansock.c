@@ -282,6 +282,7 @@ static void conn_answer(struct conn *c, int rc, bool set)
 static int conn_serve(struct conn *c, bool *set)
 {
 	char op[8], name[DRIVER_PLAN_NAME_MAX + 1];
+	uid_t owner;
 	char *buf = NULL;
 	int rc;
 
@@ -289,6 +290,15 @@ static int conn_serve(struct conn *c, bool *set)
 	if (rc != 0)
 		return rc;
 	*set = strcmp(op, "set") == 0;
+	/* Refused before the list is read (a 1.3 M-entry list is ~60 MB);
+	 * the install checks again, should another request come between. */
+	if (driver__plan_owner(c->s, c->p->name, &owner) && owner != c->uid) {
+		snprintf(c->err, sizeof(c->err),
+			 "plan '%s' was set by uid %u: only that user may "
+			 "replace or clear it",
+			 c->p->name, (unsigned)owner);
+		return -EPERM;
+	}
 	c->p->uid = c->uid;
 	c->p->set_ns = fs__now_ns();
 	if (*set) {
