@@ -250,6 +250,11 @@ static void render_plan(json_t *v)
 	       (double)json_integer_value(json_object_get(v, "rate_milli")) /
 		       1000.0,
 	       json_integer_value(json_object_get(v, "window")));
+	if (json_integer_value(json_object_get(v, "unread_files")) > 0)
+		printf("  %lld files it passed unopened had been fetched ahead "
+		       "(%s)\n",
+		       json_integer_value(json_object_get(v, "unread_files")),
+		       human(v, "unread_bytes", bytes, sizeof(bytes)));
 }
 
 /* The status document as people read it: one section per array, in the

@@ -101,6 +101,56 @@ bool driver__plan_owner(struct driver_plans *s, const char *name, uid_t *uid)
 	return found;
 }
 
+static bool is_done(const struct driver_plan *p, uint64_t i)
+{
+	return (p->done[i / 8] >> (i % 8)) & 1;
+}
+
+uint64_t driver__plan_entry_held(struct driver_plans *s,
+				 const struct driver_plan *p, uint64_t i)
+{
+	struct driver_mount *m = s->m;
+	struct tree_node *n;
+	uint32_t blob = TREE_NO_BLOB;
+
+	pthread_mutex_lock(&m->ns->mu);
+	n = tree_ns_get(m->ns, p->nodes[i]);
+	if (n != NULL)
+		blob = n->blob;
+	pthread_mutex_unlock(&m->ns->mu);
+	return blob == TREE_NO_BLOB ? 0 : engine_held(m->engine, blob);
+}
+
+/* Entry i is left behind unopened: what was fetched of it ahead counts
+ * as pulled and not read (by this plan's loader). Caller holds s->mu. */
+static void plan_unread(struct driver_plans *s, struct driver_plan *p,
+			uint64_t i)
+{
+	uint64_t held = i < p->next ? driver__plan_entry_held(s, p, i) : 0;
+
+	if (held > 0) {
+		p->unread_files++;
+		p->unread_bytes += held;
+	}
+}
+
+/* Plan p is replaced or cleared: what it fetched ahead of its cursor
+ * and its loader never opened is counted and logged. Caller holds
+ * s->mu. */
+static void plan_gone(struct driver_plans *s, struct driver_plan *p)
+{
+	for (uint64_t i = p->cursor; i < p->next && i < p->n; i++)
+		if (!is_done(p, i))
+			plan_unread(s, p, i);
+	if (p->unread_files > 0)
+		obs_log(FS_LOG_INFO,
+			"plan '%s' goes at entry %" PRIu64 " of %" PRIu64
+			": %" PRIu64 " files fetched ahead (%" PRIu64
+			" bytes) were never opened by it",
+			p->name, p->cursor, p->n, p->unread_files,
+			p->unread_bytes);
+}
+
 int driver__plan_install(struct driver_plans *s, struct driver_plan *p,
 			 char *err, size_t errcap)
 {
@@ -138,8 +188,10 @@ int driver__plan_install(struct driver_plans *s, struct driver_plan *p,
 		rc = -EPERM;
 	} else {
 		old = s->plans[slot];
-		if (old != NULL)
+		if (old != NULL) {
 			plan_unhint(s, old, closing, &nclosing);
+			plan_gone(s, old);
+		}
 		/* An install of no entries is a clear. */
 		s->plans[slot] = p->n ? p : NULL;
 		pthread_cond_broadcast(&s->cv);
@@ -176,15 +228,10 @@ bool driver__plan_paused(const struct driver_plan *p, uint64_t now)
 	return p->opened > 0 && now - p->last_ns > gap;
 }
 
-static bool is_done(const struct driver_plan *p, uint64_t i)
-{
-	return (p->done[i / 8] >> (i % 8)) & 1;
-}
-
 /* An open matched entry i of p at now: counted, the cursor moved past
  * the entries opened, and past those left more than a window behind
  * (a worker that skipped a file must not hold the window back). */
-static void plan_consume(const struct driver_plans *s, struct driver_plan *p,
+static void plan_consume(struct driver_plans *s, struct driver_plan *p,
 			 uint64_t i, uint64_t now)
 {
 	uint64_t ahead = driver__plan_ahead(s, p);
@@ -198,8 +245,10 @@ static void plan_consume(const struct driver_plans *s, struct driver_plan *p,
 	p->last_ns = now;
 	while (p->cursor < p->n &&
 	       (is_done(p, p->cursor) || p->cursor + ahead < i)) {
-		if (!is_done(p, p->cursor))
+		if (!is_done(p, p->cursor)) {
 			p->skipped++;
+			plan_unread(s, p, p->cursor);
+		}
 		p->cursor++;
 	}
 	if (p->next < p->cursor)

@@ -41,6 +41,10 @@ struct driver_plan {
 	uint64_t cursor; /* the earliest entry not yet opened (or skipped) */
 	uint64_t next;	 /* the next entry to fetch ahead, >= cursor */
 	uint64_t opened, skipped, misses;
+	/* Entries the cursor left behind unopened, with bytes fetched ahead
+	 * (a file another program then reads was still pulled for none of
+	 * this plan's opens). */
+	uint64_t unread_files, unread_bytes;
 	bool abandoned; /* opens stopped matching it */
 	double rate;	/* files opened a second, smoothed; 0: unknown */
 	uint64_t rate_t0, rate_n, last_ns, set_ns;
@@ -86,6 +90,10 @@ struct driver_plans {
 
 /* Frees a plan not installed (or just taken out). NULL-safe. */
 void driver__plan_free(struct driver_plan *p);
+
+/* Bytes held of plan p's entry i's file. Caller holds s->mu. */
+uint64_t driver__plan_entry_held(struct driver_plans *s,
+				 const struct driver_plan *p, uint64_t i);
 
 /* Whether a plan of that name is on the mount, and its owner's uid. */
 bool driver__plan_owner(struct driver_plans *s, const char *name, uid_t *uid);

@@ -274,13 +274,15 @@ int driver__plan_status_json(void *arg, char *buf, size_t cap)
 			     "%s{\"name\":\"%s\",\"uid\":%u,\"length\":%" PRIu64
 			     ",\"cursor\":%" PRIu64 ",\"cursor_path\":\"%s\""
 			     ",\"opened\":%" PRIu64 ",\"skipped\":%" PRIu64
-			     ",\"state\":\"%s\","
+			     ",\"unread_files\":%" PRIu64
+			     ",\"unread_bytes\":%" PRIu64 ",\"state\":\"%s\","
 			     "\"rate_milli\":%" PRIu64 ",\"window\":%" PRIu64
 			     ",\"ahead_files\":%" PRIu64
 			     ",\"ahead_bytes\":%" PRIu64
 			     ",\"ahead_ms\":%" PRIu64 "}",
 			     first ? "" : ",", p->name, (unsigned)p->uid, p->n,
 			     p->cursor, at, p->opened, p->skipped,
+			     p->unread_files, p->unread_bytes,
 			     plan_state(p, now), (uint64_t)(p->rate * 1000.0),
 			     driver__plan_ahead(s, p), files, bytes, ms);
 		if (w < 0 || (size_t)w >= cap - used) {

@@ -137,9 +137,12 @@ a0=$(tail -c +"$((mark + 1))" "$O_LOG" | grep -c ' /a/' || true)
 sleep 1.5
 a1=$(tail -c +"$((mark + 1))" "$O_LOG" | grep -c ' /a/' || true)
 pulled=$(tail -c +"$((mark + 1))" "$O_LOG" | awk '$2 ~ /^\/a\// { print $2 }' | sort -u | wc -l)
+r3=0
+"$PACEFS" plan --clear --name job "$T_TMP/mnt" >/dev/null || r3=$?
 if grep -q 'plan job.*abandoned' <<<"$st" && grep -q "plan 'job': abandoned" "$T_TMP/mount.log" &&
-	[ "$a1" -eq "$a0" ] && [ "$pulled" -le $((20 + 16 + 64)) ]; then
-	t_pass "abandoned plan stops: $pulled of its files pulled for 20 read; $(grep 'plan job' <<<"$st")"
+	grep -q "plan 'job' goes at entry 20 of 400: .* never opened" "$T_TMP/mount.log" &&
+	[ "$r3" -eq 0 ] && [ "$a1" -eq "$a0" ] && [ "$pulled" -le $((20 + 16 + 64)) ]; then
+	t_pass "abandoned plan stops: $pulled of its files pulled for 20 read; $(grep 'plan job' <<<"$st"); $(grep -o "plan 'job' goes.*" "$T_TMP/mount.log")"
 else
 	t_fail "abandoned plan stops" "$pulled files pulled, $a0 then $a1 requests; $out; $st"
 fi
