@@ -100,6 +100,9 @@ install: $(BUILD)/pacefs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 $(BUILD)/pacefs $(DESTDIR)$(PREFIX)/bin/pacefs
 	install -m 0644 docs/pacefs.1 $(DESTDIR)$(PREFIX)/share/man/man1/pacefs.1
+	install -d $(DESTDIR)$(PREFIX)/lib/python3/dist-packages
+	install -m 0644 contrib/python/pacefs_plan.py \
+		$(DESTDIR)$(PREFIX)/lib/python3/dist-packages/pacefs_plan.py
 
 # Every C source and header at any depth: the tracked ones in a git work
 # tree, else (an unpacked tarball, where git lists none) every one outside

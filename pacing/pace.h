@@ -186,6 +186,17 @@ int pace_source_add(struct pace *p, uint32_t blob, enum pace_caps caps,
 int pace_reader_open(struct pace *p, uint32_t blob, uint64_t now_ns,
 		     uint32_t *reader_out);
 
+/* Makes reader, just opened and not read, a read plan's: a file the
+ * application said it will read next, [off, off + len) of it. Its window is
+ * set to that range at once, with no evidence, and never moves; its bytes are
+ * read-ahead of the third kind (pacing/README.md, "How lanes are
+ * shared"): fetched only when no paced sequential reader has a request to
+ * make, and yielded to waiting reads as any read-ahead. Close it
+ * (pace_reader_close) once the application opens the file or the plan
+ * goes. Returns 0, -ENOENT (unknown reader) or -EINVAL (it has read). */
+int pace_reader_plan(struct pace *p, uint32_t reader, uint64_t off,
+		     uint64_t len, uint64_t now_ns);
+
 /* Closes a reader; its window no longer drives read-ahead. */
 void pace_reader_close(struct pace *p, uint32_t reader, uint64_t now_ns);
 

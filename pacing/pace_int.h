@@ -343,6 +343,8 @@ struct reader {
 	bool spec_fill; /* spec_end was set by pace__fill_jump */
 	uint32_t nrecent;
 	uint64_t recent[FILL_RECENT];
+	bool plan; /* a read plan's: never reads, its window is set once
+		      (pace_reader_plan) and served after every other's */
 };
 
 struct wait {

@@ -521,16 +521,12 @@ static bool steal_idle(struct pace *p, struct poll *o, bool collapsed_only)
 /* Read-ahead inside each reader's window: deficit round robin over
  * readers, one request per reader per turn, costed in bytes plus a
  * request's worth for the round trip; idle credit is capped. */
-static bool read_ahead(struct pace *p, struct poll *o)
+static bool read_ahead_kind(struct pace *p, struct poll *o, bool plan)
 {
 	const struct pace_config *c = &p->cfg;
 	const uint64_t quantum = c->max_request + c->min_request;
 	uint32_t served = PACE_NONE;
 
-	if (o->starved || first_hold(p))
-		return false;
-	if (!p->n_readers)
-		return true;
 	for (int round = 0; round < 4 && pace__idle_lane(p); round++) {
 		bool work = false;
 
@@ -541,7 +537,8 @@ static bool read_ahead(struct pace *p, struct poll *o)
 			uint32_t src;
 			struct lane *l;
 
-			if (!r->used || !r->seen || r->w == 0)
+			if (!r->used || !r->seen || r->w == 0 ||
+			    r->plan != plan)
 				continue;
 			x = pace__window_gap(p, r, &ge, &wend);
 			l = pace__idle_lane(p);
@@ -578,6 +575,18 @@ static bool read_ahead(struct pace *p, struct poll *o)
 	if (served != PACE_NONE)
 		p->rr = (served + 1) % p->n_readers;
 	return true;
+}
+
+/* Read-ahead of paced readers first, then along read plans with the
+ * lanes left: a plan's files are bytes an application said it would read
+ * later than what a sequential reader reads next. */
+static bool read_ahead(struct pace *p, struct poll *o)
+{
+	if (o->starved || first_hold(p))
+		return false;
+	if (!p->n_readers)
+		return true;
+	return read_ahead_kind(p, o, false) && read_ahead_kind(p, o, true);
 }
 
 /* Queued ranges: a busy read-ahead lane whose open request ends within

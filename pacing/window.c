@@ -103,6 +103,32 @@ static uint64_t grow_limit(const struct pace *p, const struct reader *r)
 	return pace__max64(p->cfg.window_min, four);
 }
 
+int pace_reader_plan(struct pace *p, uint32_t reader, uint64_t off,
+		     uint64_t len, uint64_t now_ns)
+{
+	struct reader *r = p ? pace__reader_get(p, reader) : NULL;
+	uint64_t size;
+
+	if (!r)
+		return -ENOENT;
+	size = p->blobs[r->blob].size;
+	if (r->seen || off > size)
+		return -EINVAL;
+	pace__tick(p, now_ns);
+	/* Seen and evident, so that read-ahead serves it; not from its
+	 * start, so that it never counts among the group's whole-file
+	 * readers, having read nothing. */
+	r->plan = true;
+	r->seen = true;
+	r->evident = true;
+	r->cursor = off;
+	r->run_start = off;
+	r->w = pace__min64(len, size - off);
+	r->had_window = r->w > 0;
+	r->last_read_ns = now_ns;
+	return 0;
+}
+
 void pace__reader_judge(struct pace *p, const struct reader *r)
 {
 	struct group *g = pace__blob_group(p, r->blob);

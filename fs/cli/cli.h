@@ -33,6 +33,12 @@ int cli_cache_command(int argc, char **argv);
  * could not be read to its end. */
 int cli_prefetch_command(int argc, char **argv);
 
+/* `pacefs plan [--name NAME] [-0] MOUNTPOINT [LIST|-]` and `pacefs plan
+ * --clear [--name NAME] MOUNTPOINT` (argv[1] is "plan"): sets or clears a
+ * read plan through the mount's control socket. Returns the exit
+ * status. */
+int cli_plan_command(int argc, char **argv);
+
 /* The default cache directory (-o cache_dir=), a new string:
  * /var/cache/pacefs for root, else $XDG_CACHE_HOME/pacefs, else
  * $HOME/.cache/pacefs, else the account's home (getpwuid) +

@@ -788,6 +788,8 @@ void fs_opts_usage(void)
 	       "       pacefs status [-w] [--json] MOUNTPOINT\n"
 	       "       pacefs cache ls|stat|verify|evict|gc [--cache-dir DIR]\n"
 	       "       pacefs prefetch PATH...\n"
+	       "       pacefs plan [--name NAME] [-0] MOUNTPOINT [LIST|-]\n"
+	       "       pacefs plan --clear [--name NAME] MOUNTPOINT\n"
 	       "\n"
 	       "Mounts the HTTP(S) blob at URL read-only as MOUNTPOINT/NAME; "
 	       "or\n"

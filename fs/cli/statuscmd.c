@@ -234,6 +234,36 @@ static void render_metrics(json_t *m)
 	printf("speculation: %s asked, %s never read\n", got, net);
 }
 
+/* A read plan: its name and owner, its cursor, what is held ahead. */
+static void render_plan(json_t *v)
+{
+	char name[256], state[64], bytes[32], at[PATH_MAX * 4];
+	uint64_t ms =
+		(uint64_t)json_integer_value(json_object_get(v, "ahead_ms"));
+
+	human(v, "ahead_bytes", bytes, sizeof(bytes));
+	shown(v, "cursor_path", at, sizeof(at));
+	printf("plan %s (uid %lld): %s, at %lld of %lld%s%s%s, %lld files (%s) "
+	       "ahead, %" PRIu64 ".%01" PRIu64 " s at %.1f files/s, window "
+	       "%lld files\n",
+	       shown(v, "name", name, sizeof(name)),
+	       json_integer_value(json_object_get(v, "uid")),
+	       shown(v, "state", state, sizeof(state)),
+	       json_integer_value(json_object_get(v, "cursor")),
+	       json_integer_value(json_object_get(v, "length")),
+	       at[0] ? " (" : "", at, at[0] ? ")" : "",
+	       json_integer_value(json_object_get(v, "ahead_files")), bytes,
+	       ms / 1000, ms % 1000 / 100,
+	       (double)json_integer_value(json_object_get(v, "rate_milli")) /
+		       1000.0,
+	       json_integer_value(json_object_get(v, "window")));
+	if (json_integer_value(json_object_get(v, "unread_files")) > 0)
+		printf("  %lld files it passed unopened had been fetched ahead "
+		       "(%s)\n",
+		       json_integer_value(json_object_get(v, "unread_files")),
+		       human(v, "unread_bytes", bytes, sizeof(bytes)));
+}
+
 /* The status document as people read it: one section per array, in the
  * order a cold read meets them. */
 static void render(json_t *root)
@@ -243,6 +273,10 @@ static void render(json_t *root)
 	size_t i;
 	json_t *v;
 
+	json_array_foreach(json_object_get(root, "plans"), i, v)
+	{
+		render_plan(v);
+	}
 	json_array_foreach(json_object_get(root, "files"), i, v)
 	{
 		render_file(v);
@@ -269,6 +303,35 @@ static void render(json_t *root)
 		render_cache(cache);
 	if (json_object_get(root, "metrics") != NULL)
 		render_metrics(json_object_get(root, "metrics"));
+}
+
+/* The status document of a mount with many files in use is over what
+ * an attribute holds: its plans, at least, are shown (from the root's
+ * user.pacefs.plans), and a line says what is not. buf holds
+ * OBS_STATUS_MAX. */
+static bool plans_only(const char *mnt, bool as_json, char *buf)
+{
+	ssize_t n = getxattr(mnt, "user.pacefs.plans", buf, OBS_STATUS_MAX - 1);
+	json_t *plans;
+	size_t i;
+	json_t *v;
+
+	if (n < 0)
+		return false;
+	buf[n] = '\0';
+	if (as_json) {
+		printf("{\"version\":1,\"plans\":%s}\n", buf);
+		return true;
+	}
+	plans = json_loads(buf, 0, NULL);
+	json_array_foreach(plans, i, v)
+	{
+		render_plan(v);
+	}
+	json_decref(plans);
+	printf("(more files in use than the status attribute holds: only "
+	       "the plans are shown)\n");
+	return true;
 }
 
 int cli_status_command(int argc, char **argv)
@@ -309,6 +372,14 @@ int cli_status_command(int argc, char **argv)
 
 		n = getxattr(mnt, "user.pacefs.status", buf,
 			     OBS_STATUS_MAX - 1);
+		if (n < 0 && errno == ERANGE && plans_only(mnt, as_json, buf))
+			n = -2;
+		if (n == -2 && watch) {
+			sleep(1);
+			continue;
+		}
+		if (n == -2)
+			break;
 		if (n < 0) {
 			fprintf(stderr, "pacefs: status: %s: %s\n", mnt,
 				errno == ENODATA || errno == ENOTSUP

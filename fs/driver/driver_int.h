@@ -136,12 +136,47 @@ struct driver_mount {
 				       counted whether or not -o metrics=
 				       serves them */
 	struct driver_sizes *sizes;  /* probes the unsized files of a listing */
+	struct driver_plans *plans;  /* read plans and their control socket */
+	bool allow_other; /* -o allow_other: every user may read the mount */
 	/* Set once the session's loop returned (driver__mount_end), never
 	 * cleared: libfuse's loop resets what fuse_session_exited says as
 	 * it returns, and the probers, joined after it, must still see the
 	 * end. */
 	atomic_bool ended;
 };
+
+/* ---- plan.c, planahead.c, plansock.c: read plans ---- */
+
+struct driver_plans;
+
+/* The mount's read plans, with no plan yet, and the threads that fetch
+ * along them (lead_ms: -o readahead=, the window's time; threads: as many
+ * as the origin may have connections, each probing one file at a time,
+ * at most DRIVER_PLAN_THREADS). 0 or -ENOMEM. */
+int driver__plan_set_new(struct driver_mount *m, uint64_t lead_ms,
+			 uint32_t threads, struct driver_plans **out);
+
+/* Binds the control socket (an abstract Unix socket, named by
+ * driver__plan_socket) and starts accepting plans; allow_other: the
+ * mount lets every user read it. 0 or a negative errno. */
+int driver__plan_listen(struct driver_plans *s, bool allow_other);
+
+/* The control socket's name, "@..." (abstract), for the root's
+ * user.pacefs.control attribute; "" before driver__plan_listen. */
+const char *driver__plan_socket(const struct driver_plans *s);
+
+/* File node was opened by the application: the cursors of the plans
+ * whose window holds it move, the others count a miss (and are abandoned
+ * after enough); a plan reader of it closes. NULL-safe, thread-safe. */
+void driver__plan_opened(struct driver_plans *s, uint32_t node);
+
+/* The plans as a JSON array into buf (obs_view.plans_json): length
+ * written or -ERANGE. */
+int driver__plan_status_json(void *s, char *buf, size_t cap);
+
+/* Stops the socket and the threads, closes the plan readers, frees s.
+ * Before the engine goes. NULL-safe. */
+void driver__plan_set_free(struct driver_plans *s);
 
 /* ---- sizes.c: the sizes an index did not give, probed in parallel ---- */
 

@@ -288,6 +288,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, rc == -ENOSPC ? EMFILE : -rc);
 		return;
 	}
+	driver__plan_opened(m->plans, NODE_OF(ino));
 	fi->fh = FH_MAKE(blob, reader);
 	/* The blob is pinned to its validator: cached pages stay true, but
 	 * for bytes dropped as wrong or stale since the last open. */
@@ -512,6 +513,11 @@ static int xattr_value(struct driver_mount *m, uint32_t i, const char *name,
 		driver__mount_view(m, &v);
 		return obs_status_json(&v, buf, cap);
 	}
+	if (i == 0 && strcmp(name, "plans") == 0 && m->plans != NULL)
+		return driver__plan_status_json(m->plans, buf, cap);
+	if (i == 0 && strcmp(name, "control") == 0 &&
+	    driver__plan_socket(m->plans)[0] != '\0')
+		return snprintf(buf, cap, "%s", driver__plan_socket(m->plans));
 	pthread_mutex_lock(&m->ns->mu);
 	n = tree_ns_get(m->ns, i);
 	blob = n != NULL ? n->blob : TREE_NO_BLOB;
@@ -601,9 +607,15 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	}
 	if (ino == FUSE_ROOT_ID) {
 		static const char status[] = XATTR_PREFIX "status";
+		static const char plans[] =
+			XATTR_PREFIX "plans\0" XATTR_PREFIX "control";
 
 		memcpy(names + used, status, sizeof(status));
 		used += sizeof(status);
+		if (driver__plan_socket(m->plans)[0] != '\0') {
+			memcpy(names + used, plans, sizeof(plans));
+			used += sizeof(plans);
+		}
 	}
 	if (size == 0)
 		fuse_reply_xattr(req, used);

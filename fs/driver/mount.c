@@ -115,6 +115,8 @@ static int subcommand(int argc, char **argv)
 		return cli_cache_command(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "prefetch") == 0)
 		return cli_prefetch_command(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "plan") == 0)
+		return cli_plan_command(argc, argv);
 	return -1;
 }
 
@@ -167,6 +169,10 @@ static int mount_and_serve(struct fs_opts *o)
 		driver__fail("out of memory");
 		goto out_metrics;
 	}
+	/* libfuse takes its mount options out of the arguments. */
+	for (int k = 0; k < o->fuse_args.argc; k++)
+		if (strstr(o->fuse_args.argv[k], "allow_other") != NULL)
+			m.allow_other = true;
 	se = fuse_session_new(&o->fuse_args, &driver__ops, sizeof(driver__ops),
 			      &m);
 	if (se == NULL)

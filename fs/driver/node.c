@@ -57,11 +57,15 @@ void driver__mount_bound(const struct driver_mount *m, uint64_t deadline_ns,
 
 void driver__mount_view(const struct driver_mount *m, struct obs_view *out)
 {
-	*out = (struct obs_view){.ns = m->ns,
-				 .engine = m->engine,
-				 .cache = m->cache,
-				 .proxies = m->fetch.proxies,
-				 .metrics = m->metrics};
+	*out = (struct obs_view){
+		.ns = m->ns,
+		.engine = m->engine,
+		.cache = m->cache,
+		.proxies = m->fetch.proxies,
+		.metrics = m->metrics,
+		.plans_json =
+			m->plans != NULL ? driver__plan_status_json : NULL,
+		.plans_arg = m->plans};
 }
 
 /* deadline_ns (fs__now_ns's clock, CLOCK_MONOTONIC) as the waits take

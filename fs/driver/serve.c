@@ -204,6 +204,18 @@ static int start_engine(const struct fs_opts *o, struct driver_mount *m,
 		rc = driver__sizes_new(m, o->host_lanes, &m->sizes);
 	if (rc == 0)
 		rc = engine_start(m->engine);
+	if (rc == 0)
+		rc = driver__plan_set_new(m, o->readahead_ms, o->host_lanes,
+					  &m->plans);
+	if (rc == 0) {
+		rc = driver__plan_listen(m->plans, m->allow_other);
+		/* Without the socket the mount serves; plans are refused. */
+		if (rc != 0)
+			obs_log(FS_LOG_WARN,
+				"no control socket for read plans: %s",
+				strerror(-rc));
+		rc = 0;
+	}
 	if (rc != 0) {
 		obs_log(FS_LOG_ERR, "cannot start: %s", strerror(-rc));
 		return rc;
@@ -266,6 +278,8 @@ int driver__serve(struct fs_opts *o, struct fuse_session *se,
 	driver__exit_guard_ended(g);
 	driver__sizes_free(m->sizes);
 	m->sizes = NULL;
+	driver__plan_set_free(m->plans);
+	m->plans = NULL;
 	/* Before the engine goes: a scrape reads it. */
 	obs_metricsd_stop(metricsd);
 	/* A signal libfuse handles (TERM, INT, HUP) ends the session as an

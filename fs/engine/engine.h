@@ -142,6 +142,14 @@ const char *engine_state(struct engine *e, uint32_t b);
 int engine_open(struct engine *e, uint32_t b, uint64_t ino,
 		uint32_t *reader_out, bool *keep_cache);
 
+/* Opens a read plan's reader on blob b (ready): the application will
+ * read [off, off + len) of it, so those bytes are fetched as read-ahead after
+ * every paced reader's (pace_reader_plan) and pinned in the cache until
+ * the reader closes (engine_close). 0 or a negative errno (-ENOSPC: no
+ * reader free). */
+int engine_plan_open(struct engine *e, uint32_t b, uint64_t off, uint64_t len,
+		     uint32_t *reader_out);
+
 /* Closes a reader stream. */
 void engine_close(struct engine *e, uint32_t b, uint32_t reader);
 

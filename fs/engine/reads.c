@@ -69,6 +69,33 @@ int engine_open(struct engine *e, uint32_t b, uint64_t ino,
 	return rc;
 }
 
+int engine_plan_open(struct engine *e, uint32_t b, uint64_t off, uint64_t len,
+		     uint32_t *reader_out)
+{
+	uint64_t now = fs__now_ns();
+	uint32_t r;
+	int rc;
+
+	pthread_mutex_lock(&e->mu);
+	rc = pace_reader_open(e->pace, b, now, &r);
+	if (rc == 0) {
+		rc = pace_reader_plan(e->pace, r, off, len, now);
+		if (rc != 0)
+			pace_reader_close(e->pace, r, now);
+	}
+	pthread_mutex_unlock(&e->mu);
+	if (rc != 0)
+		return rc;
+	engine__count(&e->stats.readers, 1);
+	/* Bytes fetched ahead wait for their reader: the cache keeps them
+	 * until the plan's reader closes, once the application opened the
+	 * file (and its own reads pin what they wait for). */
+	cache_pin_set(e->cache, &e->blobs[b].id, r, off, off + len);
+	fetch_wake(e->fetch);
+	*reader_out = r;
+	return 0;
+}
+
 void engine_close(struct engine *e, uint32_t b, uint32_t reader)
 {
 	bool save;

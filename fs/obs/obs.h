@@ -76,6 +76,10 @@ struct obs_view {
 	struct cache *cache;
 	struct fetch_proxies *proxies;
 	struct obs_metrics *metrics;
+	/* The read plans as a JSON array into buf (length or -ERANGE);
+	 * NULL: none. */
+	int (*plans_json)(void *arg, char *buf, size_t cap);
+	void *plans_arg;
 };
 
 /* ---- the metrics (obs/metrics.c, obs/metrics_opt.c, obs/metricsd.c) ---- */

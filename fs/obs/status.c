@@ -161,6 +161,21 @@ static void put_metrics(struct obs_text *o, const struct obs_view *m)
 	free(json);
 }
 
+/* The read plans, as their owner writes them (driver/planahead.c). */
+static void put_plans(struct obs_text *o, const struct obs_view *m)
+{
+	char *buf;
+	int n;
+
+	if (m->plans_json == NULL)
+		return;
+	buf = malloc(65536);
+	n = buf != NULL ? m->plans_json(m->plans_arg, buf, 65536) : -ENOMEM;
+	if (n >= 0)
+		obs__text_add(o, ",\"plans\":%s", buf);
+	free(buf);
+}
+
 int obs_status_json(const struct obs_view *m, char *buf, size_t cap)
 {
 	/* Written into the caller's buffer (limit 0: it never grows). */
@@ -222,6 +237,7 @@ int obs_status_json(const struct obs_view *m, char *buf, size_t cap)
 			      ",\"bytes\":%" PRIu64 ",\"file_size\":%" PRIu64
 			      "}",
 			      cs.blobs, cs.bytes, cs.file_size);
+	put_plans(&o, m);
 	put_metrics(&o, m);
 	obs__text_add(&o, "}");
 	return o.failed ? -ERANGE : (int)o.len;

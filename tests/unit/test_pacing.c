@@ -1627,7 +1627,57 @@ static void test_throttle_lone_twice(void)
 	pace_free(f.p);
 }
 
+/* A plan reader (pace_reader_plan): its window is set without a read,
+ * its bytes come only within it, and only after a paced sequential
+ * reader's read-ahead (the third kind of work after the second). */
+static void test_plan_reader(void)
+{
+	struct pace_config c;
+	struct fix f;
+	uint32_t b2, s2, pr;
+	bool seen_plan = false;
+	int starts_a = 0;
+
+	small_cfg(&c);
+	T_EQ_INT(fix_init(&f, &c, 4 * MIB), 0);
+	T_EQ_INT(pace_blob_add(f.p, 256 * KIB, &b2), 0);
+	T_EQ_INT(pace_source_add(f.p, b2, PACE_CAPS_FULL, &s2), 0);
+	T_EQ_INT(pace_reader_open(f.p, b2, f.now, &pr), 0);
+	T_EQ_INT(pace_reader_plan(f.p, pr, 0, 96 * KIB, f.now), 0);
+	T_EQ_INT(pace_reader_plan(f.p, pr, 0, 96 * KIB, f.now), -EINVAL);
+	/* The sequential reader's window is open from its first read at 0. */
+	T_EQ_INT(pace_reader_read(f.p, f.rd, 0, 8 * KIB, f.now), 0);
+	fix_poll(&f);
+	for (size_t k = 0; k < f.n; k++) {
+		T_EQ_INT(f.a[k].kind, PACE_ACT_START);
+		if (f.a[k].blob == b2)
+			seen_plan = true;
+		else
+			starts_a++;
+		T_ASSERT(f.a[k].blob != f.blob || !seen_plan);
+	}
+	T_ASSERT(starts_a > 0);
+	/* Served to the end, the plan's blob is held within its window and
+	 * never past it. */
+	for (int i = 0; i < 50; i++) {
+		for (size_t k = 0; k < f.n; k++) {
+			if (f.a[k].kind != PACE_ACT_START)
+				continue;
+			if (f.a[k].blob == b2)
+				T_ASSERT(f.a[k].end <= 96 * KIB);
+			fix_serve(&f, &f.a[k]);
+		}
+		f.now += 10 * MS;
+		fix_poll(&f);
+	}
+	T_ASSERT(pace_is_held(f.p, b2, 0, 96 * KIB));
+	T_EQ_U64(pace_held_bytes(f.p, b2), 96 * KIB);
+	pace_reader_close(f.p, pr, f.now);
+	pace_free(f.p);
+}
+
 static const struct t_case cases[] = {
+	{"plan_reader", test_plan_reader},
 	{"ranges_basic", test_ranges_basic},
 	{"ranges_random", test_ranges_random},
 	{"config", test_config},
