@@ -160,6 +160,12 @@ struct fetch_target {
 	bool no_cache; /* send Cache-Control: no-cache: a cache on
 			  the way must ask the origin (bytes that
 			  failed their digest are fetched again) */
+	bool stream;   /* the source ignores Range (its probe had a 200):
+			  the lane sends a plain GET, takes a 200 whose
+			  Content-Length is size, and passes on_data the
+			  body's bytes from `start` on (those before it are
+			  received and dropped: a stream restarted after a
+			  lost connection comes again from byte 0) */
 };
 
 /*
@@ -309,7 +315,9 @@ void fetch_lane_cancel(struct fetch *f, uint32_t lane);
 /* What a probe learned about a URL. */
 struct fetch_probe {
 	uint64_t size;
-	bool ranges;		 /* answered a range request with 206 */
+	bool ranges;		 /* answered a range request with 206; false:
+				    with a 200 and a Content-Length (the
+				    whole blob: Range ignored) */
 	char etag[256];		 /* "" if none */
 	bool etag_weak;		 /* W/ prefix */
 	char last_modified[128]; /* "" if none */

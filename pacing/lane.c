@@ -68,8 +68,15 @@ void pace__lane_start(struct pace *p, struct lane *l, uint32_t blob,
 	struct blob *b = &p->blobs[blob];
 	struct source *s = &p->sources[src];
 
-	if (pace__caps_stream(s->caps))
-		e = b->size; /* whole-object stream: no end to move */
+	if (pace__caps_stream(s->caps)) {
+		/* A whole-object stream comes from byte 0 whatever is
+		 * asked: it owns every byte from the first it brings that
+		 * is missing (the caller skips those before), to the end,
+		 * so that a read far ahead waits for it and nothing else
+		 * asks those bytes again. */
+		x = pace__ranges_next_missing(&b->held, 0);
+		e = b->size;
+	}
 	if (s->caps != PACE_CAPS_FULL)
 		b->pinned = src;
 	l->blob = blob;

@@ -59,6 +59,12 @@ static int probe_one(const struct fetch_config *fc, const char *url,
 		s->validator = strdup(pr.last_modified);
 	*size = pr.size;
 	*mtime = pr.mtime;
+	s->stream = !pr.ranges;
+	if (s->stream)
+		obs_log(FS_LOG_DEBUG,
+			"%s ignores Range requests: its %" PRIu64
+			" bytes are read as one stream from the start",
+			url, pr.size);
 	return s->url != NULL ? 0 : -ENOMEM;
 }
 

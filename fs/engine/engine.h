@@ -31,6 +31,8 @@ struct engine_source {
 	char *validator; /* strong ETag or Last-Modified, or NULL */
 	uint32_t pace_id;
 	bool if_match; /* an object store's: If-Match pins the validator */
+	bool stream;   /* ignores Range: read as one whole-object stream
+			  (PACE_CAPS_NO_RANGES) */
 };
 
 struct engine_config {

@@ -100,6 +100,9 @@ struct engine_blob {
 	 * set by each such drop and cleared by each open, not a step of the
 	 * blob's life; guarded by mu. */
 	bool pages_stale;
+	/* A read waited far ahead of its stream and was told why
+	 * (engine__stream_note); guarded by mu. */
+	bool stream_told;
 };
 
 #define ENGINE_VIA_DIRECT (1u << 31)
@@ -343,6 +346,18 @@ void engine__block_free(struct engine_blocks *bs, struct engine_block *p);
  * its callers'. */
 bool engine__block_set(struct engine_blocks *bs, struct engine_block *p,
 		       enum engine_block_state to);
+
+/* ---- streamnote.c ---- */
+
+/* How far past a stream's frontier a read is far: nearer, it is the
+ * stream's own sequential reader. */
+#define ENGINE_STREAM_NEAR (16ull << 20)
+
+/* A read of blob b at off waits: when every source of b ignores Range,
+ * off is far past the stream's frontier and the stream's rate is
+ * measured, logs once for the blob why it waits (frontier, rate, seconds
+ * left). Called at each wake of a wait. Caller holds e->mu. */
+void engine__stream_note(struct engine *e, uint32_t b, uint64_t off);
 
 /* ---- engine.c ---- */
 

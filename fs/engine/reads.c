@@ -239,6 +239,7 @@ static int wait_loop(struct engine *e, struct engine_waiter *wt, uint32_t b,
 				wt->start = from;
 				wt->end = to;
 			}
+			engine__stream_note(e, b, from);
 			break;
 		case PACE_DO_COPY:
 			if (!engine__unchecked(e, b, off, end, &f, &t))

@@ -595,6 +595,7 @@ static const struct engine_source *action_target(const struct engine *e,
 	t->if_match = s->if_match;
 	t->size = e->blobs[e->source_of_pace[a->source]].size;
 	t->no_cache = false;
+	t->stream = s->stream;
 	engine__log(e, FS_LOG_DEBUG,
 		    "lane %u: GET %s bytes %" PRIu64 "-%" PRIu64 "%s", a->lane,
 		    s->url, a->start, a->end - 1,
