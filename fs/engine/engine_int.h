@@ -349,9 +349,10 @@ bool engine__block_set(struct engine_blocks *bs, struct engine_block *p,
 
 /* ---- streamnote.c ---- */
 
-/* How far past a stream's frontier a read is far: nearer, it is the
- * stream's own sequential reader. */
-#define ENGINE_STREAM_NEAR (16ull << 20)
+/* How far past a stream's frontier a read is far, at least (and a
+ * second of the stream's rate): nearer, it is the stream's own
+ * sequential reader. */
+#define ENGINE_STREAM_NEAR (4ull << 20)
 
 /* A read of blob b at off waits: when every source of b ignores Range,
  * off is far past the stream's frontier and the stream's rate is

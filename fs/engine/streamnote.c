@@ -28,10 +28,12 @@ void engine__stream_note(struct engine *e, uint32_t b, uint64_t off)
 			frontier = li.frontier;
 			rate = li.rate;
 		}
-	/* A read at the stream's frontier is the stream's own reader; and
-	 * the line waits for the stream's first measured rate (asked again
-	 * at each wake of the wait). */
-	if (off < frontier + ENGINE_STREAM_NEAR || rate == 0)
+	/* A read near the stream's frontier (a second of it, or
+	 * ENGINE_STREAM_NEAR) is the stream's own reader; and the line
+	 * waits for the stream's first measured rate (asked again at each
+	 * wake of the wait). */
+	if (rate == 0 || off < frontier + ENGINE_STREAM_NEAR ||
+	    off - frontier < rate)
 		return;
 	blob->stream_told = true;
 	engine__log(e, FS_LOG_INFO,

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# stream.sh: sources that ignore Range, through pacefs-origin (its norange
+# fault: a 200 with the whole file to every range request). A read far
+# past the stream's frontier waits for the stream and gets the right
+# bytes, the log says once why (frontier, rate, seconds left), the file is
+# sent once; read_timeout bounds such a wait; and in a manifest whose
+# first mirror ignores Range and whose second honours it, the second does
+# the ranged work and the first is only probed.
+set -euo pipefail
+# shellcheck source=tests/lib.sh
+source "$(dirname "$0")/../lib.sh"
+t_require_mount
+t_require_origin
+
+SIZE=$((24 * 1048576 + 4321))
+WWW=$T_TMP/www
+mkdir -p "$WWW"
+gen_file "$WWW/s.bin" "$SIZE" 3611
+SKIP=$((SIZE / 4096 * 9 / 10))
+want90=$(dd if="$WWW/s.bin" bs=4096 skip="$SKIP" count=1 status=none | sha256sum)
+
+# gets LOG: the GET requests of /s.bin in pacefs-origin's LOG.
+gets() {
+	awk '$1 == "GET" && $2 == "/s.bin"' "$1" | wc -l
+}
+
+# --- a far read waits for the stream, and the log says why ----------------
+o_start slow --root "$WWW" --fault '/s.bin:norange' --rate 8M
+mnt=$T_TMP/mnt
+mkdir -p "$mnt"
+if fg_mount "$T_TMP/pacefs-slow.log" -o "cache_dir=$T_TMP/cache,read_timeout=30" "$O_URL/s.bin" "$mnt"; then
+	start=$(date +%s%N)
+	got=$(dd if="$mnt/s.bin" bs=4096 skip="$SKIP" count=1 status=none | sha256sum)
+	ms=$((($(date +%s%N) - start) / 1000000))
+	t_eq "a 4 KiB read at 90 % waits for the stream, right bytes ($ms ms)" "$got" "$want90"
+	got=$(dd if="$mnt/s.bin" bs=4096 skip=$((SKIP + 1)) count=1 status=none | sha256sum)
+	t_eq "the next 4 KiB" "$got" \
+		"$(dd if="$WWW/s.bin" bs=4096 skip=$((SKIP + 1)) count=1 status=none | sha256sum)"
+	lines=$(grep -c "waits for the stream" "$T_TMP/pacefs-slow.log" || true)
+	t_eq "the log says once why the read waits" "$lines" 1
+	if grep -Eq "waits for the stream .*at byte [0-9]+, [0-9.]+ MB/s, about [0-9.]+ s to go" "$T_TMP/pacefs-slow.log"; then
+		t_pass "with the frontier, the rate and the seconds left"
+	else
+		t_fail "with the frontier, the rate and the seconds left" "$(grep "waits for" "$T_TMP/pacefs-slow.log")"
+	fi
+	t_eq "sha256 of the whole file" "$(sha256sum <"$mnt/s.bin")" "$(sha256sum <"$WWW/s.bin")"
+	t_eq "the file is asked twice (probe, one stream)" "$(gets "$O_LOG")" 2
+	umount_pacefs "$mnt"
+else
+	t_fail "mount of a source that ignores Range" "$(tail -n 3 "$T_TMP/pacefs-slow.log")"
+fi
+
+# --- read_timeout bounds the wait -----------------------------------------
+o_start crawl --root "$WWW" --fault '/s.bin:norange' --rate 1M
+if fg_mount "$T_TMP/pacefs-crawl.log" -o "cache_dir=$T_TMP/cache-crawl,read_timeout=2" "$O_URL/s.bin" "$mnt"; then
+	start=$SECONDS
+	if dd if="$mnt/s.bin" of=/dev/null bs=4096 skip="$SKIP" count=1 status=none 2>/dev/null; then
+		t_fail "a read the stream cannot reach in read_timeout fails" "it succeeded"
+	else
+		t_pass "a read the stream cannot reach in read_timeout fails"
+	fi
+	if [ $((SECONDS - start)) -le 10 ]; then
+		t_pass "within about read_timeout ($((SECONDS - start)) s)"
+	else
+		t_fail "within about read_timeout" "$((SECONDS - start)) s"
+	fi
+	umount_pacefs "$mnt"
+else
+	t_fail "mount of a crawling source" "$(tail -n 3 "$T_TMP/pacefs-crawl.log")"
+fi
+
+# --- two mirrors: one ignores Range, one honours it ----------------------
+o_start nr --root "$WWW" --fault '/s.bin:norange'
+NR_URL=$O_URL NR_LOG=$O_LOG
+o_start ranged --root "$WWW"
+cat >"$T_TMP/m.json" <<JSON
+{"version": 1, "files": [{"path": "s.bin", "urls": ["$NR_URL/s.bin", "$O_URL/s.bin"]}]}
+JSON
+if fg_mount "$T_TMP/pacefs-mirrors.log" -o "cache_dir=$T_TMP/cache-m" "$T_TMP/m.json" "$mnt"; then
+	got=$(dd if="$mnt/s.bin" bs=4096 skip="$SKIP" count=1 status=none | sha256sum)
+	t_eq "mirrors: a 4 KiB read at 90 %" "$got" "$want90"
+	ranged=$(awk '$1 == "GET" && $2 == "/s.bin" && $3 != "-"' "$O_LOG" | wc -l)
+	if [ "$ranged" -ge 2 ]; then
+		t_pass "mirrors: the one that honours Range served it ($ranged range requests)"
+	else
+		t_fail "mirrors: the one that honours Range served it" "$(cat "$O_LOG")"
+	fi
+	t_eq "mirrors: sha256 of the whole file" "$(sha256sum <"$mnt/s.bin")" "$(sha256sum <"$WWW/s.bin")"
+	t_eq "mirrors: the stream-only one was only probed" "$(gets "$NR_LOG")" 1
+	umount_pacefs "$mnt"
+else
+	t_fail "mirrors mount" "$(tail -n 3 "$T_TMP/pacefs-mirrors.log")"
+fi
+t_done
