@@ -24,7 +24,8 @@ struct fetch_auth;
  *
  * A response is accepted only if it is a 206 whose Content-Range start, end
  * and total equal what was asked, whose body length matches, and (when the
- * target has a validator) whose ETag or Last-Modified equals it. Anything
+ * target has a validator) whose ETag or Last-Modified equals it (a stream
+ * target's: a 200 whose Content-Length, when sent, is the size). Anything
  * else ends the transfer with a classified outcome and a reason for the log;
  * bytes past a failed check are never passed on.
  *
