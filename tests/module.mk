@@ -11,7 +11,8 @@ $(BUILD)/tests/test_pacing: $(BUILD)/tests/unit/test_pacing.o $(BUILD)/libpacing
 # The simulator links libpacing alone; built straight from its sources so
 # that no object folder is named like the binary. Its header is named here:
 # the compiler's dependency file for several sources keeps the last one's.
-SIM_SRCS := tests/sim/sim.c tests/sim/world.c tests/sim/scenarios.c
+SIM_SRCS := tests/sim/sim.c tests/sim/world.c tests/sim/scenarios.c \
+	tests/sim/streams.c
 $(BUILD)/tests/sim: $(SIM_SRCS) tests/sim/sim_int.h $(BUILD)/libpacing.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $(filter-out %.h,$^)
