@@ -317,8 +317,11 @@ void fetch_lane_cancel(struct fetch *f, uint32_t lane);
 struct fetch_probe {
 	uint64_t size;
 	bool ranges;		 /* answered a range request with 206; false:
-				    with a 200 and a Content-Length (the
-				    whole blob: Range ignored) */
+				    with a 200 (the whole blob: Range
+				    ignored) */
+	bool no_length;		 /* that 200 had no length (chunked, or
+				    ended by the connection's close):
+				    size is 0 and unknown */
 	char etag[256];		 /* "" if none */
 	bool etag_weak;		 /* W/ prefix */
 	char last_modified[128]; /* "" if none */

@@ -200,13 +200,13 @@ static int probe_judge(const struct fetch_config *cfg,
 		out->size = h->content_length;
 		return 0;
 	}
-	if (st == 200)
-		return fetch_text_errf(
-			err, errlen, -EIO,
-			"%s: the server ignores Range requests and sends no "
-			"Content-Length (HTTP 200 to a range request, of an "
-			"unknown length); pacefs needs one of the two",
-			shown);
+	if (st == 200) {
+		/* Range ignored and no length (chunked): a stream whose
+		 * size the caller must know otherwise. */
+		out->size = 0;
+		out->no_length = true;
+		return 0;
+	}
 	if (st == 416 && h->cr_seen && h->cr_start == UINT64_MAX &&
 	    h->cr_total == 0) {
 		/* "bytes * /0": an empty blob. */
@@ -338,7 +338,8 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 		out->nbody = s.body < s.want ? s.body : s.want;
 		s.keep = NULL;
 	}
-	out->ranges = out->status != 200 || out->size == 0;
+	/* An empty 200 says nothing of Range: the blob has no bytes. */
+	out->ranges = out->status != 200 || (out->size == 0 && !out->no_length);
 	out->etag_weak = strncmp(out->etag, "W/", 2) == 0;
 	out->mtime = out->last_modified[0] != '\0'
 			     ? (int64_t)curl_getdate(out->last_modified, NULL)

@@ -26,11 +26,13 @@ void driver__learned_free(struct driver_learned *l)
  * failed otherwise. A revalidation (the cache holds a record: has the file
  * changed?) asks the origin past any cache on the way. With first > 1 the
  * probe asks the first `first` bytes, which go to *body (owned: see
- * fetch_probe_free) when body is not NULL. */
+ * fetch_probe_free) when body is not NULL. *no_length: the URL ignores
+ * Range and sends no length (*size 0, unknown). */
 static int probe_one(const struct fetch_config *fc, const char *url,
 		     bool revalidation, size_t first, struct engine_source *s,
-		     uint64_t *size, int64_t *mtime, struct fetch_probe *body,
-		     enum fetch_probe_error *kind, char *err, size_t errlen)
+		     uint64_t *size, bool *no_length, int64_t *mtime,
+		     struct fetch_probe *body, enum fetch_probe_error *kind,
+		     char *err, size_t errlen)
 {
 	struct fetch_probe pr;
 	int rc = fetch_probe(fc, url, revalidation, first, &pr, kind, err,
@@ -58,6 +60,7 @@ static int probe_one(const struct fetch_config *fc, const char *url,
 	else if (pr.last_modified[0] != '\0')
 		s->validator = strdup(pr.last_modified);
 	*size = pr.size;
+	*no_length = pr.no_length;
 	*mtime = pr.mtime;
 	s->stream = !pr.ranges;
 	if (s->stream)
@@ -155,11 +158,26 @@ static void probe_sources(const struct fetch_config *fc,
 		struct engine_source *s = &out->sources[out->nsources];
 		uint64_t size;
 		int64_t mtime;
+		bool no_length = false;
 		int rc;
 
 		rc = probe_one(fc, urls[i], revalidation, i == 0 ? a->first : 0,
-			       s, &size, &mtime, i == 0 ? &p->first : NULL,
-			       &kind, perr, sizeof(perr));
+			       s, &size, &no_length, &mtime,
+			       i == 0 ? &p->first : NULL, &kind, perr,
+			       sizeof(perr));
+		/* No length and no Range: a stream whose size the manifest
+		 * must give, as its end is not known before it ends. */
+		if (rc == 0 && no_length && a->has_size) {
+			size = a->size;
+		} else if (rc == 0 && no_length) {
+			rc = fs__errf(perr, sizeof(perr), -EIO,
+				      "%s: the server ignores Range requests "
+				      "and sends no length (chunked); pacefs "
+				      "needs the file's size: give it in a "
+				      "manifest's \"size\"",
+				      urls[i]);
+			kind = FETCH_PROBE_UNSUITABLE;
+		}
 		s->if_match = a->object_store;
 		p->missing &= rc == -ENOENT;
 		if (rc != 0) {

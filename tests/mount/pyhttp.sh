@@ -47,10 +47,10 @@ if fg_mount "$T_TMP/pacefs.log" -o "cache_dir=$T_TMP/cache,read_timeout=60" "$UR
 	t_pass "a file of a server that ignores Range mounts"
 	t_eq "stat size" "$(stat -c %s "$mnt/big.bin")" "$SIZE"
 	skip=$((SIZE / 4096 * 9 / 10))
-	got=$(dd if="$mnt/big.bin" bs=4096 skip="$skip" count=1 status=none | sha256sum)
+	got=$(dd if="$mnt/big.bin" bs=4096 skip="$skip" count=1 status=none | sha256sum || true)
 	t_eq "a 4 KiB read at 90 % on a fresh mount" "$got" \
 		"$(dd if="$WWW/big.bin" bs=4096 skip="$skip" count=1 status=none | sha256sum)"
-	got=$(sha256sum <"$mnt/big.bin")
+	got=$(sha256sum <"$mnt/big.bin" || true)
 	t_eq "sha256 of the whole file" "$got" "$(sha256sum <"$WWW/big.bin")"
 	# The probe's GET (cut after its head) and one stream: nothing twice.
 	t_eq "the file is sent twice at most (probe, stream)" "$(gets /big.bin)" 2
@@ -58,7 +58,7 @@ if fg_mount "$T_TMP/pacefs.log" -o "cache_dir=$T_TMP/cache,read_timeout=60" "$UR
 		"$(awk '$2 == "/big.bin" && $3 == '"$SIZE"'' "$PYLOG" | wc -l)" 1
 	sync
 	echo 1 >/proc/sys/vm/drop_caches 2>/dev/null || true
-	got=$(sha256sum <"$mnt/big.bin")
+	got=$(sha256sum <"$mnt/big.bin" || true)
 	t_eq "a second read: same bytes" "$got" "$(sha256sum <"$WWW/big.bin")"
 	t_eq "a second read asks nothing" "$(gets /big.bin)" 2
 	umount_pacefs "$mnt"

@@ -30,10 +30,10 @@ mnt=$T_TMP/mnt
 mkdir -p "$mnt"
 if fg_mount "$T_TMP/pacefs-slow.log" -o "cache_dir=$T_TMP/cache,read_timeout=30" "$O_URL/s.bin" "$mnt"; then
 	start=$(date +%s%N)
-	got=$(dd if="$mnt/s.bin" bs=4096 skip="$SKIP" count=1 status=none | sha256sum)
+	got=$(dd if="$mnt/s.bin" bs=4096 skip="$SKIP" count=1 status=none | sha256sum || true)
 	ms=$((($(date +%s%N) - start) / 1000000))
 	t_eq "a 4 KiB read at 90 % waits for the stream, right bytes ($ms ms)" "$got" "$want90"
-	got=$(dd if="$mnt/s.bin" bs=4096 skip=$((SKIP + 1)) count=1 status=none | sha256sum)
+	got=$(dd if="$mnt/s.bin" bs=4096 skip=$((SKIP + 1)) count=1 status=none | sha256sum || true)
 	t_eq "the next 4 KiB" "$got" \
 		"$(dd if="$WWW/s.bin" bs=4096 skip=$((SKIP + 1)) count=1 status=none | sha256sum)"
 	lines=$(grep -c "waits for the stream" "$T_TMP/pacefs-slow.log" || true)
@@ -77,7 +77,7 @@ cat >"$T_TMP/m.json" <<JSON
 {"version": 1, "files": [{"path": "s.bin", "urls": ["$NR_URL/s.bin", "$O_URL/s.bin"]}]}
 JSON
 if fg_mount "$T_TMP/pacefs-mirrors.log" -o "cache_dir=$T_TMP/cache-m" "$T_TMP/m.json" "$mnt"; then
-	got=$(dd if="$mnt/s.bin" bs=4096 skip="$SKIP" count=1 status=none | sha256sum)
+	got=$(dd if="$mnt/s.bin" bs=4096 skip="$SKIP" count=1 status=none | sha256sum || true)
 	t_eq "mirrors: a 4 KiB read at 90 %" "$got" "$want90"
 	ranged=$(awk '$1 == "GET" && $2 == "/s.bin" && $3 != "-"' "$O_LOG" | wc -l)
 	if [ "$ranged" -ge 2 ]; then

@@ -12,8 +12,8 @@
 
 /* One stream, read sequentially as fast as bytes come: one request, the
  * connection's rate, nothing fetched twice. */
-static bool judge_stream_seq(const struct scenario *sc,
-			     const struct figures *f, char *note, size_t n)
+static bool judge_stream_seq(const struct scenario *sc, const struct figures *f,
+			     char *note, size_t n)
 {
 	snprintf(note, n, "target <= 1.05 x ideal, 1 request, no overfetch");
 	return f->done <= sc->ideal * 1.05 && f->requests == 1 &&
