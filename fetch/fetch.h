@@ -52,6 +52,9 @@ struct fetch_result {
 	long status;		 /* HTTP status, 0 if none was received */
 	uint64_t retry_after_ms; /* from Retry-After; 0 if none */
 	uint64_t received;	 /* body bytes passed to on_data */
+	uint64_t length;	 /* FETCH_OK of a no_length target: the
+				    stream's whole length (where its body
+				    ended); else 0 */
 	bool blob_changed;	 /* FETCH_FATAL because the source now serves
 				    another version (validator or size) */
 	bool auth_refused;	 /* FETCH_GONE for the credentials: a 401 or
@@ -155,18 +158,21 @@ struct fetch_target {
 	const char *url;       /* where each request starts */
 	const char *validator; /* strong ETag or Last-Modified; NULL: none */
 	uint64_t size;	       /* total size the source must report */
-	bool if_match; /* pin the validator with If-Match (a changed blob
-			  answers 412) rather than If-Range: object
-			  stores */
-	bool no_cache; /* send Cache-Control: no-cache: a cache on
-			  the way must ask the origin (bytes that
-			  failed their digest are fetched again) */
-	bool stream;   /* the source ignores Range (its probe had a 200):
-			  the lane sends a plain GET, takes a 200 whose
-			  Content-Length is size, and passes on_data the
-			  body's bytes from `start` on (those before it are
-			  received and dropped: a stream restarted after a
-			  lost connection comes again from byte 0) */
+	bool if_match;	/* pin the validator with If-Match (a changed blob
+			   answers 412) rather than If-Range: object
+			   stores */
+	bool no_cache;	/* send Cache-Control: no-cache: a cache on
+			   the way must ask the origin (bytes that
+			   failed their digest are fetched again) */
+	bool stream;	/* the source ignores Range (its probe had a 200):
+			   the lane sends a plain GET, takes a 200 whose
+			   Content-Length is size, and passes on_data the
+			   body's bytes from `start` on (those before it are
+			   received and dropped: a stream restarted after a
+			   lost connection comes again from byte 0) */
+	bool no_length; /* with stream: the source sends no length, size
+			   is unknown (0): the body's clean end, before
+			   the lane's end, is FETCH_OK with its length */
 };
 
 /*

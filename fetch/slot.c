@@ -123,7 +123,8 @@ static size_t slot_check_stream(struct fetch_slot *s, long status)
 				  "%s: '%s' although identity was asked for: "
 				  "pacefs serves the bytes as stored only",
 				  slot_shown(s), s->head.coding);
-	if ((s->head.cl_seen && s->head.content_length != s->size) ||
+	if ((s->head.cl_seen && !s->no_length &&
+	     s->head.content_length != s->size) ||
 	    !slot_validator_ok(s)) {
 		s->res.blob_changed = true;
 		return slot_abort(s, FETCH_FATAL,
@@ -378,6 +379,10 @@ void fetch__slot_finish(struct fetch_slot *s, CURLcode cc)
 			 status);
 	} else if (s->pos == s->end) {
 		res.outcome = FETCH_OK;
+	} else if (s->no_length && s->pos >= s->start) {
+		/* No length said: the body's clean end is the blob's. */
+		res.outcome = FETCH_OK;
+		res.length = s->pos;
 	} else {
 		res.outcome = FETCH_TRANSIENT;
 		snprintf(res.reason, sizeof(res.reason),
@@ -500,7 +505,7 @@ static int slot_aim(struct fetch *f, struct fetch_slot *s, const char *url)
 	if (s->stream) {
 		/* The whole object from its first byte: no Range, which the
 		 * source ignores anyway. */
-		s->asked_end = s->size;
+		s->asked_end = s->no_length ? s->end : s->size;
 		curl_easy_setopt(s->easy, CURLOPT_RANGE, NULL);
 	} else {
 		s->asked_end = slot_piece_end(f, s);
@@ -549,6 +554,7 @@ int fetch__slot_start(struct fetch *f, struct fetch_slot *s,
 	s->asked_end = end;
 	s->pos = start;
 	s->stream = t->stream;
+	s->no_length = t->stream && t->no_length;
 	s->from = t->stream ? 0 : start;
 	s->tried = 0;
 	s->suspect = 0;

@@ -155,6 +155,14 @@ void pace_free(struct pace *p);
 /* Adds a blob of `size` bytes; allocates its range sets. */
 int pace_blob_add(struct pace *p, uint64_t size, uint32_t *blob_out);
 
+/* Lowers blob's size to `size`: the length of a blob added with a size it
+ * could not exceed (a source that sends no length), learnt when its
+ * stream ended. Nothing is asked past it from then on; the waits past it
+ * are the caller's to end. -EINVAL if size is above the blob's, -EBUSY
+ * while a lane of the blob is open (call it after that lane's
+ * pace_on_done), -ENOENT for an unknown blob. */
+int pace_blob_set_size(struct pace *p, uint32_t blob, uint64_t size);
+
 /* Marks [start, end) of blob as held (resume from the cache): such bytes are
  * never requested. */
 int pace_blob_held(struct pace *p, uint32_t blob, uint64_t start, uint64_t end);

@@ -169,12 +169,14 @@ static void probe_sources(const struct fetch_config *fc,
 		 * must give, as its end is not known before it ends. */
 		if (rc == 0 && no_length && a->has_size) {
 			size = a->size;
+		} else if (rc == 0 && no_length && a->nurls == 1) {
+			out->open_ended = true; /* its stream says */
 		} else if (rc == 0 && no_length) {
 			rc = fs__errf(perr, sizeof(perr), -EIO,
 				      "%s: the server ignores Range requests "
-				      "and sends no length (chunked); pacefs "
-				      "needs the file's size: give it in a "
-				      "manifest's \"size\"",
+				      "and sends no length (chunked); beside "
+				      "other URLs pacefs needs the file's "
+				      "size: give it in a manifest's \"size\"",
 				      urls[i]);
 			kind = FETCH_PROBE_UNSUITABLE;
 		}
@@ -325,6 +327,14 @@ int driver__learn(const struct fetch_config *fc, struct cache *cache,
 	    (!a->has_size || rec.size == a->size))
 		return learn_from_record(a, &rec, out, err, errlen);
 	probe_sources(fc, a, have_rec, out, &p);
+	/* Of unknown length, but a stream of it ended before: the record
+	 * has its size, which the same validator confirms. */
+	if (out->open_ended && have_rec && rec.size > 0 &&
+	    out->sources[0].validator != NULL &&
+	    strcmp(rec.validator, out->sources[0].validator) == 0) {
+		out->size = rec.size;
+		out->open_ended = false;
+	}
 	if (p.ref_url == NULL) {
 		fetch_probe_free(&p.first);
 		if (!p.unreachable || !have_rec) {
