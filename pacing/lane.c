@@ -99,7 +99,8 @@ void pace__lane_start(struct pace *p, struct lane *l, uint32_t blob,
 	l->handover = false;
 	l->q = false;
 	pace__lane_set(p, l, LANE_REQUESTED);
-	pace__infl_add(p, e - x);
+	if (!pace__caps_stream(s->caps)) /* not in the budget: poll.c */
+		pace__infl_add(p, e - x);
 	p->stats.requests++;
 	pace__emit(a, PACE_ACT_START, p, l);
 }
@@ -111,7 +112,8 @@ void pace__lane_cancel(struct pace *p, struct lane *l, bool reclaim,
 	a->faulted =
 		reclaim && (l->state == LANE_COLLAPSED ||
 			    p->now - l->last_progress_ns >= p->cfg.stall_ns);
-	if (pace__lane_open(l))
+	if (pace__lane_open(l) &&
+	    !pace__caps_stream(p->sources[l->source].caps))
 		pace__infl_sub(p, l->end - l->frontier +
 					  (l->q ? l->qend - l->qstart : 0));
 	l->q = false;

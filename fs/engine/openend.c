@@ -72,11 +72,9 @@ void engine__open_stored(struct engine *e, uint32_t b,
 	if (last != NULL)
 		engine__block_stored(
 			e, last,
-			cache_block_put_buf(e->cache, &blob->id, last->index,
-					    last->buf,
-					    blob->size -
-						    last->index *
-							    CACHE_BLOCK_SIZE));
+			cache_block_put_buf(
+				e->cache, &blob->id, last->index, last->buf,
+				blob->size - last->index * CACHE_BLOCK_SIZE));
 	pthread_mutex_lock(&e->mu);
 	size = blob->open_ended ? 0 : blob->size;
 	pthread_mutex_unlock(&e->mu);

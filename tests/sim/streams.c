@@ -96,10 +96,43 @@ static void stream_mirror(void)
 	sim__named(&sc, judge_stream_mirror);
 }
 
+/* A stream beside a ranged file under a byte budget: the stream, which
+ * the budget cannot cut, leaves the other file its room. */
+static bool judge_stream_budget(const struct scenario *sc,
+				const struct figures *f, char *note, size_t n)
+{
+	snprintf(note, n,
+		 "ranged file in %.2f s (<= 1.5 x %.2f); most in flight %.1f "
+		 "MiB",
+		 f->rd_done[1], sc->ideal, (double)f->inflight_max / MIB);
+	return f->rd_done[1] > 0 && f->rd_done[1] <= sc->ideal * 1.5;
+}
+
+static void stream_budget(void)
+{
+	struct scenario sc;
+
+	sim__base(&sc, "stream_budget");
+	sc.cfg.budget_bytes = 16 * MIB;
+	sc.nblob = 2;
+	sc.size[0] = 64 * MIB;
+	sc.size[1] = 32 * MIB;
+	sc.nsrc = 2;
+	sc.src[0] = sim__src(0, 8 * MB, 0, 0.02);
+	sc.src[0].caps = PACE_CAPS_NO_RANGES;
+	sc.src[1] = sim__src(1, 8 * MB, 32 * MB, 0.02);
+	sc.nrd = 2;
+	sc.rd[0] = sim__seq(0, 0, 128 * KIB);
+	sc.rd[1] = sim__seq(1, 0, 128 * KIB);
+	sc.ideal = (double)sc.size[1] / (32 * MB);
+	sim__named(&sc, judge_stream_budget);
+}
+
 void sim__streams(void)
 {
 	stream_one("stream_seq", PACE_CAPS_NO_RANGES);
 	stream_one("stream_nolength", PACE_CAPS_NO_LENGTH);
 	stream_random();
 	stream_mirror();
+	stream_budget();
 }
