@@ -112,6 +112,12 @@ static int put_record(struct cache *cache, const struct cache_id *id,
 	rec.validated_at = confirmed ? (uint64_t)time(NULL)
 			   : same    ? old->validated_at
 				     : 0;
+	/* A source that ignores Range is never taken from the record
+	 * without a probe (learn_from_record): the record does not say that
+	 * its bytes come as a stream, and a range request to it would be
+	 * answered with the whole object. */
+	if (l->nsources > 0 && l->sources[0].stream)
+		rec.validated_at = 0;
 	if (a->sha256 != NULL) {
 		rec.has_sha256 = true;
 		memcpy(rec.sha256, a->sha256, sizeof(rec.sha256));
