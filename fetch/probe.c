@@ -253,6 +253,12 @@ static void probe_setopt(const struct fetch_config *cfg, CURL *easy,
 
 	snprintf(range, sizeof(range), "0-%zu", s->want - 1);
 	curl_easy_setopt(easy, CURLOPT_RANGE, range);
+	/* A server that ignores Range sends the whole object, which the
+	 * probe stops at its first buffer: a small one (curl's least) when
+	 * one byte is asked, so that probing a listing of such a server
+	 * reads about a KiB of each body, not curl's 16. */
+	curl_easy_setopt(easy, CURLOPT_BUFFERSIZE,
+			 (long)(s->want > 1024 ? s->want : 1024));
 	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, probe_header);
 	curl_easy_setopt(easy, CURLOPT_HEADERDATA, s);
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_body);

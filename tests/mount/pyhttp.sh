@@ -82,6 +82,13 @@ if fg_mount "$T_TMP/pacefs-dir.log" -o "cache_dir=$T_TMP/cache-dir" "$URL/dir/" 
 	else
 		t_fail "the probes left the bodies unread" "$sent bytes sent"
 	fi
+	# What pacefs received of them (its status counts every request's
+	# body bytes): a KiB or so a probe.
+	recv=$("$PACEFS" status "$mnt" 2>&1 | sed -n 's/^requests: .*, \(.*\) received.*/\1/p')
+	case $recv in
+	*" B" | [0-9].*" KiB" | [0-9][0-9].*" KiB") t_pass "the probes received $recv of bodies (<= 100 KiB for 20 files)" ;;
+	*) t_fail "the probes received <= 100 KiB of bodies" "received '$recv': $("$PACEFS" status "$mnt" 2>&1 | grep requests)" ;;
+	esac
 	f=$mnt/f7.bin
 	t_eq "a listed file reads right" "$(sha256sum <"$f")" "$(sha256sum <"$WWW/dir/f7.bin")"
 	umount_pacefs "$mnt"
