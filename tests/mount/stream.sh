@@ -5,7 +5,9 @@
 # bytes, the log says once why (frontier, rate, seconds left), the file is
 # sent once; read_timeout bounds such a wait; and in a manifest whose
 # first mirror ignores Range and whose second honours it, the second does
-# the ranged work and the first is only probed.
+# the ranged work and the first is only probed. A stream whose connection
+# is lost starts again from byte 0 and the bytes are right; a remount
+# under a revalidation policy still probes (never EIO).
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
@@ -65,6 +67,24 @@ for skip in $((SKIP / 2)) "$last"; do
 		t_fail "revalidate=3600: mount" "$T_MOUNT_ERR"
 	fi
 done
+
+# --- a stream whose connection is lost starts again from byte 0 ------------
+o_start lost --root "$WWW" --fault '/s.bin:norange' --rate 8M
+LOST_PID=$O_PID LOST_URL=$O_URL
+if fg_mount "$T_TMP/pacefs-lost.log" -o "cache_dir=$T_TMP/cache-lost,read_timeout=60" "$LOST_URL/s.bin" "$mnt"; then
+	sha256sum <"$mnt/s.bin" >"$T_TMP/lost.sum" 2>&1 &
+	reader=$!
+	sleep 1.5
+	kill "$LOST_PID"
+	sleep 0.5
+	o_start lost2 --root "$WWW" --fault '/s.bin:norange' --rate 8M --listen "${LOST_URL#http://}"
+	wait "$reader" || true
+	t_eq "a stream cut mid-way and started again: sha256" "$(cat "$T_TMP/lost.sum")" "$(sha256sum <"$WWW/s.bin")"
+	t_eq "started again once, from byte 0" "$(gets "$O_LOG")" 1
+	umount_pacefs "$mnt"
+else
+	t_fail "mount for a lost stream" "$(tail -n 3 "$T_TMP/pacefs-lost.log")"
+fi
 
 # --- read_timeout bounds the wait -----------------------------------------
 o_start crawl --root "$WWW" --fault '/s.bin:norange' --rate 1M
