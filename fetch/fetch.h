@@ -319,6 +319,13 @@ void fetch_lane_set_end(struct fetch *f, uint32_t lane, uint64_t end);
  * before this returns. Event thread only. */
 void fetch_lane_cancel(struct fetch *f, uint32_t lane);
 
+/* Stops reading the lane's open transfer (pause) or reads it again: a
+ * stream held ahead of its readers, whose server's window then holds
+ * what it has not sent. Going on may pass bytes to on_data before this
+ * returns. Event thread only, not under a lock on_data takes. -EINVAL
+ * for a lane with no transfer under way. */
+int fetch_lane_pause(struct fetch *f, uint32_t lane, bool pause);
+
 /* What a probe learned about a URL. */
 struct fetch_probe {
 	uint64_t size;

@@ -98,6 +98,7 @@ void pace__lane_start(struct pace *p, struct lane *l, uint32_t blob,
 	l->was_queued = false;
 	l->handover = false;
 	l->q = false;
+	l->held = false;
 	pace__lane_set(p, l, LANE_REQUESTED);
 	if (!pace__caps_stream(s->caps)) /* not in the budget: poll.c */
 		pace__infl_add(p, e - x);

@@ -464,7 +464,7 @@ uint64_t pace_next_wake(const struct pace *p, uint64_t now_ns)
 	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
 		const struct lane *l = &p->lanes[i];
 
-		if (pace__lane_open(l))
+		if (pace__lane_open(l) && !l->held)
 			t = pace__min64(t, pace__sat_add(l->last_progress_ns,
 							 p->cfg.stall_ns));
 		/* The end of a read-ahead hold (first_hold). */

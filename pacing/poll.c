@@ -256,7 +256,7 @@ static bool reclaim_stalled(struct pace *p, struct poll *o)
 	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
 		struct lane *l = &p->lanes[i];
 
-		if (!pace__lane_open(l) ||
+		if (!pace__lane_open(l) || l->held ||
 		    p->now - l->last_progress_ns < p->cfg.stall_ns)
 			continue;
 		if (o->n == o->cap)

@@ -83,7 +83,8 @@ void pace__rate_update(struct pace *p, struct lane *l)
 	struct group *g = pace__group(p, s);
 	uint64_t dt, sample;
 
-	if (!pace__lane_receiving(l))
+	/* A held stream is read by nobody: no rate (hold.c). */
+	if (!pace__lane_receiving(l) || l->held)
 		return;
 	fast_update(p, g, l);
 	dt = p->now - l->rate_t0;

@@ -370,6 +370,17 @@ void engine__stream_note(struct engine *e, uint32_t b, uint64_t off);
  * Without e->mu. */
 void engine__block_stored(struct engine *e, struct engine_block *p, int rc);
 
+/* ---- streamhold.c ---- */
+
+/* Lanes whose hold changes in one turn, at most (the rest change in the
+ * next). */
+#define ENGINE_HOLD_MAX 16
+
+/* Holds the streams that run far ahead of their readers, and lets held
+ * ones go on (pace_lane_hold_wanted, fetch_lane_pause). Event thread
+ * (on_tick), without e->mu. */
+void engine__stream_holds(struct engine *e);
+
 /* ---- openend.c ---- */
 
 /* Blob b's stream of unknown length ended whole at `length` bytes: that

@@ -703,6 +703,7 @@ static long on_tick(void *ctx)
 		 * what replaces it starts in this turn (a bounded number of
 		 * times, should a start keep failing). */
 	} while (n > 0 && ++rounds < 8);
+	engine__stream_holds(e);
 	if (n > 0) {
 		pthread_mutex_lock(&e->mu);
 		now = fs__now_ns();

@@ -7,7 +7,8 @@
 # first mirror ignores Range and whose second honours it, the second does
 # the ranged work and the first is only probed. A stream whose connection
 # is lost starts again from byte 0 and the bytes are right; a remount
-# under a revalidation policy still probes (never EIO).
+# under a revalidation policy still probes (never EIO); a reader paced
+# under the stream's rate has it held ahead of it, not pull the file.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
@@ -84,6 +85,40 @@ if fg_mount "$T_TMP/pacefs-lost.log" -o "cache_dir=$T_TMP/cache-lost,read_timeou
 	umount_pacefs "$mnt"
 else
 	t_fail "mount for a lost stream" "$(tail -n 3 "$T_TMP/pacefs-lost.log")"
+fi
+
+# --- a paced reader holds the stream ---------------------------------------
+# 2 MB/s for 4 s of a stream at 8 MB/s, 20 ms away: without a hold the
+# stream pulls 32 MB in that time; held ahead of the reader, at most what
+# it consumed and 16 MiB.
+gen_file "$WWW/p.bin" $((48 * 1048576)) 3612
+o_start paced --root "$WWW" --fault '/p.bin:norange' --rate 8000000 --latency 20
+if ! command -v python3 >/dev/null; then
+	t_skip "a paced reader holds the stream" "python3 is not installed"
+elif fg_mount "$T_TMP/pacefs-paced.log" -o "cache_dir=$T_TMP/cache-paced" "$O_URL/p.bin" "$mnt"; then
+	consumed=$(python3 - "$mnt/p.bin" <<'PY'
+import sys, time
+f = open(sys.argv[1], "rb", buffering=0)
+t0, n = time.time(), 0
+while time.time() - t0 < 4:
+    n += len(f.read(65536))
+    d = t0 + n / 2e6 - time.time()
+    if d > 0:
+        time.sleep(d)
+print(n)
+PY
+)
+	held=$("$PACEFS" status "$mnt" 2>&1 | awk '/p.bin/ { for (i = 1; i < NF; i++) if ($(i + 1) == "MiB" && $(i + 2) == "of") { printf "%.0f\n", $i * 1048576; exit } }')
+	if [ -n "$held" ] && [ "$held" -le $((consumed + 16 * 1048576)) ]; then
+		t_pass "a paced reader holds the stream: $held bytes pulled for $consumed consumed"
+	else
+		t_fail "a paced reader holds the stream" "$held bytes pulled for $consumed consumed"
+	fi
+	t_eq "then read whole: sha256" "$(sha256sum <"$mnt/p.bin")" "$(sha256sum <"$WWW/p.bin")"
+	t_eq "one stream in all" "$(awk '$1 == "GET" && $2 == "/p.bin" && $3 == "-"' "$O_LOG" | wc -l)" 1
+	umount_pacefs "$mnt"
+else
+	t_fail "mount for a paced reader" "$(tail -n 3 "$T_TMP/pacefs-paced.log")"
 fi
 
 # --- read_timeout bounds the wait -----------------------------------------

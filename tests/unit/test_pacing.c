@@ -1097,6 +1097,43 @@ static void test_no_ranges_far_read_and_restart(void)
 	pace_free(p);
 }
 
+/* A stream far ahead of its reader is to be held; held, it is no stall;
+ * once the reader comes near it goes on; a read that waits lets it go on
+ * at once. */
+static void test_stream_hold(void)
+{
+	struct pace_config c;
+	struct pace *p;
+	uint32_t b, s, r, w;
+	struct pace_action a[8];
+	uint64_t now = 0;
+
+	small_cfg(&c);
+	c.stall_ns = 2 * SEC;
+	T_EQ_INT(pace_new(&c, &p), 0);
+	T_EQ_INT(pace_blob_add(p, 64 * MIB, &b), 0);
+	T_EQ_INT(pace_source_add(p, b, PACE_CAPS_NO_RANGES, &s), 0);
+	T_EQ_INT(pace_reader_open(p, b, 0, &r), 0);
+	T_EQ_INT(pace_reader_read(p, r, 0, 4 * KIB, 0), 0);
+	T_EQ_INT(pace_wait_begin(p, r, 0, 4 * KIB, 0, &w), 0);
+	T_EQ_INT(pace_poll(p, 0, a, 8), 1);
+	T_ASSERT(!pace_lane_hold_wanted(p, a[0].lane)); /* a read waits */
+	now += 10 * MS;
+	T_EQ_INT(pace_on_data(p, a[0].lane, 0, 12 * MIB, now), 0);
+	pace_wait_end(p, w);
+	T_ASSERT(pace_lane_hold_wanted(p, a[0].lane));
+	T_EQ_INT(pace_lane_hold(p, a[0].lane, true, now), 1);
+	T_EQ_INT(pace_lane_hold(p, a[0].lane, true, now), 0);
+	/* Held past the stall time: no CANCEL. */
+	now += 5 * SEC;
+	T_EQ_INT(pace_poll(p, now, a + 1, 7), 0);
+	/* Its reader comes within half the lead: it goes on. */
+	T_EQ_INT(pace_reader_read(p, r, 8 * MIB, 4 * KIB, now), 0);
+	T_ASSERT(!pace_lane_hold_wanted(p, a[0].lane));
+	T_EQ_INT(pace_lane_hold(p, a[0].lane, false, now), 1);
+	pace_free(p);
+}
+
 /* Finds the action of kind k in the last poll, or NULL. */
 static const struct pace_action *fix_find(const struct fix *f,
 					  enum pace_action_kind k)
@@ -1693,6 +1730,7 @@ static const struct t_case cases[] = {
 	{"blob_end_clamp", test_blob_end_clamp},
 	{"no_ranges_single_stream", test_no_ranges_single_stream},
 	{"no_ranges_far_read_and_restart", test_no_ranges_far_read_and_restart},
+	{"stream_hold", test_stream_hold},
 	{"queue_next", test_queue_next},
 	{"queue_dropped", test_queue_dropped},
 	{"retry_jitter", test_retry_jitter},
