@@ -171,8 +171,10 @@ static void probe_sources(const struct fetch_config *fc,
 			       s, &size, &no_length, &mtime,
 			       i == 0 ? &p->first : NULL, &kind, perr,
 			       sizeof(perr));
-		/* No length and no Range: a stream whose size the manifest
-		 * must give, as its end is not known before it ends. */
+		/* No length and no Range: a stream whose end is its size.
+		 * The manifest's size stands for it; a file of one URL waits
+		 * for the end (open-ended: engine_blob_set_open); beside other
+		 * URLs, whose sizes must agree, it cannot serve. */
 		if (rc == 0 && no_length && a->has_size) {
 			size = a->size;
 		} else if (rc == 0 && no_length && a->nurls == 1) {
