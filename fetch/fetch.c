@@ -278,6 +278,21 @@ int fetch_lane_start(struct fetch *f, uint32_t lane,
 	return fetch__slot_start(f, s, t, start, end, false);
 }
 
+int fetch_lane_pause(struct fetch *f, uint32_t lane, bool pause)
+{
+	struct fetch_slot *s;
+
+	if (lane >= f->cfg.max_lanes)
+		return -EINVAL;
+	s = f->cur[lane];
+	if (s->state != SLOT_SENT && s->state != SLOT_RECEIVING)
+		return -EINVAL;
+	return curl_easy_pause(s->easy, pause ? CURLPAUSE_RECV
+					      : CURLPAUSE_CONT) == CURLE_OK
+		       ? 0
+		       : -EIO;
+}
+
 bool fetch__slot_cut_drain(struct fetch *f, struct fetch_slot *s,
 			   enum fetch_outcome o, const char *why)
 {

@@ -24,7 +24,8 @@ struct fetch_auth;
  *
  * A response is accepted only if it is a 206 whose Content-Range start, end
  * and total equal what was asked, whose body length matches, and (when the
- * target has a validator) whose ETag or Last-Modified equals it. Anything
+ * target has a validator) whose ETag or Last-Modified equals it (a stream
+ * target's: a 200 whose Content-Length, when sent, is the size). Anything
  * else ends the transfer with a classified outcome and a reason for the log;
  * bytes past a failed check are never passed on.
  *
@@ -51,6 +52,9 @@ struct fetch_result {
 	long status;		 /* HTTP status, 0 if none was received */
 	uint64_t retry_after_ms; /* from Retry-After; 0 if none */
 	uint64_t received;	 /* body bytes passed to on_data */
+	uint64_t length;	 /* FETCH_OK of a no_length target: the
+				    stream's whole length (where its body
+				    ended); else 0 */
 	bool blob_changed;	 /* FETCH_FATAL because the source now serves
 				    another version (validator or size) */
 	bool auth_refused;	 /* FETCH_GONE for the credentials: a 401 or
@@ -154,12 +158,21 @@ struct fetch_target {
 	const char *url;       /* where each request starts */
 	const char *validator; /* strong ETag or Last-Modified; NULL: none */
 	uint64_t size;	       /* total size the source must report */
-	bool if_match; /* pin the validator with If-Match (a changed blob
-			  answers 412) rather than If-Range: object
-			  stores */
-	bool no_cache; /* send Cache-Control: no-cache: a cache on
-			  the way must ask the origin (bytes that
-			  failed their digest are fetched again) */
+	bool if_match;	/* pin the validator with If-Match (a changed blob
+			   answers 412) rather than If-Range: object
+			   stores */
+	bool no_cache;	/* send Cache-Control: no-cache: a cache on
+			   the way must ask the origin (bytes that
+			   failed their digest are fetched again) */
+	bool stream;	/* the source ignores Range (its probe had a 200):
+			   the lane sends a plain GET, takes a 200 whose
+			   Content-Length is size, and passes on_data the
+			   body's bytes from `start` on (those before it are
+			   received and dropped: a stream restarted after a
+			   lost connection comes again from byte 0) */
+	bool no_length; /* with stream: the source sends no length, size
+			   is unknown (0): the body's clean end, before
+			   the lane's end, is FETCH_OK with its length */
 };
 
 /*
@@ -306,10 +319,22 @@ void fetch_lane_set_end(struct fetch *f, uint32_t lane, uint64_t end);
  * before this returns. Event thread only. */
 void fetch_lane_cancel(struct fetch *f, uint32_t lane);
 
+/* Stops reading the lane's open transfer (pause) or reads it again: a
+ * stream held ahead of its readers, whose server's window then holds
+ * what it has not sent. Going on may pass bytes to on_data before this
+ * returns. Event thread only, not under a lock on_data takes. -EINVAL
+ * for a lane with no transfer under way. */
+int fetch_lane_pause(struct fetch *f, uint32_t lane, bool pause);
+
 /* What a probe learned about a URL. */
 struct fetch_probe {
 	uint64_t size;
-	bool ranges;		 /* answered a range request with 206 */
+	bool ranges;		 /* answered a range request with 206; false:
+				    with a 200 (the whole blob: Range
+				    ignored) */
+	bool no_length;		 /* that 200 had no length (chunked, or
+				    ended by the connection's close):
+				    size is 0 and unknown */
 	char etag[256];		 /* "" if none */
 	bool etag_weak;		 /* W/ prefix */
 	char last_modified[128]; /* "" if none */

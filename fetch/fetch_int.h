@@ -309,6 +309,9 @@ struct fetch_slot {
 				  change */
 	char suspect_why[160]; /* the last one's reason, for the log */
 	bool no_cache;	       /* Cache-Control: no-cache on this request */
+	bool stream;	/* a whole-object GET without Range: its body starts
+			   at byte 0 (from), the bytes before pos are skipped */
+	bool no_length; /* stream of unknown size: its end is the body's */
 	struct fetch__head head; /* of the response under way */
 	bool forced; /* res holds the outcome, whatever curl's code says */
 	struct fetch_result res;

@@ -57,12 +57,15 @@ static size_t probe_body(char *buf, size_t size, size_t n, void *arg)
 		s->body += size * n;
 		return s->body > 65536 ? 0 : size * n;
 	}
-	if (s->keep != NULL && status == 206 && s->body < s->want)
+	/* A 200's body is the blob's from its first byte too. */
+	if (s->keep != NULL && (status == 206 || status == 200) &&
+	    s->body < s->want)
 		memcpy(s->keep + s->body, buf,
 		       size * n < s->want - s->body ? size * n
 						    : s->want - s->body);
 	s->body += size * n;
-	/* A server that ignores Range sends the whole blob: stop at once. */
+	/* A server that ignores Range sends the whole blob: stop at once,
+	 * having read the head and a buffer of the body at most. */
 	return s->body > s->want ? 0 : size * n;
 }
 
@@ -185,12 +188,25 @@ static int probe_judge(const struct fetch_config *cfg,
 		out->size = 0;
 		return 0;
 	}
-	if (st == 200)
+	if (st == 200 && h->cl_seen && h->content_length > FETCH_SIZE_MAX)
 		return fetch_text_errf(
 			err, errlen, -EIO,
-			"%s: the server ignores Range requests (HTTP 200 "
-			"to a range request); pacefs needs Range support",
-			shown);
+			"%s: Content-Length %" PRIu64 " is over the largest "
+			"file size (%" PRIu64 ")",
+			shown, h->content_length, FETCH_SIZE_MAX);
+	if (st == 200 && h->cl_seen) {
+		/* Range ignored: the source is read as one stream from its
+		 * first byte (fetch_target.stream). */
+		out->size = h->content_length;
+		return 0;
+	}
+	if (st == 200) {
+		/* Range ignored and no length (chunked): a stream whose
+		 * size the caller must know otherwise. */
+		out->size = 0;
+		out->no_length = true;
+		return 0;
+	}
 	if (st == 416 && h->cr_seen && h->cr_start == UINT64_MAX &&
 	    h->cr_total == 0) {
 		/* "bytes * /0": an empty blob. */
@@ -237,6 +253,12 @@ static void probe_setopt(const struct fetch_config *cfg, CURL *easy,
 
 	snprintf(range, sizeof(range), "0-%zu", s->want - 1);
 	curl_easy_setopt(easy, CURLOPT_RANGE, range);
+	/* A server that ignores Range sends the whole object, which the
+	 * probe stops at its first buffer: a small one (curl's least) when
+	 * one byte is asked, so that probing a listing of such a server
+	 * reads about a KiB of each body, not curl's 16. */
+	curl_easy_setopt(easy, CURLOPT_BUFFERSIZE,
+			 (long)(s->want > 1024 ? s->want : 1024));
 	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, probe_header);
 	curl_easy_setopt(easy, CURLOPT_HEADERDATA, s);
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_body);
@@ -317,12 +339,13 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 			 errlen);
 	if (rc != 0)
 		goto out;
-	if (s.keep != NULL && out->status == 206) {
+	if (s.keep != NULL && (out->status == 206 || out->status == 200)) {
 		out->body = s.keep;
-		out->nbody = s.body;
+		out->nbody = s.body < s.want ? s.body : s.want;
 		s.keep = NULL;
 	}
-	out->ranges = true;
+	/* An empty 200 says nothing of Range: the blob has no bytes. */
+	out->ranges = out->status != 200 || (out->size == 0 && !out->no_length);
 	out->etag_weak = strncmp(out->etag, "W/", 2) == 0;
 	out->mtime = out->last_modified[0] != '\0'
 			     ? (int64_t)curl_getdate(out->last_modified, NULL)

@@ -96,6 +96,52 @@ static void slot_blame(struct fetch_slot *s)
 	}
 }
 
+/* Whether the response's validator (ETag or Last-Modified) is the
+ * target's, when it has one. */
+static bool slot_validator_ok(const struct fetch_slot *s)
+{
+	const char *v = s->validator;
+
+	return v == NULL || v[0] == '\0' || strcmp(v, s->head.etag) == 0 ||
+	       strcmp(v, s->head.last_modified) == 0;
+}
+
+/* Checks the head of a whole-object stream's answer (a GET without
+ * Range): a 200 of the identity bytes, whose Content-Length, when sent,
+ * is the blob's size, and whose validator is the target's. */
+static size_t slot_check_stream(struct fetch_slot *s, long status)
+{
+	if (status != 200) {
+		enum fetch_outcome o = fetch_classify_status(status);
+
+		if (o != FETCH_FATAL)
+			slot_answered(s);
+		return slot_abort(s, o, "%s: HTTP %ld", slot_shown(s), status);
+	}
+	if (s->head.coding[0] != '\0')
+		return slot_abort(s, FETCH_FATAL,
+				  "%s: '%s' although identity was asked for: "
+				  "pacefs serves the bytes as stored only",
+				  slot_shown(s), s->head.coding);
+	if ((s->head.cl_seen && !s->no_length &&
+	     s->head.content_length != s->size) ||
+	    !slot_validator_ok(s)) {
+		s->res.blob_changed = true;
+		return slot_abort(s, FETCH_FATAL,
+				  "%s: %s: Content-Length %" PRIu64
+				  ", ETag '%s', Last-Modified '%s'; expected "
+				  "%" PRIu64 " bytes, '%s'",
+				  slot_shown(s), slot_changed(s),
+				  s->head.content_length, s->head.etag,
+				  s->head.last_modified, s->size,
+				  s->validator != NULL ? s->validator : "");
+	}
+	slot_answered(s);
+	slot_blame(s);
+	fetch__slot_set(s, SLOT_RECEIVING);
+	return 1;
+}
+
 /* Checks the head of a response before its first body byte is used. */
 static size_t slot_check_head(struct fetch_slot *s)
 {
@@ -104,6 +150,8 @@ static size_t slot_check_head(struct fetch_slot *s)
 
 	curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
 	s->res.status = status;
+	if (s->stream)
+		return slot_check_stream(s, status);
 	if (status == 412 && s->if_match) {
 		/* If-Match sent: the object is another version now. */
 		s->res.blob_changed = true;
@@ -331,6 +379,10 @@ void fetch__slot_finish(struct fetch_slot *s, CURLcode cc)
 			 status);
 	} else if (s->pos == s->end) {
 		res.outcome = FETCH_OK;
+	} else if (s->no_length && s->pos >= s->start) {
+		/* No length said: the body's clean end is the blob's. */
+		res.outcome = FETCH_OK;
+		res.length = s->pos;
 	} else {
 		res.outcome = FETCH_TRANSIENT;
 		snprintf(res.reason, sizeof(res.reason),
@@ -450,10 +502,17 @@ static int slot_aim(struct fetch *f, struct fetch_slot *s, const char *url)
 		s->nocache_node.next = headers;
 		headers = &s->nocache_node;
 	}
-	s->asked_end = slot_piece_end(f, s);
-	snprintf(s->range, sizeof(s->range), "%" PRIu64 "-%" PRIu64, s->from,
-		 s->asked_end - 1);
-	curl_easy_setopt(s->easy, CURLOPT_RANGE, s->range);
+	if (s->stream) {
+		/* The whole object from its first byte: no Range, which the
+		 * source ignores anyway. */
+		s->asked_end = s->no_length ? s->end : s->size;
+		curl_easy_setopt(s->easy, CURLOPT_RANGE, NULL);
+	} else {
+		s->asked_end = slot_piece_end(f, s);
+		snprintf(s->range, sizeof(s->range), "%" PRIu64 "-%" PRIu64,
+			 s->from, s->asked_end - 1);
+		curl_easy_setopt(s->easy, CURLOPT_RANGE, s->range);
+	}
 	curl_easy_setopt(s->easy, CURLOPT_URL, url);
 	curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, headers);
 	return 0;
@@ -494,7 +553,9 @@ int fetch__slot_start(struct fetch *f, struct fetch_slot *s,
 	s->end = end;
 	s->asked_end = end;
 	s->pos = start;
-	s->from = start;
+	s->stream = t->stream;
+	s->no_length = t->stream && t->no_length;
+	s->from = t->stream ? 0 : start;
 	s->tried = 0;
 	s->suspect = 0;
 	s->no_cache = t->no_cache;
@@ -608,7 +669,7 @@ int fetch__slot_retry(struct fetch *f, struct fetch_slot *s, CURLcode cc)
 	}
 	fetch__slot_detach(s);
 	from = s->pos / chunk * chunk;
-	s->from = from > s->start ? from : s->start;
+	s->from = s->stream ? 0 : from > s->start ? from : s->start;
 	slot_reset_response(s);
 	if (slot_aim(f, s, url) != 0 || fetch__slot_attach(s) != CURLM_OK) {
 		s->forced = true;

@@ -2,7 +2,8 @@
 # folder each), and the pacefs binary; one library.
 FS_ENGINE_SRCS := fs/engine/engine.c fs/engine/blobs.c fs/engine/blocks.c \
 	fs/engine/transfers.c fs/engine/reads.c fs/engine/wholecheck.c \
-	fs/engine/counters.c fs/engine/regions.c
+	fs/engine/counters.c fs/engine/regions.c fs/engine/streamnote.c \
+	fs/engine/openend.c fs/engine/streamhold.c
 FS_TREE_SRCS := fs/tree/ns.c fs/tree/manifest.c fs/tree/mentry.c \
 	fs/tree/dirindex.c fs/tree/s3.c fs/tree/s3xml.c fs/tree/usage.c \
 	fs/tree/mstream.c

@@ -69,8 +69,15 @@ void pace__lane_start(struct pace *p, struct lane *l, uint32_t blob,
 	struct blob *b = &p->blobs[blob];
 	struct source *s = &p->sources[src];
 
-	if (pace__caps_stream(s->caps))
-		e = b->size; /* whole-object stream: no end to move */
+	if (pace__caps_stream(s->caps)) {
+		/* A whole-object stream comes from byte 0 whatever is
+		 * asked: it owns every byte from the first it brings that
+		 * is missing (the caller skips those before), to the end,
+		 * so that a read far ahead waits for it and nothing else
+		 * asks those bytes again. */
+		x = pace__ranges_next_missing(&b->held, 0);
+		e = b->size;
+	}
 	if (s->caps != PACE_CAPS_FULL)
 		b->pinned = src;
 	l->blob = blob;
@@ -93,8 +100,10 @@ void pace__lane_start(struct pace *p, struct lane *l, uint32_t blob,
 	l->handover = false;
 	l->fill = false;
 	l->q = false;
+	l->held = false;
 	pace__lane_set(p, l, LANE_REQUESTED);
-	pace__infl_add(p, e - x);
+	if (!pace__caps_stream(s->caps)) /* not in the budget: poll.c */
+		pace__infl_add(p, e - x);
 	p->stats.requests++;
 	pace__emit(a, PACE_ACT_START, p, l);
 }
@@ -106,7 +115,8 @@ void pace__lane_cancel(struct pace *p, struct lane *l, bool reclaim,
 	a->faulted =
 		reclaim && (l->state == LANE_COLLAPSED ||
 			    p->now - l->last_progress_ns >= p->cfg.stall_ns);
-	if (pace__lane_open(l))
+	if (pace__lane_open(l) &&
+	    !pace__caps_stream(p->sources[l->source].caps))
 		pace__infl_sub(p, l->end - l->frontier +
 					  (l->q ? l->qend - l->qstart : 0));
 	l->q = false;

@@ -231,6 +231,21 @@ int pace_blob_add(struct pace *p, uint64_t size, uint32_t *blob_out)
 	return 0;
 }
 
+int pace_blob_set_size(struct pace *p, uint32_t blob, uint64_t size)
+{
+	struct blob *b = p ? blob_get(p, blob) : NULL;
+
+	if (!b)
+		return -ENOENT;
+	if (size > b->size)
+		return -EINVAL;
+	for (uint32_t i = 0; i < p->cfg.max_lanes; i++)
+		if (p->lanes[i].state != LANE_IDLE && p->lanes[i].blob == blob)
+			return -EBUSY;
+	b->size = size;
+	return pace__ranges_remove(&b->held, size, UINT64_MAX, NULL);
+}
+
 int pace_blob_held(struct pace *p, uint32_t blob, uint64_t start, uint64_t end)
 {
 	struct blob *b = p ? blob_get(p, blob) : NULL;
@@ -464,7 +479,7 @@ uint64_t pace_next_wake(const struct pace *p, uint64_t now_ns)
 	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
 		const struct lane *l = &p->lanes[i];
 
-		if (pace__lane_open(l))
+		if (pace__lane_open(l) && !l->held)
 			t = pace__min64(t, pace__sat_add(l->last_progress_ns,
 							 p->cfg.stall_ns));
 		/* The end of a read-ahead hold (first_hold). */

@@ -162,6 +162,14 @@ void pace_free(struct pace *p);
 /* Adds a blob of `size` bytes; allocates its range sets. */
 int pace_blob_add(struct pace *p, uint64_t size, uint32_t *blob_out);
 
+/* Lowers blob's size to `size`: the length of a blob added with a size it
+ * could not exceed (a source that sends no length), learnt when its
+ * stream ended. Nothing is asked past it from then on; the waits past it
+ * are the caller's to end. -EINVAL if size is above the blob's, -EBUSY
+ * while a lane of the blob is open (call it after that lane's
+ * pace_on_done), -ENOENT for an unknown blob. */
+int pace_blob_set_size(struct pace *p, uint32_t blob, uint64_t size);
+
 /* Marks [start, end) of blob as held (resume from the cache): such bytes are
  * never requested. */
 int pace_blob_held(struct pace *p, uint32_t blob, uint64_t start, uint64_t end);
@@ -364,6 +372,28 @@ struct pace_lane_info {
 
 int pace_lane_info(const struct pace *p, uint32_t lane,
 		   struct pace_lane_info *out);
+
+/* Streams held ahead of their readers (hold.c). A whole-object stream
+ * cannot be asked for less, but it can stop being read: the caller stops
+ * reading its connection (the server's window then holds it) while
+ * pace_lane_hold_wanted says so, and tells the scheduler with
+ * pace_lane_hold, so that a held lane is no stall and its rate is not
+ * measured across the pause. */
+
+/* How far a stream runs ahead of the end of the furthest window of its
+ * blob's readers before it is held; it goes on under half of it. */
+#define PACE_STREAM_LEAD (8ull << 20)
+
+/* Whether the lane, a stream, is to be held now: no read of its blob
+ * waits, and its frontier is PACE_STREAM_LEAD past every reader's window
+ * (no reader: past byte 0), or, held already, still half of that. False
+ * for any other lane. */
+bool pace_lane_hold_wanted(const struct pace *p, uint32_t lane);
+
+/* Holds the lane (hold) or lets it go on (the stall clock and its rate
+ * sample start again at now_ns). Returns 1 when that changed its state,
+ * 0 when it was so already, -ENOENT for an idle or unknown lane. */
+int pace_lane_hold(struct pace *p, uint32_t lane, bool hold, uint64_t now_ns);
 
 /* Lanes the source's group may use now: lanes_per_source, halved on
  * every 429/503 (at most once per hold) and raised by one per second of

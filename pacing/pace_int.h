@@ -227,6 +227,8 @@ struct lane {
 	bool q;
 	uint32_t qreader, qrgen;
 	uint64_t qstart, qend;
+	bool held; /* a stream paused ahead of its readers (hold.c): no
+		      stall while held */
 };
 
 /* What is known of the server behind a group of sources (the files of

@@ -111,7 +111,9 @@ uint64_t pace__request_end(const struct pace *p, const struct blob *b,
 }
 
 /* Open requests past their frontier and queued ranges. Cancelling lanes
- * own nothing. */
+ * own nothing; a whole-object stream is one request the budget cannot
+ * cut, and is left out (else it would hold the budget, and every other
+ * file's reads, for the whole object). */
 uint64_t pace__inflight_sum(const struct pace *p)
 {
 	uint64_t t = 0;
@@ -119,7 +121,8 @@ uint64_t pace__inflight_sum(const struct pace *p)
 	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
 		const struct lane *l = &p->lanes[i];
 
-		if (!pace__lane_open(l))
+		if (!pace__lane_open(l) ||
+		    pace__caps_stream(p->sources[l->source].caps))
 			continue;
 		t += l->end - l->frontier;
 		if (l->q)
@@ -253,7 +256,7 @@ static bool reclaim_stalled(struct pace *p, struct poll *o)
 	for (uint32_t i = 0; i < p->cfg.max_lanes; i++) {
 		struct lane *l = &p->lanes[i];
 
-		if (!pace__lane_open(l) ||
+		if (!pace__lane_open(l) || l->held ||
 		    p->now - l->last_progress_ns < p->cfg.stall_ns)
 			continue;
 		if (o->n == o->cap)

@@ -83,7 +83,8 @@ void pace__rate_update(struct pace *p, struct lane *l)
 	struct group *g = pace__group(p, s);
 	uint64_t dt, sample;
 
-	if (!pace__lane_receiving(l))
+	/* A held stream is read by nobody: no rate (hold.c). */
+	if (!pace__lane_receiving(l) || l->held)
 		return;
 	fast_update(p, g, l);
 	dt = p->now - l->rate_t0;
@@ -249,7 +250,7 @@ uint32_t pace__pick_source(struct pace *p, uint32_t blob, bool urgent)
 	uint32_t best = PACE_NONE, lanes_on_blob = 0;
 	uint64_t best_peak = 0;
 	double best_gain = 0;
-	bool any_stream = false;
+	bool any_stream = false, any_ranged = false;
 
 	for (uint32_t i = b->first_src; i != PACE_NONE;
 	     i = p->sources[i].next) {
@@ -258,6 +259,9 @@ uint32_t pace__pick_source(struct pace *p, uint32_t blob, bool urgent)
 		if (pace__caps_stream(p->sources[i].caps) &&
 		    p->sources[i].lanes)
 			any_stream = true;
+		if (!pace__caps_stream(p->sources[i].caps) &&
+		    pace__source_usable(p, &p->sources[i]))
+			any_ranged = true;
 	}
 	if (b->pinned != PACE_NONE) {
 		struct source *s = &p->sources[b->pinned];
@@ -275,6 +279,11 @@ uint32_t pace__pick_source(struct pace *p, uint32_t blob, bool urgent)
 			double g;
 
 			if (!pace__source_usable(p, s))
+				continue;
+			/* A stream-only source would pin the blob: it
+			 * serves only when no source that honours Range
+			 * can. */
+			if (pace__caps_stream(s->caps) && any_ranged)
 				continue;
 			/* Pass 0 avoids collapsed sources; pass 1 takes
 			 * them when nothing else can serve the blob. */

@@ -39,6 +39,7 @@ static const struct {
 	[FAULT_ETAG] = {"etag", 1, 2},
 	[FAULT_CORRUPT] = {"corrupt", 1, 1},
 	[FAULT_MUTE] = {"mute", 0, 0},
+	[FAULT_CHUNKED] = {"chunked", 0, 0},
 };
 
 /* Parses "GLOB:KIND[:ARG[:ARG]]"; the kind is found at the first ':' that

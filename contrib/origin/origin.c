@@ -145,7 +145,7 @@ static void usage(FILE *fp)
 	      "burst:CODE:K norange\n"
 	      "  badrange short:N etag-change:N content-change:N "
 	      "slowfirst:MS refuse mute rate:BYTES redirect:URL_PREFIX "
-	      "corrupt:N\n",
+	      "corrupt:N chunked\n",
 	      fp);
 }
 

@@ -46,6 +46,7 @@ enum fault_kind {
 	FAULT_ETAG,
 	FAULT_CORRUPT,
 	FAULT_MUTE,
+	FAULT_CHUNKED,
 	FAULT_KIND_COUNT
 };
 
@@ -238,6 +239,10 @@ int origin__send_doc(struct conn *c, const struct request *rq, int status,
 		     bool closing, uint64_t *sent);
 int origin__send_body(struct conn *c, const struct entity *e, uint64_t off,
 		      uint64_t len, uint64_t rate, uint64_t *sent);
+/* The same bytes in chunked framing (Transfer-Encoding: chunked), the
+ * last chunk included; *sent counts the body bytes, not the framing. */
+int origin__send_chunked(struct conn *c, const struct entity *e, uint64_t off,
+			 uint64_t len, uint64_t rate, uint64_t *sent);
 
 /* listing.c: --autoindex; answers with the listing or 404. A stall fault
  * (f, or NULL) applies to the listing's body as to a file's: its first

@@ -355,6 +355,27 @@ out:
 	return rc;
 }
 
+int origin__send_chunked(struct conn *c, const struct entity *e, uint64_t off,
+			 uint64_t len, uint64_t rate, uint64_t *sent)
+{
+	uint64_t end = off + len, n;
+	char line[32];
+	int rc = 0;
+
+	for (; off < end; off += n) {
+		n = end - off < ORIGIN_CHUNK_MAX ? end - off : ORIGIN_CHUNK_MAX;
+		snprintf(line, sizeof(line), "%" PRIx64 "\r\n", n);
+		rc = origin__send_all(c->fd, line, strlen(line), MSG_MORE);
+		if (rc == 0)
+			rc = origin__send_body(c, e, off, n, rate, sent);
+		if (rc == 0)
+			rc = origin__send_all(c->fd, "\r\n", 2, MSG_MORE);
+		if (rc < 0)
+			return rc;
+	}
+	return origin__send_all(c->fd, "0\r\n\r\n", 5, 0);
+}
+
 /* Answers with a document of len bytes (an S3 listing or error). */
 int origin__send_doc(struct conn *c, const struct request *rq, int status,
 		     const char *type, const char *doc, size_t len,

@@ -320,6 +320,9 @@ int origin__serve(struct conn *c, struct request *rq, enum after *after)
 	}
 	if (rq->range && f && f->kind == FAULT_NORANGE) {
 		applied = "norange";
+	} else if (f && f->kind == FAULT_CHUNKED) {
+		/* Range ignored, the whole file chunked, no length. */
+		applied = "chunked";
 	} else if (f && f->kind == FAULT_CLEN) {
 		/* A 200 whose Content-Length is the rule's number: the
 		 * connection closes after the body, whatever it said. */
@@ -349,6 +352,8 @@ int origin__serve(struct conn *c, struct request *rq, enum after *after)
 	origin__head_start(&h, status);
 	if (f && f->kind == FAULT_CLEN)
 		origin__head_add(&h, "Content-Length: %s\r\n", f->text);
+	else if (f && f->kind == FAULT_CHUNKED)
+		origin__head_add(&h, "Transfer-Encoding: chunked\r\n");
 	else
 		origin__head_add(&h, "Content-Length: %" PRIu64 "\r\n", len);
 	origin__head_add(
@@ -416,7 +421,10 @@ int origin__serve(struct conn *c, struct request *rq, enum after *after)
 		goto out;
 	if (f && f->kind == FAULT_SLOWFIRST)
 		origin__sleep_ns(f->n * NS_PER_MS);
-	rc = origin__send_body(c, &e, start, body, rate, &sent);
+	if (f && f->kind == FAULT_CHUNKED)
+		rc = origin__send_chunked(c, &e, start, body, rate, &sent);
+	else
+		rc = origin__send_body(c, &e, start, body, rate, &sent);
 out:
 	if (counted)
 		atomic_fetch_sub(&srv->transfers, 1);

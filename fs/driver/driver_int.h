@@ -70,6 +70,9 @@ struct driver_learned {
 	struct engine_source *sources;
 	uint32_t nsources;
 	bool offline;	 /* nothing answered; from the cache's record */
+	bool open_ended; /* its one source sends no length and none was
+			    given: size 0, the blob's length unknown until
+			    its stream ends (engine_blob_set_open) */
 	uint64_t queued; /* [0, queued) came with the probe and were put
 			    into the cache (engine_blob_ready) */
 };

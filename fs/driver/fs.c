@@ -58,7 +58,14 @@ static bool node_attr(const struct driver_mount *m, uint32_t i, struct stat *st)
 	st->st_mode = S_IFREG | (n->mode & 0555);
 	st->st_nlink = 1;
 	st->st_size = (off_t)n->size;
-	st->st_blocks = (blkcnt_t)((n->size + 511) / 512);
+	/* Of unknown length: 0 until its stream ends, then its size. */
+	if (n->size == 0 && n->blob != TREE_NO_BLOB) {
+		uint64_t size;
+
+		if (!engine_blob_size(m->engine, n->blob, &size))
+			st->st_size = (off_t)size;
+	}
+	st->st_blocks = (blkcnt_t)((st->st_size + 511) / 512);
 	return true;
 }
 
@@ -270,6 +277,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct driver_mount *m = fuse_req_userdata(req);
 	uint32_t reader, blob;
+	uint64_t size;
 	bool keep_cache;
 	int rc;
 
@@ -293,6 +301,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* The blob is pinned to its validator: cached pages stay true, but
 	 * for bytes dropped as wrong or stale since the last open. */
 	fi->keep_cache = keep_cache;
+	/* Of unknown length (size 0 for now): read to its end as /proc
+	 * files are, past the size the kernel knows. */
+	fi->direct_io = engine_blob_size(m->engine, blob, &size);
 	fuse_reply_open(req, fi);
 }
 

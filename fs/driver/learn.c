@@ -26,11 +26,13 @@ void driver__learned_free(struct driver_learned *l)
  * failed otherwise. A revalidation (the cache holds a record: has the file
  * changed?) asks the origin past any cache on the way. With first > 1 the
  * probe asks the first `first` bytes, which go to *body (owned: see
- * fetch_probe_free) when body is not NULL. */
+ * fetch_probe_free) when body is not NULL. *no_length: the URL ignores
+ * Range and sends no length (*size 0, unknown). */
 static int probe_one(const struct fetch_config *fc, const char *url,
 		     bool revalidation, size_t first, struct engine_source *s,
-		     uint64_t *size, int64_t *mtime, struct fetch_probe *body,
-		     enum fetch_probe_error *kind, char *err, size_t errlen)
+		     uint64_t *size, bool *no_length, int64_t *mtime,
+		     struct fetch_probe *body, enum fetch_probe_error *kind,
+		     char *err, size_t errlen)
 {
 	struct fetch_probe pr;
 	int rc = fetch_probe(fc, url, revalidation, first, &pr, kind, err,
@@ -58,7 +60,14 @@ static int probe_one(const struct fetch_config *fc, const char *url,
 	else if (pr.last_modified[0] != '\0')
 		s->validator = strdup(pr.last_modified);
 	*size = pr.size;
+	*no_length = pr.no_length;
 	*mtime = pr.mtime;
+	s->stream = !pr.ranges;
+	if (s->stream)
+		obs_log(FS_LOG_DEBUG,
+			"%s ignores Range requests: its %" PRIu64
+			" bytes are read as one stream from the start",
+			url, pr.size);
 	return s->url != NULL ? 0 : -ENOMEM;
 }
 
@@ -103,6 +112,12 @@ static int put_record(struct cache *cache, const struct cache_id *id,
 	rec.validated_at = confirmed ? (uint64_t)time(NULL)
 			   : same    ? old->validated_at
 				     : 0;
+	/* A source that ignores Range is never taken from the record
+	 * without a probe (learn_from_record): the record does not say that
+	 * its bytes come as a stream, and a range request to it would be
+	 * answered with the whole object. */
+	if (l->nsources > 0 && l->sources[0].stream)
+		rec.validated_at = 0;
 	if (a->sha256 != NULL) {
 		rec.has_sha256 = true;
 		memcpy(rec.sha256, a->sha256, sizeof(rec.sha256));
@@ -149,11 +164,30 @@ static void probe_sources(const struct fetch_config *fc,
 		struct engine_source *s = &out->sources[out->nsources];
 		uint64_t size;
 		int64_t mtime;
+		bool no_length = false;
 		int rc;
 
 		rc = probe_one(fc, urls[i], revalidation, i == 0 ? a->first : 0,
-			       s, &size, &mtime, i == 0 ? &p->first : NULL,
-			       &kind, perr, sizeof(perr));
+			       s, &size, &no_length, &mtime,
+			       i == 0 ? &p->first : NULL, &kind, perr,
+			       sizeof(perr));
+		/* No length and no Range: a stream whose end is its size.
+		 * The manifest's size stands for it; a file of one URL waits
+		 * for the end (open-ended: engine_blob_set_open); beside other
+		 * URLs, whose sizes must agree, it cannot serve. */
+		if (rc == 0 && no_length && a->has_size) {
+			size = a->size;
+		} else if (rc == 0 && no_length && a->nurls == 1) {
+			out->open_ended = true; /* its stream says */
+		} else if (rc == 0 && no_length) {
+			rc = fs__errf(perr, sizeof(perr), -EIO,
+				      "%s: the server ignores Range requests "
+				      "and sends no length (chunked); beside "
+				      "other URLs pacefs needs the file's "
+				      "size: give it in a manifest's \"size\"",
+				      urls[i]);
+			kind = FETCH_PROBE_UNSUITABLE;
+		}
 		s->if_match = a->object_store;
 		p->missing &= rc == -ENOENT;
 		if (rc != 0) {
@@ -301,6 +335,14 @@ int driver__learn(const struct fetch_config *fc, struct cache *cache,
 	    (!a->has_size || rec.size == a->size))
 		return learn_from_record(a, &rec, out, err, errlen);
 	probe_sources(fc, a, have_rec, out, &p);
+	/* Of unknown length, but a stream of it ended before: the record
+	 * has its size, which the same validator confirms. */
+	if (out->open_ended && have_rec && rec.size > 0 &&
+	    out->sources[0].validator != NULL &&
+	    strcmp(rec.validator, out->sources[0].validator) == 0) {
+		out->size = rec.size;
+		out->open_ended = false;
+	}
 	if (p.ref_url == NULL) {
 		fetch_probe_free(&p.first);
 		if (!p.unreachable || !have_rec) {

@@ -307,8 +307,11 @@ static int node_learn(struct driver_mount *m, struct node_copy *c,
 		return rc == -ENOENT ? -ENOENT : -EIO;
 	}
 	if (c->blob == TREE_NO_BLOB) {
-		rc = engine_blob_add(m->engine, c->name, l->size, &c->id,
-				     &c->blob);
+		rc = engine_blob_add(m->engine, c->name,
+				     l->open_ended ? ENGINE_SIZE_OPEN : l->size,
+				     &c->id, &c->blob);
+		if (rc == 0 && l->open_ended)
+			engine_blob_set_open(m->engine, c->blob);
 		if (rc == 0)
 			rc = engine_blob_digests(m->engine, c->blob, c->sha256,
 						 c->dblock, c->dblocks,

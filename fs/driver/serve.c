@@ -49,8 +49,12 @@ static int build_tree(struct driver_mount *m, const struct fs_opts *o,
 		n->mtime = p->learned.mtime;
 		n->has_sha256 = o->has_sha256;
 		memcpy(n->sha256, o->sha256, sizeof(n->sha256));
-		rc = engine_blob_add(m->engine, p->name, n->size, &id,
-				     &n->blob);
+		rc = engine_blob_add(m->engine, p->name,
+				     p->learned.open_ended ? ENGINE_SIZE_OPEN
+							   : n->size,
+				     &id, &n->blob);
+		if (rc == 0 && p->learned.open_ended)
+			engine_blob_set_open(m->engine, n->blob);
 		if (rc == 0)
 			rc = engine_blob_digests(
 				m->engine, n->blob,

@@ -225,7 +225,8 @@ int engine_blob_ready(struct engine *e, uint32_t i,
 	}
 	for (uint32_t j = 0; j < n; j++) {
 		struct engine_source *s = &b->sources[j];
-		enum pace_caps caps = sources[j].validator != NULL
+		enum pace_caps caps = sources[j].stream ? PACE_CAPS_NO_RANGES
+				      : sources[j].validator != NULL
 					      ? PACE_CAPS_FULL
 					      : PACE_CAPS_NO_VALIDATOR;
 
@@ -243,6 +244,7 @@ int engine_blob_ready(struct engine *e, uint32_t i,
 		s->url = sources[j].url;
 		s->validator = sources[j].validator;
 		s->if_match = sources[j].if_match;
+		s->stream = sources[j].stream;
 		sources[j].url = NULL;
 		sources[j].validator = NULL;
 		e->source_of_pace[s->pace_id] = i;

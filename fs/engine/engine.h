@@ -32,6 +32,8 @@ struct engine_source {
 	char *validator; /* strong ETag or Last-Modified, or NULL */
 	uint32_t pace_id;
 	bool if_match; /* an object store's: If-Match pins the validator */
+	bool stream;   /* ignores Range: read as one whole-object stream
+			  (PACE_CAPS_NO_RANGES) */
 };
 
 struct engine_config {
@@ -93,6 +95,23 @@ void engine_free(struct engine *e);
  * engine_blob_ready(). -ENOSPC when max_blobs are in use. */
 int engine_blob_add(struct engine *e, const char *name, uint64_t size,
 		    const struct cache_id *id, uint32_t *out);
+
+/* The most bytes a blob of unknown length may have: its size in the
+ * scheduler and the engine until its stream ends. */
+#define ENGINE_SIZE_OPEN (1ull << 40)
+
+/* Marks blob i, added with ENGINE_SIZE_OPEN, as of unknown length: its
+ * only sources send no length (a chunked stream), and its size is where
+ * the stream ends (FETCH_OK with fetch_result.length), which then
+ * becomes the blob's, the scheduler's and the cache record's, and the
+ * kernel's attributes of its inode are dropped. Before
+ * engine_blob_ready. */
+void engine_blob_set_open(struct engine *e, uint32_t i);
+
+/* Blob i's size into *size: 0 while its length is unknown (the stream
+ * has not ended), so that stat says 0 as for /proc files. Returns true
+ * while unknown. Any thread. */
+bool engine_blob_size(struct engine *e, uint32_t i, uint64_t *size);
 
 /* Gives blob i the digests a manifest or -o sha256 names: the whole
  * blob's (sha256, or NULL) and per-block ones (dblocks[n] over blocks of

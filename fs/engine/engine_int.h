@@ -139,6 +139,12 @@ struct engine_blob {
 	 * blob's life; guarded by mu. */
 	bool pages_stale;
 	struct engine_regions regions; /* regions.c; guarded by mu */
+	/* A read waited far ahead of its stream and was told why
+	 * (engine__stream_note); guarded by mu. */
+	bool stream_told;
+	/* Its length is unknown (engine_blob_set_open): size is
+	 * ENGINE_SIZE_OPEN until the stream ends; guarded by mu. */
+	bool open_ended;
 };
 
 #define ENGINE_VIA_DIRECT (1u << 31)
@@ -386,6 +392,53 @@ void engine__block_free(struct engine_blocks *bs, struct engine_block *p);
  * its callers'. */
 bool engine__block_set(struct engine_blocks *bs, struct engine_block *p,
 		       enum engine_block_state to);
+
+/* ---- streamnote.c ---- */
+
+/* How far past a stream's frontier a read is far, at least (and a
+ * second of the stream's rate): nearer, it is the stream's own
+ * sequential reader. */
+#define ENGINE_STREAM_NEAR (4ull << 20)
+
+/* A read of blob b at off waits: when every source of b ignores Range,
+ * off is far past the stream's frontier and the stream's rate is
+ * measured, logs once for the blob why it waits (frontier, rate, seconds
+ * left). Called at each wake of a wait. Caller holds e->mu. */
+void engine__stream_note(struct engine *e, uint32_t b, uint64_t off);
+
+/* ---- transfers.c ---- */
+
+/* Block p (HANDING) went to the cache with result rc
+ * (cache_block_put_buf): it is DONE, its unit checked when it is whole.
+ * Without e->mu. */
+void engine__block_stored(struct engine *e, struct engine_block *p, int rc);
+
+/* ---- streamhold.c ---- */
+
+/* Lanes whose hold changes in one turn, at most (the rest change in the
+ * next). */
+#define ENGINE_HOLD_MAX 16
+
+/* Holds the streams that run far ahead of their readers, and lets held
+ * ones go on (pace_lane_hold_wanted, fetch_lane_pause). Event thread
+ * (on_tick), without e->mu. */
+void engine__stream_holds(struct engine *e);
+
+/* ---- openend.c ---- */
+
+/* Blob b's stream of unknown length ended whole at `length` bytes: that
+ * is its size now (the engine's, the scheduler's, the kernel's after its
+ * attributes are dropped), and its last block, short, is complete. Call
+ * after the lane's pace_on_done. Writes into *last the block to store
+ * once the lock is released (engine__open_stored), or NULL. Caller holds
+ * e->mu. */
+void engine__open_ended(struct engine *e, uint32_t b, uint64_t length,
+			struct engine_block **last);
+
+/* Stores the block engine__open_ended gave (NULL: none) and writes the
+ * blob's size into its cache record. Without e->mu. */
+void engine__open_stored(struct engine *e, uint32_t b,
+			 struct engine_block *last);
 
 /* ---- engine.c ---- */
 

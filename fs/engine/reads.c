@@ -266,6 +266,13 @@ static int wait_loop(struct engine *e, struct engine_waiter *wt, uint32_t b,
 	int rc;
 
 	for (;;) {
+		/* A stream of unknown length ended short of the read: asked
+		 * again within the size now known (engine_read). */
+		if (end > blob->size) {
+			if (st.what == PACE_DO_WAIT)
+				pace_wait_end(e->pace, st.wait);
+			return -EAGAIN;
+		}
 		if (asked_wait && engine__blob_changed(blob)) {
 			if (st.what == PACE_DO_WAIT)
 				pace_wait_end(e->pace, st.wait);
@@ -280,6 +287,7 @@ static int wait_loop(struct engine *e, struct engine_waiter *wt, uint32_t b,
 				wt->start = from;
 				wt->end = to;
 			}
+			engine__stream_note(e, b, from);
 			break;
 		case PACE_DO_COPY:
 			if (!engine__unchecked(e, b, off, end, &f, &t))
@@ -569,6 +577,18 @@ static int read_once(struct engine *e, uint32_t b, uint32_t reader,
 		       end - off);
 }
 
+/* Blob b's size now: a blob of unknown length has its ceiling until its
+ * stream ends (openend.c). */
+static uint64_t read_size(struct engine *e, uint32_t b)
+{
+	uint64_t size;
+
+	pthread_mutex_lock(&e->mu);
+	size = e->blobs[b].size;
+	pthread_mutex_unlock(&e->mu);
+	return size;
+}
+
 long engine_read(struct engine *e, uint32_t b, uint32_t reader, uint64_t off,
 		 size_t len, char *buf, const struct engine_read_reply *rr)
 {
@@ -576,20 +596,28 @@ long engine_read(struct engine *e, uint32_t b, uint32_t reader, uint64_t off,
 	struct cache_piece none = {.buf = buf, .mem = buf, .fd = -1};
 	uint64_t end, tries, most, until = fs__now_ns() + e->read_timeout_ns;
 	struct answer a = {.rr = rr};
+	uint64_t size = read_size(e, b);
 	int rc = -EAGAIN;
 
-	if (off >= blob->size || len == 0)
+	if (off >= size || len == 0)
 		return answer_pieces(&a, &none, 1);
-	end = blob->size - off < len ? blob->size : off + len;
+	end = size - off < len ? size : off + len;
 	/* A block the cache lost after it was held is no longer held once
 	 * found missing, and fetched again. A try finds one such block, and
 	 * another process sharing the cache may have evicted every block of
 	 * the read, some of them again while it was fetched: a try per block
-	 * and two more at least, and more until the read's deadline. */
+	 * and two more at least, and more until the read's deadline. A blob
+	 * of unknown length may end short of the read while it waits: the
+	 * next try reads within the size then known, or answers its end. */
 	most = (end - 1) / CACHE_BLOCK_SIZE - off / CACHE_BLOCK_SIZE + 3;
 	for (tries = 0; rc == -EAGAIN && (tries < most || fs__now_ns() < until);
-	     tries++)
+	     tries++) {
+		size = read_size(e, b);
+		if (off >= size)
+			return answer_pieces(&a, &none, 1);
+		end = size - off < len ? size : off + len;
 		rc = read_once(e, b, reader, off, end, buf, tries == 0, &a);
+	}
 	if (rc == -EAGAIN) {
 		engine__log(e, FS_LOG_ERR,
 			    "%s: bytes %" PRIu64 "-%" PRIu64

@@ -232,7 +232,7 @@ static void unit_probe(struct engine *e, uint32_t blob, uint64_t index)
 }
 
 /* Block p (HANDING) went to the cache with result rc. */
-static void stored(struct engine *e, struct engine_block *p, int rc)
+void engine__block_stored(struct engine *e, struct engine_block *p, int rc)
 {
 	struct engine_blob *b = &e->blobs[p->blob];
 	uint32_t blob = p->blob;
@@ -305,10 +305,11 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 		struct engine_block *p = done[i];
 		uint64_t bstart = p->index * CACHE_BLOCK_SIZE;
 
-		stored(e, p,
-		       cache_block_put_buf(e->cache, &b->id, p->index, p->buf,
-					   engine__block_end(b, p->index) -
-						   bstart));
+		engine__block_stored(
+			e, p,
+			cache_block_put_buf(e->cache, &b->id, p->index, p->buf,
+					    engine__block_end(b, p->index) -
+						    bstart));
 	}
 }
 
@@ -492,6 +493,8 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 	uint64_t now, hold_ms = 0, retry_ns = ms_to_ns(res->retry_after_ms);
 	uint32_t lane_cap = 0;
 	enum pace_outcome po;
+	struct engine_block *last = NULL;
+	bool ended = false;
 
 	count_done(e, res);
 	pthread_mutex_lock(&e->mu);
@@ -508,6 +511,11 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 		blob_changed(e, blob, source, res, &lf);
 	po = judge_refusal(e, source, res, now, &retry_ns);
 	pace_on_done(e->pace, lane, po, retry_ns, now);
+	/* A stream of unknown length ended: its length is the blob's. */
+	if (res->outcome == FETCH_OK && res->length != 0 && blob != PACE_NONE) {
+		engine__open_ended(e, blob, res->length, &last);
+		ended = true;
+	}
 	if (res->outcome == FETCH_THROTTLED && blob != PACE_NONE &&
 	    pace_source_info(e->pace, source, now, &si) == 0) {
 		if (si.held_until > now)
@@ -518,6 +526,8 @@ static void on_done(void *ctx, uint32_t lane, const struct fetch_result *res)
 	if (blob != PACE_NONE)
 		engine__wake_blob(e, blob);
 	pthread_mutex_unlock(&e->mu);
+	if (ended)
+		engine__open_stored(e, blob, last);
 	e->lane_blob[lane] = e->lane_source[lane] = PACE_NONE;
 	if (res->outcome == FETCH_THROTTLED)
 		log_throttled(e, lane, res, hold_ms, lane_cap, &lf);
@@ -595,6 +605,9 @@ static const struct engine_source *action_target(const struct engine *e,
 	t->if_match = s->if_match;
 	t->size = e->blobs[e->source_of_pace[a->source]].size;
 	t->no_cache = false;
+	t->stream = s->stream;
+	/* Written on this thread only, once readied (openend.c). */
+	t->no_length = e->blobs[e->source_of_pace[a->source]].open_ended;
 	engine__log(e, FS_LOG_DEBUG,
 		    "lane %u: GET %s bytes %" PRIu64 "-%" PRIu64 "%s", a->lane,
 		    s->url, a->start, a->end - 1,
@@ -691,6 +704,7 @@ static long on_tick(void *ctx)
 		 * what replaces it starts in this turn (a bounded number of
 		 * times, should a start keep failing). */
 	} while (n > 0 && ++rounds < 8);
+	engine__stream_holds(e);
 	if (n > 0) {
 		pthread_mutex_lock(&e->mu);
 		now = fs__now_ns();

@@ -105,7 +105,7 @@ for d in norange badrange refuse; do
 	ln "$T_TMP/src.bin" "$WWW/$d/f.bin"
 done
 mkdir -p "$T_TMP/mnt-x"
-for case in "norange:ignores Range" "badrange:Content-Range" "refuse:Empty reply|Server returned nothing"; do
+for case in "badrange:Content-Range" "refuse:Empty reply|Server returned nothing"; do
 	d=${case%%:*}
 	want=${case#*:}
 	rc=0
@@ -118,5 +118,13 @@ for case in "norange:ignores Range" "badrange:Content-Range" "refuse:Empty reply
 		t_fail "$d at mount" "exit $rc: $(cat "$T_TMP/x.err")"
 	fi
 done
+# One that ignores Range mounts: its file is read as one stream.
+if mount_pacefs -o "cache_dir=$T_TMP/cache-nr" "$O_URL/norange/f.bin" "$T_TMP/mnt-x"; then
+	t_eq "norange at mount: read as one stream" \
+		"$(sha256sum <"$T_TMP/mnt-x/f.bin")" "$(sha256sum <"$T_TMP/src.bin")"
+	umount_pacefs "$T_TMP/mnt-x"
+else
+	t_fail "norange at mount" "$T_MOUNT_ERR"
+fi
 
 t_done

@@ -1134,6 +1134,29 @@ static void random_scenario(struct scenario *sc, uint64_t seed)
 	sc->limit = 300;
 }
 
+/* For the scenarios of other files (streams.c). */
+void sim__base(struct scenario *sc, const char *name)
+{
+	base(sc, name);
+}
+
+struct src_spec sim__src(int blob, double rate, double cap, double lat)
+{
+	return src(blob, rate, cap, lat);
+}
+
+struct rd_spec sim__seq(int blob, double rate, uint64_t rsize)
+{
+	return seq(blob, rate, rsize);
+}
+
+void sim__named(const struct scenario *sc,
+		bool (*judge)(const struct scenario *, const struct figures *,
+			      char *, size_t))
+{
+	named(sc, judge);
+}
+
 /* Seeds past the default thousand, run with them as regression cases: a
  * read among others that come and go on one lane (2575), a read whose
  * lane queued read-ahead past it (5871), and scenarios no scheduler can
@@ -1184,6 +1207,7 @@ int main(int argc, char **argv)
 		sc_slow_fast();
 		sc_slow_new();
 		sim__scatter();
+		sim__streams();
 	}
 	for (int i = 0; i < nrandom + NREGRESS; i++) {
 		struct scenario sc;

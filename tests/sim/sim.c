@@ -64,14 +64,17 @@ static int check_invariants(struct sim *s)
 					i, j, li[i].start, li[i].end,
 					li[j].start, li[j].end);
 	}
-	/* The byte budget, counted from the executor's side. */
+	/* The byte budget, counted from the executor's side; a stream, one
+	 * request of the whole object that no budget can cut, is not in
+	 * it (pacing/README.md). */
 	{
 		uint64_t infl = 0;
 
 		for (uint32_t i = 0; i < c->max_lanes; i++) {
 			const struct sim_lane *l = &s->lanes[i];
 
-			if (!l->active)
+			if (!l->active ||
+			    pace__caps_stream(s->sc->src[l->src].caps))
 				continue;
 			infl += l->end - l->pos;
 			if (l->q)

@@ -191,6 +191,19 @@ struct sim {
 	int next_blob;	   /* RD_LOADER: the next blob no worker took */
 };
 
+/* scenarios.c, for the named scenarios of other files: a scenario's
+ * defaults, a source, a sequential reader, and a run judged and printed
+ * as a row. */
+void sim__base(struct scenario *sc, const char *name);
+struct src_spec sim__src(int blob, double rate, double cap, double lat);
+struct rd_spec sim__seq(int blob, double rate, uint64_t rsize);
+void sim__named(const struct scenario *sc,
+		bool (*judge)(const struct scenario *, const struct figures *,
+			      char *, size_t));
+
+/* streams.c: sources that ignore Range or send no length. */
+void sim__streams(void);
+
 /* world.c */
 
 /* Records the first failure of a run in s->err; returns -1. */

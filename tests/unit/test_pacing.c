@@ -1059,6 +1059,81 @@ static void test_no_ranges_single_stream(void)
 	pace_free(p);
 }
 
+/* A stream starts at its blob's first missing byte whatever the read
+ * asks (the source sends from byte 0), owns the rest, so a far read
+ * starts nothing else; restarted after a fault, it starts where the held
+ * bytes end. */
+static void test_no_ranges_far_read_and_restart(void)
+{
+	struct pace_config c;
+	struct pace *p;
+	uint32_t b, s, r, w, w2;
+	struct pace_action a[8];
+	uint64_t now = 0;
+
+	small_cfg(&c);
+	c.backoff_ns = 100 * MS;
+	T_EQ_INT(pace_new(&c, &p), 0);
+	T_EQ_INT(pace_blob_add(p, 1 * MIB, &b), 0);
+	T_EQ_INT(pace_source_add(p, b, PACE_CAPS_NO_RANGES, &s), 0);
+	T_EQ_INT(pace_reader_open(p, b, 0, &r), 0);
+	T_EQ_INT(pace_reader_read(p, r, 900 * KIB, 4 * KIB, 0), 0);
+	T_EQ_INT(pace_wait_begin(p, r, 900 * KIB, 4 * KIB, 0, &w), 0);
+	T_EQ_INT(pace_poll(p, 0, a, 8), 1);
+	T_EQ_INT(a[0].kind, PACE_ACT_START);
+	T_EQ_U64(a[0].start, 0);
+	T_EQ_U64(a[0].end, 1 * MIB);
+	/* A second far read starts nothing: the stream owns its bytes. */
+	T_EQ_INT(pace_wait_begin(p, r, 600 * KIB, 4 * KIB, 0, &w2), 0);
+	T_EQ_INT(pace_poll(p, 0, a + 1, 7), 0);
+	now += 10 * MS;
+	T_EQ_INT(pace_on_data(p, a[0].lane, 0, 256 * KIB, now), 0);
+	T_EQ_INT(pace_on_done(p, a[0].lane, PACE_OUT_TRANSIENT, 0, now), 0);
+	now += 200 * MS;
+	T_EQ_INT(pace_poll(p, now, a, 8) >= 1, 1);
+	T_EQ_INT(a[0].kind, PACE_ACT_START);
+	T_EQ_U64(a[0].start, 256 * KIB);
+	T_EQ_U64(a[0].end, 1 * MIB);
+	pace_free(p);
+}
+
+/* A stream far ahead of its reader is to be held; held, it is no stall;
+ * once the reader comes near it goes on; a read that waits lets it go on
+ * at once. */
+static void test_stream_hold(void)
+{
+	struct pace_config c;
+	struct pace *p;
+	uint32_t b, s, r, w;
+	struct pace_action a[8];
+	uint64_t now = 0;
+
+	small_cfg(&c);
+	c.stall_ns = 2 * SEC;
+	T_EQ_INT(pace_new(&c, &p), 0);
+	T_EQ_INT(pace_blob_add(p, 64 * MIB, &b), 0);
+	T_EQ_INT(pace_source_add(p, b, PACE_CAPS_NO_RANGES, &s), 0);
+	T_EQ_INT(pace_reader_open(p, b, 0, &r), 0);
+	T_EQ_INT(pace_reader_read(p, r, 0, 4 * KIB, 0), 0);
+	T_EQ_INT(pace_wait_begin(p, r, 0, 4 * KIB, 0, &w), 0);
+	T_EQ_INT(pace_poll(p, 0, a, 8), 1);
+	T_ASSERT(!pace_lane_hold_wanted(p, a[0].lane)); /* a read waits */
+	now += 10 * MS;
+	T_EQ_INT(pace_on_data(p, a[0].lane, 0, 12 * MIB, now), 0);
+	pace_wait_end(p, w);
+	T_ASSERT(pace_lane_hold_wanted(p, a[0].lane));
+	T_EQ_INT(pace_lane_hold(p, a[0].lane, true, now), 1);
+	T_EQ_INT(pace_lane_hold(p, a[0].lane, true, now), 0);
+	/* Held past the stall time: no CANCEL. */
+	now += 5 * SEC;
+	T_EQ_INT(pace_poll(p, now, a + 1, 7), 0);
+	/* Its reader comes within half the lead: it goes on. */
+	T_EQ_INT(pace_reader_read(p, r, 8 * MIB, 4 * KIB, now), 0);
+	T_ASSERT(!pace_lane_hold_wanted(p, a[0].lane));
+	T_EQ_INT(pace_lane_hold(p, a[0].lane, false, now), 1);
+	pace_free(p);
+}
+
 /* Finds the action of kind k in the last poll, or NULL. */
 static const struct pace_action *fix_find(const struct fix *f,
 					  enum pace_action_kind k)
@@ -1705,6 +1780,8 @@ static const struct t_case cases[] = {
 	{"capacity", test_capacity},
 	{"blob_end_clamp", test_blob_end_clamp},
 	{"no_ranges_single_stream", test_no_ranges_single_stream},
+	{"no_ranges_far_read_and_restart", test_no_ranges_far_read_and_restart},
+	{"stream_hold", test_stream_hold},
 	{"queue_next", test_queue_next},
 	{"queue_dropped", test_queue_dropped},
 	{"retry_jitter", test_retry_jitter},
