@@ -92,24 +92,6 @@ static void named(const struct scenario *sc,
 	row(sc->name, &f, rc == 0, target, rc ? err : note);
 }
 
-/* For the scenarios of other files (scatter.c). */
-void sim__base(struct scenario *sc, const char *name)
-{
-	base(sc, name);
-}
-
-struct src_spec sim__src(int blob, double rate, double cap, double lat)
-{
-	return src(blob, rate, cap, lat);
-}
-
-void sim__named(const struct scenario *sc,
-		bool (*judge)(const struct scenario *, const struct figures *,
-			      char *, size_t))
-{
-	named(sc, judge);
-}
-
 /* The same scenario with an executor that sends nothing ahead: QUEUE is
  * advisory, so ignoring it costs a round trip per request and nothing
  * more. */
@@ -1134,7 +1116,7 @@ static void random_scenario(struct scenario *sc, uint64_t seed)
 	sc->limit = 300;
 }
 
-/* For the scenarios of other files (streams.c). */
+/* For the scenarios of other files (scatter.c, streams.c). */
 void sim__base(struct scenario *sc, const char *name)
 {
 	base(sc, name);

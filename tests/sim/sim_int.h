@@ -237,13 +237,6 @@ bool sim__unmeetable(const struct scenario *sc, char *why, size_t n);
 int sim__run(const struct scenario *sc, struct figures *fig, char *err,
 	     size_t errlen);
 
-/* scenarios.c, for the scenarios of other files */
-void sim__base(struct scenario *sc, const char *name);
-struct src_spec sim__src(int blob, double rate, double cap, double lat);
-void sim__named(const struct scenario *sc,
-		bool (*judge)(const struct scenario *, const struct figures *,
-			      char *, size_t));
-
 /* scatter.c: scattered and dependent readers, speculative fill */
 void sim__scatter(void);
 
