@@ -720,34 +720,6 @@ const char *fs_opts_form(size_t i, char *buf, size_t cap)
 	return buf;
 }
 
-void fs_opts_free(struct fs_opts *o)
-{
-	fuse_opt_free_args(&o->fuse_args);
-	free(o->url);
-	free(o->url_file);
-	free(o->mountpoint);
-	free(o->cache_dir);
-	free(o->name);
-	for (unsigned i = 0; i < o->nmirrors; i++)
-		free(o->mirrors[i]);
-	free(o->mirrors);
-	auth_headers_free(o->headers, o->nheaders);
-	for (unsigned i = 0; i < o->nheader_files; i++)
-		free(o->header_files[i]);
-	free(o->header_files);
-	free(o->auth_command);
-	free(o->endpoint);
-	free(o->region);
-	free(o->s3_addressing);
-	free(o->cafile);
-	free(o->proxy);
-	free(o->metrics);
-	for (unsigned i = 0; i < o->nmetrics_labels; i++)
-		free(o->metrics_labels[i]);
-	free(o->metrics_labels);
-	memset(o, 0, sizeof(*o));
-}
-
 /* Where --help's text starts, past "-o name=ARG". */
 #define HELP_COL 30
 

@@ -1,6 +1,7 @@
 /* values: the values the command line reads and shows beside its option
  * table: a file name (given, or derived from a URL), a size as written
- * and as people read it, the default cache directory. */
+ * and as people read it, the default cache directory; and the options'
+ * strings freed (fs_opts_free). */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -10,6 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <fuse_opt.h>
+
+#include "fs/auth/auth.h"
 #include "fs/base.h"
 #include "fs/cli/cli.h"
 #include "fs/cli/cli_int.h"
@@ -165,4 +169,32 @@ const char *cli__human_size(uint64_t n, char *buf, size_t cap)
 	else
 		snprintf(buf, cap, "%.1f %s", v, unit[u]);
 	return buf;
+}
+
+void fs_opts_free(struct fs_opts *o)
+{
+	fuse_opt_free_args(&o->fuse_args);
+	free(o->url);
+	free(o->url_file);
+	free(o->mountpoint);
+	free(o->cache_dir);
+	free(o->name);
+	for (unsigned i = 0; i < o->nmirrors; i++)
+		free(o->mirrors[i]);
+	free(o->mirrors);
+	auth_headers_free(o->headers, o->nheaders);
+	for (unsigned i = 0; i < o->nheader_files; i++)
+		free(o->header_files[i]);
+	free(o->header_files);
+	free(o->auth_command);
+	free(o->endpoint);
+	free(o->region);
+	free(o->s3_addressing);
+	free(o->cafile);
+	free(o->proxy);
+	free(o->metrics);
+	for (unsigned i = 0; i < o->nmetrics_labels; i++)
+		free(o->metrics_labels[i]);
+	free(o->metrics_labels);
+	memset(o, 0, sizeof(*o));
 }
