@@ -162,6 +162,12 @@ int cache__db_walk(MDB_txn *txn, MDB_dbi dbi, const struct cache_id *id,
 		   int (*fn)(void *ctx, const MDB_val *k, const MDB_val *v),
 		   void *ctx, int *stopped);
 
+/* The blob ids that key dbi's entries (record.c), into *ids (the
+ * caller frees it) and *n; a failure is logged as "DIR: list WHAT: ...".
+ * 0 or a negative errno. */
+int cache__ids_of(struct cache *c, MDB_dbi dbi, const char *what,
+		  struct cache_id **ids, size_t *n);
+
 /* Deletes the entries of dbi in txn keyed by blob id (every one: id
  * NULL), each after fn(ctx, k, v) (NULL: none) returned 0 for it; a
  * non-zero value of fn (an MDB code) stops and is returned. MDB code. */

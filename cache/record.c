@@ -330,7 +330,8 @@ static int cache__ids_one(void *ctx, const MDB_val *k, const MDB_val *v)
 	return 0;
 }
 
-int cache_blob_ids(struct cache *c, struct cache_id **ids, size_t *n)
+int cache__ids_of(struct cache *c, MDB_dbi dbi, const char *what,
+		  struct cache_id **ids, size_t *n)
 {
 	struct cache__ids l = {0};
 	MDB_txn *txn = NULL;
@@ -340,7 +341,7 @@ int cache_blob_ids(struct cache *c, struct cache_id **ids, size_t *n)
 		return -EINVAL;
 	rc = cache__rtxn_get(c, &txn);
 	if (rc == 0) {
-		rc = cache__db_walk(txn, c->dbi_blobs, NULL, cache__ids_one, &l,
+		rc = cache__db_walk(txn, dbi, NULL, cache__ids_one, &l,
 				    &stopped);
 		cache__rtxn_put(c, txn);
 	}
@@ -348,13 +349,18 @@ int cache_blob_ids(struct cache *c, struct cache_id **ids, size_t *n)
 		rc = stopped;
 	if (rc) {
 		free(l.v);
-		cache__log(c, CACHE_LOG_ERR, "%s: list blobs: %s", c->dir,
+		cache__log(c, CACHE_LOG_ERR, "%s: list %s: %s", c->dir, what,
 			   mdb_strerror(rc));
 		return cache__errno(rc);
 	}
 	*ids = l.v;
 	*n = l.n;
 	return 0;
+}
+
+int cache_blob_ids(struct cache *c, struct cache_id **ids, size_t *n)
+{
+	return cache__ids_of(c, c ? c->dbi_blobs : 0, "blobs", ids, n);
 }
 
 /* Adds the length of every well-formed extent (a malformed one, which the

@@ -153,55 +153,7 @@ int cache_regions_drop(struct cache *c, const struct cache_id *id)
 	return cache__txn_finish(c, txn, rc, "drop regions", step);
 }
 
-/* Collects the ids of a walk (every key of the regions database). */
-struct ids {
-	struct cache_id *v;
-	size_t n, cap;
-};
-
-static int ids_one(void *ctx, const MDB_val *k, const MDB_val *v)
-{
-	struct ids *l = ctx;
-
-	(void)v;
-	if (k->mv_size != CACHE_ID_LEN)
-		return 0;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct cache_id *p = realloc(l->v, cap * sizeof(*p));
-
-		if (!p)
-			return ENOMEM;
-		l->v = p;
-		l->cap = cap;
-	}
-	memcpy(l->v[l->n++].b, k->mv_data, CACHE_ID_LEN);
-	return 0;
-}
-
 int cache_regions_ids(struct cache *c, struct cache_id **ids, size_t *n)
 {
-	struct ids l = {0};
-	MDB_txn *txn = NULL;
-	int rc, stopped = 0;
-
-	if (!c || !ids || !n)
-		return -EINVAL;
-	rc = cache__rtxn_get(c, &txn);
-	if (rc == 0) {
-		rc = cache__db_walk(txn, c->dbi_regions, NULL, ids_one, &l,
-				    &stopped);
-		cache__rtxn_put(c, txn);
-	}
-	if (rc == 0)
-		rc = stopped;
-	if (rc) {
-		free(l.v);
-		cache__log(c, CACHE_LOG_ERR, "%s: list regions: %s", c->dir,
-			   mdb_strerror(rc));
-		return cache__errno(rc);
-	}
-	*ids = l.v;
-	*n = l.n;
-	return 0;
+	return cache__ids_of(c, c ? c->dbi_regions : 0, "regions", ids, n);
 }
