@@ -67,10 +67,15 @@ static void render_stream(json_t *st)
 
 	human(st, "frontier", at, sizeof(at));
 	human(st, "rate", rate, sizeof(rate));
-	printf("  stream (the source ignores Range) %s at %s, %s/s",
-	       json_is_true(json_object_get(st, "running")) ? "running"
-							    : "stopped",
-	       at, rate);
+	if (json_is_true(json_object_get(st, "held")))
+		printf("  stream (the source ignores Range) held ahead of its "
+		       "readers at %s",
+		       at);
+	else
+		printf("  stream (the source ignores Range) %s at %s, %s/s",
+		       json_is_true(json_object_get(st, "running")) ? "running"
+								    : "stopped",
+		       at, rate);
 	if (w != NULL) {
 		human(st, "waiting_read", wait, sizeof(wait));
 		printf("; a read at %s waits for it", wait);

@@ -156,6 +156,7 @@ const char *engine_state(struct engine *e, uint32_t b);
 /* The stream of a file whose every source ignores Range (streamnote.c). */
 struct engine_stream_view {
 	bool running;	   /* a lane streams it now */
+	bool held;	   /* that lane is held ahead of its readers */
 	uint64_t frontier; /* its next byte; the bytes held when none runs */
 	uint64_t rate;	   /* bytes per second; 0: not measured yet */
 	uint64_t wait_off; /* the first byte of the earliest waiting read;

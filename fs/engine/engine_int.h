@@ -148,6 +148,9 @@ struct engine_blob {
 	 * stream_from (engine__stream_started); guarded by mu. */
 	uint64_t streams, stream_restarts, stream_from;
 	bool stream_again;
+	/* Said at an open that it is bigger than the cache budget
+	 * (engine__stream_budget_note); guarded by mu. */
+	bool budget_told;
 	/* Its length is unknown (engine_blob_set_open): size is
 	 * ENGINE_SIZE_OPEN until the stream ends; guarded by mu. */
 	bool open_ended;
@@ -420,6 +423,12 @@ void engine__stream_note(struct engine *e, uint32_t b, uint64_t off);
  * e->mu. */
 void engine__stream_started(struct engine *e, uint32_t b, uint64_t start);
 void engine__stream_data(struct engine *e, uint32_t b);
+
+/* At an open of blob b: when every source of b ignores Range and b is
+ * bigger than the cache budget (or of unknown length), logs once what
+ * the cache keeps of it and what a read behind that costs. Without
+ * e->mu (it reads the cache's stats). */
+void engine__stream_budget_note(struct engine *e, uint32_t b);
 
 /* ---- transfers.c ---- */
 

@@ -45,11 +45,12 @@ static void put_stream(struct obs_text *o, struct engine *e, uint32_t b)
 
 	if (engine_stream(e, b, &sv) != 0)
 		return;
-	obs__text_add(o,
-		      ",\"stream\":{\"running\":%s,\"frontier\":%" PRIu64
-		      ",\"rate\":%" PRIu64 ",\"restarts\":%" PRIu64,
-		      sv.running ? "true" : "false", sv.frontier, sv.rate,
-		      sv.restarts);
+	obs__text_add(
+		o,
+		",\"stream\":{\"running\":%s,\"held\":%s,\"frontier\":%" PRIu64
+		",\"rate\":%" PRIu64 ",\"restarts\":%" PRIu64,
+		sv.running ? "true" : "false", sv.held ? "true" : "false",
+		sv.frontier, sv.rate, sv.restarts);
 	if (sv.wait_off != UINT64_MAX)
 		obs__text_add(o, ",\"waiting_read\":%" PRIu64, sv.wait_off);
 	if (sv.eta_ms != UINT64_MAX)

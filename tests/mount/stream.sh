@@ -53,7 +53,7 @@ if fg_mount "$T_TMP/pacefs-slow.log" -o "cache_dir=$T_TMP/cache,read_timeout=30"
 	else
 		t_fail "status says why the far read waits" "'$said'"
 	fi
-	if grep -Eq '"stream":\{"running":true,"frontier":[0-9]+,"rate":[1-9][0-9]*,"restarts":0,"waiting_read":'$((SKIP * 4096))',"wait_ms":[0-9]+\}' <<<"$json"; then
+	if grep -Eq '"stream":\{"running":true,"held":false,"frontier":[0-9]+,"rate":[1-9][0-9]*,"restarts":0,"waiting_read":'$((SKIP * 4096))',"wait_ms":[0-9]+\}' <<<"$json"; then
 		t_pass "status --json: the stream's frontier, rate, the waiting read at $((SKIP * 4096)), the time left"
 	else
 		t_fail "status --json: the stream" "$(grep -o '"stream":{[^}]*}' <<<"$json")"
