@@ -391,5 +391,6 @@ int pace_lane_info(const struct pace *p, uint32_t lane,
 	out->reader = out->busy ? l->reader : PACE_NONE;
 	out->demand = out->busy && pace__lane_demand(l);
 	out->progress_ns = l->last_progress_ns;
+	out->held = out->busy && l->held;
 	return 0;
 }

@@ -143,6 +143,13 @@ struct pace_config {
 				   filled whole (neighbourhoods and ends for
 				   any); 0 turns speculation off (a metered
 				   link) */
+	uint64_t stream_keep;	/* a whole-object stream is held too once
+				   its frontier is this many bytes past its
+				   slowest reader's cursor (no reader: past
+				   byte 0), going on under half of it: what
+				   the caller's cache keeps ahead of a reader
+				   without evicting it (a budget); 0: no
+				   such limit */
 };
 
 /* Defaults suitable for a mount; the caller may override fields. */
@@ -368,6 +375,7 @@ struct pace_lane_info {
 	bool demand;	      /* it serves a read that waits */
 	uint64_t progress_ns; /* its last byte, or its start: what a stall
 				 (stall_ns without progress) counts from */
+	bool held;	      /* a stream held ahead of its readers */
 };
 
 int pace_lane_info(const struct pace *p, uint32_t lane,
@@ -386,8 +394,9 @@ int pace_lane_info(const struct pace *p, uint32_t lane,
 
 /* Whether the lane, a stream, is to be held now: no read of its blob
  * waits, and its frontier is PACE_STREAM_LEAD past every reader's window
- * (no reader: past byte 0), or, held already, still half of that. False
- * for any other lane. */
+ * (no reader: past byte 0), or stream_keep (when set) past the slowest
+ * reader's cursor; held already, still half of that. False for any other
+ * lane. */
 bool pace_lane_hold_wanted(const struct pace *p, uint32_t lane);
 
 /* Holds the lane (hold) or lets it go on (the stall clock and its rate

@@ -502,6 +502,17 @@ void pace__emit(struct pace_action *a, enum pace_action_kind k,
 /* The first idle lane, or NULL. */
 struct lane *pace__idle_lane(struct pace *p);
 
+/* ---- streams held and started again (hold.c) ---- */
+
+/* Cancels (a yield) each whole-object stream whose blob has a read
+ * waiting for bytes missing before the stream's frontier (evicted behind it
+ * by the caller's cache): the stream never comes back to them, and a new
+ * one from the first missing byte (the source sends from byte 0) serves
+ * the read at once rather than after the stream's end. Fills at most cap
+ * CANCEL actions; returns how many. */
+size_t pace__streams_behind(struct pace *p, struct pace_action *acts,
+			    size_t cap);
+
 /* ---- sources (source.c) ---- */
 
 /* d plus up to jitter_pct percent of it, at random. */

@@ -664,6 +664,7 @@ size_t pace_poll(struct pace *p, uint64_t now_ns, struct pace_action *acts,
 	pace__measure(p);
 	p->infl = pace__inflight_sum(p);
 	pace__count_lanes(p);
+	o.n = pace__streams_behind(p, acts, cap);
 	if (start_promoted(p, &o) && reclaim_stalled(p, &o) &&
 	    yield_old_windows(p, &o) && serve_waits(p, &o) &&
 	    steal_idle(p, &o, true) && read_ahead(p, &o) &&

@@ -56,6 +56,37 @@ static void render_file(json_t *v)
 	       shown(v, "state", state, sizeof(state)));
 }
 
+/* A file's stream (a source that ignores Range): where it is, how fast,
+ * the earliest read waiting for it and the time it has to go, its
+ * restarts from byte 0. */
+static void render_stream(json_t *st)
+{
+	char at[32], rate[32], wait[32];
+	json_t *w = json_object_get(st, "waiting_read");
+	json_t *ms = json_object_get(st, "wait_ms");
+
+	human(st, "frontier", at, sizeof(at));
+	human(st, "rate", rate, sizeof(rate));
+	if (json_is_true(json_object_get(st, "held")))
+		printf("  stream (the source ignores Range) held ahead of its "
+		       "readers at %s",
+		       at);
+	else
+		printf("  stream (the source ignores Range) %s at %s, %s/s",
+		       json_is_true(json_object_get(st, "running")) ? "running"
+								    : "stopped",
+		       at, rate);
+	if (w != NULL) {
+		human(st, "waiting_read", wait, sizeof(wait));
+		printf("; a read at %s waits for it", wait);
+		if (ms != NULL)
+			printf(", about %.1f s to go",
+			       (double)json_integer_value(ms) / 1000.0);
+	}
+	printf("; %" JSON_INTEGER_FORMAT " restarts from byte 0\n",
+	       json_integer_value(json_object_get(st, "restarts")));
+}
+
 /* A reader: its file, its mode, where it reads, how fast, its window and
  * lead. */
 static void render_reader(json_t *v)
@@ -280,6 +311,8 @@ static void render(json_t *root)
 	json_array_foreach(json_object_get(root, "files"), i, v)
 	{
 		render_file(v);
+		if (json_object_get(v, "stream") != NULL)
+			render_stream(json_object_get(v, "stream"));
 	}
 	json_array_foreach(json_object_get(root, "readers"), i, v)
 	{

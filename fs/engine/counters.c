@@ -39,6 +39,7 @@ void engine_counters(struct engine *e, struct engine_counters *out)
 	out->digest_units = get(&s->digest_units);
 	out->digest_blobs = get(&s->digest_blobs);
 	out->readers = get(&s->readers);
+	out->stream_restarts = get(&s->stream_restarts);
 	out->lanes = e->nlanes;
 	out->lanes_busy = 0;
 	/* The scheduler's, so under its lock: at most 64 lanes. */

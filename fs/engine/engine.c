@@ -68,6 +68,7 @@ int engine_new(const struct engine_config *cfg, struct cache *cache,
 {
 	struct engine *e;
 	struct pace_config pc;
+	struct cache_stats cs;
 	struct fetch_hooks hooks;
 	pthread_condattr_t ca;
 	const char *field = NULL;
@@ -90,6 +91,12 @@ int engine_new(const struct engine_config *cfg, struct cache *cache,
 	e->proxies = cfg->fetch.proxies;
 	e->read_timeout_ns = (uint64_t)cfg->read_timeout_s * 1000000000u;
 	config_pacing(cfg, e->read_timeout_ns, &pc);
+	/* A stream (a source that ignores Range) held before it runs past
+	 * half the cache budget ahead of its slowest reader: the bytes
+	 * beyond would be evicted unread, and the stream asked again from
+	 * byte 0 for them. The other half keeps bytes behind the readers. */
+	if (cache != NULL && cache_stats_get(cache, &cs) == 0)
+		pc.stream_keep = cs.budget / 2;
 	e->stall_ns = pc.stall_ns;
 	e->retry_after_max_ns = pc.retry_after_max_ns;
 	rc = pace_config_check(&pc, &field);

@@ -153,6 +153,23 @@ int engine_validator(struct engine *e, uint32_t b, char *buf, size_t cap);
 /* "remote" (not probed), "empty", "partial", "complete" or "changed". */
 const char *engine_state(struct engine *e, uint32_t b);
 
+/* The stream of a file whose every source ignores Range (streamnote.c). */
+struct engine_stream_view {
+	bool running;	   /* a lane streams it now */
+	bool held;	   /* that lane is held ahead of its readers */
+	uint64_t frontier; /* its next byte; the bytes held when none runs */
+	uint64_t rate;	   /* bytes per second; 0: not measured yet */
+	uint64_t wait_off; /* the first byte of the earliest waiting read;
+			      UINT64_MAX: none waits */
+	uint64_t eta_ms;   /* until the frontier reaches wait_off at rate;
+			      UINT64_MAX: unknown or none waits */
+	uint64_t restarts; /* streams of it that came again from byte 0 */
+};
+
+/* Fills *out with blob b's stream. Returns 0, or -ENOENT when b is not
+ * stream-only (a source of it honours Range) or unknown. Thread-safe. */
+int engine_stream(struct engine *e, uint32_t b, struct engine_stream_view *out);
+
 /* ---- reads (reads.c) ---- */
 
 /* Opens a reader stream on blob b, the file of inode ino. *keep_cache
@@ -303,6 +320,7 @@ struct engine_counters {
 	uint64_t inflight;     /* bytes requested and not yet received */
 	uint64_t spec_bytes;   /* bytes asked speculatively (fill) */
 	uint64_t spec_read;    /* of those, bytes read since */
+	uint64_t stream_restarts; /* streams that came again from byte 0 */
 };
 
 /* Reads the counters (atomics, without the lock) and the gauges of the

@@ -142,6 +142,15 @@ struct engine_blob {
 	/* A read waited far ahead of its stream and was told why
 	 * (engine__stream_note); guarded by mu. */
 	bool stream_told;
+	/* Streams started of it in this mount, and of those the ones that
+	 * came again from byte 0 over bytes held or streamed before; the
+	 * last one is such a stream and its bytes have not come yet, from
+	 * stream_from (engine__stream_started); guarded by mu. */
+	uint64_t streams, stream_restarts, stream_from;
+	bool stream_again;
+	/* Said at an open that it is bigger than the cache budget
+	 * (engine__stream_budget_note); guarded by mu. */
+	bool budget_told;
 	/* Its length is unknown (engine_blob_set_open): size is
 	 * ENGINE_SIZE_OPEN until the stream ends; guarded by mu. */
 	bool open_ended;
@@ -253,7 +262,8 @@ struct engine_stats {
 	_Atomic uint64_t hits, misses;
 	_Atomic uint64_t faults[ENGINE_FAULT_N];
 	_Atomic uint64_t retries, refused, digest_units, digest_blobs;
-	_Atomic uint64_t readers; /* opens less closes */
+	_Atomic uint64_t readers;	  /* opens less closes */
+	_Atomic uint64_t stream_restarts; /* engine__stream_started */
 };
 
 static inline void engine__count(_Atomic uint64_t *c, uint64_t n)
@@ -405,6 +415,20 @@ bool engine__block_set(struct engine_blocks *bs, struct engine_block *p,
  * measured, logs once for the blob why it waits (frontier, rate, seconds
  * left). Called at each wake of a wait. Caller holds e->mu. */
 void engine__stream_note(struct engine *e, uint32_t b, uint64_t off);
+
+/* A stream of blob b starts, asked from `start` (the first byte not
+ * held): a restart when the blob was streamed before in this mount or
+ * has bytes held, which the source sends again; counted and logged by
+ * engine__stream_data when its first byte past them comes. Caller holds
+ * e->mu. */
+void engine__stream_started(struct engine *e, uint32_t b, uint64_t start);
+void engine__stream_data(struct engine *e, uint32_t b);
+
+/* At an open of blob b: when every source of b ignores Range and b is
+ * bigger than the cache budget (or of unknown length), logs once what
+ * the cache keeps of it and what a read behind that costs. Without
+ * e->mu (it reads the cache's stats). */
+void engine__stream_budget_note(struct engine *e, uint32_t b);
 
 /* ---- transfers.c ---- */
 

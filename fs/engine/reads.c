@@ -66,6 +66,8 @@ int engine_open(struct engine *e, uint32_t b, uint64_t ino,
 	pthread_mutex_unlock(&e->mu);
 	if (asked)
 		fetch_wake(e->fetch); /* demand */
+	if (rc == 0)
+		engine__stream_budget_note(e, b);
 	return rc;
 }
 

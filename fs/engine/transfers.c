@@ -280,6 +280,7 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 	struct engine *e = ctx;
 	struct engine_block *done[ENGINE_DONE_MAX];
 	uint32_t blob = e->lane_blob[lane], ndone = 0;
+	const struct engine_source *src;
 	const struct engine_blob *b;
 	bool verify = false;
 	int proxy;
@@ -293,6 +294,9 @@ static void on_data(void *ctx, uint32_t lane, uint64_t off, const void *buf,
 	if (!engine__blob_changed(b)) {
 		e->blobs[blob].via |=
 			proxy >= 0 ? 1u << proxy : ENGINE_VIA_DIRECT;
+		src = engine__source_of(e, e->lane_source[lane]);
+		if (src != NULL && src->stream)
+			engine__stream_data(e, blob);
 		ndone = take_bytes(e, lane, blob, e->lane_source[lane], proxy,
 				   off, buf, len, done);
 		verify = engine__verify_due(e, blob);
@@ -632,6 +636,9 @@ static void run_action(struct engine *e, const struct pace_action *a)
 		pthread_mutex_lock(&e->mu);
 		t.no_cache = engine__recheck(e, e->lane_blob[a->lane], a->start,
 					     a->end);
+		if (t.stream)
+			engine__stream_started(e, e->lane_blob[a->lane],
+					       a->start);
 		pthread_mutex_unlock(&e->mu);
 		rc = fetch_lane_start(e->fetch, a->lane, &t, a->start, a->end);
 		if (rc != 0) {

@@ -73,6 +73,7 @@ enum family {
 	F_FIRST_BYTE,
 	F_FAULTS,
 	F_RETRIES,
+	F_STREAM_RESTARTS,
 	F_REFUSED,
 	F_DIGEST,
 	F_LANES,
@@ -126,6 +127,11 @@ const struct obs_metric_family obs__metric_families[] = {
 	[F_RETRIES] = {"pacefs_transfer_retries_total", "counter",
 		       "Ranges taken back to be asked again: after a transient "
 		       "fault, a throttle or a stall."},
+	[F_STREAM_RESTARTS] = {"pacefs_stream_restarts_total", "counter",
+			       "Streams of sources that ignore Range started "
+			       "again from byte 0 over bytes held or streamed "
+			       "before (a lost connection, bytes evicted "
+			       "behind the stream)."},
 	[F_REFUSED] = {"pacefs_credential_refusals_total", "counter",
 		       "Range transfers refused for their credentials."},
 	[F_DIGEST] = {"pacefs_digest_failures_total", "counter",
@@ -469,6 +475,7 @@ void obs__metrics_walk(struct obs_metrics *mx,
 			emit(&w, F_FAULTS, "", c->faults[i], NULL, 1, "class",
 			     engine_fault_names[i]);
 		emit(&w, F_RETRIES, "", c->retries, NULL, 0);
+		emit(&w, F_STREAM_RESTARTS, "", c->stream_restarts, NULL, 0);
 		emit(&w, F_REFUSED, "", c->refused, NULL, 0);
 		emit(&w, F_DIGEST, "", c->digest_units, NULL, 1, "scope",
 		     "block");

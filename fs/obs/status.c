@@ -36,6 +36,28 @@ static void put_url(struct obs_text *o, const char *url)
 	free(shown);
 }
 
+/* The stream of a file whose every source ignores Range: where it is,
+ * how fast, the earliest read that waits for it and how long it has to
+ * go, and its restarts from byte 0. Nothing for any other file. */
+static void put_stream(struct obs_text *o, struct engine *e, uint32_t b)
+{
+	struct engine_stream_view sv;
+
+	if (engine_stream(e, b, &sv) != 0)
+		return;
+	obs__text_add(
+		o,
+		",\"stream\":{\"running\":%s,\"held\":%s,\"frontier\":%" PRIu64
+		",\"rate\":%" PRIu64 ",\"restarts\":%" PRIu64,
+		sv.running ? "true" : "false", sv.held ? "true" : "false",
+		sv.frontier, sv.rate, sv.restarts);
+	if (sv.wait_off != UINT64_MAX)
+		obs__text_add(o, ",\"waiting_read\":%" PRIu64, sv.wait_off);
+	if (sv.eta_ms != UINT64_MAX)
+		obs__text_add(o, ",\"wait_ms\":%" PRIu64, sv.eta_ms);
+	obs__text_add(o, "}");
+}
+
 /* Status lists at most this many entries of a kind: the document holds
  * 64 KiB. */
 #define OBS_STATUS_ITEMS 512
@@ -209,7 +231,9 @@ int obs_status_json(const struct obs_view *m, char *buf, size_t cap)
 			obs__text_add(&o, "%s", u ? "," : "");
 			put_url(&o, n->urls[u]);
 		}
-		obs__text_add(&o, "]}");
+		obs__text_add(&o, "]");
+		put_stream(&o, e, n->blob);
+		obs__text_add(&o, "}");
 		first = false;
 	}
 	pthread_mutex_unlock(&m->ns->mu);

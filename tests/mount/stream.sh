@@ -2,11 +2,12 @@
 # stream.sh: sources that ignore Range, through pacefs-origin (its norange
 # fault: a 200 with the whole file to every range request). A read far
 # past the stream's frontier waits for the stream and gets the right
-# bytes, the log says once why (frontier, rate, seconds left), the file is
-# sent once; read_timeout bounds such a wait; and in a manifest whose
+# bytes, the log says once why (frontier, rate, seconds left) and status
+# says it while the read waits, the file is sent once; read_timeout bounds such a wait; and in a manifest whose
 # first mirror ignores Range and whose second honours it, the second does
 # the ranged work and the first is only probed. A stream whose connection
-# is lost starts again from byte 0 and the bytes are right; a remount
+# is lost starts again from byte 0 and the bytes are right, counted in
+# status and the metrics; a remount
 # under a revalidation policy still probes (never EIO); a reader paced
 # under the stream's rate has it held ahead of it, not pull the file.
 set -euo pipefail
@@ -33,9 +34,30 @@ mnt=$T_TMP/mnt
 mkdir -p "$mnt"
 if fg_mount "$T_TMP/pacefs-slow.log" -o "cache_dir=$T_TMP/cache,read_timeout=30" "$O_URL/s.bin" "$mnt"; then
 	start=$(date +%s%N)
-	got=$(dd if="$mnt/s.bin" bs=4096 skip="$SKIP" count=1 status=none | sha256sum || true)
+	dd if="$mnt/s.bin" bs=4096 skip="$SKIP" count=1 status=none 2>&1 | sha256sum >"$T_TMP/far.sum" &
+	far=$!
+	# While it waits, status says why: the stream's frontier, rate, the
+	# read it waits for and the seconds left (once the rate is measured).
+	said="" json=""
+	for _ in $(seq 20); do
+		said=$("$PACEFS" status "$mnt" 2>&1 | grep "stream (the source ignores Range)" || true)
+		json=$("$PACEFS" status --json "$mnt" 2>&1 || true)
+		case $said in *"waits for it, about"*) break ;; esac
+		sleep 0.1
+	done
+	wait "$far" || true
 	ms=$((($(date +%s%N) - start) / 1000000))
-	t_eq "a 4 KiB read at 90 % waits for the stream, right bytes ($ms ms)" "$got" "$want90"
+	t_eq "a 4 KiB read at 90 % waits for the stream, right bytes ($ms ms)" "$(cat "$T_TMP/far.sum")" "$want90"
+	if [[ $said =~ running\ at\ [0-9.]+\ [KMG]i?B,\ [0-9.]+\ [KMG]i?B/s\;\ a\ read\ at\ [0-9.]+\ MiB\ waits\ for\ it,\ about\ [0-9.]+\ s\ to\ go ]]; then
+		t_pass "status says why the far read waits: $said"
+	else
+		t_fail "status says why the far read waits" "'$said'"
+	fi
+	if grep -Eq '"stream":\{"running":true,"held":false,"frontier":[0-9]+,"rate":[1-9][0-9]*,"restarts":0,"waiting_read":'$((SKIP * 4096))',"wait_ms":[0-9]+\}' <<<"$json"; then
+		t_pass "status --json: the stream's frontier, rate, the waiting read at $((SKIP * 4096)), the time left"
+	else
+		t_fail "status --json: the stream" "$(grep -o '"stream":{[^}]*}' <<<"$json")"
+	fi
 	got=$(dd if="$mnt/s.bin" bs=4096 skip=$((SKIP + 1)) count=1 status=none | sha256sum || true)
 	t_eq "the next 4 KiB" "$got" \
 		"$(dd if="$WWW/s.bin" bs=4096 skip=$((SKIP + 1)) count=1 status=none | sha256sum)"
@@ -72,7 +94,8 @@ done
 # --- a stream whose connection is lost starts again from byte 0 ------------
 o_start lost --root "$WWW" --fault '/s.bin:norange' --rate 8M
 LOST_PID=$O_PID LOST_URL=$O_URL
-if fg_mount "$T_TMP/pacefs-lost.log" -o "cache_dir=$T_TMP/cache-lost,read_timeout=60" "$LOST_URL/s.bin" "$mnt"; then
+MPORT=$(free_port)
+if fg_mount "$T_TMP/pacefs-lost.log" -o "cache_dir=$T_TMP/cache-lost,read_timeout=60,metrics=127.0.0.1:$MPORT" "$LOST_URL/s.bin" "$mnt"; then
 	sha256sum <"$mnt/s.bin" >"$T_TMP/lost.sum" 2>&1 &
 	reader=$!
 	sleep 1.5
@@ -82,6 +105,9 @@ if fg_mount "$T_TMP/pacefs-lost.log" -o "cache_dir=$T_TMP/cache-lost,read_timeou
 	wait "$reader" || true
 	t_eq "a stream cut mid-way and started again: sha256" "$(cat "$T_TMP/lost.sum")" "$(sha256sum <"$WWW/s.bin")"
 	t_eq "started again once, from byte 0" "$(gets "$O_LOG")" 1
+	json=$("$PACEFS" status --json "$mnt" 2>&1 || true)
+	t_eq "status counts the restart" "$(grep -o '"stream":{[^}]*}' <<<"$json" | grep -o '"restarts":[0-9]*')" '"restarts":1'
+	t_eq "and the metrics" "$(curl -s "http://127.0.0.1:$MPORT/metrics" | awk '$1 ~ /^pacefs_stream_restarts_total/ { print $2 }')" 1
 	umount_pacefs "$mnt"
 else
 	t_fail "mount for a lost stream" "$(tail -n 3 "$T_TMP/pacefs-lost.log")"

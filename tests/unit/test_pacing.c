@@ -1134,6 +1134,87 @@ static void test_stream_hold(void)
 	pace_free(p);
 }
 
+/* Under a cache budget (stream_keep), a stream is held once it runs that
+ * far past its slowest reader's cursor, however wide the readers'
+ * windows, and goes on under half of it; without one, only the lead past
+ * the windows holds it. */
+static void test_stream_keep(void)
+{
+	struct pace_config c;
+	struct pace *p;
+	uint32_t b, s, r, r2, w;
+	struct pace_action a[8];
+	uint64_t now = 0;
+
+	small_cfg(&c);
+	c.stream_keep = 4 * MIB;
+	c.window_max = 64 * MIB;
+	T_EQ_INT(pace_new(&c, &p), 0);
+	T_EQ_INT(pace_blob_add(p, 64 * MIB, &b), 0);
+	T_EQ_INT(pace_source_add(p, b, PACE_CAPS_NO_RANGES, &s), 0);
+	T_EQ_INT(pace_reader_open(p, b, 0, &r), 0);
+	T_EQ_INT(pace_reader_open(p, b, 0, &r2), 0);
+	T_EQ_INT(pace_reader_read(p, r, 0, 4 * KIB, 0), 0);
+	T_EQ_INT(pace_wait_begin(p, r, 0, 4 * KIB, 0, &w), 0);
+	T_EQ_INT(pace_poll(p, 0, a, 8), 1);
+	now += 10 * MS;
+	T_EQ_INT(pace_on_data(p, a[0].lane, 0, 3 * MIB, now), 0);
+	pace_wait_end(p, w);
+	T_ASSERT(!pace_lane_hold_wanted(p, a[0].lane)); /* 3 MiB ahead */
+	T_EQ_INT(pace_on_data(p, a[0].lane, 3 * MIB, 2 * MIB, now), 0);
+	T_ASSERT(pace_lane_hold_wanted(p, a[0].lane)); /* 5 MiB ahead */
+	T_EQ_INT(pace_lane_hold(p, a[0].lane, true, now), 1);
+	/* One reader comes on; the other, near 0, keeps it held. */
+	T_EQ_INT(pace_reader_read(p, r, 3 * MIB, 4 * KIB, now), 0);
+	T_ASSERT(pace_lane_hold_wanted(p, a[0].lane));
+	T_EQ_INT(pace_reader_read(p, r2, 2 * MIB, 4 * KIB, now), 0);
+	T_ASSERT(pace_lane_hold_wanted(p, a[0].lane)); /* 3 MiB - 4 KiB */
+	T_EQ_INT(pace_reader_read(p, r2, 3 * MIB, 4 * KIB, now), 0);
+	T_ASSERT(!pace_lane_hold_wanted(p, a[0].lane)); /* under half */
+	pace_free(p);
+}
+
+/* A read that waits for bytes forgotten behind a running stream (the
+ * caller's cache evicted them) has the stream cancelled, not faulted,
+ * and a new one started from the first missing byte at once. */
+static void test_stream_behind(void)
+{
+	struct pace_config c;
+	struct pace *p;
+	uint32_t b, s, r, w;
+	struct pace_action a[8];
+	uint64_t now = 0;
+	uint32_t lane;
+
+	small_cfg(&c);
+	T_EQ_INT(pace_new(&c, &p), 0);
+	T_EQ_INT(pace_blob_add(p, 64 * MIB, &b), 0);
+	T_EQ_INT(pace_source_add(p, b, PACE_CAPS_NO_RANGES, &s), 0);
+	T_EQ_INT(pace_reader_open(p, b, 0, &r), 0);
+	T_EQ_INT(pace_reader_read(p, r, 0, 4 * KIB, 0), 0);
+	T_EQ_INT(pace_wait_begin(p, r, 0, 4 * KIB, 0, &w), 0);
+	T_EQ_INT(pace_poll(p, 0, a, 8), 1);
+	lane = a[0].lane;
+	now += 10 * MS;
+	T_EQ_INT(pace_on_data(p, lane, 0, 8 * MIB, now), 0);
+	pace_wait_end(p, w);
+	/* Bytes held behind the stream: a read of them waits for nothing. */
+	T_EQ_INT(pace_blob_forget(p, b, 0, 4 * MIB), 0);
+	T_EQ_INT(pace_poll(p, now, a, 8), 0);
+	T_EQ_INT(pace_reader_read(p, r, 1 * MIB, 4 * KIB, now), 0);
+	T_EQ_INT(pace_wait_begin(p, r, 1 * MIB, 4 * KIB, now, &w), 0);
+	T_EQ_INT(pace_poll(p, now, a, 8), 1);
+	T_EQ_INT(a[0].kind, PACE_ACT_CANCEL);
+	T_EQ_INT(a[0].lane, lane);
+	T_ASSERT(!a[0].faulted);
+	T_EQ_INT(pace_on_done(p, lane, PACE_OUT_CANCELLED, 0, now), 0);
+	T_EQ_INT(pace_poll(p, now, a, 8), 1);
+	T_EQ_INT(a[0].kind, PACE_ACT_START);
+	T_EQ_U64(a[0].start, 0);
+	T_EQ_U64(a[0].end, 64 * MIB);
+	pace_free(p);
+}
+
 /* Finds the action of kind k in the last poll, or NULL. */
 static const struct pace_action *fix_find(const struct fix *f,
 					  enum pace_action_kind k)
@@ -1782,6 +1863,8 @@ static const struct t_case cases[] = {
 	{"no_ranges_single_stream", test_no_ranges_single_stream},
 	{"no_ranges_far_read_and_restart", test_no_ranges_far_read_and_restart},
 	{"stream_hold", test_stream_hold},
+	{"stream_keep", test_stream_keep},
+	{"stream_behind", test_stream_behind},
 	{"queue_next", test_queue_next},
 	{"queue_dropped", test_queue_dropped},
 	{"retry_jitter", test_retry_jitter},
