@@ -154,6 +154,12 @@ int cache__txn_end(MDB_txn *txn, int rc);
 int cache__txn_finish(struct cache *c, MDB_txn *txn, int rc, const char *what,
 		      const char *step);
 
+/* Puts v under blob id in dbi in a write transaction of its own, a
+ * failure logged as cache__txn_finish logs it ("DIR: what: step: ...").
+ * 0 or a negative errno. */
+int cache__put_alone(struct cache *c, MDB_dbi dbi, const struct cache_id *id,
+		     MDB_val *v, const char *what);
+
 /* Calls fn(ctx, k, v) for each entry of dbi in txn, in key order: those
  * keyed by blob id (CACHE_ID_LEN + 8 bytes), or every one (id NULL). A
  * non-zero value of fn stops the walk: it goes to *stopped and the walk

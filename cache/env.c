@@ -126,6 +126,21 @@ int cache__txn_finish(struct cache *c, MDB_txn *txn, int rc, const char *what,
 	return cache__errno(rc);
 }
 
+int cache__put_alone(struct cache *c, MDB_dbi dbi, const struct cache_id *id,
+		     MDB_val *v, const char *what)
+{
+	MDB_val k = {.mv_size = CACHE_ID_LEN, .mv_data = (void *)id->b};
+	MDB_txn *txn = NULL;
+	const char *step = "begin";
+	int rc = mdb_txn_begin(c->env, NULL, 0, &txn);
+
+	if (rc == 0) {
+		step = "put";
+		rc = mdb_put(txn, dbi, &k, v, 0);
+	}
+	return cache__txn_finish(c, txn, rc, what, step);
+}
+
 /* The entries of blob id (every one: id NULL) in key order, each through
  * fn, deleted after it with del. */
 static int

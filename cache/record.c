@@ -223,8 +223,6 @@ out:
 int cache_blob_put(struct cache *c, const struct cache_id *id,
 		   const struct cache_blob_record *rec)
 {
-	MDB_txn *txn = NULL;
-	const char *step = "begin";
 	unsigned char *buf;
 	int rc;
 
@@ -233,18 +231,12 @@ int cache_blob_put(struct cache *c, const struct cache_id *id,
 	buf = malloc(CACHE__RECORD_MAX);
 	if (!buf)
 		return -ENOMEM;
-	MDB_val k = {.mv_size = CACHE_ID_LEN, .mv_data = (void *)id->b};
 	MDB_val v = {.mv_size = cache__record_encode(rec, buf), .mv_data = buf};
 	if (v.mv_size == 0) {
 		free(buf);
 		return -EINVAL; /* not terminated */
 	}
-	rc = mdb_txn_begin(c->env, NULL, 0, &txn);
-	if (rc == 0) {
-		step = "put";
-		rc = mdb_put(txn, c->dbi_blobs, &k, &v, 0);
-	}
-	rc = cache__txn_finish(c, txn, rc, "write blob record", step);
+	rc = cache__put_alone(c, c->dbi_blobs, id, &v, "write blob record");
 	free(buf);
 	return rc;
 }

@@ -65,8 +65,6 @@ int cache_regions_put(struct cache *c, const struct cache_id *id,
 		      const struct cache_regions *rg)
 {
 	unsigned char *buf;
-	MDB_txn *txn = NULL;
-	const char *step = "begin";
 	int rc;
 
 	if (!c || !id || !rg || rg->n == 0 || rg->n > CACHE_REGIONS_MAX ||
@@ -78,15 +76,9 @@ int cache_regions_put(struct cache *c, const struct cache_id *id,
 	buf = malloc(REGIONS_VALUE_MAX);
 	if (!buf)
 		return -ENOMEM;
-	MDB_val k = {.mv_size = CACHE_ID_LEN, .mv_data = (void *)id->b};
 	MDB_val v = {.mv_size = encode(rg->validator, rg->r, rg->n, buf),
 		     .mv_data = buf};
-	rc = mdb_txn_begin(c->env, NULL, 0, &txn);
-	if (rc == 0) {
-		step = "put";
-		rc = mdb_put(txn, c->dbi_regions, &k, &v, 0);
-	}
-	rc = cache__txn_finish(c, txn, rc, "remember regions", step);
+	rc = cache__put_alone(c, c->dbi_regions, id, &v, "remember regions");
 	free(buf);
 	return rc;
 }

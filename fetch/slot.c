@@ -106,6 +106,17 @@ static bool slot_validator_ok(const struct fetch_slot *s)
 	       strcmp(v, s->head.last_modified) == 0;
 }
 
+/* A body sent with a Content-Encoding although identity was asked for:
+ * a range of it is of the encoded bytes, not the blob's, and a stream's
+ * are not the blob's either; never stored as its bytes. */
+static size_t slot_refuse_coding(struct fetch_slot *s)
+{
+	return slot_abort(s, FETCH_FATAL,
+			  "%s: '%s' although identity was asked for: "
+			  "pacefs serves the bytes as stored only",
+			  slot_shown(s), s->head.coding);
+}
+
 /* Checks the head of a whole-object stream's answer (a GET without
  * Range): a 200 of the identity bytes, whose Content-Length, when sent,
  * is the blob's size, and whose validator is the target's. */
@@ -119,10 +130,7 @@ static size_t slot_check_stream(struct fetch_slot *s, long status)
 		return slot_abort(s, o, "%s: HTTP %ld", slot_shown(s), status);
 	}
 	if (s->head.coding[0] != '\0')
-		return slot_abort(s, FETCH_FATAL,
-				  "%s: '%s' although identity was asked for: "
-				  "pacefs serves the bytes as stored only",
-				  slot_shown(s), s->head.coding);
+		return slot_refuse_coding(s);
 	if ((s->head.cl_seen && !s->no_length &&
 	     s->head.content_length != s->size) ||
 	    !slot_validator_ok(s)) {
@@ -179,12 +187,7 @@ static size_t slot_check_head(struct fetch_slot *s)
 		return slot_abort(s, o, "%s: HTTP %ld", slot_shown(s), status);
 	}
 	if (s->head.coding[0] != '\0')
-		/* The range is of the encoded bytes, and they are not the
-		 * blob's: never store them as its bytes. */
-		return slot_abort(s, FETCH_FATAL,
-				  "%s: '%s' although identity was asked for: "
-				  "pacefs serves the bytes as stored only",
-				  slot_shown(s), s->head.coding);
+		return slot_refuse_coding(s);
 	if (!s->head.cr_seen)
 		return slot_abort(s, FETCH_FATAL,
 				  "%s: 206 without a valid Content-Range",
