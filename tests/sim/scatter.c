@@ -7,18 +7,10 @@
 
 #include "tests/sim/sim_int.h"
 
-/* The far origin: 20 ms away, 8 MB/s a connection, 8 lanes. */
+/* The far origin (sim__far_origin), one reader. */
 static void far(struct scenario *sc, const char *name, uint64_t size)
 {
-	sim__base(sc, name);
-	sc->cfg.align = 64 * KIB;
-	sc->cfg.min_request = 64 * KIB;
-	sc->cfg.window_min = 256 * KIB;
-	sc->cfg.kernel_piece = 128 * KIB;
-	sc->nblob = 1;
-	sc->size[0] = size;
-	sc->nsrc = 1;
-	sc->src[0] = sim__src(0, 8 * MB, 0, 0.02);
+	sim__far_origin(sc, name, size);
 	sc->nrd = 1;
 	memset(&sc->rd[0], 0, sizeof(sc->rd[0]));
 }

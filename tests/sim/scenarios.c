@@ -1117,6 +1117,11 @@ static void random_scenario(struct scenario *sc, uint64_t seed)
 }
 
 /* For the scenarios of other files (scatter.c, streams.c). */
+void sim__far_origin(struct scenario *sc, const char *name, uint64_t size)
+{
+	far_origin(sc, name, size);
+}
+
 void sim__base(struct scenario *sc, const char *name)
 {
 	base(sc, name);

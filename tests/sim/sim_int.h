@@ -197,6 +197,9 @@ struct sim {
 void sim__base(struct scenario *sc, const char *name);
 struct src_spec sim__src(int blob, double rate, double cap, double lat);
 struct rd_spec sim__seq(int blob, double rate, uint64_t rsize);
+/* The far origin of one blob of size bytes: 20 ms before the first
+ * byte, 8 MB/s a connection, 8 lanes, the mount's alignment and window. */
+void sim__far_origin(struct scenario *sc, const char *name, uint64_t size);
 void sim__named(const struct scenario *sc,
 		bool (*judge)(const struct scenario *, const struct figures *,
 			      char *, size_t));
