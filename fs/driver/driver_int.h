@@ -153,9 +153,10 @@ struct driver_mount {
 struct driver_plans;
 
 /* The mount's read plans, with no plan yet, and the threads that fetch
- * along them (lead_ms: -o readahead=, the window's time; threads: as many
- * as the origin may have connections, each probing one file at a time,
- * at most DRIVER_PLAN_THREADS). 0 or -ENOMEM. */
+ * along them, started with the first plan (lead_ms: -o readahead=, the
+ * window's time; threads: as many as the origin may have connections,
+ * each probing one file at a time, at most DRIVER_PLAN_THREADS). 0 or
+ * -ENOMEM. */
 int driver__plan_set_new(struct driver_mount *m, uint64_t lead_ms,
 			 uint32_t threads, struct driver_plans **out);
 

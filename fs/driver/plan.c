@@ -29,16 +29,22 @@ int driver__plan_set_new(struct driver_mount *m, uint64_t lead_ms,
 	s->m = m;
 	s->lead_ns = lead_ms * 1000000ull;
 	s->listen_fd = -1;
+	s->want_threads =
+		threads < DRIVER_PLAN_THREADS ? threads : DRIVER_PLAN_THREADS;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
-	for (uint32_t k = 0; k < threads && k < DRIVER_PLAN_THREADS; k++) {
-		if (pthread_create(&s->threads[k], NULL, driver__plan_worker,
-				   s) != 0)
-			break;
-		s->nthreads++;
-	}
 	*out = s;
 	return 0;
+}
+
+/* The workers start with the first plan: a mount that is never given one
+ * runs none. Caller holds s->mu; none start once the set is stopping. */
+static void start_workers(struct driver_plans *s)
+{
+	while (!s->stop && s->nthreads < s->want_threads &&
+	       pthread_create(&s->threads[s->nthreads], NULL,
+			      driver__plan_worker, s) == 0)
+		s->nthreads++;
 }
 
 void driver__plan_free(struct driver_plan *p)
@@ -194,6 +200,8 @@ int driver__plan_install(struct driver_plans *s, struct driver_plan *p,
 		}
 		/* An install of no entries is a clear. */
 		s->plans[slot] = p->n ? p : NULL;
+		if (p->n)
+			start_workers(s);
 		pthread_cond_broadcast(&s->cv);
 	}
 	pthread_mutex_unlock(&s->mu);

@@ -76,8 +76,9 @@ struct driver_plans {
 	uint32_t nhints;				  /* guarded by mu */
 	uint32_t rr;					  /* guarded by mu */
 	bool stop;					  /* guarded by mu */
-	pthread_t threads[DRIVER_PLAN_THREADS];
-	uint32_t nthreads;
+	pthread_t threads[DRIVER_PLAN_THREADS]; /* started by the first plan */
+	uint32_t nthreads;			/* guarded by mu */
+	uint32_t want_threads;
 	/* The control socket (plansock.c). */
 	int listen_fd;
 	char sock_name[108]; /* "@pacefs/...": an abstract socket */

@@ -506,6 +506,7 @@ void driver__plan_set_free(struct driver_plans *s)
 	}
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
+	/* s->stop is set: nthreads moves no more. */
 	for (uint32_t k = 0; k < s->nthreads; k++)
 		pthread_join(s->threads[k], NULL);
 	pthread_mutex_lock(&s->mu);
