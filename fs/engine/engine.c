@@ -96,7 +96,8 @@ int engine_new(const struct engine_config *cfg, struct cache *cache,
 	 * beyond would be evicted unread, and the stream asked again from
 	 * byte 0 for them. The other half keeps bytes behind the readers. */
 	if (cache != NULL && cache_stats_get(cache, &cs) == 0)
-		pc.stream_keep = cs.budget / 2;
+		e->cache_budget = cs.budget;
+	pc.stream_keep = e->cache_budget / 2;
 	e->stall_ns = pc.stall_ns;
 	e->retry_after_max_ns = pc.retry_after_max_ns;
 	rc = pace_config_check(&pc, &field);

@@ -310,6 +310,9 @@ struct engine {
 	uint64_t *src_refused_until; /* the hold that refusal began */
 	bool creds_change;
 	uint64_t read_timeout_ns;
+	/* The cache's byte budget when the engine was made (cache_stats_get:
+	 * this process's, else the one last recorded); 0: none. */
+	uint64_t cache_budget;
 	uint64_t stall_ns;
 	uint64_t retry_after_max_ns;
 	uint32_t nlanes;
@@ -427,7 +430,7 @@ void engine__stream_data(struct engine *e, uint32_t b);
 /* At an open of blob b: when every source of b ignores Range and b is
  * bigger than the cache budget (or of unknown length), logs once what
  * the cache keeps of it and what a read behind that costs. Without
- * e->mu (it reads the cache's stats). */
+ * e->mu. */
 void engine__stream_budget_note(struct engine *e, uint32_t b);
 
 /* ---- transfers.c ---- */

@@ -70,14 +70,12 @@ void engine__stream_note(struct engine *e, uint32_t b, uint64_t off)
 void engine__stream_budget_note(struct engine *e, uint32_t b)
 {
 	struct engine_blob *blob = &e->blobs[b];
-	struct cache_stats cs;
 
-	/* The cache's own lock and read transaction: not under e->mu. */
-	if (cache_stats_get(e->cache, &cs) != 0 || cs.budget == 0)
+	if (e->cache_budget == 0)
 		return;
 	pthread_mutex_lock(&e->mu);
 	if (blob->budget_told || !stream_only(blob) ||
-	    (!blob->open_ended && blob->size <= cs.budget))
+	    (!blob->open_ended && blob->size <= e->cache_budget))
 		goto out;
 	blob->budget_told = true;
 	engine__log(e, FS_LOG_INFO,
@@ -90,7 +88,7 @@ void engine__stream_budget_note(struct engine *e, uint32_t b)
 		    blob->name,
 		    blob->open_ended ? "of unknown length, maybe bigger than"
 				     : "bigger than",
-		    cs.budget);
+		    e->cache_budget);
 out:
 	pthread_mutex_unlock(&e->mu);
 }
