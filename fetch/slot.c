@@ -154,7 +154,6 @@ static size_t slot_check_stream(struct fetch_slot *s, long status)
 static size_t slot_check_head(struct fetch_slot *s)
 {
 	long status = 0;
-	const char *validator;
 
 	curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
 	s->res.status = status;
@@ -208,16 +207,13 @@ static size_t slot_check_head(struct fetch_slot *s)
 				  slot_shown(s), s->head.cr_start,
 				  s->head.cr_end, s->head.cr_total, s->from,
 				  s->asked_end - 1, s->size);
-	validator = s->validator;
-	if (validator != NULL && validator[0] != '\0' &&
-	    strcmp(validator, s->head.etag) != 0 &&
-	    strcmp(validator, s->head.last_modified) != 0) {
+	if (!slot_validator_ok(s)) {
 		s->res.blob_changed = true;
 		return slot_abort(s, FETCH_FATAL,
 				  "%s: %s: ETag '%s', Last-Modified '%s', "
 				  "expected '%s'",
 				  slot_shown(s), slot_changed(s), s->head.etag,
-				  s->head.last_modified, validator);
+				  s->head.last_modified, s->validator);
 	}
 	slot_answered(s);
 	slot_blame(s);
