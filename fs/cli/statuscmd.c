@@ -295,6 +295,19 @@ static void render_plan(json_t *v)
 		       human(v, "unread_bytes", bytes, sizeof(bytes)));
 }
 
+/* A list the document cut to fit its attribute: how many it left out. */
+static void left_out(json_t *root, const char *list, const char *what)
+{
+	char key[32];
+	json_t *n;
+
+	snprintf(key, sizeof(key), "%s_left_out", list);
+	n = json_object_get(root, key);
+	if (n != NULL)
+		printf("(and %" JSON_INTEGER_FORMAT " more %s, not shown)\n",
+		       json_integer_value(n), what);
+}
+
 /* The status document as people read it: one section per array, in the
  * order a cold read meets them. */
 static void render(json_t *root)
@@ -314,18 +327,22 @@ static void render(json_t *root)
 		if (json_object_get(v, "stream") != NULL)
 			render_stream(json_object_get(v, "stream"));
 	}
+	left_out(root, "files", "files in use");
 	json_array_foreach(json_object_get(root, "readers"), i, v)
 	{
 		render_reader(v);
 	}
+	left_out(root, "readers", "readers");
 	json_array_foreach(json_object_get(root, "lanes"), i, v)
 	{
 		render_lane(v);
 	}
+	left_out(root, "lanes", "lanes");
 	json_array_foreach(json_object_get(root, "sources"), i, v)
 	{
 		render_source(v);
 	}
+	left_out(root, "sources", "sources");
 	json_array_foreach(json_object_get(root, "proxies"), i, v)
 	{
 		render_proxy(v);

@@ -143,8 +143,9 @@ void obs_metricsd_stop(struct obs_metricsd *d);
 
 /* The state of the mount v shows as one JSON document (for `pacefs
  * status`, through the root's user.pacefs.status attribute): its length,
- * or -ERANGE when cap is too small. Takes the namespace's lock and the
- * engine's. */
+ * or -ERANGE when cap is too small. The files in use take at most half
+ * of cap; those past it are counted in "files_left_out". Takes the
+ * namespace's lock and the engine's. */
 int obs_status_json(const struct obs_view *v, char *buf, size_t cap);
 
 #endif

@@ -62,10 +62,34 @@ static void put_stream(struct obs_text *o, struct engine *e, uint32_t b)
  * 64 KiB. */
 #define OBS_STATUS_ITEMS 512
 
-static void put_lanes(struct obs_text *o, const struct engine_view *v)
+/* Whether the item written since mark ends within bound. One that does
+ * not is taken back whole: a list past its share of the document is cut
+ * and its items counted ("files_left_out", ...), never the document. */
+static bool item_fits(struct obs_text *o, size_t mark, size_t bound)
+{
+	if (o->len == mark || (!o->failed && o->len <= bound))
+		return true; /* nothing written (a failure before), or it fits
+			      */
+	o->len = mark;
+	o->failed = false;
+	return false;
+}
+
+/* ",\"NAME_left_out\":N" after a list that was cut. */
+static void put_left_out(struct obs_text *o, const char *name, uint64_t n)
+{
+	if (n > 0)
+		obs__text_add(o, ",\"%s_left_out\":%" PRIu64, name, n);
+}
+
+/* The lists below write their items while they end within bound and
+ * return how many they left out. */
+static uint32_t put_lanes(struct obs_text *o, const struct engine_view *v,
+			  size_t bound)
 {
 	for (uint32_t i = 0; i < v->nlanes; i++) {
 		const struct engine_lane_view *l = &v->lanes[i];
+		size_t mark = o->len;
 
 		obs__text_add(o, "%s{\"lane\":%u,\"file\":", i ? "," : "",
 			      l->lane);
@@ -87,13 +111,18 @@ static void put_lanes(struct obs_text *o, const struct engine_view *v)
 			obs__text_add(o, ",\"reader\":%" PRIu32,
 				      l->info.reader);
 		obs__text_add(o, "}");
+		if (!item_fits(o, mark, bound))
+			return v->nlanes - i;
 	}
+	return 0;
 }
 
-static void put_readers(struct obs_text *o, const struct engine_view *v)
+static uint32_t put_readers(struct obs_text *o, const struct engine_view *v,
+			    size_t bound)
 {
 	for (uint32_t i = 0; i < v->nreaders; i++) {
 		const struct engine_reader_view *r = &v->readers[i];
+		size_t mark = o->len;
 
 		obs__text_add(o, "%s{\"reader\":%" PRIu32 ",\"file\":",
 			      i ? "," : "", r->reader);
@@ -104,12 +133,18 @@ static void put_readers(struct obs_text *o, const struct engine_view *v)
 			      ",\"lead\":%" PRIu64 ",\"lead_ms\":%" PRIu64 "}",
 			      r->mode, r->info.cursor, r->info.rate,
 			      r->info.window, r->info.lead, r->info.lead_ms);
+		if (!item_fits(o, mark, bound))
+			return v->nreaders - i;
 	}
+	return 0;
 }
 
-static void put_sources(struct obs_text *o, const struct engine_view *v)
+static uint32_t put_sources(struct obs_text *o, const struct engine_view *v,
+			    size_t bound)
 {
 	for (uint32_t i = 0; i < v->nsources; i++) {
+		size_t mark = o->len;
+
 		obs__text_add(o, "%s{\"url\":", i ? "," : "");
 		put_url(o, v->sources[i].url);
 		obs__text_add(o,
@@ -117,7 +152,10 @@ static void put_sources(struct obs_text *o, const struct engine_view *v)
 			      "}",
 			      v->sources[i].state, v->sources[i].lanes,
 			      v->sources[i].rate);
+		if (!item_fits(o, mark, bound))
+			return v->nsources - i;
 	}
+	return 0;
 }
 
 static void put_proxies(struct obs_text *o, struct fetch_proxies *proxies)
@@ -208,16 +246,24 @@ int obs_status_json(const struct obs_view *m, char *buf, size_t cap)
 	struct tree_usage tu;
 	char path[PATH_MAX];
 	bool first = true;
+	uint64_t left_out = 0;
 
 	obs__text_add(&o, "{\"version\":1,\"files\":[");
 	pthread_mutex_lock(&m->ns->mu);
 	tree_ns_usage(m->ns, &tu);
 	for (uint32_t i = 0; i < m->ns->n; i++) {
 		const struct tree_node *n = m->ns->nodes[i];
+		size_t mark = o.len;
 
-		/* Files in use only: the attribute holds 64 KiB at most. */
+		/* Files in use only, within half of the document: the
+		 * attribute holds 64 KiB, and the lanes, readers, cache and
+		 * plans after them say more than the thousandth file. */
 		if (n->is_dir || n->gone || n->blob == TREE_NO_BLOB)
 			continue;
+		if (left_out > 0) {
+			left_out++;
+			continue;
+		}
 		tree_ns_path(m->ns, i, path, sizeof(path));
 		obs__text_add(&o, "%s{\"path\":", first ? "" : ",");
 		put_str(&o, path);
@@ -234,21 +280,35 @@ int obs_status_json(const struct obs_view *m, char *buf, size_t cap)
 		obs__text_add(&o, "]");
 		put_stream(&o, e, n->blob);
 		obs__text_add(&o, "}");
+		if (!item_fits(&o, mark, cap / 2)) {
+			left_out++;
+			continue;
+		}
 		first = false;
 	}
 	pthread_mutex_unlock(&m->ns->mu);
 	if (!view_take(e, &v))
 		o.failed = true; /* out of memory: the caller says so */
-	obs__text_add(&o, "],\"lanes\":[");
-	put_lanes(&o, &v);
-	obs__text_add(&o, "],\"readers\":[");
-	put_readers(&o, &v);
-	obs__text_add(&o, "],\"sources\":[");
-	put_sources(&o, &v);
+	obs__text_add(&o, "]");
+	put_left_out(&o, "files", left_out);
+	/* Each list within its share: what follows the sources (proxies,
+	 * tree, cache, plans; the metrics take what is left) has a quarter. */
+	obs__text_add(&o, ",\"lanes\":[");
+	left_out = put_lanes(&o, &v, cap / 8 * 5);
+	obs__text_add(&o, "]");
+	put_left_out(&o, "lanes", left_out);
+	obs__text_add(&o, ",\"readers\":[");
+	left_out = put_readers(&o, &v, cap / 16 * 11);
+	obs__text_add(&o, "]");
+	put_left_out(&o, "readers", left_out);
+	obs__text_add(&o, ",\"sources\":[");
+	left_out = put_sources(&o, &v, cap / 4 * 3);
+	obs__text_add(&o, "]");
+	put_left_out(&o, "sources", left_out);
 	free(v.lanes);
 	free(v.readers);
 	free(v.sources);
-	obs__text_add(&o, "],\"proxies\":[");
+	obs__text_add(&o, ",\"proxies\":[");
 	put_proxies(&o, m->proxies);
 	obs__text_add(&o, "]");
 	obs__text_add(&o,

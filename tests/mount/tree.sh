@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tree.sh: manifest mounts (nested trees, modes, dates, attributes), bad
 # manifests (each error names the entry and the field), directory-index
-# mounts from nginx autoindex, pacefs status, an interrupted read, and 32
+# mounts from nginx autoindex, pacefs status (also with more files in use
+# than its attribute holds), an interrupted read, and 32
 # readers over 8 files at once, every byte compared.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
@@ -137,6 +138,39 @@ if ls "$MNT" | grep -qx new.bin; then
 else
 	t_fail "index: a new file appears after the listing TTL" "$(ls "$MNT" | tr '\n' ' ')"
 fi
+umount_pacefs "$MNT"
+
+# --- pacefs status with more files in use than its attribute holds (64
+# KiB): the files it has room for, a count of the others, and every other
+# section.
+mkdir -p "$WWW/many"
+for i in $(seq 1 600); do printf 'file %d\n' "$i" >"$WWW/many/f$i"; done
+{
+	printf '{"version": 1, "files": [\n'
+	for i in $(seq 1 600); do
+		printf '{"path": "a-directory-with-a-long-name/f%04d.txt", "urls": ["%s/many/f%d"]}%s\n' \
+			"$i" "$U" "$i" "$([ "$i" -lt 600 ] && echo ,)"
+	done
+	printf ']}\n'
+} >"$T_TMP/many.json"
+MNT=$T_TMP/mnt-many
+mkdir -p "$MNT"
+mount_pacefs -o "cache_dir=$T_TMP/cache-many" "$T_TMP/many.json" "$MNT"
+cat "$MNT"/a-directory-with-a-long-name/* >"$T_TMP/many.out"
+t_eq "600 files read" "$(for i in $(seq 1 600); do printf 'file %d\n' "$i"; done | md5sum)" \
+	"$(md5sum <"$T_TMP/many.out")"
+many=$("$PACEFS" status --json "$MNT" 2>&1 | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(len(d["files"]) + d.get("files_left_out", 0), d.get("files_left_out", 0) > 0,
+      "cache" in d, "tree" in d)' 2>&1 || true)
+t_eq "pacefs status --json: 600 files in use, some counted only, every section" \
+	"$many" "600 True True True"
+"$PACEFS" status "$MNT" >"$T_TMP/status-many.out" 2>&1 || true
+t_check "pacefs status: the files left out counted, the cache shown" \
+	grep -q '^cache:' "$T_TMP/status-many.out"
+t_check "pacefs status: a line for the files not shown" \
+	grep -q '^(and [0-9]* more files in use, not shown)$' "$T_TMP/status-many.out"
 umount_pacefs "$MNT"
 
 # --- an interrupted read returns at once with EINTR, not at its deadline.
