@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """clients.py: the benchmark's real clients (make bench): makes the MP4 (its
-index at the end), the stored zip and the SQLite database, and runs ffprobe,
-ffmpeg, Python's zipfile and sqlite3 on a path, checking what each read
+index at the end), the stored zip, the SQLite database and the tar archive,
+and runs ffprobe, ffmpeg, Python's zipfile, sqlite3 and GNU tar on a path, checking what each read
 against the local copy; like benchread it prints one line, "ok key=value
 ..." or "failed: REASON" with exit status 1.
 
@@ -19,6 +19,7 @@ import sqlite3
 import struct
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
@@ -115,6 +116,23 @@ def cmd_gen_zip(out, members, member_bytes):
         for i in range(members):
             info = zipfile.ZipInfo(f"m{i:03d}.bin", (2024, 1, 1, 0, 0, 0))
             z.writestr(info, random.Random(i).randbytes(member_bytes))
+    os.replace(tmp, out)
+    ok(bytes=os.path.getsize(out), members=members)
+
+
+def cmd_gen_tar(out, members, member_bytes):
+    """A tar archive of MEMBERS members of MEMBER_BYTES seeded random bytes
+    each, named t000.bin, t001.bin, ...: one 512-byte header before each
+    member, as GNU tar writes them."""
+    tmp = out + ".tmp"
+    with tarfile.open(tmp, "w", format=tarfile.GNU_FORMAT) as t:
+        for i in range(members):
+            info = tarfile.TarInfo(f"t{i:03d}.bin")
+            info.size, info.mtime = member_bytes, 1704067200
+            with tempfile.TemporaryFile() as fp:
+                fp.write(random.Random(1000 + i).randbytes(member_bytes))
+                fp.seek(0)
+                t.addfile(info, fp)
     os.replace(tmp, out)
     ok(bytes=os.path.getsize(out), members=members)
 
@@ -305,6 +323,39 @@ def cmd_zip(path, local, member):
     ok(secs=f6(dt), bytes=len(data))
 
 
+# --- tar ----------------------------------------------------------------------
+
+def run_tar(args, what):
+    t0 = time.monotonic()
+    p = subprocess.run(["tar", *args], capture_output=True)
+    dt = time.monotonic() - t0
+    if p.returncode != 0:
+        raise Failed(f"{what}: tar exited {p.returncode}: "
+                     f"{p.stderr.decode(errors='replace').strip()[:200]}")
+    return p.stdout, dt
+
+
+def cmd_tar(path, local, member, log):
+    """`tar tvf` of the archive, then `tar xOf` of MEMBER (GNU tar seeks
+    past the members it does not read; the second finds the headers the
+    first read), each output compared with the local copy's; with an
+    origin LOG, the requests it logged during the listing."""
+    mark = os.path.getsize(log) if log != "-" else 0
+    listing, list_dt = run_tar(["tvf", path], "tar tvf")
+    extra = {}
+    if log != "-":
+        extra["list_reqs"], extra["list_pulled"] = log_since(log, mark)
+    data, member_dt = run_tar(["xOf", path, member], f"tar xOf {member}")
+    if listing != run_tar(["tvf", local], "tar tvf of the local copy")[0]:
+        raise Failed("tar tvf: the listing differs from the local copy's")
+    want, _ = run_tar(["xOf", local, member], "the local copy's member")
+    if data != want:
+        raise Failed(f"tar xOf {member}: differs from the local copy's "
+                     f"({len(data)} vs {len(want)} bytes)")
+    ok(list_secs=f6(list_dt), member_secs=f6(member_dt), bytes=len(data),
+       **extra)
+
+
 # --- sqlite3 ------------------------------------------------------------------
 
 def log_since(log, mark):
@@ -440,12 +491,14 @@ def usage():
         "usage: clients.py gen-media OUT SECS KBPS\n"
         "       clients.py gen-zip OUT MEMBERS MEMBER_BYTES\n"
         "       clients.py gen-db OUT ROWS PAYLOAD_BYTES\n"
+        "       clients.py gen-tar OUT MEMBERS MEMBER_BYTES\n"
         "       clients.py media-refs FILE SECS REFDIR POS...\n"
         "       clients.py ffprobe FILE REF\n"
         "       clients.py ffss FILE POS REFDIR\n"
         "       clients.py play FILE SECS REFDIR AT:POS...\n"
         "       clients.py zip FILE LOCAL MEMBER\n"
         "       clients.py sqlite FILE LOCAL N SEED ROWS LOG|-\n"
+        "       clients.py tar FILE LOCAL MEMBER LOG|-\n"
         "       clients.py eio FILE LIMIT\n"
         "       clients.py fio FIO_ARGUMENT...\n")
     sys.exit(2)
@@ -455,12 +508,14 @@ COMMANDS = {
     "gen-media": (cmd_gen_media, (str, int, int)),
     "gen-zip": (cmd_gen_zip, (str, int, int)),
     "gen-db": (cmd_gen_db, (str, int, int)),
+    "gen-tar": (cmd_gen_tar, (str, int, int)),
     "media-refs": (cmd_media_refs, (str, int, str, "*")),
     "ffprobe": (cmd_ffprobe, (str, str)),
     "ffss": (cmd_ffss, (str, int, str)),
     "play": (cmd_play, (str, int, str, "*")),  # at least one jump
     "zip": (cmd_zip, (str, str, str)),
     "sqlite": (cmd_sqlite, (str, str, int, int, int, str)),
+    "tar": (cmd_tar, (str, str, str, str)),
     "eio": (cmd_eio, (str, int)),
     "fio": (cmd_fio, ("*",)),  # fio's arguments
 }
