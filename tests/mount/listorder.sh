@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# listorder.sh: read-ahead without a plan, through a real mount of a far
+# origin (20 ms before every response, 8 MB/s a connection), 32 KiB files.
+# tar reads a directory in its listing's order: every byte compared with
+# the origin's files, at least 150 files/s (one open at a time pays a
+# round trip without read-ahead: ~39 files/s), and status shows the
+# listing plan tar had; a process that opens the same files in a shuffled
+# order gets no listing plan and pulls no file it did not open; with
+# -o listahead=off tar gets none either.
+set -euo pipefail
+# shellcheck source=tests/lib.sh
+source "$(dirname "$0")/../lib.sh"
+t_require_mount
+t_require_origin
+
+PY=/usr/bin/python3
+if [ ! -x "$PY" ]; then
+	t_skip_all "no $PY"
+fi
+N=400
+WWW=$T_TMP/www
+mkdir -p "$WWW/d/sub" "$T_TMP/mnt" "$T_TMP/out"
+for ((i = 0; i < N; i++)); do
+	head -c 32768 /dev/urandom >"$WWW/d/f-$i.bin"
+done
+for ((i = 0; i < 10; i++)); do
+	head -c 32768 /dev/urandom >"$WWW/d/sub/s-$i.bin"
+done
+o_start far --root "$WWW" --latency 20 --rate 8M --autoindex
+
+# mount_fresh [OPTS]: a new mount of the origin, cold cache.
+mount_fresh() {
+	umount_pacefs "$T_TMP/mnt"
+	rm -rf "$T_TMP/cache"
+	if ! fg_mount "$T_TMP/mount.log" -o "cache_dir=$T_TMP/cache${1:+,$1}" \
+		"$O_URL/" "$T_TMP/mnt"; then
+		t_fail "mount" "$(tail -n 3 "$T_TMP/mount.log")"
+		t_done
+	fi
+}
+
+# origin_files MARK: distinct files of d/ the origin served since byte
+# MARK of its log.
+origin_files() {
+	tail -c +"$(($1 + 1))" "$O_LOG" | awk '$2 ~ /^\/d\/f-/ { print $2 }' | sort -u | wc -l
+}
+
+# 1. tar of the directory, every byte compared, and its rate.
+mount_fresh
+ls "$T_TMP/mnt/d" >/dev/null
+t0=$(date +%s.%N)
+rc=0
+timeout 60 tar cf - -C "$T_TMP/mnt" d | tar xf - -C "$T_TMP/out" || rc=$?
+t1=$(date +%s.%N)
+rate=$(awk -v a="$t0" -v b="$t1" -v n=$((N + 10)) 'BEGIN { printf "%.0f", n / (b - a) }')
+st=$("$PACEFS" status --json "$T_TMP/mnt" 2>&1 || true)
+if [ "$rc" -ne 0 ] || ! diff -r "$WWW/d" "$T_TMP/out/d" >/dev/null; then
+	t_fail "tar reads every byte" "exit $rc; $(diff -rq "$WWW/d" "$T_TMP/out/d" 2>&1 | head -n 3)"
+elif [ "$rate" -ge 150 ]; then
+	t_pass "tar of $((N + 10)) files of 32 KiB, bytes compared: $rate files/s (>= 150)"
+else
+	t_fail "tar at >= 150 files/s" "$rate files/s"
+fi
+if grep -q '"kind":"listing","pid":[0-9]*,"dir":"/d"' <<<"$st" &&
+	grep -q '"state":"done"' <<<"$st"; then
+	t_pass "status shows tar's listing plan: $("$PACEFS" status "$T_TMP/mnt" | grep listing | head -n 2 | tr '\n' ' ')"
+else
+	t_fail "status shows tar's listing plan" "$(cut -c1-400 <<<"$st")"
+fi
+
+# 2. One process opens 100 files of the directory in a shuffled order
+# (a fixed one, with no three in listing order): no listing plan, and the
+# origin serves the files it opened and no other.
+mount_fresh
+mark=$(stat -c %s "$O_LOG")
+ls "$T_TMP/mnt/d" | grep '^f-' | shuf -n 100 --random-source=<(yes) >"$T_TMP/random"
+rout=$(timeout 60 "$PY" - "$T_TMP/mnt/d" "$WWW/d" "$T_TMP/random" <<'EOF' 2>&1
+import sys
+mnt, www, lst = sys.argv[1:4]
+names = [l.strip() for l in open(lst) if l.strip()]
+bad = 0
+for n in names:
+    with open(mnt + "/" + n, "rb") as f, open(www + "/" + n, "rb") as g:
+        bad += f.read() != g.read()
+print("ok" if bad == 0 else "%d differ" % bad)
+EOF
+) || true
+sleep 1
+pulled=$(origin_files "$mark")
+st=$("$PACEFS" status --json "$T_TMP/mnt" 2>&1 || true)
+if [ "$rout" = ok ] && [ "$pulled" -le 100 ] && ! grep -q '"kind":"listing"' <<<"$st"; then
+	t_pass "a shuffled reader gets no listing read-ahead: $pulled files pulled for 100 opened, bytes compared"
+else
+	t_fail "a shuffled reader gets no listing read-ahead" "$rout; $pulled files pulled; $(grep -o '"plans":\[[^]]*' <<<"$st" | cut -c1-300)"
+fi
+
+# 3. -o listahead=off: tar in listing order gets no listing plan; its
+# first 30 files, with the origin's files pulled no more than opened.
+mount_fresh "listahead=off"
+mark=$(stat -c %s "$O_LOG")
+ls "$T_TMP/mnt/d" | grep '^f-' | head -n 30 >"$T_TMP/first"
+rc=0
+(cd "$T_TMP/mnt/d" && timeout 60 tar cf - -T "$T_TMP/first" | wc -c >/dev/null) || rc=$?
+sleep 1
+pulled=$(origin_files "$mark")
+st=$("$PACEFS" status --json "$T_TMP/mnt" 2>&1 || true)
+if [ "$rc" -eq 0 ] && [ "$pulled" -le 30 ] && ! grep -q '"kind":"listing"' <<<"$st"; then
+	t_pass "listahead=off: $pulled files pulled for 30 read in order, no listing plan"
+else
+	t_fail "listahead=off" "exit $rc; $pulled files pulled; $(cut -c1-300 <<<"$st")"
+fi
+umount_pacefs "$T_TMP/mnt"
+if grep -qiE 'assert|segfault|abort' "$T_TMP/mount.log"; then
+	t_fail "the daemon's log" "$(grep -iE 'assert|segfault|abort' "$T_TMP/mount.log" | head -n 2)"
+fi
+
+t_done
