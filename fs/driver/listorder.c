@@ -51,7 +51,8 @@ static struct driver_list_run *run_of(struct driver_plans *s, pid_t pid,
 			*found = true;
 			return r;
 		}
-		if (pick->pid != 0 && (r->pid == 0 || r->last_ns < pick->last_ns))
+		if (pick->pid != 0 &&
+		    (r->pid == 0 || r->last_ns < pick->last_ns))
 			pick = r;
 	}
 	return pick;
