@@ -225,6 +225,8 @@ uint64_t driver__plan_ahead(const struct driver_plans *s,
 
 	if (want < DRIVER_PLAN_AHEAD_MIN)
 		return DRIVER_PLAN_AHEAD_MIN;
+	if (p->listing && want > DRIVER_LIST_AHEAD_MAX)
+		return DRIVER_LIST_AHEAD_MAX;
 	if (want > DRIVER_PLAN_AHEAD_MAX)
 		return DRIVER_PLAN_AHEAD_MAX;
 	return (uint64_t)want;

@@ -32,6 +32,12 @@ struct driver_mount;
 #define DRIVER_LIST_GAP 4    /* entries an open may skip and stay in order */
 #define DRIVER_LIST_MISSES 4 /* its process's other opens that end it */
 #define DRIVER_LIST_ENTRIES_MAX (1u << 20) /* files one plans, at most */
+/* A listing plan guesses that its process reads each file, not how
+ * much of it (`file *` reads a few KiB of each): it fetches ahead at most
+ * DRIVER_LIST_AHEAD_MAX files and DRIVER_LIST_FIRST bytes of each, 32 MiB
+ * at worst, and the file's reader's own window takes over once opened. */
+#define DRIVER_LIST_AHEAD_MAX 128
+#define DRIVER_LIST_FIRST (256ull << 10)
 
 /* A byte range of a plan's entry; len 0: the whole file. */
 struct driver_plan_range {

@@ -61,6 +61,9 @@ static struct driver_plan_hint *take_next(struct driver_plans *s,
 		h->node = p->nodes[p->next];
 		*range = p->ranges != NULL ? p->ranges[p->next]
 					   : (struct driver_plan_range){0, 0};
+		if (p->listing)
+			*range = (struct driver_plan_range){0,
+							    DRIVER_LIST_FIRST};
 		p->next++;
 		s->nhints++;
 		s->rr = (pi + 1) % DRIVER_PLAN_SLOTS;

@@ -150,9 +150,8 @@ int sim__plan_step(struct sim *s, bool *event)
 		return 0;
 	pause_bytes(s);
 	for (int i = 0; i < ps->n; i++)
-		if (pl->open[i] &&
-		    pace_is_held(s->p, s->blob_id[ps->blob[i]], 0,
-				 s->sc->size[ps->blob[i]]))
+		if (pl->open[i] && pace_is_held(s->p, s->blob_id[ps->blob[i]],
+						0, s->sc->size[ps->blob[i]]))
 			reader_close(s, i);
 	if (pl->abandoned || plan_paused(s))
 		return 0;
@@ -160,8 +159,8 @@ int sim__plan_step(struct sim *s, bool *event)
 	for (; pl->next < ps->n && pl->next < end; pl->next++) {
 		int i = pl->next, b = ps->blob[i];
 
-		if (pl->done[i] || pace_is_held(s->p, s->blob_id[b], 0,
-						s->sc->size[b]))
+		if (pl->done[i] ||
+		    pace_is_held(s->p, s->blob_id[b], 0, s->sc->size[b]))
 			continue;
 		if (pace_reader_open(s->p, s->blob_id[b], s->now,
 				     &pl->reader[i]) ||
@@ -232,8 +231,8 @@ static void plan_loader(struct scenario *sc, const char *name, int workers)
 	sc->plan.ahead_min = 16;
 	sc->plan.ahead_max = 4096;
 	sc->plan.pause = 0.5;
-	sc->ideal = (double)FILES * FILE_SIZE / (sc->cfg.max_lanes * 8 * MB) +
-		    0.02;
+	sc->ideal =
+		(double)FILES * FILE_SIZE / (sc->cfg.max_lanes * 8 * MB) + 0.02;
 	sc->limit = 60;
 }
 
@@ -323,7 +322,8 @@ void sim__plans(void)
 	for (int i = 0; i < FILES; i++)
 		sc.order[i] = i;
 	for (int i = 0; i < FILES; i++) {
-		int j = i / 8 * 8 + (int)(sim__rnd64(&rng) % 8), t = sc.order[i];
+		int j = i / 8 * 8 + (int)(sim__rnd64(&rng) % 8),
+		    t = sc.order[i];
 
 		sc.order[i] = sc.order[j];
 		sc.order[j] = t;
