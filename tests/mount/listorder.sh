@@ -6,7 +6,8 @@
 # round trip without read-ahead: ~39 files/s), and status shows the
 # listing plan tar had; a process that opens the same files in a shuffled
 # order gets no listing plan and pulls no file it did not open; with
-# -o listahead=off tar gets none either.
+# -o listahead=off tar gets none either; a process that reads the first
+# KiB of each large file in listing order pulls little more than that.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
@@ -25,6 +26,10 @@ for ((i = 0; i < N; i++)); do
 done
 for ((i = 0; i < 10; i++)); do
 	head -c 32768 /dev/urandom >"$WWW/d/sub/s-$i.bin"
+done
+mkdir -p "$WWW/big"
+for ((i = 0; i < 40; i++)); do
+	head -c $((2 * 1048576)) /dev/urandom >"$WWW/big/b-$i.bin"
 done
 o_start far --root "$WWW" --latency 20 --rate 8M --autoindex
 
@@ -108,6 +113,43 @@ if [ "$rc" -eq 0 ] && [ "$pulled" -le 30 ] && ! grep -q '"kind":"listing"' <<<"$
 	t_pass "listahead=off: $pulled files pulled for 30 read in order, no listing plan"
 else
 	t_fail "listahead=off" "exit $rc; $pulled files pulled; $(cut -c1-300 <<<"$st")"
+fi
+
+# 4. One process reads the first 4 KiB of each of 40 files of 2 MiB in
+# listing order (file *, a thumbnailer): it gets a listing plan, which
+# fetches 256 KiB of each file ahead at most: the origin sends at most
+# that more than without listing plans (where each read's own reader
+# fetches around it, about 1 MiB a file), not the files (80 MiB).
+# big_sent: bytes the origin sent of big/ for that process.
+big_sent() {
+	local mark out
+	mark=$(stat -c %s "$O_LOG")
+	out=$(timeout 60 "$PY" - "$T_TMP/mnt/big" "$WWW/big" <<'EOF' 2>&1
+import os, sys
+mnt, www = sys.argv[1:3]
+bad = 0
+for n in os.listdir(mnt):
+    with open(os.path.join(mnt, n), "rb") as f, open(os.path.join(www, n), "rb") as g:
+        bad += f.read(4096) != g.read(4096)
+print("ok" if bad == 0 else "%d differ" % bad)
+EOF
+	) || true
+	sleep 1
+	if [ "$out" != ok ]; then
+		echo "$out"
+		return
+	fi
+	tail -c +"$((mark + 1))" "$O_LOG" | awk '$2 ~ /^\/big\// { s += $5 } END { print s + 0 }'
+}
+off=$(big_sent)
+mount_fresh
+on=$(big_sent)
+st=$("$PACEFS" status --json "$T_TMP/mnt" 2>&1 || true)
+if [[ $on =~ ^[0-9]+$ && $off =~ ^[0-9]+$ ]] && [ "$on" -le $((off + 40 * 262144)) ] &&
+	grep -q '"kind":"listing","pid":[0-9]*,"dir":"/big"' <<<"$st"; then
+	t_pass "4 KiB of each of 40 files of 2 MiB in listing order: a listing plan, $((on / 1024)) KiB sent ($((off / 1024)) KiB without listing plans, + 10240 at most)"
+else
+	t_fail "a listing plan of large files read in part" "$on bytes sent, $off without; $(grep -o '"plans":\[[^]]*' <<<"$st" | cut -c1-300)"
 fi
 umount_pacefs "$T_TMP/mnt"
 if grep -qiE 'assert|segfault|abort' "$T_TMP/mount.log"; then
