@@ -1,10 +1,11 @@
 /* listorder: read-ahead without a plan, for a process that opens the files
  * of one directory in the order its listing gives them (tar, cp -r, a
- * loader reading shards by name). Each process's opens in a directory are
- * a run; once DRIVER_LIST_RUN in a row follow the listing, the rest of the
- * directory's files become a listing plan of that process: fetched ahead
- * as a set plan's are (paced by its opens, paused when it pauses), and
- * abandoned when its opens leave the order. */
+ * loader reading shards by name, or each of its n workers every n-th
+ * file). Each process's opens in a directory are a run; once
+ * DRIVER_LIST_RUN in a row follow the listing a stride apart, the rest of
+ * the directory's files at that stride become a listing plan of that
+ * process: fetched ahead as a set plan's are (paced by its opens, paused
+ * when it pauses), and abandoned when its opens leave the order. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,43 @@ static uint32_t child_pos(const struct tree_node *d, uint32_t node)
 	return UINT32_MAX;
 }
 
+/* Files among d's children in (a, b], or 0 when b is not after a or
+ * more than DRIVER_LIST_SCAN entries on. Caller holds ns->mu. */
+static uint32_t files_between(const struct tree_ns *ns,
+			      const struct tree_node *d, uint32_t a, uint32_t b)
+{
+	uint32_t n = 0;
+
+	if (b <= a || b - a > DRIVER_LIST_SCAN)
+		return 0;
+	for (uint32_t i = a + 1; i <= b; i++) {
+		const struct tree_node *c = ns->nodes[d->children[i]];
+
+		n += !c->is_dir && !c->gone;
+	}
+	return n;
+}
+
+/* Moves run r to the open at files `step` past its last (0: not after
+ * it): the second open sets the stride (1, or a worker's n of up to
+ * DRIVER_LIST_STRIDE), the next ones continue the run at that stride (a
+ * stride of 1 skipping up to DRIVER_LIST_GAP files), any other starts
+ * it again. */
+static void run_step(struct driver_list_run *r, uint32_t step)
+{
+	if (step != 0 && r->run == 1 && step <= DRIVER_LIST_STRIDE) {
+		r->stride = step;
+		r->run = 2;
+	} else if (step != 0 && r->run >= 2 &&
+		   (step == r->stride ||
+		    (r->stride == 1 && step <= DRIVER_LIST_GAP))) {
+		r->run++;
+	} else {
+		r->run = 1;
+		r->stride = 0;
+	}
+}
+
 /* The run of process pid in directory dir, or the slot to start it in: a
  * free one, else the one opened least lately. Caller holds s->mu. */
 static struct driver_list_run *run_of(struct driver_plans *s, pid_t pid,
@@ -58,15 +96,16 @@ static struct driver_list_run *run_of(struct driver_plans *s, pid_t pid,
 	return pick;
 }
 
-/* A listing plan of d's files past index pos, for pid; NULL when there
- * are none (or no memory). Caller holds s->mu and ns->mu. */
+/* A listing plan of every stride-th of d's files past index pos, for
+ * pid; NULL when there are none (or no memory). Caller holds s->mu and
+ * ns->mu. */
 static struct driver_plan *list_plan(const struct tree_ns *ns,
 				     const struct tree_node *d, uint32_t dir,
-				     uint32_t pos, pid_t pid, uid_t uid,
-				     uint64_t now)
+				     uint32_t pos, uint32_t stride, pid_t pid,
+				     uid_t uid, uint64_t now)
 {
 	struct driver_plan *p = calloc(1, sizeof(*p));
-	uint64_t n = 0;
+	uint64_t n = 0, k = 0;
 
 	if (p == NULL)
 		return NULL;
@@ -75,6 +114,7 @@ static struct driver_plan *list_plan(const struct tree_ns *ns,
 
 		n += !c->is_dir && !c->gone;
 	}
+	n /= stride;
 	if (n > DRIVER_LIST_ENTRIES_MAX)
 		n = DRIVER_LIST_ENTRIES_MAX;
 	p->nodes = n ? malloc(n * sizeof(*p->nodes)) : NULL;
@@ -86,7 +126,7 @@ static struct driver_plan *list_plan(const struct tree_ns *ns,
 	for (uint32_t i = pos + 1; i < d->nchildren && p->n < n; i++) {
 		const struct tree_node *c = ns->nodes[d->children[i]];
 
-		if (!c->is_dir && !c->gone)
+		if (!c->is_dir && !c->gone && ++k % stride == 0)
 			p->nodes[p->n++] = d->children[i];
 	}
 	p->cap = p->n;
@@ -120,21 +160,18 @@ void driver__list_opened(struct driver_plans *s, uint32_t node, pid_t pid,
 		return;
 	}
 	r = run_of(s, pid, dir, &found);
-	/* The next file of the listing, or one a few entries on (a file
-	 * skipped, a subdirectory between): the run goes on. The same file
-	 * again changes nothing. */
+	/* The same file again changes nothing. */
 	if (found && pos == r->pos) {
 		r->last_ns = now;
 		pthread_mutex_unlock(&ns->mu);
 		return;
 	}
-	if (found && pos > r->pos && pos - r->pos <= DRIVER_LIST_GAP) {
-		r->run++;
-	} else {
+	if (!found) {
 		r->pid = pid;
 		r->dir = dir;
-		r->run = 1;
+		r->run = 0;
 	}
+	run_step(r, found ? files_between(ns, d, r->pos, pos) : 0);
 	r->pos = pos;
 	r->last_ns = now;
 	if (r->run >= DRIVER_LIST_RUN) {
@@ -144,15 +181,16 @@ void driver__list_opened(struct driver_plans *s, uint32_t node, pid_t pid,
 		if (*closing == NULL)
 			*closing = calloc(DRIVER_PLAN_HINTS, sizeof(**closing));
 		if (*closing != NULL)
-			p = list_plan(ns, d, dir, pos, pid, uid, now);
+			p = list_plan(ns, d, dir, pos, r->stride, pid, uid,
+				      now);
 	}
 	pthread_mutex_unlock(&ns->mu);
 	if (p == NULL)
 		return;
 	obs_log(FS_LOG_DEBUG,
 		"plan '%s': process %ld opens directory node %" PRIu32
-		" in its listing's order: its next %" PRIu64
-		" files are fetched ahead",
-		p->name, (long)pid, dir, p->n);
+		" in its listing's order, a file in %" PRIu32
+		": its next %" PRIu64 " files are fetched ahead",
+		p->name, (long)pid, dir, r->stride, p->n);
 	driver__plan_list_put(s, p, *closing, nclosing);
 }

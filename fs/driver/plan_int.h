@@ -25,12 +25,14 @@ struct driver_mount;
 
 /* Listing plans (listorder.c): a process that opens a directory's files in
  * its listing order has the next ones planned for it. */
-#define DRIVER_LIST_PLANS 4 /* listing plans at once, beside the others */
+#define DRIVER_LIST_PLANS 16 /* listing plans at once, beside the others */
 #define DRIVER_PLAN_SLOTS (DRIVER_PLANS_MAX + DRIVER_LIST_PLANS)
-#define DRIVER_LIST_RUNS 32  /* processes' runs of opens watched */
-#define DRIVER_LIST_RUN 3    /* opens in listing order that start one */
-#define DRIVER_LIST_GAP 4    /* entries an open may skip and stay in order */
-#define DRIVER_LIST_MISSES 4 /* its process's other opens that end it */
+#define DRIVER_LIST_RUNS 32   /* processes' runs of opens watched */
+#define DRIVER_LIST_RUN 3     /* opens in listing order that start one */
+#define DRIVER_LIST_GAP 4     /* files an open may skip and stay in order */
+#define DRIVER_LIST_STRIDE 16 /* a worker of so many reading every n-th */
+#define DRIVER_LIST_SCAN 256  /* entries between two opens looked at */
+#define DRIVER_LIST_MISSES 4  /* its process's other opens that end it */
 #define DRIVER_LIST_ENTRIES_MAX (1u << 20) /* files one plans, at most */
 /* A listing plan guesses that its process reads each file, not how
  * much of it (`file *` reads a few KiB of each): it fetches ahead at most
@@ -92,8 +94,10 @@ struct driver_plan_hint {
 struct driver_list_run {
 	pid_t pid; /* 0: a free slot */
 	uint32_t dir;
-	uint32_t pos; /* its index among dir's children */
-	uint32_t run;
+	uint32_t pos;	 /* its index among dir's children */
+	uint32_t run;	 /* opens in a row a stride apart */
+	uint32_t stride; /* files from one to the next (a loader's worker
+			    reading every n-th file: n) */
 	uint64_t last_ns;
 };
 

@@ -7,7 +7,8 @@
 # listing plan tar had; a process that opens the same files in a shuffled
 # order gets no listing plan and pulls no file it did not open; with
 # -o listahead=off tar gets none either; a process that reads the first
-# KiB of each large file in listing order pulls little more than that.
+# KiB of each large file in listing order pulls little more than that; a
+# loader's workers reading every 4th file each get a listing plan.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
@@ -141,6 +142,9 @@ EOF
 	fi
 	tail -c +"$((mark + 1))" "$O_LOG" | awk '$2 ~ /^\/big\// { s += $5 } END { print s + 0 }'
 }
+# (Part 5's reading without listing plans, on this mount.)
+ls -U "$T_TMP/mnt/d" | grep '^f-' | sed -n '101,300p' | sed 's|^|d/|' >"$T_TMP/workers"
+loff=$(timeout 60 "$PY" "$T_ROOT/tests/planload.py" "$T_TMP/mnt" "$WWW" "$T_TMP/workers" 4 2>&1) || true
 off=$(big_sent)
 mount_fresh
 on=$(big_sent)
@@ -151,6 +155,23 @@ if [[ $on =~ ^[0-9]+$ && $off =~ ^[0-9]+$ ]] && [ "$on" -le $((off + 40 * 262144
 else
 	t_fail "a listing plan of large files read in part" "$on bytes sent, $off without; $(grep -o '"plans":\[[^]]*' <<<"$st" | cut -c1-300)"
 fi
+# 5. A loader's 4 worker processes read 200 files in listing order, each
+# every 4th (planload.py): each gets a listing plan of its files, and the
+# loader is faster than without listing plans (one round trip a file a
+# worker there).
+lon=$(timeout 60 "$PY" "$T_ROOT/tests/planload.py" "$T_TMP/mnt" "$WWW" "$T_TMP/workers" 4 2>&1) || true
+st=$("$PACEFS" status --json "$T_TMP/mnt" 2>&1 || true)
+fon=$(awk '/^ok/ { print $(NF - 1) }' <<<"$lon")
+foff=$(awk '/^ok/ { print $(NF - 1) }' <<<"$loff")
+nplans=$(grep -o '"kind":"listing","pid":[0-9]*,"dir":"/d"' <<<"$st" | wc -l)
+if [[ $lon != ok* || $loff != ok* ]]; then
+	t_fail "4 workers read every byte" "with listing plans: $lon; without: $loff"
+elif [ "$nplans" -ge 4 ] && awk -v a="$fon" -v b="$foff" 'BEGIN { exit !(a >= 1.5 * b) }'; then
+	t_pass "4 workers, each every 4th file in listing order, bytes compared: $fon files/s with $nplans listing plans, $foff without"
+else
+	t_fail "4 workers in listing order: 4 listing plans, 1.5x faster" "$nplans plans; $fon files/s with, $foff without"
+fi
+
 umount_pacefs "$T_TMP/mnt"
 if grep -qiE 'assert|segfault|abort' "$T_TMP/mount.log"; then
 	t_fail "the daemon's log" "$(grep -iE 'assert|segfault|abort' "$T_TMP/mount.log" | head -n 2)"
