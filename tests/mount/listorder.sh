@@ -45,6 +45,11 @@ mount_fresh() {
 	fi
 }
 
+# d_files: the names of d's files through the mount, in listing order.
+d_files() {
+	find "$T_TMP/mnt/d" -maxdepth 1 -name 'f-*' -printf '%f\n'
+}
+
 # origin_files MARK: distinct files of d/ the origin served since byte
 # MARK of its log.
 origin_files() {
@@ -79,7 +84,7 @@ fi
 # origin serves the files it opened and no other.
 mount_fresh
 mark=$(stat -c %s "$O_LOG")
-ls "$T_TMP/mnt/d" | grep '^f-' | shuf -n 100 --random-source=<(yes) >"$T_TMP/random"
+d_files | shuf -n 100 --random-source=<(yes) >"$T_TMP/random"
 rout=$(timeout 60 "$PY" - "$T_TMP/mnt/d" "$WWW/d" "$T_TMP/random" <<'EOF' 2>&1
 import sys
 mnt, www, lst = sys.argv[1:4]
@@ -104,7 +109,7 @@ fi
 # first 30 files, with the origin's files pulled no more than opened.
 mount_fresh "listahead=off"
 mark=$(stat -c %s "$O_LOG")
-ls "$T_TMP/mnt/d" | grep '^f-' | head -n 30 >"$T_TMP/first"
+d_files | head -n 30 >"$T_TMP/first"
 rc=0
 (cd "$T_TMP/mnt/d" && timeout 60 tar cf - -T "$T_TMP/first" | wc -c >/dev/null) || rc=$?
 sleep 1
@@ -143,7 +148,7 @@ EOF
 	tail -c +"$((mark + 1))" "$O_LOG" | awk '$2 ~ /^\/big\// { s += $5 } END { print s + 0 }'
 }
 # (Part 5's reading without listing plans, on this mount.)
-ls -U "$T_TMP/mnt/d" | grep '^f-' | sed -n '101,300p' | sed 's|^|d/|' >"$T_TMP/workers"
+d_files | sed -n '101,300p' | sed 's|^|d/|' >"$T_TMP/workers"
 loff=$(timeout 60 "$PY" "$T_ROOT/tests/planload.py" "$T_TMP/mnt" "$WWW" "$T_TMP/workers" 4 2>&1) || true
 off=$(big_sent)
 mount_fresh
