@@ -81,6 +81,8 @@ struct fs_opts {
 				  the mount */
 	uint64_t speculate;    /* speculative fill: files up to this size
 				  whole; 0: off */
+	int listahead; /* -o listahead=: 0 on, 1 off (a directory opened in
+			  its listing's order is read ahead) */
 	unsigned listing_ttl_s;
 	unsigned attr_timeout_s;
 	unsigned entry_timeout_s;

@@ -13,7 +13,7 @@ FS_DRIVER_SRCS := fs/driver/mount.c fs/driver/check.c \
 	fs/driver/prepare.c fs/driver/serve.c fs/driver/fs.c fs/driver/node.c \
 	fs/driver/sizes.c fs/driver/learn.c fs/driver/inval.c \
 	fs/driver/exitguard.c fs/driver/plan.c fs/driver/planahead.c \
-	fs/driver/plansock.c
+	fs/driver/listorder.c fs/driver/plansock.c
 FS_CLI_SRCS := fs/cli/opts.c fs/cli/scrub.c fs/cli/urlfile.c \
 	fs/cli/clearproxy.c fs/cli/cachecmd.c fs/cli/regionscmd.c \
 	fs/cli/statuscmd.c fs/cli/values.c fs/cli/plancmd.c

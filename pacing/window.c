@@ -478,6 +478,11 @@ uint64_t pace__request_want(const struct pace *p, uint32_t src,
 
 	if (!rate && r->from_start)
 		rate = pace__short_rate(pace__group(p, &p->sources[src]));
+	/* A plan reader's window is bytes the application will read, set
+	 * once: a quarter at a time cost each planned file four round trips
+	 * on a lane. */
+	if (!rate && r->plan)
+		return r->w;
 	if (!rate)
 		return r->w / 4;
 	return (uint64_t)((double)rate * (double)REQUEST_TIME_NS / (double)SEC);

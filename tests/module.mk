@@ -18,7 +18,7 @@ $(BUILD)/tests/test_fill: $(BUILD)/tests/unit/test_fill.o $(BUILD)/libpacing.a
 # that no object folder is named like the binary. Its header is named here:
 # the compiler's dependency file for several sources keeps the last one's.
 SIM_SRCS := tests/sim/sim.c tests/sim/world.c tests/sim/scenarios.c \
-	tests/sim/scatter.c tests/sim/streams.c
+	tests/sim/scatter.c tests/sim/streams.c tests/sim/plans.c
 $(BUILD)/tests/sim: $(SIM_SRCS) tests/sim/sim_int.h $(BUILD)/libpacing.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $(filter-out %.h,$^)

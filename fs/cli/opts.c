@@ -148,6 +148,7 @@ static const char *const log_levels[] = {"error", "warning", "info", "debug",
 static const char *const log_formats[] = {"text", "json", NULL};
 /* In enum cache_sync's order. */
 static const char *const sync_modes[] = {"full", "meta", "none", NULL};
+static const char *const on_off[] = {"on", "off", NULL};
 _Static_assert(CACHE_SYNC_FULL == 0 && CACHE_SYNC_META == 1 &&
 		       CACHE_SYNC_NONE == 2,
 	       "-o cache_sync= stores its word's index");
@@ -242,6 +243,10 @@ static const struct opt_def opt_table[] = {
 		  "scattered readers' likely next bytes are fetched\n"
 		  "on idle lanes, a file up to SIZE whole (default:\n"
 		  "64M); off: no speculative byte (a metered link)"),
+	OPT_CHOICE("listahead", listahead, on_off, "on|off",
+		   "a process that opens a directory's files in\n"
+		   "its listing's order has the next ones fetched\n"
+		   "ahead, as a read plan's (default: on)"),
 	OPT_OTHER("sha256", read_sha256, "HEX",
 		  "the blob's SHA-256, checked once it is all held"),
 	OPT_UINT("listing_ttl", listing_ttl_s, 0, YEAR_S, "SECS",

@@ -265,15 +265,21 @@ static void render_metrics(json_t *m)
 	printf("speculation: %s asked, %s never read\n", got, net);
 }
 
-/* A read plan: its name and owner, its cursor, what is held ahead. */
+/* A read plan: its name and owner, its cursor, what is held ahead; a
+ * listing plan (a directory read in its listing's order) says whose. */
 static void render_plan(json_t *v)
 {
 	char name[256], state[64], bytes[32], at[PATH_MAX * 4];
+	char kind[32], dir[PATH_MAX * 4];
 	uint64_t ms =
 		(uint64_t)json_integer_value(json_object_get(v, "ahead_ms"));
 
 	human(v, "ahead_bytes", bytes, sizeof(bytes));
 	shown(v, "cursor_path", at, sizeof(at));
+	if (strcmp(shown(v, "kind", kind, sizeof(kind)), "listing") == 0)
+		printf("listing order of %s, process %lld: ",
+		       shown(v, "dir", dir, sizeof(dir)),
+		       json_integer_value(json_object_get(v, "pid")));
 	printf("plan %s (uid %lld): %s, at %lld of %lld%s%s%s, %lld files (%s) "
 	       "ahead, %" PRIu64 ".%01" PRIu64 " s at %.1f files/s, window "
 	       "%lld files\n",

@@ -155,10 +155,12 @@ struct driver_plans;
 /* The mount's read plans, with no plan yet, and the threads that fetch
  * along them, started with the first plan (lead_ms: -o readahead=, the
  * window's time; threads: as many as the origin may have connections,
- * each probing one file at a time, at most DRIVER_PLAN_THREADS). 0 or
- * -ENOMEM. */
+ * each probing one file at a time, at most DRIVER_PLAN_THREADS;
+ * listahead: -o listahead=on, a directory opened in its listing's order
+ * is planned without being told). 0 or -ENOMEM. */
 int driver__plan_set_new(struct driver_mount *m, uint64_t lead_ms,
-			 uint32_t threads, struct driver_plans **out);
+			 uint32_t threads, bool listahead,
+			 struct driver_plans **out);
 
 /* Binds the control socket (an abstract Unix socket, named by
  * driver__plan_socket) and starts accepting plans; allow_other: the
@@ -169,10 +171,13 @@ int driver__plan_listen(struct driver_plans *s, bool allow_other);
  * user.pacefs.control attribute; "" before driver__plan_listen. */
 const char *driver__plan_socket(const struct driver_plans *s);
 
-/* File node was opened by the application: the cursors of the plans
- * whose window holds it move, the others count a miss (and are abandoned
- * after enough); a plan reader of it closes. NULL-safe, thread-safe. */
-void driver__plan_opened(struct driver_plans *s, uint32_t node);
+/* File node was opened by process pid of user uid: the cursors of the
+ * plans whose window holds it move, the others count a miss (and are
+ * abandoned after enough; a listing plan counts its own process's opens
+ * alone); an open no plan expected may start a listing plan
+ * (listorder.c); a plan reader of it closes. NULL-safe, thread-safe. */
+void driver__plan_opened(struct driver_plans *s, uint32_t node, pid_t pid,
+			 uid_t uid);
 
 /* The plans as a JSON array into buf (obs_view.plans_json): length
  * written or -ERANGE. */

@@ -296,7 +296,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, rc == -ENOSPC ? EMFILE : -rc);
 		return;
 	}
-	driver__plan_opened(m->plans, NODE_OF(ino));
+	driver__plan_opened(m->plans, NODE_OF(ino), fuse_req_ctx(req)->pid,
+			    fuse_req_ctx(req)->uid);
 	fi->fh = FH_MAKE(blob, reader);
 	/* The blob is pinned to its validator: cached pages stay true, but
 	 * for bytes dropped as wrong or stale since the last open. */

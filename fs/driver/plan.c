@@ -19,7 +19,8 @@
 #define SEC 1000000000ull
 
 int driver__plan_set_new(struct driver_mount *m, uint64_t lead_ms,
-			 uint32_t threads, struct driver_plans **out)
+			 uint32_t threads, bool listahead,
+			 struct driver_plans **out)
 {
 	struct driver_plans *s = calloc(1, sizeof(*s));
 
@@ -28,6 +29,7 @@ int driver__plan_set_new(struct driver_mount *m, uint64_t lead_ms,
 		return -ENOMEM;
 	s->m = m;
 	s->lead_ns = lead_ms * 1000000ull;
+	s->listahead = listahead;
 	s->listen_fd = -1;
 	s->want_threads =
 		threads < DRIVER_PLAN_THREADS ? threads : DRIVER_PLAN_THREADS;
@@ -37,8 +39,9 @@ int driver__plan_set_new(struct driver_mount *m, uint64_t lead_ms,
 	return 0;
 }
 
-/* The workers start with the first plan: a mount that is never given one
- * runs none. Caller holds s->mu; none start once the set is stopping. */
+/* The workers start with the first plan (or listing plan): a mount that
+ * is never given one runs none. Caller holds s->mu; none start once the
+ * set is stopping. */
 static void start_workers(struct driver_plans *s)
 {
 	while (!s->stop && s->nthreads < s->want_threads &&
@@ -149,7 +152,7 @@ static void plan_gone(struct driver_plans *s, struct driver_plan *p)
 		if (!is_done(p, i))
 			plan_unread(s, p, i);
 	if (p->unread_files > 0)
-		obs_log(FS_LOG_INFO,
+		obs_log(p->listing ? FS_LOG_DEBUG : FS_LOG_INFO,
 			"plan '%s' goes at entry %" PRIu64 " of %" PRIu64
 			": %" PRIu64 " files fetched ahead (%" PRIu64
 			" bytes) were never opened by it",
@@ -222,6 +225,8 @@ uint64_t driver__plan_ahead(const struct driver_plans *s,
 
 	if (want < DRIVER_PLAN_AHEAD_MIN)
 		return DRIVER_PLAN_AHEAD_MIN;
+	if (p->listing && want > DRIVER_LIST_AHEAD_MAX)
+		return DRIVER_LIST_AHEAD_MAX;
 	if (want > DRIVER_PLAN_AHEAD_MAX)
 		return DRIVER_PLAN_AHEAD_MAX;
 	return (uint64_t)want;
@@ -233,7 +238,9 @@ bool driver__plan_paused(const struct driver_plan *p, uint64_t now)
 
 	if (p->rate > 0 && (double)SEC * 4 / p->rate > (double)gap)
 		gap = (uint64_t)((double)SEC * 4 / p->rate);
-	return p->opened > 0 && now - p->last_ns > gap;
+	/* A listing plan starts at an open (last_ns): its process pauses as
+	 * a loader does. */
+	return (p->opened > 0 || p->listing) && now - p->last_ns > gap;
 }
 
 /* An open matched entry i of p at now: counted, the cursor moved past
@@ -248,7 +255,8 @@ static void plan_consume(struct driver_plans *s, struct driver_plan *p,
 	p->opened++;
 	p->misses = 0;
 	if (p->abandoned)
-		obs_log(FS_LOG_INFO, "plan '%s': followed again", p->name);
+		obs_log(p->listing ? FS_LOG_DEBUG : FS_LOG_INFO,
+			"plan '%s': followed again", p->name);
 	p->abandoned = false;
 	p->last_ns = now;
 	while (p->cursor < p->n &&
@@ -297,53 +305,108 @@ static bool plan_find(const struct driver_plans *s, const struct driver_plan *p,
 	return false;
 }
 
-void driver__plan_opened(struct driver_plans *s, uint32_t node)
+/* An open by p's process (any process for a set plan) that p's window
+ * does not hold: a set plan is abandoned once such opens outnumber its
+ * window twice over with no open that matched, a listing plan after
+ * DRIVER_LIST_MISSES (its process left the directory, or the order); a
+ * plan whose cursor reached its end is done, not abandoned. Caller holds
+ * s->mu. */
+static void plan_missed(struct driver_plans *s, struct driver_plan *p,
+			struct driver_plan_hint **many, uint32_t *nmany)
 {
-	struct driver_plan_hint closing[DRIVER_PLANS_MAX + 1];
+	uint64_t limit = p->listing ? DRIVER_LIST_MISSES
+				    : 2 * driver__plan_ahead(s, p) +
+					      DRIVER_PLAN_AHEAD_MIN;
+
+	p->misses++;
+	if (p->abandoned || p->cursor >= p->n || p->misses <= limit)
+		return;
+	p->abandoned = true;
+	obs_log(p->listing ? FS_LOG_DEBUG : FS_LOG_WARN,
+		"plan '%s': abandoned at entry %" PRIu64 " of %" PRIu64
+		" (%" PRIu64 " opens matched none of it): read-ahead "
+		"along it stops",
+		p->name, p->cursor, p->n, p->misses);
+	if (*many == NULL)
+		*many = calloc(DRIVER_PLAN_HINTS, sizeof(**many));
+	if (*many != NULL)
+		plan_unhint(s, p, *many, nmany);
+}
+
+void driver__plan_list_put(struct driver_plans *s, struct driver_plan *p,
+			   struct driver_plan_hint *closing, uint32_t *nclosing)
+{
+	uint32_t slot = DRIVER_PLANS_MAX, best = 4;
+	uint64_t oldest = UINT64_MAX;
+	struct driver_plan *old;
+
+	for (uint32_t k = DRIVER_PLANS_MAX; k < DRIVER_PLAN_SLOTS; k++) {
+		const struct driver_plan *q = s->plans[k];
+		uint32_t rank = 3;
+
+		if (q == NULL)
+			rank = 1;
+		else if (q->pid == p->pid && q->dir == p->dir)
+			rank = 0;
+		else if (q->abandoned || q->cursor >= q->n)
+			rank = 2;
+		if (rank < best ||
+		    (rank == 3 && best == 3 && q->last_ns < oldest)) {
+			best = rank;
+			slot = k;
+			oldest = q != NULL ? q->last_ns : 0;
+		}
+	}
+	old = s->plans[slot];
+	if (old != NULL) {
+		plan_unhint(s, old, closing, nclosing);
+		plan_gone(s, old);
+		driver__plan_free(old);
+	}
+	s->plans[slot] = p;
+	start_workers(s);
+	pthread_cond_broadcast(&s->cv);
+}
+
+void driver__plan_opened(struct driver_plans *s, uint32_t node, pid_t pid,
+			 uid_t uid)
+{
+	struct driver_plan_hint closing[DRIVER_PLAN_SLOTS + 1];
 	struct driver_plan_hint *many = NULL;
 	uint32_t nclosing = 0, nmany = 0;
 	uint64_t now = fs__now_ns();
+	bool matched = false;
 
 	if (s == NULL)
 		return;
 	pthread_mutex_lock(&s->mu);
-	for (uint32_t k = 0; k < DRIVER_PLANS_MAX; k++) {
+	for (uint32_t k = 0; k < DRIVER_PLAN_SLOTS; k++) {
 		struct driver_plan *p = s->plans[k];
 		uint64_t at;
 
-		if (p == NULL)
+		/* A listing plan is its process's: another's opens neither
+		 * move it nor miss it. */
+		if (p == NULL || (p->listing && p->pid != pid))
 			continue;
 		if (plan_find(s, p, node, &at)) {
 			plan_consume(s, p, at, now);
+			matched = true;
 			continue;
 		}
-		/* Another plan's file, or another program's: a plan is
-		 * abandoned once opens that miss it outnumber its window
-		 * twice over with no open that matched. */
-		p->misses++;
-		if (!p->abandoned &&
-		    p->misses > 2 * driver__plan_ahead(s, p) +
-					DRIVER_PLAN_AHEAD_MIN) {
-			p->abandoned = true;
-			obs_log(FS_LOG_WARN,
-				"plan '%s': abandoned at entry %" PRIu64
-				" of %" PRIu64 " (%" PRIu64
-				" opens matched none of it): read-ahead "
-				"along it stops",
-				p->name, p->cursor, p->n, p->misses);
-			if (many == NULL)
-				many = calloc(DRIVER_PLAN_HINTS, sizeof(*many));
-			if (many != NULL)
-				plan_unhint(s, p, many, &nmany);
-		}
+		/* Another plan's file, or another program's. */
+		plan_missed(s, p, &many, &nmany);
 	}
+	/* An open no plan expected may be one of a directory read in its
+	 * listing's order. */
+	if (!matched && s->listahead)
+		driver__list_opened(s, node, pid, uid, now, &many, &nmany);
 	/* The application's reader takes over the file: the plan's reader
 	 * goes (what it asked is on the wire or held). */
 	for (uint32_t k = 0; k < DRIVER_PLAN_HINTS; k++) {
 		struct driver_plan_hint *h = &s->hints[k];
 
 		if (h->state == DRIVER_HINT_OPEN && h->node == node &&
-		    nclosing < DRIVER_PLANS_MAX + 1)
+		    nclosing < DRIVER_PLAN_SLOTS + 1)
 			hint_drop(s, h, closing, &nclosing);
 	}
 	pthread_cond_broadcast(&s->cv);

@@ -23,6 +23,24 @@ struct driver_mount;
 #define DRIVER_PLAN_ENTRIES_MAX (1ull << 26)	   /* 256 MiB of node numbers */
 #define DRIVER_PLAN_PAUSE_NS (500ull * 1000000ull) /* no open: paused */
 
+/* Listing plans (listorder.c): a process that opens a directory's files in
+ * its listing order has the next ones planned for it. */
+#define DRIVER_LIST_PLANS 16 /* listing plans at once, beside the others */
+#define DRIVER_PLAN_SLOTS (DRIVER_PLANS_MAX + DRIVER_LIST_PLANS)
+#define DRIVER_LIST_RUNS 32   /* processes' runs of opens watched */
+#define DRIVER_LIST_RUN 3     /* opens in listing order that start one */
+#define DRIVER_LIST_GAP 4     /* files an open may skip and stay in order */
+#define DRIVER_LIST_STRIDE 16 /* a worker of so many reading every n-th */
+#define DRIVER_LIST_SCAN 256  /* entries between two opens looked at */
+#define DRIVER_LIST_MISSES 4  /* its process's other opens that end it */
+#define DRIVER_LIST_ENTRIES_MAX (1u << 20) /* files one plans, at most */
+/* A listing plan guesses that its process reads each file, not how
+ * much of it (`file *` reads a few KiB of each): it fetches ahead at most
+ * DRIVER_LIST_AHEAD_MAX files and DRIVER_LIST_FIRST bytes of each, 32 MiB
+ * at worst, and the file's reader's own window takes over once opened. */
+#define DRIVER_LIST_AHEAD_MAX 128
+#define DRIVER_LIST_FIRST (256ull << 10)
+
 /* A byte range of a plan's entry; len 0: the whole file. */
 struct driver_plan_range {
 	uint64_t off, len;
@@ -46,7 +64,12 @@ struct driver_plan {
 	 * this plan's opens). */
 	uint64_t unread_files, unread_bytes;
 	bool abandoned; /* opens stopped matching it */
-	double rate;	/* files opened a second, smoothed; 0: unknown */
+	/* A listing plan (listorder.c): the rest of directory dir's files,
+	 * in its listing order, for process pid's opens alone. */
+	bool listing;
+	pid_t pid;
+	uint32_t dir;
+	double rate; /* files opened a second, smoothed; 0: unknown */
 	uint64_t rate_t0, rate_n, last_ns, set_ns;
 };
 
@@ -66,12 +89,27 @@ struct driver_plan_hint {
 			  from other held bytes) */
 };
 
+/* A process's opens in one directory (listorder.c): the listing
+ * position of the last, and how many in a row followed the listing. */
+struct driver_list_run {
+	pid_t pid; /* 0: a free slot */
+	uint32_t dir;
+	uint32_t pos;	 /* its index among dir's children */
+	uint32_t run;	 /* opens in a row a stride apart */
+	uint32_t stride; /* files from one to the next (a loader's worker
+			    reading every n-th file: n) */
+	uint64_t last_ns;
+};
+
 struct driver_plans {
 	struct driver_mount *m;
 	uint64_t lead_ns; /* -o readahead= */
+	bool listahead;	  /* -o listahead=on: listing plans */
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* a plan changed, an open moved a cursor, stop */
-	struct driver_plan *plans[DRIVER_PLANS_MAX];	  /* guarded by mu */
+	/* Set plans in [0, DRIVER_PLANS_MAX), listing plans past them. */
+	struct driver_plan *plans[DRIVER_PLAN_SLOTS];	  /* guarded by mu */
+	struct driver_list_run runs[DRIVER_LIST_RUNS];	  /* guarded by mu */
 	struct driver_plan_hint hints[DRIVER_PLAN_HINTS]; /* guarded by mu */
 	uint32_t nhints;				  /* guarded by mu */
 	uint32_t rr;					  /* guarded by mu */
@@ -116,6 +154,26 @@ uint64_t driver__plan_ahead(const struct driver_plans *s,
  * four files' time at its rate if longer. Nothing more is fetched ahead
  * until it opens again. Caller holds s->mu. */
 bool driver__plan_paused(const struct driver_plan *p, uint64_t now);
+
+/* Puts listing plan p in a listing slot, in place of the same process's
+ * plan of the same directory, else of a free, done or abandoned one, else
+ * of the one whose process opened least lately; the plan it replaces
+ * goes, its readers into closing (room for DRIVER_PLAN_HINTS, or NULL
+ * when there is none to replace). Takes p. Caller holds s->mu. */
+void driver__plan_list_put(struct driver_plans *s, struct driver_plan *p,
+			   struct driver_plan_hint *closing,
+			   uint32_t *nclosing);
+
+/* An open of node by process pid (uid) that no plan expected: its run in
+ * the node's directory goes on or starts again, and a run of
+ * DRIVER_LIST_RUN opens in listing order starts a listing plan of the
+ * directory's next files (listorder.c). Costs a lookup among the
+ * directory's children and nothing more. A plan it replaces puts its
+ * readers into *closing, allocated (DRIVER_PLAN_HINTS) when NULL, for the
+ * caller to close and free. Caller holds s->mu. */
+void driver__list_opened(struct driver_plans *s, uint32_t node, pid_t pid,
+			 uid_t uid, uint64_t now,
+			 struct driver_plan_hint **closing, uint32_t *nclosing);
 
 /* The threads that fetch along the plans (planahead.c). */
 void *driver__plan_worker(void *arg);

@@ -36,8 +36,8 @@ static struct driver_plan_hint *take_next(struct driver_plans *s,
 
 	if (s->nhints >= DRIVER_PLAN_HINTS)
 		return NULL;
-	for (uint32_t k = 0; k < DRIVER_PLANS_MAX; k++) {
-		uint32_t pi = (s->rr + k) % DRIVER_PLANS_MAX;
+	for (uint32_t k = 0; k < DRIVER_PLAN_SLOTS; k++) {
+		uint32_t pi = (s->rr + k) % DRIVER_PLAN_SLOTS;
 		struct driver_plan *p = s->plans[pi];
 		uint64_t end;
 
@@ -61,9 +61,12 @@ static struct driver_plan_hint *take_next(struct driver_plans *s,
 		h->node = p->nodes[p->next];
 		*range = p->ranges != NULL ? p->ranges[p->next]
 					   : (struct driver_plan_range){0, 0};
+		if (p->listing)
+			*range = (struct driver_plan_range){0,
+							    DRIVER_LIST_FIRST};
 		p->next++;
 		s->nhints++;
-		s->rr = (pi + 1) % DRIVER_PLANS_MAX;
+		s->rr = (pi + 1) % DRIVER_PLAN_SLOTS;
 		return h;
 	}
 	return NULL;
@@ -217,17 +220,17 @@ static void plan_held_ahead(struct driver_plans *s, const struct driver_plan *p,
 	}
 }
 
-/* The path of the file at p's cursor, as the inside of a JSON string;
- * "" when the plan is done. Caller holds s->mu. */
-static void cursor_path(struct driver_plans *s, const struct driver_plan *p,
-			char *out, size_t cap)
+/* The path of node (TREE_NO_NODE: none), as the inside of a JSON
+ * string. Caller holds s->mu. */
+static void node_path(struct driver_plans *s, uint32_t node, char *out,
+		      size_t cap)
 {
 	char path[PATH_MAX];
 
 	path[0] = '\0';
-	if (p->cursor < p->n) {
+	if (node != TREE_NO_NODE) {
 		pthread_mutex_lock(&s->m->ns->mu);
-		tree_ns_path(s->m->ns, p->nodes[p->cursor], path, sizeof(path));
+		tree_ns_path(s->m->ns, node, path, sizeof(path));
 		pthread_mutex_unlock(&s->m->ns->mu);
 	}
 	fs__json_escape(path, out, cap);
@@ -239,7 +242,7 @@ static const char *plan_state(const struct driver_plan *p, uint64_t now)
 		return "abandoned";
 	if (p->cursor >= p->n)
 		return "done";
-	if (p->opened == 0)
+	if (p->opened == 0 && !p->listing)
 		return "waiting";
 	if (driver__plan_paused(p, now))
 		return "paused";
@@ -257,34 +260,41 @@ int driver__plan_status_json(void *arg, char *buf, size_t cap)
 		return -ERANGE;
 	buf[used++] = '[';
 	pthread_mutex_lock(&s->mu);
-	for (uint32_t k = 0; k < DRIVER_PLANS_MAX; k++) {
+	for (uint32_t k = 0; k < DRIVER_PLAN_SLOTS; k++) {
 		const struct driver_plan *p = s->plans[k];
 		uint64_t files, bytes, ms;
-		char at[PATH_MAX * 2];
+		char at[PATH_MAX * 2], dir[PATH_MAX * 2];
 		int w;
 
 		if (p == NULL)
 			continue;
 		plan_held_ahead(s, p, &files, &bytes);
-		cursor_path(s, p, at, sizeof(at));
+		node_path(s,
+			  p->cursor < p->n ? p->nodes[p->cursor] : TREE_NO_NODE,
+			  at, sizeof(at));
+		node_path(s, p->listing ? p->dir : TREE_NO_NODE, dir,
+			  sizeof(dir));
 		ms = p->rate > 0 ? (uint64_t)((double)files * 1000.0 / p->rate)
 				 : 0;
-		/* Names are [A-Za-z0-9._-]: nothing to escape. */
-		w = snprintf(buf + used, cap - used,
-			     "%s{\"name\":\"%s\",\"uid\":%u,\"length\":%" PRIu64
-			     ",\"cursor\":%" PRIu64 ",\"cursor_path\":\"%s\""
-			     ",\"opened\":%" PRIu64 ",\"skipped\":%" PRIu64
-			     ",\"unread_files\":%" PRIu64
-			     ",\"unread_bytes\":%" PRIu64 ",\"state\":\"%s\","
-			     "\"rate_milli\":%" PRIu64 ",\"window\":%" PRIu64
-			     ",\"ahead_files\":%" PRIu64
-			     ",\"ahead_bytes\":%" PRIu64
-			     ",\"ahead_ms\":%" PRIu64 "}",
-			     first ? "" : ",", p->name, (unsigned)p->uid, p->n,
-			     p->cursor, at, p->opened, p->skipped,
-			     p->unread_files, p->unread_bytes,
-			     plan_state(p, now), (uint64_t)(p->rate * 1000.0),
-			     driver__plan_ahead(s, p), files, bytes, ms);
+		/* Names are [A-Za-z0-9._-]: nothing to escape. A listing
+		 * plan's kind, process and directory come last. */
+		w = snprintf(
+			buf + used, cap - used,
+			"%s{\"name\":\"%s\",\"uid\":%u,\"length\":%" PRIu64
+			",\"cursor\":%" PRIu64 ",\"cursor_path\":\"%s\""
+			",\"opened\":%" PRIu64 ",\"skipped\":%" PRIu64
+			",\"unread_files\":%" PRIu64
+			",\"unread_bytes\":%" PRIu64 ",\"state\":\"%s\","
+			"\"rate_milli\":%" PRIu64 ",\"window\":%" PRIu64
+			",\"ahead_files\":%" PRIu64 ",\"ahead_bytes\":%" PRIu64
+			",\"ahead_ms\":%" PRIu64 ",\"kind\":\"%s\""
+			",\"pid\":%ld,\"dir\":\"/%s\"}",
+			first ? "" : ",", p->name, (unsigned)p->uid, p->n,
+			p->cursor, at, p->opened, p->skipped, p->unread_files,
+			p->unread_bytes, plan_state(p, now),
+			(uint64_t)(p->rate * 1000.0), driver__plan_ahead(s, p),
+			files, bytes, ms, p->listing ? "listing" : "set",
+			p->listing ? (long)p->pid : 0L, dir);
 		if (w < 0 || (size_t)w >= cap - used) {
 			pthread_mutex_unlock(&s->mu);
 			return -ERANGE;

@@ -520,7 +520,7 @@ void driver__plan_set_free(struct driver_plans *s)
 	for (uint32_t k = 0; k < nopen; k++)
 		engine_close(s->m->engine, open[k].blob, open[k].reader);
 	free(open);
-	for (uint32_t k = 0; k < DRIVER_PLANS_MAX; k++)
+	for (uint32_t k = 0; k < DRIVER_PLAN_SLOTS; k++)
 		driver__plan_free(s->plans[k]);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);

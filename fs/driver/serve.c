@@ -210,7 +210,7 @@ static int start_engine(const struct fs_opts *o, struct driver_mount *m,
 		rc = engine_start(m->engine);
 	if (rc == 0)
 		rc = driver__plan_set_new(m, o->readahead_ms, o->host_lanes,
-					  &m->plans);
+					  o->listahead == 0, &m->plans);
 	if (rc == 0) {
 		rc = driver__plan_listen(m->plans, m->allow_other);
 		/* Without the socket the mount serves; plans are refused. */

@@ -1195,6 +1195,7 @@ int main(int argc, char **argv)
 		sc_slow_new();
 		sim__scatter();
 		sim__streams();
+		sim__plans();
 	}
 	for (int i = 0; i < nrandom + NREGRESS; i++) {
 		struct scenario sc;

@@ -121,6 +121,7 @@ int sim__run(const struct scenario *sc, struct figures *fig, char *err,
 	if (!s)
 		return -1;
 	s->sc = sc;
+	sim__plan_init(s);
 	s->waits = calloc(MAX_SAMPLES, sizeof(double));
 	if (!s->waits || pace_new(&sc->cfg, &s->p)) {
 		sim__fail(s, "pace_new");
@@ -223,6 +224,8 @@ int sim__run(const struct scenario *sc, struct figures *fig, char *err,
 			}
 		}
 		if (sim__readers_step(s, &rng, &event))
+			goto out;
+		if (sim__plan_step(s, &event))
 			goto out;
 		if (sim__all_done(s))
 			break;
@@ -343,6 +346,7 @@ int sim__run(const struct scenario *sc, struct figures *fig, char *err,
 			s->fig.p99 = s->waits[(s->nwaits * 99) / 100];
 			s->fig.max = s->waits[s->nwaits - 1];
 		}
+		sim__plan_end(s);
 		s->fig.requests = st.requests;
 		s->fig.steals = st.steals;
 		s->fig.reclaims = st.reclaims;

@@ -81,7 +81,24 @@ struct rd_spec {
 	uint64_t stop_after; /* seq: stops after consuming this; 0: the end */
 	const struct rd_step *script; /* RD_SCRIPT */
 	int nsteps;
-	double open_at; /* starts reading at this time */
+	double open_at;	  /* starts reading at this time */
+	int pause_after;  /* RD_LOADER: stops for pause_len once this many */
+	double pause_len; /* files were taken (0: never) */
+};
+
+/* A read plan (plans.c): the files a loader will open, in order, fetched
+ * ahead by plan readers (pace_reader_plan) by the rules of the mount's
+ * driver (fs/driver/plan.c), in miniature: a window of the loader's
+ * opens a second over `lead` seconds, none while it pauses, abandoned
+ * after misses. */
+struct plan_spec {
+	int n; /* entries; 0: no plan */
+	int blob[MAX_BLOB];
+	int ahead_min, ahead_max; /* files ahead */
+	double lead;  /* seconds of opens ahead; 0: the config's lead */
+	int miss_max; /* opens outside its window that abandon it; 0: twice
+			 its window and ahead_min, as a given plan */
+	double pause; /* seconds without an open: paused */
 };
 
 struct scenario {
@@ -100,6 +117,9 @@ struct scenario {
 	bool no_pipeline; /* the executor ignores QUEUE (sends nothing
 			     ahead), as an executor may: QUEUE is advisory */
 	uint64_t seed;
+	struct plan_spec plan;
+	int order[MAX_BLOB]; /* RD_LOADER: the blobs in the order workers */
+	int norder;	     /* take them; 0: 0, 1, 2, ... */
 };
 
 struct sim_lane {
@@ -135,6 +155,22 @@ struct sim_rd {
 	double max_wait_after_first;
 	int step;	/* RD_SCRIPT: next step; RD_LOOKUP: page */
 	bool seek_read; /* the read in flight is the first after the seek */
+	bool paused;	/* RD_LOADER: it paused (pause_after) */
+	double resume_at;
+};
+
+/* A plan's state as it runs (plans.c), by entry. */
+struct sim_plan {
+	int cursor, next, opened, misses;
+	bool done[MAX_BLOB];
+	bool open[MAX_BLOB]; /* its plan reader is open */
+	uint32_t reader[MAX_BLOB];
+	double rate, rate_t0, last_open;
+	int rate_n;
+	bool abandoned;
+	double pause_t;		/* when the loader paused; < 0: not yet */
+	uint64_t sent_pause1;	/* bytes sent by a second into the pause */
+	bool pause1, pause_end; /* those taken; the figure taken */
 };
 
 struct figures {
@@ -166,6 +202,15 @@ struct figures {
 	double rd_done[MAX_RD];	    /* when each reader finished; 0: not */
 	double rd_max_wait[MAX_RD]; /* each reader's longest wait after its
 				       first read */
+	/* A plan's (plans.c): bytes sent from a second into the loader's
+	 * pause to its end; whether it was abandoned, and at which entry;
+	 * the bytes its plan readers pulled of files the loader never
+	 * opened; opens that missed its window, most in a row. */
+	uint64_t plan_pause_bytes;
+	bool plan_abandoned;
+	int plan_abandoned_at;
+	uint64_t plan_unread;
+	int plan_misses;
 };
 
 struct sim {
@@ -189,6 +234,7 @@ struct sim {
 	double collapse_detect;
 	double progress_t; /* when the held bytes last grew */
 	int next_blob;	   /* RD_LOADER: the next blob no worker took */
+	struct sim_plan plan;
 };
 
 /* scenarios.c, for the named scenarios of other files: a scenario's
@@ -242,5 +288,18 @@ int sim__run(const struct scenario *sc, struct figures *fig, char *err,
 
 /* scatter.c: scattered and dependent readers, speculative fill */
 void sim__scatter(void);
+
+/* plans.c: read plans, their readers of the third kind. */
+void sim__plan_init(struct sim *s);
+/* A loader's worker opened blob b (its reader is open). */
+void sim__plan_opened(struct sim *s, int b);
+/* Plan readers retired and opened; *event when any was. */
+int sim__plan_step(struct sim *s, bool *event);
+/* Whether [.., e) of blob b is inside an open plan reader's window. */
+bool sim__plan_allows(struct sim *s, int b, uint64_t e);
+/* The plan's figures into s->fig, at the end of a run. */
+void sim__plan_end(struct sim *s);
+/* The named plan scenarios. */
+void sim__plans(void);
 
 #endif

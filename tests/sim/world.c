@@ -114,7 +114,7 @@ static bool allowed(struct sim *s, int bi, uint64_t a, uint64_t e, bool fill)
 		    e <= cur + w)
 			return true;
 	}
-	return false;
+	return sim__plan_allows(s, bi, e);
 }
 
 /* The source serves max_conn transfers at once: is another lane of it
@@ -454,10 +454,23 @@ int sim__readers_step(struct sim *s, uint64_t *rng, bool *event)
 		if (r->done || s->t < rs->open_at)
 			continue;
 		if (!r->open) {
+			int nload = sc->norder ? sc->norder : sc->nblob;
+
+			/* A loader that pauses does so between files. */
+			if (rs->kind == RD_LOADER && rs->pause_len > 0 &&
+			    !r->paused && s->next_blob >= rs->pause_after) {
+				r->paused = true;
+				r->resume_at = s->t + rs->pause_len;
+				s->plan.pause_t = s->t;
+			}
+			if (s->t < r->resume_at)
+				continue;
 			if (rs->kind != RD_LOADER) {
 				r->blob = rs->blob;
-			} else if (s->next_blob < sc->nblob) {
-				r->blob = s->next_blob++;
+			} else if (s->next_blob < nload) {
+				r->blob = sc->norder ? sc->order[s->next_blob]
+						     : s->next_blob;
+				s->next_blob++;
 			} else {
 				r->done = true;
 				continue;
@@ -465,6 +478,8 @@ int sim__readers_step(struct sim *s, uint64_t *rng, bool *event)
 			if (pace_reader_open(s->p, s->blob_id[r->blob], s->now,
 					     &r->id))
 				return sim__fail(s, "reader_open");
+			if (rs->kind == RD_LOADER)
+				sim__plan_opened(s, r->blob);
 			r->open = true;
 			r->cursor = rs->kind == RD_LOADER ? 0 : rs->start;
 			r->next_at = s->t;
