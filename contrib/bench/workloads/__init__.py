@@ -22,11 +22,11 @@ through module-level names, every one optional but WORKLOADS:
 
 contrib/bench/README.md walks through adding one.
 """
-from . import (datasets, faults, fio, latency, loader, memory, player, readers, realclients, s3sig,
-               seq, tier)
+from . import (datasets, faults, fio, latency, loader, memory, plan, player, readers, realclients,
+               s3sig, seq, tier)
 
-MODULES = [seq, latency, player, realclients, datasets, faults, readers, loader, fio, tier, s3sig,
-           memory]
+MODULES = [seq, latency, player, realclients, datasets, faults, readers, loader, plan, fio, tier,
+           s3sig, memory]
 
 
 def names():
