@@ -126,11 +126,6 @@ LABELS = {"pacefs_plan": "pacefs, with the plan",
 
 # --- report -----------------------------------------------------------------
 
-def _ok(fig, wl, sys_, key):
-    """SYS's median KEY in WL, as yesno wants it."""
-    return fig.med(wl, sys_, key)
-
-
 def targets(rep):
     if not rep.fig.has("plan_"):
         return []
@@ -147,7 +142,7 @@ def targets(rep):
     wl = "plan_small_8"
     if fig.rows(wl, "pacefs_plan_lanes"):
         p = m(wl, "pacefs_plan_lanes", "files_per_s")
-        rows.append(f"| plan, {sm}, 8 workers, `-o {S('PLAN_LANES', '')}`: >= 1,500 files/s | {f(p, 1, '%.1f')} files/s, {g(m(wl, 'pacefs_plan_lanes', 'conns_active'), 1, '%.0f')} connections active | {yesno('ge', p, 1500)} |")
+        rows.append(f"| plan, {sm}, 8 workers, `-o {S('PLAN_LANES', '')}`: >= 1,500 files/s | {f(p, 1, '%.1f')} files/s, {g(m(wl, 'pacefs_plan_lanes', 'conns_active'), 1, '%.0f')} connections active, {g(m(wl, 'pacefs_plan_lanes', 'conns_used'), 1, '%.0f')} used | {yesno('ge', p, 1500)} |")
     pulled = []
     for wl, sys_ in (("plan_small_8", "pacefs_plan"), ("plan_small_1", "pacefs_plan"),
                      ("plan_small_8", "pacefs_plan_lanes"), ("plan_shards", "pacefs_plan")):
@@ -197,14 +192,14 @@ def headline(rep):
 def _table(rep, wl, systems, key, unit, k2, u2, curl_label):
     fig = rep.fig
     m = fig.med
-    out = [f"| system | {unit} | runs | {u2} | requests per file | pulled / read | peak RSS MiB | connections: open, active (seen) | with the plan is |",
+    out = [f"| system | {unit} | runs | {u2} | requests per file | pulled / read | peak RSS MiB | connections: open, active (seen), used | with the plan is |",
            "| --- | ---: | --- | ---: | ---: | ---: | ---: | --- | ---: |"]
     for s in systems:
         if not fig.rows(wl, s):
             continue
         lb = curl_label if s == "curl" else LABELS.get(s, s)
         q = "-" if s == "pacefs_plan" else qx(fig.ratio_sys(wl, "pacefs_plan", s, key))
-        out.append(f"| {lb} | {f(m(wl, s, key), 1, '%.1f')} | {fig.vals(wl, s, key, 1, '%.1f')} | {g(m(wl, s, k2), 1, '%.2f')} | {g(fig.q(wl, s, 'reqs', 'files'), 1, '%.2f')} | {g(fig.q(wl, s, 'pulled', 'bytes'), 1, '%.3f')} | {g(m(wl, s, 'hwm_kib'), 1024, '%.0f')} | {conns_cell(fig, wl, s)} | {q} |")
+        out.append(f"| {lb} | {f(m(wl, s, key), 1, '%.1f')} | {fig.vals(wl, s, key, 1, '%.1f')} | {g(m(wl, s, k2), 1, '%.2f')} | {g(fig.q(wl, s, 'reqs', 'files'), 1, '%.2f')} | {g(fig.q(wl, s, 'pulled', 'bytes'), 1, '%.3f')} | {g(m(wl, s, 'hwm_kib'), 1024, '%.0f')} | {_conns(fig, wl, s)} | {q} |")
     return out + [""]
 
 
@@ -214,7 +209,7 @@ def sections(rep):
     fig, S = rep.fig, rep.s
     m = fig.med
     out = ["## Read plans (WAN origin)", "",
-           "A loader that hands its order to the mount first (`pacefs_plan.plan`, through the socket `pacefs plan` uses) against the same loader without it, rclone and curl, on the WAN origin (20 ms before every response, 8 MB/s a connection), each system a fresh mount of the set's folder with an empty cache (pacefs its directory index, default options unless said). The loader is `benchread loader` (the loader workload's: N worker processes take the files in one shuffled order seeded by the run, every byte checked), started by `planclient.py`, which sets the plan first when there is one: the seconds run from before the plan to the last worker's exit. curl: N processes over the same order, one connection each, as in the loader workload (with 8 for one worker too: the reference is the same curl). Requests per file and pulled / read: the origin's log from mount to unmount. Connections: `ss`, as in the loader workload (the origin's log does not say which connection served a request).", ""]
+           "A loader that hands its order to the mount first (`pacefs_plan.plan`, through the socket `pacefs plan` uses) against the same loader without it, rclone and curl, on the WAN origin (20 ms before every response, 8 MB/s a connection), each system a fresh mount of the set's folder with an empty cache (pacefs its directory index, default options unless said). The loader is `benchread loader` (the loader workload's: N worker processes take the files in one shuffled order seeded by the run, every byte checked), started by `planclient.py`, which sets the plan first when there is one: the seconds run from before the plan to the last worker's exit. curl: N processes over the same order, one connection each, as in the loader workload (with 8 for one worker too: the reference is the same curl). Requests per file and pulled / read: the origin's log from mount to unmount. Connections: `ss`, as in the loader workload: open, active (seen), and **used**, every connection to the origin open or closed while the client ran (a closed one stays a minute in TIME_WAIT, which ss is asked for every 0.1 s too; the origin's log does not say which connection served a request).", ""]
     for n in str(S("PLAN_SMALL_N", "8 1")).split():
         wl = f"plan_small_{n}"
         if not fig.rows(wl, "pacefs_plan"):
@@ -232,20 +227,20 @@ def sections(rep):
     if fig.rows(wl, "pacefs"):
         out += [f"### `tar cf - DIR | wc -c` of the {S('SMALL_N', 0)} small files, no plan", "",
                 "`planclient.py tar`: `tar cf - -C MNT .` (the folder's files one at a time, in listing order), its stream counted as `wc -c` would, and every member compared with the origin's copy. files/s over tar's wall time.", "",
-                "| system | files/s | runs | tar stream bytes | requests per file | pulled / read | connections: open, active (seen) |",
+                "| system | files/s | runs | tar stream bytes | requests per file | pulled / read | connections: open, active (seen), used |",
                 "| --- | ---: | --- | ---: | ---: | ---: | --- |"]
         for s in ("pacefs", "rclone"):
-            out.append(f"| {s} | {f(m(wl, s, 'files_per_s'), 1, '%.1f')} | {fig.vals(wl, s, 'files_per_s', 1, '%.1f')} | {g(m(wl, s, 'tar_bytes'), 1, '%.0f')} | {g(fig.q(wl, s, 'reqs', 'files'), 1, '%.2f')} | {g(fig.q(wl, s, 'pulled', 'bytes'), 1, '%.3f')} | {conns_cell(fig, wl, s)} |")
+            out.append(f"| {s} | {f(m(wl, s, 'files_per_s'), 1, '%.1f')} | {fig.vals(wl, s, 'files_per_s', 1, '%.1f')} | {g(m(wl, s, 'tar_bytes'), 1, '%.0f')} | {g(fig.q(wl, s, 'reqs', 'files'), 1, '%.2f')} | {g(fig.q(wl, s, 'pulled', 'bytes'), 1, '%.3f')} | {_conns(fig, wl, s)} |")
         out.append("")
     wl = "plan_torch"
     if fig.rows(wl, "pacefs_plan"):
         out += [f"### PyTorch DataLoader, {S('TORCH_WORKERS', 8)} workers, the {S('SMALL_N', 0)} small files", "",
                 f"`planclient.py torch`: Debian's python3-torch; a `Dataset` whose sample is a file's bytes (`open(path).read()` in the worker), `RandomSampler` seeded by the run, `DataLoader(num_workers={S('TORCH_WORKERS', 8)}, batch_size={S('TORCH_BATCH', 64)})`; every sample's SHA-256 compared with the origin's copy's. With the plan, the sampler is wrapped in `pacefs_plan.PlannedSampler`, which hands the epoch's order to the mount before the first index goes out. samples/s: the samples over the seconds from the first batch's arrival to the last one's; also the seconds from the loader's start to its first batch and to its end.", "",
-                "| system | samples/s | runs | s to the first batch | s in all | pulled / read | connections: open, active (seen) | with the plan is |",
+                "| system | samples/s | runs | s to the first batch | s in all | pulled / read | connections: open, active (seen), used | with the plan is |",
                 "| --- | ---: | --- | ---: | ---: | ---: | --- | ---: |"]
         for s in ("pacefs_plan", "pacefs"):
             q = "-" if s == "pacefs_plan" else qx(fig.ratio_sys(wl, "pacefs_plan", s, "files_per_s"))
-            out.append(f"| {LABELS[s]} | {f(m(wl, s, 'files_per_s'), 1, '%.1f')} | {fig.vals(wl, s, 'files_per_s', 1, '%.1f')} | {g(m(wl, s, 'first_secs'), 1, '%.2f')} | {g(m(wl, s, 'total_secs'), 1, '%.2f')} | {g(fig.q(wl, s, 'pulled', 'bytes'), 1, '%.3f')} | {conns_cell(fig, wl, s)} | {q} |")
+            out.append(f"| {LABELS[s]} | {f(m(wl, s, 'files_per_s'), 1, '%.1f')} | {fig.vals(wl, s, 'files_per_s', 1, '%.1f')} | {g(m(wl, s, 'first_secs'), 1, '%.2f')} | {g(m(wl, s, 'total_secs'), 1, '%.2f')} | {g(fig.q(wl, s, 'pulled', 'bytes'), 1, '%.3f')} | {_conns(fig, wl, s)} | {q} |")
         out.append("")
     if fig.rows("plan_pause", "pacefs_plan") or fig.rows("plan_abandon", "pacefs_plan"):
         out += ["### A paused loader, an abandoned plan", "",
@@ -259,6 +254,11 @@ def sections(rep):
             out.append(f"| abandoned: the plan's files pulled beyond those read | {f(m(wl, 'pacefs_plan', 'extra_files'), 1, '%.0f')} files, {g(m(wl, 'pacefs_plan', 'extra_bytes'), MiB, '%.2f')} MiB | {fig.vals(wl, 'pacefs_plan', 'extra_files', 1, '%.0f')} | window {g(m(wl, 'pacefs_plan', 'window'), 1, '%.0f')} files, {g(m(wl, 'pacefs_plan', 'ahead_files'), 1, '%.0f')} ahead when the opens left it; then {_states(fig, wl)}, unread {g(m(wl, 'pacefs_plan', 'unread_files'), 1, '%.0f')} files |")
         out.append("")
     return out
+
+
+def _conns(fig, wl, s):
+    """The loader's connections cell, and every connection used."""
+    return f"{conns_cell(fig, wl, s)}, {g(fig.med(wl, s, 'conns_used'), 1, '%.0f')}"
 
 
 def _states(fig, wl):
