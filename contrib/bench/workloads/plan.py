@@ -251,7 +251,7 @@ def sections(rep):
             out.append(f"| paused: bytes from 1 s into the pause to its end | {f(m(wl, 'pacefs_plan', 'paused_bytes'), 1, '%.0f')} | {fig.vals(wl, 'pacefs_plan', 'paused_bytes', 1, '%.0f')} | {_states(fig, wl)}, {g(m(wl, 'pacefs_plan', 'ahead_files'), 1, '%.0f')} files ({g(m(wl, 'pacefs_plan', 'ahead_bytes'), MiB, '%.1f')} MiB) ahead, window {g(m(wl, 'pacefs_plan', 'window'), 1, '%.0f')} files; whole read {g(m(wl, 'pacefs_plan', 'files_per_s'), 1, '%.0f')} files/s outside the pause, pulled / read {g(fig.q(wl, 'pacefs_plan', 'pulled', 'bytes'), 1, '%.3f')} |")
         wl = "plan_abandon"
         if fig.rows(wl, "pacefs_plan"):
-            out.append(f"| abandoned: the plan's files pulled beyond those read | {f(m(wl, 'pacefs_plan', 'extra_files'), 1, '%.0f')} files, {g(m(wl, 'pacefs_plan', 'extra_bytes'), MiB, '%.2f')} MiB | {fig.vals(wl, 'pacefs_plan', 'extra_files', 1, '%.0f')} | window {g(m(wl, 'pacefs_plan', 'window'), 1, '%.0f')} files, {g(m(wl, 'pacefs_plan', 'ahead_files'), 1, '%.0f')} ahead when the opens left it; then {_states(fig, wl)}, unread {g(m(wl, 'pacefs_plan', 'unread_files'), 1, '%.0f')} files |")
+            out.append(f"| abandoned: the plan's files pulled beyond those read | {f(m(wl, 'pacefs_plan', 'extra_files'), 1, '%.0f')} files, {g(m(wl, 'pacefs_plan', 'extra_bytes'), MiB, '%.2f')} MiB | {fig.vals(wl, 'pacefs_plan', 'extra_files', 1, '%.0f')} | window {g(m(wl, 'pacefs_plan', 'window'), 1, '%.0f')} files, {g(m(wl, 'pacefs_plan', 'ahead_files'), 1, '%.0f')} ahead when the opens left it; then {_states(fig, wl)}, unread {g(m(wl, 'pacefs_plan', 'unread_files'), 1, '%.0f')} files; pulled / read {g(fig.q(wl, 'pacefs_plan', 'pulled', 'bytes'), 1, '%.3f')} |")
         out.append("")
     return out
 
