@@ -23,9 +23,11 @@ PKGS=(
 # clients it runs through each mount (ffmpeg/ffprobe, Python's zipfile and
 # sqlite3), fio for mountpoint-s3's read jobs, and the data clients: GDAL
 # and h5py reading a COG and an HDF5 file, squashfuse mounting an image
-# that mksquashfs makes.
+# that mksquashfs makes; PyTorch's DataLoader over a mount, with and
+# without a read plan.
 BENCH_PKGS=(rclone httpdirfs gnuplot-nox procps ffmpeg python3 fio
-	gdal-bin python3-gdal python3-h5py squashfs-tools squashfuse)
+	gdal-bin python3-gdal python3-h5py squashfs-tools squashfuse
+	python3-torch)
 
 case "${1:-}" in
 "") ;;

@@ -140,23 +140,44 @@ class ConnWatch:
     127.0.0.1:PORT: how many, how many were busy (a request sent after the
     last byte received, or a byte received in the last 0.1 s: ss's
     lastsnd and lastrcv; an HTTP client keeps idle ones open), and which.
-    Counted with ss, the same way for every system and for curl."""
+    Counted with ss, the same way for every system and for curl. Also
+    every connection to PORT closed meanwhile: a closed one stays in
+    TIME_WAIT for a minute on the side that closed it first, so sampling
+    those every 0.1 s misses none (the origin's log does not say which
+    connection served a request)."""
 
     def __init__(self, b, port):
         self.port = port
         self.samples = []
+        self.closed = set()
+        self.open_at_end = 0
         self.ev = threading.Event()
         self.th = threading.Thread(target=self._loop, daemon=True)
         self.b = b
+        self.before = self._time_wait()
 
     def __enter__(self):
         self.b.track.threads.append((self.th, self.ev))
         self.th.start()
         return self
 
+    def _time_wait(self):
+        """The connections to PORT in TIME_WAIT, on either side, by their
+        socket cookie (ss's sk:): a client port may be used again while
+        its last connection is still in TIME_WAIT (tcp_tw_reuse), so the
+        addresses alone would count two connections as one."""
+        r = subprocess.run(["ss", "-Htne", "state", "time-wait",
+                            f"( dport = :{self.port} or sport = :{self.port} )"],
+                           capture_output=True, text=True)
+        return set(re.findall(r"\bsk:([0-9a-f]+)", r.stdout))
+
     def __exit__(self, *exc):
         self.ev.set()
         self.th.join(5)
+        r = subprocess.run(["ss", "-Htn", "state", "established", f"( dport = :{self.port} )"],
+                           capture_output=True, text=True)
+        self.open_at_end = len(r.stdout.splitlines())
+        self.closed |= self._time_wait()
         self.b.track.threads[:] = [t for t in self.b.track.threads if t[0] is not self.th]
 
     def _loop(self):
@@ -179,16 +200,20 @@ class ConnWatch:
                     n += 1
                     addrs.append(p[2])
             self.samples.append((n, busy, addrs))
+            self.closed |= self._time_wait()
             self.ev.wait(0.1)
 
     def figures(self):
-        """"conns=OPEN conns_seen=SEEN conns_active=BUSY": the most open in
-        one sample; the connections seen in any; the busy ones' 90th
-        percentile over the samples with any (a connection that just ended
-        and its replacement are both busy in a sample: the peak would count
-        churn)."""
+        """"conns=OPEN conns_seen=SEEN conns_active=BUSY conns_used=USED":
+        the most open in one sample; the connections seen in any; the busy
+        ones' 90th percentile over the samples with any (a connection that
+        just ended and its replacement are both busy in a sample: the peak
+        would count churn); the connections closed during the watch (each
+        leaves one in TIME_WAIT, on the side that closed first) and those
+        open at its end."""
         peak = max((s[0] for s in self.samples), default=0)
         seen = {a for s in self.samples for a in s[2]}
         busy = sorted(s[1] for s in self.samples if s[1] > 0)
         active = busy[int(0.9 * len(busy) + 0.999999) - 1] if busy else 0
-        return f"conns={peak} conns_seen={len(seen)} conns_active={active}"
+        used = len(self.closed - self.before) + self.open_at_end
+        return f"conns={peak} conns_seen={len(seen)} conns_active={active} conns_used={used}"

@@ -36,9 +36,11 @@ def names(b, folder):
         return f.read().split()
 
 
-def tree_step(b, wl, sys_, r, o, folder, cold, cmd, timeout):
+def tree_step(b, wl, sys_, r, o, folder, cold, cmd, timeout, opts=(), mount_sys=None):
     """One cold run of CMD through a fresh mount of SYS on the listing of
-    FOLDER of origin O (pacefs mounts its directory index). COLD: the files
+    FOLDER of origin O (pacefs mounts its directory index); MOUNT_SYS,
+    when given, is the system mounted (with OPTS) for the record SYS,
+    such as pacefs for "pacefs_plan". COLD: the files
     cold_caches reads (the first must show in the mount). b.path("tree.list")
     holds the folder's files as paths in the mount, and @MNT@ in CMD becomes
     the mountpoint. Records CMD's line with the origin's requests and bytes
@@ -53,7 +55,7 @@ def tree_step(b, wl, sys_, r, o, folder, cold, cmd, timeout):
     mnt, cache = b.fresh(r, sys_)
     mark = og.mark()
     try:
-        m = b.mount(sys_, og.url, cold[0], mnt, cache, tree=True)
+        m = b.mount(mount_sys or sys_, og.url, cold[0], mnt, cache, opts=opts, tree=True)
     except b.MountError as e:
         b.record(wl, sys_, r, f"failed: mount: {e}")
         shutil.rmtree(cache, ignore_errors=True)

@@ -22,10 +22,11 @@ through module-level names, every one optional but WORKLOADS:
 
 contrib/bench/README.md walks through adding one.
 """
-from . import (archive, datasets, faults, fio, latency, loader, memory, player, readers, realclients,
-               s3sig, seq, tier)
+from . import (archive, datasets, faults, fio, latency, loader, memory, plan, player, readers,
+               realclients, s3sig, seq, tier)
 
-MODULES = [seq, latency, player, realclients, archive, datasets, faults, readers, loader, fio, tier,
+MODULES = [seq, latency, player, realclients, archive, datasets, faults, readers, loader, plan, fio,
+           tier,
            s3sig, memory]
 
 

@@ -23,17 +23,26 @@ def gen(b):
     if not b.wanted("loader"):
         return
     for st in b.s["LOADER_SETS"].split():
-        if st not in SETS:
-            raise ValueError(f"unknown loader set {st} (shards or small)")
-        kn, ks, stem = SETS[st]
-        os.makedirs(os.path.join(b.www, st), exist_ok=True)
-        names = [f"{stem}-{k:05d}.bin" for k in range(b.s[kn])]
-        with open(b.path("sets", st + ".names"), "w") as f:
-            f.write("".join(n + "\n" for n in names))
-        with open(b.path("sets", st + ".gen"), "w") as f:
-            f.write("".join(os.path.join(b.www, st, n) + "\n" for n in names))
-        subprocess.run([b.br, "genlist", b.path("sets", st + ".gen"), str(b.s[ks])],
-                       check=True, stdout=subprocess.DEVNULL)
+        make_set(b, st)
+
+
+def make_set(b, st):
+    """The set ST (shards or small) in www/ST, made once however many
+    workloads read it (the plan's read them too)."""
+    if st not in SETS:
+        raise ValueError(f"unknown loader set {st} (shards or small)")
+    if os.path.exists(b.path("sets", st + ".names")):
+        return
+    kn, ks, stem = SETS[st]
+    os.makedirs(os.path.join(b.www, st), exist_ok=True)
+    names = [f"{stem}-{k:05d}.bin" for k in range(b.s[kn])]
+    with open(b.path("sets", st + ".gen"), "w") as f:
+        f.write("".join(os.path.join(b.www, st, n) + "\n" for n in names))
+    subprocess.run([b.br, "genlist", b.path("sets", st + ".gen"), str(b.s[ks])],
+                   check=True, stdout=subprocess.DEVNULL)
+    # last: its presence says the set is whole
+    with open(b.path("sets", st + ".names"), "w") as f:
+        f.write("".join(n + "\n" for n in names))
 
 
 def curl_loader(b, wl, sys_, r, o, st, size, n):
