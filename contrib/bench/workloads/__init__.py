@@ -26,8 +26,7 @@ from . import (archive, datasets, faults, fio, latency, loader, memory, plan, pl
                realclients, s3sig, seq, tier)
 
 MODULES = [seq, latency, player, realclients, archive, datasets, faults, readers, loader, plan, fio,
-           tier,
-           s3sig, memory]
+           tier, s3sig, memory]
 
 
 def names():
