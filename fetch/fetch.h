@@ -390,6 +390,16 @@ int fetch_probe(const struct fetch_config *cfg, const char *url, bool no_cache,
 /* Frees what a successful probe allocated; NULL-safe, idempotent. */
 void fetch_probe_free(struct fetch_probe *p);
 
+/* From fetch_thread_keep() to fetch_thread_release(), the calling thread's
+ * blocking requests (fetch_probe, fetch_get, fetch_get_any) share one curl
+ * handle and keep its connections open for the next: a thread that probes
+ * file after file pays a connection's handshakes once per origin, not once
+ * per file. A thread that keeps calls fetch_thread_release() before it
+ * waits for long (its connections would stay open, idle) and before it
+ * exits. */
+void fetch_thread_keep(void);
+void fetch_thread_release(void);
+
 /* Synchronously GETs url (a small document such as a directory index) into
  * *body (NUL-terminated, at most max bytes; free() it), and, when final is
  * not NULL, the URL it came from after redirects into *final (free() it).

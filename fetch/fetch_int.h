@@ -62,6 +62,13 @@ struct curl_slist *fetch__headers(const struct fetch_config *cfg, bool *ok);
 CURLcode fetch__easy_setup(CURL *easy, const struct fetch_config *cfg,
 			   char *errbuf);
 
+/* A handle for one blocking request (probe.c): the thread's kept one,
+ * reset, while it keeps (fetch_thread_keep; keep.c), else a new one; NULL
+ * when memory ran out. fetch__easy_give() hands it back: a kept handle
+ * stays, with its connections; any other is cleaned up. */
+CURL *fetch__easy_take(void);
+void fetch__easy_give(CURL *easy);
+
 /* What is left of cfg->deadline_ms for a synchronous request that would
  * wait at most def_ms: at least 1 ms, at most def_ms. */
 long fetch__bound_ms(const struct fetch_config *cfg, long def_ms);

@@ -292,7 +292,7 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 	s.keep = s.want > 1 ? malloc(s.want) : NULL;
 	*kind = FETCH_PROBE_UNSUITABLE;
 	headers = fetch__headers(cfg, &headers_ok);
-	easy = curl_easy_init();
+	easy = fetch__easy_take();
 	s.easy = easy;
 	if (easy == NULL || !headers_ok || shown == NULL ||
 	    (s.want > 1 && s.keep == NULL)) {
@@ -355,8 +355,7 @@ static int probe_once(const struct fetch_config *cfg, const char *url,
 out:
 	if (rc != 0)
 		fetch_probe_free(out);
-	if (easy != NULL)
-		curl_easy_cleanup(easy);
+	fetch__easy_give(easy);
 	curl_slist_free_all(headers);
 	free(shown);
 	free(s.keep);
@@ -488,7 +487,7 @@ static int get_doc(const struct fetch_config *cfg, const char *url, size_t max,
 	int rc = 0;
 
 	headers = fetch__headers(cfg, &headers_ok);
-	easy = curl_easy_init();
+	easy = fetch__easy_take();
 	g.easy = easy;
 	if (easy == NULL || !headers_ok || shown == NULL ||
 	    fetch__easy_setup(easy, cfg, errbuf) != CURLE_OK) {
@@ -526,8 +525,7 @@ static int get_doc(const struct fetch_config *cfg, const char *url, size_t max,
 		rc = fetch_text_errf(err, errlen, -EIO, "%s: HTTP %ld", shown,
 				     status);
 out:
-	if (easy != NULL)
-		curl_easy_cleanup(easy);
+	fetch__easy_give(easy);
 	curl_slist_free_all(headers);
 	free(shown);
 	if (rc == 0 && g.buf == NULL && (g.buf = strdup("")) == NULL)

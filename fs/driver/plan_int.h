@@ -15,7 +15,7 @@ struct driver_mount;
 #define DRIVER_PLANS_MAX 16	       /* plans on one mount */
 #define DRIVER_PLAN_NAME_MAX 63	       /* [A-Za-z0-9._-], "default" when none */
 #define DRIVER_PLAN_HINTS 128	       /* plan readers open at once */
-#define DRIVER_PLAN_THREADS 16	       /* threads making planned files ready */
+#define DRIVER_PLAN_THREADS 64	       /* threads making planned files ready */
 #define DRIVER_PLAN_AHEAD_MIN 16       /* files ahead before a rate is known */
 #define DRIVER_PLAN_AHEAD_MAX 4096     /* files ahead at most */
 #define DRIVER_PLAN_FIRST (8ull << 20) /* a large file's first bytes */

@@ -147,6 +147,11 @@ void *driver__plan_worker(void *arg)
 	struct driver_plans *s = arg;
 	struct driver_plan_hint closing[DRIVER_PLAN_HINTS];
 
+	/* One file after another, the probes share this thread's
+	 * connections (fetch_thread_keep), dropped when it has nothing
+	 * to do. */
+	bool keeping = false;
+
 	pthread_mutex_lock(&s->mu);
 	while (!s->stop) {
 		struct driver_plan_range range;
@@ -165,6 +170,13 @@ void *driver__plan_worker(void *arg)
 		if (h == NULL && s->nhints == 0) {
 			/* Nothing to watch: an install, an open or the end
 			 * wakes it. */
+			if (keeping) {
+				pthread_mutex_unlock(&s->mu);
+				fetch_thread_release();
+				keeping = false;
+				pthread_mutex_lock(&s->mu);
+				continue;
+			}
 			pthread_cond_wait(&s->cv, &s->mu);
 			continue;
 		}
@@ -182,10 +194,13 @@ void *driver__plan_worker(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&s->mu);
+		fetch_thread_keep();
+		keeping = true;
 		hint_start(s, h, range);
 		pthread_mutex_lock(&s->mu);
 	}
 	pthread_mutex_unlock(&s->mu);
+	fetch_thread_release();
 	return NULL;
 }
 

@@ -45,12 +45,19 @@ int driver__sizes_new(struct driver_mount *m, uint32_t probers,
 	return 0;
 }
 
-/* The next queued id, waiting for one; false once the prober is to stop. */
+/* The next queued id, waiting for one; false once the prober is to stop.
+ * Its probes, one after another, share the thread's connections
+ * (fetch_thread_keep), which are closed while it waits. */
 static bool next_id(struct driver_sizes *s, uint32_t *id)
 {
 	bool got = false;
 
 	pthread_mutex_lock(&s->mu);
+	if (!s->stop && s->n == 0) {
+		pthread_mutex_unlock(&s->mu);
+		fetch_thread_release();
+		pthread_mutex_lock(&s->mu);
+	}
 	while (!s->stop && s->n == 0)
 		pthread_cond_wait(&s->cv, &s->mu);
 	if (!s->stop) {
@@ -60,6 +67,10 @@ static bool next_id(struct driver_sizes *s, uint32_t *id)
 		got = true;
 	}
 	pthread_mutex_unlock(&s->mu);
+	if (got)
+		fetch_thread_keep();
+	else
+		fetch_thread_release();
 	return got;
 }
 

@@ -3,8 +3,8 @@
 # origin (20 ms before every response, 8 MB/s a connection), 32 KiB files.
 # tar reads a directory in its listing's order: every byte compared with
 # the origin's files, at least 150 files/s (one open at a time pays a
-# round trip without read-ahead: ~39 files/s), and status shows the
-# listing plan tar had; a process that opens the same files in a shuffled
+# round trip without read-ahead: ~39 files/s) over a few connections kept
+# from one file to the next, and status shows the listing plan tar had; a process that opens the same files in a shuffled
 # order gets no listing plan and pulls no file it did not open; with
 # -o listahead=off tar gets none either; a process that reads the first
 # KiB of each large file in listing order pulls little more than that; a
@@ -56,13 +56,22 @@ origin_files() {
 	tail -c +"$(($1 + 1))" "$O_LOG" | awk '$2 ~ /^\/d\/f-/ { print $2 }' | sort -u | wc -l
 }
 
+# conns: this machine's TCP connections to the origin's port, in any state
+# (a closed one stays in TIME-WAIT for a minute), one local port a line.
+conns() {
+	ss -tanH state all "( dport = :${O_URL##*:} )" | awk '{ print $4 }' | sort -u
+}
+
 # 1. tar of the directory, every byte compared, and its rate.
 mount_fresh
 ls "$T_TMP/mnt/d" >/dev/null
+conns >"$T_TMP/conns.before"
 t0=$(date +%s.%N)
 rc=0
 timeout 60 tar cf - -C "$T_TMP/mnt" d | tar xf - -C "$T_TMP/out" || rc=$?
 t1=$(date +%s.%N)
+conns >"$T_TMP/conns.after"
+opened=$(comm -13 "$T_TMP/conns.before" "$T_TMP/conns.after" | wc -l)
 rate=$(awk -v a="$t0" -v b="$t1" -v n=$((N + 10)) 'BEGIN { printf "%.0f", n / (b - a) }')
 st=$("$PACEFS" status --json "$T_TMP/mnt" 2>&1 || true)
 if [ "$rc" -ne 0 ] || ! diff -r "$WWW/d" "$T_TMP/out/d" >/dev/null; then
@@ -71,6 +80,13 @@ elif [ "$rate" -ge 150 ]; then
 	t_pass "tar of $((N + 10)) files of 32 KiB, bytes compared: $rate files/s (>= 150)"
 else
 	t_fail "tar at >= 150 files/s" "$rate files/s"
+fi
+# The plan's workers probe file after file on connections they keep (one
+# a file before: 410).
+if [ "$opened" -le 64 ]; then
+	t_pass "tar's $((N + 10)) files came over $opened connections (<= 64)"
+else
+	t_fail "tar's files over <= 64 connections" "$opened connections opened"
 fi
 if grep -q '"kind":"listing","pid":[0-9]*,"dir":"/d"' <<<"$st" &&
 	grep -q '"state":"done"' <<<"$st"; then
