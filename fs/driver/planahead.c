@@ -277,7 +277,7 @@ int driver__plan_status_json(void *arg, char *buf, size_t cap)
 	pthread_mutex_lock(&s->mu);
 	for (uint32_t k = 0; k < DRIVER_PLAN_SLOTS; k++) {
 		const struct driver_plan *p = s->plans[k];
-		uint64_t files, bytes, ms;
+		uint64_t files, bytes, ms, unread_files, unread_bytes;
 		char at[PATH_MAX * 2], dir[PATH_MAX * 2];
 		int w;
 
@@ -291,6 +291,10 @@ int driver__plan_status_json(void *arg, char *buf, size_t cap)
 			  sizeof(dir));
 		ms = p->rate > 0 ? (uint64_t)((double)files * 1000.0 / p->rate)
 				 : 0;
+		/* An abandoned plan's files held ahead will not be opened
+		 * by its loader: unread now, not once it is cleared. */
+		unread_files = p->unread_files + (p->abandoned ? files : 0);
+		unread_bytes = p->unread_bytes + (p->abandoned ? bytes : 0);
 		/* Names are [A-Za-z0-9._-]: nothing to escape. A listing
 		 * plan's kind, process and directory come last. */
 		w = snprintf(
@@ -305,8 +309,8 @@ int driver__plan_status_json(void *arg, char *buf, size_t cap)
 			",\"ahead_ms\":%" PRIu64 ",\"kind\":\"%s\""
 			",\"pid\":%ld,\"dir\":\"/%s\"}",
 			first ? "" : ",", p->name, (unsigned)p->uid, p->n,
-			p->cursor, at, p->opened, p->skipped, p->unread_files,
-			p->unread_bytes, plan_state(p, now),
+			p->cursor, at, p->opened, p->skipped, unread_files,
+			unread_bytes, plan_state(p, now),
 			(uint64_t)(p->rate * 1000.0), driver__plan_ahead(s, p),
 			files, bytes, ms, p->listing ? "listing" : "set",
 			p->listing ? (long)p->pid : 0L, dir);

@@ -123,7 +123,8 @@ fi
 
 # 3. A plan the opens stop matching: 20 files along it, then 100 files of
 # another directory. It is abandoned (log, status) and fetches nothing
-# more: its files pulled stay within what was read and one window.
+# more: its files pulled stay within what was read and one window, and
+# status counts those fetched ahead as never read while it is abandoned.
 mount_fresh "readahead=0.5"
 mark=$(stat -c %s "$O_LOG")
 "$PACEFS" plan --name job "$T_TMP/mnt" "$T_TMP/list" >/dev/null || true
@@ -140,6 +141,7 @@ pulled=$(tail -c +"$((mark + 1))" "$O_LOG" | awk '$2 ~ /^\/a\// { print $2 }' | 
 r3=0
 "$PACEFS" plan --clear --name job "$T_TMP/mnt" >/dev/null || r3=$?
 if grep -q 'plan job.*abandoned' <<<"$st" && grep -q "plan 'job': abandoned" "$T_TMP/mount.log" &&
+	grep -q 'files it passed unopened had been fetched ahead' <<<"$st" &&
 	grep -q "plan 'job' goes at entry 20 of 400: .* never opened" "$T_TMP/mount.log" &&
 	[ "$r3" -eq 0 ] && [ "$a1" -eq "$a0" ] && [ "$pulled" -le $((20 + 16 + 64)) ]; then
 	t_pass "abandoned plan stops: $pulled of its files pulled for 20 read; $(grep 'plan job' <<<"$st"); $(grep -o "plan 'job' goes.*" "$T_TMP/mount.log")"
