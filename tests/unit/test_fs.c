@@ -597,73 +597,75 @@ static void name_from_url_refused(void)
 
 /* A file of 3 digest blocks of dblock bytes, each digest filled with
  * `fill`, and the whole-file digest all 0xab when has_sha256. */
-static void identity_node(struct tree_node *n, char **urls, uint8_t (*d)[32],
-			  bool has_sha256, uint32_t dblock, uint8_t fill)
+static void identity_node(struct tree_node *n, struct tree_file *f,
+			  uint8_t (*d)[32], bool has_sha256, uint32_t dblock,
+			  uint8_t fill)
 {
 	memset(n, 0, sizeof(*n));
-	n->urls = urls;
-	n->nurls = 1;
+	memset(f, 0, sizeof(*f));
+	n->file = f;
 	n->has_size = true;
 	n->size = 3 * (uint64_t)dblock - 10;
-	n->has_sha256 = has_sha256;
-	memset(n->sha256, 0xab, sizeof(n->sha256));
+	f->has_sha256 = has_sha256;
+	memset(f->sha256, 0xab, sizeof(f->sha256));
 	memset(d, fill, 3 * sizeof(*d));
-	n->dblock = dblock;
-	n->dblocks = d;
-	n->ndblocks = 3;
+	f->dblock = dblock;
+	f->dblocks = d;
+	f->ndblocks = 3;
 }
 
 static void identity_forms(void)
 {
-	char *urls[] = {"http://h/f.bin"};
+	const char *urls[] = {"http://h/f.bin"};
 	uint8_t d[3][32], list[32];
 	struct tree_node n;
+	struct tree_file f;
 	char *got, want[512], dhex[65];
 
 	for (int i = 0; i < 32; i++)
 		snprintf(want + 2 * i, 3, "%02x", 0xab);
 	/* The whole-file digest alone: the source's identity. */
-	identity_node(&n, urls, d, true, 65536, 1);
-	n.dblocks = NULL;
-	n.ndblocks = 0;
-	n.dblock = 0;
+	identity_node(&n, &f, d, true, 65536, 1);
+	f.dblocks = NULL;
+	f.ndblocks = 0;
+	f.dblock = 0;
 	T_ASSERT(!driver__file_has_content_identity(&n));
-	got = driver__file_identity(&n);
+	got = driver__file_identity(&n, urls, 1);
 	T_EQ_STR(got, "url:http://h/f.bin");
 	free(got);
 
 	/* Block digests checked before caching: the content's. */
-	identity_node(&n, urls, d, true, 65536, 1);
+	identity_node(&n, &f, d, true, 65536, 1);
 	EVP_Digest(d, sizeof(d), list, NULL, EVP_sha256(), NULL);
 	for (int i = 0; i < 32; i++)
 		snprintf(dhex + 2 * i, 3, "%02x", list[i]);
 	T_ASSERT(driver__file_has_content_identity(&n));
-	got = driver__file_identity(&n);
+	got = driver__file_identity(&n, urls, 1);
 	snprintf(want + 64, sizeof(want) - 64, " block_sha256:65536:%s", dhex);
 	T_EQ_STR(got + 7, want);
 	T_ASSERT(strncmp(got, "sha256:", 7) == 0);
 	free(got);
 
 	/* Without a whole-file digest, and with small blocks. */
-	identity_node(&n, urls, d, false, 4096, 1);
-	got = driver__file_identity(&n);
+	identity_node(&n, &f, d, false, 4096, 1);
+	got = driver__file_identity(&n, urls, 1);
 	snprintf(want, sizeof(want), "block_sha256:4096:%s", dhex);
 	T_EQ_STR(got, want);
 	free(got);
 
 	/* Other block digests, the same whole-file digest: another identity,
 	 * so blocks checked against one list never serve the other. */
-	identity_node(&n, urls, d, true, 65536, 2);
-	got = driver__file_identity(&n);
+	identity_node(&n, &f, d, true, 65536, 2);
+	got = driver__file_identity(&n, urls, 1);
 	T_ASSERT(strstr(got, dhex) == NULL);
 	T_ASSERT(strncmp(got, "sha256:abab", 11) == 0);
 	free(got);
 
 	/* Digest blocks larger than a cache block are checked only with the
 	 * whole file: the source's identity. */
-	identity_node(&n, urls, d, true, 2 * CACHE_BLOCK_SIZE, 1);
+	identity_node(&n, &f, d, true, 2 * CACHE_BLOCK_SIZE, 1);
 	T_ASSERT(!driver__file_has_content_identity(&n));
-	got = driver__file_identity(&n);
+	got = driver__file_identity(&n, urls, 1);
 	T_EQ_STR(got, "url:http://h/f.bin");
 	free(got);
 }
@@ -968,7 +970,7 @@ static void ns_many_children(void)
 		T_EQ_INT(tree_ns_add_path(ns, name, &id), 0);
 	}
 	dir = tree_ns_child(ns, tree_ns_child(ns, 0, "a"), "b");
-	T_EQ_INT(tree_ns_get(ns, dir)->nchildren, 100);
+	T_EQ_INT(tree_ns_get(ns, dir)->dir->nchildren, 100);
 	T_ASSERT(tree_ns_child(ns, dir, "c99") != TREE_NO_NODE);
 	tree_ns_free(ns);
 }
