@@ -214,8 +214,9 @@ void tree_ns_usage(struct tree_ns *ns, struct tree_usage *u);
 #define TREE_MANIFEST_BLOCK_MIN 4096u	    /* smallest block_size */
 #define TREE_MANIFEST_BLOCK_MAX (64u << 20) /* largest block_size */
 #define TREE_MANIFEST_REGIONS_MAX 32	    /* regions of one entry */
-/* The most bytes tree_manifest_load reads. */
-#define TREE_MANIFEST_FILE_MAX (256u << 20)
+/* The most bytes tree_manifest_load reads: a regular file is mapped, not
+ * read into the heap, so this bounds the parse's time, not its memory. */
+#define TREE_MANIFEST_FILE_MAX (4ull << 30)
 
 /* One file of a manifest. Everything is owned by the manifest. */
 struct tree_manifest_entry {
@@ -254,8 +255,9 @@ struct tree_manifest {
 int tree_manifest_parse(const char *text, size_t len, struct tree_manifest *out,
 			char *err, size_t errlen);
 
-/* Reads the file at path (at most TREE_MANIFEST_FILE_MAX bytes) and parses
- * it as tree_manifest_parse does. Errors are as there, or the negative
+/* Reads the file at path (at most TREE_MANIFEST_FILE_MAX bytes: a regular
+ * file mapped, anything else read) and parses it as tree_manifest_parse
+ * does. Errors are as there, or the negative
  * errno of open or read (-EFBIG when too large); the line in err starts
  * with the path. */
 int tree_manifest_load(const char *path, struct tree_manifest *out, char *err,
