@@ -23,10 +23,10 @@ through module-level names, every one optional but WORKLOADS:
 contrib/bench/README.md walks through adding one.
 """
 from . import (datasets, faults, fio, latency, loader, memory, player, readers, realclients, s3sig,
-               seq, tier)
+               scale, seq, tier)
 
 MODULES = [seq, latency, player, realclients, datasets, faults, readers, loader, fio, tier, s3sig,
-           memory]
+           memory, scale]
 
 
 def names():
