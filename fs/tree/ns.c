@@ -381,8 +381,10 @@ struct tree_node *tree_node_new(const char *name, bool is_dir)
 	return n;
 }
 
-int tree_ns_link(struct tree_ns *ns, uint32_t dir, struct tree_node *n,
-		 uint32_t *out)
+/* Makes a copy of n a child of dir, its name in the arena: what
+ * tree_ns_link does but free n. */
+static int link_copy(struct tree_ns *ns, uint32_t dir,
+		     const struct tree_node *n, uint32_t *out)
 {
 	struct tree_node *dn = tree_ns_get(ns, dir);
 	struct tree_node *slot;
@@ -411,8 +413,6 @@ int tree_ns_link(struct tree_ns *ns, uint32_t dir, struct tree_node *n,
 		return -ENOMEM;
 	slot = &ns->slabs[id >> TREE_NS_SLAB_SHIFT][id & (SLAB - 1)];
 	*slot = *n;
-	free((char *)n->name);
-	free(n);
 	slot->name = name;
 	slot->parent = dir;
 	ns->n++;
@@ -424,42 +424,80 @@ int tree_ns_link(struct tree_ns *ns, uint32_t dir, struct tree_node *n,
 	return 0;
 }
 
+int tree_ns_link(struct tree_ns *ns, uint32_t dir, struct tree_node *n,
+		 uint32_t *out)
+{
+	int rc = link_copy(ns, dir, n, out);
+
+	if (rc == 0) {
+		free((char *)n->name);
+		free(n);
+	}
+	return rc;
+}
+
 int tree_ns_add(struct tree_ns *ns, uint32_t dir, const char *name, bool is_dir,
 		uint32_t *out)
 {
-	struct tree_node *n = tree_node_new(name, is_dir);
+	/* Built in place: no allocation but a directory's fields. */
+	struct tree_node n = {.name = name,
+			      .is_dir = is_dir,
+			      .mode = is_dir ? 0555 : 0444,
+			      .mtime = -1,
+			      .blob = TREE_NO_BLOB};
 	int rc;
 
-	if (n == NULL)
+	if (is_dir && (n.dir = calloc(1, sizeof(*n.dir))) == NULL)
 		return -ENOMEM;
-	rc = tree_ns_link(ns, dir, n, out);
+	rc = link_copy(ns, dir, &n, out);
 	if (rc != 0)
-		tree_node_free(n);
+		free(n.dir);
 	return rc;
+}
+
+/* Adds the file called leaf (a path's last component) to dir. */
+static int add_leaf(struct tree_ns *ns, uint32_t dir, const char *leaf,
+		    uint32_t *out)
+{
+	size_t len = strlen(leaf);
+
+	if (len == 0 || len > NAME_MAX)
+		return -EINVAL;
+	return tree_ns_add(ns, dir, leaf, false, out); /* or -EEXIST */
 }
 
 int tree_ns_add_path(struct tree_ns *ns, const char *path, uint32_t *out)
 {
 	char part[NAME_MAX + 1];
-	const char *p = path;
+	const char *p = path, *last = strrchr(path, '/');
+	size_t dlen = last != NULL ? (size_t)(last - path) + 1 : 0;
 	uint32_t dir = 0;
 	int rc;
 
+	/* A manifest lists a directory's files together: the directory of
+	 * the last path added is found again without a lookup of each of
+	 * its components (directories are never removed nor renamed). */
+	if (dlen > 0 && dlen == ns->last_dir_len &&
+	    memcmp(path, ns->last_dir, dlen) == 0)
+		return add_leaf(ns, ns->last_dir_id, last + 1, out);
 	for (;;) {
 		const char *slash = strchr(p, '/');
 		size_t len = slash != NULL ? (size_t)(slash - p) : strlen(p);
 		uint32_t child;
 
+		if (slash == NULL) {
+			if (dlen < sizeof(ns->last_dir)) {
+				memcpy(ns->last_dir, path, dlen);
+				ns->last_dir_len = dlen;
+				ns->last_dir_id = dir;
+			}
+			return add_leaf(ns, dir, p, out);
+		}
 		if (len == 0 || len > NAME_MAX)
 			return -EINVAL;
 		memcpy(part, p, len);
 		part[len] = '\0';
 		child = tree_ns_child(ns, dir, part);
-		if (slash == NULL) {
-			if (child != TREE_NO_NODE)
-				return -EEXIST;
-			return tree_ns_add(ns, dir, part, false, out);
-		}
 		if (child == TREE_NO_NODE) {
 			rc = tree_ns_add(ns, dir, part, true, &child);
 			if (rc != 0)

@@ -98,6 +98,8 @@ static inline const struct tree_file *tree_file_of(const struct tree_node *n)
 /* Nodes a slab holds (a power of two), and the most URL prefixes kept. */
 #define TREE_NS_SLAB_SHIFT 14
 #define TREE_NS_PREFIXES 255
+/* The longest directory path tree_ns_add_path remembers. */
+#define TREE_NS_LAST_DIR 4096
 /* Bytes of a chunk of the names' arena. */
 #define TREE_NS_ARENA (1u << 20)
 
@@ -122,6 +124,11 @@ struct tree_ns {
 	size_t arena_used;		  /* bytes of the last chunk */
 	char *prefixes[TREE_NS_PREFIXES]; /* URL prefixes (nsurl.c) */
 	uint32_t nprefixes, last_prefix;
+	/* tree_ns_add_path's last directory: its path with the '/' (not
+	 * terminated) and its node. */
+	char last_dir[TREE_NS_LAST_DIR];
+	size_t last_dir_len;
+	uint32_t last_dir_id;
 };
 
 /* Creates a namespace holding the root directory. */
