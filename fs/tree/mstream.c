@@ -10,13 +10,18 @@
  * that every error line, and which error wins when there are several, is
  * what that parse says (it builds the document only up to the error). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "fs/tree/parse_int.h"
 #include "fs/tree/tree.h"
+
+/* Entries past which the array is parsed by two threads, one a half. */
+#define MSTREAM_SPLIT_MIN 65536
 
 /* The flags of the whole-document parse, for every piece. */
 #define MSTREAM_JSON_FLAGS                                                     \
@@ -175,33 +180,90 @@ static bool walk_top(const char *text, size_t len, const char **files,
 	return seen_v && seen_f && ws(p + 1, end) == end && *n <= UINT32_MAX;
 }
 
+/* One thread's part of the files array: entries [lo, hi), the first at
+ * p; rc as tree__manifest_stream's, err its line when -ENOMEM. */
+struct mstream_part {
+	struct tree_manifest *m;
+	const char *p, *end;
+	size_t lo, hi;
+	int rc;
+	char err[256];
+};
+
+static void *parse_part(void *arg)
+{
+	struct mstream_part *w = arg;
+	struct tree_mctx c = {.err = w->err, .errlen = sizeof(w->err)};
+	const char *p = w->p;
+	int rc = 0;
+
+	for (size_t i = w->lo; i < w->hi && rc == 0; i++) {
+		const char *q = skip_value(p, w->end);
+		json_t *obj = q != NULL ? piece(p, q) : NULL;
+
+		if (obj == NULL) {
+			rc = 1;
+			break;
+		}
+		c.index = (uint32_t)i;
+		rc = tree__mentry_parse(&c, obj, &w->m->files[i]);
+		json_decref(obj);
+		p = ws(ws(q, w->end) + 1, w->end); /* past the ',' */
+	}
+	w->rc = rc == -ENOMEM ? rc : rc != 0 ? 1 : 0;
+	return NULL;
+}
+
+/* Past the files array's first n entries, from its first at p. */
+static const char *skip_entries(const char *p, const char *end, size_t n)
+{
+	for (size_t i = 0; i < n && p != NULL; i++) {
+		p = skip_value(p, end);
+		if (p != NULL)
+			p = ws(ws(p, end) + 1, end);
+	}
+	return p;
+}
+
 int tree__manifest_stream(const char *text, size_t len, struct tree_manifest *m,
 			  char *err, size_t errlen)
 {
 	struct tree_mctx c = {.err = err, .errlen = errlen};
-	const char *files = NULL, *end = text + len, *p;
-	size_t n = 0;
-	int rc = 0;
+	struct mstream_part w[2];
+	const char *files = NULL, *end = text + len;
+	size_t n = 0, half;
+	pthread_t t;
+	bool two;
+	int rc;
 
 	if (!walk_top(text, len, &files, &n))
 		return 1;
 	m->files = calloc(n, sizeof(*m->files));
 	if (m->files == NULL)
 		return tree__moom(&c);
-	m->nfiles = 0;
-	p = ws(files + 1, end);
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		const char *q = skip_value(p, end);
-		json_t *obj = piece(p, q);
-
-		if (obj == NULL)
-			return 1;
-		c.index = (uint32_t)i;
-		m->nfiles = (uint32_t)(i + 1);
-		rc = tree__mentry_parse(&c, obj, &m->files[i]);
-		json_decref(obj);
-		p = ws(ws(q, end) + 1, end); /* past the ',' */
-	}
+	/* Every entry is the manifest's from here: a part that stops early
+	 * leaves zeroes, which tree_manifest_free frees as nothing. */
+	m->nfiles = (uint32_t)n;
+	/* Each entry's parse is its own document: a large array is cut in
+	 * two at an entry's start, and a second thread parses the second
+	 * half while this one parses the first. */
+	half = n >= MSTREAM_SPLIT_MIN && sysconf(_SC_NPROCESSORS_ONLN) > 1
+		       ? n / 2
+		       : n;
+	w[0] = (struct mstream_part){
+		.m = m, .p = ws(files + 1, end), .end = end, .hi = half};
+	w[1] = (struct mstream_part){.m = m, .end = end, .lo = half, .hi = n};
+	w[1].p = half < n ? skip_entries(w[0].p, end, half) : NULL;
+	two = w[1].p != NULL &&
+	      pthread_create(&t, NULL, parse_part, &w[1]) == 0;
+	if (!two)
+		w[0].hi = n;
+	parse_part(&w[0]);
+	if (two)
+		pthread_join(t, NULL);
+	rc = w[0].rc != 0 ? w[0].rc : two ? w[1].rc : 0;
+	if (w[0].rc == -ENOMEM || (two && w[1].rc == -ENOMEM))
+		return tree__moom(&c);
 	if (rc == 0)
 		rc = tree__manifest_check(&c, m);
 	return rc == -ENOMEM ? rc : rc != 0 ? 1 : 0;

@@ -212,6 +212,59 @@ static void manifest_stream(void)
 	    "files[1].size: must not be negative, got -3");
 }
 
+/* A manifest of n entries, "d/fI" each with a URL holding a '/' and a
+ * quote escaped, entry bad (n: none) with a negative size. */
+static char *many_entries(size_t n, size_t bad)
+{
+	size_t cap = 64 + n * 80, used = 0;
+	char *j = malloc(cap);
+
+	used += (size_t)snprintf(j, cap, "{\"version\":1,\"files\":[");
+	for (size_t i = 0; i < n; i++)
+		used += (size_t)snprintf(
+			j + used, cap - used,
+			"%s{\"path\":\"d/f%zu\",\"urls\":[\"http://h/"
+			"\\\"%zu\"],"
+			"\"size\":%d}",
+			i ? "," : "", i, i, i == bad ? -1 : 7);
+	snprintf(j + used, cap - used, "]}");
+	return j;
+}
+
+/* An array long enough to be parsed in two halves, by two threads: every
+ * entry in its place, and an error in the second half named as the
+ * whole-document parse names it. */
+static void manifest_stream_halves(void)
+{
+	const size_t n = 70001;
+	struct tree_manifest m = {0};
+	char e[512], *j = many_entries(n, n);
+	char want[64];
+
+	T_EQ_INT(tree__manifest_stream(j, strlen(j), &m, e, sizeof(e)), 0);
+	T_EQ_INT(m.nfiles, n);
+	for (size_t i = 0; i < n; i += n / 7) {
+		char path[32], url[32];
+
+		snprintf(path, sizeof(path), "d/f%zu", i);
+		snprintf(url, sizeof(url), "http://h/\"%zu", i);
+		T_EQ_STR(m.files[i].path, path);
+		T_EQ_STR(m.files[i].urls[0], url);
+		T_EQ_U64(m.files[i].size, 7);
+	}
+	T_EQ_STR(m.files[n - 1].path, "d/f70000");
+	T_EQ_STR(m.files[n / 2].path, "d/f35000");
+	tree_manifest_free(&m);
+	free(j);
+	j = many_entries(n, 69000);
+	T_EQ_INT(tree__manifest_stream(j, strlen(j), &m, e, sizeof(e)), 1);
+	tree_manifest_free(&m);
+	snprintf(want, sizeof(want),
+		 "files[69000].size: must not be negative, got -1");
+	BAD(j, want);
+	free(j);
+}
+
 static void manifest_top_level(void)
 {
 	BAD("[1]", "manifest: expected a JSON object, got an array");
@@ -1473,6 +1526,7 @@ static const struct t_case cases[] = {
 	{"manifest_full", manifest_full},
 	{"manifest_json_syntax", manifest_json_syntax},
 	{"manifest_stream", manifest_stream},
+	{"manifest_stream_halves", manifest_stream_halves},
 	{"manifest_top_level", manifest_top_level},
 	{"manifest_entry_shape", manifest_entry_shape},
 	{"manifest_path_rules", manifest_path_rules},
