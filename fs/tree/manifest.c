@@ -402,11 +402,12 @@ static int read_all(int fd, const char *path, char **buf, size_t *len,
 			return 0;
 		*len += (size_t)got;
 		if (*len > TREE_MANIFEST_FILE_MAX)
-			return fs__errf(err, errlen, -EFBIG,
-					"%s: larger than %llu bytes, the most "
-					"a manifest may have",
-					path,
-					(unsigned long long)TREE_MANIFEST_FILE_MAX);
+			return fs__errf(
+				err, errlen, -EFBIG,
+				"%s: larger than %llu bytes, the most "
+				"a manifest may have",
+				path,
+				(unsigned long long)TREE_MANIFEST_FILE_MAX);
 	}
 }
 
