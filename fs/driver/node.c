@@ -98,7 +98,7 @@ bool driver__file_has_content_identity(const struct tree_node *n)
  * names, whichever source sent them. A whole-file digest alone binds
  * nothing until the file is complete: such entries keep their source's
  * identity. A new string; NULL when memory ran out. */
-static char *content_identity(const struct tree_file *n)
+static char *content_identity(const struct tree_file *f)
 {
 	size_t cap = sizeof("sha256: block_sha256::") + 64 + 10 + 64;
 	uint8_t list[32];
@@ -107,15 +107,15 @@ static char *content_identity(const struct tree_file *n)
 
 	if (buf == NULL)
 		return NULL;
-	EVP_Digest(n->dblocks, (size_t)n->ndblocks * sizeof(n->dblocks[0]),
+	EVP_Digest(f->dblocks, (size_t)f->ndblocks * sizeof(f->dblocks[0]),
 		   list, NULL, EVP_sha256(), NULL);
 	fs__hex(list, 32, d);
-	if (n->has_sha256) {
-		fs__hex(n->sha256, 32, h);
+	if (f->has_sha256) {
+		fs__hex(f->sha256, 32, h);
 		snprintf(buf, cap, "sha256:%s block_sha256:%" PRIu32 ":%s", h,
-			 n->dblock, d);
+			 f->dblock, d);
 	} else {
-		snprintf(buf, cap, "block_sha256:%" PRIu32 ":%s", n->dblock, d);
+		snprintf(buf, cap, "block_sha256:%" PRIu32 ":%s", f->dblock, d);
 	}
 	return buf;
 }
