@@ -157,7 +157,7 @@ static int parse_digest(struct tree_mctx *c, const char *field, const json_t *v,
 	return 0;
 }
 
-static int check_path(struct tree_mctx *c, const char *p, size_t len)
+int tree__mcheck_path(struct tree_mctx *c, const char *p, size_t len)
 {
 	char q[200];
 	size_t start = 0;
@@ -199,7 +199,7 @@ static int check_path(struct tree_mctx *c, const char *p, size_t len)
 	return 0;
 }
 
-static int check_url(struct tree_mctx *c, const char *field, const char *u,
+int tree__mcheck_url(struct tree_mctx *c, const char *field, const char *u,
 		     size_t len)
 {
 	char q[200];
@@ -261,7 +261,7 @@ static int parse_urls(struct tree_mctx *c, const json_t *v,
 					   "expected a URL string, got %s",
 					   tree__json_type(u));
 		len = json_string_length(u);
-		rc = check_url(c, field, json_string_value(u), len);
+		rc = tree__mcheck_url(c, field, json_string_value(u), len);
 		if (rc != 0)
 			return rc;
 		for (size_t j = 0; j < i; j++) {
@@ -588,7 +588,7 @@ int tree__mentry_parse(struct tree_mctx *c, json_t *obj,
 	if (!json_is_string(v))
 		return tree__mfail(c, "path", "expected a string, got %s",
 				   tree__json_type(v));
-	rc = check_path(c, json_string_value(v), json_string_length(v));
+	rc = tree__mcheck_path(c, json_string_value(v), json_string_length(v));
 	if (rc != 0)
 		return rc;
 	e->path = strdup(json_string_value(v));

@@ -4,6 +4,9 @@
  * (tree/mentry.c), then freed. A manifest of a million entries so never
  * holds the whole JSON tree (840 bytes an entry) at once.
  *
+ * An entry of the common shape (a path, its URLs, a size, written plainly)
+ * is read without jansson at all (tree/mfast.c).
+ *
  * Only the plain shape takes this path: an object of version 1 and a
  * non-empty files array, no other key, nothing twice. Anything else, and
  * any error at all, is left to the whole-document parse (manifest.c), so
@@ -199,15 +202,22 @@ static void *parse_part(void *arg)
 
 	for (size_t i = w->lo; i < w->hi && rc == 0; i++) {
 		const char *q = skip_value(p, w->end);
-		json_t *obj = q != NULL ? piece(p, q) : NULL;
+		json_t *obj;
 
-		if (obj == NULL) {
+		if (q == NULL) {
 			rc = 1;
 			break;
 		}
 		c.index = (uint32_t)i;
-		rc = tree__mentry_parse(&c, obj, &w->m->files[i]);
-		json_decref(obj);
+		/* The common shape without jansson, else its document. */
+		rc = tree__mentry_fast(&c, p, q, &w->m->files[i]);
+		if (rc == 1) {
+			obj = piece(p, q);
+			if (obj == NULL)
+				break;
+			rc = tree__mentry_parse(&c, obj, &w->m->files[i]);
+			json_decref(obj);
+		}
 		p = ws(ws(q, w->end) + 1, w->end); /* past the ',' */
 	}
 	w->rc = rc == -ENOMEM ? rc : rc != 0 ? 1 : 0;

@@ -265,6 +265,63 @@ static void manifest_stream_halves(void)
 	free(j);
 }
 
+/* Entries read without jansson (tree/mfast.c) and those left to it, in
+ * one array: each as the whole-document parse makes it. */
+static void manifest_fast_shapes(void)
+{
+	static const char *const ents[] = {
+		"{\"path\":\"a/b\",\"urls\":[\"http://h/a/b\"],\"size\":0}",
+		" { \"size\" : 123456789012345678 ,\r\n\"urls\":[ "
+		"\"https://h/x\" , "
+		"\"HTTP://m/x\" ],\t\"path\":\"c\" } ",
+		"{\"urls\":[\"http://h/d\"],\"path\":\"d\"}",
+		"{\"path\":\"e\\u00e9\",\"urls\":[\"http://h/e\"]}",
+		"{\"path\":\"f\",\"urls\":[\"http://h/"
+		"f\"],\"size\":1234567890123456789}",
+		"{\"path\":\"h\",\"urls\":[\"http://h/h\"],\"mode\":420}",
+		"{\"path\":\"i\xc3\xa9\",\"urls\":[\"http://h/i\"],\"size\":7}",
+		"{\"path\":\"j\",\"urls\":[\"http://h/j\\/k\"],\"size\":-0}",
+	};
+	char j[2048], e[512];
+	size_t used = 0;
+	struct tree_manifest a = {0}, b = {0};
+
+	used += (size_t)snprintf(j, sizeof(j), "{\"version\":1,\"files\":[");
+	for (size_t i = 0; i < sizeof(ents) / sizeof(ents[0]); i++)
+		used += (size_t)snprintf(j + used, sizeof(j) - used, "%s%s",
+					 i ? "," : "", ents[i]);
+	snprintf(j + used, sizeof(j) - used, "]}");
+	T_EQ_INT(tree__manifest_stream(j, strlen(j), &a, e, sizeof(e)), 0);
+	T_EQ_INT(tree__manifest_parse_whole(j, strlen(j), &b, e, sizeof(e)), 0);
+	T_EQ_INT(a.nfiles, b.nfiles);
+	for (uint32_t i = 0; i < a.nfiles && i < b.nfiles; i++) {
+		T_EQ_STR(a.files[i].path, b.files[i].path);
+		T_EQ_INT(a.files[i].nurls, b.files[i].nurls);
+		for (uint32_t u = 0; u < a.files[i].nurls; u++)
+			T_EQ_STR(a.files[i].urls[u], b.files[i].urls[u]);
+		T_EQ_INT(a.files[i].has_size, b.files[i].has_size);
+		T_EQ_U64(a.files[i].size, b.files[i].size);
+		T_EQ_INT(a.files[i].has_mode, b.files[i].has_mode);
+	}
+	T_EQ_U64(a.files[1].size, 123456789012345678ull);
+	T_EQ_STR(a.files[7].urls[0], "http://h/j/k");
+	tree_manifest_free(&a);
+	tree_manifest_free(&b);
+	/* Broken rules in the common shape: the whole parse's lines. */
+	BAD("{\"version\":1,\"files\":[{\"path\":\"a\",\"urls\":["
+	    "\"http://h/a\"],\"size\":2e3}]}",
+	    "files[0].size: expected an integer, got a real number");
+	BAD("{\"version\":1,\"files\":[{\"path\":\"a/../b\",\"urls\":["
+	    "\"http://h/a\"],\"size\":1}]}",
+	    "files[0].path: \"a/../b\" has a \"..\" component");
+	BAD("{\"version\":1,\"files\":[{\"path\":\"a\",\"urls\":["
+	    "\"http://h/a\",\"http://h/a\"],\"size\":1}]}",
+	    "files[0].urls[1]: duplicates urls[0]");
+	BAD("{\"version\":1,\"files\":[{\"path\":\"a\",\"urls\":["
+	    "\"http://h/a\"],\"size\":1,\"size\":2}]}",
+	    "line 1, column 71: duplicate object key near '\"size\"'");
+}
+
 static void manifest_top_level(void)
 {
 	BAD("[1]", "manifest: expected a JSON object, got an array");
@@ -1527,6 +1584,7 @@ static const struct t_case cases[] = {
 	{"manifest_json_syntax", manifest_json_syntax},
 	{"manifest_stream", manifest_stream},
 	{"manifest_stream_halves", manifest_stream_halves},
+	{"manifest_fast_shapes", manifest_fast_shapes},
 	{"manifest_top_level", manifest_top_level},
 	{"manifest_entry_shape", manifest_entry_shape},
 	{"manifest_path_rules", manifest_path_rules},
