@@ -157,6 +157,10 @@ static int parse_digest(struct tree_mctx *c, const char *field, const json_t *v,
 	return 0;
 }
 
+/* The text quoted for an error line, made only when there is one: these
+ * checks run on every path and URL of a manifest. */
+#define QUOTED(s, n) tree__mquote((s), (n), q, sizeof(q))
+
 int tree__mcheck_path(struct tree_mctx *c, const char *p, size_t len)
 {
 	char q[200];
@@ -164,17 +168,17 @@ int tree__mcheck_path(struct tree_mctx *c, const char *p, size_t len)
 
 	if (len == 0)
 		return tree__mfail(c, "path", "is empty");
-	tree__mquote(p, len, q, sizeof(q));
 	if (memchr(p, '\0', len) != NULL)
-		return tree__mfail(c, "path", "%s contains a NUL byte", q);
+		return tree__mfail(c, "path", "%s contains a NUL byte",
+				   QUOTED(p, len));
 	if (len > TREE_MANIFEST_PATH_MAX)
 		return tree__mfail(c, "path", "%s is %zu bytes long, over %d",
-				   q, len, TREE_MANIFEST_PATH_MAX);
+				   QUOTED(p, len), len, TREE_MANIFEST_PATH_MAX);
 	if (p[0] == '/')
 		return tree__mfail(c, "path",
 				   "%s is absolute; paths are relative to the "
 				   "mount's root",
-				   q);
+				   QUOTED(p, len));
 	while (start <= len) {
 		const char *slash = memchr(p + start, '/', len - start);
 		size_t end = slash != NULL ? (size_t)(slash - p) : len;
@@ -182,18 +186,21 @@ int tree__mcheck_path(struct tree_mctx *c, const char *p, size_t len)
 
 		if (n == 0)
 			return tree__mfail(c, "path",
-					   "%s has an empty component", q);
+					   "%s has an empty component",
+					   QUOTED(p, len));
 		if (n == 1 && p[start] == '.')
 			return tree__mfail(c, "path",
-					   "%s has a \".\" component", q);
+					   "%s has a \".\" component",
+					   QUOTED(p, len));
 		if (n == 2 && p[start] == '.' && p[start + 1] == '.')
 			return tree__mfail(c, "path",
-					   "%s has a \"..\" component", q);
+					   "%s has a \"..\" component",
+					   QUOTED(p, len));
 		if (n > TREE_MANIFEST_NAME_MAX)
 			return tree__mfail(
 				c, "path",
-				"%s has a component of %zu bytes, over %d", q,
-				n, TREE_MANIFEST_NAME_MAX);
+				"%s has a component of %zu bytes, over %d",
+				QUOTED(p, len), n, TREE_MANIFEST_NAME_MAX);
 		start = end + 1;
 	}
 	return 0;
@@ -205,19 +212,19 @@ int tree__mcheck_url(struct tree_mctx *c, const char *field, const char *u,
 	char q[200];
 	size_t host;
 
-	tree__mquote(u, len, q, sizeof(q));
 	if (len > TREE_MANIFEST_URL_MAX)
-		return tree__mfail(c, field, "%s is %zu bytes long, over %d", q,
-				   len, TREE_MANIFEST_URL_MAX);
+		return tree__mfail(c, field, "%s is %zu bytes long, over %d",
+				   QUOTED(u, len), len, TREE_MANIFEST_URL_MAX);
 	if (len >= 7 && strncasecmp(u, "http://", 7) == 0)
 		host = 7;
 	else if (len >= 8 && strncasecmp(u, "https://", 8) == 0)
 		host = 8;
 	else
 		return tree__mfail(c, field,
-				   "%s is not an http:// or https:// URL", q);
+				   "%s is not an http:// or https:// URL",
+				   QUOTED(u, len));
 	if (host == len || strchr("/?#", u[host]) != NULL)
-		return tree__mfail(c, field, "%s has no host", q);
+		return tree__mfail(c, field, "%s has no host", QUOTED(u, len));
 	for (size_t i = 0; i < len; i++) {
 		unsigned char ch = (unsigned char)u[i];
 
@@ -225,7 +232,7 @@ int tree__mcheck_url(struct tree_mctx *c, const char *field, const char *u,
 			return tree__mfail(c, field,
 					   "%s has a space or control byte at "
 					   "position %zu; percent-encode it",
-					   q, i);
+					   QUOTED(u, len), i);
 	}
 	return 0;
 }
