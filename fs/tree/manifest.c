@@ -171,7 +171,13 @@ int tree__manifest_check(struct tree_mctx *c, const struct tree_manifest *m)
 		k[i].path = m->files[i].path;
 		k[i].idx = i;
 	}
-	qsort(k, m->nfiles, sizeof(*k), pkey_cmp);
+	/* Manifests are mostly written in order (a listing, a generator's
+	 * loops): one pass finds whether the sort has anything to do. */
+	for (uint32_t i = 0; i + 1 < m->nfiles; i++)
+		if (pkey_cmp(&k[i], &k[i + 1]) > 0) {
+			qsort(k, m->nfiles, sizeof(*k), pkey_cmp);
+			break;
+		}
 	for (uint32_t i = 0; i + 1 < m->nfiles; i++) {
 		const char *a = k[i].path, *b = k[i + 1].path;
 		size_t la = strlen(a);
