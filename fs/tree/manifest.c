@@ -354,11 +354,12 @@ out:
 	return rc;
 }
 
-int tree_manifest_parse(const char *text, size_t len, struct tree_manifest *out,
-			char *err, size_t errlen)
+/* tree_manifest_parse, of a mapped file's text when mapped. */
+static int parse(const char *text, size_t len, bool mapped,
+		 struct tree_manifest *out, char *err, size_t errlen)
 {
 	struct tree_manifest m = {0};
-	int rc = tree__manifest_stream(text, len, &m, err, errlen);
+	int rc = tree__manifest_stream(text, len, mapped, &m, err, errlen);
 
 	if (rc == 0) {
 		*out = m;
@@ -368,6 +369,12 @@ int tree_manifest_parse(const char *text, size_t len, struct tree_manifest *out,
 	if (rc == -ENOMEM)
 		return rc;
 	return tree__manifest_parse_whole(text, len, out, err, errlen);
+}
+
+int tree_manifest_parse(const char *text, size_t len, struct tree_manifest *out,
+			char *err, size_t errlen)
+{
+	return parse(text, len, false, out, err, errlen);
 }
 
 /* Reads what fd gives (a pipe, a character device) into *buf, up to the
@@ -456,8 +463,8 @@ int tree_manifest_load(const char *path, struct tree_manifest *out, char *err,
 		rc = read_all(fd, path, &buf, &len, err, errlen);
 	if (rc != 0)
 		goto out;
-	rc = tree_manifest_parse(map != NULL ? map : buf, len, out, msg,
-				 sizeof(msg));
+	rc = parse(map != NULL ? map : buf, len, map != NULL, out, msg,
+		   sizeof(msg));
 	if (rc != 0)
 		fs__errf(err, errlen, rc, "%s: %s", path, msg);
 out:

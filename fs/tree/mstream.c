@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -25,6 +26,10 @@
 
 /* Entries past which the array is parsed by two threads, one a half. */
 #define MSTREAM_SPLIT_MIN 65536
+
+/* Bytes of a mapped manifest read before the pages behind are given
+ * back. */
+#define MSTREAM_RELEASE_STEP (16u << 20)
 
 /* The flags of the whole-document parse, for every piece. */
 #define MSTREAM_JSON_FLAGS                                                     \
@@ -108,10 +113,33 @@ static char top_key(const char *p, const char *q)
 	return which;
 }
 
+/* Gives back the whole pages of a mapped manifest in [*mark, p) once
+ * they are MSTREAM_RELEASE_STEP bytes: the walk and the parse read the
+ * text once each, front to back, so that its mapping's resident pages
+ * never add up to the whole file beside the parsed entries. Pages
+ * touched again (the whole-document parse, after an error) are read
+ * from the file again. */
+static void release(bool mapped, const char **mark, const char *p)
+{
+	uintptr_t pg, a, b;
+
+	if (!mapped || (size_t)(p - *mark) < MSTREAM_RELEASE_STEP)
+		return;
+	pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	a = ((uintptr_t)*mark + pg - 1) & ~(pg - 1);
+	b = (uintptr_t)p & ~(pg - 1);
+	if (b > a)
+		(void)madvise((void *)a, b - a, MADV_DONTNEED);
+	*mark = p;
+}
+
 /* The files array at p: counts its entries into *n and returns the end
  * of the array, or NULL when it is not a plain non-empty array. */
-static const char *walk_files(const char *p, const char *end, size_t *n)
+static const char *walk_files(const char *p, const char *end, bool mapped,
+			      size_t *n)
 {
+	const char *mark = p;
+
 	*n = 0;
 	if (p >= end || *p != '[')
 		return NULL;
@@ -123,6 +151,7 @@ static const char *walk_files(const char *p, const char *end, size_t *n)
 		if (p == NULL)
 			return NULL;
 		(*n)++;
+		release(mapped, &mark, p);
 		p = ws(p, end);
 		if (p < end && *p == ']')
 			return p + 1;
@@ -134,8 +163,8 @@ static const char *walk_files(const char *p, const char *end, size_t *n)
 
 /* Walks the top level: finds the files array (*files, its entries in
  * *n). false when the document is not of the plain shape. */
-static bool walk_top(const char *text, size_t len, const char **files,
-		     size_t *n)
+static bool walk_top(const char *text, size_t len, bool mapped,
+		     const char **files, size_t *n)
 {
 	const char *end = text + len, *p = ws(text, end), *q;
 	bool seen_v = false, seen_f = false;
@@ -160,7 +189,7 @@ static bool walk_top(const char *text, size_t len, const char **files,
 		if (key == 'f') {
 			seen_f = true;
 			*files = p;
-			q = walk_files(p, end, n);
+			q = walk_files(p, end, mapped, n);
 		} else {
 			json_t *v;
 
@@ -188,6 +217,7 @@ static bool walk_top(const char *text, size_t len, const char **files,
 struct mstream_part {
 	struct tree_manifest *m;
 	const char *p, *end;
+	bool mapped;
 	size_t lo, hi;
 	int rc;
 	char err[256];
@@ -197,7 +227,7 @@ static void *parse_part(void *arg)
 {
 	struct mstream_part *w = arg;
 	struct tree_mctx c = {.err = w->err, .errlen = sizeof(w->err)};
-	const char *p = w->p;
+	const char *p = w->p, *mark = w->p;
 	int rc = 0;
 
 	for (size_t i = w->lo; i < w->hi && rc == 0; i++) {
@@ -219,6 +249,7 @@ static void *parse_part(void *arg)
 			json_decref(obj);
 		}
 		p = ws(ws(q, w->end) + 1, w->end); /* past the ',' */
+		release(w->mapped, &mark, p);
 	}
 	w->rc = rc == -ENOMEM ? rc : rc != 0 ? 1 : 0;
 	return NULL;
@@ -235,8 +266,8 @@ static const char *skip_entries(const char *p, const char *end, size_t n)
 	return p;
 }
 
-int tree__manifest_stream(const char *text, size_t len, struct tree_manifest *m,
-			  char *err, size_t errlen)
+int tree__manifest_stream(const char *text, size_t len, bool mapped,
+			  struct tree_manifest *m, char *err, size_t errlen)
 {
 	struct tree_mctx c = {.err = err, .errlen = errlen};
 	struct mstream_part w[2];
@@ -246,7 +277,7 @@ int tree__manifest_stream(const char *text, size_t len, struct tree_manifest *m,
 	bool two;
 	int rc;
 
-	if (!walk_top(text, len, &files, &n))
+	if (!walk_top(text, len, mapped, &files, &n))
 		return 1;
 	m->files = calloc(n, sizeof(*m->files));
 	if (m->files == NULL)
@@ -260,9 +291,13 @@ int tree__manifest_stream(const char *text, size_t len, struct tree_manifest *m,
 	half = n >= MSTREAM_SPLIT_MIN && sysconf(_SC_NPROCESSORS_ONLN) > 1
 		       ? n / 2
 		       : n;
-	w[0] = (struct mstream_part){
-		.m = m, .p = ws(files + 1, end), .end = end, .hi = half};
-	w[1] = (struct mstream_part){.m = m, .end = end, .lo = half, .hi = n};
+	w[0] = (struct mstream_part){.m = m,
+				     .p = ws(files + 1, end),
+				     .end = end,
+				     .mapped = mapped,
+				     .hi = half};
+	w[1] = (struct mstream_part){
+		.m = m, .end = end, .mapped = mapped, .lo = half, .hi = n};
 	w[1].p = half < n ? skip_entries(w[0].p, end, half) : NULL;
 	two = w[1].p != NULL &&
 	      pthread_create(&t, NULL, parse_part, &w[1]) == 0;

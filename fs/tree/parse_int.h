@@ -80,9 +80,11 @@ int tree__manifest_check(struct tree_mctx *c, const struct tree_manifest *m);
  * the whole JSON document (tree/mstream.c): 0 with *m filled; 1 when the
  * text is of another shape or any error was found, which
  * tree__manifest_parse_whole then names; -ENOMEM. On non-zero *m may
- * hold allocations: the caller frees it with tree_manifest_free. */
-int tree__manifest_stream(const char *text, size_t len, struct tree_manifest *m,
-			  char *err, size_t errlen);
+ * hold allocations: the caller frees it with tree_manifest_free. With
+ * mapped, text is a private read-only mapping of a file, whose pages the
+ * parse gives back behind it (madvise MADV_DONTNEED). */
+int tree__manifest_stream(const char *text, size_t len, bool mapped,
+			  struct tree_manifest *m, char *err, size_t errlen);
 
 /* The whole document parsed at once and checked, as tree_manifest_parse
  * promises (tree/manifest.c); every error line comes from here. */
