@@ -154,7 +154,8 @@ static void *map(size_t len)
 /* Makes room for `total` nodes: a slab mapped for each 2^SHIFT more. */
 static int room(struct tree_ns *ns, uint64_t total)
 {
-	if (total >= TREE_NO_NODE)
+	/* Whole slabs below TREE_NO_NODE: cap never wraps. */
+	if (total > (uint64_t)TREE_NO_NODE - SLAB)
 		return -ENOSPC;
 	while (ns->cap < total) {
 		struct tree_node **grown =
