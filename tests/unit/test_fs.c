@@ -935,6 +935,86 @@ static void opts_metrics_and_log(void)
 /* A directory finds each of many children by name (through its table once
  * it has TREE_NS_INDEX_MIN), refuses a second of one name, and paths build
  * their directories once. */
+/* One URL for a file: a new array of it (the tree takes both). */
+static char **one_url(const char *u)
+{
+	char **v = calloc(1, sizeof(*v));
+
+	v[0] = strdup(u);
+	return v;
+}
+
+/* A file's URLs as given come back from tree_ns_url byte for byte: a
+ * prefix followed by its own path, percent-encoded as an index or S3
+ * encodes it, kept as the prefix's number (no record of its own); any
+ * other URL, mirrors, and URLs past the table's 255 prefixes stored as
+ * they are. */
+static void ns_urls(void)
+{
+	static const struct {
+		const char *path, *url;
+		bool own;
+	} cases[] = {
+		{"a/b.bin", "http://h:8080/root/a/b.bin", true},
+		{"a/c d.bin", "http://h:8080/root/a/c%20d.bin", true},
+		{"a/\xc3\xa9~_-.x", "https://h/a/%C3%A9~_-.x", true},
+		{"a/e.bin", "http://h:8080/root/a/e.bin?sig=1", false},
+		{"a/f d.bin", "http://h/a/f%20D.bin", false},
+		{"a/g d.bin", "http://h/a/g d.bin", false},
+		{"a/h.bin", "http://other/h.bin", false},
+		{"x.bin", "http://h:8080/root/x.bin", true},
+	};
+	struct tree_ns *ns;
+	char **two, path[64], url[96];
+	uint32_t id;
+
+	T_EQ_INT(tree_ns_new(&ns), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got;
+
+		T_EQ_INT(tree_ns_add_path(ns, cases[i].path, &id), 0);
+		T_EQ_INT(tree_ns_set_urls(ns, id, one_url(cases[i].url), 1), 0);
+		T_EQ_INT(tree_node_nurls(tree_ns_get(ns, id)), 1);
+		T_EQ_INT(tree_ns_get(ns, id)->url_own, cases[i].own);
+		T_ASSERT(!cases[i].own || tree_ns_get(ns, id)->file == NULL);
+		got = tree_ns_url(ns, id, 0);
+		T_EQ_STR(got, cases[i].url);
+		free(got);
+		T_ASSERT(tree_ns_url(ns, id, 1) == NULL);
+	}
+	/* Mirrors: stored, in order. */
+	T_EQ_INT(tree_ns_add_path(ns, "m.bin", &id), 0);
+	two = calloc(2, sizeof(*two));
+	two[0] = strdup("http://h:8080/root/m.bin");
+	two[1] = strdup("http://mirror/m.bin");
+	T_EQ_INT(tree_ns_set_urls(ns, id, two, 2), 0);
+	T_EQ_INT(tree_node_nurls(tree_ns_get(ns, id)), 2);
+	for (uint32_t u = 0; u < 2; u++) {
+		char *got = tree_ns_url(ns, id, u);
+
+		T_EQ_STR(got, u == 0 ? "http://h:8080/root/m.bin"
+				     : "http://mirror/m.bin");
+		free(got);
+	}
+	/* 300 origins: the first 255 prefixes kept, then URLs stored. */
+	for (int i = 0; i < 300; i++) {
+		char *got;
+
+		snprintf(path, sizeof(path), "p/f%d", i);
+		snprintf(url, sizeof(url), "http://h%d/p/f%d", i, i);
+		T_EQ_INT(tree_ns_add_path(ns, path, &id), 0);
+		T_EQ_INT(tree_ns_set_urls(ns, id, one_url(url), 1), 0);
+		got = tree_ns_url(ns, id, 0);
+		T_EQ_STR(got, url);
+		free(got);
+	}
+	T_EQ_INT(ns->nprefixes, TREE_NS_PREFIXES);
+	/* A directory has none. */
+	T_EQ_INT(tree_node_nurls(tree_ns_get(ns, tree_ns_child(ns, 0, "a"))),
+		 0);
+	tree_ns_free(ns);
+}
+
 static void ns_many_children(void)
 {
 	struct tree_ns *ns;
@@ -1054,6 +1134,7 @@ static const struct t_case cases[] = {
 	{"json_escape", json_escape},
 	{"opts_metrics_and_log", opts_metrics_and_log},
 	{"ns_many_children", ns_many_children},
+	{"ns_urls", ns_urls},
 };
 
 int main(int argc, char **argv)
