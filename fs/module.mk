@@ -6,7 +6,7 @@ FS_ENGINE_SRCS := fs/engine/engine.c fs/engine/blobs.c fs/engine/blocks.c \
 	fs/engine/openend.c fs/engine/streamhold.c
 FS_TREE_SRCS := fs/tree/ns.c fs/tree/manifest.c fs/tree/mentry.c \
 	fs/tree/dirindex.c fs/tree/s3.c fs/tree/s3xml.c fs/tree/usage.c \
-	fs/tree/mstream.c
+	fs/tree/mstream.c fs/tree/nsurl.c fs/tree/mfast.c
 FS_AUTH_SRCS := fs/auth/creds.c fs/auth/command.c fs/auth/awsconf.c \
 	fs/auth/headers.c fs/auth/identity.c
 FS_DRIVER_SRCS := fs/driver/mount.c fs/driver/check.c \

@@ -54,8 +54,25 @@ for run in $(seq 1 "$RUNS"); do
 		"VmHWM $(($(status_kb "$PID" VmHWM) / 1024)) MiB," \
 		"VmSize $(($(status_kb "$PID" VmSize) / 1024)) MiB"
 	cmp "$MNT/train/n00000/img_00000000.JPEG" "$WWW/train/n00000/img_00000000.JPEG"
-	sleep 3
-	echo "run $run: 3 s later: VmRSS $(($(status_kb "$PID" VmRSS) / 1024)) MiB"
+	python3 - "$MNT" "$DIRS" "$PER" <<'PY' | sed "s/^/run $run: /"
+import os, random, sys, time
+mnt, dirs, per = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rng = random.Random(7)
+picks = rng.sample(range(dirs * per), min(20000, dirs * per))
+lat = []
+for n in picks:
+    p = "%s/train/n%05d/img_%08d.JPEG" % (mnt, n // per, n)
+    t = time.perf_counter_ns()
+    os.stat(p)
+    lat.append(time.perf_counter_ns() - t)
+lat.sort()
+print("stat of %d random paths: p50 %.0f us, p99 %.0f us"
+      % (len(lat), lat[len(lat) // 2] / 1e3, lat[len(lat) * 99 // 100] / 1e3))
+PY
+	s0=$(date +%s%N)
+	found=$(find "$MNT" | wc -l)
+	echo "run $run: find of $found entries: $((($(date +%s%N) - s0) / 1000000)) ms"
+	echo "run $run: after them: VmRSS $(($(status_kb "$PID" VmRSS) / 1024)) MiB"
 	s0=$(date +%s%N)
 	"$T_TMP/pacefs" status "$MNT" | grep '^tree:' | sed "s/^/run $run: /"
 	echo "run $run: that status took $((($(date +%s%N) - s0) / 1000000)) ms"

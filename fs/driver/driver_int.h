@@ -223,9 +223,10 @@ void driver__mount_bound(const struct driver_mount *m, uint64_t deadline_ns,
  * identity when its block digests are checked before its bytes are cached
  * (driver__file_has_content_identity), shared by every file naming the same
  * digests; else that of its URLs (auth_sources_identity), never whichever
- * mirror answered. A new string (free() it); NULL when memory ran out. Caller
- * holds the namespace's mu. */
-char *driver__file_identity(const struct tree_node *n);
+ * mirror answered; urls are its nurls URLs (tree_ns_url). A new string
+ * (free() it); NULL when memory ran out. Caller holds the namespace's mu. */
+char *driver__file_identity(const struct tree_node *n, const char *const *urls,
+			    uint32_t nurls);
 
 /* True when node n's identity names its content: every block stored under
  * it passed the per-block digests the identity is made of. Caller holds

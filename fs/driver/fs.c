@@ -83,7 +83,8 @@ static int node_sized(struct driver_mount *m, uint32_t i, uint64_t deadline_ns)
 	bool need;
 
 	pthread_mutex_lock(&m->ns->mu);
-	need = !m->ns->nodes[i]->is_dir && !m->ns->nodes[i]->has_size;
+	need = !tree_ns_get(m->ns, i)->is_dir &&
+	       !tree_ns_get(m->ns, i)->has_size;
 	pthread_mutex_unlock(&m->ns->mu);
 	return need ? driver__file_ready(m, i, deadline_ns) : 0;
 }
@@ -128,7 +129,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	pthread_mutex_lock(&m->ns->mu);
 	child = tree_ns_child(m->ns, NODE_OF(parent), name);
-	is_dir = child != TREE_NO_NODE && m->ns->nodes[child]->is_dir;
+	is_dir = child != TREE_NO_NODE && tree_ns_get(m->ns, child)->is_dir;
 	pthread_mutex_unlock(&m->ns->mu);
 	if (child == TREE_NO_NODE) {
 		fuse_reply_err(req, ENOENT);
@@ -204,11 +205,14 @@ static bool add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
 	return true;
 }
 
+static const struct tree_dir no_children;
+
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	struct driver_mount *m = fuse_req_userdata(req);
-	const struct tree_node *d;
+	const struct tree_node *dn;
+	const struct tree_dir *d;
 	size_t used = 0;
 	char *buf;
 	int rc;
@@ -232,7 +236,8 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	pthread_mutex_lock(&m->ns->mu);
-	d = tree_ns_get(m->ns, NODE_OF(ino));
+	dn = tree_ns_get(m->ns, NODE_OF(ino));
+	d = dn == NULL ? NULL : dn->is_dir ? dn->dir : &no_children;
 	/* Offsets: 0 ".", 1 "..", 2 + i the i-th child. */
 	for (off_t i = off; d != NULL && i < (off_t)d->nchildren + 2; i++) {
 		const struct tree_node *c = NULL;
@@ -241,10 +246,10 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 		if (i == 1) {
 			name = "..";
-			child = INO_OF(d->parent);
+			child = INO_OF(dn->parent);
 		} else if (i > 1) {
 			child = INO_OF(d->children[i - 2]);
-			c = m->ns->nodes[d->children[i - 2]];
+			c = tree_ns_get(m->ns, d->children[i - 2]);
 			if (c->gone)
 				continue;
 			name = c->name;
@@ -268,7 +273,7 @@ static uint32_t node_blob(struct driver_mount *m, uint32_t i)
 	uint32_t blob;
 
 	pthread_mutex_lock(&m->ns->mu);
-	blob = i < m->ns->n ? m->ns->nodes[i]->blob : TREE_NO_BLOB;
+	blob = i < m->ns->n ? tree_ns_get(m->ns, i)->blob : TREE_NO_BLOB;
 	pthread_mutex_unlock(&m->ns->mu);
 	return blob;
 }
@@ -494,8 +499,8 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	pthread_mutex_lock(&m->ns->mu);
 	files = m->ns->n;
 	for (uint32_t i = 0; i < m->ns->n; i++)
-		if (!m->ns->nodes[i]->is_dir)
-			total += m->ns->nodes[i]->size;
+		if (!tree_ns_get(m->ns, i)->is_dir)
+			total += tree_ns_get(m->ns, i)->size;
 	pthread_mutex_unlock(&m->ns->mu);
 	memset(&sv, 0, sizeof(sv));
 	sv.f_bsize = CACHE_BLOCK_SIZE;
@@ -541,9 +546,13 @@ static int xattr_value(struct driver_mount *m, uint32_t i, const char *name,
 		/* Without userinfo: with allow_other, every user reads
 		 * this. */
 		buf[0] = '\0';
-		for (uint32_t u = 0; u < n->nurls && used < cap; u++) {
-			char *shown = fetch_url_redacted(n->urls[u]);
+		for (uint32_t u = 0; u < tree_node_nurls(n) && used < cap;
+		     u++) {
+			char *url = tree_ns_url(m->ns, i, u);
+			char *shown =
+				url != NULL ? fetch_url_redacted(url) : NULL;
 
+			free(url);
 			if (shown == NULL) {
 				len = -ENOMEM;
 				break;
@@ -556,9 +565,9 @@ static int xattr_value(struct driver_mount *m, uint32_t i, const char *name,
 			len = (int)strlen(buf);
 	} else if (strcmp(name, "size") == 0 && n->has_size) {
 		len = snprintf(buf, cap, "%" PRIu64, n->size);
-	} else if (strcmp(name, "sha256") == 0 && n->has_sha256) {
+	} else if (strcmp(name, "sha256") == 0 && tree_file_of(n)->has_sha256) {
 		if (cap > 64) {
-			fs__hex(n->sha256, 32, buf);
+			fs__hex(tree_file_of(n)->sha256, 32, buf);
 			len = 64;
 		}
 	}

@@ -22,14 +22,14 @@
  * random pays this alone). Caller holds ns->mu. */
 static uint32_t child_pos(const struct tree_node *d, uint32_t node)
 {
-	uint32_t lo = 0, hi = d->nchildren;
+	uint32_t lo = 0, hi = d->dir->nchildren;
 
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (d->children[mid] == node)
+		if (d->dir->children[mid] == node)
 			return mid;
-		if (d->children[mid] < node)
+		if (d->dir->children[mid] < node)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -39,15 +39,16 @@ static uint32_t child_pos(const struct tree_node *d, uint32_t node)
 
 /* Files among d's children in (a, b], or 0 when b is not after a or
  * more than DRIVER_LIST_SCAN entries on. Caller holds ns->mu. */
-static uint32_t files_between(const struct tree_ns *ns,
-			      const struct tree_node *d, uint32_t a, uint32_t b)
+static uint32_t files_between(struct tree_ns *ns, const struct tree_node *d,
+			      uint32_t a, uint32_t b)
 {
 	uint32_t n = 0;
 
 	if (b <= a || b - a > DRIVER_LIST_SCAN)
 		return 0;
 	for (uint32_t i = a + 1; i <= b; i++) {
-		const struct tree_node *c = ns->nodes[d->children[i]];
+		const struct tree_node *c =
+			tree_ns_get(ns, d->dir->children[i]);
 
 		n += !c->is_dir && !c->gone;
 	}
@@ -99,7 +100,7 @@ static struct driver_list_run *run_of(struct driver_plans *s, pid_t pid,
 /* A listing plan of every stride-th of d's files past index pos, for
  * pid; NULL when there are none (or no memory). Caller holds s->mu and
  * ns->mu. */
-static struct driver_plan *list_plan(const struct tree_ns *ns,
+static struct driver_plan *list_plan(struct tree_ns *ns,
 				     const struct tree_node *d, uint32_t dir,
 				     uint32_t pos, uint32_t stride, pid_t pid,
 				     uid_t uid, uint64_t now)
@@ -109,8 +110,9 @@ static struct driver_plan *list_plan(const struct tree_ns *ns,
 
 	if (p == NULL)
 		return NULL;
-	for (uint32_t i = pos + 1; i < d->nchildren; i++) {
-		const struct tree_node *c = ns->nodes[d->children[i]];
+	for (uint32_t i = pos + 1; i < d->dir->nchildren; i++) {
+		const struct tree_node *c =
+			tree_ns_get(ns, d->dir->children[i]);
 
 		n += !c->is_dir && !c->gone;
 	}
@@ -123,11 +125,12 @@ static struct driver_plan *list_plan(const struct tree_ns *ns,
 		driver__plan_free(p);
 		return NULL;
 	}
-	for (uint32_t i = pos + 1; i < d->nchildren && p->n < n; i++) {
-		const struct tree_node *c = ns->nodes[d->children[i]];
+	for (uint32_t i = pos + 1; i < d->dir->nchildren && p->n < n; i++) {
+		const struct tree_node *c =
+			tree_ns_get(ns, d->dir->children[i]);
 
 		if (!c->is_dir && !c->gone && ++k % stride == 0)
-			p->nodes[p->n++] = d->children[i];
+			p->nodes[p->n++] = d->dir->children[i];
 	}
 	p->cap = p->n;
 	snprintf(p->name, sizeof(p->name), "listing-%ld", (long)pid);

@@ -84,9 +84,11 @@ bool driver__file_has_content_identity(const struct tree_node *n)
 	 * it before it stores it; a larger digest block is checked only once
 	 * all of its cache blocks are stored, so the first of them are
 	 * cached unchecked. */
-	return n->ndblocks > 0 && n->dblock > 0 &&
-	       n->dblock <= CACHE_BLOCK_SIZE &&
-	       CACHE_BLOCK_SIZE % n->dblock == 0;
+	const struct tree_file *f = tree_file_of(n);
+
+	return f->ndblocks > 0 && f->dblock > 0 &&
+	       f->dblock <= CACHE_BLOCK_SIZE &&
+	       CACHE_BLOCK_SIZE % f->dblock == 0;
 }
 
 /* "sha256:H block_sha256:BS:D" (without "sha256:H " when the entry gives
@@ -96,7 +98,7 @@ bool driver__file_has_content_identity(const struct tree_node *n)
  * names, whichever source sent them. A whole-file digest alone binds
  * nothing until the file is complete: such entries keep their source's
  * identity. A new string; NULL when memory ran out. */
-static char *content_identity(const struct tree_node *n)
+static char *content_identity(const struct tree_file *f)
 {
 	size_t cap = sizeof("sha256: block_sha256::") + 64 + 10 + 64;
 	uint8_t list[32];
@@ -105,26 +107,29 @@ static char *content_identity(const struct tree_node *n)
 
 	if (buf == NULL)
 		return NULL;
-	EVP_Digest(n->dblocks, (size_t)n->ndblocks * sizeof(n->dblocks[0]),
+	EVP_Digest(f->dblocks, (size_t)f->ndblocks * sizeof(f->dblocks[0]),
 		   list, NULL, EVP_sha256(), NULL);
 	fs__hex(list, 32, d);
-	if (n->has_sha256) {
-		fs__hex(n->sha256, 32, h);
+	if (f->has_sha256) {
+		fs__hex(f->sha256, 32, h);
 		snprintf(buf, cap, "sha256:%s block_sha256:%" PRIu32 ":%s", h,
-			 n->dblock, d);
+			 f->dblock, d);
 	} else {
-		snprintf(buf, cap, "block_sha256:%" PRIu32 ":%s", n->dblock, d);
+		snprintf(buf, cap, "block_sha256:%" PRIu32 ":%s", f->dblock, d);
 	}
 	return buf;
 }
 
-char *driver__file_identity(const struct tree_node *n)
+char *driver__file_identity(const struct tree_node *n, const char *const *urls,
+			    uint32_t nurls)
 {
-	if (n->identity != NULL)
-		return strdup(n->identity);
+	const struct tree_file *f = tree_file_of(n);
+
+	if (f->identity != NULL)
+		return strdup(f->identity);
 	if (driver__file_has_content_identity(n))
-		return content_identity(n);
-	return auth_sources_identity((const char *const *)n->urls, n->nurls);
+		return content_identity(f);
+	return auth_sources_identity(urls, nurls);
 }
 
 /* Copies what probing node i needs out of the namespace, so that the
@@ -158,23 +163,25 @@ static void node_copy_free(struct node_copy *c)
 
 static int node_copy(struct driver_mount *m, uint32_t i, struct node_copy *c)
 {
+	const struct tree_file *f;
 	struct tree_node *n;
 	int rc = 0;
 
 	memset(c, 0, sizeof(*c));
 	pthread_mutex_lock(&m->ns->mu);
 	n = tree_ns_get(m->ns, i);
-	if (n == NULL || n->is_dir || n->nurls == 0) {
+	if (n == NULL || n->is_dir || tree_node_nurls(n) == 0) {
 		rc = n != NULL && n->is_dir ? -EISDIR : -ENOENT;
 		goto out;
 	}
-	c->urls = calloc(n->nurls, sizeof(*c->urls));
+	f = tree_file_of(n);
+	c->urls = calloc(tree_node_nurls(n), sizeof(*c->urls));
 	if (c->urls == NULL) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (c->nurls = 0; c->nurls < n->nurls; c->nurls++) {
-		c->urls[c->nurls] = strdup(n->urls[c->nurls]);
+	for (c->nurls = 0; c->nurls < tree_node_nurls(n); c->nurls++) {
+		c->urls[c->nurls] = tree_ns_url(m->ns, i, c->nurls);
 		if (c->urls[c->nurls] == NULL) {
 			rc = -ENOMEM;
 			goto out;
@@ -184,15 +191,16 @@ static int node_copy(struct driver_mount *m, uint32_t i, struct node_copy *c)
 	c->size = n->size;
 	c->blob = n->blob;
 	tree_ns_path(m->ns, i, c->name, sizeof(c->name));
-	c->sha256 = n->has_sha256 ? n->sha256 : NULL;
-	c->dblock = n->dblock;
-	c->dblocks = (const uint8_t(*)[32])n->dblocks;
-	c->ndblocks = n->ndblocks;
-	c->regions = (const uint64_t(*)[2])n->regions;
-	c->nregions = n->nregions;
-	c->identity = driver__file_identity(n);
+	c->sha256 = f->has_sha256 ? f->sha256 : NULL;
+	c->dblock = f->dblock;
+	c->dblocks = (const uint8_t(*)[32])f->dblocks;
+	c->ndblocks = f->ndblocks;
+	c->regions = (const uint64_t(*)[2])f->regions;
+	c->nregions = f->nregions;
+	c->identity = driver__file_identity(n, (const char *const *)c->urls,
+					    c->nurls);
 	c->content = driver__file_has_content_identity(n);
-	c->object_store = n->etag != NULL;
+	c->object_store = f->etag != NULL;
 	if (c->identity == NULL) {
 		rc = -ENOMEM;
 		goto out;
@@ -216,9 +224,9 @@ static int probe_claim(struct driver_mount *m, uint32_t i, const char *name,
 	int rc = 0;
 
 	pthread_mutex_lock(&ns->mu);
-	while (ns->nodes[i]->probing && rc == 0)
+	while (tree_ns_get(ns, i)->probing && rc == 0)
 		rc = pthread_cond_timedwait(&ns->probed, &ns->mu, until);
-	if (ns->nodes[i]->probing) {
+	if (tree_ns_get(ns, i)->probing) {
 		pthread_mutex_unlock(&ns->mu);
 		obs_log(FS_LOG_ERR,
 			"%s: cannot open: its probe by another request was "
@@ -226,7 +234,7 @@ static int probe_claim(struct driver_mount *m, uint32_t i, const char *name,
 			name);
 		return -EIO;
 	}
-	ns->nodes[i]->probing = true;
+	tree_ns_get(ns, i)->probing = true;
 	pthread_mutex_unlock(&ns->mu);
 	return 0;
 }
@@ -240,7 +248,7 @@ static void probe_release(struct driver_mount *m, uint32_t i, uint32_t blob,
 	struct tree_node *n;
 
 	pthread_mutex_lock(&m->ns->mu);
-	n = m->ns->nodes[i];
+	n = tree_ns_get(m->ns, i);
 	if (blob != TREE_NO_BLOB) {
 		n->blob = blob;
 		n->has_size = true;
@@ -359,7 +367,7 @@ int driver__file_ready(struct driver_mount *m, uint32_t i, uint64_t deadline_ns)
 	if (rc != 0)
 		goto out;
 	pthread_mutex_lock(&m->ns->mu);
-	c.blob = m->ns->nodes[i]->blob;
+	c.blob = tree_ns_get(m->ns, i)->blob;
 	pthread_mutex_unlock(&m->ns->mu);
 	if (c.blob != TREE_NO_BLOB && engine_blob_is_ready(m->engine, c.blob))
 		blob = TREE_NO_BLOB; /* readied while this open waited */
@@ -419,28 +427,29 @@ static struct tree_node *entry_node(const char *base,
 		    : ent->url != NULL
 			    ? strdup(ent->url)
 			    : child_url(base, ent->name, ent->is_dir);
+	struct tree_file *f;
 
 	if (url == NULL)
 		goto fail;
-	if (ent->etag != NULL && (n->etag = strdup(ent->etag)) == NULL)
-		goto fail_url;
-	if (ent->identity != NULL &&
-	    (n->identity = strdup(ent->identity)) == NULL)
-		goto fail_url;
 	if (ent->is_dir) {
-		n->list_url = url;
+		n->dir->list_url = url;
+		url = NULL;
+	} else if ((f = tree_node_file(n)) == NULL ||
+		   (f->urls = calloc(1, sizeof(*f->urls))) == NULL) {
+		goto fail_url;
 	} else {
-		n->urls = calloc(1, sizeof(*n->urls));
-		if (n->urls == NULL) {
-			free(url);
-			goto fail;
-		}
-		n->urls[0] = url;
-		n->nurls = 1;
+		f->urls[0] = url;
+		f->nurls = 1;
+		url = NULL;
 		/* A size the page states exactly is taken; a probe confirms
 		 * it at the first open. */
 		n->has_size = ent->has_size;
 		n->size = ent->size;
+		if (ent->etag != NULL && (f->etag = strdup(ent->etag)) == NULL)
+			goto fail;
+		if (ent->identity != NULL &&
+		    (f->identity = strdup(ent->identity)) == NULL)
+			goto fail;
 	}
 	if (ent->has_mtime)
 		n->mtime = ent->mtime;
@@ -470,7 +479,7 @@ static int merge_entry(struct tree_ns *ns, uint32_t d, uint32_t gen,
 			*fresh = NULL;
 		return rc;
 	}
-	n = ns->nodes[c];
+	n = tree_ns_get(ns, c);
 	if (n->is_dir != ent->is_dir)
 		return 0; /* a file became a directory: keep what we have */
 	n->gone = false;
@@ -495,7 +504,7 @@ static int merge_page(struct driver_mount *m, uint32_t d, const char *base,
 	int rc;
 
 	pthread_mutex_lock(&ns->mu);
-	gen = ++ns->nodes[d]->list_gen;
+	gen = ++tree_ns_get(ns, d)->dir->list_gen;
 	rc = tree_ns_reserve(ns, d, nents);
 	pthread_mutex_unlock(&ns->mu);
 	while (rc == 0 && done < nents) {
@@ -527,13 +536,13 @@ static int merge_page(struct driver_mount *m, uint32_t d, const char *base,
 	for (uint32_t i = 0, more = rc == 0; more;) {
 		pthread_mutex_lock(&ns->mu);
 		for (uint32_t end = i + DRIVER_LIST_BATCH;
-		     i < end && i < ns->nodes[d]->nchildren; i++) {
-			struct tree_node *c =
-				ns->nodes[ns->nodes[d]->children[i]];
+		     i < end && i < tree_ns_get(ns, d)->dir->nchildren; i++) {
+			struct tree_node *c = tree_ns_get(
+				ns, tree_ns_get(ns, d)->dir->children[i]);
 
 			c->gone = c->seen_gen != gen;
 		}
-		more = i < ns->nodes[d]->nchildren;
+		more = i < tree_ns_get(ns, d)->dir->nchildren;
 		pthread_mutex_unlock(&ns->mu);
 	}
 	return rc;
@@ -559,11 +568,11 @@ int driver__dir_list(struct driver_mount *m, uint32_t d, bool fresh,
 	 * when there is a listing already, use that one (a refresh only adds
 	 * and drops names): a name is found at once during a refresh. The
 	 * wait ends at this request's own deadline. */
-	while (ns->nodes[d]->listing &&
-	       (fresh || ns->nodes[d]->listed_ns == 0) && rc == 0)
+	while (tree_ns_get(ns, d)->dir->listing &&
+	       (fresh || tree_ns_get(ns, d)->dir->listed_ns == 0) && rc == 0)
 		rc = pthread_cond_timedwait(&ns->listed, &ns->mu, &until);
-	if (rc != 0 && ns->nodes[d]->listing &&
-	    (fresh || ns->nodes[d]->listed_ns == 0)) {
+	if (rc != 0 && tree_ns_get(ns, d)->dir->listing &&
+	    (fresh || tree_ns_get(ns, d)->dir->listed_ns == 0)) {
 		char path[PATH_MAX];
 
 		tree_ns_path(ns, d, path, sizeof(path));
@@ -575,16 +584,16 @@ int driver__dir_list(struct driver_mount *m, uint32_t d, bool fresh,
 		return -EIO;
 	}
 	rc = 0;
-	if (ns->nodes[d]->listing) {
+	if (tree_ns_get(ns, d)->dir->listing) {
 		pthread_mutex_unlock(&ns->mu);
 		return 0;
 	}
 	now = fs__now_ns(); /* after the wait: the other's listing is fresh */
-	if (ns->nodes[d]->list_url != NULL &&
-	    (ns->nodes[d]->listed_ns == 0 ||
-	     now - ns->nodes[d]->listed_ns > m->listing_ttl_ns)) {
-		url = strdup(ns->nodes[d]->list_url);
-		ns->nodes[d]->listing = url != NULL;
+	if (tree_ns_get(ns, d)->dir->list_url != NULL &&
+	    (tree_ns_get(ns, d)->dir->listed_ns == 0 ||
+	     now - tree_ns_get(ns, d)->dir->listed_ns > m->listing_ttl_ns)) {
+		url = strdup(tree_ns_get(ns, d)->dir->list_url);
+		tree_ns_get(ns, d)->dir->listing = url != NULL;
 	}
 	pthread_mutex_unlock(&ns->mu);
 	if (url == NULL)
@@ -623,8 +632,8 @@ out:
 	pthread_mutex_lock(&ns->mu);
 	/* A page that could not be read is asked again at the next use. */
 	if (merged)
-		ns->nodes[d]->listed_ns = now;
-	ns->nodes[d]->listing = false;
+		tree_ns_get(ns, d)->dir->listed_ns = now;
+	tree_ns_get(ns, d)->dir->listing = false;
 	pthread_cond_broadcast(&ns->listed);
 	pthread_mutex_unlock(&ns->mu);
 	tree_dirindex_free(ents, nents);

@@ -84,7 +84,7 @@ static uint32_t resolve(struct driver_mount *m, char *path)
 		c = slash != NULL ? slash + 1 : NULL;
 	}
 	pthread_mutex_lock(&m->ns->mu);
-	if (node == 0 || m->ns->nodes[node]->is_dir)
+	if (node == 0 || tree_ns_get(m->ns, node)->is_dir)
 		node = TREE_NO_NODE;
 	pthread_mutex_unlock(&m->ns->mu);
 	return node;

@@ -19,6 +19,46 @@
 #include "fs/obs/obs.h"
 #include "fs/tree/tree.h"
 
+/* Adds a manifest's entry to the namespace: the node takes its URLs,
+ * digests and regions (the entry keeps its path). Caller holds ns->mu. */
+static int manifest_node(struct tree_ns *ns, struct tree_manifest_entry *me)
+{
+	struct tree_node *n;
+	uint32_t node;
+	int rc = tree_ns_add_path(ns, me->path, &node);
+
+	if (rc != 0)
+		return rc;
+	n = tree_ns_get(ns, node);
+	n->has_size = me->has_size;
+	n->size = me->size;
+	if (me->has_mode)
+		n->mode = (uint16_t)me->mode;
+	if (me->has_mtime)
+		n->mtime = me->mtime;
+	if (me->has_sha256 || me->block_sha256 != NULL || me->regions != NULL) {
+		struct tree_file *f = tree_node_file(n);
+
+		if (f == NULL)
+			return -ENOMEM;
+		f->has_sha256 = me->has_sha256;
+		memcpy(f->sha256, me->sha256, sizeof(f->sha256));
+		f->dblock = me->block_size;
+		f->dblocks = me->block_sha256;
+		f->ndblocks = me->nblocks;
+		me->block_sha256 = NULL;
+		me->nblocks = 0;
+		f->regions = me->regions;
+		f->nregions = me->nregions;
+		me->regions = NULL;
+		me->nregions = 0;
+	}
+	rc = tree_ns_set_urls(ns, node, me->urls, me->nurls);
+	me->urls = NULL;
+	me->nurls = 0;
+	return rc;
+}
+
 /* Fills the namespace from what prepare() found. Caller holds ns->mu. */
 static int build_tree(struct driver_mount *m, const struct fs_opts *o,
 		      struct driver_prepared *p)
@@ -30,25 +70,39 @@ static int build_tree(struct driver_mount *m, const struct fs_opts *o,
 	switch (p->kind) {
 	case DRIVER_MOUNT_URL: {
 		struct tree_node *n;
+		struct tree_file *f;
 		struct cache_id id;
+		char **urls;
 
 		cache_id_from_string(p->identity, &id);
 		rc = tree_ns_add(ns, 0, p->name, false, &node);
 		if (rc != 0)
 			return rc;
-		n = ns->nodes[node];
-		n->urls = calloc(p->nurls, sizeof(*n->urls));
-		if (n->urls == NULL)
+		n = tree_ns_get(ns, node);
+		urls = calloc(p->nurls, sizeof(*urls));
+		if (urls == NULL)
 			return -ENOMEM;
-		for (; n->nurls < p->nurls; n->nurls++)
-			if ((n->urls[n->nurls] = strdup(p->urls[n->nurls])) ==
-			    NULL)
-				return -ENOMEM;
+		for (uint32_t i = 0; i < p->nurls && rc == 0; i++)
+			if ((urls[i] = strdup(p->urls[i])) == NULL)
+				rc = -ENOMEM;
+		if (rc != 0) {
+			for (uint32_t i = 0; i < p->nurls; i++)
+				free(urls[i]);
+			free(urls);
+			return rc;
+		}
+		rc = tree_ns_set_urls(ns, node, urls, p->nurls);
+		if (rc != 0)
+			return rc;
 		n->has_size = true;
 		n->size = p->learned.size;
 		n->mtime = p->learned.mtime;
-		n->has_sha256 = o->has_sha256;
-		memcpy(n->sha256, o->sha256, sizeof(n->sha256));
+		if (o->has_sha256) {
+			if ((f = tree_node_file(n)) == NULL)
+				return -ENOMEM;
+			f->has_sha256 = true;
+			memcpy(f->sha256, o->sha256, sizeof(f->sha256));
+		}
 		rc = engine_blob_add(m->engine, p->name,
 				     p->learned.open_ended ? ENGINE_SIZE_OPEN
 							   : n->size,
@@ -67,43 +121,17 @@ static int build_tree(struct driver_mount *m, const struct fs_opts *o,
 	}
 	case DRIVER_MOUNT_MANIFEST:
 		for (uint32_t i = 0; i < p->manifest.nfiles; i++) {
-			struct tree_manifest_entry *me = &p->manifest.files[i];
-			struct tree_node *n;
-
-			rc = tree_ns_add_path(ns, me->path, &node);
+			rc = manifest_node(ns, &p->manifest.files[i]);
 			if (rc != 0)
 				return rc;
-			n = ns->nodes[node];
-			/* The node takes the entry's URLs. */
-			n->urls = me->urls;
-			n->nurls = me->nurls;
-			me->urls = NULL;
-			me->nurls = 0;
-			n->has_size = me->has_size;
-			n->size = me->size;
-			n->has_sha256 = me->has_sha256;
-			memcpy(n->sha256, me->sha256, sizeof(n->sha256));
-			n->dblock = me->block_size;
-			n->dblocks = me->block_sha256;
-			n->ndblocks = me->nblocks;
-			me->block_sha256 = NULL;
-			me->nblocks = 0;
-			n->regions = me->regions;
-			n->nregions = me->nregions;
-			me->regions = NULL;
-			me->nregions = 0;
-			if (me->has_mode)
-				n->mode = me->mode;
-			if (me->has_mtime)
-				n->mtime = me->mtime;
 		}
 		return 0;
 	case DRIVER_MOUNT_INDEX:
-		ns->nodes[0]->list_url =
+		tree_ns_get(ns, 0)->dir->list_url =
 			p->s3.bucket != NULL
 				? tree_s3_dir_url(&p->s3, p->s3.path)
 				: strdup(o->url);
-		return ns->nodes[0]->list_url != NULL ? 0 : -ENOMEM;
+		return tree_ns_get(ns, 0)->dir->list_url != NULL ? 0 : -ENOMEM;
 	}
 	return 0;
 }
@@ -198,11 +226,16 @@ static int start_engine(const struct fs_opts *o, struct driver_mount *m,
 	pthread_mutex_lock(&m->ns->mu);
 	rc = build_tree(m, o, p);
 	pthread_mutex_unlock(&m->ns->mu);
-	/* The tree has taken what it keeps of the manifest (URLs, digests);
-	 * the rest, the entries and their paths, 150 B an entry, goes now
-	 * rather than at the unmount. */
-	if (p->kind == DRIVER_MOUNT_MANIFEST)
+	/* The tree has taken what it keeps of the manifest (digests, the
+	 * URLs that are not a prefix and the path); the rest, the entries,
+	 * their paths and URLs, 250 B an entry, goes now rather than at the
+	 * unmount, and its pages back to the kernel: the trim threshold
+	 * above keeps glibc from doing it, and the tree's nodes and names
+	 * are in mappings of their own, so most of the heap is free. */
+	if (p->kind == DRIVER_MOUNT_MANIFEST) {
 		tree_manifest_free(&p->manifest);
+		malloc_trim(0);
+	}
 	/* As many probers as the origin may have connections. */
 	if (rc == 0)
 		rc = driver__sizes_new(m, o->host_lanes, &m->sizes);

@@ -86,7 +86,7 @@ static void *prober(void *arg)
 		int rc = 0;
 
 		pthread_mutex_lock(&m->ns->mu);
-		n = m->ns->nodes[id];
+		n = tree_ns_get(m->ns, id);
 		need = !n->has_size && !n->probing;
 		pthread_mutex_unlock(&m->ns->mu);
 		/* A failure is logged by the probe, and is the stat's to
@@ -134,23 +134,25 @@ static int reserve(struct driver_sizes *s, size_t k)
  * queued, and no failed one: marked as queued. */
 static int unsized(struct tree_ns *ns, uint32_t d, uint32_t **ids, size_t *n)
 {
-	const struct tree_node *dir;
+	const struct tree_node *dn;
+	const struct tree_dir *dir;
 	uint32_t *v;
 
 	*ids = NULL;
 	*n = 0;
 	pthread_mutex_lock(&ns->mu);
-	dir = tree_ns_get(ns, d);
+	dn = tree_ns_get(ns, d);
+	dir = dn != NULL && dn->is_dir ? dn->dir : NULL;
 	v = dir != NULL && dir->nchildren > 0
 		    ? malloc(dir->nchildren * sizeof(*v))
 		    : NULL;
 	for (uint32_t i = 0; v != NULL && i < dir->nchildren; i++) {
-		const struct tree_node *c = ns->nodes[dir->children[i]];
+		const struct tree_node *c = tree_ns_get(ns, dir->children[i]);
 
 		if (c->is_dir || c->gone || c->has_size || c->probing ||
 		    c->size_queued || c->size_failed)
 			continue;
-		ns->nodes[dir->children[i]]->size_queued = true;
+		tree_ns_get(ns, dir->children[i])->size_queued = true;
 		v[(*n)++] = dir->children[i];
 	}
 	pthread_mutex_unlock(&ns->mu);
@@ -165,7 +167,7 @@ static void unmark(struct tree_ns *ns, const uint32_t *ids, size_t n)
 {
 	pthread_mutex_lock(&ns->mu);
 	for (size_t i = 0; i < n; i++)
-		ns->nodes[ids[i]]->size_queued = false;
+		tree_ns_get(ns, ids[i])->size_queued = false;
 	pthread_mutex_unlock(&ns->mu);
 }
 

@@ -252,7 +252,7 @@ int obs_status_json(const struct obs_view *m, char *buf, size_t cap)
 	pthread_mutex_lock(&m->ns->mu);
 	tree_ns_usage(m->ns, &tu);
 	for (uint32_t i = 0; i < m->ns->n; i++) {
-		const struct tree_node *n = m->ns->nodes[i];
+		const struct tree_node *n = tree_ns_get(m->ns, i);
 		size_t mark = o.len;
 
 		/* Files in use only, within half of the document: the
@@ -273,9 +273,12 @@ int obs_status_json(const struct obs_view *m, char *buf, size_t cap)
 			      n->size, engine_held(e, n->blob));
 		put_str(&o, engine_state(e, n->blob));
 		obs__text_add(&o, ",\"urls\":[");
-		for (uint32_t u = 0; u < n->nurls; u++) {
+		for (uint32_t u = 0; u < tree_node_nurls(n); u++) {
+			char *url = tree_ns_url(m->ns, i, u);
+
 			obs__text_add(&o, "%s", u ? "," : "");
-			put_url(&o, n->urls[u]);
+			put_url(&o, url != NULL ? url : "");
+			free(url);
 		}
 		obs__text_add(&o, "]");
 		put_stream(&o, e, n->blob);

@@ -171,7 +171,13 @@ int tree__manifest_check(struct tree_mctx *c, const struct tree_manifest *m)
 		k[i].path = m->files[i].path;
 		k[i].idx = i;
 	}
-	qsort(k, m->nfiles, sizeof(*k), pkey_cmp);
+	/* Manifests are mostly written in order (a listing, a generator's
+	 * loops): one pass finds whether the sort has anything to do. */
+	for (uint32_t i = 0; i + 1 < m->nfiles; i++)
+		if (pkey_cmp(&k[i], &k[i + 1]) > 0) {
+			qsort(k, m->nfiles, sizeof(*k), pkey_cmp);
+			break;
+		}
 	for (uint32_t i = 0; i + 1 < m->nfiles; i++) {
 		const char *a = k[i].path, *b = k[i + 1].path;
 		size_t la = strlen(a);
@@ -348,11 +354,12 @@ out:
 	return rc;
 }
 
-int tree_manifest_parse(const char *text, size_t len, struct tree_manifest *out,
-			char *err, size_t errlen)
+/* tree_manifest_parse, of a mapped file's text when mapped. */
+static int parse(const char *text, size_t len, bool mapped,
+		 struct tree_manifest *out, char *err, size_t errlen)
 {
 	struct tree_manifest m = {0};
-	int rc = tree__manifest_stream(text, len, &m, err, errlen);
+	int rc = tree__manifest_stream(text, len, mapped, &m, err, errlen);
 
 	if (rc == 0) {
 		*out = m;
@@ -364,12 +371,68 @@ int tree_manifest_parse(const char *text, size_t len, struct tree_manifest *out,
 	return tree__manifest_parse_whole(text, len, out, err, errlen);
 }
 
+int tree_manifest_parse(const char *text, size_t len, struct tree_manifest *out,
+			char *err, size_t errlen)
+{
+	return parse(text, len, false, out, err, errlen);
+}
+
+/* Reads what fd gives (a pipe, a character device) into *buf, up to the
+ * limit. 0, or a negative errno with the line in err. */
+static int read_all(int fd, const char *path, char **buf, size_t *len,
+		    char *err, size_t errlen)
+{
+	size_t cap = 0;
+	int rc;
+
+	for (*len = 0;;) {
+		ssize_t got;
+
+		if (*len == cap) {
+			/* One byte past the limit tells a file that is
+			 * too large from one that just fits. */
+			size_t ncap = cap == 0 ? 65536 : cap * 2;
+			char *nbuf;
+
+			if (ncap > TREE_MANIFEST_FILE_MAX + 1u)
+				ncap = TREE_MANIFEST_FILE_MAX + 1u;
+			nbuf = realloc(*buf, ncap + 1);
+			if (nbuf == NULL)
+				return fs__errf(err, errlen, -ENOMEM,
+						"%s: out of memory", path);
+			*buf = nbuf;
+			cap = ncap;
+		}
+		got = read(fd, *buf + *len, cap - *len);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			rc = -errno;
+			return fs__errf(err, errlen, rc, "%s: cannot read: %s",
+					path, strerror(-rc));
+		}
+		if (got == 0)
+			return 0;
+		*len += (size_t)got;
+		if (*len > TREE_MANIFEST_FILE_MAX)
+			return fs__errf(
+				err, errlen, -EFBIG,
+				"%s: larger than %llu bytes, the most "
+				"a manifest may have",
+				path,
+				(unsigned long long)TREE_MANIFEST_FILE_MAX);
+	}
+}
+
 int tree_manifest_load(const char *path, struct tree_manifest *out, char *err,
 		       size_t errlen)
 {
 	char msg[512];
 	char *buf = NULL;
-	size_t len = 0, cap = 0;
+	void *map = NULL;
+	size_t len = 0;
+	struct stat st;
+	bool reg;
 	int fd, rc = 0;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -378,52 +441,35 @@ int tree_manifest_load(const char *path, struct tree_manifest *out, char *err,
 		return fs__errf(err, errlen, rc, "%s: cannot open: %s", path,
 				strerror(-rc));
 	}
-	for (;;) {
-		ssize_t got;
-
-		if (len == cap) {
-			/* One byte past the limit tells a file that is
-			 * too large from one that just fits. */
-			size_t ncap = cap == 0 ? 65536 : cap * 2;
-			char *nbuf;
-
-			if (ncap > TREE_MANIFEST_FILE_MAX + 1u)
-				ncap = TREE_MANIFEST_FILE_MAX + 1u;
-			nbuf = realloc(buf, ncap + 1);
-			if (nbuf == NULL) {
-				rc = -ENOMEM;
-				fs__errf(err, errlen, rc, "%s: out of memory",
-					 path);
-				goto out;
-			}
-			buf = nbuf;
-			cap = ncap;
-		}
-		got = read(fd, buf + len, cap - len);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0) {
-			rc = -errno;
-			fs__errf(err, errlen, rc, "%s: cannot read: %s", path,
-				 strerror(-rc));
-			goto out;
-		}
-		if (got == 0)
-			break;
-		len += (size_t)got;
-		if (len > TREE_MANIFEST_FILE_MAX) {
-			rc = -EFBIG;
-			fs__errf(err, errlen, rc,
-				 "%s: larger than %u bytes, the most a "
-				 "manifest may have",
-				 path, TREE_MANIFEST_FILE_MAX);
-			goto out;
-		}
+	reg = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	if (reg && (uint64_t)st.st_size > TREE_MANIFEST_FILE_MAX) {
+		rc = fs__errf(err, errlen, -EFBIG,
+			      "%s: larger than %llu bytes, the most a "
+			      "manifest may have",
+			      path, (unsigned long long)TREE_MANIFEST_FILE_MAX);
+		goto out;
 	}
-	rc = tree_manifest_parse(buf, len, out, msg, sizeof(msg));
+	/* A regular file is mapped: its bytes are the page cache's, read
+	 * once in order, never copied into the heap. */
+	if (reg && st.st_size > 0) {
+		len = (size_t)st.st_size;
+		map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (map == MAP_FAILED)
+			map = NULL;
+		else
+			(void)madvise(map, len, MADV_SEQUENTIAL);
+	}
+	if (map == NULL)
+		rc = read_all(fd, path, &buf, &len, err, errlen);
+	if (rc != 0)
+		goto out;
+	rc = parse(map != NULL ? map : buf, len, map != NULL, out, msg,
+		   sizeof(msg));
 	if (rc != 0)
 		fs__errf(err, errlen, rc, "%s: %s", path, msg);
 out:
+	if (map != NULL)
+		munmap(map, len);
 	free(buf);
 	close(fd);
 	return rc;

@@ -157,24 +157,28 @@ static int parse_digest(struct tree_mctx *c, const char *field, const json_t *v,
 	return 0;
 }
 
-static int check_path(struct tree_mctx *c, const char *p, size_t len)
+/* The text quoted for an error line, made only when there is one: these
+ * checks run on every path and URL of a manifest. */
+#define QUOTED(s, n) tree__mquote((s), (n), q, sizeof(q))
+
+int tree__mcheck_path(struct tree_mctx *c, const char *p, size_t len)
 {
 	char q[200];
 	size_t start = 0;
 
 	if (len == 0)
 		return tree__mfail(c, "path", "is empty");
-	tree__mquote(p, len, q, sizeof(q));
 	if (memchr(p, '\0', len) != NULL)
-		return tree__mfail(c, "path", "%s contains a NUL byte", q);
+		return tree__mfail(c, "path", "%s contains a NUL byte",
+				   QUOTED(p, len));
 	if (len > TREE_MANIFEST_PATH_MAX)
 		return tree__mfail(c, "path", "%s is %zu bytes long, over %d",
-				   q, len, TREE_MANIFEST_PATH_MAX);
+				   QUOTED(p, len), len, TREE_MANIFEST_PATH_MAX);
 	if (p[0] == '/')
 		return tree__mfail(c, "path",
 				   "%s is absolute; paths are relative to the "
 				   "mount's root",
-				   q);
+				   QUOTED(p, len));
 	while (start <= len) {
 		const char *slash = memchr(p + start, '/', len - start);
 		size_t end = slash != NULL ? (size_t)(slash - p) : len;
@@ -182,42 +186,45 @@ static int check_path(struct tree_mctx *c, const char *p, size_t len)
 
 		if (n == 0)
 			return tree__mfail(c, "path",
-					   "%s has an empty component", q);
+					   "%s has an empty component",
+					   QUOTED(p, len));
 		if (n == 1 && p[start] == '.')
 			return tree__mfail(c, "path",
-					   "%s has a \".\" component", q);
+					   "%s has a \".\" component",
+					   QUOTED(p, len));
 		if (n == 2 && p[start] == '.' && p[start + 1] == '.')
 			return tree__mfail(c, "path",
-					   "%s has a \"..\" component", q);
+					   "%s has a \"..\" component",
+					   QUOTED(p, len));
 		if (n > TREE_MANIFEST_NAME_MAX)
 			return tree__mfail(
 				c, "path",
-				"%s has a component of %zu bytes, over %d", q,
-				n, TREE_MANIFEST_NAME_MAX);
+				"%s has a component of %zu bytes, over %d",
+				QUOTED(p, len), n, TREE_MANIFEST_NAME_MAX);
 		start = end + 1;
 	}
 	return 0;
 }
 
-static int check_url(struct tree_mctx *c, const char *field, const char *u,
+int tree__mcheck_url(struct tree_mctx *c, const char *field, const char *u,
 		     size_t len)
 {
 	char q[200];
 	size_t host;
 
-	tree__mquote(u, len, q, sizeof(q));
 	if (len > TREE_MANIFEST_URL_MAX)
-		return tree__mfail(c, field, "%s is %zu bytes long, over %d", q,
-				   len, TREE_MANIFEST_URL_MAX);
+		return tree__mfail(c, field, "%s is %zu bytes long, over %d",
+				   QUOTED(u, len), len, TREE_MANIFEST_URL_MAX);
 	if (len >= 7 && strncasecmp(u, "http://", 7) == 0)
 		host = 7;
 	else if (len >= 8 && strncasecmp(u, "https://", 8) == 0)
 		host = 8;
 	else
 		return tree__mfail(c, field,
-				   "%s is not an http:// or https:// URL", q);
+				   "%s is not an http:// or https:// URL",
+				   QUOTED(u, len));
 	if (host == len || strchr("/?#", u[host]) != NULL)
-		return tree__mfail(c, field, "%s has no host", q);
+		return tree__mfail(c, field, "%s has no host", QUOTED(u, len));
 	for (size_t i = 0; i < len; i++) {
 		unsigned char ch = (unsigned char)u[i];
 
@@ -225,7 +232,7 @@ static int check_url(struct tree_mctx *c, const char *field, const char *u,
 			return tree__mfail(c, field,
 					   "%s has a space or control byte at "
 					   "position %zu; percent-encode it",
-					   q, i);
+					   QUOTED(u, len), i);
 	}
 	return 0;
 }
@@ -261,7 +268,7 @@ static int parse_urls(struct tree_mctx *c, const json_t *v,
 					   "expected a URL string, got %s",
 					   tree__json_type(u));
 		len = json_string_length(u);
-		rc = check_url(c, field, json_string_value(u), len);
+		rc = tree__mcheck_url(c, field, json_string_value(u), len);
 		if (rc != 0)
 			return rc;
 		for (size_t j = 0; j < i; j++) {
@@ -588,7 +595,7 @@ int tree__mentry_parse(struct tree_mctx *c, json_t *obj,
 	if (!json_is_string(v))
 		return tree__mfail(c, "path", "expected a string, got %s",
 				   tree__json_type(v));
-	rc = check_path(c, json_string_value(v), json_string_length(v));
+	rc = tree__mcheck_path(c, json_string_value(v), json_string_length(v));
 	if (rc != 0)
 		return rc;
 	e->path = strdup(json_string_value(v));

@@ -4,19 +4,32 @@
  * (tree/mentry.c), then freed. A manifest of a million entries so never
  * holds the whole JSON tree (840 bytes an entry) at once.
  *
+ * An entry of the common shape (a path, its URLs, a size, written plainly)
+ * is read without jansson at all (tree/mfast.c).
+ *
  * Only the plain shape takes this path: an object of version 1 and a
  * non-empty files array, no other key, nothing twice. Anything else, and
  * any error at all, is left to the whole-document parse (manifest.c), so
  * that every error line, and which error wins when there are several, is
  * what that parse says (it builds the document only up to the error). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "fs/tree/parse_int.h"
 #include "fs/tree/tree.h"
+
+/* Entries past which the array is parsed by two threads, one a half. */
+#define MSTREAM_SPLIT_MIN 65536
+
+/* Bytes of a mapped manifest read before the pages behind are given
+ * back. */
+#define MSTREAM_RELEASE_STEP (16u << 20)
 
 /* The flags of the whole-document parse, for every piece. */
 #define MSTREAM_JSON_FLAGS                                                     \
@@ -100,10 +113,33 @@ static char top_key(const char *p, const char *q)
 	return which;
 }
 
+/* Gives back the whole pages of a mapped manifest in [*mark, p) once
+ * they are MSTREAM_RELEASE_STEP bytes: the walk and the parse read the
+ * text once each, front to back, so that its mapping's resident pages
+ * never add up to the whole file beside the parsed entries. Pages
+ * touched again (the whole-document parse, after an error) are read
+ * from the file again. */
+static void release(bool mapped, const char **mark, const char *p)
+{
+	uintptr_t pg, a, b;
+
+	if (!mapped || (size_t)(p - *mark) < MSTREAM_RELEASE_STEP)
+		return;
+	pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	a = ((uintptr_t)*mark + pg - 1) & ~(pg - 1);
+	b = (uintptr_t)p & ~(pg - 1);
+	if (b > a)
+		(void)madvise((void *)a, b - a, MADV_DONTNEED);
+	*mark = p;
+}
+
 /* The files array at p: counts its entries into *n and returns the end
  * of the array, or NULL when it is not a plain non-empty array. */
-static const char *walk_files(const char *p, const char *end, size_t *n)
+static const char *walk_files(const char *p, const char *end, bool mapped,
+			      size_t *n)
 {
+	const char *mark = p;
+
 	*n = 0;
 	if (p >= end || *p != '[')
 		return NULL;
@@ -115,6 +151,7 @@ static const char *walk_files(const char *p, const char *end, size_t *n)
 		if (p == NULL)
 			return NULL;
 		(*n)++;
+		release(mapped, &mark, p);
 		p = ws(p, end);
 		if (p < end && *p == ']')
 			return p + 1;
@@ -126,8 +163,8 @@ static const char *walk_files(const char *p, const char *end, size_t *n)
 
 /* Walks the top level: finds the files array (*files, its entries in
  * *n). false when the document is not of the plain shape. */
-static bool walk_top(const char *text, size_t len, const char **files,
-		     size_t *n)
+static bool walk_top(const char *text, size_t len, bool mapped,
+		     const char **files, size_t *n)
 {
 	const char *end = text + len, *p = ws(text, end), *q;
 	bool seen_v = false, seen_f = false;
@@ -152,7 +189,7 @@ static bool walk_top(const char *text, size_t len, const char **files,
 		if (key == 'f') {
 			seen_f = true;
 			*files = p;
-			q = walk_files(p, end, n);
+			q = walk_files(p, end, mapped, n);
 		} else {
 			json_t *v;
 
@@ -175,33 +212,103 @@ static bool walk_top(const char *text, size_t len, const char **files,
 	return seen_v && seen_f && ws(p + 1, end) == end && *n <= UINT32_MAX;
 }
 
-int tree__manifest_stream(const char *text, size_t len, struct tree_manifest *m,
-			  char *err, size_t errlen)
+/* One thread's part of the files array: entries [lo, hi), the first at
+ * p; rc as tree__manifest_stream's, err its line when -ENOMEM. */
+struct mstream_part {
+	struct tree_manifest *m;
+	const char *p, *end;
+	bool mapped;
+	size_t lo, hi;
+	int rc;
+	char err[256];
+};
+
+static void *parse_part(void *arg)
 {
-	struct tree_mctx c = {.err = err, .errlen = errlen};
-	const char *files = NULL, *end = text + len, *p;
-	size_t n = 0;
+	struct mstream_part *w = arg;
+	struct tree_mctx c = {.err = w->err, .errlen = sizeof(w->err)};
+	const char *p = w->p, *mark = w->p;
 	int rc = 0;
 
-	if (!walk_top(text, len, &files, &n))
+	for (size_t i = w->lo; i < w->hi && rc == 0; i++) {
+		const char *q = skip_value(p, w->end);
+		json_t *obj;
+
+		if (q == NULL) {
+			rc = 1;
+			break;
+		}
+		c.index = (uint32_t)i;
+		/* The common shape without jansson, else its document. */
+		rc = tree__mentry_fast(&c, p, q, &w->m->files[i]);
+		if (rc == 1) {
+			obj = piece(p, q);
+			if (obj == NULL)
+				break;
+			rc = tree__mentry_parse(&c, obj, &w->m->files[i]);
+			json_decref(obj);
+		}
+		p = ws(ws(q, w->end) + 1, w->end); /* past the ',' */
+		release(w->mapped, &mark, p);
+	}
+	w->rc = rc == -ENOMEM ? rc : rc != 0 ? 1 : 0;
+	return NULL;
+}
+
+/* Past the files array's first n entries, from its first at p. */
+static const char *skip_entries(const char *p, const char *end, size_t n)
+{
+	for (size_t i = 0; i < n && p != NULL; i++) {
+		p = skip_value(p, end);
+		if (p != NULL)
+			p = ws(ws(p, end) + 1, end);
+	}
+	return p;
+}
+
+int tree__manifest_stream(const char *text, size_t len, bool mapped,
+			  struct tree_manifest *m, char *err, size_t errlen)
+{
+	struct tree_mctx c = {.err = err, .errlen = errlen};
+	struct mstream_part w[2];
+	const char *files = NULL, *end = text + len;
+	size_t n = 0, half;
+	pthread_t t;
+	bool two;
+	int rc;
+
+	if (!walk_top(text, len, mapped, &files, &n))
 		return 1;
 	m->files = calloc(n, sizeof(*m->files));
 	if (m->files == NULL)
 		return tree__moom(&c);
-	m->nfiles = 0;
-	p = ws(files + 1, end);
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		const char *q = skip_value(p, end);
-		json_t *obj = piece(p, q);
-
-		if (obj == NULL)
-			return 1;
-		c.index = (uint32_t)i;
-		m->nfiles = (uint32_t)(i + 1);
-		rc = tree__mentry_parse(&c, obj, &m->files[i]);
-		json_decref(obj);
-		p = ws(ws(q, end) + 1, end); /* past the ',' */
-	}
+	/* Every entry is the manifest's from here: a part that stops early
+	 * leaves zeroes, which tree_manifest_free frees as nothing. */
+	m->nfiles = (uint32_t)n;
+	/* Each entry's parse is its own document: a large array is cut in
+	 * two at an entry's start, and a second thread parses the second
+	 * half while this one parses the first. */
+	half = n >= MSTREAM_SPLIT_MIN && sysconf(_SC_NPROCESSORS_ONLN) > 1
+		       ? n / 2
+		       : n;
+	w[0] = (struct mstream_part){.m = m,
+				     .p = ws(files + 1, end),
+				     .end = end,
+				     .mapped = mapped,
+				     .hi = half};
+	w[1] = (struct mstream_part){
+		.m = m, .end = end, .mapped = mapped, .lo = half, .hi = n};
+	w[1].p = half < n ? skip_entries(w[0].p, end, half) : NULL;
+	two = w[1].p != NULL &&
+	      pthread_create(&t, NULL, parse_part, &w[1]) == 0;
+	if (!two)
+		w[0].hi = n;
+	parse_part(&w[0]);
+	if (two)
+		pthread_join(t, NULL);
+	rc = w[0].rc != 0 ? w[0].rc : two ? w[1].rc : 0;
+	if (w[0].rc == -ENOMEM || (two && w[1].rc == -ENOMEM))
+		return tree__moom(&c);
 	if (rc == 0)
 		rc = tree__manifest_check(&c, m);
 	return rc == -ENOMEM ? rc : rc != 0 ? 1 : 0;

@@ -55,6 +55,21 @@ struct tree_mctx {
 int tree__mentry_parse(struct tree_mctx *c, struct json_t *obj,
 		       struct tree_manifest_entry *e);
 
+/* The rules of an entry's path and of one of its URLs (field names it in
+ * the error line): 0, or -EINVAL with the line in c->err. */
+int tree__mcheck_path(struct tree_mctx *c, const char *p, size_t len);
+int tree__mcheck_url(struct tree_mctx *c, const char *field, const char *u,
+		     size_t len);
+
+/* The common entry, {"path": P, "urls": [U, ...], "size": N} in any order
+ * (size optional) with plain strings (printable ASCII, no escape) and a
+ * plain integer, parsed from [p, q) without jansson (tree/mfast.c) and
+ * checked by the same rules. 0 with e filled as tree__mentry_parse
+ * fills it; 1 when the text is not of that shape or breaks a rule (e
+ * left empty: jansson's parse is to say what and where); -ENOMEM. */
+int tree__mentry_fast(struct tree_mctx *c, const char *p, const char *q,
+		      struct tree_manifest_entry *e);
+
 /* Rejects a path listed twice and a file that another path uses as a
  * directory, naming the later entry (tree/manifest.c). 0, -EINVAL,
  * -ENOMEM. */
@@ -65,9 +80,11 @@ int tree__manifest_check(struct tree_mctx *c, const struct tree_manifest *m);
  * the whole JSON document (tree/mstream.c): 0 with *m filled; 1 when the
  * text is of another shape or any error was found, which
  * tree__manifest_parse_whole then names; -ENOMEM. On non-zero *m may
- * hold allocations: the caller frees it with tree_manifest_free. */
-int tree__manifest_stream(const char *text, size_t len, struct tree_manifest *m,
-			  char *err, size_t errlen);
+ * hold allocations: the caller frees it with tree_manifest_free. With
+ * mapped, text is a private read-only mapping of a file, whose pages the
+ * parse gives back behind it (madvise MADV_DONTNEED). */
+int tree__manifest_stream(const char *text, size_t len, bool mapped,
+			  struct tree_manifest *m, char *err, size_t errlen);
 
 /* The whole document parsed at once and checked, as tree_manifest_parse
  * promises (tree/manifest.c); every error line comes from here. */

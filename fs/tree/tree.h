@@ -15,16 +15,8 @@ struct auth_creds;
 #define TREE_NO_NODE UINT32_MAX
 #define TREE_NO_BLOB UINT32_MAX
 
-/* One directory or file of the mount. Fields are guarded by the
- * namespace's mu. */
-struct tree_node {
-	char *name;
-	uint32_t parent; /* the root is its own parent */
-	bool is_dir;
-	bool gone; /* no longer in its re-read directory index */
-	uint32_t mode;
-	int64_t mtime; /* seconds; -1: unknown */
-	/* directories */
+/* A directory's own fields (tree_node.dir): every directory has them. */
+struct tree_dir {
 	uint32_t *children; /* in the order they were added */
 	uint32_t nchildren, cap_children;
 	uint32_t *index; /* children by name: an open-addressing table of
@@ -36,13 +28,15 @@ struct tree_node {
 	uint64_t listed_ns; /* when that page was read; 0: never */
 	bool listing;	    /* a thread is reading and merging that page */
 	uint32_t list_gen;  /* bumped by each merge of the page */
-	uint32_t seen_gen;  /* in a listed directory: the parent's list_gen
-			       of the last page that listed this node */
-	/* files */
+};
+
+/* What few files have (tree_node.file): NULL for a manifest's entry of a
+ * URL, a size, a date and a mode, which is most of them. */
+struct tree_file {
+	/* Its URLs as given, when they are not one of the namespace's
+	 * prefixes followed by the file's own path (tree_node.url_own). */
 	char **urls;
 	uint32_t nurls;
-	bool has_size;
-	uint64_t size;
 	bool has_sha256;
 	uint8_t sha256[32];
 	uint32_t dblock;	/* block_sha256's block size; 0: none */
@@ -52,42 +46,103 @@ struct tree_node {
 	 * immutable once the tree is built. */
 	uint64_t (*regions)[2];
 	uint32_t nregions;
-	uint32_t blob; /* the engine's blob once its size is known */
-	bool probing;  /* a thread is probing it (driver__file_ready) */
+	char *etag;	/* an object store's listed ETag; NULL: none */
+	char *identity; /* its cache identity when not that of its URLs */
+};
+
+/* One directory or file of the mount: 56 bytes, in the namespace's slabs
+ * (no allocation of its own), its name in the namespace's arena. Fields
+ * are guarded by the namespace's mu. */
+struct tree_node {
+	const char *name;
+	union {
+		struct tree_dir *dir;	/* is_dir: never NULL */
+		struct tree_file *file; /* a file: NULL when it has none */
+	};
+	uint64_t size;
+	int64_t mtime;	   /* seconds; -1: unknown */
+	uint32_t parent;   /* the root is its own parent */
+	uint32_t blob;	   /* the engine's blob once its size is known */
+	uint32_t seen_gen; /* in a listed directory: the parent's list_gen
+			      of the last page that listed this node */
+	uint16_t mode;
+	uint8_t url_prefix; /* url_own: the namespace's prefix number */
+	bool is_dir;
+	bool gone; /* no longer in its re-read directory index */
+	bool has_size;
+	bool probing; /* a thread is probing it (driver__file_ready) */
 	/* The driver's probers of the sizes a listing did not give
 	 * (driver/sizes.c): the node is in their queue, once at most; their
 	 * probe of it failed, and a listing queues it no more (a stat still
 	 * probes it). */
 	bool size_queued;
 	bool size_failed;
-	char *etag;	/* an object store's listed ETag; NULL: none */
-	char *identity; /* its cache identity when not that of its URLs */
+	/* Its one URL is prefixes[url_prefix] followed by its path from the
+	 * root, percent-encoded (tree_ns_url composes it). */
+	bool url_own;
 };
+
+/* The fields of a file that has none of its own: all zero. */
+extern const struct tree_file tree_file_none;
+
+/* n's file fields, or tree_file_none's. */
+static inline const struct tree_file *tree_file_of(const struct tree_node *n)
+{
+	return n->is_dir || n->file == NULL ? &tree_file_none : n->file;
+}
 
 /* Children a directory has before it gets a table by name: below, a scan
  * is as fast and costs no memory. */
 #define TREE_NS_INDEX_MIN 16
 
+/* Nodes a slab holds (a power of two), and the most URL prefixes kept. */
+#define TREE_NS_SLAB_SHIFT 14
+#define TREE_NS_PREFIXES 255
+/* The longest directory path tree_ns_add_path remembers. */
+#define TREE_NS_LAST_DIR 4096
+/* Bytes of a chunk of the names' arena. */
+#define TREE_NS_ARENA (1u << 20)
+
 /* The tree; node i is inode i + 1. Every lookup of a name is O(1): a
  * server lists as many names as it likes, and chooses them, so the table
- * is keyed with a random SipHash key (no names it could make collide). */
+ * is keyed with a random SipHash key (no names it could make collide).
+ * Nodes live in slabs of 2^TREE_NS_SLAB_SHIFT, mapped as they are needed
+ * and never moved (a node's pointer is stable until the namespace is
+ * freed), names in an arena of mapped chunks. */
 struct tree_ns {
 	pthread_mutex_t mu;
-	pthread_cond_t listed;	  /* a directory's listing ended (its waits
-				     on CLOCK_MONOTONIC) */
-	pthread_cond_t probed;	  /* a file's probe ended (the same) */
-	struct tree_node **nodes; /* guarded by mu */
-	uint32_t n, cap;	  /* guarded by mu */
-	uint64_t key[2];	  /* SipHash key of the name tables */
+	pthread_cond_t listed; /* a directory's listing ended (its waits
+				  on CLOCK_MONOTONIC) */
+	pthread_cond_t probed; /* a file's probe ended (the same) */
+	/* The rest is guarded by mu. */
+	struct tree_node **slabs;
+	uint32_t nslabs;
+	uint32_t n, cap; /* nodes, and the slabs' room */
+	uint64_t key[2]; /* SipHash key of the name tables */
+	char **arenas;	 /* the names' chunks, TREE_NS_ARENA bytes each */
+	uint32_t narenas;
+	size_t arena_used;		  /* bytes of the last chunk */
+	char *prefixes[TREE_NS_PREFIXES]; /* URL prefixes (nsurl.c) */
+	uint32_t nprefixes, last_prefix;
+	/* tree_ns_add_path's last directory: its path with the '/' (not
+	 * terminated) and its node. */
+	char last_dir[TREE_NS_LAST_DIR];
+	size_t last_dir_len;
+	uint32_t last_dir_id;
 };
 
 /* Creates a namespace holding the root directory. */
 int tree_ns_new(struct tree_ns **out);
 void tree_ns_free(struct tree_ns *ns);
 
-/* Node i, or NULL. Caller holds ns->mu; the pointer is valid while it
- * does. */
-struct tree_node *tree_ns_get(struct tree_ns *ns, uint32_t i);
+/* Node i, or NULL. Caller holds ns->mu; the pointer stays valid until
+ * the namespace is freed (what it points to is guarded by mu). */
+static inline struct tree_node *tree_ns_get(struct tree_ns *ns, uint32_t i)
+{
+	return i < ns->n ? &ns->slabs[i >> TREE_NS_SLAB_SHIFT]
+				     [i & ((1u << TREE_NS_SLAB_SHIFT) - 1)]
+			 : NULL;
+}
 
 /* The child of dir called name, or TREE_NO_NODE. Caller holds ns->mu. */
 uint32_t tree_ns_child(struct tree_ns *ns, uint32_t dir, const char *name);
@@ -103,15 +158,37 @@ int tree_ns_reserve(struct tree_ns *ns, uint32_t dir, uint32_t total);
 struct tree_node *tree_node_new(const char *name, bool is_dir);
 void tree_node_free(struct tree_node *n);
 
-/* Makes n (from tree_node_new) a child of dir: the tree owns it from then
- * on. -EEXIST (a child of that name exists), -ENOTDIR, -ENOMEM: n is still
- * the caller's. Caller holds ns->mu. */
+/* Makes n (from tree_node_new) a child of dir: the tree takes what it
+ * holds into a node of its own and frees n (tree_ns_get(*out) is the
+ * node from then on); a file's one URL that is a prefix and its path is
+ * kept as the prefix's number. -EEXIST (a child of that name exists),
+ * -ENOTDIR, -ENOMEM: n is still the caller's. Caller holds ns->mu. */
 int tree_ns_link(struct tree_ns *ns, uint32_t dir, struct tree_node *n,
 		 uint32_t *out);
 
 /* Adds a child to dir. -EEXIST, -ENOTDIR, -ENOMEM. Caller holds ns->mu. */
 int tree_ns_add(struct tree_ns *ns, uint32_t dir, const char *name, bool is_dir,
 		uint32_t *out);
+
+/* URLs of a file node n (0 for a directory). */
+uint32_t tree_node_nurls(const struct tree_node *n);
+
+/* File i's URL k, composed: a new string (free() it); NULL when memory
+ * ran out or there is no such URL. Caller holds ns->mu. */
+char *tree_ns_url(struct tree_ns *ns, uint32_t i, uint32_t k);
+
+/* Gives file i the nurls URLs of urls (strings and array from malloc),
+ * which the tree owns from then on whatever it returns: one that is a
+ * prefix followed by the file's path, percent-encoded as an index's or
+ * S3's links are (the unreserved characters and '/' as they are), is
+ * kept as the prefix's number, and freed. 0, -ENOMEM, or -EINVAL when
+ * i is no file. Caller holds ns->mu. */
+int tree_ns_set_urls(struct tree_ns *ns, uint32_t i, char **urls,
+		     uint32_t nurls);
+
+/* File n's own fields, made when it has none: NULL when memory ran out
+ * (or n is a directory). Caller holds ns->mu when n is in a tree. */
+struct tree_file *tree_node_file(struct tree_node *n);
 
 /* Writes node i's path relative to the root ("a/b/c"; "" for the root).
  * Caller holds ns->mu. */
@@ -123,8 +200,9 @@ void tree_ns_path(struct tree_ns *ns, uint32_t i, char *buf, size_t cap);
 int tree_ns_add_path(struct tree_ns *ns, const char *path, uint32_t *out);
 
 /* What the tree holds: its entries (those gone from a re-read listing
- * aside) and the heap bytes of its nodes, names, URLs and tables, as the
- * allocator counts them (chunk headers included). */
+ * aside) and the bytes of its nodes (their slabs' part in use), names
+ * (the arena's chunks), URLs and tables (the heap's, as the allocator
+ * counts them: chunk headers included). */
 struct tree_usage {
 	uint64_t files;
 	uint64_t dirs;
@@ -143,8 +221,9 @@ void tree_ns_usage(struct tree_ns *ns, struct tree_usage *u);
 #define TREE_MANIFEST_BLOCK_MIN 4096u	    /* smallest block_size */
 #define TREE_MANIFEST_BLOCK_MAX (64u << 20) /* largest block_size */
 #define TREE_MANIFEST_REGIONS_MAX 32	    /* regions of one entry */
-/* The most bytes tree_manifest_load reads. */
-#define TREE_MANIFEST_FILE_MAX (256u << 20)
+/* The most bytes tree_manifest_load reads: a regular file is mapped, not
+ * read into the heap, so this bounds the parse's time, not its memory. */
+#define TREE_MANIFEST_FILE_MAX (4ull << 30)
 
 /* One file of a manifest. Everything is owned by the manifest. */
 struct tree_manifest_entry {
@@ -183,8 +262,9 @@ struct tree_manifest {
 int tree_manifest_parse(const char *text, size_t len, struct tree_manifest *out,
 			char *err, size_t errlen);
 
-/* Reads the file at path (at most TREE_MANIFEST_FILE_MAX bytes) and parses
- * it as tree_manifest_parse does. Errors are as there, or the negative
+/* Reads the file at path (at most TREE_MANIFEST_FILE_MAX bytes: a regular
+ * file mapped, anything else read) and parses it as tree_manifest_parse
+ * does. Errors are as there, or the negative
  * errno of open or read (-EFBIG when too large); the line in err starts
  * with the path. */
 int tree_manifest_load(const char *path, struct tree_manifest *out, char *err,

@@ -68,7 +68,7 @@ static void check_paths_agree(const uint8_t *data, size_t size)
 {
 	struct tree_manifest s = {0}, w;
 	char err[256];
-	int rs = tree__manifest_stream((const char *)data, size, &s, err,
+	int rs = tree__manifest_stream((const char *)data, size, false, &s, err,
 				       sizeof(err));
 
 	if (rs == 0) {

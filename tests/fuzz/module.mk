@@ -25,7 +25,7 @@ $(FUZZ_OBJ)/%.o: %.c
 
 $(BUILD)/fuzz/fuzz_manifest: $(FUZZ_OBJ)/tests/fuzz/fuzz_manifest.o \
 		$(FUZZ_OBJ)/fs/tree/manifest.o $(FUZZ_OBJ)/fs/tree/mentry.o \
-		$(FUZZ_OBJ)/fs/tree/mstream.o \
+		$(FUZZ_OBJ)/fs/tree/mstream.o $(FUZZ_OBJ)/fs/tree/mfast.o \
 		$(FUZZ_OBJ)/fs/decode.o \
 		$(FUZZ_OBJ)/fs/errline.o $(FUZZ_OBJ)/fetch/url.o
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ \

@@ -91,15 +91,17 @@ int main(int argc, char **argv)
 	json_t *doc;
 	char err[512], *text = NULL;
 	size_t len = 0;
-	uint64_t children = 0, index = 0, nodes_cap;
+	uint64_t children = 0, index = 0, nodes_cap = 0;
 	double n;
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: treecost MANIFEST.json\n");
 		return 2;
 	}
-	printf("sizeof: tree_node %zu, tree_manifest_entry %zu\n",
-	       sizeof(struct tree_node), sizeof(struct tree_manifest_entry));
+	printf("sizeof: tree_node %zu, tree_dir %zu, tree_file %zu, "
+	       "tree_manifest_entry %zu\n",
+	       sizeof(struct tree_node), sizeof(struct tree_dir),
+	       sizeof(struct tree_file), sizeof(struct tree_manifest_entry));
 	t_last = now_s();
 	if (read_file(argv[1], &text, &len) != 0) {
 		fprintf(stderr, "treecost: cannot read %s\n", argv[1]);
@@ -144,13 +146,13 @@ int main(int argc, char **argv)
 
 		if (tree_ns_add_path(ns, me->path, &id) != 0)
 			return 1;
-		nd = ns->nodes[id];
-		nd->urls = me->urls;
-		nd->nurls = me->nurls;
-		me->urls = NULL;
-		me->nurls = 0;
+		nd = tree_ns_get(ns, id);
 		nd->has_size = me->has_size;
 		nd->size = me->size;
+		if (tree_ns_set_urls(ns, id, me->urls, me->nurls) != 0)
+			return 1;
+		me->urls = NULL;
+		me->nurls = 0;
 	}
 	step("namespace built (manifest kept)", n);
 	tree_manifest_free(&m);
@@ -158,25 +160,31 @@ int main(int argc, char **argv)
 	malloc_trim(0);
 	step("malloc_trim(0)", n);
 	for (uint32_t i = 0; i < ns->n; i++) {
-		struct tree_node *d = ns->nodes[i];
+		struct tree_node *d = tree_ns_get(ns, i);
 
-		children += (uint64_t)d->cap_children * sizeof(uint32_t);
-		index += (uint64_t)d->nindex * sizeof(uint32_t);
+		if (!d->is_dir)
+			continue;
+		children += (uint64_t)d->dir->cap_children * sizeof(uint32_t);
+		index += (uint64_t)d->dir->nindex * sizeof(uint32_t);
+		nodes_cap += malloc_usable_size(d->dir) + 8;
 	}
-	nodes_cap = (uint64_t)ns->cap * sizeof(*ns->nodes);
 	{
-		struct tree_node *f = ns->nodes[ns->n - 1];
+		struct tree_node *f = tree_ns_get(ns, ns->n - 1);
+		struct tree_usage u;
+		char *url = tree_ns_url(ns, ns->n - 1, 0);
 
-		printf("a file %s: node %zu usable, name %zu usable (%zu "
-		       "bytes), urls array %zu usable, url %zu usable (%zu "
-		       "bytes)\n",
-		       f->name, malloc_usable_size(f),
-		       malloc_usable_size(f->name), strlen(f->name) + 1,
-		       malloc_usable_size(f->urls),
-		       malloc_usable_size(f->urls[0]), strlen(f->urls[0]) + 1);
+		printf("a file %s: record %zu bytes, name %zu bytes, its own "
+		       "record of URLs %s, url composed %s\n",
+		       f->name, sizeof(*f), strlen(f->name) + 1,
+		       f->file == NULL ? "none" : "one",
+		       url != NULL ? url : "(none)");
+		free(url);
+		tree_ns_usage(ns, &u);
+		printf("tree_ns_usage: %.1f MiB, %.1f B an entry\n",
+		       (double)u.bytes / 1048576.0, (double)u.bytes / n);
 	}
-	printf("per entry: nodes table %.1f B, children arrays %.1f B, "
-	       "name tables %.1f B (%u nodes)\n",
+	printf("per entry: directories' records %.1f B, children arrays "
+	       "%.1f B, name tables %.1f B (%u nodes)\n",
 	       (double)nodes_cap / n, (double)children / n, (double)index / n,
 	       ns->n);
 	tree_ns_free(ns);

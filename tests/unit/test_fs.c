@@ -597,73 +597,75 @@ static void name_from_url_refused(void)
 
 /* A file of 3 digest blocks of dblock bytes, each digest filled with
  * `fill`, and the whole-file digest all 0xab when has_sha256. */
-static void identity_node(struct tree_node *n, char **urls, uint8_t (*d)[32],
-			  bool has_sha256, uint32_t dblock, uint8_t fill)
+static void identity_node(struct tree_node *n, struct tree_file *f,
+			  uint8_t (*d)[32], bool has_sha256, uint32_t dblock,
+			  uint8_t fill)
 {
 	memset(n, 0, sizeof(*n));
-	n->urls = urls;
-	n->nurls = 1;
+	memset(f, 0, sizeof(*f));
+	n->file = f;
 	n->has_size = true;
 	n->size = 3 * (uint64_t)dblock - 10;
-	n->has_sha256 = has_sha256;
-	memset(n->sha256, 0xab, sizeof(n->sha256));
+	f->has_sha256 = has_sha256;
+	memset(f->sha256, 0xab, sizeof(f->sha256));
 	memset(d, fill, 3 * sizeof(*d));
-	n->dblock = dblock;
-	n->dblocks = d;
-	n->ndblocks = 3;
+	f->dblock = dblock;
+	f->dblocks = d;
+	f->ndblocks = 3;
 }
 
 static void identity_forms(void)
 {
-	char *urls[] = {"http://h/f.bin"};
+	const char *urls[] = {"http://h/f.bin"};
 	uint8_t d[3][32], list[32];
 	struct tree_node n;
+	struct tree_file f;
 	char *got, want[512], dhex[65];
 
 	for (int i = 0; i < 32; i++)
 		snprintf(want + 2 * i, 3, "%02x", 0xab);
 	/* The whole-file digest alone: the source's identity. */
-	identity_node(&n, urls, d, true, 65536, 1);
-	n.dblocks = NULL;
-	n.ndblocks = 0;
-	n.dblock = 0;
+	identity_node(&n, &f, d, true, 65536, 1);
+	f.dblocks = NULL;
+	f.ndblocks = 0;
+	f.dblock = 0;
 	T_ASSERT(!driver__file_has_content_identity(&n));
-	got = driver__file_identity(&n);
+	got = driver__file_identity(&n, urls, 1);
 	T_EQ_STR(got, "url:http://h/f.bin");
 	free(got);
 
 	/* Block digests checked before caching: the content's. */
-	identity_node(&n, urls, d, true, 65536, 1);
+	identity_node(&n, &f, d, true, 65536, 1);
 	EVP_Digest(d, sizeof(d), list, NULL, EVP_sha256(), NULL);
 	for (int i = 0; i < 32; i++)
 		snprintf(dhex + 2 * i, 3, "%02x", list[i]);
 	T_ASSERT(driver__file_has_content_identity(&n));
-	got = driver__file_identity(&n);
+	got = driver__file_identity(&n, urls, 1);
 	snprintf(want + 64, sizeof(want) - 64, " block_sha256:65536:%s", dhex);
 	T_EQ_STR(got + 7, want);
 	T_ASSERT(strncmp(got, "sha256:", 7) == 0);
 	free(got);
 
 	/* Without a whole-file digest, and with small blocks. */
-	identity_node(&n, urls, d, false, 4096, 1);
-	got = driver__file_identity(&n);
+	identity_node(&n, &f, d, false, 4096, 1);
+	got = driver__file_identity(&n, urls, 1);
 	snprintf(want, sizeof(want), "block_sha256:4096:%s", dhex);
 	T_EQ_STR(got, want);
 	free(got);
 
 	/* Other block digests, the same whole-file digest: another identity,
 	 * so blocks checked against one list never serve the other. */
-	identity_node(&n, urls, d, true, 65536, 2);
-	got = driver__file_identity(&n);
+	identity_node(&n, &f, d, true, 65536, 2);
+	got = driver__file_identity(&n, urls, 1);
 	T_ASSERT(strstr(got, dhex) == NULL);
 	T_ASSERT(strncmp(got, "sha256:abab", 11) == 0);
 	free(got);
 
 	/* Digest blocks larger than a cache block are checked only with the
 	 * whole file: the source's identity. */
-	identity_node(&n, urls, d, true, 2 * CACHE_BLOCK_SIZE, 1);
+	identity_node(&n, &f, d, true, 2 * CACHE_BLOCK_SIZE, 1);
 	T_ASSERT(!driver__file_has_content_identity(&n));
-	got = driver__file_identity(&n);
+	got = driver__file_identity(&n, urls, 1);
 	T_EQ_STR(got, "url:http://h/f.bin");
 	free(got);
 }
@@ -933,6 +935,86 @@ static void opts_metrics_and_log(void)
 /* A directory finds each of many children by name (through its table once
  * it has TREE_NS_INDEX_MIN), refuses a second of one name, and paths build
  * their directories once. */
+/* One URL for a file: a new array of it (the tree takes both). */
+static char **one_url(const char *u)
+{
+	char **v = calloc(1, sizeof(*v));
+
+	v[0] = strdup(u);
+	return v;
+}
+
+/* A file's URLs as given come back from tree_ns_url byte for byte: a
+ * prefix followed by its own path, percent-encoded as an index or S3
+ * encodes it, kept as the prefix's number (no record of its own); any
+ * other URL, mirrors, and URLs past the table's 255 prefixes stored as
+ * they are. */
+static void ns_urls(void)
+{
+	static const struct {
+		const char *path, *url;
+		bool own;
+	} cases[] = {
+		{"a/b.bin", "http://h:8080/root/a/b.bin", true},
+		{"a/c d.bin", "http://h:8080/root/a/c%20d.bin", true},
+		{"a/\xc3\xa9~_-.x", "https://h/a/%C3%A9~_-.x", true},
+		{"a/e.bin", "http://h:8080/root/a/e.bin?sig=1", false},
+		{"a/f d.bin", "http://h/a/f%20D.bin", false},
+		{"a/g d.bin", "http://h/a/g d.bin", false},
+		{"a/h.bin", "http://other/h.bin", false},
+		{"x.bin", "http://h:8080/root/x.bin", true},
+	};
+	struct tree_ns *ns;
+	char **two, path[64], url[96];
+	uint32_t id;
+
+	T_EQ_INT(tree_ns_new(&ns), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got;
+
+		T_EQ_INT(tree_ns_add_path(ns, cases[i].path, &id), 0);
+		T_EQ_INT(tree_ns_set_urls(ns, id, one_url(cases[i].url), 1), 0);
+		T_EQ_INT(tree_node_nurls(tree_ns_get(ns, id)), 1);
+		T_EQ_INT(tree_ns_get(ns, id)->url_own, cases[i].own);
+		T_ASSERT(!cases[i].own || tree_ns_get(ns, id)->file == NULL);
+		got = tree_ns_url(ns, id, 0);
+		T_EQ_STR(got, cases[i].url);
+		free(got);
+		T_ASSERT(tree_ns_url(ns, id, 1) == NULL);
+	}
+	/* Mirrors: stored, in order. */
+	T_EQ_INT(tree_ns_add_path(ns, "m.bin", &id), 0);
+	two = calloc(2, sizeof(*two));
+	two[0] = strdup("http://h:8080/root/m.bin");
+	two[1] = strdup("http://mirror/m.bin");
+	T_EQ_INT(tree_ns_set_urls(ns, id, two, 2), 0);
+	T_EQ_INT(tree_node_nurls(tree_ns_get(ns, id)), 2);
+	for (uint32_t u = 0; u < 2; u++) {
+		char *got = tree_ns_url(ns, id, u);
+
+		T_EQ_STR(got, u == 0 ? "http://h:8080/root/m.bin"
+				     : "http://mirror/m.bin");
+		free(got);
+	}
+	/* 300 origins: the first 255 prefixes kept, then URLs stored. */
+	for (int i = 0; i < 300; i++) {
+		char *got;
+
+		snprintf(path, sizeof(path), "p/f%d", i);
+		snprintf(url, sizeof(url), "http://h%d/p/f%d", i, i);
+		T_EQ_INT(tree_ns_add_path(ns, path, &id), 0);
+		T_EQ_INT(tree_ns_set_urls(ns, id, one_url(url), 1), 0);
+		got = tree_ns_url(ns, id, 0);
+		T_EQ_STR(got, url);
+		free(got);
+	}
+	T_EQ_INT(ns->nprefixes, TREE_NS_PREFIXES);
+	/* A directory has none. */
+	T_EQ_INT(tree_node_nurls(tree_ns_get(ns, tree_ns_child(ns, 0, "a"))),
+		 0);
+	tree_ns_free(ns);
+}
+
 static void ns_many_children(void)
 {
 	struct tree_ns *ns;
@@ -968,7 +1050,7 @@ static void ns_many_children(void)
 		T_EQ_INT(tree_ns_add_path(ns, name, &id), 0);
 	}
 	dir = tree_ns_child(ns, tree_ns_child(ns, 0, "a"), "b");
-	T_EQ_INT(tree_ns_get(ns, dir)->nchildren, 100);
+	T_EQ_INT(tree_ns_get(ns, dir)->dir->nchildren, 100);
 	T_ASSERT(tree_ns_child(ns, dir, "c99") != TREE_NO_NODE);
 	tree_ns_free(ns);
 }
@@ -1052,6 +1134,7 @@ static const struct t_case cases[] = {
 	{"json_escape", json_escape},
 	{"opts_metrics_and_log", opts_metrics_and_log},
 	{"ns_many_children", ns_many_children},
+	{"ns_urls", ns_urls},
 };
 
 int main(int argc, char **argv)

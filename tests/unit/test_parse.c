@@ -190,8 +190,8 @@ static void manifest_stream(void)
 	char e[512];
 
 	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
-		T_EQ_INT(tree__manifest_stream(plain[i], strlen(plain[i]), &m,
-					       e, sizeof(e)),
+		T_EQ_INT(tree__manifest_stream(plain[i], strlen(plain[i]),
+					       false, &m, e, sizeof(e)),
 			 0);
 		T_ASSERT(m.nfiles >= 1);
 		T_EQ_STR(m.files[0].path, "a");
@@ -201,8 +201,8 @@ static void manifest_stream(void)
 		tree_manifest_free(&m);
 	}
 	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
-		T_EQ_INT(tree__manifest_stream(other[i], strlen(other[i]), &m,
-					       e, sizeof(e)),
+		T_EQ_INT(tree__manifest_stream(other[i], strlen(other[i]),
+					       false, &m, e, sizeof(e)),
 			 1);
 		tree_manifest_free(&m);
 	}
@@ -210,6 +210,119 @@ static void manifest_stream(void)
 	    "\"http://h/a\"]},{\"path\":\"b\",\"urls\":[\"http://h/b\"],"
 	    "\"size\":-3}]}",
 	    "files[1].size: must not be negative, got -3");
+}
+
+/* A manifest of n entries, "d/fI" each with a URL holding a '/' and a
+ * quote escaped, entry bad (n: none) with a negative size. */
+static char *many_entries(size_t n, size_t bad)
+{
+	size_t cap = 64 + n * 80, used = 0;
+	char *j = malloc(cap);
+
+	used += (size_t)snprintf(j, cap, "{\"version\":1,\"files\":[");
+	for (size_t i = 0; i < n; i++)
+		used += (size_t)snprintf(
+			j + used, cap - used,
+			"%s{\"path\":\"d/f%zu\",\"urls\":[\"http://h/"
+			"\\\"%zu\"],"
+			"\"size\":%d}",
+			i ? "," : "", i, i, i == bad ? -1 : 7);
+	snprintf(j + used, cap - used, "]}");
+	return j;
+}
+
+/* An array long enough to be parsed in two halves, by two threads: every
+ * entry in its place, and an error in the second half named as the
+ * whole-document parse names it. */
+static void manifest_stream_halves(void)
+{
+	const size_t n = 70001;
+	struct tree_manifest m = {0};
+	char e[512], *j = many_entries(n, n);
+	char want[64];
+
+	T_EQ_INT(tree__manifest_stream(j, strlen(j), false, &m, e, sizeof(e)),
+		 0);
+	T_EQ_INT(m.nfiles, n);
+	for (size_t i = 0; i < n; i += n / 7) {
+		char path[32], url[32];
+
+		snprintf(path, sizeof(path), "d/f%zu", i);
+		snprintf(url, sizeof(url), "http://h/\"%zu", i);
+		T_EQ_STR(m.files[i].path, path);
+		T_EQ_STR(m.files[i].urls[0], url);
+		T_EQ_U64(m.files[i].size, 7);
+	}
+	T_EQ_STR(m.files[n - 1].path, "d/f70000");
+	T_EQ_STR(m.files[n / 2].path, "d/f35000");
+	tree_manifest_free(&m);
+	free(j);
+	j = many_entries(n, 69000);
+	T_EQ_INT(tree__manifest_stream(j, strlen(j), false, &m, e, sizeof(e)),
+		 1);
+	tree_manifest_free(&m);
+	snprintf(want, sizeof(want),
+		 "files[69000].size: must not be negative, got -1");
+	BAD(j, want);
+	free(j);
+}
+
+/* Entries read without jansson (tree/mfast.c) and those left to it, in
+ * one array: each as the whole-document parse makes it. */
+static void manifest_fast_shapes(void)
+{
+	static const char *const ents[] = {
+		"{\"path\":\"a/b\",\"urls\":[\"http://h/a/b\"],\"size\":0}",
+		" { \"size\" : 123456789012345678 ,\r\n\"urls\":[ "
+		"\"https://h/x\" , "
+		"\"HTTP://m/x\" ],\t\"path\":\"c\" } ",
+		"{\"urls\":[\"http://h/d\"],\"path\":\"d\"}",
+		"{\"path\":\"e\\u00e9\",\"urls\":[\"http://h/e\"]}",
+		"{\"path\":\"f\",\"urls\":[\"http://h/"
+		"f\"],\"size\":1234567890123456789}",
+		"{\"path\":\"h\",\"urls\":[\"http://h/h\"],\"mode\":420}",
+		"{\"path\":\"i\xc3\xa9\",\"urls\":[\"http://h/i\"],\"size\":7}",
+		"{\"path\":\"j\",\"urls\":[\"http://h/j\\/k\"],\"size\":-0}",
+	};
+	char j[2048], e[512];
+	size_t used = 0;
+	struct tree_manifest a = {0}, b = {0};
+
+	used += (size_t)snprintf(j, sizeof(j), "{\"version\":1,\"files\":[");
+	for (size_t i = 0; i < sizeof(ents) / sizeof(ents[0]); i++)
+		used += (size_t)snprintf(j + used, sizeof(j) - used, "%s%s",
+					 i ? "," : "", ents[i]);
+	snprintf(j + used, sizeof(j) - used, "]}");
+	T_EQ_INT(tree__manifest_stream(j, strlen(j), false, &a, e, sizeof(e)),
+		 0);
+	T_EQ_INT(tree__manifest_parse_whole(j, strlen(j), &b, e, sizeof(e)), 0);
+	T_EQ_INT(a.nfiles, b.nfiles);
+	for (uint32_t i = 0; i < a.nfiles && i < b.nfiles; i++) {
+		T_EQ_STR(a.files[i].path, b.files[i].path);
+		T_EQ_INT(a.files[i].nurls, b.files[i].nurls);
+		for (uint32_t u = 0; u < a.files[i].nurls; u++)
+			T_EQ_STR(a.files[i].urls[u], b.files[i].urls[u]);
+		T_EQ_INT(a.files[i].has_size, b.files[i].has_size);
+		T_EQ_U64(a.files[i].size, b.files[i].size);
+		T_EQ_INT(a.files[i].has_mode, b.files[i].has_mode);
+	}
+	T_EQ_U64(a.files[1].size, 123456789012345678ull);
+	T_EQ_STR(a.files[7].urls[0], "http://h/j/k");
+	tree_manifest_free(&a);
+	tree_manifest_free(&b);
+	/* Broken rules in the common shape: the whole parse's lines. */
+	BAD("{\"version\":1,\"files\":[{\"path\":\"a\",\"urls\":["
+	    "\"http://h/a\"],\"size\":2e3}]}",
+	    "files[0].size: expected an integer, got a real number");
+	BAD("{\"version\":1,\"files\":[{\"path\":\"a/../b\",\"urls\":["
+	    "\"http://h/a\"],\"size\":1}]}",
+	    "files[0].path: \"a/../b\" has a \"..\" component");
+	BAD("{\"version\":1,\"files\":[{\"path\":\"a\",\"urls\":["
+	    "\"http://h/a\",\"http://h/a\"],\"size\":1}]}",
+	    "files[0].urls[1]: duplicates urls[0]");
+	BAD("{\"version\":1,\"files\":[{\"path\":\"a\",\"urls\":["
+	    "\"http://h/a\"],\"size\":1,\"size\":2}]}",
+	    "line 1, column 71: duplicate object key near '\"size\"'");
 }
 
 static void manifest_top_level(void)
@@ -736,6 +849,42 @@ static void manifest_load(void)
 }
 
 /* The example in docs/manifest.md parses, so the docs cannot rot. */
+/* A mapped manifest larger than the parse's release step (16 MiB): its
+ * pages given back behind the walk and the parse, then read again from
+ * the file by the whole-document parse when an entry is wrong. */
+static void manifest_load_large(void)
+{
+	const size_t n = 400000;
+	struct tree_manifest m;
+	char err[512], want[600], *j;
+	const char *path;
+	int rc;
+
+	j = many_entries(n, n);
+	T_ASSERT(strlen(j) > (size_t)20 << 20); /* past the release step */
+	path = temp_file(j);
+	free(j);
+	T_ASSERT(path != NULL);
+	rc = tree_manifest_load(path, &m, err, sizeof(err));
+	unlink(path);
+	T_EQ_INT(rc, 0);
+	T_EQ_INT(m.nfiles, n);
+	T_EQ_STR(m.files[n - 1].path, "d/f399999");
+	T_EQ_STR(m.files[n / 2].urls[0], "http://h/\"200000");
+	tree_manifest_free(&m);
+
+	j = many_entries(n, n - 2);
+	path = temp_file(j);
+	free(j);
+	T_ASSERT(path != NULL);
+	rc = tree_manifest_load(path, &m, err, sizeof(err));
+	snprintf(want, sizeof(want),
+		 "%s: files[399998].size: must not be negative, got -1", path);
+	unlink(path);
+	T_EQ_INT(rc, -EINVAL);
+	T_EQ_STR(err, want);
+}
+
 static void manifest_doc_example(void)
 {
 	static char text[65536];
@@ -1473,6 +1622,9 @@ static const struct t_case cases[] = {
 	{"manifest_full", manifest_full},
 	{"manifest_json_syntax", manifest_json_syntax},
 	{"manifest_stream", manifest_stream},
+	{"manifest_stream_halves", manifest_stream_halves},
+	{"manifest_fast_shapes", manifest_fast_shapes},
+	{"manifest_load_large", manifest_load_large},
 	{"manifest_top_level", manifest_top_level},
 	{"manifest_entry_shape", manifest_entry_shape},
 	{"manifest_path_rules", manifest_path_rules},

@@ -23,10 +23,10 @@ through module-level names, every one optional but WORKLOADS:
 contrib/bench/README.md walks through adding one.
 """
 from . import (archive, datasets, faults, fio, latency, loader, memory, plan, player, readers,
-               realclients, s3sig, seq, tier)
+               realclients, s3sig, scale, seq, tier)
 
 MODULES = [seq, latency, player, realclients, archive, datasets, faults, readers, loader, plan, fio,
-           tier, s3sig, memory]
+           tier, s3sig, memory, scale]
 
 
 def names():
