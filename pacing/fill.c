@@ -10,6 +10,10 @@
  * pay. */
 #define FILL_PRIOR_USED (256 * KIB)
 #define FILL_PRIOR_GOT (512 * KIB)
+/* Its neighbourhoods: one in FILL_PRIOR_NBS is taken as hit before it
+ * has any (nb_chance). */
+#define FILL_PRIOR_HITS 1
+#define FILL_PRIOR_NBS 2
 
 /* A reader that has paid fewer round trips than this is young: a
  * neighbourhood is worth less to it (near_rtts). */
@@ -32,22 +36,31 @@ bool pace__fill_on(const struct pace *p)
 }
 
 /* Per-connection rate and round trip of the blob's first source's
- * origin; false while either is unknown. Before a rate window closed,
- * the rate of short requests stands for it (pace__short_rate). */
+ * origin; false while either is unknown. The rate is the source's
+ * smoothed one, not its peak; before a rate window closed, the rate of
+ * short requests (pace__short_rate); and no more than its group's
+ * fastest lane of late showed over a whole request: short requests
+ * whose first 400 KiB came at once (an origin's token bucket, full
+ * after an idle second) showed 20-55 MB/s on a link of 8 MB/s a
+ * connection, and a price seven times too high. */
 static bool link_of(const struct pace *p, uint32_t blob, uint64_t *rate,
 		    uint64_t *rtt)
 {
 	const struct blob *b = &p->blobs[blob];
+	const struct source *s;
 	const struct group *g;
 	uint64_t r;
 
 	if (b->first_src == PACE_NONE)
 		return false;
-	g = pace__group(p, &p->sources[b->first_src]);
-	r = pace__expected_rate(p, b->first_src);
+	s = &p->sources[b->first_src];
+	g = pace__group(p, s);
+	r = s->rate ? s->rate : pace__expected_rate(p, b->first_src);
 	*rtt = g->lat_est;
 	if (!r)
 		r = pace__short_rate(g);
+	if (g->fast && g->fast < r)
+		r = g->fast;
 	*rate = r;
 	return r && g->lat_est;
 }
@@ -96,8 +109,32 @@ static double chance(const struct reader *r)
 	       (double)(r->spec_got + FILL_PRIOR_GOT);
 }
 
-/* Bytes worth fetching for r that save `rtts` round trips if read:
- * chance x round trips saved x price, on whole chunks. */
+/* The chance that a neighbourhood filled around one of r's reads saves
+ * it a round trip: of those filled for it, the share a read that began
+ * a run of its own landed in later (a half before it has any, a prior
+ * of one in two). Counted in bytes, the chance took the run a read
+ * began as read from its neighbourhood: a reader reading 800 KiB runs
+ * far apart, never near an earlier one, kept a chance near a third. */
+static double nb_chance(const struct reader *r)
+{
+	return (double)(r->nb_hit + FILL_PRIOR_HITS) /
+	       (double)(r->nb_made + FILL_PRIOR_NBS);
+}
+
+/* Bytes worth fetching at chance c that save `rtts` round trips if
+ * read: chance x round trips saved x price, on whole chunks. */
+static uint64_t worth_at(const struct pace *p, double c, uint64_t price,
+			 double rtts)
+{
+	double v = c * rtts * (double)price;
+
+	if (v > (double)(UINT64_MAX / 2))
+		return UINT64_MAX / 2;
+	return pace__align_down((uint64_t)v, p->cfg.align);
+}
+
+/* Bytes worth fetching for r that save `rtts` round trips if read, at
+ * the chance its history of bytes gives. */
 static uint64_t worth(const struct pace *p, const struct reader *r,
 		      uint64_t price, double rtts)
 {
@@ -133,6 +170,7 @@ static void spec_hit(struct pace *p, struct reader *r, uint64_t s, uint64_t e)
 	}
 	if (hit && pace__ranges_remove(&b->spec, lo, hi, &removed) == 0)
 		r->spec_used += removed;
+	r->nb_hit += hit;
 }
 
 void pace__fill_read(struct pace *p, struct reader *r, uint64_t off,
@@ -147,8 +185,18 @@ void pace__fill_read(struct pace *p, struct reader *r, uint64_t off,
 	if (e > s && b->unread.cap &&
 	    pace__ranges_remove(&b->unread, s, e, &removed) == 0)
 		p->stats.fill_read += removed;
-	spec_hit(p, r, s, e);
+	/* A read that goes on with the reader's run (the kernel's next
+	 * piece of one read, a tile's second half, or such a piece that
+	 * FUSE handed over out of order, up to the kernel's readahead
+	 * behind) saved no round trip that the run's own reach would not
+	 * have: the fill's bytes there say nothing of its neighbourhoods.
+	 * Counted, a reader reading 800 KiB runs far apart learnt that
+	 * they paid. */
+	if (!r->seen || off > r->cursor ||
+	    (off < r->run_start && off + p->cfg.kernel_ahead < r->cursor))
+		spec_hit(p, r, s, e);
 	r->recent[r->nrecent % FILL_RECENT] = off;
+	r->nb_mask &= ~(1u << (r->nrecent % FILL_RECENT));
 	r->nrecent++;
 }
 
@@ -159,6 +207,19 @@ void pace__fill_jump(struct pace *p, struct reader *r)
 	if (!pace__fill_on(p) || (r->spec_end != 0 && !r->spec_fill))
 		return; /* a large read's pieces (speculate) */
 	want = worth(p, r, pace__fill_price(p, r->blob), 1.0);
+	/* A reader that jumped before has runs of its own to go by: its
+	 * reach ends where its last run's length from this run's start
+	 * does, or at twice what this run has read, if later, so that what
+	 * it leaves asked past a run's end is at most that run again (a
+	 * tile pair, a band of chunks), not the price. */
+	if (r->gen > 0) {
+		uint64_t done = r->cursor - r->run_start;
+
+		want = pace__min64(
+			want,
+			pace__max64(r->last_run > done ? r->last_run - done : 0,
+				    done));
+	}
 	if (want < p->cfg.align)
 		return;
 	/* Renewed once the cursor is half way there. */
@@ -223,10 +284,11 @@ static uint64_t rest_worth(const struct pace *p, const struct reader *r,
  * when it is small and the reader's round trips so far make it worth
  * its missing bytes. False when nothing is worth fetching. */
 static bool next_range(struct pace *p, const struct reader *r, uint64_t price,
-		       uint64_t *x, uint64_t *ge)
+		       uint64_t *x, uint64_t *ge, int *slot)
 {
 	const struct blob *b = &p->blobs[r->blob];
-	uint64_t nb = worth(p, r, price, near_rtts(r)), size = b->size;
+	uint64_t nb = worth_at(p, nb_chance(r), price, near_rtts(r)),
+		 size = b->size;
 	/* Two thirds of a neighbourhood lie past its read: formats are
 	 * read forward more often than back (a chain of headers, a record
 	 * and the next). */
@@ -234,9 +296,9 @@ static bool next_range(struct pace *p, const struct reader *r, uint64_t price,
 		 back = nb > fwd ? nb - fwd : 0, half = nb / 2;
 	uint32_t n = pace__min64(r->nrecent, FILL_RECENT);
 	uint64_t lo[FILL_RECENT * 2 + 3], hi[FILL_RECENT * 2 + 3];
-	uint32_t k = 0;
+	uint32_t k = 0, nbs = nb >= 2 * p->cfg.align ? 2 * n : 0;
 
-	if (nb >= 2 * p->cfg.align) {
+	if (nbs) {
 		for (uint32_t i = 0; i < n; i++) {
 			uint64_t c = pace__align_down(
 				pace__min64(r->recent[(r->nrecent - 1 - i) %
@@ -268,6 +330,10 @@ static bool next_range(struct pace *p, const struct reader *r, uint64_t price,
 			continue;
 		*x = pace__first_free(p, r->blob, lo[i], hi[i], &g);
 		if (*x < hi[i]) {
+			/* Two candidates a recent read, the latest first. */
+			*slot = i < nbs ? (int)((r->nrecent - 1 - i / 2) %
+						FILL_RECENT)
+					: -1;
 			*ge = pace__min64(
 				g,
 				hi[i] == size
@@ -306,6 +372,7 @@ static bool fill_one(struct pace *p, struct poll *o, uint32_t ri)
 	const struct group *g = pace__blob_group(p, r->blob);
 	uint64_t price, x, ge, e, rate, rtt, piece;
 	uint32_t src, reserve, cap;
+	int slot;
 	struct lane *l = pace__idle_lane(p);
 
 	if (!l || !g || !link_of(p, r->blob, &rate, &rtt))
@@ -315,7 +382,7 @@ static bool fill_one(struct pace *p, struct poll *o, uint32_t ri)
 	if (g->lanes + reserve >= cap)
 		return false;
 	price = pace__fill_price(p, r->blob);
-	if (!next_range(p, r, price, &x, &ge))
+	if (!next_range(p, r, price, &x, &ge, &slot))
 		return false;
 	src = pace__pick_source(p, r->blob, false);
 	if (src == PACE_NONE || p->sources[src].caps != PACE_CAPS_FULL)
@@ -338,6 +405,10 @@ static bool fill_one(struct pace *p, struct poll *o, uint32_t ri)
 	 * for a waiting read counts whole among the bytes never read. */
 	r->spec_got += e - x;
 	p->stats.fill_bytes += e - x;
+	if (slot >= 0 && !(r->nb_mask & (1u << slot))) {
+		r->nb_mask |= 1u << slot;
+		r->nb_made++;
+	}
 	if (b->spec.cap) {
 		(void)pace__ranges_add(&b->spec, x, e, NULL);
 		(void)pace__ranges_add(&b->unread, x, e, NULL);

@@ -111,6 +111,10 @@
 
 /* Speculative fill: the reads of a scattered reader it fills around. */
 #define FILL_RECENT 4
+/* A reader whose runs ended short of seq_min this many times reads
+ * scattered: its window grows to at most twice its run (window.c,
+ * grow_limit), not eight times. */
+#define SCATTER_RUNS 2
 /* Intervals a blob's set of unread filled bytes may hold. */
 #define FILL_SPANS 256
 
@@ -342,7 +346,13 @@ struct reader {
 	 * waited), and where its last reads began. */
 	uint64_t spec_got, spec_used;
 	uint32_t rtts;
-	bool spec_fill; /* spec_end was set by pace__fill_jump */
+	/* Neighbourhoods filled around its reads, and those a later read
+	 * that began a run of its own landed in; which recent reads have
+	 * had theirs counted (a bit a slot of `recent`). */
+	uint32_t nb_made, nb_hit;
+	uint32_t nb_mask;
+	uint32_t short_runs; /* runs ended by a jump short of seq_min */
+	bool spec_fill;	     /* spec_end was set by pace__fill_jump */
 	uint32_t nrecent;
 	uint64_t recent[FILL_RECENT];
 	bool plan; /* a read plan's: never reads, its window is set once

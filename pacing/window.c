@@ -92,15 +92,19 @@ static uint64_t window_target(const struct pace *p, const struct reader *r)
 	return pace__min64(t, cap);
 }
 
-/* A window never grows past four times what its run has read: a reader
+/* A window never grows past eight times what its run has read: a reader
  * that read 1 MiB and stopped (cmp -n, a header) must not leave 64 MiB of
- * requests behind it, however often it waited on the way; four times, so
- * that a copy's window still grows faster than it reads. */
+ * requests behind it, however often it waited on the way; eight times, so
+ * that a copy's window still grows faster than it reads. A reader whose
+ * runs ended short SCATTER_RUNS times reads scattered, and its long runs
+ * end too (a band of an array's chunks, a tile row): twice, so that what
+ * it leaves asked past a run is at most that run again. */
 static uint64_t grow_limit(const struct pace *p, const struct reader *r)
 {
-	uint64_t four = r->run > UINT64_MAX / 8 ? UINT64_MAX : 8 * r->run;
+	uint64_t k = r->short_runs >= SCATTER_RUNS ? 2 : 8;
+	uint64_t lim = r->run > UINT64_MAX / k ? UINT64_MAX : k * r->run;
 
-	return pace__max64(p->cfg.window_min, four);
+	return pace__max64(p->cfg.window_min, lim);
 }
 
 int pace_reader_plan(struct pace *p, uint32_t reader, uint64_t off,
@@ -223,9 +227,13 @@ static void window_update(struct pace *p, struct reader *r)
 	const struct blob *b = &p->blobs[r->blob];
 	uint64_t held_lead;
 
-	if (r->w == 0) {
+	/* A reach the fill gave the run (pace__fill_jump) is no window: the
+	 * window opens as any does, the bytes asked past it stay asked. */
+	if (r->w == 0 || r->spec_fill) {
 		r->w = pace__min64(opening(p, r), target);
 		r->grow_run = 0;
+		r->spec_fill = false;
+		r->spec_end = 0;
 		return;
 	}
 	held_lead = pace__ranges_next_missing(&b->held, r->cursor) - r->cursor;
@@ -318,6 +326,8 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 		if (!r->seen)
 			r->from_start = off == 0;
 		r->last_run = r->seen ? r->cursor - r->run_start : 0;
+		if (r->seen && r->last_run < p->cfg.seq_min)
+			r->short_runs++;
 		r->run_start = off;
 		r->spec_end = 0;
 		r->spec_fill = false;
