@@ -115,6 +115,8 @@
  * scattered: its window grows to at most twice its run (window.c,
  * grow_limit), not eight times. */
 #define SCATTER_RUNS 2
+/* The runs' starts a reader keeps to find a stride in (fill.c). */
+#define FILL_STARTS 8
 /* Intervals a blob's set of unread filled bytes may hold. */
 #define FILL_SPANS 256
 
@@ -355,6 +357,12 @@ struct reader {
 	bool spec_fill;	     /* spec_end was set by pace__fill_jump */
 	uint32_t nrecent;
 	uint64_t recent[FILL_RECENT];
+	/* The lengths of its last three runs (0: none); where its last
+	 * runs began and what each read (the latest: so far), the latest
+	 * at (nstarts - 1) % FILL_STARTS. */
+	uint64_t runs[3];
+	uint64_t starts[FILL_STARTS], start_len[FILL_STARTS];
+	uint32_t nstarts;
 	bool plan; /* a read plan's: never reads, its window is set once
 		      (pace_reader_plan) and served after every other's */
 };
@@ -585,6 +593,11 @@ uint64_t pace__window_gap(struct pace *p, const struct reader *r,
  * trip for a sliver. */
 uint64_t pace__window_end(struct pace *p, const struct reader *r, uint32_t src,
 			  uint64_t x, uint64_t gap_end, uint64_t wend);
+
+/* What r reads at a time: the median of its last three runs' lengths
+ * (a run of index pages between two of chunks does not count), or its
+ * last run's while it has had fewer; 0: none. */
+uint64_t pace__reader_runs(const struct reader *r);
 
 /* The reader exists, reads sequentially and is still in seek generation
  * gen. */

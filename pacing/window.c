@@ -255,6 +255,16 @@ static void window_update(struct pace *p, struct reader *r)
 	}
 }
 
+uint64_t pace__reader_runs(const struct reader *r)
+{
+	uint64_t a = r->runs[0], b = r->runs[1], c = r->runs[2];
+
+	if (r->gen < 3) /* fewer than three: the last */
+		return r->last_run;
+	return pace__max64(pace__min64(a, b),
+			   pace__min64(pace__max64(a, b), c));
+}
+
 /* A reader with no window reads a piece of the kernel's (kernel_piece)
  * at a jump, or reads on where such a piece ended: the kernel is handing
  * a large read over one piece a round trip. The bytes up to its run's
@@ -278,8 +288,9 @@ static void speculate(struct pace *p, struct reader *r, uint64_t off,
 			return;
 		/* The kernel reads a piece past the application's read,
 		 * and the reply to the read's last piece waits on it. */
-		want = r->last_run ? r->last_run
-				   : SPEC_DEFAULT + p->cfg.kernel_piece;
+		want = pace__reader_runs(r);
+		if (!want)
+			want = SPEC_DEFAULT + p->cfg.kernel_piece;
 		want = pace__min64(want, p->cfg.seq_min);
 		r->spec_end = pace__min64(
 			pace__align_up(pace__sat_add(r->run_start, want),
@@ -326,6 +337,13 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 		if (!r->seen)
 			r->from_start = off == 0;
 		r->last_run = r->seen ? r->cursor - r->run_start : 0;
+		r->runs[r->gen % 3] = r->last_run;
+		if (r->nstarts)
+			r->start_len[(r->nstarts - 1) % FILL_STARTS] =
+				r->last_run;
+		r->starts[r->nstarts % FILL_STARTS] = off;
+		r->start_len[r->nstarts % FILL_STARTS] = 0;
+		r->nstarts++;
 		if (r->seen && r->last_run < p->cfg.seq_min)
 			r->short_runs++;
 		r->run_start = off;
