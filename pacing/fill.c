@@ -14,6 +14,8 @@
  * has any (nb_chance). */
 #define FILL_PRIOR_HITS 1
 #define FILL_PRIOR_NBS 2
+/* Its history of neighbourhoods is halved once it counts this many. */
+#define FILL_NB_KEEP 8
 
 /* A reader that has paid fewer round trips than this is young: a
  * neighbourhood is worth less to it (near_rtts). */
@@ -504,6 +506,13 @@ static bool fill_one(struct pace *p, struct poll *o, uint32_t ri, int how)
 	r->spec_got += e - x;
 	if (slot >= 0 && !(r->nb_mask & (1u << slot))) {
 		r->nb_mask |= 1u << slot;
+		/* Its last FILL_NB_KEEP or so: a reader's manner changes
+		 * (an array's header and a band read to and fro, then a
+		 * column of chunks far apart). */
+		if (r->nb_made >= FILL_NB_KEEP) {
+			r->nb_made /= 2;
+			r->nb_hit /= 2;
+		}
 		r->nb_made++;
 	}
 	if (b->spec.cap)

@@ -112,7 +112,7 @@
 /* Speculative fill: the reads of a scattered reader it fills around. */
 #define FILL_RECENT 4
 /* A reader whose runs ended short of seq_min this many times reads
- * scattered: its window grows to at most twice its run (window.c,
+ * scattered: its window grows to at most its run (window.c,
  * grow_limit), not eight times. */
 #define SCATTER_RUNS 2
 /* The runs' starts a reader keeps to find a stride in (fill.c). */

@@ -97,11 +97,11 @@ static uint64_t window_target(const struct pace *p, const struct reader *r)
  * requests behind it, however often it waited on the way; eight times, so
  * that a copy's window still grows faster than it reads. A reader whose
  * runs ended short SCATTER_RUNS times reads scattered, and its long runs
- * end too (a band of an array's chunks, a tile row): twice, so that what
+ * end too (a band of an array's chunks, a tile row): once, so that what
  * it leaves asked past a run is at most that run again. */
 static uint64_t grow_limit(const struct pace *p, const struct reader *r)
 {
-	uint64_t k = r->short_runs >= SCATTER_RUNS ? 2 : 8;
+	uint64_t k = r->short_runs >= SCATTER_RUNS ? 1 : 8;
 	uint64_t lim = r->run > UINT64_MAX / k ? UINT64_MAX : k * r->run;
 
 	return pace__max64(p->cfg.window_min, lim);
@@ -265,6 +265,24 @@ uint64_t pace__reader_runs(const struct reader *r)
 			   pace__min64(pace__max64(a, b), c));
 }
 
+/* r's last three runs were about as long (within a quarter of the
+ * longest), two chunks at least: it reads that much at each jump (GDAL's
+ * pair of tiles of a window's row, 800 KiB), and its run's pieces are
+ * fetched at its first read, not at its first kernel piece, which came
+ * after a small read of the tile's start a round trip later. */
+static bool runs_steady(const struct pace *p, const struct reader *r)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	if (r->gen < 3)
+		return false;
+	for (int i = 0; i < 3; i++) {
+		lo = pace__min64(lo, r->runs[i]);
+		hi = pace__max64(hi, r->runs[i]);
+	}
+	return lo >= 2 * p->cfg.align && hi - lo <= hi / 4;
+}
+
 /* A reader with no window reads a piece of the kernel's (kernel_piece)
  * at a jump, or reads on where such a piece ended: the kernel is handing
  * a large read over one piece a round trip. The bytes up to its run's
@@ -284,7 +302,7 @@ static void speculate(struct pace *p, struct reader *r, uint64_t off,
 			return;
 		if (seq ? r->last_len != p->cfg.kernel_piece ||
 				    off != prev_cursor
-			: len != p->cfg.kernel_piece)
+			: len != p->cfg.kernel_piece && !runs_steady(p, r))
 			return;
 		/* The kernel reads a piece past the application's read,
 		 * and the reply to the read's last piece waits on it. */
