@@ -1,6 +1,7 @@
 /* fill: speculative fill for scattered readers on idle lanes, priced by
- * what a round trip costs: around recent reads, then the file's ends,
- * then a small file's rest; and what a reader's history says of it. */
+ * what a round trip costs: a stride's next run, around recent reads,
+ * then the file's ends, then a small file's rest; and what a reader's
+ * history says of it. */
 #include "pacing/pace.h"
 #include "pacing/pace_int.h"
 

@@ -286,11 +286,12 @@ static bool runs_steady(const struct pace *p, const struct reader *r)
 /* A reader with no window reads a piece of the kernel's (kernel_piece)
  * at a jump, or reads on where such a piece ended: the kernel is handing
  * a large read over one piece a round trip. The bytes up to its run's
- * start plus its last run's length (what it read at a time before;
- * SPEC_DEFAULT for a reader with none) become its window for this run,
- * so that the pieces to come are fetched at once over the lanes
- * (demand_share splits them). A reader whose reads are a piece or less
- * gets nothing more: its last run says so. */
+ * start plus what it reads at a time (pace__reader_runs; SPEC_DEFAULT
+ * for a reader with none) become its window for this run, so that the
+ * pieces to come are fetched at once over the lanes (demand_share splits
+ * them). A reader whose reads are a piece or less gets nothing more: its
+ * runs say so. So does a reader whose runs are steady, at any read at a
+ * jump. */
 static void speculate(struct pace *p, struct reader *r, uint64_t off,
 		      uint64_t len, uint64_t prev_cursor, bool seq)
 {
