@@ -151,6 +151,27 @@ static uint64_t worth(const struct pace *p, const struct reader *r,
 	return pace__align_down((uint64_t)v, p->cfg.align);
 }
 
+/* A read at s lies within a neighbourhood's worth now of one of r's
+ * recent reads that had its neighbourhood filled: a hit there is the
+ * neighbourhood's, not a file's end's (GDAL reads its header again
+ * between windows) nor a stride's. */
+static bool near_filled(const struct pace *p, const struct reader *r,
+			uint64_t s)
+{
+	uint64_t nb =
+		worth_at(p, nb_chance(r), pace__fill_price(p, r->blob), 1.0);
+	uint32_t n = pace__min64(r->nrecent, FILL_RECENT);
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t c = r->recent[i];
+
+		if ((r->nb_mask & (1u << i)) &&
+		    (s > c ? s - c : c - s) <= nb + p->cfg.align)
+			return true;
+	}
+	return false;
+}
+
 /* Reader r read the chunks [s, e). A read in filled bytes saved its
  * round trip whatever its size: it counts the stretch filled around it
  * as read, up to what one neighbourhood is worth now (half of it each
@@ -176,7 +197,7 @@ static void spec_hit(struct pace *p, struct reader *r, uint64_t s, uint64_t e)
 	}
 	if (hit && pace__ranges_remove(&b->spec, lo, hi, &removed) == 0)
 		r->spec_used += removed;
-	r->nb_hit += hit;
+	r->nb_hit += hit && near_filled(p, r, s);
 }
 
 void pace__fill_read(struct pace *p, struct reader *r, uint64_t off,
@@ -197,10 +218,13 @@ void pace__fill_read(struct pace *p, struct reader *r, uint64_t off,
 	 * behind) saved no round trip that the run's own reach would not
 	 * have: the fill's bytes there say nothing of its neighbourhoods.
 	 * Counted, a reader reading 800 KiB runs far apart learnt that
-	 * they paid. */
-	if (!r->seen || off > r->cursor ||
-	    (off < r->run_start && off + p->cfg.kernel_ahead < r->cursor))
-		spec_hit(p, r, s, e);
+	 * they paid. Nor is it one of the reads the fill fills around:
+	 * around each of a run's pieces, the neighbourhood of its last ran
+	 * past the run's end. */
+	if (r->seen && off <= r->cursor &&
+	    (off >= r->run_start || off + p->cfg.kernel_ahead >= r->cursor))
+		return;
+	spec_hit(p, r, s, e);
 	r->recent[r->nrecent % FILL_RECENT] = off;
 	r->nb_mask &= ~(1u << (r->nrecent % FILL_RECENT));
 	r->nrecent++;
