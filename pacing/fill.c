@@ -123,8 +123,10 @@ static double chance(const struct reader *r)
  * far apart, never near an earlier one, kept a chance near a third. */
 static double nb_chance(const struct reader *r)
 {
-	return (double)(r->nb_hit + FILL_PRIOR_HITS) /
-	       (double)(r->nb_made + FILL_PRIOR_NBS);
+	double w = 1.0 / (double)(1u << pace__min64(r->nb_halved, 16));
+
+	return ((double)r->nb_hit + FILL_PRIOR_HITS * w) /
+	       ((double)r->nb_made + FILL_PRIOR_NBS * w);
 }
 
 /* Bytes worth fetching at chance c that save `rtts` round trips if
@@ -531,12 +533,16 @@ static bool fill_one(struct pace *p, struct poll *o, uint32_t ri, int how)
 	r->spec_got += e - x;
 	if (slot >= 0 && !(r->nb_mask & (1u << slot))) {
 		r->nb_mask |= 1u << slot;
-		/* Its last FILL_NB_KEEP or so: a reader's manner changes
-		 * (an array's header and a band read to and fro, then a
-		 * column of chunks far apart). */
+		/* Its last FILL_NB_KEEP or so, the prior halved with
+		 * them: a reader's manner changes (an array's header and a
+		 * band read to and fro, then a column of chunks far
+		 * apart), and with the prior whole a reader that never hit
+		 * one kept a chance of a tenth (SQLite's lookups pulled
+		 * twice their bytes). */
 		if (r->nb_made >= FILL_NB_KEEP) {
 			r->nb_made /= 2;
 			r->nb_hit /= 2;
+			r->nb_halved++;
 		}
 		r->nb_made++;
 	}

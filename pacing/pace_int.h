@@ -353,6 +353,7 @@ struct reader {
 	 * had theirs counted (a bit a slot of `recent`). */
 	uint32_t nb_made, nb_hit;
 	uint32_t nb_mask;
+	uint32_t nb_halved;  /* times its history of them was halved */
 	uint32_t short_runs; /* runs ended by a jump short of seq_min */
 	bool spec_fill;	     /* spec_end was set by pace__fill_jump */
 	uint32_t nrecent;
