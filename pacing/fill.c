@@ -399,7 +399,9 @@ static bool next_range(struct pace *p, const struct reader *r, uint64_t price,
 	uint64_t slo, shi, g;
 
 	*slot = -1;
-	if (stride_next(p, r, &slo, &shi)) {
+	/* A stride's next run is taken as read for sure (three equal gaps
+	 * say so): worth a round trip's price at most. */
+	if (stride_next(p, r, &slo, &shi) && shi - slo <= price) {
 		*x = pace__first_free(p, r->blob, slo, shi, &g);
 		if (*x < shi) {
 			*slot = FILL_SLOT_STRIDE;
