@@ -710,8 +710,10 @@ bool pace__fill_on(const struct pace *p);
  * while the rate or the round trip is not measured. */
 uint64_t pace__fill_price(const struct pace *p, uint32_t blob);
 
-/* Reader r reads [off, off + len): filled chunks it reads count for its
- * history; the read is one of its recent ones. */
+/* Reader r reads [off, off + len), before its run and cursor are moved:
+ * filled chunks it reads count as read; unless the read goes on with
+ * its run, they count for its history and the read is one of its recent
+ * ones. */
 void pace__fill_read(struct pace *p, struct reader *r, uint64_t off,
 		     uint64_t len);
 
