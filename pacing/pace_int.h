@@ -111,6 +111,12 @@
 
 /* Speculative fill: the reads of a scattered reader it fills around. */
 #define FILL_RECENT 4
+/* A reader whose runs ended short of seq_min this many times reads
+ * scattered: its window grows to at most its run (window.c,
+ * grow_limit), not eight times. */
+#define SCATTER_RUNS 2
+/* The runs' starts a reader keeps to find a stride in (fill.c). */
+#define FILL_STARTS 8
 /* Intervals a blob's set of unread filled bytes may hold. */
 #define FILL_SPANS 256
 
@@ -342,9 +348,22 @@ struct reader {
 	 * waited), and where its last reads began. */
 	uint64_t spec_got, spec_used;
 	uint32_t rtts;
-	bool spec_fill; /* spec_end was set by pace__fill_jump */
+	/* Neighbourhoods filled around its reads, and those a later read
+	 * that began a run of its own landed in; which recent reads have
+	 * had theirs counted (a bit a slot of `recent`). */
+	uint32_t nb_made, nb_hit;
+	uint32_t nb_mask;
+	uint32_t nb_halved;  /* times its history of them was halved */
+	uint32_t short_runs; /* runs ended by a jump short of seq_min */
+	bool spec_fill;	     /* spec_end was set by pace__fill_jump */
 	uint32_t nrecent;
 	uint64_t recent[FILL_RECENT];
+	/* The lengths of its last three runs (0: none); where its last
+	 * runs began and what each read (the latest: so far), the latest
+	 * at (nstarts - 1) % FILL_STARTS. */
+	uint64_t runs[3];
+	uint64_t starts[FILL_STARTS], start_len[FILL_STARTS];
+	uint32_t nstarts;
 	bool plan; /* a read plan's: never reads, its window is set once
 		      (pace_reader_plan) and served after every other's */
 };
@@ -576,6 +595,11 @@ uint64_t pace__window_gap(struct pace *p, const struct reader *r,
 uint64_t pace__window_end(struct pace *p, const struct reader *r, uint32_t src,
 			  uint64_t x, uint64_t gap_end, uint64_t wend);
 
+/* What r reads at a time: the median of its last three runs' lengths
+ * (a run of index pages between two of chunks does not count), or its
+ * last run's while it has had fewer; 0: none. */
+uint64_t pace__reader_runs(const struct reader *r);
+
 /* The reader exists, reads sequentially and is still in seek generation
  * gen. */
 bool pace__reader_live(const struct pace *p, uint32_t ri, uint32_t gen);
@@ -686,8 +710,10 @@ bool pace__fill_on(const struct pace *p);
  * while the rate or the round trip is not measured. */
 uint64_t pace__fill_price(const struct pace *p, uint32_t blob);
 
-/* Reader r reads [off, off + len): filled chunks it reads count for its
- * history; the read is one of its recent ones. */
+/* Reader r reads [off, off + len), before its run and cursor are moved:
+ * filled chunks it reads count as read; unless the read goes on with
+ * its run, they count for its history and the read is one of its recent
+ * ones. */
 void pace__fill_read(struct pace *p, struct reader *r, uint64_t off,
 		     uint64_t len);
 

@@ -92,15 +92,19 @@ static uint64_t window_target(const struct pace *p, const struct reader *r)
 	return pace__min64(t, cap);
 }
 
-/* A window never grows past four times what its run has read: a reader
+/* A window never grows past eight times what its run has read: a reader
  * that read 1 MiB and stopped (cmp -n, a header) must not leave 64 MiB of
- * requests behind it, however often it waited on the way; four times, so
- * that a copy's window still grows faster than it reads. */
+ * requests behind it, however often it waited on the way; eight times, so
+ * that a copy's window still grows faster than it reads. A reader whose
+ * runs ended short SCATTER_RUNS times reads scattered, and its long runs
+ * end too (a band of an array's chunks, a tile row): once, so that what
+ * it leaves asked past a run is at most that run again. */
 static uint64_t grow_limit(const struct pace *p, const struct reader *r)
 {
-	uint64_t four = r->run > UINT64_MAX / 8 ? UINT64_MAX : 8 * r->run;
+	uint64_t k = r->short_runs >= SCATTER_RUNS ? 1 : 8;
+	uint64_t lim = r->run > UINT64_MAX / k ? UINT64_MAX : k * r->run;
 
-	return pace__max64(p->cfg.window_min, four);
+	return pace__max64(p->cfg.window_min, lim);
 }
 
 int pace_reader_plan(struct pace *p, uint32_t reader, uint64_t off,
@@ -223,9 +227,13 @@ static void window_update(struct pace *p, struct reader *r)
 	const struct blob *b = &p->blobs[r->blob];
 	uint64_t held_lead;
 
-	if (r->w == 0) {
+	/* A reach the fill gave the run (pace__fill_jump) is no window: the
+	 * window opens as any does, the bytes asked past it stay asked. */
+	if (r->w == 0 || r->spec_fill) {
 		r->w = pace__min64(opening(p, r), target);
 		r->grow_run = 0;
+		r->spec_fill = false;
+		r->spec_end = 0;
 		return;
 	}
 	held_lead = pace__ranges_next_missing(&b->held, r->cursor) - r->cursor;
@@ -247,14 +255,43 @@ static void window_update(struct pace *p, struct reader *r)
 	}
 }
 
+uint64_t pace__reader_runs(const struct reader *r)
+{
+	uint64_t a = r->runs[0], b = r->runs[1], c = r->runs[2];
+
+	if (r->gen < 3) /* fewer than three: the last */
+		return r->last_run;
+	return pace__max64(pace__min64(a, b),
+			   pace__min64(pace__max64(a, b), c));
+}
+
+/* r's last three runs were about as long (within a quarter of the
+ * longest), two chunks at least: it reads that much at each jump (GDAL's
+ * pair of tiles of a window's row, 800 KiB), and its run's pieces are
+ * fetched at its first read, not at its first kernel piece, which came
+ * after a small read of the tile's start a round trip later. */
+static bool runs_steady(const struct pace *p, const struct reader *r)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	if (r->gen < 3)
+		return false;
+	for (int i = 0; i < 3; i++) {
+		lo = pace__min64(lo, r->runs[i]);
+		hi = pace__max64(hi, r->runs[i]);
+	}
+	return lo >= 2 * p->cfg.align && hi - lo <= hi / 4;
+}
+
 /* A reader with no window reads a piece of the kernel's (kernel_piece)
  * at a jump, or reads on where such a piece ended: the kernel is handing
  * a large read over one piece a round trip. The bytes up to its run's
- * start plus its last run's length (what it read at a time before;
- * SPEC_DEFAULT for a reader with none) become its window for this run,
- * so that the pieces to come are fetched at once over the lanes
- * (demand_share splits them). A reader whose reads are a piece or less
- * gets nothing more: its last run says so. */
+ * start plus what it reads at a time (pace__reader_runs; SPEC_DEFAULT
+ * for a reader with none) become its window for this run, so that the
+ * pieces to come are fetched at once over the lanes (demand_share splits
+ * them). A reader whose reads are a piece or less gets nothing more: its
+ * runs say so. So does a reader whose runs are steady, at any read at a
+ * jump. */
 static void speculate(struct pace *p, struct reader *r, uint64_t off,
 		      uint64_t len, uint64_t prev_cursor, bool seq)
 {
@@ -266,12 +303,13 @@ static void speculate(struct pace *p, struct reader *r, uint64_t off,
 			return;
 		if (seq ? r->last_len != p->cfg.kernel_piece ||
 				    off != prev_cursor
-			: len != p->cfg.kernel_piece)
+			: len != p->cfg.kernel_piece && !runs_steady(p, r))
 			return;
 		/* The kernel reads a piece past the application's read,
 		 * and the reply to the read's last piece waits on it. */
-		want = r->last_run ? r->last_run
-				   : SPEC_DEFAULT + p->cfg.kernel_piece;
+		want = pace__reader_runs(r);
+		if (!want)
+			want = SPEC_DEFAULT + p->cfg.kernel_piece;
 		want = pace__min64(want, p->cfg.seq_min);
 		r->spec_end = pace__min64(
 			pace__align_up(pace__sat_add(r->run_start, want),
@@ -318,6 +356,15 @@ int pace_reader_read(struct pace *p, uint32_t reader, uint64_t off,
 		if (!r->seen)
 			r->from_start = off == 0;
 		r->last_run = r->seen ? r->cursor - r->run_start : 0;
+		r->runs[r->gen % 3] = r->last_run;
+		if (r->nstarts)
+			r->start_len[(r->nstarts - 1) % FILL_STARTS] =
+				r->last_run;
+		r->starts[r->nstarts % FILL_STARTS] = off;
+		r->start_len[r->nstarts % FILL_STARTS] = 0;
+		r->nstarts++;
+		if (r->seen && r->last_run < p->cfg.seq_min)
+			r->short_runs++;
 		r->run_start = off;
 		r->spec_end = 0;
 		r->spec_fill = false;

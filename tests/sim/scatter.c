@@ -1,7 +1,8 @@
 /* scatter: named scenarios of readers the scheduler knows little about:
  * scattered reads that cluster, uniformly random reads of a huge file,
- * a chain of reads each found by the one before; speculative fill on
- * and off side by side. */
+ * an array's chunks read a column and here and there, a chain of reads
+ * each found by the one before; speculative fill on and off side by
+ * side. */
 #include <stdio.h>
 #include <string.h>
 
@@ -47,6 +48,53 @@ static uint64_t chain_script(void)
 		off += 512 + 16 * KIB + (sim__rnd64(&rng) % 16) * 16 * KIB;
 	}
 	return off;
+}
+
+/* A reader of an array's chunks (h5py, GDAL): a column of 32 chunks of
+ * 137 KiB, one every 4.4 MiB, an index page of 4 KiB after every other
+ * (its own stride), then 16 chunks here and there. Each chunk is read
+ * whole, at once. */
+#define ARRAY_STEPS (32 + 16 + 16)
+static struct rd_step array_steps[ARRAY_STEPS];
+
+static uint64_t array_script(void)
+{
+	uint64_t rng = 13, stride = 4506 * KIB, chunk = 137 * KIB, size;
+	int k = 0;
+
+	size = MIB + 32 * stride + MIB;
+	for (int i = 0; i < 32; i++) {
+		array_steps[k].off = MIB + (uint64_t)i * stride;
+		array_steps[k++].len = chunk;
+		if (i % 2 == 1) {
+			array_steps[k].off =
+				MIB + (uint64_t)i * stride + 3 * MIB + 4 * KIB;
+			array_steps[k++].len = 4 * KIB;
+		}
+	}
+	for (int i = 0; i < 16; i++) {
+		array_steps[k].off =
+			(sim__rnd64(&rng) % (size - chunk)) & ~(4 * KIB - 1);
+		array_steps[k++].len = chunk;
+	}
+	return size;
+}
+
+/* The array reader pulls no more than twice what it reads (fetching
+ * around each chunk, or the file whole, is what it must not do), and,
+ * with fill on, takes no longer than without. */
+static bool judge_array(const struct scenario *sc, const struct figures *f,
+			char *note, size_t n)
+{
+	bool on = sc->cfg.fill_max != 0;
+	double lim = on ? 2.0 : 3.0;
+
+	snprintf(note, n,
+		 "%d chunk reads in %.2f s (<= %.2f), pulled %.2f MiB (<= 2 x "
+		 "%.2f)",
+		 ARRAY_STEPS, f->done, lim, (double)f->pulled / MIB,
+		 (double)f->consumed / MIB);
+	return f->done <= lim && f->pulled <= 2 * f->consumed;
 }
 
 /* With fill on, a clustered reader's later reads find their bytes: it
@@ -107,6 +155,16 @@ void sim__scatter(void)
 	sc.rd[0].nreads = 64;
 	sc.seed = 9;
 	sim__named(&sc, judge_huge);
+
+	end = array_script();
+	far(&sc, "array_chunks", end);
+	sc.rd[0].kind = RD_SCRIPT;
+	sc.rd[0].script = array_steps;
+	sc.rd[0].nsteps = ARRAY_STEPS;
+	sim__named(&sc, judge_array);
+	sc.name = "array_chunks/off";
+	sc.cfg.fill_max = 0;
+	sim__named(&sc, judge_array);
 
 	end = chain_script();
 	far(&sc, "dependent_chain", end + 64 * KIB);
