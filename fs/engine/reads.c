@@ -74,11 +74,15 @@ int engine_open(struct engine *e, uint32_t b, uint64_t ino,
 int engine_plan_open(struct engine *e, uint32_t b, uint64_t off, uint64_t len,
 		     uint32_t *reader_out)
 {
-	uint64_t now = fs__now_ns();
+	uint64_t now;
 	uint32_t r;
 	int rc;
 
+	/* The clock is read under the lock: the scheduler's time only goes
+	 * forward, and another thread may tick it between a read before
+	 * the lock and the lock. */
 	pthread_mutex_lock(&e->mu);
+	now = fs__now_ns();
 	rc = pace_reader_open(e->pace, b, now, &r);
 	if (rc == 0) {
 		rc = pace_reader_plan(e->pace, r, off, len, now);
