@@ -24,6 +24,13 @@
 
 static const char *const top_fields[] = {"version", "files"};
 
+/* Bytes past which a manifest the streaming parse found malformed is not
+ * parsed again whole to name its error: the streaming parse's own line
+ * stands (the first bad entry, or a syntax error inside one, with its
+ * line and column). Below it, the whole parse decides which of several
+ * errors is named, as it always did. */
+#define MANIFEST_WHOLE_MAX ((size_t)16 << 20)
+
 /* The whole document (parse_whole) lives in mappings of its own (jansson's
  * allocations bumped through them, its frees no-ops), unmapped at once when the
  * parse ends. Freed into the heap instead, a large document's memory stayed
@@ -368,6 +375,11 @@ static int parse(const char *text, size_t len, bool mapped,
 	tree_manifest_free(&m);
 	if (rc == -ENOMEM)
 		return rc;
+	/* A large manifest's first bad entry, as the streaming parse named
+	 * it: parsed again whole, it would take about ten bytes of memory
+	 * for each of its own. */
+	if (len > MANIFEST_WHOLE_MAX && errlen > 0 && err[0] != '\0')
+		return -EINVAL;
 	return tree__manifest_parse_whole(text, len, out, err, errlen);
 }
 

@@ -14,6 +14,7 @@
  * what that parse says (it builds the document only up to the error). */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -21,6 +22,7 @@
 
 #include <jansson.h>
 
+#include "fs/base.h"
 #include "fs/tree/parse_int.h"
 #include "fs/tree/tree.h"
 
@@ -89,12 +91,45 @@ static const char *skip_value(const char *p, const char *end)
 }
 
 /* The piece [p, q) as a jansson value, or NULL (a syntax error, or out of
- * memory: the whole-document parse tells which). */
+ * memory: *jerr says which). */
+static json_t *piece_err(const char *p, const char *q, json_error_t *jerr)
+{
+	return json_loadb(p, (size_t)(q - p), MSTREAM_JSON_FLAGS, jerr);
+}
+
 static json_t *piece(const char *p, const char *q)
 {
 	json_error_t jerr;
 
-	return json_loadb(p, (size_t)(q - p), MSTREAM_JSON_FLAGS, &jerr);
+	return piece_err(p, q, &jerr);
+}
+
+/* The syntax error jansson found in the piece at p as the whole-document
+ * parse words it: "line L, column C: ..." counted from the document's
+ * start at text (lines by '\n', columns in characters, as jansson counts
+ * them), into err. */
+static void syntax_line(const char *text, const char *p,
+			const json_error_t *jerr, char *err, size_t errlen)
+{
+	size_t line = 1, col = 0;
+
+	for (const char *x = text; x < p; x++) {
+		if (*x == '\n') {
+			line++;
+			col = 0;
+		} else if (((unsigned char)*x & 0xc0) != 0x80) {
+			col++;
+		}
+	}
+	if (jerr->line > 1) {
+		line += (size_t)jerr->line - 1;
+		col = 0;
+	}
+	fs__errf(err, errlen, -EINVAL, "line %zu, column %zu: %s", line,
+		 col + (size_t)jerr->column, jerr->text);
+	for (char *x = err; errlen > 0 && *x != '\0'; x++)
+		if ((unsigned char)*x < 0x20 || *x == 0x7f)
+			*x = '?';
 }
 
 /* The top-level key at p, known and not seen before: 'v' for version,
@@ -213,13 +248,15 @@ static bool walk_top(const char *text, size_t len, bool mapped,
 }
 
 /* One thread's part of the files array: entries [lo, hi), the first at
- * p; rc as tree__manifest_stream's, err its line when -ENOMEM. */
+ * p, in the document at text; rc as tree__manifest_stream's, err its line
+ * when -ENOMEM, or when named, the line of the part's first bad entry. */
 struct mstream_part {
 	struct tree_manifest *m;
-	const char *p, *end;
+	const char *text, *p, *end;
 	bool mapped;
 	size_t lo, hi;
 	int rc;
+	bool named;
 	char err[256];
 };
 
@@ -242,11 +279,23 @@ static void *parse_part(void *arg)
 		/* The common shape without jansson, else its document. */
 		rc = tree__mentry_fast(&c, p, q, &w->m->files[i]);
 		if (rc == 1) {
-			obj = piece(p, q);
-			if (obj == NULL)
+			json_error_t jerr;
+
+			obj = piece_err(p, q, &jerr);
+			if (obj == NULL) {
+				if (json_error_code(&jerr) ==
+				    json_error_out_of_memory) {
+					rc = tree__moom(&c);
+					break;
+				}
+				syntax_line(w->text, p, &jerr, w->err,
+					    sizeof(w->err));
+				w->named = true;
 				break;
+			}
 			rc = tree__mentry_parse(&c, obj, &w->m->files[i]);
 			json_decref(obj);
+			w->named = rc == -EINVAL;
 		}
 		p = ws(ws(q, w->end) + 1, w->end); /* past the ',' */
 		release(w->mapped, &mark, p);
@@ -275,8 +324,10 @@ int tree__manifest_stream(const char *text, size_t len, bool mapped,
 	size_t n = 0, half;
 	pthread_t t;
 	bool two;
-	int rc;
+	int rc, k;
 
+	if (errlen > 0)
+		err[0] = '\0';
 	if (!walk_top(text, len, mapped, &files, &n))
 		return 1;
 	m->files = calloc(n, sizeof(*m->files));
@@ -292,12 +343,17 @@ int tree__manifest_stream(const char *text, size_t len, bool mapped,
 		       ? n / 2
 		       : n;
 	w[0] = (struct mstream_part){.m = m,
+				     .text = text,
 				     .p = ws(files + 1, end),
 				     .end = end,
 				     .mapped = mapped,
 				     .hi = half};
-	w[1] = (struct mstream_part){
-		.m = m, .end = end, .mapped = mapped, .lo = half, .hi = n};
+	w[1] = (struct mstream_part){.m = m,
+				     .text = text,
+				     .end = end,
+				     .mapped = mapped,
+				     .lo = half,
+				     .hi = n};
 	w[1].p = half < n ? skip_entries(w[0].p, end, half) : NULL;
 	two = w[1].p != NULL &&
 	      pthread_create(&t, NULL, parse_part, &w[1]) == 0;
@@ -306,10 +362,16 @@ int tree__manifest_stream(const char *text, size_t len, bool mapped,
 	parse_part(&w[0]);
 	if (two)
 		pthread_join(t, NULL);
-	rc = w[0].rc != 0 ? w[0].rc : two ? w[1].rc : 0;
 	if (w[0].rc == -ENOMEM || (two && w[1].rc == -ENOMEM))
 		return tree__moom(&c);
-	if (rc == 0)
-		rc = tree__manifest_check(&c, m);
+	/* The first bad entry in the document's order: the first part's,
+	 * else the second's. */
+	k = w[0].rc != 0 ? 0 : two && w[1].rc != 0 ? 1 : 2;
+	if (k < 2) {
+		if (w[k].named)
+			snprintf(err, errlen, "%s", w[k].err);
+		return 1;
+	}
+	rc = tree__manifest_check(&c, m);
 	return rc == -ENOMEM ? rc : rc != 0 ? 1 : 0;
 }

@@ -79,7 +79,9 @@ int tree__manifest_check(struct tree_mctx *c, const struct tree_manifest *m);
  * files array, nothing else) parsed an entry at a time, never holding
  * the whole JSON document (tree/mstream.c): 0 with *m filled; 1 when the
  * text is of another shape or any error was found, which
- * tree__manifest_parse_whole then names; -ENOMEM. On non-zero *m may
+ * tree__manifest_parse_whole then names (err holds the streaming parse's
+ * own line for the first bad entry in the document's order when it could
+ * name one, an empty string otherwise); -ENOMEM. On non-zero *m may
  * hold allocations: the caller frees it with tree_manifest_free. With
  * mapped, text is a private read-only mapping of a file, whose pages the
  * parse gives back behind it (madvise MADV_DONTNEED). */

@@ -848,10 +848,10 @@ static void manifest_load(void)
 	T_ASSERT(strncmp(err, "/: cannot read: ", 16) == 0);
 }
 
-/* The example in docs/manifest.md parses, so the docs cannot rot. */
 /* A mapped manifest larger than the parse's release step (16 MiB): its
- * pages given back behind the walk and the parse, then read again from
- * the file by the whole-document parse when an entry is wrong. */
+ * pages given back behind the walk and the parse; a wrong entry, or a
+ * syntax error inside one, named by the streaming parse itself (no whole
+ * parse again past 16 MiB) as the whole-document parse names it. */
 static void manifest_load_large(void)
 {
 	const size_t n = 400000;
@@ -883,8 +883,46 @@ static void manifest_load_large(void)
 	unlink(path);
 	T_EQ_INT(rc, -EINVAL);
 	T_EQ_STR(err, want);
+
+	/* A value missing inside an entry near the end, the entries on
+	 * lines of their own and a two-byte character on the bad one's
+	 * line: the same line, column and words. */
+	j = malloc(64 + n * 64);
+	T_ASSERT(j != NULL);
+	{
+		size_t used = (size_t)sprintf(j, "{\"version\":1,\"files\":[");
+
+		for (size_t i = 0; i < n; i++)
+			used += (size_t)sprintf(
+				j + used,
+				"%s\n{\"path\":\"d/%s%zu\",\"urls\":["
+				"\"http://h/%zu\"],\"size\":%s}",
+				i ? "," : "", i == n - 3 ? "\xc3\xa9" : "f", i,
+				i, i == n - 3 ? "" : "7");
+		sprintf(j + used, "]}");
+	}
+	T_EQ_INT(tree__manifest_parse_whole(j, strlen(j), &m, want,
+					    sizeof(want)),
+		 -EINVAL);
+	/* Entry n - 3 is on line n - 1; its column counts characters. */
+	T_EQ_STR(want, "line 399999, column 55: unexpected token near '}'");
+	memset(&m, 0, sizeof(m));
+	T_EQ_INT(tree__manifest_stream(j, strlen(j), false, &m, err,
+				       sizeof(err)),
+		 1);
+	tree_manifest_free(&m);
+	T_EQ_STR(err, want);
+	path = temp_file(j);
+	free(j);
+	T_ASSERT(path != NULL);
+	rc = tree_manifest_load(path, &m, err, sizeof(err));
+	T_EQ_INT(rc, -EINVAL);
+	T_ASSERT(strlen(err) > strlen(path) + 2);
+	T_EQ_STR(err + strlen(path) + 2, want);
+	unlink(path);
 }
 
+/* The example in docs/manifest.md parses, so the docs cannot rot. */
 static void manifest_doc_example(void)
 {
 	static char text[65536];
