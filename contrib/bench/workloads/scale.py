@@ -194,7 +194,7 @@ def scale_index(b):
 
 
 WORKLOADS = {"scale": scale, "scale_index": scale_index}
-NOISE = {"scale_*": "mount_s", "scale_index": "secs"}
+NOISE = {"scale_[0-9]*": "mount_s", "scale_index": "secs"}
 
 
 # --- report -----------------------------------------------------------------
