@@ -25,6 +25,7 @@ KNOBS = {
     "MULTI_LO_FILES": (16, 16, None, "files for them: the largest of MULTI_LO_N"),
     "MEM_SIZE": (4096 * MiB, 512 * MiB, "BENCH_MEM_SIZE", "streamed while the daemon's RSS is read"),
     "SCALE_SIZES": ("100000 1000000 10000000", "100000 1000000", "BENCH_SCALE_SIZES", "entries of the scale workload's manifests (1,000 a directory)"),
+    "SCALE_INDEX_FILES": (200000, 20000, "BENCH_SCALE_INDEX_FILES", "files of the scale workload's nginx autoindex tree (1,000 a directory), listed by ls -lR"),
     "WAN_RATE": (8000000, 8000000, None, "bytes/s a connection of the WAN-like origin"),
     "WAN_LATENCY": (20, 20, None, "ms before every response of the WAN-like origin"),
     "NEAR_RATE": (100000000, 100000000, None, "bytes/s a connection of the near origin (a loose cap: an object store in the reader's region)"),
