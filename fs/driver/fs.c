@@ -205,10 +205,42 @@ static bool add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
 	return true;
 }
 
+/* As add_entry, with child's attributes when they are known without the
+ * network (a directory, a file whose size the listing or manifest gave):
+ * the kernel then needs no lookup of it, which was most of an `ls -l`
+ * of a large directory. Any other entry goes without them (node 0: the
+ * kernel looks it up, and the lookup probes it). Caller holds ns->mu. */
+static bool add_entry_plus(fuse_req_t req, const struct driver_mount *m,
+			   char *buf, size_t size, size_t *used,
+			   const char *name, const struct tree_node *c,
+			   uint32_t child, off_t next)
+{
+	struct fuse_entry_param ep;
+	size_t need = fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0);
+
+	if (*used + need > size)
+		return false;
+	memset(&ep, 0, sizeof(ep));
+	if (c != NULL && (c->is_dir || c->has_size) &&
+	    node_attr(m, child, &ep.attr)) {
+		ep.ino = INO_OF(child);
+		ep.attr_timeout = m->attr_timeout;
+		ep.entry_timeout = m->entry_timeout;
+	} else {
+		ep.attr.st_ino = INO_OF(child);
+		ep.attr.st_mode = c == NULL || c->is_dir ? S_IFDIR : S_IFREG;
+	}
+	fuse_add_direntry_plus(req, buf + *used, size - *used, name, &ep, next);
+	*used += need;
+	return true;
+}
+
 static const struct tree_dir no_children;
 
-static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
+/* readdir and readdirplus: offsets 0 ".", 1 "..", 2 + i the i-th child;
+ * a child gone from its re-read listing is left out. */
+static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     bool plus)
 {
 	struct driver_mount *m = fuse_req_userdata(req);
 	const struct tree_node *dn;
@@ -217,7 +249,6 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	char *buf;
 	int rc;
 
-	(void)fi;
 	if (off == 0) {
 		rc = driver__dir_list(m, NODE_OF(ino), true, req_deadline(m));
 		if (rc != 0) {
@@ -238,25 +269,31 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	pthread_mutex_lock(&m->ns->mu);
 	dn = tree_ns_get(m->ns, NODE_OF(ino));
 	d = dn == NULL ? NULL : dn->is_dir ? dn->dir : &no_children;
-	/* Offsets: 0 ".", 1 "..", 2 + i the i-th child. */
 	for (off_t i = off; d != NULL && i < (off_t)d->nchildren + 2; i++) {
 		const struct tree_node *c = NULL;
-		fuse_ino_t child = ino;
+		uint32_t node = NODE_OF(ino);
 		const char *name = ".";
+		bool added;
 
 		if (i == 1) {
 			name = "..";
-			child = INO_OF(dn->parent);
+			node = dn->parent;
 		} else if (i > 1) {
-			child = INO_OF(d->children[i - 2]);
-			c = tree_ns_get(m->ns, d->children[i - 2]);
+			node = d->children[i - 2];
+			c = tree_ns_get(m->ns, node);
 			if (c->gone)
 				continue;
 			name = c->name;
 		}
-		if (!add_entry(req, buf, size, &used, name, child,
-			       c == NULL || c->is_dir ? S_IFDIR : S_IFREG,
-			       i + 1))
+		/* "." and ".." go without attributes: the kernel has them. */
+		added = plus ? add_entry_plus(req, m, buf, size, &used, name, c,
+					      node, i + 1)
+			     : add_entry(req, buf, size, &used, name,
+					 INO_OF(node),
+					 c == NULL || c->is_dir ? S_IFDIR
+								: S_IFREG,
+					 i + 1);
+		if (!added)
 			break;
 	}
 	pthread_mutex_unlock(&m->ns->mu);
@@ -265,6 +302,20 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	else
 		fuse_reply_buf(req, buf, used);
 	free(buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)fi;
+	dir_read(req, ino, size, off, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	(void)fi;
+	dir_read(req, ino, size, off, true);
 }
 
 /* The blob of file node i once it is ready, or TREE_NO_BLOB. */
@@ -652,6 +703,7 @@ const struct fuse_lowlevel_ops driver__ops = {
 	.getattr = op_getattr,
 	.opendir = op_opendir,
 	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
 	.open = op_open,
 	.read = op_read,
 	.release = op_release,

@@ -3,7 +3,8 @@
 # from a manifest, lists in seconds, and the mount stays responsive while
 # the page is merged: a stat of the mount's root, timed all along, never
 # waits long. A refresh of the page drops what left it and never hides, even
-# for a moment, a file that is still there.
+# for a moment, a file that is still there. ls -l of a listed directory
+# needs no lookup of its files.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
@@ -100,5 +101,22 @@ else
 	t_fail "manifest of $N files: mount and ls within $LS_MAX_MS ms" "$took ms"
 fi
 umount_pacefs "$MNT"
+
+# ls -l of 1,000 files whose sizes the listing gives: their attributes come
+# with the listing (readdirplus), so the kernel looks none of them up (one
+# lookup a file before). libfuse's -d log names every request.
+mkdir -p "$WWW/small"
+seq -f "$WWW/small/s%04g" 1 1000 | xargs touch
+MNT=$T_TMP/mnt-plus
+mkdir -p "$MNT"
+fg_mount "$T_TMP/plus.log" -d -o "cache_dir=$T_TMP/cache-plus" "$U/" "$MNT"
+n=$(ls -l "$MNT/small" | grep -c '^-' || true)
+lookups=$(grep -c 'LOOKUP' "$T_TMP/plus.log" || true)
+umount_pacefs "$MNT"
+if [ "$n" -eq 1000 ] && [ "$lookups" -le 10 ]; then
+	t_pass "ls -l of 1000 files listed with their sizes: $lookups lookups"
+else
+	t_fail "ls -l of 1000 files: at most 10 lookups" "$n files, $lookups lookups"
+fi
 
 t_done
