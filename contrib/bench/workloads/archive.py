@@ -10,7 +10,8 @@ import subprocess
 
 from harness.stats import MiB, awk, f, g, label, ratio, yesno
 
-SYSTEMS = ("local", "pacefs", "rclone", "httpdirfs")
+from .realclients import CSYS as SYSTEMS, client_step
+
 NAME = "big.tar"
 
 
@@ -39,25 +40,10 @@ def gen(b):
 def tar(b):
     """Each run, each system: a fresh mount (the local copy, cold, for
     "local"), the listing and the member; pulled from mount to unmount."""
+    local = os.path.join(b.www, NAME)
     for r in b.run_range():
         for sys_ in SYSTEMS:
-            m = None
-            if sys_ == "local":
-                b.cold_caches(NAME)
-                path, log = os.path.join(b.www, NAME), "-"
-            else:
-                mark = b.wan.mark()
-                m = b.cold_mount("tar", sys_, r, b.wan.url, NAME)
-                if not m:
-                    continue
-                path, log = m.path(NAME), b.wan.log
-            line = b.step(b.cl + ["tar", path, os.path.join(b.www, NAME), b.s["TAR_READ"], log])
-            if m:
-                b.umount(m)
-                b.record("tar", sys_, r, line, b.wan.pulled(mark))
-            else:
-                b.record("tar", sys_, r, line)
-            b.show("tar", sys_, r)
+            client_step(b, "tar", sys_, r, NAME, ["tar", "@PATH@", local, b.s["TAR_READ"], "@LOG@"])
 
 
 WORKLOADS = {"tar": tar}
