@@ -106,31 +106,36 @@ static struct driver_plan *list_plan(struct tree_ns *ns,
 				     uid_t uid, uint64_t now)
 {
 	struct driver_plan *p = calloc(1, sizeof(*p));
-	uint64_t n = 0, k = 0;
+	uint32_t end = d->dir->nchildren;
+	uint64_t k = 0, most;
 
 	if (p == NULL)
 		return NULL;
-	for (uint32_t i = pos + 1; i < d->dir->nchildren; i++) {
-		const struct tree_node *c =
-			tree_ns_get(ns, d->dir->children[i]);
-
-		n += !c->is_dir && !c->gone;
-	}
-	n /= stride;
-	if (n > DRIVER_LIST_ENTRIES_MAX)
-		n = DRIVER_LIST_ENTRIES_MAX;
-	p->nodes = n ? malloc(n * sizeof(*p->nodes)) : NULL;
-	p->done = calloc((size_t)(n / 8 + 1), 1);
-	if (n == 0 || p->nodes == NULL || p->done == NULL) {
+	/* At most DRIVER_LIST_ENTRIES_MAX files, and as many children looked
+	 * at as they take: the locks are held, and a directory of millions
+	 * must not be walked at each plan's start. Past the plan's end the
+	 * process's opens start another. */
+	most = (uint64_t)pos + 1 + (uint64_t)DRIVER_LIST_ENTRIES_MAX * stride +
+	       DRIVER_LIST_SCAN;
+	if (most < end)
+		end = (uint32_t)most;
+	p->nodes = malloc(DRIVER_LIST_ENTRIES_MAX * sizeof(*p->nodes));
+	p->done = calloc(DRIVER_LIST_ENTRIES_MAX / 8 + 1, 1);
+	if (p->nodes == NULL || p->done == NULL) {
 		driver__plan_free(p);
 		return NULL;
 	}
-	for (uint32_t i = pos + 1; i < d->dir->nchildren && p->n < n; i++) {
+	for (uint32_t i = pos + 1; i < end && p->n < DRIVER_LIST_ENTRIES_MAX;
+	     i++) {
 		const struct tree_node *c =
 			tree_ns_get(ns, d->dir->children[i]);
 
 		if (!c->is_dir && !c->gone && ++k % stride == 0)
 			p->nodes[p->n++] = d->dir->children[i];
+	}
+	if (p->n == 0) {
+		driver__plan_free(p);
+		return NULL;
 	}
 	p->cap = p->n;
 	snprintf(p->name, sizeof(p->name), "listing-%ld", (long)pid);

@@ -12,10 +12,13 @@
 
 struct driver_mount;
 
-#define DRIVER_PLANS_MAX 16	       /* plans on one mount */
-#define DRIVER_PLAN_NAME_MAX 63	       /* [A-Za-z0-9._-], "default" when none */
-#define DRIVER_PLAN_HINTS 128	       /* plan readers open at once */
-#define DRIVER_PLAN_THREADS 64	       /* threads making planned files ready */
+#define DRIVER_PLANS_MAX 16	/* plans on one mount */
+#define DRIVER_PLAN_NAME_MAX 63 /* [A-Za-z0-9._-], "default" when none */
+#define DRIVER_PLAN_HINTS 128	/* plan readers open at once */
+#define DRIVER_PLAN_THREADS 64	/* threads making planned files ready */
+/* A plan worker that started nothing for this long closes its kept
+ * connections (fetch_thread_release). */
+#define DRIVER_PLAN_KEEP_NS 1000000000ull
 #define DRIVER_PLAN_AHEAD_MIN 16       /* files ahead before a rate is known */
 #define DRIVER_PLAN_AHEAD_MAX 4096     /* files ahead at most */
 #define DRIVER_PLAN_FIRST (8ull << 20) /* a large file's first bytes */
@@ -33,7 +36,7 @@ struct driver_mount;
 #define DRIVER_LIST_STRIDE 16 /* a worker of so many reading every n-th */
 #define DRIVER_LIST_SCAN 256  /* entries between two opens looked at */
 #define DRIVER_LIST_MISSES 4  /* its process's other opens that end it */
-#define DRIVER_LIST_ENTRIES_MAX (1u << 20) /* files one plans, at most */
+#define DRIVER_LIST_ENTRIES_MAX 4096u /* files one plans, at most */
 /* A listing plan guesses that its process reads each file, not how
  * much of it (`file *` reads a few KiB of each): it fetches ahead at most
  * DRIVER_LIST_AHEAD_MAX files and DRIVER_LIST_FIRST bytes of each, 32 MiB
@@ -168,7 +171,8 @@ void driver__plan_list_put(struct driver_plans *s, struct driver_plan *p,
  * the node's directory goes on or starts again, and a run of
  * DRIVER_LIST_RUN opens in listing order starts a listing plan of the
  * directory's next files (listorder.c). Costs a lookup among the
- * directory's children and nothing more. A plan it replaces puts its
+ * directory's children, and at a plan's start a walk of at most the
+ * children its DRIVER_LIST_ENTRIES_MAX files take. A plan it replaces puts its
  * readers into *closing, allocated (DRIVER_PLAN_HINTS) when NULL, for the
  * caller to close and free. Caller holds s->mu. */
 void driver__list_opened(struct driver_plans *s, uint32_t node, pid_t pid,

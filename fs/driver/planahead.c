@@ -26,6 +26,17 @@ static bool entry_done(const struct driver_plan *p, uint64_t i)
 	return (p->done[i / 8] >> (i % 8)) & 1;
 }
 
+/* The bytes plan p fetches of entry i ahead: its range's, else a large
+ * file's first ones. */
+static uint64_t entry_want(const struct driver_plan *p, uint64_t i)
+{
+	if (p->listing)
+		return DRIVER_LIST_FIRST;
+	if (p->ranges != NULL && p->ranges[i].len != 0)
+		return p->ranges[i].len;
+	return DRIVER_PLAN_FIRST;
+}
+
 /* The next entry to fetch ahead, over the plans in turn, with a hint
  * slot taken for it; NULL when there is none. Caller holds s->mu. */
 static struct driver_plan_hint *take_next(struct driver_plans *s,
@@ -149,8 +160,10 @@ void *driver__plan_worker(void *arg)
 
 	/* One file after another, the probes share this thread's
 	 * connections (fetch_thread_keep), dropped when it has nothing
-	 * to do. */
+	 * to do, or has started nothing for a second (a paused loader's
+	 * plan only watches what it fetched). */
 	bool keeping = false;
+	uint64_t started = 0;
 
 	pthread_mutex_lock(&s->mu);
 	while (!s->stop) {
@@ -180,6 +193,14 @@ void *driver__plan_worker(void *arg)
 			pthread_cond_wait(&s->cv, &s->mu);
 			continue;
 		}
+		if (h == NULL && keeping &&
+		    fs__now_ns() - started > DRIVER_PLAN_KEEP_NS) {
+			pthread_mutex_unlock(&s->mu);
+			fetch_thread_release();
+			keeping = false;
+			pthread_mutex_lock(&s->mu);
+			continue;
+		}
 		if (h == NULL) {
 			/* Held bytes are noticed within a poll's time. */
 			struct timespec ts;
@@ -196,6 +217,7 @@ void *driver__plan_worker(void *arg)
 		pthread_mutex_unlock(&s->mu);
 		fetch_thread_keep();
 		keeping = true;
+		started = fs__now_ns();
 		hint_start(s, h, range);
 		pthread_mutex_lock(&s->mu);
 	}
@@ -215,7 +237,7 @@ static void plan_held_ahead(struct driver_plans *s, const struct driver_plan *p,
 	for (uint64_t i = p->cursor; i < p->next && i < p->n; i++) {
 		struct tree_node *n;
 		uint32_t blob = TREE_NO_BLOB;
-		uint64_t size = 0, held;
+		uint64_t size = 0, held, want;
 
 		if (entry_done(p, i))
 			continue;
@@ -230,7 +252,9 @@ static void plan_held_ahead(struct driver_plans *s, const struct driver_plan *p,
 			continue;
 		held = engine_held(m->engine, blob);
 		*bytes += held;
-		if (size > 0 && held >= size)
+		/* Ready: its size held, or what the plan fetches of it. */
+		want = entry_want(p, i);
+		if (size > 0 && held >= (want < size ? want : size))
 			(*files)++;
 	}
 }
