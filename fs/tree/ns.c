@@ -392,14 +392,17 @@ static int link_copy(struct tree_ns *ns, uint32_t dir,
 	struct tree_dir *d;
 	const char *name;
 	uint32_t id = ns->n;
+	int rc;
 
 	if (dn == NULL || !dn->is_dir)
 		return -ENOTDIR;
 	d = dn->dir;
 	if (tree_ns_child(ns, dir, n->name) != TREE_NO_NODE)
 		return -EEXIST;
-	if (room(ns, (uint64_t)ns->n + 1) != 0 ||
-	    grow_u32(&d->children, d->nchildren, &d->cap_children) != 0)
+	rc = room(ns, (uint64_t)ns->n + 1); /* -ENOSPC: no inode numbers */
+	if (rc != 0)
+		return rc;
+	if (grow_u32(&d->children, d->nchildren, &d->cap_children) != 0)
 		return -ENOMEM;
 	/* The table stays at most half full: twice the slots when the next
 	 * child would pass that. */
