@@ -361,6 +361,28 @@ static void render(json_t *root)
 		render_metrics(json_object_get(root, "metrics"));
 }
 
+/* The plans of the mount at mnt from the root's user.pacefs.plans (for a
+ * status document that had no room for them): an array, empty when the
+ * attribute cannot be read. */
+static json_t *plans_of(const char *mnt)
+{
+	char *buf = malloc(OBS_STATUS_MAX);
+	ssize_t n = buf != NULL ? getxattr(mnt, "user.pacefs.plans", buf,
+					   OBS_STATUS_MAX - 1)
+				: -1;
+	json_t *plans = NULL;
+
+	if (n >= 0) {
+		buf[n] = '\0';
+		plans = json_loads(buf, 0, NULL);
+	}
+	free(buf);
+	if (json_is_array(plans))
+		return plans;
+	json_decref(plans);
+	return json_array();
+}
+
 /* The status document of a mount with many files in use is over what
  * an attribute holds: its plans, at least, are shown (from the root's
  * user.pacefs.plans), and a line says what is not. buf holds
@@ -458,6 +480,9 @@ int cli_status_command(int argc, char **argv)
 				free(buf);
 				return 1;
 			}
+			if (json_object_get(root, "plans_left_out") != NULL)
+				json_object_set_new(root, "plans",
+						    plans_of(mnt));
 			render(root);
 			json_decref(root);
 		}

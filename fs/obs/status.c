@@ -221,18 +221,25 @@ static void put_metrics(struct obs_text *o, const struct obs_view *m)
 	free(json);
 }
 
-/* The read plans, as their owner writes them (driver/planahead.c). */
+/* The read plans, as their owner writes them (driver/planahead.c),
+ * within what the document has left but the metrics' least; when they do
+ * not fit, "plans_left_out" says so (the root's user.pacefs.plans holds
+ * them alone). */
 static void put_plans(struct obs_text *o, const struct obs_view *m)
 {
+	size_t room = o->cap - o->len;
 	char *buf;
-	int n;
+	int n = -ERANGE;
 
-	if (m->plans_json == NULL)
+	if (m->plans_json == NULL || o->failed)
 		return;
-	buf = malloc(65536);
-	n = buf != NULL ? m->plans_json(m->plans_arg, buf, 65536) : -ENOMEM;
-	if (n >= 0)
+	buf = room > 128 ? malloc(room - 64) : NULL;
+	if (buf != NULL)
+		n = m->plans_json(m->plans_arg, buf, room - 64);
+	if (n >= 0 && (size_t)n + 16 < room - 64)
 		obs__text_add(o, ",\"plans\":%s", buf);
+	else
+		obs__text_add(o, ",\"plans_left_out\":true");
 	free(buf);
 }
 
