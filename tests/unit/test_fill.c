@@ -223,7 +223,9 @@ static void test_random_learns(void)
 }
 
 /* A cold read of another reader takes its lanes back from the fill at
- * once: 4 MiB in about a round trip plus its bytes over every lane. */
+ * once: 4 MiB in about a round trip plus its bytes over every lane. The
+ * scattered reader's gaps differ: at equal gaps its next runs are
+ * fetched as a stride's (fill.c), which this does not measure. */
 static void test_yields(void)
 {
 	struct pace_config c;
@@ -237,7 +239,8 @@ static void test_yields(void)
 	T_EQ_INT(pace_reader_open(f.p, f.blob, f.now, &a), 0);
 	T_EQ_INT(pace_reader_open(f.p, f.blob, f.now, &b), 0);
 	for (int i = 0; i < 6; i++)
-		T_ASSERT(rd_read(&f, a, (uint64_t)i * 3 * MIB + 100 * KIB,
+		T_ASSERT(rd_read(&f, a,
+				 (uint64_t)i * 3 * MIB + (i % 3) * 300 * KIB,
 				 4 * KIB) != UINT64_MAX);
 	T_ASSERT(f.fill_starts > 0);
 	ms = rd_read(&f, b, 24 * MIB, 4 * MIB);
