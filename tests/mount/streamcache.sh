@@ -101,6 +101,9 @@ PY
 	got=$(dd if="$mnt/big.bin" bs=4096 skip=256 count=4 iflag=direct status=none | sha256sum)
 	t_eq "a read behind the kept bytes while the stream runs: right bytes" "$got" \
 		"$(dd if="$WWW/big.bin" bs=4096 skip=256 count=4 status=none | sha256sum)"
+	# Behind them only if the paced reader got far enough (a loaded
+	# machine, a sanitizer build): a restart says the read was.
+	behind=$(curl -s "http://127.0.0.1:$MPORT/metrics" | awk '$1 ~ /^pacefs_stream_restarts_total/ { print $2 }')
 	wait "$paced" || true
 	read -r n sum <"$T_TMP/paced.out" || true
 	t_eq "the paced reader's bytes" "$sum" "$(head -c "${n:-0}" "$WWW/big.bin" | sha256sum | cut -d' ' -f1)"
@@ -112,7 +115,10 @@ PY
 		sleep 0.1
 	done
 	first=$(awk '$1 == "GET" && $2 == "/big.bin" && $3 == "-" { print $5; exit }' "$O_LOG")
-	if [ -n "$first" ] && [ "$first" -lt "$SIZE" ]; then
+	if [ "${behind:-0}" = 0 ]; then
+		t_skip "the first stream was cancelled for the read behind it" \
+			"the paced reader read $n bytes: the read found its bytes still kept"
+	elif [ -n "$first" ] && [ "$first" -lt "$SIZE" ]; then
 		t_pass "the first stream was cancelled for the read behind it ($first of $SIZE bytes sent)"
 	else
 		t_fail "the first stream was cancelled for the read behind it" "$(cat "$O_LOG")"
