@@ -45,6 +45,12 @@ sys.exit(not any(l["source"] == sys.argv[1] and l["end"] - l["frontier"] >= 6553
 	sleep 0.05
 done
 { kill -KILL "$A_PID" && wait "$A_PID"; } 2>/dev/null || true
+# Whether a lane of the first mirror was still under way once it died: on a
+# loaded machine the look and the kill are far apart, and the scheduler may
+# have handed the slow mirror's range to the fast one meanwhile (nothing of
+# it left to fail, nothing to log).
+a_lanes=$("$PACEFS" status --json "$MNT" 2>/dev/null | python3 -c 'import json, sys
+print(sum(l["source"] == sys.argv[1] for l in json.load(sys.stdin)["lanes"]))' "$A_URL/f.bin" 2>/dev/null || echo 0)
 if [ -n "$armed" ]; then
 	t_pass "the kill lands while a lane of the first mirror has 64 KiB to come"
 else
@@ -69,6 +75,8 @@ else
 fi
 if grep -q "lane [0-9]*: $A_URL/f.bin: " "$T_TMP/mirrors.log"; then
 	t_pass "the dead mirror is named in the log: $(grep -m1 "lane [0-9]*: $A_URL/f.bin: " "$T_TMP/mirrors.log" | cut -c1-150)"
+elif [ "$a_lanes" = 0 ]; then
+	t_skip "the dead mirror is named in the log" "no lane of it was under way when it died"
 else
 	t_fail "the dead mirror is named in the log" "$(tail -n 3 "$T_TMP/mirrors.log")"
 fi
