@@ -48,17 +48,25 @@ mount_fresh() {
 }
 
 # 1. Eight workers (the whole list), then one (its first 200 files), with
-# and without the plan, in one run.
+# and without the plan, in one run. A pair that misses the ratio is run
+# once more: on a machine loaded by other work both are CPU-bound, and
+# the plan's lead shrinks.
 head -n 200 "$T_TMP/list" >"$T_TMP/list1"
 for w in 8 1; do
 	l=$T_TMP/list
 	[ "$w" -eq 1 ] && l=$T_TMP/list1
-	mount_fresh
-	without=$(timeout 60 "$PY" "$LOAD" "$T_TMP/mnt" "$WWW" "$l" "$w" 2>&1) || true
-	mount_fresh
-	with=$(timeout 60 "$PY" "$LOAD" "$T_TMP/mnt" "$WWW" "$l" "$w" --plan job 2>&1) || true
-	fw=$(awk '/^ok/ { print $(NF - 1) }' <<<"$with")
-	fo=$(awk '/^ok/ { print $(NF - 1) }' <<<"$without")
+	for try in 1 2; do
+		mount_fresh
+		without=$(timeout 60 "$PY" "$LOAD" "$T_TMP/mnt" "$WWW" "$l" "$w" 2>&1) || true
+		mount_fresh
+		with=$(timeout 60 "$PY" "$LOAD" "$T_TMP/mnt" "$WWW" "$l" "$w" --plan job 2>&1) || true
+		fw=$(awk '/^ok/ { print $(NF - 1) }' <<<"$with")
+		fo=$(awk '/^ok/ { print $(NF - 1) }' <<<"$without")
+		if [ "$try" -eq 2 ] || { [[ $with == ok* && $without == ok* ]] &&
+			awk -v a="$fw" -v b="$fo" 'BEGIN { exit !(a >= 1.3 * b) }'; }; then
+			break
+		fi
+	done
 	if [[ $with != ok* || $without != ok* ]]; then
 		t_fail "$w worker(s) read every byte" "with: $with; without: $without"
 	elif awk -v a="$fw" -v b="$fo" 'BEGIN { exit !(a >= 1.3 * b) }'; then
