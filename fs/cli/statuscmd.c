@@ -361,22 +361,25 @@ static void render(json_t *root)
 		render_metrics(json_object_get(root, "metrics"));
 }
 
-/* The plans of the mount at mnt from the root's user.pacefs.plans (for a
- * status document that had no room for them): an array, empty when the
- * attribute cannot be read. */
-static json_t *plans_of(const char *mnt)
+/* The root's user.pacefs.plans, the mount's read plans alone, into buf
+ * (OBS_STATUS_MAX bytes), NUL-terminated: its length, or -1 with errno. */
+static ssize_t plans_read(const char *mnt, char *buf)
 {
-	char *buf = malloc(OBS_STATUS_MAX);
-	ssize_t n = buf != NULL ? getxattr(mnt, "user.pacefs.plans", buf,
-					   OBS_STATUS_MAX - 1)
-				: -1;
-	json_t *plans = NULL;
+	ssize_t n = getxattr(mnt, "user.pacefs.plans", buf, OBS_STATUS_MAX - 1);
 
-	if (n >= 0) {
+	if (n >= 0)
 		buf[n] = '\0';
-		plans = json_loads(buf, 0, NULL);
-	}
-	free(buf);
+	return n;
+}
+
+/* The plans for a status document that had no room for them, read into
+ * buf (OBS_STATUS_MAX bytes): an array, empty when the attribute cannot be
+ * read. */
+static json_t *plans_of(const char *mnt, char *buf)
+{
+	json_t *plans =
+		plans_read(mnt, buf) >= 0 ? json_loads(buf, 0, NULL) : NULL;
+
 	if (json_is_array(plans))
 		return plans;
 	json_decref(plans);
@@ -389,14 +392,12 @@ static json_t *plans_of(const char *mnt)
  * OBS_STATUS_MAX. */
 static bool plans_only(const char *mnt, bool as_json, char *buf)
 {
-	ssize_t n = getxattr(mnt, "user.pacefs.plans", buf, OBS_STATUS_MAX - 1);
 	json_t *plans;
 	size_t i;
 	json_t *v;
 
-	if (n < 0)
+	if (plans_read(mnt, buf) < 0)
 		return false;
-	buf[n] = '\0';
 	if (as_json) {
 		printf("{\"version\":1,\"plans\":%s}\n", buf);
 		return true;
@@ -482,7 +483,7 @@ int cli_status_command(int argc, char **argv)
 			}
 			if (json_object_get(root, "plans_left_out") != NULL)
 				json_object_set_new(root, "plans",
-						    plans_of(mnt));
+						    plans_of(mnt, buf));
 			render(root);
 			json_decref(root);
 		}
