@@ -160,6 +160,19 @@ gen_file() {
 	fi
 }
 
+# random_files DIR NAME N BYTES: N files of BYTES random bytes each in DIR
+# (made if missing), named by the printf pattern NAME of their index 0 to
+# N - 1 (e.g. 'f-%d.bin').
+random_files() {
+	local i name
+	mkdir -p "$1"
+	for ((i = 0; i < $3; i++)); do
+		# shellcheck disable=SC2059 # the pattern is the caller's
+		printf -v name "$2" "$i"
+		head -c "$4" /dev/urandom >"$1/$name"
+	done
+}
+
 # block_digests FILE [BS]: the SHA-256 of each BS-byte block of FILE (64 KiB
 # unless BS is given), as the items of a manifest's block_sha256 list:
 # "HEX","HEX",... With python3 when there is one, else dd and sha256sum.

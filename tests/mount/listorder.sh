@@ -21,17 +21,10 @@ if [ ! -x "$PY" ]; then
 fi
 N=400
 WWW=$T_TMP/www
-mkdir -p "$WWW/d/sub" "$T_TMP/mnt" "$T_TMP/out"
-for ((i = 0; i < N; i++)); do
-	head -c 32768 /dev/urandom >"$WWW/d/f-$i.bin"
-done
-for ((i = 0; i < 10; i++)); do
-	head -c 32768 /dev/urandom >"$WWW/d/sub/s-$i.bin"
-done
-mkdir -p "$WWW/big"
-for ((i = 0; i < 40; i++)); do
-	head -c $((2 * 1048576)) /dev/urandom >"$WWW/big/b-$i.bin"
-done
+mkdir -p "$T_TMP/mnt" "$T_TMP/out"
+random_files "$WWW/d" 'f-%d.bin' "$N" 32768
+random_files "$WWW/d/sub" 's-%d.bin' 10 32768
+random_files "$WWW/big" 'b-%d.bin' 40 $((2 * 1048576))
 o_start far --root "$WWW" --latency 20 --rate 8M --autoindex
 
 # mount_fresh [OPTS]: a new mount of the origin, cold cache.

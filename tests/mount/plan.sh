@@ -22,13 +22,9 @@ if [ ! -x "$PY" ]; then
 fi
 N=400
 WWW=$T_TMP/www
-mkdir -p "$WWW/a" "$WWW/b" "$T_TMP/mnt"
-for ((i = 0; i < N; i++)); do
-	head -c 32768 /dev/urandom >"$WWW/a/f-$i.bin"
-done
-for ((i = 0; i < 100; i++)); do
-	head -c 32768 /dev/urandom >"$WWW/b/g-$i.bin"
-done
+mkdir -p "$T_TMP/mnt"
+random_files "$WWW/a" 'f-%d.bin' "$N" 32768
+random_files "$WWW/b" 'g-%d.bin' 100 32768
 mkdir -p "$WWW/c"
 head -c $((12 * 1048576)) /dev/urandom >"$WWW/c/big1"
 head -c $((12 * 1048576)) /dev/urandom >"$WWW/c/big2"
